@@ -1,10 +1,71 @@
 """gradlab: make PyTorch autograd failures visible.
 
-Inspect the tensors autograd saved for backward, their version counters,
-predict whether a backward will succeed, and name the line that modified a
-saved tensor in place.
+Inspect the tensors autograd saved for backward and their version counters,
+predict whether a backward will succeed (:func:`check`), name the line that
+modified a saved tensor in place (:func:`track`), and see which parameters a
+loss reaches and which gradients are zero (:func:`grad_report`).
+
+Nothing happens on import: no seeding, no display settings, no hooks.
 """
+
+from .check import Diagnosis, Problem, check
+from .grads import GradReport, GradRow, grad_report
+from .graph import Graph, GraphNode, collect
+from .names import modules_in
+from .saved import SavedTensor, Write
+from .track import Event, Tracker, track
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "__version__",
+    "Diagnosis",
+    "Event",
+    "GradReport",
+    "GradRow",
+    "Graph",
+    "GraphNode",
+    "Problem",
+    "SavedTensor",
+    "Tracker",
+    "Write",
+    "check",
+    "collect",
+    "grad_report",
+    "load_ipython_extension",
+    "modules_in",
+    "saved_tensors",
+    "track",
+    "unload_ipython_extension",
+]
+
+
+def saved_tensors(output: object, names: object = None) -> list[SavedTensor]:
+    """Every tensor the graph of ``output`` saved for backward, with versions and status.
+
+    Example::
+
+        >>> import torch
+        >>> x = torch.ones(3, requires_grad=True)
+        >>> [(s.node, s.attribute, s.status) for s in saved_tensors(x.sigmoid().sum())]
+        [('SigmoidBackward0', 'result', 'ok')]
+    """
+    from .track import active_tracker
+
+    tracker = active_tracker()
+    namer = tracker.namer(names) if tracker is not None else names
+    return list(collect(output, namer, tracker=tracker).saved)
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext gradlab``: track every cell and explain autograd errors under their traceback."""
+    from .ipython import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: object) -> None:
+    """``%unload_ext gradlab``: stop tracking and restore IPython's error display."""
+    from .ipython import unload
+
+    unload(ipython)

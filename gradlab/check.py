@@ -1,0 +1,156 @@
+"""Predict whether ``backward()`` will succeed, and say why not."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+from .graph import Graph, collect
+from .names import NamesLike
+from .saved import SavedTensor
+
+__all__ = ["Diagnosis", "Problem", "check"]
+
+FIXES = {
+    "graph_freed": [
+        "Let one backward do the work: forward both networks, then call (loss_1 + loss_2).backward() once.",
+        "If network 2 should treat network 1's output as data, feed it detached: n_2(pred_1.detach()).",
+        "If you need the graph again, recompute the forward instead of reusing the old output.",
+        "retain_graph=True on the first backward only helps when no step modifies the saved tensors "
+        "in between; otherwise it turns this error into the in-place one.",
+    ],
+    "modified_in_place": [
+        "Run every backward before any optimizer.step() that changes the weights it saved: "
+        "zero both, backward both (or their sum), then step both.",
+        "If network 2 should not train network 1, give it a detached input: n_2(pred_1.detach()).",
+        "Recompute the forward pass after the step instead of reusing the old output.",
+        "Replace the in-place op (x += 1, x[i] = v, ReLU(inplace=True)) with its out-of-place form.",
+    ],
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a backward would fail.
+
+    ``kind`` is ``graph_freed`` or ``modified_in_place``; ``node`` the backward
+    node that needs the tensor; ``tensor`` a readable name; ``where`` the user
+    line that modified it (or, for a freed graph, the backward call that freed it).
+    """
+
+    kind: str
+    node: str
+    tensor: str
+    shape: tuple[int, ...] | None
+    saved_version: int | None
+    current_version: int | None
+    modified_by: str | None = None
+    where: str | None = None
+    code: str | None = None
+
+    def sentence(self) -> str:
+        shape = f" {list(self.shape)}" if self.shape is not None else ""
+        if self.kind == "graph_freed":
+            text = f"{self.node} needs {self.tensor}{shape}, but its saved tensors were freed"
+            if self.where:
+                text += f" by the backward at {self.where}" + (f": {self.code}" if self.code else "")
+            return text + "."
+        text = (f"{self.tensor}{shape}, saved by {self.node} at version {self.saved_version}, "
+                f"is now at version {self.current_version}")
+        if self.modified_by:
+            text += f": modified by {self.modified_by}"
+        if self.where:
+            text += f" at {self.where}" + (f": {self.code}" if self.code else "")
+        return text + "."
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The answer of :func:`check`: ``ok`` is True when ``backward()`` would succeed."""
+
+    ok: bool
+    problems: list[Problem]
+    graph: Graph = field(repr=False)
+
+    @property
+    def kinds(self) -> list[str]:
+        return sorted({p.kind for p in self.problems})
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"ok: backward() would succeed ({self.graph.summary()})."
+        lines = [f"backward() would fail ({self.graph.summary()})."]
+        for kind, title in (("graph_freed", "Graph already freed"), ("modified_in_place", "Modified in place")):
+            probs = [p for p in self.problems if p.kind == kind]
+            if not probs:
+                continue
+            lines.append("")
+            lines.append(f"{title}:")
+            lines.extend(f"  - {p.sentence()}" for p in probs[:8])
+            if len(probs) > 8:
+                lines.append(f"  - ... and {len(probs) - 8} more")
+            lines.append("Fix options:")
+            lines.extend(f"  * {fix}" for fix in FIXES[kind])
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"Diagnosis(ok={self.ok}, problems={len(self.problems)}, kinds={self.kinds})"
+
+    def _repr_html_(self) -> str:
+        if self.ok:
+            return f"<p><b>ok</b>: backward() would succeed ({html.escape(self.graph.summary())}).</p>"
+        head = "".join(f"<th>{h}</th>" for h in ("kind", "node", "tensor", "shape", "saved", "now",
+                                                   "modified by", "where"))
+        rows = []
+        for p in self.problems:
+            cells = (p.kind, p.node, p.tensor, "" if p.shape is None else str(list(p.shape)),
+                     "" if p.saved_version is None else str(p.saved_version),
+                     "" if p.current_version is None else str(p.current_version),
+                     p.modified_by or "", (p.where or "") + (f": {p.code}" if p.code else ""))
+            rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+        fixes = "".join(f"<li>{html.escape(f)}</li>" for k in self.kinds for f in FIXES[k])
+        return (f"<p><b>backward() would fail</b> ({html.escape(self.graph.summary())})</p>"
+                f"<table><tr>{head}</tr>{''.join(rows)}</table><p>Fix options:</p><ul>{fixes}</ul>")
+
+
+def _problem(s: SavedTensor) -> Problem:
+    kind = "graph_freed" if s.status == "freed" else "modified_in_place"
+    return Problem(kind=kind, node=s.node, tensor=s.name, shape=s.shape, saved_version=s.saved_version,
+                   current_version=s.current_version, modified_by=s.modified_by, where=s.where, code=s.code)
+
+
+def diagnose(graph: Graph, skip_freed: set[int] | None = None) -> Diagnosis:
+    """Turn a collected graph into a Diagnosis (one Problem per freed node or stale tensor)."""
+    problems: list[Problem] = []
+    freed_nodes: set[int] = set()
+    for s in graph.saved:
+        if s.status == "modified_in_place":
+            problems.append(_problem(s))
+        elif s.status == "freed" and s.node_id not in freed_nodes and s.node_id not in (skip_freed or set()):
+            freed_nodes.add(s.node_id)
+            problems.append(_problem(s))
+    return Diagnosis(ok=not problems, problems=problems, graph=graph)
+
+
+def check(output: object, names: NamesLike = None) -> Diagnosis:
+    """Predict whether ``output.backward()`` would succeed, without running it.
+
+    Nothing changes: no ``.grad``, parameter, optimizer state or buffer. Inside
+    :func:`gradlab.track` the problems also say who modified each tensor.
+
+    Example::
+
+        >>> w = torch.ones(3, requires_grad=True)
+        >>> y = (w * w).sum()
+        >>> with torch.no_grad():
+        ...     w.add_(1)
+        >>> d = check(y, names={"w": w})
+        >>> d.ok, d.problems[0].kind, d.problems[0].tensor
+        (False, 'modified_in_place', 'w')
+    """
+    from .track import active_tracker
+
+    tracker = active_tracker()
+    if tracker is not None:
+        return tracker.check(output, names)
+    return diagnose(collect(output, names))

@@ -1,0 +1,409 @@
+"""The ``gradlab`` command: run a training script with autograd errors explained.
+
+``python -m gradlab run train.py [ARGS...]`` runs ``train.py`` exactly as
+``python train.py [ARGS...]`` would (same ``sys.argv``, ``__name__ ==
+"__main__"``, script directory first on ``sys.path``, same exit code and
+traceback), with :func:`gradlab.track.track` active. When a backward fails
+with an autograd error, the traceback carries gradlab's diagnosis (which
+tensor, which line modified it) and the explanation of the message follows.
+
+``python -m gradlab explain`` reads a traceback from stdin (or ``--file``)
+and explains it.
+
+Example::
+
+    >>> main(["explain", "--file", "no-such-file.txt"])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib.machinery
+import os
+import runpy
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TextIO
+
+from .explain import explain
+
+__all__ = ["main", "run_script", "run_module", "explain_text", "USAGE"]
+
+USAGE = """\
+usage: python -m gradlab run [--explain-only] SCRIPT.py [ARGS...]
+       python -m gradlab run [--explain-only] -m MODULE [ARGS...]
+       python -m gradlab explain [--file TRACEBACK.txt]
+       python -m gradlab --help
+
+Run a PyTorch script as `python SCRIPT.py ARGS...` would, with gradlab's
+tracker watching autograd. If a backward fails because the graph was freed or
+a saved tensor was modified in place, the traceback names the tensor and the
+line that changed it, followed by an explanation and the fixes.
+
+commands:
+  run            run a script (or -m MODULE) with tracking; exit code as python's
+  explain        explain an autograd error read from stdin or --file;
+                 exit 0 if it is one gradlab decodes, 1 if not
+
+options of run:
+  --explain-only run without tracking (no overhead); on an autograd error
+                 print the traceback and the explanation of its message
+  -m MODULE      run a module as `python -m MODULE` would
+"""
+
+
+def _interpreter() -> str:
+    """The interpreter name as typed, for messages like python's own."""
+    orig = getattr(sys, "orig_argv", None)
+    return orig[0] if orig else (sys.executable or "python")
+
+
+# --------------------------------------------------------------------------
+# Tracking
+# --------------------------------------------------------------------------
+
+def _tracking(names: Callable[[], Mapping[str, object]], explain_only: bool) -> contextlib.AbstractContextManager:
+    """``track(names=names)``, or a context that does nothing."""
+    if explain_only:
+        return contextlib.nullcontext()
+    try:
+        from .track import track
+    except ImportError as e:  # the tracker is optional for explain-only use
+        print(f"gradlab: tracking unavailable ({e}); running with --explain-only",
+              file=sys.stderr)
+        return contextlib.nullcontext()
+    return track(names=names)
+
+
+def _modules_in(namespace: Mapping[str, object]) -> dict[str, object]:
+    from .names import modules_in
+
+    return dict(modules_in(namespace))
+
+
+class _MainNamespace:
+    """A zero-argument callable for ``track(names=...)``: the script's modules.
+
+    NOTE [script namespace after the error]
+    The tracker may ask for names while the backward fails (inside the script)
+    or later, in its ``__exit__``. For a script run by ``run_script`` the
+    namespace is the module we made, so it is always at hand. ``runpy``
+    (used for ``-m``) drops its temporary ``__main__`` before ``__exit__``
+    runs, so the namespace is remembered whenever it is seen, and recovered
+    from the traceback of the exception being handled as a last resort.
+    """
+
+    def __init__(self, namespace: dict[str, object] | None = None) -> None:
+        self.namespace = namespace
+
+    def __call__(self) -> dict[str, object]:
+        if self.namespace is None:
+            main = sys.modules.get("__main__")
+            if main is not None and getattr(main, "__spec__", None) is not None \
+                    and main.__spec__.name not in ("gradlab.__main__", "gradlab"):
+                self.namespace = vars(main)
+        if self.namespace is None:
+            self.namespace = _namespace_in_traceback(sys.exc_info()[1])
+        return _modules_in(self.namespace or {})
+
+
+def _namespace_in_traceback(exc: BaseException | None) -> dict[str, object] | None:
+    tb = exc.__traceback__ if exc is not None else None
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
+            return frame.f_globals
+        tb = tb.tb_next
+    return None
+
+
+# --------------------------------------------------------------------------
+# Running code as python would
+# --------------------------------------------------------------------------
+
+_RUNNER_FILES = tuple(
+    os.path.normcase(os.path.abspath(f)) for f in (runpy.__file__, contextlib.__file__)
+)
+_GRADLAB_DIR = os.path.normcase(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _is_runner_frame(filename: str) -> bool:
+    name = os.path.normcase(os.path.abspath(filename)) if not filename.startswith("<") else filename
+    return name in _RUNNER_FILES or name.startswith(_GRADLAB_DIR)
+
+
+def _user_traceback(exc: BaseException) -> types.TracebackType | None:
+    """``exc``'s traceback without the frames of this runner, runpy and contextlib."""
+    tb = exc.__traceback__
+    while tb is not None and _is_runner_frame(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    return tb
+
+
+@contextlib.contextmanager
+def _as_main(argv: list[str], path0: str | None, module: types.ModuleType | None) -> Iterator[None]:
+    """Set ``sys.argv``, ``sys.path[0]`` and ``sys.modules['__main__']``; restore them after."""
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    saved_main = sys.modules.get("__main__")
+    sys.argv[:] = argv
+    if path0 is not None:
+        if sys.path:
+            sys.path[0] = path0
+        else:
+            sys.path.insert(0, path0)
+    if module is not None:
+        sys.modules["__main__"] = module
+    try:
+        yield
+    finally:
+        sys.argv[:] = saved_argv
+        sys.path[:] = saved_path
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
+
+
+def _exit_code(exc: SystemExit, stderr: TextIO) -> int:
+    """The exit status python gives for ``raise SystemExit(code)``."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=stderr)
+    return 1
+
+
+def _report(exc: BaseException, stderr: TextIO, explained: bool) -> int:
+    """Print ``exc`` as python would, then its explanation if it is an autograd error."""
+    tb = _user_traceback(exc)
+    exc.__traceback__ = tb
+    stderr.flush()
+    sys.stdout.flush()
+    if stderr is sys.stderr:
+        sys.excepthook(type(exc), exc, tb)
+    else:  # a caller-supplied stream (tests): same text via the traceback module
+        import traceback
+
+        traceback.print_exception(type(exc), exc, tb, file=stderr)
+    if explained:
+        explanation = explain(exc)
+        if explanation.kind != "not_autograd":
+            print("", file=stderr)
+            print(explanation, file=stderr)
+    return 130 if isinstance(exc, KeyboardInterrupt) else 1
+
+
+def _run(body: Callable[[], None], names: _MainNamespace, explain_only: bool,
+         stderr: TextIO) -> int:
+    try:
+        with _tracking(names, explain_only):
+            body()
+    except SystemExit as e:
+        return _exit_code(e, stderr)
+    except BaseException as e:  # noqa: BLE001 - every uncaught error is reported like python does
+        return _report(e, stderr, explained=True)
+    return 0
+
+
+def run_script(path: str, args: Sequence[str] = (), *, explain_only: bool = False,
+               stderr: TextIO | None = None) -> int:
+    """Run the file ``path`` as ``python path args...`` would; return the exit code.
+
+    The script runs as ``__main__`` with ``sys.argv == [path, *args]`` and its
+    directory first on ``sys.path``. With ``explain_only=False`` it runs inside
+    ``track()`` so autograd errors carry gradlab's diagnosis. A missing file
+    gives python's message and exit code 2.
+
+    Example::
+
+        >>> run_script("train.py", ["--epochs", "1"])  # doctest: +SKIP
+        0
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"run_script() needs the path of a script as a str, not {type(path).__name__}")
+    err = stderr if stderr is not None else sys.stderr
+    path = os.fspath(path)
+    abspath = os.path.abspath(path)
+    if os.path.isdir(abspath) or (os.path.isfile(abspath) and not abspath.endswith((".py", ".pyw"))
+                                  and _is_zip(abspath)):
+        return _run_path_with_runpy(path, list(args), explain_only, err)
+    try:
+        with open(abspath, "rb") as f:
+            source = f.read()
+    except OSError as e:
+        print(f"{_interpreter()}: can't open file {abspath!r}: [Errno {e.errno}] {e.strerror}", file=err)
+        return 2
+
+    module = types.ModuleType("__main__")
+    module.__file__ = abspath
+    module.__cached__ = None  # type: ignore[attr-defined]
+    module.__builtins__ = builtins  # type: ignore[attr-defined]
+    module.__loader__ = importlib.machinery.SourceFileLoader("__main__", abspath)
+    namespace = vars(module)
+
+    def body() -> None:
+        code = compile(source, abspath, "exec", dont_inherit=True)
+        exec(code, namespace)
+
+    with _as_main([path, *args], os.path.dirname(abspath), module):
+        return _run(body, _MainNamespace(namespace), explain_only, err)
+
+
+def _is_zip(path: str) -> bool:
+    import zipfile
+
+    return zipfile.is_zipfile(path)
+
+
+def _run_path_with_runpy(path: str, args: list[str], explain_only: bool, stderr: TextIO) -> int:
+    """Directories and zip files with a ``__main__.py``: as ``python DIR`` does."""
+    def body() -> None:
+        runpy.run_path(path, run_name="__main__")
+
+    with _as_main([path, *args], None, None):
+        return _run(body, _MainNamespace(), explain_only, stderr)
+
+
+def run_module(name: str, args: Sequence[str] = (), *, explain_only: bool = False,
+               stderr: TextIO | None = None) -> int:
+    """Run module ``name`` as ``python -m name args...`` would; return the exit code.
+
+    Example::
+
+        >>> run_module("mypackage.train", ["--epochs", "1"])  # doctest: +SKIP
+        0
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"run_module() needs a module name such as 'train', not {name!r}")
+    err = stderr if stderr is not None else sys.stderr
+    names = _MainNamespace()
+
+    def body() -> None:
+        runpy.run_module(name, run_name="__main__", alter_sys=True)
+
+    with _as_main(["-m", *args], os.getcwd(), None):
+        try:
+            from importlib.util import find_spec
+
+            found = find_spec(name) is not None
+        except (ImportError, ValueError) as e:
+            print(f"{_interpreter()}: Error while finding module specification for {name!r}"
+                  f" ({type(e).__name__}: {e})", file=err)
+            return 1
+        if not found:
+            print(f"{_interpreter()}: No module named {name}", file=err)
+            return 1
+        return _run(body, names, explain_only, err)
+
+
+# --------------------------------------------------------------------------
+# explain
+# --------------------------------------------------------------------------
+
+def explain_text(text: str, stdout: TextIO | None = None) -> int:
+    """Print the explanation of the error in ``text``; 0 if recognised, else 1.
+
+    Example::
+
+        >>> explain_text("element 0 of tensors does not require grad and does not have a grad_fn")
+        gradlab: no_grad_fn
+        ...
+        0
+    """
+    out = stdout if stdout is not None else sys.stdout
+    explanation = explain(text)
+    print(explanation, file=out)
+    return 0 if explanation.kind != "not_autograd" else 1
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+def _usage_error(message: str) -> int:
+    print(USAGE.split("\n\n", 1)[0], file=sys.stderr)
+    print(f"gradlab: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _main_run(argv: list[str]) -> int:
+    explain_only = False
+    while argv and argv[0].startswith("-"):
+        opt = argv.pop(0)
+        if opt == "--explain-only":
+            explain_only = True
+        elif opt in ("-h", "--help"):
+            print(USAGE, end="")
+            return 0
+        elif opt == "-m":
+            if not argv:
+                return _usage_error("-m needs a module name")
+            module = argv.pop(0)
+            return run_module(module, argv, explain_only=explain_only)
+        elif opt.startswith("-m") and len(opt) > 2:  # -mtrain, like python
+            return run_module(opt[2:], argv, explain_only=explain_only)
+        elif opt == "--":
+            break
+        else:
+            return _usage_error(f"unknown option {opt!r} for run")
+    if not argv:
+        return _usage_error("run needs a script (SCRIPT.py) or -m MODULE")
+    script = argv.pop(0)
+    return run_script(script, argv, explain_only=explain_only)
+
+
+def _main_explain(argv: list[str]) -> int:
+    path = None
+    while argv:
+        opt = argv.pop(0)
+        if opt in ("-h", "--help"):
+            print(USAGE, end="")
+            return 0
+        if opt == "--file" and argv:
+            path = argv.pop(0)
+        elif opt.startswith("--file="):
+            path = opt.split("=", 1)[1]
+        else:
+            return _usage_error(f"unknown argument {opt!r} for explain (use --file F or stdin)")
+    if path is None or path == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError as e:
+            print(f"gradlab: can't open file {path!r}: [Errno {e.errno}] {e.strerror}", file=sys.stderr)
+            return 2
+    return explain_text(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m gradlab`` and the ``gradlab`` command.
+
+    ``argv`` defaults to ``sys.argv[1:]``; the return value is the exit code.
+
+    Example::
+
+        >>> main(["--help"])  # doctest: +ELLIPSIS
+        usage: python -m gradlab run ...
+        0
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if any(not isinstance(a, str) for a in args):
+        raise TypeError("main() takes a list of str arguments, like sys.argv[1:]")
+    if not args:
+        print(USAGE, end="", file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "help"):
+        print(USAGE, end="")
+        return 0
+    command, rest = args[0], args[1:]
+    if command == "run":
+        return _main_run(rest)
+    if command == "explain":
+        return _main_explain(rest)
+    if command.endswith(".py"):
+        return _usage_error(f"did you mean: python -m gradlab run {command}")
+    return _usage_error(f"unknown command {command!r}")

@@ -1,0 +1,172 @@
+"""Check that the machine is ready for the course.
+
+:func:`environment` collects versions (Python, torch, gradlab, ipywidgets)
+and whether Graphviz's ``dot`` program is installed, into an
+:class:`EnvironmentReport`. Collecting has no side effects; printing the
+report is up to the caller.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.metadata
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from . import __version__
+
+__all__ = ["EnvironmentReport", "environment", "GRAPHVIZ_INSTALL_LINES"]
+
+#: How to install Graphviz's ``dot`` on the common platforms.
+GRAPHVIZ_INSTALL_LINES: tuple[str, ...] = (
+    "sudo apt-get install graphviz        # Debian / Ubuntu",
+    "brew install graphviz                # macOS",
+    "conda install -c conda-forge graphviz  # conda",
+)
+
+#: Oldest torch the course is written for (matches pyproject.toml).
+MIN_TORCH: tuple[int, int] = (2, 4)
+
+
+@dataclass(frozen=True)
+class EnvironmentReport:
+    """Versions and tools found on this machine.
+
+    Attributes:
+        python: Python version, e.g. ``"3.11.9"``.
+        torch: torch version without a local build tag (``"2.13.0"``, not
+            ``"2.13.0+cpu"``), or ``None`` if torch is not installed.
+        gradlab: gradlab's version.
+        dot_version: Graphviz ``dot`` version (``"2.43.0"``), or ``None`` if
+            ``dot`` is not on ``PATH``.
+        ipywidgets: ipywidgets version, or ``None`` if not installed.
+
+    Example::
+
+        >>> report = environment()
+        >>> print(report.summary())          # doctest: +SKIP
+        torch 2.13.0, gradlab 0.1.0: ready
+    """
+
+    python: str
+    torch: str | None
+    gradlab: str
+    dot_version: str | None
+    ipywidgets: str | None
+
+    @property
+    def graphviz_found(self) -> bool:
+        """Whether Graphviz's ``dot`` program was found on ``PATH``."""
+        return self.dot_version is not None
+
+    @property
+    def ready(self) -> bool:
+        """Whether the course can run: torch is installed and recent enough.
+
+        Graphviz and ipywidgets are optional: without them gradlab draws
+        graphs as text and widgets do not show.
+        """
+        return self.torch is not None and _version_tuple(self.torch) >= MIN_TORCH
+
+    def summary(self) -> str:
+        """One line that does not depend on optional tools or paths.
+
+        Example::
+
+            >>> environment().summary()          # doctest: +SKIP
+            'torch 2.13.0, gradlab 0.1.0: ready'
+        """
+        if self.torch is None:
+            return f"torch not installed, gradlab {self.gradlab}: not ready (run `make setup`)"
+        state = "ready" if self.ready else (
+            f"not ready (torch >= {MIN_TORCH[0]}.{MIN_TORCH[1]} needed; run `make setup`)"
+        )
+        return f"torch {self.torch}, gradlab {self.gradlab}: {state}"
+
+    def _rows(self) -> list[tuple[str, str]]:
+        missing = "not installed"
+        return [
+            ("Python", self.python),
+            ("torch", self.torch or missing),
+            ("gradlab", self.gradlab),
+            ("Graphviz dot", self.dot_version or "not found (graphs are drawn as text)"),
+            ("ipywidgets", self.ipywidgets or missing),
+        ]
+
+    def __str__(self) -> str:
+        width = max(len(name) for name, _ in self._rows())
+        lines = [f"{name:<{width}}  {value}" for name, value in self._rows()]
+        lines.append(self.summary())
+        if not self.graphviz_found:
+            lines.append("To draw graphs as pictures, install Graphviz, then restart the kernel:")
+            lines.extend(f"    {line}" for line in GRAPHVIZ_INSTALL_LINES)
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(name)}</th>"
+            f"<td style='text-align:left'>{html.escape(value)}</td></tr>"
+            for name, value in self._rows()
+        )
+        parts = [f"<table>{rows}</table>", f"<p>{html.escape(self.summary())}</p>"]
+        if not self.graphviz_found:
+            install = html.escape("\n".join(GRAPHVIZ_INSTALL_LINES))
+            parts.append(
+                "<p>To draw graphs as pictures, install Graphviz, then restart the kernel:</p>"
+                f"<pre>{install}</pre>"
+            )
+        return "".join(parts)
+
+
+def environment() -> EnvironmentReport:
+    """Collect the versions and tools the course uses.
+
+    Reads installed package metadata (nothing is imported) and runs
+    ``dot -V`` if ``dot`` is on ``PATH``.
+
+    Example::
+
+        >>> import gradlab
+        >>> report = gradlab.environment()
+        >>> report.ready                     # doctest: +SKIP
+        True
+        >>> print(report)                    # doctest: +SKIP
+    """
+    torch_version = _package_version("torch")
+    return EnvironmentReport(
+        python=platform.python_version(),
+        torch=torch_version.split("+")[0] if torch_version else None,
+        gradlab=__version__,
+        dot_version=_dot_version(),
+        ipywidgets=_package_version("ipywidgets"),
+    )
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _dot_version() -> str | None:
+    """Version of Graphviz ``dot`` on ``PATH``; ``None`` if absent or broken."""
+    dot = shutil.which("dot")
+    if dot is None:
+        return None
+    try:
+        # `dot -V` writes e.g. "dot - graphviz version 2.43.0 (0)" to stderr.
+        done = subprocess.run([dot, "-V"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    match = re.search(r"version\s+(\S+)", done.stderr + done.stdout)
+    return match.group(1) if match else "unknown version"
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:2])

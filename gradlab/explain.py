@@ -1,0 +1,572 @@
+"""Explain an autograd error message in plain language.
+
+``explain`` reads the text of a PyTorch autograd error (an exception object,
+its message, or a whole pasted traceback) and returns an ``Explanation``: what
+kind of error it is, what each part of the message means, the likely causes
+ranked from most to least common, and the fixes that work.
+
+It only reads text, with regular expressions, so it decodes messages from any
+torch release, including tracebacks pasted from a machine you cannot run.
+
+Example::
+
+    >>> from gradlab.explain import explain
+    >>> e = explain("RuntimeError: one of the variables needed for gradient "
+    ...             "computation has been modified by an inplace operation: "
+    ...             "[torch.FloatTensor [10, 1]], which is output 0 of AsStrided, "
+    ...             "is at version 2; expected version 1 instead.")
+    >>> e.kind, e.shape, e.output_of, e.expected_version, e.current_version
+    ('modified_in_place', (10, 1), 'AsStrided', 1, 2)
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+__all__ = ["Explanation", "explain", "KINDS"]
+
+#: Every value ``Explanation.kind`` can take.
+KINDS = (
+    "graph_freed",
+    "modified_in_place",
+    "no_grad_fn",
+    "leaf_in_place",
+    "not_autograd",
+)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What an autograd error message says, why it happens, and how to fix it.
+
+    ``kind`` is one of ``KINDS``. The tensor fields (``dtype`` to
+    ``expected_version``) are filled for ``"modified_in_place"`` messages
+    that carry them and are ``None`` otherwise.
+
+    Example::
+
+        >>> e = explain("Trying to backward through the graph a second time")
+        >>> e.kind
+        'graph_freed'
+        >>> print(e)  # doctest: +ELLIPSIS
+        gradlab: graph_freed
+        ...
+    """
+
+    kind: str
+    summary: str
+    message: str | None = None
+    torch_wording: str | None = None
+    dtype: str | None = None
+    tensor_type: str | None = None
+    device: str | None = None
+    shape: tuple[int, ...] | None = None
+    nested_shapes: tuple[tuple[int, ...], ...] | None = None
+    output_of: str | None = None
+    output_nr: int | None = None
+    current_version: int | None = None
+    expected_version: int | None = None
+    anomaly_mode: bool | None = None
+    meaning: tuple[str, ...] = ()
+    causes: tuple[str, ...] = ()
+    fixes: tuple[str, ...] = ()
+
+    @property
+    def writes_since_saved(self) -> int | None:
+        """How many in-place writes happened between save and backward."""
+        if self.current_version is None or self.expected_version is None:
+            return None
+        return self.current_version - self.expected_version
+
+    def __str__(self) -> str:
+        lines = [f"gradlab: {self.kind}", self.summary]
+        if self.torch_wording:
+            lines.append(f"Wording: {self.torch_wording}")
+        if self.meaning:
+            lines.append("What the message says:")
+            lines += [f"  - {s}" for s in self.meaning]
+        if self.causes:
+            lines.append("Likely causes (most likely first):")
+            lines += [f"  {i}. {s}" for i, s in enumerate(self.causes, 1)]
+        if self.fixes:
+            lines.append("How to fix:")
+            lines += [f"  - {s}" for s in self.fixes]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        parts = [
+            '<div class="gradlab-explanation">',
+            f"<p><b>{esc(self.kind)}</b>: {esc(self.summary)}</p>",
+        ]
+        if self.torch_wording:
+            parts.append(f"<p><i>Wording: {esc(self.torch_wording)}</i></p>")
+        for title, items, tag in (
+            ("What the message says", self.meaning, "ul"),
+            ("Likely causes (most likely first)", self.causes, "ol"),
+            ("How to fix", self.fixes, "ul"),
+        ):
+            if items:
+                rows = "".join(f"<li>{esc(s)}</li>" for s in items)
+                parts.append(f"<p>{esc(title)}:</p><{tag}>{rows}</{tag}>")
+        parts.append("</div>")
+        return "".join(parts)
+
+
+# --------------------------------------------------------------------------
+# Patterns. Text is normalised first: ANSI colours removed, every run of
+# whitespace collapsed to one space (pasted tracebacks wrap long lines).
+# --------------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+# NOTE [graph freed wordings]
+# torch 0.1-0.2: "Trying to backward through the graph second time, but the
+#   buffers have already been freed. Please specify retain_variables=True ..."
+# torch 0.3-1.x: "... a second time, but the buffers have already been freed.
+#   Specify retain_graph=True when calling backward the first time."
+# torch 1.x:     "... a second time, but the saved intermediate results have
+#   already been freed. Specify retain_graph=True ..."
+# torch >= 1.10: "... a second time (or directly access saved tensors after
+#   they have already been freed). Saved intermediate values ..."
+_GRAPH_FREED = re.compile(
+    r"Trying to backward through the graph (?:a )?second time"
+    r"(?P<tail>[^.]*(?:\.[^.]*){0,2})",
+)
+
+# NOTE [in-place wordings]
+# saved_variable.cpp builds the message from parts:
+#   "one of the variables needed for gradient computation has been modified
+#    by an inplace operation: [" + type + " " + sizes + "]"
+#   + (", which is output N of NODE," if the saved tensor has a grad_fn)
+#   + " is at version C; expected version E instead."
+#   + " Hint: ..." (two hints: anomaly mode off / on).
+# type is "torch.FloatTensor", "torch.cuda.FloatTensor" or "MPSFloatType";
+# sizes is "[10, 1]" or, for nested tensors, the printed size matrix
+# " 2  3\n 4  3\n[ torch.LongTensor{2,2} ]". NODE is "TBackward" (torch 1.x),
+# "AsStridedBackward0" (1.10 onwards) or "AsStrided" (recent 2.x).
+# torch 0.x printed only the first sentence.
+_IN_PLACE = re.compile(
+    r"one of the variables needed for gradient computation has been modified"
+    r" by an inplace operation"
+    r"(?::\s*\[(?P<type>[A-Za-z][\w.]*)\s+"
+    r"(?:\[(?P<sizes>[-\d,\s]*)\]|(?P<nested>[-\d\s]*\[\s*[\w.]+\{\d+,\s*\d+\}\s*\]))\]"
+    r"(?:,?\s*which is output (?P<nr>\d+) of (?P<node>[\w:.]+),?)?"
+    r"\s*is at version (?P<cur>\d+);\s*expected version (?P<exp>\d+)(?: instead)?\.?)?"
+    r"(?P<hint>\s*Hint:\s*(?:enable anomaly detection|the backtrace further above)"
+    r"[^\n]*?(?:Good luck!|\)\.|\)))?"
+)
+
+_NO_GRAD_FN = re.compile(
+    r"element (?P<index>\d+) of (?:tensors|variables) does not require grad"
+    r" and does not have a grad_fn"
+)
+_LEAF_IN_PLACE = re.compile(
+    r"a (?P<view>view of a )?leaf Variable that requires grad "
+    r"(?:is being|has been) used in an in-place operation"
+)
+
+_LEGACY_DTYPES = {
+    "Float": "torch.float32",
+    "Double": "torch.float64",
+    "Half": "torch.float16",
+    "BFloat16": "torch.bfloat16",
+    "Long": "torch.int64",
+    "Int": "torch.int32",
+    "Short": "torch.int16",
+    "Char": "torch.int8",
+    "Byte": "torch.uint8",
+    "Bool": "torch.bool",
+    "ComplexFloat": "torch.complex64",
+    "ComplexDouble": "torch.complex128",
+    "ComplexHalf": "torch.complex32",
+}
+
+# Forward ops whose backward reuses their own output: an in-place write to
+# the output (nn.ReLU(inplace=True), `y += 1`) breaks their backward.
+_SAVES_OUTPUT = {
+    "Sigmoid", "Tanh", "Exp", "Exp2", "Relu", "Threshold", "Softmax",
+    "LogSoftmax", "Elu", "Sqrt", "Rsqrt",
+}
+_VIEW_OPS = {
+    "T", "Transpose", "Permute", "AsStrided", "View", "Reshape", "Expand",
+    "Unsqueeze", "Squeeze", "Select", "Slice", "Narrow", "Split", "Unbind",
+    "Diagonal", "Unfold", "Alias",
+}
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", _ANSI.sub("", text)).strip()
+
+
+def _base_node(node: str) -> str:
+    """``AsStridedBackward0`` -> ``AsStrided``; ``TBackward`` -> ``T``."""
+    return re.sub(r"Backward\d*$", "", node.rsplit("::", 1)[-1])
+
+
+def _type_info(tensor_type: str) -> tuple[str | None, str | None]:
+    """Return (dtype, device) for "torch.cuda.FloatTensor" or "MPSFloatType"."""
+    m = re.fullmatch(r"torch\.(?:(?P<dev>\w+)\.)?(?P<name>\w+?)Tensor", tensor_type)
+    if m:
+        return _LEGACY_DTYPES.get(m["name"]), (m["dev"] or "cpu").lower()
+    m = re.fullmatch(r"(?P<dev>[A-Z]+[a-z]*?)?(?P<name>[A-Z]\w*?)Type", tensor_type)
+    if m:
+        for name, dtype in _LEGACY_DTYPES.items():
+            if m["name"].endswith(name):
+                dev = tensor_type[: len(tensor_type) - len(name) - len("Type")]
+                return dtype, (dev or "cpu").lower()
+    return None, None
+
+
+def _nested(text: str) -> tuple[tuple[int, ...], ...] | None:
+    m = re.search(r"\{(\d+),\s*(\d+)\}", text)
+    if m is None:
+        return None
+    rows, cols = int(m[1]), int(m[2])
+    numbers = [int(n) for n in re.findall(r"-?\d+", text[: text.index("[")])]
+    if len(numbers) != rows * cols:
+        return None
+    return tuple(tuple(numbers[r * cols:(r + 1) * cols]) for r in range(rows))
+
+
+def _wording(node: str | None, has_details: bool, hint: str) -> str:
+    if not has_details:
+        return "torch 0.x (message without tensor details)"
+    if node is None:
+        family = ("any torch >= 1.x; no node name is printed because the saved"
+                  " tensor has no grad_fn (a leaf)")
+    elif re.search(r"Backward$", node):
+        family = "torch 1.x before 1.10 (node names like TBackward)"
+    elif re.search(r"Backward\d+$", node):
+        family = "torch 1.10 to 2.x (node names like AsStridedBackward0)"
+    else:
+        family = ("recent torch 2.x, e.g. 2.13 (node names without 'Backward',"
+                  " like AsStrided)")
+    if "check_nan" in hint:
+        family += "; the hint mentions check_nan, so torch 2.x"
+    return family
+
+
+def _shape_sentence(shape: tuple[int, ...], base: str | None) -> str:
+    dims = ", ".join(str(d) for d in shape)
+    text = f"[{dims}] is the shape of the saved tensor."
+    if len(shape) == 2 and base in {"T", "Transpose", "AsStrided", None}:
+        a, b = shape
+        text += (
+            f" A 2-D shape like this is often a transposed weight: nn.Linear({a}, {b})"
+            f" has weight of shape [{b}, {a}], and weight.t() of shape [{a}, {b}]"
+            " is what Linear's addmm/mm saves for the backward to its input."
+        )
+    elif len(shape) == 0:
+        text = "[] means the saved tensor is a scalar (0-dimensional)."
+    return text
+
+
+def _node_sentence(node: str, nr: int, base: str) -> str:
+    head = (f"'which is output {nr} of {node}' means the saved tensor was produced"
+            f" by the operation {base} (its grad_fn is {base}Backward).")
+    if base in {"T", "Transpose"}:
+        return head + (" That is a transpose: the saved tensor is a transposed view,"
+                       " typically weight.t() of an nn.Linear, saved by addmm/mm.")
+    if base == "AsStrided":
+        return head + (
+            " AsStrided is the node autograd puts on a view whose base was"
+            " modified in place after the view was taken. Here it almost always"
+            " means a transposed view of a weight (weight.t(), which nn.Linear saves"
+            " via addmm/mm) whose parameter was then changed, e.g. by optimizer.step()."
+        )
+    if base in _VIEW_OPS:
+        return head + (f" {base} makes a view, so the in-place write may have gone"
+                       " to the tensor it views, not to the view itself.")
+    if base in _SAVES_OUTPUT:
+        return head + (f" {base} keeps its own output for backward, so any in-place"
+                       " write to that output (nn.ReLU(inplace=True), +=, *=, slice"
+                       " assignment) breaks its backward.")
+    return head + (" A later operation saved this result for its backward, and then"
+                   " something wrote to it in place.")
+
+
+def _in_place(m: re.Match[str]) -> Explanation:
+    has_details = m["type"] is not None
+    node = m["node"]
+    base = _base_node(node) if node else None
+    nr = int(m["nr"]) if m["nr"] is not None else None
+    cur = int(m["cur"]) if m["cur"] is not None else None
+    exp = int(m["exp"]) if m["exp"] is not None else None
+    diff = cur - exp if cur is not None and exp is not None else None
+    hint = m["hint"] or ""
+    anomaly: bool | None = None
+    if "backtrace further above" in hint:
+        anomaly = True
+    elif "enable anomaly detection" in hint:
+        anomaly = False
+    dtype = device = None
+    shape: tuple[int, ...] | None = None
+    nested = None
+    if has_details:
+        dtype, device = _type_info(m["type"])
+        if m["sizes"] is not None:
+            shape = tuple(int(s) for s in re.findall(r"-?\d+", m["sizes"]))
+        else:
+            nested = _nested(m["nested"])
+
+    meaning: list[str] = []
+    if has_details:
+        what = dtype or m["type"]
+        meaning.append(
+            f"{m['type']} is the saved tensor's type: {what}"
+            + (f" on {device}." if device else ".")
+        )
+        if shape is not None:
+            meaning.append(_shape_sentence(shape, base))
+        elif nested is not None:
+            listed = ", ".join(str(list(s)) for s in nested)
+            meaning.append(f"The saved tensor is a nested tensor with components of shapes {listed}.")
+        if node is not None and nr is not None and base is not None:
+            meaning.append(_node_sentence(node, nr, base))
+        else:
+            meaning.append(
+                "There is no 'which is output N of ...' part: the saved tensor has no"
+                " grad_fn, so it is a leaf (an nn.Parameter, or a tensor you created"
+                " such as an input batch), saved directly, e.g. by x * w or x @ w."
+            )
+    if diff is not None:
+        meaning.append(
+            "Every tensor has a version counter that each in-place write increments"
+            " (add_, +=, x[i] = ..., and optimizer.step() on parameters)."
+            f" Expected version {exp} is the version when autograd saved the tensor;"
+            f" version {cur} is the version now, at backward."
+        )
+        if diff == 1:
+            meaning.append("The difference is 1: exactly one in-place write since the save,"
+                           " for example one optimizer.step() or one +=.")
+        else:
+            meaning.append(f"The difference is {diff}: {diff} in-place writes since the save"
+                           f" (for example {diff} optimizer steps, or several in-place ops).")
+    if anomaly:
+        meaning.append("The Hint comes from anomaly mode: the extra traceback printed above"
+                       " the error shows the forward line whose backward failed; the"
+                       " in-place write happened there or later.")
+    elif anomaly is False:
+        meaning.append("The Hint suggests torch.autograd.set_detect_anomaly(True): it prints"
+                       " the forward line whose saved tensor was overwritten, not the line"
+                       " that wrote to it.")
+
+    step = ("optimizer.step() on a network whose output is still used by a graph you have"
+            " not backwarded yet (two chained networks, GAN discriminator step before the"
+            " generator backward, critic step before the actor backward).")
+    aug = "+=, *= or slice assignment (x[i] = ...) on a tensor that was saved for backward."
+    relu = ("nn.ReLU(inplace=True) (or another inplace=True layer) right after an op that saves"
+            " its output, such as sigmoid, tanh or exp.")
+    data = "A write through .detach() or .data, which shares memory and version with the saved tensor."
+    if base in _SAVES_OUTPUT:
+        causes = (relu, aug, data, step)
+    elif base in _VIEW_OPS or (base is None and shape is not None and len(shape) >= 1):
+        causes = (step, aug, data, relu)
+    else:
+        causes = (step, aug, relu, data)
+
+    fixes = (
+        "Reorder so every backward runs before any optimizer.step() that modifies the weights"
+        " its graph saved: loss_1.backward(); loss_2.backward(); then opt_1.step(); opt_2.step().",
+        "Or add the losses and call backward once: (loss_1 + loss_2).backward(), then step.",
+        "If network 1 should not learn from loss 2, detach the input of network 2:"
+        " pred_2 = n_2(pred_1.detach()).",
+        "If you must step in between, recompute the forward after the step so the new graph saves"
+        " the new weights.",
+        "Replace the in-place op with its out-of-place form: x = x + 1 instead of x += 1,"
+        " nn.ReLU() instead of nn.ReLU(inplace=True), torch.where/cat instead of slice assignment.",
+        "Do NOT just add retain_graph=True: it keeps the old graph, but the weights it saved have"
+        " still changed, so the error stays (or the gradients are silently computed from stale values).",
+    )
+
+    if diff is not None:
+        size = "x".join(str(d) for d in shape) if shape is not None else "nested"
+        where = f"({size} {dtype or m['type']}"
+        where += f", output {nr} of {node})" if node else ", a leaf)"
+        summary = (f"A tensor autograd saved for backward {where} was modified in place"
+                   f" {diff} time{'s' if diff != 1 else ''} after it was saved (version {exp} -> {cur}),"
+                   " so backward cannot use it.")
+    else:
+        summary = ("A tensor autograd saved for backward was modified in place after it was saved,"
+                   " so backward cannot use it.")
+    return Explanation(
+        kind="modified_in_place",
+        summary=summary,
+        message=m.group(0).strip(),
+        torch_wording=_wording(node, has_details, hint),
+        dtype=dtype,
+        tensor_type=m["type"],
+        device=device,
+        shape=shape,
+        nested_shapes=nested,
+        output_of=node,
+        output_nr=nr,
+        current_version=cur,
+        expected_version=exp,
+        anomaly_mode=anomaly,
+        meaning=tuple(meaning),
+        causes=causes,
+        fixes=fixes,
+    )
+
+
+def _graph_freed(m: re.Match[str]) -> Explanation:
+    text = m.group(0)
+    if "retain_variables" in text:
+        wording = "torch 0.1-0.2 (retain_variables)"
+    elif "buffers have already been freed" in text:
+        wording = "torch 0.3 to 1.x (buffers have already been freed)"
+    elif "saved intermediate results" in text:
+        wording = "torch 1.x (saved intermediate results have already been freed)"
+    elif "directly access saved tensors" in text:
+        wording = "torch >= 1.10 (or directly access saved tensors ...)"
+    else:
+        wording = "unknown release (first sentence only)"
+    return Explanation(
+        kind="graph_freed",
+        summary=("A backward went through part of a graph whose saved tensors were already freed"
+                 " by an earlier backward (or .grad_fn._saved_* was read after backward)."),
+        message=text.strip(),
+        torch_wording=wording,
+        meaning=(
+            "To save memory, backward frees the tensors each node saved as soon as it has used them.",
+            "A second backward that reaches any of those nodes finds nothing to use and stops with"
+            " this error, even if only a shared part of the graph is reached twice.",
+            "retain_graph=True on the first backward keeps the saved tensors alive instead.",
+        ),
+        causes=(
+            "Two losses built on one forward, each with its own backward (two chained networks,"
+            " GAN: the generator's fake batch used for the discriminator loss and again for the"
+            " generator loss; actor-critic sharing a trunk).",
+            "A tensor carried across iterations keeps the old graph: an RNN hidden state passed to"
+            " the next batch, a running sum of losses, a moving average that is not detached.",
+            "Calling backward twice on the same loss (e.g. once for logging, once for training).",
+            "Reading grad_fn._saved_* attributes after backward.",
+        ),
+        fixes=(
+            "Sum the losses and call backward once: (loss_1 + loss_2).backward().",
+            "Detach what crosses a boundary: h = h.detach() between RNN batches;"
+            " discriminator(fake.detach()) for the discriminator loss; total += loss.item().",
+            "Recompute the forward for the second backward instead of reusing the first graph.",
+            "Use retain_graph=True only when you really need two backwards through one graph, and"
+            " then do not call optimizer.step() in between (that turns this error into the"
+            " 'modified by an inplace operation' error).",
+        ),
+    )
+
+
+def _no_grad_fn(m: re.Match[str]) -> Explanation:
+    return Explanation(
+        kind="no_grad_fn",
+        summary=(f"Element {m['index']} of the tensors you called backward on has no graph:"
+                 " it does not require grad, so there is nothing to differentiate."),
+        message=m.group(0),
+        torch_wording="any torch release",
+        meaning=("The loss was computed from tensors none of which requires grad, or outside"
+                 " autograd's recording.",),
+        causes=(
+            "The forward ran under torch.no_grad() or torch.inference_mode() (e.g. an eval loop).",
+            "The parameters have requires_grad=False (frozen) or the input was .detach()ed.",
+            "The loss was rebuilt from numbers: torch.tensor(loss.item()) or a numpy round trip.",
+        ),
+        fixes=(
+            "Compute the loss outside no_grad(), from the model output, without .item() or .detach().",
+            "Check that at least one parameter on the path has requires_grad=True.",
+        ),
+    )
+
+
+def _leaf_in_place(m: re.Match[str]) -> Explanation:
+    what = "a view of a leaf" if m["view"] else "a leaf"
+    return Explanation(
+        kind="leaf_in_place",
+        summary=(f"An in-place operation was applied to {what} tensor that requires grad"
+                 " (a parameter or a tensor you created with requires_grad=True)."),
+        message=m.group(0),
+        torch_wording="any torch release",
+        meaning=("autograd cannot record an in-place change to a leaf: its .grad is defined with"
+                 " respect to the value you created, so overwriting it is refused.",),
+        causes=(
+            "A manual parameter update written as w -= lr * w.grad outside torch.no_grad().",
+            "Initialising or clipping a parameter in place (w[0] = 0, w.clamp_()) with grad enabled.",
+        ),
+        fixes=(
+            "Wrap manual updates in torch.no_grad(): with torch.no_grad(): w -= lr * w.grad.",
+            "Use the nn.init functions, or an out-of-place op on a non-leaf copy.",
+        ),
+    )
+
+
+def _text_of(error: BaseException) -> list[str]:
+    """The messages of ``error`` and of the exceptions it was raised from."""
+    texts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        texts.append(str(current))
+        current = current.__cause__ or current.__context__
+    return texts
+
+
+def _explain_text(text: str) -> Explanation | None:
+    text = _normalise(text)
+    found: list[tuple[int, Explanation]] = []
+    for m in _IN_PLACE.finditer(text):
+        found.append((m.start(), _in_place(m)))
+    for m in _GRAPH_FREED.finditer(text):
+        found.append((m.start(), _graph_freed(m)))
+    for m in _NO_GRAD_FN.finditer(text):
+        found.append((m.start(), _no_grad_fn(m)))
+    for m in _LEAF_IN_PLACE.finditer(text):
+        found.append((m.start(), _leaf_in_place(m)))
+    if not found:
+        return None
+    # A pasted traceback may chain several errors; the last one is what was raised.
+    return max(found, key=lambda pair: pair[0])[1]
+
+
+def explain(error: BaseException | str) -> Explanation:
+    """Explain an autograd error in plain language.
+
+    ``error`` is an exception, its message, or a whole pasted traceback (hint
+    lines, wrapped lines and terminal colours are fine). The messages of any
+    torch release are recognised; for anything else the result has
+    ``kind == "not_autograd"``.
+
+    Example::
+
+        >>> import torch
+        >>> x = torch.ones(3, requires_grad=True)
+        >>> y = torch.sigmoid(x)
+        >>> y.mul_(2)  # sigmoid saved y for its backward
+        tensor([1.4621, 1.4621, 1.4621], grad_fn=<MulBackward0>)
+        >>> try:
+        ...     y.sum().backward()
+        ... except RuntimeError as err:
+        ...     e = explain(err)
+        >>> e.kind, e.shape, e.expected_version, e.current_version
+        ('modified_in_place', (3,), 0, 1)
+    """
+    if isinstance(error, BaseException):
+        texts = _text_of(error)
+    elif isinstance(error, str):
+        texts = [error]
+    else:
+        raise TypeError(
+            f"explain() got {type(error).__name__}; pass an exception or the text of its"
+            " message (a str, for example a pasted traceback)."
+        )
+    for text in texts:
+        result = _explain_text(text)
+        if result is not None:
+            return result
+    return Explanation(
+        kind="not_autograd",
+        summary=("This is not one of the autograd errors gradlab decodes (graph freed,"
+                 " modified by an inplace operation, no grad_fn, leaf used in-place)."),
+        message=_normalise(texts[0])[:500] or None,
+    )

@@ -1,0 +1,132 @@
+"""Readable names for tensors: ``n_1.linear_2.weight (transposed view)``, ``output of Sigmoid [3]``."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Union
+
+import torch
+from torch import nn
+
+__all__ = ["NamesLike", "Namer", "modules_in"]
+
+NamesLike = Union[Mapping[str, Union[nn.Module, torch.Tensor]], Callable[[], Mapping[str, object]], None]
+
+
+def storage_key(t: torch.Tensor) -> int | None:
+    """An integer that views of one storage share (``None`` for tensors without storage)."""
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def modules_in(namespace: Mapping[str, object]) -> dict[str, nn.Module]:
+    """The ``nn.Module`` objects bound to public names in ``namespace`` (e.g. ``globals()``).
+
+    Example::
+
+        >>> n_1 = torch.nn.Linear(1, 1)
+        >>> sorted(modules_in({"n_1": n_1, "_x": n_1, "k": 3}))
+        ['n_1']
+    """
+    if not isinstance(namespace, Mapping):
+        raise TypeError(f"modules_in() takes a mapping such as globals(), not {type(namespace).__name__}")
+    return {k: v for k, v in namespace.items() if isinstance(v, nn.Module) and not k.startswith("_")}
+
+
+def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:
+    out: list[tuple[str, torch.Tensor]] = []
+    for key, value in names.items():
+        if not isinstance(key, str):
+            raise TypeError(f"names= keys must be strings, got {key!r}; pass e.g. names={{'n_1': n_1}}")
+        if isinstance(value, nn.Module):
+            out.extend((f"{key}.{n}", p) for n, p in value.named_parameters())
+            out.extend((f"{key}.{n}", b) for n, b in value.named_buffers())
+        elif isinstance(value, torch.Tensor):
+            out.append((key, value))
+        else:
+            raise TypeError(
+                f"names[{key!r}] is a {type(value).__name__}; pass an nn.Module or a tensor for each name, "
+                "e.g. names={'n_1': n_1, 'x': x}"
+            )
+    return out
+
+
+def resolve(names: NamesLike) -> Mapping[str, object]:
+    """Turn ``names=`` (mapping, zero-argument callable or None) into a mapping."""
+    if names is None:
+        return {}
+    if callable(names) and not isinstance(names, Mapping):
+        names = names()
+    if not isinstance(names, Mapping):
+        raise TypeError(
+            f"names= must be a mapping of name to nn.Module or tensor (e.g. {{'n_1': n_1}}), not {type(names).__name__}"
+        )
+    return names
+
+
+class Namer:
+    """Looks up tensors by identity and by shared storage; holds only weak references."""
+
+    def __init__(self, names: NamesLike = None) -> None:
+        self._by_id: dict[int, tuple[str, weakref.ref]] = {}
+        self._by_storage: dict[int, list[tuple[str, weakref.ref]]] = {}
+        for name, t in _pairs(resolve(names)):
+            ref = weakref.ref(t)
+            self._by_id.setdefault(id(t), (name, ref))
+            key = storage_key(t)
+            if key:
+                self._by_storage.setdefault(key, []).append((name, ref))
+
+    def __bool__(self) -> bool:
+        return bool(self._by_id)
+
+    def named(self) -> list[tuple[str, torch.Tensor]]:
+        """The named tensors still alive, in the order given."""
+        out = []
+        for name, ref in self._by_id.values():
+            t = ref()
+            if t is not None:
+                out.append((name, t))
+        return out
+
+    def name_of(self, t: torch.Tensor) -> str | None:
+        """The given name of ``t``, or of the named tensor ``t`` is a view of."""
+        hit = self._by_id.get(id(t))
+        if hit is not None and hit[1]() is t:
+            return hit[0]
+        key = storage_key(t)
+        for name, ref in self._by_storage.get(key, ()) if key else ():
+            base = ref()
+            if base is None:
+                continue
+            if base.shape == t.shape and base.stride() == t.stride():
+                return name if base.storage_offset() == t.storage_offset() else f"{name} (view)"
+            if t.dim() == 2 and base.dim() == 2 and tuple(t.shape) == tuple(base.shape)[::-1] and t.stride() == base.stride()[::-1]:
+                return f"{name} (transposed view)"
+            return f"{name} (view)"
+        return None
+
+    def describe(self, t: torch.Tensor, grad_fn_name: str | None = None) -> str:
+        """``name_of(t)`` or a description from the op that made it and its shape."""
+        name = self.name_of(t)
+        if name is not None:
+            return name
+        shape = list(t.shape)
+        op = grad_fn_name if grad_fn_name is not None else (t.grad_fn.name() if t.grad_fn is not None else None)
+        if op:
+            return f"output of {op_name(op)} {shape}"
+        if t.requires_grad:
+            return f"leaf tensor {shape}"
+        return f"tensor {shape} (no grad)"
+
+
+def op_name(node_name: str) -> str:
+    """``SigmoidBackward0`` -> ``Sigmoid``; ``torch::autograd::AccumulateGrad`` -> ``AccumulateGrad``."""
+    name = node_name.rsplit("::", 1)[-1]
+    for suffix in ("Backward0", "Backward1", "Backward"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name

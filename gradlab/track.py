@@ -1,0 +1,320 @@
+"""Record who modifies saved tensors: ``with gradlab.track() as tracker: ...``."""
+
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+import torch.optim.optimizer as _optim
+from torch.overrides import TorchFunctionMode
+
+from .check import Diagnosis, diagnose
+from .graph import collect, walk
+from .location import Location, user_location
+from .names import Namer, NamesLike, resolve, storage_key
+from .saved import STALE_RE, Packed, Write, is_freed_error, unpack_hook
+
+__all__ = ["Event", "Tracker", "track", "active_tracker"]
+
+_INPLACE_DUNDERS = frozenset({
+    "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
+    "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__",
+})
+_PLAIN, _INPLACE, _BACKWARD = 0, 1, 2
+_kinds: dict[object, int] = {}
+
+
+def _kind(func: object) -> int:
+    try:
+        return _kinds[func]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable callable
+        return _PLAIN
+    name = getattr(func, "__name__", "")
+    if func is torch.Tensor.backward:
+        kind = _BACKWARD
+    elif name in _INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("__") and name != "requires_grad_"):
+        kind = _INPLACE
+    else:
+        kind = _PLAIN
+    _kinds[func] = kind
+    return kind
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of the tracker's log, for :func:`gradlab.timeline`.
+
+    ``kind`` is ``saved`` (a named tensor was saved for backward), ``write`` (an
+    in-place write moved a saved tensor's version), ``backward`` or ``error``.
+    """
+
+    index: int
+    kind: str
+    tensor: str | None
+    version_before: int | None
+    version_after: int | None
+    op: str
+    where: str | None
+    code: str | None
+
+
+class _Spy(TorchFunctionMode):
+    """Sees in-place ops and backward calls; everything else passes straight through."""
+
+    def __init__(self, tracker: Tracker) -> None:
+        super().__init__()
+        self.tracker = tracker
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        kind = _kind(func)
+        if kind == _PLAIN or (kind == _INPLACE and self.tracker._in_step):
+            return func(*args, **kwargs)
+        if kind == _BACKWARD:
+            return self.tracker._backward(func, args, kwargs)
+        return self.tracker._inplace(func, args, kwargs)
+
+
+class Tracker:
+    """State of one :func:`track` block. Holds no tensor, graph or module alive.
+
+    Use :meth:`check` for a diagnosis that names who modified each tensor, and
+    :attr:`events` (a bounded log) for :func:`gradlab.timeline`.
+    """
+
+    MAX_EVENTS = 10_000
+    MAX_BACKWARDS = 64
+
+    def __init__(self, names: NamesLike = None) -> None:
+        if names is not None and not callable(names):
+            resolve(names)  # validate now: a clear error at the with-statement
+        self._names_arg = names if callable(names) and not hasattr(names, "items") else None
+        self._namer = Namer(names) if self._names_arg is None else None
+        self._registry: dict[int, list[weakref.ref]] = {}
+        self._packs = 0
+        self._in_step = 0
+        self._steps: dict[int, tuple[list[tuple[Packed, int]], str, Location | None]] = {}
+        self._freed: deque[tuple[frozenset[int], Location | None]] = deque(maxlen=self.MAX_BACKWARDS)
+        self._current: tuple[frozenset[int], Location | None] | None = None
+        self.events: deque[Event] = deque(maxlen=self.MAX_EVENTS)
+        self._count = 0
+        self.active = False
+
+    # -- names ---------------------------------------------------------------
+    def namer(self, names: NamesLike = None) -> Namer:
+        if names is not None:
+            return Namer(names)
+        if self._names_arg is not None:
+            return Namer(self._names_arg)
+        return self._namer or Namer()
+
+    def _log(self, kind: str, tensor: str | None, before: int | None, after: int | None, op: str,
+             loc: Location | None) -> None:
+        self.events.append(Event(self._count, kind, tensor, before, after, op,
+                                 loc.where if loc else None, loc.code if loc else None))
+        self._count += 1
+
+    # -- hooks ---------------------------------------------------------------
+    def _pack(self, t: torch.Tensor) -> Packed:
+        p = Packed(t)
+        key = storage_key(t)
+        if key:
+            self._registry.setdefault(key, []).append(weakref.ref(p))
+            namer = self._namer
+            if namer and key in namer._by_storage:
+                self._log("saved", namer.name_of(t), p.version, p.version, "saved for backward", user_location())
+        self._packs += 1
+        if self._packs % 1024 == 0:
+            self._prune()
+        return p
+
+    def _prune(self) -> None:
+        for key in list(self._registry):
+            alive = [r for r in self._registry[key] if r() is not None]
+            if alive:
+                self._registry[key] = alive
+            else:
+                del self._registry[key]
+
+    def _watched(self, tensors: list[torch.Tensor]) -> list[tuple[Packed, int]]:
+        out = []
+        for t in tensors:
+            if not isinstance(t, torch.Tensor):
+                continue
+            for ref in self._registry.get(storage_key(t) or 0, ()):
+                p = ref()
+                if p is not None:
+                    out.append((p, p.tensor._version))
+        return out
+
+    def _record(self, watched: list[tuple[Packed, int]], op: str, loc: Location | None) -> None:
+        namer = self._namer
+        for p, before in watched:
+            after = p.tensor._version
+            if after != before:
+                p.writes.append(Write(op, before, after, loc))
+                name = namer.name_of(p.tensor) if namer else None
+                self._log("write", name or f"tensor {list(p.tensor.shape)}", before, after, op, loc)
+
+    def _inplace(self, func, args, kwargs):
+        targets = args[0] if args else None
+        targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
+        if "out" in kwargs:
+            out = kwargs["out"]
+            targets.extend(out if isinstance(out, (list, tuple)) else [out])
+        watched = self._watched(targets) if self._registry else []
+        result = func(*args, **kwargs)
+        if watched:
+            self._record(watched, getattr(func, "__name__", "in-place op"), user_location())
+        return result
+
+    def _step_pre(self, optimizer, args, kwargs) -> None:
+        if not self.active:
+            return
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        self._steps[id(optimizer)] = (self._watched(params), f"{type(optimizer).__name__}.step()", user_location())
+        self._in_step += 1
+
+    def _step_post(self, optimizer, args, kwargs) -> None:
+        state = self._steps.pop(id(optimizer), None)
+        if state is None:
+            return
+        self._in_step = max(0, self._in_step - 1)
+        watched, op, loc = state
+        self._record(watched, op, loc)
+
+    def _backward(self, func, args, kwargs):
+        self._in_step = 0  # a step that raised never ran its post hook
+        tensor = args[0]
+        retain = kwargs.get("retain_graph", args[2] if len(args) > 2 else None)
+        create = kwargs.get("create_graph", args[3] if len(args) > 3 else False)
+        keep = create if retain is None else retain
+        loc = user_location()
+        seqs: frozenset[int] = frozenset()
+        if not keep and isinstance(tensor, torch.Tensor) and tensor.grad_fn is not None:
+            seqs = frozenset(fn._sequence_nr() for fn in walk([tensor.grad_fn]) if not hasattr(fn, "variable"))
+        self._log("backward", None, None, None, "backward(retain_graph=True)" if keep else "backward()", loc)
+        self._current = (seqs, loc)
+        try:
+            result = func(*args, **kwargs)
+        except RuntimeError as e:
+            if is_freed_error(e) or STALE_RE.search(str(e)):
+                self._log("error", None, None, None, str(e).split(".")[0], loc)
+                self._annotate(e, tensor)
+            raise
+        finally:
+            self._current = None
+        if seqs:
+            self._freed.append((seqs, loc))
+        return result
+
+    def _annotate(self, e: BaseException, tensor: torch.Tensor) -> None:
+        try:
+            diag = self.check(tensor)
+        except Exception:  # noqa: BLE001 - never replace the user's error with ours
+            return
+        current = self._current[1] if self._current else None
+        if current is not None:
+            kept = [p for p in diag.problems if not (p.kind == "graph_freed" and p.where == current.where)]
+            if kept:
+                diag = Diagnosis(ok=False, problems=kept, graph=diag.graph)
+        e.__gradlab_diagnosis__ = diag
+        e.add_note("\ngradlab: " + str(diag))
+
+    def freed_by(self, fn: object) -> Location | None:
+        """The backward call that freed node ``fn``'s saved tensors, if it ran under this tracker."""
+        try:
+            seq = fn._sequence_nr()
+        except (AttributeError, RuntimeError):
+            return None
+        for seqs, loc in reversed(self._freed):
+            if seq in seqs:
+                return loc
+        if self._current is not None and seq in self._current[0]:
+            return self._current[1]
+        return None
+
+    # -- public ----------------------------------------------------------------
+    def check(self, output: object, names: NamesLike = None) -> Diagnosis:
+        """Like :func:`gradlab.check`, with ``modified_by`` and ``where`` filled in."""
+        return diagnose(collect(output, self.namer(names), tracker=self))
+
+    @property
+    def writes(self) -> list[Event]:
+        """The in-place writes to saved tensors seen so far."""
+        return [e for e in self.events if e.kind == "write"]
+
+    def __repr__(self) -> str:
+        state = "active" if self.active else "closed"
+        return f"<gradlab tracker, {state}, {len(self.events)} events>"
+
+    # -- lifecycle -------------------------------------------------------------
+    def _start(self) -> list:
+        undo = []
+        hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, unpack_hook)
+        hooks.__enter__()
+        undo.append(lambda: hooks.__exit__(None, None, None))
+        pre = _optim.register_optimizer_step_pre_hook(self._step_pre)
+        undo.append(pre.remove)
+        post = _optim.register_optimizer_step_post_hook(self._step_post)
+        undo.append(post.remove)
+        spy = _Spy(self)
+        spy.__enter__()
+        undo.append(lambda: spy.__exit__(None, None, None))
+        self.active = True
+        return undo
+
+    def _stop(self, undo: list) -> None:
+        self.active = False
+        try:
+            for fn in reversed(undo):
+                fn()
+        finally:
+            self._registry.clear()
+            self._steps.clear()
+            self._in_step = 0
+
+
+def active_tracker() -> Tracker | None:
+    """The innermost active tracker of this thread, if any."""
+    try:
+        stack = torch.overrides._get_current_function_mode_stack()
+    except AttributeError:  # pragma: no cover - older torch
+        return None
+    for mode in reversed(stack):
+        if isinstance(mode, _Spy) and mode.tracker.active:
+            return mode.tracker
+    return None
+
+
+@contextmanager
+def track(names: NamesLike = None) -> Iterator[Tracker]:
+    """Record save-time versions and every in-place write to a saved tensor.
+
+    While active, a backward that raises either autograd error is re-raised as
+    the same exception with gradlab's diagnosis attached as a note (and as
+    ``exc.__gradlab_diagnosis__``). Everything is undone on exit.
+
+    Example::
+
+        >>> lin = torch.nn.Linear(2, 1)
+        >>> opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+        >>> with track(names={"lin": lin}) as tracker:
+        ...     loss = lin(torch.ones(4, 2)).sum()
+        ...     loss.backward(retain_graph=True)
+        ...     opt.step()
+        ...     tracker.check(loss).problems[0].modified_by
+        'SGD.step()'
+    """
+    tracker = Tracker(names)
+    undo = tracker._start()
+    try:
+        yield tracker
+    finally:
+        tracker._stop(undo)
