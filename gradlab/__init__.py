@@ -9,6 +9,7 @@ Nothing happens on import: no seeding, no display settings, no hooks.
 """
 
 from .check import Diagnosis, Problem, check
+from .examples import ORDERS, Net, Pair, TrainResult, batches, make_pair, train
 from .grads import GradReport, GradRow, grad_report
 from .graph import Graph, GraphNode, collect
 from .names import modules_in
@@ -19,7 +20,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__",
+    "ORDERS",
     "Diagnosis",
+    "Net",
+    "Pair",
+    "TrainResult",
+    "batches",
+    "make_pair",
+    "train",
     "Event",
     "GradReport",
     "GradRow",

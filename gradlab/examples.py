@@ -1,0 +1,140 @@
+"""The course's two chained networks and the training orders it compares.
+
+The networks are the learner's subject, so notebooks show this code; it lives
+here so every notebook, the playground and the tests train exactly the same thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+__all__ = ["Net", "Pair", "ORDERS", "make_pair", "batches", "train", "TrainResult"]
+
+
+class Net(nn.Module):
+    """``Linear(1, 10) -> ReLU -> Linear(10, 1) -> softmax over dim=1``.
+
+    ``softmax=False`` drops the softmax (the fix of notebook 06);
+    ``detach_inside=True`` is the fix that circulates online: it detaches the
+    first layer's output, which silently stops ``linear_1`` from learning.
+    """
+
+    def __init__(self, softmax: bool = True, detach_inside: bool = False) -> None:
+        super().__init__()
+        self.linear_1 = nn.Linear(1, 10)
+        self.relu = nn.ReLU()
+        self.linear_2 = nn.Linear(10, 1)
+        self.softmax = softmax
+        self.detach_inside = detach_inside
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.linear_1(x)
+        if self.detach_inside:
+            x = x.detach()
+        x = self.relu(x)
+        x = self.linear_2(x)
+        if self.softmax:
+            x = torch.softmax(x, dim=1)
+        return x
+
+
+@dataclass
+class Pair:
+    """Two networks, their Adam optimizers and the loss, as in the original loop."""
+
+    n_1: Net
+    n_2: Net
+    opt_1: torch.optim.Optimizer
+    opt_2: torch.optim.Optimizer
+    criterion: nn.Module
+
+    @property
+    def names(self) -> dict[str, nn.Module]:
+        return {"n_1": self.n_1, "n_2": self.n_2}
+
+
+def make_pair(seed: int = 0, softmax: bool = True, detach_inside: bool = False, lr: float = 1e-3) -> Pair:
+    """Fresh, seeded networks and optimizers (``Adam(lr=0.001)`` each, ``MSELoss``)."""
+    torch.manual_seed(seed)
+    n_1 = Net(softmax=softmax, detach_inside=detach_inside)
+    n_2 = Net(softmax=softmax, detach_inside=detach_inside)
+    return Pair(n_1, n_2, torch.optim.Adam(n_1.parameters(), lr=lr), torch.optim.Adam(n_2.parameters(), lr=lr),
+                nn.MSELoss())
+
+
+def batches(steps: int = 10, seed: int = 0, size: int = 10) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """``steps`` batches of ``x = randn(size, 1)``, ``y = 2 * x``, from their own seeded generator."""
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(steps):
+        x = torch.randn(size, 1, generator=g)
+        out.append((x, 2 * x))
+    return out
+
+
+ORDERS = {
+    "original": "step 1 before backward 2 (the original loop)",
+    "retain_graph": "original loop with loss_1.backward(retain_graph=True)",
+    "detach_inside": "detach inside network 2 (the fix that circulates)",
+    "detach_input": "n_2(pred_1.detach()): network 2 trains on network 1's output as data",
+    "joint": "forward both, zero both, (loss_1 + loss_2).backward(), step both",
+}
+
+
+@dataclass
+class TrainResult:
+    """Losses per step, and the error that stopped training (None if it ran to the end)."""
+
+    order: str
+    losses_1: list[float] = field(default_factory=list)
+    losses_2: list[float] = field(default_factory=list)
+    error: str | None = None
+    pair: Pair | None = field(default=None, repr=False)
+
+
+def train(order: str = "joint", steps: int = 10, seed: int = 0, softmax: bool = True, lr: float = 1e-3) -> TrainResult:
+    """Run one of :data:`ORDERS` for ``steps`` iterations; errors are caught and returned.
+
+    Example::
+
+        >>> train("original", steps=1).error.startswith("Trying to backward")
+        True
+    """
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {sorted(ORDERS)}, got {order!r}")
+    pair = make_pair(seed, softmax=softmax, detach_inside=(order == "detach_inside"), lr=lr)
+    n_1, n_2, opt_1, opt_2, criterion = pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion
+    result = TrainResult(order, pair=pair)
+    try:
+        for x, y in batches(steps, seed):
+            if order == "joint":
+                pred_1 = n_1(x)
+                pred_2 = n_2(pred_1)
+                opt_1.zero_grad()
+                opt_2.zero_grad()
+                loss_1 = criterion(y, pred_1)
+                loss_2 = criterion(y, pred_2)
+                (loss_1 + loss_2).backward()
+                opt_1.step()
+                opt_2.step()
+            else:
+                pred_1 = n_1(x)
+                opt_1.zero_grad()
+                loss_1 = criterion(y, pred_1)
+                loss_1.backward(retain_graph=(order == "retain_graph"))
+                opt_1.step()
+                pred_2 = n_2(pred_1.detach() if order == "detach_input" else pred_1)
+                opt_2.zero_grad()
+                loss_2 = criterion(y, pred_2)
+                loss_2.backward()
+                opt_2.step()
+            result.losses_1.append(loss_1.item())
+            result.losses_2.append(loss_2.item())
+    except RuntimeError as e:
+        result.error = str(e)
+    return result
