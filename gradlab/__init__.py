@@ -8,7 +8,10 @@ loss reaches and which gradients are zero (:func:`grad_report`).
 Nothing happens on import: no seeding, no display settings, no hooks.
 """
 
+__version__ = "0.1.0"
+
 from .check import Diagnosis, Problem, check
+from .environment import EnvironmentReport, environment
 from .examples import ORDERS, Net, Pair, TrainResult, batches, make_pair, train
 from .grads import GradReport, GradRow, grad_report
 from .graph import Graph, GraphNode, collect
@@ -16,12 +19,12 @@ from .names import modules_in
 from .saved import SavedTensor, Write
 from .track import Event, Tracker, track
 
-__version__ = "0.1.0"
 
 __all__ = [
     "__version__",
     "ORDERS",
     "Diagnosis",
+    "EnvironmentReport",
     "Net",
     "Pair",
     "TrainResult",
@@ -39,6 +42,7 @@ __all__ = [
     "Write",
     "check",
     "collect",
+    "environment",
     "grad_report",
     "load_ipython_extension",
     "modules_in",

@@ -22,9 +22,9 @@ __all__ = ["EnvironmentReport", "environment", "GRAPHVIZ_INSTALL_LINES"]
 
 #: How to install Graphviz's ``dot`` on the common platforms.
 GRAPHVIZ_INSTALL_LINES: tuple[str, ...] = (
-    "sudo apt-get install graphviz        # Debian / Ubuntu",
-    "brew install graphviz                # macOS",
-    "conda install -c conda-forge graphviz  # conda",
+    "sudo apt-get install graphviz           # Debian / Ubuntu",
+    "brew install graphviz                   # macOS",
+    "conda install -c conda-forge graphviz   # conda",
 )
 
 #: Oldest torch the course is written for (matches pyproject.toml).

@@ -74,7 +74,8 @@ def pdf_pages(pdf: Path) -> int:
 
 def pdf_text(pdf: Path) -> list[str]:
     """The text of each page."""
-    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True)
+    # reading order (no -layout): table cells stay whole instead of interleaving
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True)
     return [words(page) for page in text.stdout.split("\f")]
 
 
@@ -82,12 +83,15 @@ REMOTE = [
     re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?\s*(https?:)?//""", re.I),
     re.compile(r"""<link\b[^>]*\bhref\s*=\s*["']?\s*(https?:)?//""", re.I),
     re.compile(r"""<(?!a\b)\w+\b[^>]*\b(src|srcset|poster|data)\s*=\s*["']?\s*(https?:)?//""", re.I),
-    re.compile(r"""(url\(\s*["']?|@import\s+["'])(https?:)?//""", re.I),
 ]
+REMOTE_CSS = re.compile(r"""(url\(\s*["']?|@import\s+["'])(https?:)?//""", re.I)
 
 
 def remote_references(page: str) -> list[str]:
-    return [m.group(0) for pattern in REMOTE for m in pattern.finditer(page)]
+    """Tags and stylesheets that would fetch from the network (plain <a> links are fine)."""
+    styles = "\n".join(re.findall(r"<style\b[^>]*>(.*?)</style\s*>", page, flags=re.I | re.S))
+    found = [m.group(0) for pattern in REMOTE for m in pattern.finditer(page)]
+    return found + [m.group(0) for m in REMOTE_CSS.finditer(styles)]
 
 
 def write_sample_notebooks(folder: Path) -> list[str]:
@@ -160,10 +164,18 @@ def test_remote_scripts_and_stylesheets_are_stripped() -> None:
         '<link rel="stylesheet" href="//cdn.example.org/a.css"><img alt="cat" src="http://e.org/c.png">'
         '<a href="https://pytorch.org">PyTorch</a>'
     )
+    assert len(remote_references(page)) == 3
     clean = handout.strip_remote(page)
     assert remote_references(clean) == [] and handout.remote_references(clean) == []
     assert "var x = 1;" in clean and '<a href="https://pytorch.org">' in clean
     assert "[image: cat]" in clean
+
+
+def test_a_page_that_would_still_load_remotely_fails_the_build() -> None:
+    page = '<style>@import "https://fonts.example.org/a.css";</style><p>url(https://ok.example.org) as text</p>'
+    with pytest.raises(handout.HandoutError, match="fonts.example.org"):
+        handout.offline_page(page, "page.html")
+    assert remote_references(page) == ['@import "https://']
 
 
 def test_missing_chromium_names_the_apt_line(tmp_path: Path) -> None:
@@ -208,7 +220,8 @@ def test_sample_pages_are_static_and_offline(sample_handout: tuple[Path, list[st
     assert "static fallback of the slider" in page
     assert html.escape("VBox(children=(Plain fallback,))") in page
     assert WIDGET_VIEW not in page and "require.js" not in page and "MathJax" not in page
-    assert "MulBackward0" in page, "stored SVG graph shown inline"
+    svg = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', page)
+    assert svg and "MulBackward0" in base64.b64decode(svg.group(1)).decode(), "stored SVG graph embedded"
     assert "data:image/png;base64," in page, "stored PNG embedded"
     assert 'href="01_sample_two.html"' in page, "links between notebooks point at the pages"
     assert 'href="https://pytorch.org"' in page, "plain links in markdown stay"

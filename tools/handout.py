@@ -83,7 +83,8 @@ nav.handout-nav {{ font-family: "DejaVu Sans", sans-serif; margin: 1rem auto; ma
 .jp-RenderedImage img, .jp-RenderedSVG svg {{ max-width: 100%; height: auto; }}
 .handout-cover h1 {{ font-size: 2.2em; margin-top: 30%; }}
 .handout-cover .subtitle {{ font-size: 1.2em; color: #555; }}
-.handout-cover ol > li {{ margin: 0.6em 0; }}
+ol.course-map {{ list-style: none; padding-left: 0; }}
+ol.course-map > li {{ margin: 0.7em 0; }}
 @page {{ size: A4; margin: 14mm 12mm; }}
 @media print {{
   nav.handout-nav {{ display: none; }}
@@ -105,7 +106,7 @@ PAGE_TEMPLATE = """
 {%- block extra_css -%}<style type="text/css">{{ resources.handout_css }}</style>{%- endblock extra_css -%}
 {%- block body_header -%}
 {{ super() }}
-{{ resources.handout_nav }}
+{{ resources.handout_prelude }}
 {%- endblock body_header -%}
 """
 
@@ -257,6 +258,7 @@ def index_html(chapters: list[Chapter]) -> str:
 body {{ font-family: "DejaVu Sans", "Helvetica", "Arial", sans-serif; max-width: 50rem;
        margin: 2rem auto; padding: 0 1rem; line-height: 1.5; color: #222; }}
 code {{ font-family: "DejaVu Sans Mono", monospace; background: #f3f3f3; padding: 0 .2em; }}
+ol.course-map {{ list-style: none; padding-left: 0; }}
 ol.course-map > li {{ margin: 1em 0; }}
 </style>
 </head>
@@ -283,12 +285,13 @@ def make_exporter() -> HTMLExporter:
 
 
 def notebook_html(
-    exporter: HTMLExporter, notebook: nbformat.NotebookNode, title: str, nav: str = ""
+    exporter: HTMLExporter, notebook: nbformat.NotebookNode, title: str, prelude: str = ""
 ) -> str:
+    """The page of one notebook; ``prelude`` (HTML) comes before the first cell."""
     notebook = copy.deepcopy(notebook)
     notebook.metadata["title"] = title
     body, _ = exporter.from_notebook_node(
-        notebook, resources={"handout_css": HANDOUT_CSS, "handout_nav": nav}
+        notebook, resources={"handout_css": HANDOUT_CSS, "handout_prelude": prelude}
     )
     return body
 
@@ -314,13 +317,10 @@ def link_pages(page: str, chapters: list[Chapter]) -> str:
 
 
 def combined_notebook(chapters: list[Chapter]) -> nbformat.NotebookNode:
-    """The cover and every chapter as one notebook; each chapter's first cell starts a page."""
+    """Every chapter as one notebook; each chapter's first cell starts a new page."""
     combined = nbformat.v4.new_notebook()
     combined.metadata = copy.deepcopy(chapters[0].notebook.metadata)
     combined.metadata.pop("widgets", None)
-    combined.cells.append(
-        nbformat.v4.new_raw_cell(cover_html(chapters), metadata={"raw_mimetype": "text/html"})
-    )
     for chapter in chapters:
         cells = copy.deepcopy(static_outputs(chapter.notebook).cells)
         if not cells:
@@ -360,10 +360,11 @@ def _is_remote(url: str) -> bool:
 
 
 def remote_references(page: str) -> list[str]:
-    """Every tag (except ``<a>``) or CSS ``url()``/``@import`` that points at the network."""
+    """Every tag (except ``<a>``) or stylesheet ``url()``/``@import`` that points at the network."""
     parser = _RemoteRefs()
     parser.feed(page)
-    css = re.findall(r"""(?:url\(\s*['"]?|@import\s+['"])((?:https?:)?//[^'")\s]+)""", page, flags=re.I)
+    styles = "\n".join(re.findall(r"<style\b[^>]*>(.*?)</style\s*>", page, flags=re.I | re.S))
+    css = re.findall(r"""(?:url\(\s*['"]?|@import\s+['"])((?:https?:)?//[^'")\s]+)""", styles, flags=re.I)
     return parser.found + [f"css {url}" for url in css]
 
 
@@ -453,7 +454,7 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
 
     with tempfile.TemporaryDirectory(prefix="handout-print-") as scratch:
         combined = Path(scratch) / "handout.html"
-        page = notebook_html(exporter, combined_notebook(chapters), COURSE_TITLE)
+        page = notebook_html(exporter, combined_notebook(chapters), COURSE_TITLE, cover_html(chapters))
         combined.write_text(offline_page(page, "the combined handout"), encoding="utf-8")
         print_pdf(chromium, combined, out / "handout.pdf")
         written.append(out / "handout.pdf")

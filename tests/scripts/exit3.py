@@ -1,0 +1,5 @@
+"""Stops with sys.exit(3)."""
+import sys
+
+print("before exit")
+sys.exit(3)
