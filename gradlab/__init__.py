@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 from .check import Diagnosis, Problem, check
 from .environment import EnvironmentReport, environment
 from .examples import ORDERS, Net, Pair, TrainResult, batches, make_pair, train
+from .exercise import Verdict, saved_table, verify
 from .grads import GradReport, GradRow, grad_report
 from .graph import Graph, GraphNode, collect
 from .names import modules_in
@@ -28,6 +29,9 @@ __all__ = [
     "Net",
     "Pair",
     "TrainResult",
+    "Verdict",
+    "saved_table",
+    "verify",
     "batches",
     "make_pair",
     "train",

@@ -55,7 +55,7 @@ class GradReport:
         head = f"{'parameter':<{width}}  {'shape':<10}  gradient"
         lines = [head + ("        reached by loss" if with_reach else "")]
         for r in self.rows:
-            grad = {"none": "None", "zero": "all zero"}.get(r.status, f"norm {r.norm:.3g}")
+            grad = {"none": "None", "zero": "all zero"}.get(r.status) or f"norm {r.norm:.3g}"
             line = f"{r.name:<{width}}  {str(list(r.shape)):<10}  {grad:<14}"
             if with_reach:
                 line += "  " + ("yes" if r.reached else "NO")
@@ -73,7 +73,7 @@ class GradReport:
     def _repr_html_(self) -> str:
         rows = []
         for r in self.rows:
-            grad = {"none": "None", "zero": "all zero"}.get(r.status, f"{r.norm:.3g}")
+            grad = {"none": "None", "zero": "all zero"}.get(r.status) or f"{r.norm:.3g}"
             color = "" if r.status == "ok" and r.reached is not False else ' style="color:#c62828"'
             reach = "" if r.reached is None else ("yes" if r.reached else "no")
             rows.append(f"<tr{color}><td>{html.escape(r.name)}</td><td>{list(r.shape)}</td>"

@@ -67,8 +67,8 @@ def roots_of(outputs: object, what: str = "output") -> list[object]:
     elif isinstance(outputs, Sequence) and not isinstance(outputs, (str, bytes)) and outputs:
         items = list(outputs)
     else:
-        raise TypeError(f"{what} must be a tensor produced by autograd (e.g. a loss) or a list of them, "
-                        f"not {type(outputs).__name__}")
+        raise TypeError(f"{what} must be a tensor produced by autograd or a list of them, not "
+                        f"{type(outputs).__name__}; pass e.g. the loss: check(loss)")
     roots = []
     for t in items:
         if not isinstance(t, torch.Tensor):

@@ -186,7 +186,8 @@ def inspect_node(fn: object, node_id: int, namer: Namer,
             m = STALE_RE.search(str(err))
             if m:
                 shape = tuple(int(s) for s in m["shape"].split(",") if s.strip())
-                desc = f"output of {m['op']} {list(shape)}" if m["op"] else f"tensor {list(shape)}"
+                desc = _stale_name(fn, namer, shape, int(m["cur"])) or (
+                    f"output of {m['op']} {list(shape)}" if m["op"] else f"tensor {list(shape)}")
                 out.append(dict(attribute=label, name=desc, shape=shape, saved_version=int(m["exp"]),
                                 current_version=int(m["cur"]), status="modified_in_place"))
                 continue
@@ -221,13 +222,43 @@ def inspect_node(fn: object, node_id: int, namer: Namer,
 
 
 # NOTE [Dry run]
-# _saved_* accessors do not check versions; the engine checks when a node runs.
+# Some _saved_* accessors check versions (torch 2.13 raises the in-place error
+# for e.g. addmm's mat2 or a saved result), others do not (mm's mat2): the
+# engine always checks when a node runs.
 # Calling a node directly on zero gradients (under no_grad) runs the same unpack
 # and check without touching .grad, optimizer state or the graph (only the
 # engine releases buffers). If it raises the in-place error, the message names
 # the stale tensor's shape and both versions; the first stale tensor stops the
 # node, so the node's other saved tensors stay 'unknown'. AccumulateGrad and
 # custom Functions are never called (they would write .grad or run user code).
+def _stale_name(fn: object, namer: Namer, shape: tuple[int, ...], version: int) -> str | None:
+    """Name the stale tensor an accessor refused to hand out.
+
+    The accessor's error gives only shape and versions. A tensor saved by a node
+    is usually one of the leaves it differentiates into (a Linear's weight, via
+    TBackward0), so look at leaves within two hops: if exactly one has that
+    shape (or its transpose) and that version, it is the one.
+    """
+    found: dict[int, str] = {}
+    frontier = [fn]
+    for _ in range(2):
+        nxt = []
+        for node in frontier:
+            for child, _ in node.next_functions:
+                if child is None:
+                    continue
+                var = getattr(child, "variable", None)
+                if var is not None and var._version == version:
+                    name = namer.name_of(var)
+                    if name and tuple(var.shape) == shape:
+                        found[id(var)] = name
+                    elif name and var.dim() == 2 and tuple(var.shape)[::-1] == shape:
+                        found[id(var)] = f"{name} (transposed view)"
+                nxt.append(child)
+        frontier = nxt
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
 def _dry_run(fn: object, entries: list[dict], unknown: list[int]) -> None:
     try:
         grads = [torch.zeros(tuple(m.shape), dtype=m.dtype, device=m.device) for m in fn._input_metadata]

@@ -74,6 +74,8 @@ class _Spy(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         kind = _kind(func)
+        if kind == _PLAIN and kwargs.get("inplace") is True:  # F.relu(x, inplace=True) and friends
+            kind = _INPLACE
         if kind == _PLAIN or (kind == _INPLACE and self.tracker._in_step):
             return func(*args, **kwargs)
         if kind == _BACKWARD:
@@ -171,7 +173,8 @@ class Tracker:
         watched = self._watched(targets) if self._registry else []
         result = func(*args, **kwargs)
         if watched:
-            self._record(watched, getattr(func, "__name__", "in-place op"), user_location())
+            op = getattr(func, "__name__", "in-place op")
+            self._record(watched, f"{op}(inplace=True)" if kwargs.get("inplace") is True else op, user_location())
         return result
 
     def _step_pre(self, optimizer, args, kwargs) -> None:

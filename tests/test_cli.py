@@ -1,0 +1,196 @@
+"""``python -m gradlab run``: the course's failure patterns as scripts, run in a subprocess.
+
+Each script in tests/scripts fails (or succeeds) the way a learner's training
+script does. The runner must behave like ``python`` (exit code, stdout,
+traceback) and add gradlab's diagnosis and explanation to autograd errors.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gradlab.cli import USAGE, explain_text, main
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+def _python(*args: str, cwd: Path = ROOT, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=_env(), input=stdin,
+                          capture_output=True, text=True, timeout=300)
+
+
+def gradlab_run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return _python("-m", "gradlab", "run", *args, cwd=cwd)
+
+
+def line_of(script: str, code: str) -> int:
+    """The number of the first line of ``script`` that is ``code`` (indentation aside)."""
+    lines = (SCRIPTS / script).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.strip() == code)
+
+
+# -- the course's failure patterns ------------------------------------------------------
+
+# (script, kind, named tensor, shape in the message, offending line)
+PATTERNS = [
+    ("chained_inplace.py", "modified_in_place", "n_1.2.weight", "[10, 1]", "opt_1.step()"),
+    ("gan.py", "modified_in_place", "discriminator.2.weight", "[8, 1]", "opt_d.step()"),
+    ("actor_critic.py", "modified_in_place", "critic.2.weight", "[16, 1]", "opt_critic.step()"),
+    ("relu_inplace.py", "modified_in_place", "output of Sigmoid", "[5, 4]", None),
+    ("chained_freed.py", "graph_freed", None, None, "loss_1.backward()"),
+    ("rnn_hidden.py", "graph_freed", None, None, "loss.backward()"),
+]
+
+
+@pytest.mark.parametrize("script,kind,tensor,shape,offending", PATTERNS,
+                         ids=[p[0] for p in PATTERNS])
+def test_autograd_failure_is_diagnosed(script, kind, tensor, shape, offending) -> None:
+    r = gradlab_run(str(SCRIPTS / script))
+    assert r.returncode == 1, r.stderr
+    err = r.stderr
+    assert err.startswith("Traceback (most recent call last):")
+    assert f'{script}", line' in err  # the script's own frame is in the traceback
+    assert "RuntimeError: " in err
+    assert f"\ngradlab: {kind}\n" in err  # the explanation
+    assert "How to fix:" in err
+    assert "gradlab: backward() would fail" in err  # the tracker's diagnosis note
+    if tensor is not None:
+        assert tensor in err
+    if shape is not None:
+        assert f"FloatTensor {shape}]" in err and shape in err
+    if offending is not None:
+        assert f"{script}:{line_of(script, offending)}: {offending}" in err
+    # the explanation comes after the traceback and its notes
+    assert err.index("RuntimeError: ") < err.index("gradlab: backward() would fail") < err.index(f"gradlab: {kind}\n")
+
+
+def test_rnn_runs_the_first_batch() -> None:
+    r = gradlab_run(str(SCRIPTS / "rnn_hidden.py"))
+    assert r.stdout == "batch 0 done\n"
+
+
+def test_explain_only_runs_without_tracking() -> None:
+    r = gradlab_run("--explain-only", str(SCRIPTS / "chained_inplace.py"))
+    assert r.returncode == 1
+    assert "gradlab: modified_in_place" in r.stderr
+    assert "gradlab: backward() would fail" not in r.stderr  # no tracker, no diagnosis note
+    assert "n_1.2.weight" not in r.stderr
+    assert "[torch.FloatTensor [10, 1]]" in r.stderr
+
+
+# -- behaves like python ---------------------------------------------------------------
+
+def test_success_is_identical_to_python() -> None:
+    args = ("first", "--lr", "0.1")
+    plain = _python(str(SCRIPTS / "succeeds.py"), *args)
+    ours = gradlab_run(str(SCRIPTS / "succeeds.py"), *args)
+    assert (ours.returncode, ours.stdout, ours.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    assert plain.returncode == 0
+    assert "name __main__\n" in ours.stdout
+    assert "argv ['first', '--lr', '0.1'] succeeds.py\n" in ours.stdout
+    assert "path0 scripts\n" in ours.stdout
+
+
+def test_relative_script_path_and_cwd() -> None:
+    plain = _python("succeeds.py", cwd=SCRIPTS)
+    ours = gradlab_run("succeeds.py", cwd=SCRIPTS)
+    assert (ours.returncode, ours.stdout) == (plain.returncode, plain.stdout) == (0, plain.stdout)
+
+
+def test_sys_exit_code() -> None:
+    r = gradlab_run(str(SCRIPTS / "exit3.py"))
+    assert (r.returncode, r.stdout, r.stderr) == (3, "before exit\n", "")
+
+
+def test_value_error_is_printed_like_python() -> None:
+    plain = _python(str(SCRIPTS / "value_error.py"))
+    ours = gradlab_run(str(SCRIPTS / "value_error.py"))
+    assert ours.returncode == plain.returncode == 1
+    assert ours.stdout == plain.stdout == "loading\n"
+    assert ours.stderr == plain.stderr
+    assert ours.stderr.rstrip().endswith("ValueError: n must be >= 0, got -1")
+    assert "gradlab" not in ours.stderr
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "no_such_script.py"
+    r = gradlab_run(str(missing))
+    assert r.returncode == 2
+    assert f"can't open file '{missing}': [Errno 2] No such file or directory" in r.stderr
+    assert r.stderr == _python(str(missing)).stderr
+
+
+def test_syntax_error(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.py"
+    bad.write_text("x = 1\ndef f(:\n    pass\n")
+    plain = _python(str(bad))
+    ours = gradlab_run(str(bad))
+    assert ours.returncode == plain.returncode == 1
+    assert ours.stderr == plain.stderr
+    assert "SyntaxError" in ours.stderr and "gradlab" not in ours.stderr
+
+
+def test_run_module(tmp_path: Path) -> None:
+    (tmp_path / "trainmod.py").write_text((SCRIPTS / "chained_inplace.py").read_text())
+    r = gradlab_run("-m", "trainmod", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "gradlab: modified_in_place" in r.stderr
+    assert f"trainmod.py:{line_of('chained_inplace.py', 'opt_1.step()')}: opt_1.step()" in r.stderr
+    assert "n_1.2.weight" in r.stderr
+
+    (tmp_path / "ok.py").write_text("import sys\nprint(__name__, sys.argv[1:])\n")
+    r = gradlab_run("-m", "ok", "a", "b", cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (0, "__main__ ['a', 'b']\n")
+
+    r = gradlab_run("-m", "no_such_module_here", cwd=tmp_path)
+    assert r.returncode == 1 and "No module named no_such_module_here" in r.stderr
+
+
+# -- explain, help and usage -------------------------------------------------------------
+
+def test_explain_from_stdin_and_file(tmp_path: Path) -> None:
+    message = ("RuntimeError: one of the variables needed for gradient computation has been modified "
+               "by an inplace operation: [torch.cuda.FloatTensor [64, 1]] is at version 3; expected "
+               "version 2 instead.\n")
+    r = _python("-m", "gradlab", "explain", stdin=message)
+    assert r.returncode == 0 and r.stdout.startswith("gradlab: modified_in_place\n")
+    f = tmp_path / "tb.txt"
+    f.write_text(message)
+    r2 = _python("-m", "gradlab", "explain", "--file", str(f))
+    assert (r2.returncode, r2.stdout) == (0, r.stdout)
+    r3 = _python("-m", "gradlab", "explain", stdin="KeyError: 'x'\n")
+    assert r3.returncode == 1 and "gradlab: not_autograd" in r3.stdout
+
+
+def test_help_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert capsys.readouterr().out == USAGE
+    assert main([]) == 2
+    assert main(["run"]) == 2
+    assert "run needs a script" in capsys.readouterr().err
+    assert main(["frobnicate"]) == 2
+    assert "unknown command 'frobnicate'" in capsys.readouterr().err
+    assert main(["train.py"]) == 2
+    assert "python -m gradlab run train.py" in capsys.readouterr().err
+    with pytest.raises(TypeError, match="list of str"):
+        main([3])  # type: ignore[list-item]
+
+
+def test_explain_text_in_process() -> None:
+    out = io.StringIO()
+    assert explain_text("element 0 of tensors does not require grad and does not have a grad_fn", out) == 0
+    assert out.getvalue().startswith("gradlab: no_grad_fn\n")

@@ -1,0 +1,219 @@
+"""gradlab.verify and gradlab.saved_table, on real answers and real autograd graphs."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+import torch
+
+import gradlab
+import gradlab.exercise
+
+
+def _verify(value, expected=..., **kw):
+    kw.setdefault("success", "right")
+    kw.setdefault("hint", "look again")
+    if expected is ...:
+        return gradlab.verify(value, **kw)
+    return gradlab.verify(value, expected=expected, **kw)
+
+
+# ------------------------------------------------------------------ verify
+
+def test_passing_answer_displays_a_check_mark_line() -> None:
+    verdict = _verify(4, 4, success="4 nodes lost their buffers.")
+    assert verdict.passed and bool(verdict)
+    assert str(verdict) == repr(verdict) == "✓ 4 nodes lost their buffers."
+    assert "✓ 4 nodes lost their buffers." in verdict._repr_html_()
+
+
+def test_wrong_answer_gives_the_hint_and_does_not_raise() -> None:
+    verdict = _verify(3, 4, hint="count network 1's nodes")
+    assert not verdict.passed and not bool(verdict)
+    assert repr(verdict) == "✗ not yet: count network 1's nodes"
+    assert "#c62828" in verdict._repr_html_()
+
+
+def test_html_is_escaped() -> None:
+    assert "&lt;b&gt;" in _verify(False, hint="<b>").\
+        _repr_html_()
+
+
+def test_ellipsis_placeholder_asks_for_an_answer() -> None:
+    verdict = _verify(..., 4, hint="count them")
+    assert not verdict.passed
+    assert str(verdict) == "✗ not yet: replace ... with your answer. count them"
+
+
+@pytest.mark.parametrize("condition, passed", [
+    (True, True), (False, False),
+    (torch.tensor(True), True), (torch.tensor([False]), False),
+])
+def test_conditions(condition: object, passed: bool) -> None:
+    assert _verify(condition).passed is passed
+
+
+@pytest.mark.parametrize("value", [1, 0.0, "yes", torch.tensor([True, True]), torch.tensor(1.0), None])
+def test_non_boolean_condition_is_a_type_error_that_says_what_to_pass(value: object) -> None:
+    with pytest.raises(TypeError, match="expected="):
+        _verify(value)
+
+
+@pytest.mark.parametrize("value, expected, passed", [
+    ((1, 2), (1, 2), True),
+    ([1, 2], (1, 2), True),          # list and tuple compare element by element
+    ((1, 3), (1, 2), False),
+    ((1, 2, 3), (1, 2), False),
+    ("AddmmBackward0", "AddmmBackward0", True),
+    ("Addmm", "AddmmBackward0", False),
+    ({"n_1.linear_1.weight", "n_1.linear_1.bias"}, {"n_1.linear_1.bias", "n_1.linear_1.weight"}, True),
+    ({"a": 1}, {"a": 1}, True),
+    ({"a": 1}, {"a": 2}, False),
+    (0.1 + 0.2, 0.3, True),          # floats within a relative 1e-6
+    (0.3001, 0.3, False),
+    (True, 1, False),                # a bool is not a number answer
+    (1, True, False),
+    (None, 4, False),
+])
+def test_values(value: object, expected: object, passed: bool) -> None:
+    assert _verify(value, expected).passed is passed
+
+
+def test_tensors_compare_by_shape_and_values() -> None:
+    w = torch.nn.Linear(10, 1).weight
+    assert _verify(w.t().shape, (10, 1)).passed
+    assert _verify(w.t().shape, torch.Size([10, 1])).passed
+    assert not _verify(w.shape, (10, 1)).passed
+    assert _verify(w.detach().clone(), w.detach()).passed
+    assert not _verify(w.detach() + 1e-3, w.detach()).passed
+    assert not _verify(w.detach().t(), w.detach()).passed            # same values, other shape
+    assert _verify(torch.tensor([1, 2]), torch.tensor([1, 2])).passed
+    assert not _verify(torch.tensor([1, 2]), torch.tensor([1, 3])).passed
+    assert _verify(torch.tensor(2.0), 2).passed                       # one-element tensor vs number
+    assert not _verify(torch.tensor([2.0, 2.0]), 2).passed
+
+
+def test_tol_is_absolute() -> None:
+    assert _verify(0.30, 0.31, tol=0.02).passed
+    assert not _verify(0.30, 0.31, tol=0.001).passed
+    assert _verify(torch.tensor([1.0, 2.0]), torch.tensor([1.01, 2.0]), tol=0.02).passed
+    with pytest.raises(ValueError, match="tol"):
+        _verify(1.0, 1.0, tol=-1)
+
+
+@pytest.mark.parametrize("kw", [{"success": ""}, {"hint": "  "}, {"hint": None}])
+def test_success_and_hint_are_required_sentences(kw: dict) -> None:
+    with pytest.raises(TypeError, match="non-empty sentence"):
+        _verify(True, **kw)
+
+
+def test_verify_on_the_course_failure() -> None:
+    """The notebook-01 exercise: how many nodes of loss_2's graph lost their buffers."""
+    pair = gradlab.make_pair(seed=0)
+    x, y = gradlab.batches(1)[0]
+    pred_1 = pair.n_1(x)
+    loss_1 = pair.criterion(y, pred_1)
+    loss_1.backward()
+    loss_2 = pair.criterion(y, pair.n_2(pred_1))
+    freed = len(gradlab.check(loss_2, pair.names).problems)
+    assert freed == 4
+    assert _verify(4, freed).passed
+    assert not _verify(5, freed).passed
+
+
+# ------------------------------------------------------------- saved_table
+
+def _retain_graph_failure() -> tuple[gradlab.Pair, torch.Tensor]:
+    pair = gradlab.make_pair(seed=0)
+    x, y = gradlab.batches(1)[0]
+    pred_1 = pair.n_1(x)
+    pair.criterion(y, pred_1).backward(retain_graph=True)
+    pair.opt_1.step()
+    return pair, pair.criterion(y, pair.n_2(pred_1))
+
+
+def _cells(header: str, row: str) -> dict[str, str]:
+    """Split a fixed-width row by the header's column offsets."""
+    names = ["id", "node", "saved as", "tensor", "shape", "saved", "now", "status"]
+    starts = [header.index(name) if name != "saved" else header.index("saved", header.index("shape"))
+              for name in names]
+    bounds = list(zip(starts, starts[1:] + [None]))
+    return {name: row[a:b].strip() for name, (a, b) in zip(names, bounds)}
+
+
+def test_table_names_the_stale_weight() -> None:
+    pair, loss_2 = _retain_graph_failure()
+    saved = gradlab.saved_tensors(loss_2, pair.names)
+    header, *rows = gradlab.saved_table(saved).splitlines()
+    assert header.split("  ")[0] == "id" and header.endswith("status")
+    assert len(rows) == len(saved)
+    stale = [_cells(header, r) for r in rows if r.endswith("modified_in_place")]
+    assert stale == [{"id": stale[0]["id"], "node": "AddmmBackward0", "saved as": "mat2",
+                      "tensor": "n_1.linear_2.weight (transposed view)", "shape": "[10, 1]",
+                      "saved": "1", "now": "2", "status": "modified_in_place"}]
+
+
+def test_table_rows_match_the_records() -> None:
+    pair, loss_2 = _retain_graph_failure()
+    saved = gradlab.saved_tensors(loss_2, pair.names)
+    rows = gradlab.saved_table(saved).splitlines()[1:]
+    for record, row in zip(saved, rows):
+        assert row.startswith(str(record.node_id) + " ")
+        assert record.node in row and record.name in row and row.endswith(record.status)
+
+
+def test_table_shows_freed_rows_with_unknown_shape() -> None:
+    pair = gradlab.make_pair(seed=0)
+    x, y = gradlab.batches(1)[0]
+    pred_1 = pair.n_1(x)
+    pair.criterion(y, pred_1).backward()
+    loss_2 = pair.criterion(y, pair.n_2(pred_1))
+    rows = [r for r in gradlab.saved_table(gradlab.saved_tensors(loss_2, pair.names)).splitlines() if "freed" in r]
+    assert len(rows) == 5
+    assert all(" ? " in r and r.split()[-3:] == ["-", "-", "freed"] for r in rows)
+
+
+def test_table_adds_who_modified_it_inside_track() -> None:
+    pair = gradlab.make_pair(seed=0)
+    x, y = gradlab.batches(1)[0]
+    with gradlab.track(names=pair.names):
+        pred_1 = pair.n_1(x)
+        pair.criterion(y, pred_1).backward(retain_graph=True)
+        pair.opt_1.step()
+        loss_2 = pair.criterion(y, pair.n_2(pred_1))
+        text = gradlab.saved_table(gradlab.saved_tensors(loss_2, pair.names))
+    header, *rows = text.splitlines()
+    assert header.endswith("modified by  where")
+    stale = [r for r in rows if "modified_in_place" in r]
+    assert len(stale) == 1 and "Adam.step()" in stale[0] and stale[0].endswith("pair.opt_1.step()")
+    assert "test_exercise.py:" in stale[0]
+
+
+def test_table_is_deterministic() -> None:
+    texts = {gradlab.saved_table(gradlab.saved_tensors(_retain_graph_failure()[1], None)) for _ in range(3)}
+    assert len(texts) == 1
+
+
+def test_empty_table() -> None:
+    assert gradlab.saved_table([]) == "(no saved tensors)"
+
+
+@pytest.mark.parametrize("bad", [None, "text", 3])
+def test_table_rejects_what_is_not_a_list_of_records(bad: object) -> None:
+    with pytest.raises(TypeError, match="saved_tensors"):
+        gradlab.saved_table(bad)
+
+
+def test_table_rejects_a_single_record_or_a_diagnosis_in_the_list() -> None:
+    pair, loss_2 = _retain_graph_failure()
+    saved = gradlab.saved_tensors(loss_2, pair.names)
+    with pytest.raises(TypeError, match="saved_tensors"):
+        gradlab.saved_table(saved[0])
+    with pytest.raises(TypeError, match="contains a Diagnosis"):
+        gradlab.saved_table([gradlab.check(loss_2)])
+
+
+def test_docstring_examples_run() -> None:
+    result = doctest.testmod(gradlab.exercise)
+    assert result.attempted >= 3 and result.failed == 0
