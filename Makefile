@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.gradlab-installed
 PORT   ?= 8888
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: setup system-deps lab test test-browser notebooks handout bench test-stability lock clean
+.PHONY: setup system-deps lab test test-browser notebooks handout binder bench test-stability lock clean
 
 setup: $(STAMP)
 
@@ -41,6 +41,10 @@ notebooks: setup
 
 handout: system-deps setup
 	$(BIN)/python tools/handout.py
+
+# Regenerate binder/requirements.txt from the lock (after make lock).
+binder: setup
+	$(BIN)/python tools/binder_requirements.py
 
 bench: setup
 	$(BIN)/python benchmarks/run.py

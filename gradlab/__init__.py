@@ -11,12 +11,18 @@ Nothing happens on import: no seeding, no display settings, no hooks.
 __version__ = "0.1.0"
 
 from .check import Diagnosis, Problem, check
+from .draw import GraphView, draw
 from .environment import EnvironmentReport, environment
+from .explain import Explanation, explain
 from .examples import ORDERS, Net, Pair, TrainResult, batches, make_pair, train
 from .exercise import Verdict, saved_table, verify
 from .grads import GradReport, GradRow, grad_report
+from .memory import MemoryTrace, measure_memory, plot_memory
 from .graph import Graph, GraphNode, collect
 from .names import modules_in
+from .plots import plot_grads, plot_losses, plot_predictions, timeline
+from .playground import PRESETS, STEPS, Outcome, Playground, Preset, outcome_table, playground, run_order
+from .quiz import Quiz, QuizWidget, quiz
 from .saved import SavedTensor, Write
 from .track import Event, Tracker, track
 
@@ -26,6 +32,7 @@ __all__ = [
     "ORDERS",
     "Diagnosis",
     "EnvironmentReport",
+    "Explanation",
     "Net",
     "Pair",
     "TrainResult",
@@ -39,6 +46,12 @@ __all__ = [
     "GradReport",
     "GradRow",
     "Graph",
+    "GraphView",
+    "draw",
+    "plot_grads",
+    "plot_losses",
+    "plot_predictions",
+    "timeline",
     "GraphNode",
     "Problem",
     "SavedTensor",
@@ -47,12 +60,27 @@ __all__ = [
     "check",
     "collect",
     "environment",
+    "explain",
     "grad_report",
     "load_ipython_extension",
     "modules_in",
     "saved_tensors",
     "track",
     "unload_ipython_extension",
+    "PRESETS",
+    "STEPS",
+    "Outcome",
+    "Playground",
+    "Preset",
+    "outcome_table",
+    "playground",
+    "run_order",
+    "Quiz",
+    "QuizWidget",
+    "quiz",
+    "MemoryTrace",
+    "measure_memory",
+    "plot_memory",
 ]
 
 

@@ -49,7 +49,7 @@ class Problem:
     code: str | None = None
 
     def sentence(self) -> str:
-        shape = f" {list(self.shape)}" if self.shape is not None else ""
+        shape = f" {list(self.shape)}" if self.shape is not None and "[" not in self.tensor else ""
         if self.kind == "graph_freed":
             text = f"{self.node} needs {self.tensor}{shape}, but its saved tensors were freed"
             if self.where:

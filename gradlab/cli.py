@@ -12,7 +12,8 @@ and explains it.
 
 Example::
 
-    >>> main(["explain", "--file", "no-such-file.txt"])  # doctest: +SKIP
+    >>> main(["run", "train.py", "--epochs", "1"])  # doctest: +SKIP
+    0
 """
 
 from __future__ import annotations
@@ -123,23 +124,51 @@ def _namespace_in_traceback(exc: BaseException | None) -> dict[str, object] | No
 # Running code as python would
 # --------------------------------------------------------------------------
 
-_RUNNER_FILES = tuple(
-    os.path.normcase(os.path.abspath(f)) for f in (runpy.__file__, contextlib.__file__)
+# NOTE [tracebacks as python prints them]
+# Python's own traceback of a script starts at the script's first frame. Ours
+# would also show this runner (cli.py, runpy, contextlib) above it, and the
+# tracker's hooks (track.py, saved.py) in the middle of any torch call made
+# under track(). Both are removed, so a non-autograd error prints exactly as
+# with `python script.py`, and an autograd error shows the user's and torch's
+# frames, then gradlab's notes.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_RUNNER_FILES = frozenset(
+    os.path.normcase(os.path.abspath(f)) for f in (
+        runpy.__file__, contextlib.__file__, __file__, os.path.join(_HERE, "__main__.py"),
+    )
 )
-_GRADLAB_DIR = os.path.normcase(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_HOOK_FILES = frozenset(
+    os.path.normcase(os.path.join(_HERE, name)) for name in ("track.py", "saved.py")
+)
 
 
-def _is_runner_frame(filename: str) -> bool:
-    name = os.path.normcase(os.path.abspath(filename)) if not filename.startswith("<") else filename
-    return name in _RUNNER_FILES or name.startswith(_GRADLAB_DIR)
+def _file_key(filename: str) -> str:
+    return filename if filename.startswith("<") else os.path.normcase(os.path.abspath(filename))
 
 
-def _user_traceback(exc: BaseException) -> types.TracebackType | None:
-    """``exc``'s traceback without the frames of this runner, runpy and contextlib."""
-    tb = exc.__traceback__
-    while tb is not None and _is_runner_frame(tb.tb_frame.f_code.co_filename):
+def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` without the runner's leading frames and without the tracker's hook frames."""
+    while tb is not None and _file_key(tb.tb_frame.f_code.co_filename) in _RUNNER_FILES | _HOOK_FILES:
         tb = tb.tb_next
-    return tb
+    kept: list[types.TracebackType] = []
+    while tb is not None:
+        if _file_key(tb.tb_frame.f_code.co_filename) not in _HOOK_FILES:
+            kept.append(tb)
+        tb = tb.tb_next
+    out: types.TracebackType | None = None
+    for entry in reversed(kept):
+        out = types.TracebackType(out, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return out
+
+
+def _clean_chain(exc: BaseException) -> None:
+    """Apply :func:`_user_traceback` to ``exc`` and the exceptions it was raised from."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current.__traceback__ = _user_traceback(current.__traceback__)
+        current = current.__cause__ or current.__context__
 
 
 @contextlib.contextmanager
@@ -177,8 +206,8 @@ def _exit_code(exc: SystemExit, stderr: TextIO) -> int:
 
 def _report(exc: BaseException, stderr: TextIO, explained: bool) -> int:
     """Print ``exc`` as python would, then its explanation if it is an autograd error."""
-    tb = _user_traceback(exc)
-    exc.__traceback__ = tb
+    _clean_chain(exc)
+    tb = exc.__traceback__
     stderr.flush()
     sys.stdout.flush()
     if stderr is sys.stderr:
@@ -207,7 +236,7 @@ def _run(body: Callable[[], None], names: _MainNamespace, explain_only: bool,
     return 0
 
 
-def run_script(path: str, args: Sequence[str] = (), *, explain_only: bool = False,
+def run_script(path: str | os.PathLike[str], args: Sequence[str] = (), *, explain_only: bool = False,
                stderr: TextIO | None = None) -> int:
     """Run the file ``path`` as ``python path args...`` would; return the exit code.
 
@@ -308,6 +337,7 @@ def explain_text(text: str, stdout: TextIO | None = None) -> int:
     Example::
 
         >>> explain_text("element 0 of tensors does not require grad and does not have a grad_fn")
+        ... # doctest: +ELLIPSIS
         gradlab: no_grad_fn
         ...
         0

@@ -130,7 +130,8 @@ def draw(output_or_outputs: object, names: NamesLike = None, *, collapse: bool |
         tracker = active_tracker()
     namer = tracker.namer(names) if tracker is not None and hasattr(tracker, "namer") else Namer(names)
     graph = collect(tensors, namer, tracker=tracker)
-    outputs = tuple(_Output(label, node_id, tuple(t.shape)) for label, node_id, t in zip(labels, graph.outputs, tensors))
+    outputs = tuple(_Output(label, node_id, tuple(t.shape))
+                    for label, node_id, t in zip(labels, graph.outputs, tensors))
     return GraphView(graph, outputs, collapse, max_nodes)
 
 
@@ -519,6 +520,13 @@ class GraphView:
         """More nodes than ``max_nodes``: notebooks show the summary instead of a picture."""
         return len(self.graph.nodes) > self.max_nodes
 
+    def _fallback_text(self) -> str:
+        """What a notebook shows without Graphviz: the install line, then the text tree (first lines)."""
+        tree = self.text().splitlines()
+        if len(tree) > _PNG_TREE_LINES:
+            tree = tree[:_PNG_TREE_LINES] + [f"... {len(tree) - _PNG_TREE_LINES} more lines: view.text()"]
+        return "\n".join([INSTALL_GRAPHVIZ, "", *tree])
+
     def __repr__(self) -> str:
         return self.graph.summary()
 
@@ -545,10 +553,7 @@ class GraphView:
                 return bundle
             except RuntimeError:
                 pass
-        tree = self.text().splitlines()
-        if len(tree) > _PNG_TREE_LINES:
-            tree = tree[:_PNG_TREE_LINES] + [f"... {len(tree) - _PNG_TREE_LINES} more lines: view.text()"]
-        png = _render_text_png("\n".join([INSTALL_GRAPHVIZ, "", *tree]))
+        png = _render_text_png(self._fallback_text())
         if png is not None:
             bundle["image/png"] = png
         return bundle

@@ -264,19 +264,22 @@ def _shape_sentence(shape: tuple[int, ...], base: str | None) -> str:
     return text
 
 
-def _node_sentence(node: str, nr: int, base: str) -> str:
+def _node_sentence(node: str, nr: int, base: str, two_d: bool) -> str:
     head = (f"'which is output {nr} of {node}' means the saved tensor was produced"
             f" by the operation {base} (its grad_fn is {base}Backward).")
     if base in {"T", "Transpose"}:
         return head + (" That is a transpose: the saved tensor is a transposed view,"
                        " typically weight.t() of an nn.Linear, saved by addmm/mm.")
     if base == "AsStrided":
-        return head + (
-            " AsStrided is the node autograd puts on a view whose base was"
-            " modified in place after the view was taken. Here it almost always"
-            " means a transposed view of a weight (weight.t(), which nn.Linear saves"
-            " via addmm/mm) whose parameter was then changed, e.g. by optimizer.step()."
-        )
+        text = (" AsStrided is the node autograd puts on a view whose base was modified in"
+                " place after the view was taken.")
+        if two_d:
+            return head + text + (
+                " Here it almost always means a transposed view of a weight (weight.t(),"
+                " which nn.Linear saves via addmm/mm) whose parameter was then changed,"
+                " e.g. by optimizer.step().")
+        return head + text + (" Typically the base is a parameter or buffer that was then"
+                              " changed in place, e.g. by optimizer.step().")
     if base in _VIEW_OPS:
         return head + (f" {base} makes a view, so the in-place write may have gone"
                        " to the tensor it views, not to the view itself.")
@@ -325,7 +328,7 @@ def _in_place(m: re.Match[str]) -> Explanation:
             listed = ", ".join(str(list(s)) for s in nested)
             meaning.append(f"The saved tensor is a nested tensor with components of shapes {listed}.")
         if node is not None and nr is not None and base is not None:
-            meaning.append(_node_sentence(node, nr, base))
+            meaning.append(_node_sentence(node, nr, base, shape is not None and len(shape) == 2))
         else:
             meaning.append(
                 "There is no 'which is output N of ...' part: the saved tensor has no"

@@ -13,6 +13,7 @@ stays light and free of side effects.
 
 from __future__ import annotations
 
+import base64
 import html
 import linecache
 import traceback
@@ -35,6 +36,7 @@ __all__ = [
     "Playground",
     "run_order",
     "outcome_table",
+    "HTMLText",
     "playground",
     "errors_shown_in",
 ]
@@ -164,7 +166,8 @@ class Outcome:
         return f"step {i + 1} `{STEPS[self.steps[i]]}` raised {self.error_type}: {first}"
 
     def __str__(self) -> str:
-        lines = [_listing(self.steps, self.failed_step), "", self.headline()]
+        mark = "✓ Success: " if self.ok else "✗ "
+        lines = [_listing(self.steps, self.failed_step), "", mark + self.headline()]
         if not self.ok:
             lines += ["", f"{self.error_type}: {self.error}"]
         if self.diagnosis:
@@ -221,7 +224,8 @@ def _param_names(pair: Pair) -> list[tuple[str, torch.nn.Parameter]]:
     return [(f"{net}.{name}", p) for net, module in pair.names.items() for name, p in module.named_parameters()]
 
 
-def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool) -> tuple[Outcome, dict[str, Any]]:
+def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool,
+         want_view: bool = False) -> tuple[Outcome, Any]:
     pair = make_pair(seed, softmax=softmax)
     pair.n_2.detach_inside = detach_inside  # same initial weights with or without the detach
     x, y = batches(1, seed)[0]
@@ -233,7 +237,7 @@ def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool) 
     grad_from: dict[str, list[str]] = {name: [] for name, _ in params}
     failed = error_type = error = diagnosis = None
     program = _program(steps)
-    with track(pair.names):
+    with track(pair.names) as tracker:
         for i, step in enumerate(steps):
             try:
                 for name in _NEEDS.get(step, ()):
@@ -252,9 +256,11 @@ def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool) 
                 for name, p in params:
                     if id(p) in reached and loss not in grad_from[name]:
                         grad_from[name].append(loss)
-    losses = [scope[n] for n in ("loss_1", "loss_2")
-              if isinstance(scope.get(n), torch.Tensor) and scope[n].grad_fn is not None]
-    graph = collect(losses, pair.names).summary() if losses else None
+        losses = {n: scope[n] for n in ("loss_1", "loss_2")
+                  if isinstance(scope.get(n), torch.Tensor) and scope[n].grad_fn is not None}
+        # Collected while the tracker is active: it knows who modified what, and where.
+        graph = collect(list(losses.values()), tracker.namer(), tracker=tracker).summary() if losses else None
+        view = _view(losses, pair.names) if losses and want_view else None
     names = [name for name, _ in params]
     outcome = Outcome(
         steps=steps, detach_inside=detach_inside, softmax=softmax, ok=failed is None, failed_step=failed,
@@ -265,7 +271,7 @@ def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool) 
         graph=graph,
         losses={n: float(scope[n].item()) for n in ("loss_1", "loss_2") if isinstance(scope.get(n), torch.Tensor)},
     )
-    return outcome, {"losses": losses, "names": pair.names}
+    return outcome, view
 
 
 def run_order(steps: Sequence[str] | Preset, detach_inside: bool = False, seed: int = 0,
@@ -368,27 +374,53 @@ def _outcome_html(o: Outcome) -> str:
     return "".join(parts)
 
 
-def outcome_table(presets: Mapping[str, Preset] = PRESETS, seed: int = 0) -> str:
+class HTMLText(str):
+    """An HTML string that notebooks render as HTML; ``.text`` is its plain-text version."""
+
+    text: str
+
+    def __new__(cls, html_text: str, text: str) -> HTMLText:
+        self = super().__new__(cls, html_text)
+        self.text = text
+        return self
+
+    def _repr_html_(self) -> str:
+        return str(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.text)
+
+
+def outcome_table(presets: Mapping[str, Preset] = PRESETS, seed: int = 0) -> HTMLText:
     """HTML table of what one iteration of each preset does: the static view of the playground.
 
-    Runs :func:`run_order` on each preset; deterministic for a given ``seed``.
+    Runs :func:`run_order` on each preset; the same ``seed`` gives the same table.
+    The result is a ``str`` of HTML that a notebook renders as the table (its
+    ``.text`` attribute is a plain-text summary).
 
     Example::
 
-        >>> "Trying to backward through the graph a second time" in outcome_table()
+        >>> table = outcome_table()
+        >>> "Trying to backward through the graph a second time" in table
         True
+        >>> print(table.text.splitlines()[3])
+        n_2 on detached pred_1: ran all 10 steps; no gradient: none; changed: n_1 (all), n_2 (all)
     """
     if not isinstance(presets, Mapping) or not presets:
         raise TypeError("presets must be a non-empty mapping of name to Preset, e.g. gradlab.PRESETS")
-    rows = []
     for name, preset in presets.items():
         if not isinstance(preset, Preset):
             raise TypeError(f"presets[{name!r}] must be a Preset, not {type(preset).__name__}")
+    rows, lines = [], []
+    for name, preset in presets.items():
         o = run_order(preset, seed=seed)
-        result = (f'<span style="color:#2e7d32">✓ runs</span>' if o.ok else
-                  f'<span style="color:#c62828">✗ step {o.failed_step + 1} '  # type: ignore[operator]
-                  f'<code>{html.escape(STEPS[o.steps[o.failed_step]])}</code>: '  # type: ignore[index]
-                  f'{html.escape(str(o.error_type))}</span>{_pre(str(o.error))}')
+        if o.ok:
+            result = '<span style="color:#2e7d32">✓ runs</span>'
+        else:
+            step = o.steps[o.failed_step or 0]
+            result = (f'<span style="color:#c62828">✗ step {(o.failed_step or 0) + 1} '
+                      f"<code>{html.escape(STEPS[step])}</code>: {html.escape(str(o.error_type))}</span>"
+                      + _pre(str(o.error)))
         diagnosis = _pre(o.diagnosis) if o.diagnosis else ""
         code = html.escape("\n".join(STEPS[s] for s in o.steps))
         flag = "<br><i>network 2 detaches inside</i>" if o.detach_inside else ""
@@ -397,17 +429,11 @@ def outcome_table(presets: Mapping[str, Preset] = PRESETS, seed: int = 0) -> str
             f"<td><pre>{code}</pre></td><td>{result}{diagnosis}</td>"
             f"<td>{html.escape(_compact(o.no_grad, o.parameters))}</td>"
             f"<td>{html.escape(_compact(o.changed, o.parameters))}</td></tr>")
-    return ('<table class="gradlab-outcomes"><tr><th>preset</th><th>one iteration</th><th>result</th>'
-            "<th>no gradient</th><th>changed</th></tr>" + "".join(rows) + "</table>")
-
-
-def _outcome_table_text(presets: Mapping[str, Preset] = PRESETS, seed: int = 0) -> str:
-    lines = []
-    for name, preset in presets.items():
-        o = run_order(preset, seed=seed)
         lines.append(f"{name}: {o.headline()}; no gradient: {_compact(o.no_grad, o.parameters)}; "
                      f"changed: {_compact(o.changed, o.parameters)}")
-    return "\n".join(lines)
+    table = ('<table class="gradlab-outcomes"><tr><th>preset</th><th>one iteration</th><th>result</th>'
+             "<th>no gradient</th><th>changed</th></tr>" + "".join(rows) + "</table>")
+    return HTMLText(table, "\n".join(lines))
 
 
 # ------------------------------------------------------------------- widgets
@@ -434,20 +460,22 @@ def _display(data: dict[str, str]) -> dict[str, Any]:
     return {"output_type": "display_data", "data": data, "metadata": {}}
 
 
-def _draw(losses: list[torch.Tensor], names: Mapping[str, Any]) -> dict[str, Any]:
-    """The losses' graph as a display_data output: gradlab.draw when it exists, else the summary."""
-    # NOTE [draw fallback]: gradlab.draw (draw.py) is optional here; without it
-    # the playground shows the graph's one-line summary.
+def _view(losses: Mapping[str, torch.Tensor], names: Mapping[str, Any]) -> Any:
+    """gradlab.draw's view of the losses' graph, or None when draw.py is not available."""
+    # NOTE [draw fallback]: without gradlab.draw the playground shows the graph's summary line.
     try:
-        from .draw import draw  # type: ignore[import-not-found]
-    except ImportError:
-        text = collect(losses, names).summary()
-        return _display({"text/plain": text, "text/html": _pre(text)})
-    view = draw(losses, names=names)
-    data = view._repr_mimebundle_()
-    if isinstance(data, tuple):
-        data = data[0]
-    return _display(dict(data))
+        from .draw import draw
+    except ImportError:  # pragma: no cover - draw.py ships with gradlab
+        return None
+    return draw(dict(losses), names=names)
+
+
+def _view_output(view: Any) -> dict[str, Any]:
+    """A GraphView as a display_data output an ``Output`` widget can sync (bytes as base64)."""
+    data = {}
+    for mime, value in view._repr_mimebundle_().items():
+        data[mime] = base64.b64encode(value).decode("ascii") if isinstance(value, bytes) else value
+    return _display(data)
 
 
 _HINT = "Pick a preset or edit the steps, then press Run."
@@ -462,8 +490,9 @@ class Playground:
     """
 
     def __init__(self, *, widget: Any, preset: Any, order: Any, step_choice: Any, add: Any, remove: Any,
-                 up: Any, down: Any, detach: Any, softmax: Any, run: Any, output: Any) -> None:
+                 up: Any, down: Any, detach: Any, softmax: Any, run: Any, output: Any, seed: int = 0) -> None:
         self.widget = widget
+        self.seed = seed
         self.preset = preset
         self.order = order
         self.step_choice = step_choice
@@ -502,9 +531,10 @@ class Playground:
         # preset for the HTML handout and untrusted notebooks (nbval skips the
         # widget-view entry: its model id is random).
         data = dict(self.widget._repr_mimebundle_())
-        data["text/plain"] = "gradlab playground (a widget: run the cell in a live kernel)\n" + _outcome_table_text()
+        table = outcome_table(seed=self.seed)
+        data["text/plain"] = "gradlab playground (a widget: run the cell in a live kernel)\n" + table.text
         data["text/html"] = ("<p><b>gradlab playground</b>: run this cell in a live kernel to edit the steps. "
-                             "One iteration of each preset:</p>" + outcome_table())
+                             "One iteration of each preset:</p>" + table)
         return data
 
 
@@ -532,7 +562,8 @@ def playground(preset: str = "original loop", seed: int = 0) -> Playground:
     wide = w.Layout(width="auto")
     preset_menu = w.Dropdown(options=[*PRESETS, "custom"], value=preset, description="Preset",
                              layout=w.Layout(width="28em"), style={"description_width": "4em"})
-    order = w.Select(options=[], rows=11, layout=w.Layout(width="28em", font_family="monospace"))
+    order = w.Select(options=[], rows=11, layout=w.Layout(width="28em"))
+    order.add_class("gradlab-steps")
     step_choice = w.Dropdown(options=[(label, step) for step, label in STEPS.items()],
                              layout=w.Layout(width="20em"))
     add = w.Button(description="Insert", tooltip="insert the chosen step after the selected one",
@@ -546,13 +577,17 @@ def playground(preset: str = "original loop", seed: int = 0) -> Playground:
     output = w.Output(layout=w.Layout(border="1px solid #ddd", padding="4px"))
     output.outputs = (_display({"text/plain": _HINT, "text/html": f"<p><i>{_HINT}</i></p>"}),)
     widget = w.VBox([
-        w.HTML("<b>Training-loop playground</b>: one iteration, fresh networks each Run."),
+        w.HTML("<style>.gradlab-steps select { font-family: monospace; }</style>"
+               "<b>Training-loop playground</b>: one iteration, fresh networks each Run."),
         preset_menu,
         w.HBox([order, w.VBox([w.HBox([step_choice, add]), w.HBox([up, down, remove]), detach, softmax, run])]),
         output,
     ])
+    # Stable CSS classes: the browser test (and learners' custom CSS) find the controls by them.
+    for control, name in ((widget, "playground"), (preset_menu, "preset"), (run, "run"), (output, "output")):
+        control.add_class(f"gradlab-{name}")
     pg = Playground(widget=widget, preset=preset_menu, order=order, step_choice=step_choice, add=add,
-                    remove=remove, up=up, down=down, detach=detach, softmax=softmax, run=run, output=output)
+                    remove=remove, up=up, down=down, detach=detach, softmax=softmax, run=run, output=output, seed=seed)
     pg.steps = PRESETS[preset].steps
     _wire(pg, seed)
     return pg
@@ -620,11 +655,11 @@ def _wire(pg: Playground, seed: int) -> None:
         if not steps:
             pg.output.outputs = (_display({"text/plain": "No steps: add some, or pick a preset."}),)
             return
-        outcome, extra = _run_for_widget(steps, bool(pg.detach.value), seed, bool(pg.softmax.value))
+        outcome, view = _run_for_widget(steps, bool(pg.detach.value), seed, bool(pg.softmax.value))
         pg.outcome = outcome
         shown = [_display({"text/plain": str(outcome), "text/html": outcome._repr_html_()})]
-        if extra["losses"]:
-            shown.append(_draw(extra["losses"], extra["names"]))
+        if view is not None:
+            shown.append(_view_output(view))
         pg.output.outputs = tuple(shown)
 
     pg.preset.observe(on_preset, names="value")
@@ -636,6 +671,6 @@ def _wire(pg: Playground, seed: int) -> None:
 
 
 def _run_for_widget(steps: Sequence[str], detach_inside: bool, seed: int,
-                    softmax: bool) -> tuple[Outcome, dict[str, Any]]:
-    """:func:`run_order`, plus the losses to draw (tests replace this to force a callback error)."""
-    return _run(_check_steps(steps), detach_inside, seed, softmax)
+                    softmax: bool) -> tuple[Outcome, Any]:
+    """:func:`run_order`, plus the graph to draw (tests replace this to force a callback error)."""
+    return _run(_check_steps(steps), detach_inside, seed, softmax, want_view=True)

@@ -1,0 +1,338 @@
+"""Plots of gradlab's records with matplotlib: version timelines, loss curves, gradient norms.
+
+Each function takes records (a tracker's events, losses, a :class:`GradReport`),
+returns a new ``matplotlib.figure.Figure`` and changes no global state: no
+rcParams, no style, no backend. The figure is closed in pyplot's registry before
+it is returned, so a notebook shows it once (as the cell's value) and nothing
+the caller created is touched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from .examples import Pair, TrainResult
+from .grads import GradReport
+from .saved import STALE_RE
+from .track import Event
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["timeline", "plot_losses", "plot_grads", "plot_predictions"]
+
+RED, GREY, BLUE = "#cc0000", "#777777", "#1c4587"
+_VIEW = re.compile(r" \((transposed )?view\)$")
+
+
+def _new_figure(rows: int, cols: int, size: tuple[float, float], **kw: object):
+    """A fresh figure and axes grid, already released from pyplot's registry."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(rows, cols, figsize=size, squeeze=False, **kw)
+    plt.close(fig)
+    return fig, axes
+
+
+# -- timeline ---------------------------------------------------------------------------------------
+
+def _events_of(tracker: object) -> list[Event]:
+    usage = "pass the tracker of `with gradlab.track(names=...) as tracker:` (or a list of its events)"
+    if hasattr(tracker, "events"):
+        events = list(tracker.events)
+    elif isinstance(tracker, (list, tuple)):
+        events = list(tracker)
+    else:
+        raise TypeError(f"timeline() takes a gradlab tracker, not {type(tracker).__name__}; {usage}")
+    if not all(isinstance(e, Event) for e in events):
+        raise TypeError(f"timeline() found something other than gradlab events; {usage}")
+    return events
+
+
+def _base(name: str) -> str:
+    """Views share their base's version counter: ``w (transposed view)`` is plotted as ``w``."""
+    return _VIEW.sub("", name)
+
+
+def _error_text(e: Event, versions: dict[str, int], saved_at: dict[str, int]) -> tuple[str, list[str]]:
+    """The failing backward's label and the tensors it names, from the event or from the versions seen."""
+    m = STALE_RE.search(e.op or "")
+    if m:
+        return f"expected version {m['exp']}, is at version {m['cur']}", []
+    if e.version_before is not None and e.version_after is not None:
+        return f"expected version {e.version_before}, is at version {e.version_after}", [e.tensor] if e.tensor else []
+    stale = [t for t in saved_at if versions.get(t, saved_at[t]) != saved_at[t]]
+    if stale:
+        t = stale[0]
+        return f"expected version {saved_at[t]}, is at version {versions[t]}", stale
+    return "backward raised", []
+
+
+def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
+    """The version counter of each watched tensor over a :func:`gradlab.track` block.
+
+    One row per tensor: a dot where it was saved for backward (at that version),
+    a step up at each in-place write (labelled with the op, e.g. ``Adam.step()``,
+    and the line), grey vertical lines at each ``backward()`` and a red one at a
+    backward that raised, labelled ``expected version 1, is at version 2``.
+    ``tensors`` picks names (default: every tensor in the events; views are
+    shown as their base tensor).
+
+    Example::
+
+        >>> from gradlab import track
+        >>> lin = torch.nn.Linear(2, 1)
+        >>> opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+        >>> with track(names={"lin": lin}) as tracker:
+        ...     loss = lin(torch.ones(4, 2)).sum()
+        ...     loss.backward(retain_graph=True)
+        ...     opt.step()
+        >>> fig = timeline(tracker)              # doctest: +SKIP
+    """
+    events = _events_of(tracker)
+    names: list[str] = []
+    for e in events:
+        if e.kind in ("saved", "write") and e.tensor and _base(e.tensor) not in names:
+            names.append(_base(e.tensor))
+    if tensors is not None:
+        if (isinstance(tensors, str) or not isinstance(tensors, Sequence)
+                or not all(isinstance(t, str) for t in tensors)):
+            raise TypeError("tensors= must be a list of tensor names, e.g. ['n_1.linear_2.weight']")
+        missing = [t for t in tensors if _base(t) not in names]
+        if missing:
+            raise ValueError(f"tensors {missing} do not appear in the tracker's events; "
+                             f"pick from {names or 'none (were the tensors named in track(names=...)?)'}")
+        names = [_base(t) for t in tensors]
+    if not names:
+        raise ValueError("the tracker saw no named tensor being saved or modified; run the forward, step and "
+                         "backward inside `with gradlab.track(names={'n_1': n_1, ...}) as tracker:`")
+
+    fig, axes = _new_figure(len(names), 1, (9.0, 1.2 + 1.5 * len(names)), sharex=True)
+    xs = [e.index for e in events]
+    x_end = (max(xs) if xs else 0) + 1
+    versions: dict[str, int] = {}
+    saved_at: dict[str, int] = {}
+    rows = {name: axes[i][0] for i, name in enumerate(names)}
+    steps: dict[str, tuple[list[float], list[int]]] = {name: ([], []) for name in names}
+    for e in events:
+        name = _base(e.tensor) if e.tensor else None
+        if e.kind == "saved" and name is not None and e.version_after is not None:
+            saved_at[name] = e.version_after
+            versions.setdefault(name, e.version_after)
+            if name in rows:
+                ax = rows[name]
+                ax.plot([e.index], [e.version_after], "o", color=BLUE, zorder=3)
+                ax.annotate(f"saved (v{e.version_after})", (e.index, e.version_after), textcoords="offset points",
+                            xytext=(4, 6), fontsize=8, color=BLUE)
+        elif e.kind == "write" and name is not None and e.version_after is not None:
+            before = e.version_before if e.version_before is not None else versions.get(name, 0)
+            versions[name] = e.version_after
+            if name in rows:
+                xs_, ys_ = steps[name]
+                if not xs_:
+                    xs_.append(events[0].index - 0.5)
+                    ys_.append(before)
+                xs_.append(e.index)
+                ys_.append(e.version_after)
+                ax = rows[name]
+                ax.plot([e.index], [e.version_after], "^", color=RED, zorder=3)
+                where = f"\n{e.where}" if e.where else ""
+                ax.annotate(f"{e.op}: v{before} -> v{e.version_after}{where}", (e.index, e.version_after),
+                            textcoords="offset points", xytext=(4, -22), fontsize=8, color=RED)
+        elif e.kind == "backward":
+            for ax in rows.values():
+                ax.axvline(e.index, color=GREY, linestyle="--", linewidth=1)
+            top = axes[0][0]
+            top.annotate(e.op, (e.index, 1), xycoords=("data", "axes fraction"), textcoords="offset points",
+                         xytext=(3, -10), fontsize=8, color=GREY)
+        elif e.kind == "error":
+            text, stale = _error_text(e, versions, saved_at)
+            for ax in rows.values():
+                ax.axvline(e.index, color=RED, linewidth=2)
+            label_ax = rows.get(_base(stale[0]), axes[0][0]) if stale else axes[0][0]
+            label_ax.annotate(f"backward failed:\n{text}", (e.index, 0.5), xycoords=("data", "axes fraction"),
+                              textcoords="offset points", xytext=(-6, 0), ha="right", fontsize=9, color=RED,
+                              fontweight="bold")
+    for name, ax in rows.items():
+        xs_, ys_ = steps[name]
+        start = versions.get(name, saved_at.get(name, 0)) if not xs_ else None
+        if xs_:
+            xs_.append(x_end)
+            ys_.append(ys_[-1])
+            ax.step(xs_, ys_, where="post", color=BLUE, linewidth=1.5)
+        elif start is not None:
+            ax.plot([xs[0] - 0.5 if xs else 0, x_end], [start, start], color=BLUE, linewidth=1.5)
+        low = min([*ys_, saved_at.get(name, 0), versions.get(name, 0)])
+        high = max([*ys_, saved_at.get(name, 0), versions.get(name, 0)])
+        ax.set_ylim(low - 0.8, high + 0.8)
+        ax.set_yticks(range(low, high + 1))
+        ax.set_ylabel("version", fontsize=8)
+        ax.set_title(name, loc="left", fontsize=10)
+    bottom = axes[-1][0]
+    bottom.set_xlim((xs[0] if xs else 0) - 0.5, x_end)
+    bottom.set_xticks(xs)
+    bottom.set_xlabel("tracker event")
+    fig.suptitle("version counters of the saved tensors", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+# -- losses -----------------------------------------------------------------------------------------
+
+def _curves(name: str, value: object) -> tuple[list[tuple[str, list[float]]], str | None]:
+    if isinstance(value, TrainResult):
+        return [("loss_1", list(value.losses_1)), ("loss_2", list(value.losses_2))], value.error
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        return [("loss", [float(v) for v in value])], None
+    raise TypeError(f"losses[{name!r}] is a {type(value).__name__}; pass a list of floats or a TrainResult, "
+                    "e.g. {'joint': gradlab.train('joint')}")
+
+
+def _flat(values: Sequence[float]) -> bool:
+    if len(values) < 2:
+        return False
+    scale = max(1e-12, max(abs(v) for v in values))
+    return (max(values) - min(values)) <= 1e-6 * scale
+
+
+def plot_losses(losses: Mapping[str, object], *, overlay: bool = False) -> Figure:
+    """Loss curves of several training variants, one panel each (or all on one with ``overlay=True``).
+
+    ``losses`` maps a label to a list of floats or to a :class:`TrainResult`
+    (drawn as ``loss_1`` and ``loss_2``). A curve that does not move is labelled
+    ``flat: not learning`` in red; a run stopped by an error says so.
+
+    Example::
+
+        >>> fig = plot_losses({"joint": train("joint"), "softmax": [0.5, 0.5, 0.5]})   # doctest: +SKIP
+    """
+    if not isinstance(losses, Mapping) or not losses:
+        raise TypeError("plot_losses() takes a dict of label to losses, e.g. "
+                        "{'joint': gradlab.train('joint'), 'no softmax': [0.9, 0.4, 0.1]}")
+    panels = []
+    for name, value in losses.items():
+        if not isinstance(name, str):
+            raise TypeError(f"plot_losses() labels must be strings, got {name!r}")
+        panels.append((name, *_curves(name, value)))
+    cols = 1 if overlay else len(panels)
+    fig, axes = _new_figure(1, cols, (4.2 * cols if not overlay else 7.0, 3.4), sharey=not overlay)
+    for i, (name, curves, error) in enumerate(panels):
+        ax = axes[0][0 if overlay else i]
+        notes = []
+        for curve, values in curves:
+            label = f"{name}: {curve}" if overlay else curve
+            if _flat(values):
+                label += " (flat: not learning)"
+                notes.append(f"{curve} flat: not learning")
+            if values:
+                ax.plot(range(1, len(values) + 1), values, marker=".", label=label)
+        if error is not None:
+            first = error.split(";")[0].split(". ")[0]
+            notes.append("stopped: " + (first if len(first) <= 60 else first[:57] + "..."))
+        if not any(values for _, values in curves):
+            notes.append("no step completed")
+        if not overlay:
+            ax.set_title(name, fontsize=10)
+        y = 0.95
+        for note in notes:
+            ax.text(0.03, y, note if not overlay else f"{name}: {note}", transform=ax.transAxes, color=RED,
+                    fontsize=8, va="top")
+            y -= 0.08
+        ax.set_xlabel("step")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8, loc="upper right")
+    axes[0][0].set_ylabel("loss")
+    fig.tight_layout()
+    return fig
+
+
+# -- gradients --------------------------------------------------------------------------------------
+
+def plot_grads(report: GradReport) -> Figure:
+    """One horizontal bar per parameter: its gradient norm; ``no gradient`` and ``all zero`` in red.
+
+    A layer cut off by a ``.detach()`` (``.grad`` is None) and a layer whose
+    gradient is all zeros (e.g. behind a softmax over one output) stand out.
+
+    Example::
+
+        >>> fig = plot_grads(grad_report({"n_1": n_1, "n_2": n_2}, loss))   # doctest: +SKIP
+    """
+    if not isinstance(report, GradReport):
+        raise TypeError(f"plot_grads() takes the GradReport of gradlab.grad_report(names, loss), "
+                        f"not {type(report).__name__}")
+    if not report.rows:
+        raise ValueError("the GradReport has no rows; pass grad_report({'n_1': n_1, ...}) after a backward")
+    rows = list(report.rows)
+    fig, axes = _new_figure(1, 1, (7.5, 0.9 + 0.38 * len(rows)))
+    ax = axes[0][0]
+    ys = list(range(len(rows)))[::-1]
+    norms = [r.norm if r.status == "ok" and r.norm is not None else 0.0 for r in rows]
+    colors = [BLUE if r.status == "ok" else RED for r in rows]
+    ax.barh(ys, norms, color=colors, height=0.6)
+    top = max(norms) if any(norms) else 1.0
+    for y, r, n in zip(ys, rows, norms):
+        if r.status == "none":
+            text = "no gradient"
+        elif r.status == "zero":
+            text = "all zero"
+        else:
+            text = f"{n:.3g}"
+        if r.reached is False:
+            text += " (not reached by the loss)"
+        ax.text(n + 0.01 * top, y, text, va="center", fontsize=8, color=BLUE if r.status == "ok" else RED,
+                fontweight="normal" if r.status == "ok" else "bold")
+    ax.set_yticks(ys)
+    ax.set_yticklabels([f"{r.name} {list(r.shape)}" for r in rows], fontsize=8)
+    ax.set_xlim(0, top * 1.35)
+    ax.set_xlabel("gradient norm")
+    ax.set_title("gradient per parameter", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# -- predictions ------------------------------------------------------------------------------------
+
+def plot_predictions(models: Pair | Mapping[str, Callable[[torch.Tensor], torch.Tensor]],
+                     x: torch.Tensor | None = None) -> Figure:
+    """Predictions against the target ``y = 2x`` of the course's data.
+
+    ``models`` is a :class:`Pair` (drawn as ``n_1(x)`` and ``n_2(n_1(x))``, the
+    chain trained in the course) or a dict of label to module/callable. ``x`` is
+    an ``(N, 1)`` tensor (default: 50 points in [-3, 3]). Runs under ``no_grad``.
+
+    Example::
+
+        >>> fig = plot_predictions(train("joint").pair)   # doctest: +SKIP
+    """
+    if isinstance(models, Pair):
+        pair = models
+        models = {"n_1(x)": pair.n_1, "n_2(n_1(x))": lambda t: pair.n_2(pair.n_1(t))}
+    if not isinstance(models, Mapping) or not models:
+        raise TypeError("plot_predictions() takes a Pair (e.g. gradlab.train('joint').pair) or a dict of label to "
+                        "network, e.g. {'n_1': n_1}")
+    for name, fn in models.items():
+        if not isinstance(name, str) or not callable(fn):
+            raise TypeError(f"plot_predictions() needs label -> network (callable), got {name!r}: "
+                            f"{type(fn).__name__}")
+    if x is None:
+        x = torch.linspace(-3, 3, 50).unsqueeze(1)
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != 1:
+        raise TypeError("x must be a tensor of shape (N, 1), e.g. torch.linspace(-3, 3, 50).unsqueeze(1)")
+    fig, axes = _new_figure(1, 1, (6.0, 3.6))
+    ax = axes[0][0]
+    xs = x.detach().flatten().tolist()
+    ax.plot(xs, [2 * v for v in xs], color="black", linestyle="--", label="target y = 2x")
+    with torch.no_grad():
+        for name, fn in models.items():
+            ax.plot(xs, fn(x).detach().flatten().tolist(), label=name)
+    ax.set_xlabel("x")
+    ax.set_ylabel("prediction")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,189 @@
+"""gradlab keeps nothing alive: bounded memory under track(), no tensor or graph after use.
+
+Long runs: 1,000 steps of the corrected loop under ``track()`` keep resident
+memory and the tracker's own structures bounded. Lifetimes: after the context
+exits, and after every inspector call (check, saved_tensors, collect,
+grad_report, draw), a weak reference to the loss, to a tensor its graph saved
+and to the model dies once the last user reference is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import types
+import weakref
+from collections.abc import Callable, Iterator
+
+import psutil
+import pytest
+import torch
+
+import gradlab
+
+
+def _corrected_step(pair: gradlab.Pair, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    pred_1 = pair.n_1(x)
+    pred_2 = pair.n_2(pred_1)
+    pair.opt_1.zero_grad()
+    pair.opt_2.zero_grad()
+    loss = pair.criterion(y, pred_1) + pair.criterion(y, pred_2)
+    loss.backward()
+    pair.opt_1.step()
+    pair.opt_2.step()
+    return loss
+
+
+def _registry_refs(tracker: gradlab.Tracker) -> int:
+    return sum(len(refs) for refs in tracker._registry.values())
+
+
+def test_long_run_under_track_is_bounded() -> None:
+    pair = gradlab.make_pair(0, softmax=False)
+    data = gradlab.batches(50, seed=1)
+    proc = psutil.Process()
+    registry_max = 0
+    with gradlab.track(names=pair.names) as tracker:
+        for i in range(1_200):
+            x, y = data[i % len(data)]
+            _corrected_step(pair, x, y)
+            if i == 199:  # warm-up: allocator pools, optimizer state, caches
+                gc.collect()
+                rss_warm = proc.memory_info().rss
+            registry_max = max(registry_max, _registry_refs(tracker))
+        gc.collect()
+        rss_end = proc.memory_info().rss
+        assert len(tracker.events) <= tracker.MAX_EVENTS
+        assert tracker.events.maxlen == tracker.MAX_EVENTS
+        assert len(tracker._freed) <= tracker.MAX_BACKWARDS
+        assert not tracker._steps
+        # Pruned every 1,024 packs: never more than one pruning period of dead records.
+        assert registry_max <= 1_024 + 64, registry_max
+        assert len(tracker._registry) <= 1_024 + 64
+    growth_mb = (rss_end - rss_warm) / 2**20
+    assert growth_mb < 50, f"resident memory grew by {growth_mb:.1f} MB over 1,000 tracked steps"
+    assert not tracker._registry and not tracker._steps
+
+
+def test_many_events_stay_within_the_bound() -> None:
+    w = torch.zeros(2, requires_grad=True)
+    with gradlab.track(names={"w": w}) as tracker:
+        y = (w * w).sum()
+        with torch.no_grad():
+            for _ in range(tracker.MAX_EVENTS + 500):
+                w.add_(1)  # each write to the saved w is an event
+        assert len(tracker.events) == tracker.MAX_EVENTS
+        assert tracker.events[-1].index == tracker._count - 1
+    del y
+
+
+def _dies(make: Callable[[], Iterator[object]]) -> None:
+    """``make`` yields objects to watch, then cleans up its own references; all must die."""
+    gen = make()
+    refs = [weakref.ref(obj) for obj in gen]
+    gc.collect()
+    alive = [r() for r in refs if r() is not None]
+    assert not alive, f"still alive: {[type(a).__name__ for a in alive]}"
+
+
+def test_nothing_alive_after_track_exits() -> None:
+    def make():
+        pair = gradlab.make_pair(0, softmax=False)
+        x, y = gradlab.batches(1)[0]
+        with gradlab.track(names=pair.names) as tracker:
+            loss = _corrected_step(pair, x, y)
+            kept = pair.n_1(x).sigmoid()  # SigmoidBackward0 saves its output
+            saved = kept.grad_fn._saved_result
+            tracker.check(kept.sum())
+            yield loss
+            yield kept
+            yield saved
+            yield kept.grad_fn._saved_result
+            yield pair.n_1
+            yield pair.opt_1
+            yield x
+        del loss, kept, saved, pair, x, y
+
+    _dies(make)
+
+
+INSPECTORS: dict[str, Callable[[torch.Tensor, dict], object]] = {
+    "check": lambda loss, names: gradlab.check(loss, names),
+    "saved_tensors": lambda loss, names: gradlab.saved_tensors(loss, names),
+    "collect": lambda loss, names: gradlab.collect(loss, names),
+    "grad_report": lambda loss, names: gradlab.grad_report(names, loss=loss),
+}
+if hasattr(gradlab, "draw"):
+    INSPECTORS["draw"] = lambda loss, names: gradlab.draw(loss, names).source
+
+
+@pytest.mark.parametrize("tracked", [False, True], ids=["plain", "tracked"])
+@pytest.mark.parametrize("inspector", sorted(INSPECTORS))
+def test_inspectors_keep_no_reference(inspector: str, tracked: bool) -> None:
+    results = []
+
+    def make():
+        pair = gradlab.make_pair(0)
+        x, y = gradlab.batches(1)[0]
+        with gradlab.track() if tracked else contextlib.nullcontext():
+            pred_1 = pair.n_1(x)
+            loss_1 = pair.criterion(y, pred_1)
+            loss_1.backward(retain_graph=True)
+            pair.opt_1.step()  # a stale tensor makes the inspectors record writes and problems
+            loss_2 = pair.criterion(y, pair.n_2(pred_1))
+            results.append(INSPECTORS[inspector](loss_2, pair.names))
+            results.append(INSPECTORS[inspector](loss_1, {"x": x}))
+        yield loss_2
+        yield pred_1
+        yield pair.n_1.linear_2.weight
+        yield pair.n_2
+        yield x
+        del loss_1, loss_2, pred_1, pair, x, y
+
+    _dies(make)
+    assert len(results) == 2  # the results themselves may live on; they hold no tensor
+
+
+def test_results_hold_no_tensor() -> None:
+    """Diagnosis, saved records and reports are plain data: no tensor anywhere inside."""
+    pair = gradlab.make_pair(0)
+    x, y = gradlab.batches(1)[0]
+    with gradlab.track(names=pair.names):
+        loss = pair.criterion(y, pair.n_2(pair.n_1(x)))
+        loss.backward(retain_graph=True)
+        found = [gradlab.check(loss), gradlab.saved_tensors(loss), gradlab.grad_report(pair.names, loss)]
+    seen: set[int] = set()
+    stack: list[object] = list(found)
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        assert not isinstance(obj, (torch.Tensor, torch.nn.Module)), f"a result holds {type(obj).__name__}"
+        assert type(obj).__module__ != "torch.autograd.graph" and not hasattr(type(obj), "next_functions"), \
+            f"a result holds a graph node {obj!r}"
+        if isinstance(obj, (type, types.ModuleType, types.FunctionType)):
+            continue  # classes and modules are shared, not held by the result
+        stack.extend(gc.get_referents(obj))
+
+
+def test_saved_output_forms_no_cycle() -> None:
+    """Sigmoid saves its own output; under track() that record must not keep the graph in a cycle.
+
+    With the cyclic collector disabled, reference counting alone must free the
+    output once the user drops it: no cycle at all, so nothing waits for gc.
+    """
+    x = torch.ones(4, requires_grad=True)
+    gc.collect()
+    gc.disable()
+    try:
+        with gradlab.track():
+            y = torch.sigmoid(x * 2)
+            z = torch.tanh(y)  # tanh saves its output as well
+            out = weakref.ref(y)
+            out_z = weakref.ref(z)
+            node = weakref.ref(y.grad_fn._saved_result)
+            del y, z
+        assert out() is None and out_z() is None and node() is None
+    finally:
+        gc.enable()

@@ -1,0 +1,144 @@
+"""gradlab.plots: the figures carry the texts a learner needs, and change no global matplotlib state."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless; set here, before pyplot is imported anywhere in this module
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import gradlab  # noqa: E402
+from gradlab import examples, grad_report, plot_grads, plot_losses, plot_predictions, timeline  # noqa: E402
+
+
+def texts(fig) -> list[str]:
+    out = [t.get_text() for t in fig.texts]
+    for ax in fig.axes:
+        out.extend(t.get_text() for t in ax.texts)
+        out.append(ax.get_title(loc="left"))
+        out.append(ax.get_title())
+        out.extend(t.get_text() for t in ax.get_yticklabels())
+        legend = ax.get_legend()
+        if legend is not None:
+            out.extend(t.get_text() for t in legend.get_texts())
+    return out
+
+
+@pytest.fixture
+def failing_tracker():
+    """The course's original loop under track: step 1 before backward 2 -> in-place error."""
+    pair = examples.make_pair()
+    x, y = examples.batches(1)[0]
+    with gradlab.track(names=pair.names) as tracker:
+        pred_1 = pair.n_1(x)
+        loss_1 = pair.criterion(y, pred_1)
+        pair.opt_1.zero_grad()
+        loss_1.backward(retain_graph=True)
+        pair.opt_1.step()
+        loss_2 = pair.criterion(y, pair.n_2(pred_1))
+        pair.opt_2.zero_grad()
+        with pytest.raises(RuntimeError, match="is at version 2; expected version 1"):
+            loss_2.backward()
+    return tracker
+
+
+def test_timeline_explains_the_version_error(failing_tracker):
+    fig = timeline(failing_tracker)
+    found = texts(fig)
+    assert "n_1.linear_2.weight" in found
+    assert any("Adam.step()" in t and "v1 -> v2" in t for t in found)
+    assert any("expected version 1, is at version 2" in t for t in found)
+    assert any(t.startswith("backward(retain_graph=True)") for t in found)
+    assert any("saved (v1)" == t for t in found)
+    red_lines = [ln for ax in fig.axes for ln in ax.lines if ln.get_color() == "#cc0000" and ln.get_linewidth() == 2]
+    assert red_lines, "the failing backward is a red vertical line"
+
+
+def test_timeline_selects_tensors(failing_tracker):
+    fig = timeline(failing_tracker, tensors=["n_1.linear_2.weight"])
+    assert len(fig.axes) == 1
+    with pytest.raises(ValueError, match="pick from"):
+        timeline(failing_tracker, tensors=["n_3.weight"])
+    with pytest.raises(TypeError, match="list of tensor names"):
+        timeline(failing_tracker, tensors="n_1.linear_2.weight")
+
+
+def test_timeline_bad_input():
+    with pytest.raises(TypeError, match="gradlab.track"):
+        timeline(5)
+    with pytest.raises(TypeError, match="gradlab events"):
+        timeline([1, 2])
+    with gradlab.track() as tracker:
+        pass
+    with pytest.raises(ValueError, match="names="):
+        timeline(tracker)
+
+
+def test_plot_losses_labels_flat_and_stopped_runs():
+    fig = plot_losses({"joint": examples.train("joint", steps=3), "softmax": [0.7, 0.7, 0.7],
+                       "original": examples.train("original", steps=2)})
+    found = texts(fig)
+    assert [ax.get_title() for ax in fig.axes] == ["joint", "softmax", "original"]
+    assert any("flat: not learning" in t for t in found)
+    assert any(t.startswith("stopped: Trying to backward") for t in found)
+    assert "loss_1" in found and "loss_2" in found
+    overlay = plot_losses({"a": [3.0, 2.0, 1.0], "b": [1.0, 1.0, 1.0]}, overlay=True)
+    assert len(overlay.axes) == 1
+    assert "a: loss" in texts(overlay) and "b: loss (flat: not learning)" in texts(overlay)
+
+
+@pytest.mark.parametrize("bad", [None, [], {}, {"a": "1, 2"}, {"a": [1.0, "x"]}, {1: [1.0]}])
+def test_plot_losses_bad_input(bad):
+    with pytest.raises(TypeError, match="list of floats|dict of label|strings"):
+        plot_losses(bad)
+
+
+def _report(**kw) -> gradlab.GradReport:
+    pair = examples.make_pair(**kw)
+    x, y = examples.batches(1)[0]
+    loss = pair.criterion(y, pair.n_2(pair.n_1(x)))
+    loss.backward()
+    return grad_report(pair.names, loss)
+
+
+def test_plot_grads_shows_cut_off_and_zero_gradients():
+    cut = texts(plot_grads(_report(softmax=False, detach_inside=True)))
+    assert any(t.startswith("no gradient") for t in cut)
+    assert any("not reached by the loss" in t for t in cut)
+    assert "n_1.linear_1.weight [10, 1]" in cut
+    zero = texts(plot_grads(_report(softmax=True)))
+    assert "all zero" in zero
+    healthy = plot_grads(_report(softmax=False))
+    assert not any(t in ("no gradient", "all zero") for t in texts(healthy))
+    assert len(healthy.axes[0].patches) == 8
+
+
+def test_plot_grads_bad_input():
+    with pytest.raises(TypeError, match="GradReport"):
+        plot_grads({"n_1": 1.0})
+
+
+def test_plot_predictions():
+    pair = examples.train("joint", steps=2, softmax=False).pair
+    found = texts(plot_predictions(pair))
+    assert {"target y = 2x", "n_1(x)", "n_2(n_1(x))"} <= set(found)
+    with pytest.raises(TypeError, match="Pair"):
+        plot_predictions([pair.n_1])
+    with pytest.raises(TypeError, match=r"\(N, 1\)"):
+        plot_predictions({"n_1": pair.n_1}, x=torch.ones(3))
+
+
+def test_plots_change_no_global_state(failing_tracker):
+    rc = dict(matplotlib.rcParams)
+    figures = plt.get_fignums()
+    mine = plt.figure()
+    timeline(failing_tracker)
+    plot_losses({"a": [1.0, 0.5]})
+    plot_grads(_report(softmax=False))
+    assert plt.get_fignums() == [*figures, mine.number]  # ours are released; the caller's stays open
+    assert plt.gcf() is mine
+    assert dict(matplotlib.rcParams) == rc
+    plt.close(mine)
