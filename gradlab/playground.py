@@ -339,12 +339,20 @@ def _params_text(o: Outcome) -> str:
 
 
 def _pre(text: str, color: str = "") -> str:
-    style = f' style="color:{color}"' if color else ""
-    return f"<pre{style}>{html.escape(text)}</pre>"
+    style = "white-space:pre-wrap" + (f";color:{color}" if color else "")
+    return f'<pre style="{style}">{html.escape(text)}</pre>'
+
+
+_RED = "#c62828"
+
+
+def _cell(content: str, color: str | None = None, tag: str = "td") -> str:
+    """A table cell aligned left and top (notebook front ends right-align table cells by default)."""
+    style = "text-align:left;vertical-align:top" + (f";color:{color}" if color else "")
+    return f'<{tag} style="{style}">{content}</{tag}>'
 
 
 def _outcome_html(o: Outcome) -> str:
-    red = ' style="color:#c62828"'
     failed = ' style="color:#c62828;font-weight:bold"'
     items = "".join(f"<li{failed if i == o.failed_step else ''}><code>{html.escape(STEPS[s])}</code></li>"
                     for i, s in enumerate(o.steps))
@@ -359,18 +367,20 @@ def _outcome_html(o: Outcome) -> str:
     if o.ok:
         parts.append(f'<p style="color:#2e7d32"><b>✓ Success:</b> {html.escape(o.headline())}.</p>')
     else:
-        parts.append(f'<p style="color:#c62828"><b>✗ {html.escape(o.headline().split(":")[0])}</b></p>')
+        step = o.steps[o.failed_step or 0]
+        parts.append(f'<p style="color:#c62828"><b>✗ step {(o.failed_step or 0) + 1} '
+                     f"<code>{html.escape(STEPS[step])}</code> raised {html.escape(str(o.error_type))}</b></p>")
         parts.append(_pre(f"{o.error_type}: {o.error}", "#c62828"))
     if o.diagnosis:
         parts.append("<p><b>gradlab's diagnosis</b></p>" + _pre(o.diagnosis))
     rows = "".join(
-        f"<tr><td><code>{html.escape(p)}</code></td>"
-        f"<td{'' if p in o.got_grad else red}>{'yes' if p in o.got_grad else 'no'}</td>"
-        f"<td>{html.escape(_grad_from_text(o.grad_from.get(p, ())))}</td>"
-        f"<td{'' if p in o.changed else red}>{'yes' if p in o.changed else 'no'}</td></tr>"
+        "<tr>" + _cell(f"<code>{html.escape(p)}</code>")
+        + _cell("yes" if p in o.got_grad else "no", None if p in o.got_grad else _RED)
+        + _cell(html.escape(_grad_from_text(o.grad_from.get(p, ()))))
+        + _cell("yes" if p in o.changed else "no", None if p in o.changed else _RED) + "</tr>"
         for p in o.parameters)
-    parts.append("<table><tr><th>parameter</th><th>got a gradient</th><th>gradient from</th>"
-                 f"<th>changed</th></tr>{rows}</table>")
+    head = "".join(_cell(h, tag="th") for h in ("parameter", "got a gradient", "gradient from", "changed"))
+    parts.append(f"<table><tr>{head}</tr>{rows}</table>")
     return "".join(parts)
 
 
@@ -425,14 +435,14 @@ def outcome_table(presets: Mapping[str, Preset] = PRESETS, seed: int = 0) -> HTM
         code = html.escape("\n".join(STEPS[s] for s in o.steps))
         flag = "<br><i>network 2 detaches inside</i>" if o.detach_inside else ""
         rows.append(
-            f"<tr><td><b>{html.escape(name)}</b>{flag}<br>{html.escape(preset.note)}</td>"
-            f"<td><pre>{code}</pre></td><td>{result}{diagnosis}</td>"
-            f"<td>{html.escape(_compact(o.no_grad, o.parameters))}</td>"
-            f"<td>{html.escape(_compact(o.changed, o.parameters))}</td></tr>")
+            "<tr>" + _cell(f"<b>{html.escape(name)}</b>{flag}<br>{html.escape(preset.note)}")
+            + _cell(f"<pre>{code}</pre>") + _cell(result + diagnosis)
+            + _cell(html.escape(_compact(o.no_grad, o.parameters)))
+            + _cell(html.escape(_compact(o.changed, o.parameters))) + "</tr>")
         lines.append(f"{name}: {o.headline()}; no gradient: {_compact(o.no_grad, o.parameters)}; "
                      f"changed: {_compact(o.changed, o.parameters)}")
-    table = ('<table class="gradlab-outcomes"><tr><th>preset</th><th>one iteration</th><th>result</th>'
-             "<th>no gradient</th><th>changed</th></tr>" + "".join(rows) + "</table>")
+    head = "".join(_cell(h, tag="th") for h in ("preset", "one iteration", "result", "no gradient", "changed"))
+    table = f'<table class="gradlab-outcomes"><tr>{head}</tr>' + "".join(rows) + "</table>"
     return HTMLText(table, "\n".join(lines))
 
 

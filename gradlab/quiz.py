@@ -130,7 +130,7 @@ def quiz(question: str | Quiz, options: Mapping[str, str] | None = None, answer:
 
     output = w.Output()
     buttons = {option: w.Button(description=option, tooltip=option,
-                                layout=w.Layout(width="auto", max_width="48em"))
+                                layout=w.Layout(width="auto", max_width="100%"))
                for option in q.options}
 
     def on_click(option: str) -> Any:
@@ -151,4 +151,5 @@ def quiz(question: str | Quiz, options: Mapping[str, str] | None = None, answer:
         button.on_click(on_click(option))
     widget = w.VBox([w.HTML(f"<b>Quiz:</b> {html.escape(q.question)}"),
                      w.VBox(list(buttons.values())), output])
+    widget.add_class("gradlab-quiz")  # a stable hook for CSS and the browser test
     return QuizWidget(q, widget, buttons, output)

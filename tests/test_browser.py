@@ -152,7 +152,12 @@ def test_playground_in_jupyterlab(tmp_path: Path) -> None:
                 output.get_by_text("✓ Success").first.wait_for()
                 assert FREED not in output.inner_text()
                 widget.screenshot(path=ARTIFACTS / "playground-joint.png")
-                page.screenshot(path=ARTIFACTS / "playground-page.png", full_page=True)
+
+                first_quiz = page.locator(".gradlab-quiz").first
+                first_quiz.scroll_into_view_if_needed()
+                first_quiz.locator("button", has_text="opt_1.step() deleted the graph").click()
+                first_quiz.get_by_text("✗ Not quite").wait_for()
+                first_quiz.screenshot(path=ARTIFACTS / "quiz.png")
                 assert page.get_by_text("Error displaying widget").count() == 0
             except Exception:
                 page.screenshot(path=ARTIFACTS / "playground-failure.png", full_page=True)

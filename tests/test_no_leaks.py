@@ -132,7 +132,7 @@ def test_inspectors_keep_no_reference(inspector: str, tracked: bool) -> None:
             pair.opt_1.step()  # a stale tensor makes the inspectors record writes and problems
             loss_2 = pair.criterion(y, pair.n_2(pred_1))
             results.append(INSPECTORS[inspector](loss_2, pair.names))
-            results.append(INSPECTORS[inspector](loss_1, {"x": x}))
+            results.append(INSPECTORS[inspector](loss_1, {"n_1": pair.n_1, "x": x}))
         yield loss_2
         yield pred_1
         yield pair.n_1.linear_2.weight
@@ -187,3 +187,14 @@ def test_saved_output_forms_no_cycle() -> None:
         assert out() is None and out_z() is None and node() is None
     finally:
         gc.enable()
+
+
+def test_identity_hooks_would_leak_saved_outputs() -> None:
+    """The premise of Packed's detach(): an identity pack hook keeps a saved output alive forever."""
+    x = torch.ones(4, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        y = torch.sigmoid(x * 2)
+    out = weakref.ref(y)
+    del y
+    gc.collect()
+    assert out() is not None  # output -> node -> saved output: a cycle gc cannot see
