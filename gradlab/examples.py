@@ -6,12 +6,39 @@ here so every notebook, the playground and the tests train exactly the same thin
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
 __all__ = ["Net", "Pair", "ORDERS", "make_pair", "batches", "train", "TrainResult"]
+
+
+def _int(value: object, name: str, low: int, high: int | None = None) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}; pass e.g. {name}={max(low, 1)}")
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ValueError(f"{name} must be {bound}, got {value}; pass e.g. {name}={max(low, 1)}")
+    return value
+
+
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {value!r}; pass {name}=True or {name}=False")
+    return value
+
+
+def _lr(value: object) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"lr must be a number, not {type(value).__name__}; pass e.g. lr=1e-3")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"lr must be a positive finite number, got {value!r}; pass e.g. lr=1e-3")
+    return float(value)
+
+
+_SEED_MIN, _SEED_MAX = -(2**63), 2**64 - 1
 
 
 class Net(nn.Module):
@@ -57,9 +84,13 @@ class Pair:
 
 
 def make_pair(seed: int = 0, softmax: bool = True, detach_inside: bool = False, lr: float = 1e-3) -> Pair:
-    """Fresh, seeded networks and optimizers (``Adam(lr=0.001)`` each, ``MSELoss``)."""
-    torch.manual_seed(seed)
-    n_1 = Net(softmax=softmax, detach_inside=detach_inside)
+    """Fresh, seeded networks and optimizers (``Adam(lr=0.001)`` each, ``MSELoss``).
+
+    ``detach_inside=True`` builds network 2 (only) with the circulating detach fix.
+    """
+    torch.manual_seed(_int(seed, "seed", _SEED_MIN, _SEED_MAX))
+    softmax, detach_inside, lr = _flag(softmax, "softmax"), _flag(detach_inside, "detach_inside"), _lr(lr)
+    n_1 = Net(softmax=softmax)
     n_2 = Net(softmax=softmax, detach_inside=detach_inside)
     return Pair(n_1, n_2, torch.optim.Adam(n_1.parameters(), lr=lr), torch.optim.Adam(n_2.parameters(), lr=lr),
                 nn.MSELoss())
@@ -67,9 +98,9 @@ def make_pair(seed: int = 0, softmax: bool = True, detach_inside: bool = False, 
 
 def batches(steps: int = 10, seed: int = 0, size: int = 10) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """``steps`` batches of ``x = randn(size, 1)``, ``y = 2 * x``, from their own seeded generator."""
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
-    g = torch.Generator().manual_seed(seed)
+    _int(steps, "steps", 1)
+    _int(size, "size", 1)
+    g = torch.Generator().manual_seed(_int(seed, "seed", _SEED_MIN, _SEED_MAX))
     out = []
     for _ in range(steps):
         x = torch.randn(size, 1, generator=g)
@@ -105,8 +136,9 @@ def train(order: str = "joint", steps: int = 10, seed: int = 0, softmax: bool = 
         >>> train("original", steps=1).error.startswith("Trying to backward")
         True
     """
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {sorted(ORDERS)}, got {order!r}")
+    if not isinstance(order, str) or order not in ORDERS:
+        raise ValueError(f"order must be one of {sorted(ORDERS)}, got {order!r}; pass e.g. order='joint'")
+    _int(steps, "steps", 1)
     pair = make_pair(seed, softmax=softmax, detach_inside=(order == "detach_inside"), lr=lr)
     n_1, n_2, opt_1, opt_2, criterion = pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion
     result = TrainResult(order, pair=pair)

@@ -11,7 +11,7 @@ from torch import nn
 
 __all__ = ["NamesLike", "Namer", "modules_in"]
 
-NamesLike = Union[Mapping[str, Union[nn.Module, torch.Tensor]], Callable[[], Mapping[str, object]], None]
+NamesLike = Union[Mapping[str, Union[nn.Module, torch.Tensor]], nn.Module, Callable[[], Mapping[str, object]], None]
 
 
 def storage_key(t: torch.Tensor) -> int | None:
@@ -33,7 +33,8 @@ def modules_in(namespace: Mapping[str, object]) -> dict[str, nn.Module]:
     """
     if not isinstance(namespace, Mapping):
         raise TypeError(f"modules_in() takes a mapping such as globals(), not {type(namespace).__name__}")
-    return {k: v for k, v in namespace.items() if isinstance(v, nn.Module) and not k.startswith("_")}
+    return {k: v for k, v in namespace.items()
+            if isinstance(k, str) and isinstance(v, nn.Module) and not k.startswith("_")}
 
 
 def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:
@@ -42,8 +43,9 @@ def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:
         if not isinstance(key, str):
             raise TypeError(f"names= keys must be strings, got {key!r}; pass e.g. names={{'n_1': n_1}}")
         if isinstance(value, nn.Module):
-            out.extend((f"{key}.{n}", p) for n, p in value.named_parameters())
-            out.extend((f"{key}.{n}", b) for n, b in value.named_buffers())
+            prefix = f"{key}." if key else ""
+            out.extend((f"{prefix}{n}", p) for n, p in value.named_parameters())
+            out.extend((f"{prefix}{n}", b) for n, b in value.named_buffers())
         elif isinstance(value, torch.Tensor):
             out.append((key, value))
         else:
@@ -58,6 +60,8 @@ def resolve(names: NamesLike) -> Mapping[str, object]:
     """Turn ``names=`` (mapping, zero-argument callable or None) into a mapping."""
     if names is None:
         return {}
+    if isinstance(names, nn.Module):
+        return {"": names}  # one module: its parameters keep their own names
     if callable(names) and not isinstance(names, Mapping):
         names = names()
     if not isinstance(names, Mapping):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ class SavedTensor:
     where: str | None = None
     code: str | None = None
     writes: tuple[Write, ...] = field(default=(), repr=False)
+    requires_grad: bool | None = None
 
 
 # NOTE [Saved-tensor hooks and the version check]
@@ -73,16 +75,25 @@ class SavedTensor:
 class Packed:
     """What gradlab's pack hook stores in place of a saved tensor."""
 
-    __slots__ = ("tensor", "version", "writes", "op", "output_nr", "is_view", "__weakref__")
+    __slots__ = ("tensor", "version", "writes", "op", "output_nr", "is_view", "requires_grad", "source",
+                 "__weakref__")
 
     def __init__(self, tensor: torch.Tensor) -> None:
         fn = tensor.grad_fn
         self.tensor = tensor.detach()
         self.version = tensor._version
         self.writes: list[Write] = []
-        self.op = op_name(fn.name()) if fn is not None else None
         self.output_nr = tensor.output_nr
         self.is_view = tensor._is_view()
+        self.requires_grad = tensor.requires_grad
+        self.op: str | None = None
+        self.source: weakref.ref | None = None
+        if fn is not None:
+            self.op = op_name(fn.name())
+            # An op's own output is saved while its node is the newest one; its error
+            # message names that node. An input's message names its grad_fn at unpack.
+            if fn._sequence_nr() != torch._C._autograd._get_sequence_nr() - 1:
+                self.source = weakref.ref(tensor)
 
 
 # While set, gradlab's unpack hooks hand back the tensor without checking and
@@ -93,7 +104,14 @@ _peek: ContextVar[list | None] = ContextVar("gradlab_peek", default=None)
 def stale_message(p: Packed) -> str:
     """PyTorch 2.13's in-place error message for a stale packed tensor."""
     t = p.tensor
-    op = "AsStrided" if p.is_view else p.op
+    op = p.op
+    if p.source is not None:
+        original = p.source()
+        if original is not None:
+            fn = original.grad_fn
+            op = op_name(fn.name()) if fn is not None else None
+        elif p.is_view:
+            op = "AsStrided"  # a view whose base changed gets an AsStridedBackward0 grad_fn
     which = f", which is output {p.output_nr} of {op}," if op else ""
     if torch.is_anomaly_enabled():
         hint = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. "
@@ -196,19 +214,23 @@ def inspect_node(fn: object, node_id: int, namer: Namer,
             continue
         tensors = value if isinstance(value, (tuple, list)) else [value]
         multi = isinstance(value, (tuple, list))
+        k = 0  # unpack hooks run once per tensor (None entries are not packed)
         for i, t in enumerate(tensors):
             if not isinstance(t, torch.Tensor):
                 continue
-            p = packed[i] if i < len(packed) else None
+            p = packed[k] if k < len(packed) else None
+            k += 1
             entry = dict(attribute=f"{label}[{i}]" if multi else label,
                          name=namer.describe(t, None if attr != "_saved_result" else node),
-                         shape=tuple(t.shape), current_version=t._version)
+                         shape=tuple(t.shape), current_version=t._version,
+                         requires_grad=p.requires_grad if p is not None else t.requires_grad)
             if p is not None:
                 entry["saved_version"] = p.version
                 entry["status"] = "ok" if p.version == t._version else "modified_in_place"
                 entry.update(_write_fields(p))
-            elif custom:
-                # saved_tensors of a custom Function checks versions itself: it returned, so all are current.
+            elif custom and not packed:
+                # saved_tensors of a custom Function checks versions itself (unless gradlab's
+                # hooks packed them): it returned, so all are current.
                 entry["saved_version"] = t._version
                 entry["status"] = "ok"
             else:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 import torch.optim.optimizer as _optim
+from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from .check import Diagnosis, diagnose
@@ -94,9 +95,10 @@ class Tracker:
     MAX_BACKWARDS = 64
 
     def __init__(self, names: NamesLike = None) -> None:
-        if names is not None and not callable(names):
+        lazy = callable(names) and not isinstance(names, (Mapping, nn.Module))
+        if names is not None and not lazy:
             resolve(names)  # validate now: a clear error at the with-statement
-        self._names_arg = names if callable(names) and not hasattr(names, "items") else None
+        self._names_arg = names if lazy else None
         self._namer = Namer(names) if self._names_arg is None else None
         self._registry: dict[int, list[weakref.ref]] = {}
         self._packs = 0
@@ -207,8 +209,13 @@ class Tracker:
         try:
             result = func(*args, **kwargs)
         except RuntimeError as e:
-            if is_freed_error(e) or STALE_RE.search(str(e)):
-                self._log("error", None, None, None, str(e).split(".")[0], loc)
+            stale = STALE_RE.search(str(e))
+            if stale:
+                self._log("error", f"tensor [{stale['shape']}]", int(stale["exp"]), int(stale["cur"]),
+                          f"expected version {stale['exp']}, is at version {stale['cur']}", loc)
+                self._annotate(e, tensor)
+            elif is_freed_error(e):
+                self._log("error", None, None, None, "Trying to backward through the graph a second time", loc)
                 self._annotate(e, tensor)
             raise
         finally:

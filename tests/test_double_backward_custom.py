@@ -104,9 +104,9 @@ def custom_output() -> Built:
 
 def custom_mark_dirty() -> Built:
     (w,) = _params((3,))
-    h = w.sigmoid()  # sigmoid saves its output h; DoubleInPlace then writes to h
-    loss = DoubleInPlace.apply(h).sum()
-    return loss, [w], lambda: None
+    h = DoubleInPlace.apply(w * 1)  # mark_dirty: h's history is rebased onto the custom node
+    loss = h.pow(2).sum()  # pow saves h
+    return loss, [w], lambda: h.add_(1)
 
 
 def custom_non_tensor() -> Built:
@@ -239,11 +239,14 @@ def _build(name: str, disturb: str) -> tuple[torch.Tensor, list[torch.Tensor]]:
 
 
 DISTURBANCES = ["none", "write", "step", "backward", "backward_retain"]
+#: Graphs that already fail backward() before any disturbance: only undisturbed or written to.
+ALREADY_FAILING = {"rnn_hidden_carried"}
+CASES = [(name, disturb) for name in sorted(SCENARIOS) for disturb in DISTURBANCES
+         if name not in ALREADY_FAILING or disturb in ("none", "write")]
 
 
 @pytest.mark.parametrize("tracked", [False, True], ids=["plain", "tracked"])
-@pytest.mark.parametrize("disturb", DISTURBANCES)
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize(("name", "disturb"), CASES)
 def test_check_is_never_wrong(name: str, disturb: str, tracked: bool) -> None:
     with gradlab.track() if tracked else contextlib.nullcontext():
         fresh, _ = _build(name, disturb)

@@ -167,9 +167,9 @@ print(json.dumps({{"flat": flat, "leak": rss_bytes() - before}}))
 def test_rss_follows_the_leak_without_gradlab_hooks():
     """Plain torch in a fresh process, no hooks: RSS grows by about the saved bytes
     measure_memory reports when losses are kept, and stays put when they are not."""
-    steps, size = 60, 4096
+    steps, size = 200, 1000
     leak = _measure(retain=True, keep=True, steps=steps, size=size)
-    assert leak.saved_growth > 20e6
+    assert leak.saved_growth > 10e6
     script = RSS_SCRIPT.format(tests=str(Path(__file__).parent), steps=steps, size=size)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
     rss = json.loads(out.stdout.strip().splitlines()[-1])
