@@ -39,10 +39,11 @@ import os
 import platform
 import pstats
 import statistics
+import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -206,6 +207,23 @@ KERNEL_ENV = {"PYTHONHASHSEED": "0", "PYDEVD_DISABLE_FILE_VALIDATION": "1", "JUP
 FLOOR_SOURCE = "import torch\nimport matplotlib\nimport matplotlib.pyplot\nimport gradlab"
 
 
+def _slowest_cell(nb: object) -> tuple[int, float, str] | None:
+    """(index, seconds, first line) of the slowest code cell, from nbclient's timing metadata."""
+    from datetime import datetime
+
+    best = None
+    for i, cell in enumerate(nb.cells):
+        ex = cell.get("metadata", {}).get("execution", {})
+        start, end = ex.get("iopub.execute_input"), ex.get("shell.execute_reply")
+        if cell.cell_type != "code" or not start or not end:
+            continue
+        seconds = (datetime.fromisoformat(end.replace("Z", "+00:00"))
+                   - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+        if best is None or seconds > best[1]:
+            best = (i, seconds, cell.source.strip().splitlines()[0][:60] if cell.source.strip() else "")
+    return best
+
+
 def _execute(nb: object) -> float:
     from nbclient import NotebookClient
 
@@ -214,7 +232,7 @@ def _execute(nb: object) -> float:
     client = NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=False,
                             resources={"metadata": {"path": str(NOTEBOOKS)}})
     t = time.perf_counter()
-    client.execute(env=env, cwd=str(NOTEBOOKS))
+    client.execute(env=env, cwd=str(NOTEBOOKS), stderr=subprocess.DEVNULL)  # kernel log lines are noise here
     return time.perf_counter() - t
 
 
@@ -229,6 +247,7 @@ def bench_notebooks(reps: int) -> dict:
     floor_nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FLOOR_SOURCE)])
     floor: list[float] = []
     times: dict[str, list[float]] = {p.name: [] for p in paths}
+    slowest: dict[str, tuple[int, float, str] | None] = {}
     failed: dict[str, str] = {}
     for _ in range(reps):
         for p in paths:  # interleaved: floor, notebook, floor, notebook, ...
@@ -236,12 +255,14 @@ def bench_notebooks(reps: int) -> dict:
             if p.name in failed:
                 continue
             try:
-                times[p.name].append(_execute(nbformat.read(p, as_version=4)))
+                nb = nbformat.read(p, as_version=4)
+                times[p.name].append(_execute(nb))
+                slowest[p.name] = _slowest_cell(nb)
             except Exception as e:  # noqa: BLE001 - a broken notebook is reported, not fatal
                 failed[p.name] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:200]}"
     floor_s = _median(floor)
-    rows = [{"notebook": name, "seconds": _median(t), "vs_floor": _median(t) / floor_s}
-            for name, t in times.items() if t]
+    rows = [{"notebook": name, "seconds": _median(t), "vs_floor": _median(t) / floor_s,
+             "slowest_cell": slowest.get(name)} for name, t in times.items() if t]
     total = sum(r["seconds"] for r in rows)
     return {"floor_seconds": floor_s, "rows": rows, "total_seconds": total,
             "suite_vs_floor": total / (floor_s * len(rows)) if rows else None, "failed": failed,
@@ -306,13 +327,15 @@ def markdown(results: dict) -> str:
         else:
             lines += [f"### Notebooks (fresh kernel each, median of {nb['repetitions']}; floor = start a kernel and "
                       f"import torch, matplotlib, gradlab: {nb['floor_seconds']:.2f} s)", "",
-                      "| notebook | seconds | vs floor |", "|---|---:|---:|"]
+                      "| notebook | seconds | vs floor | slowest cell (last run) |", "|---|---:|---:|---|"]
             for r in nb["rows"]:
-                lines.append(f"| {r['notebook']} | {r['seconds']:.2f} | {r['vs_floor']:.2f}x |")
+                cell = r["slowest_cell"]
+                where = f"cell {cell[0]}, {cell[1]:.2f} s: `{cell[2]}`" if cell else ""
+                lines.append(f"| {r['notebook']} | {r['seconds']:.2f} | {r['vs_floor']:.2f}x | {where} |")
             if nb["suite_vs_floor"] is not None:
-                lines.append(f"| **suite** | {nb['total_seconds']:.2f} | **{nb['suite_vs_floor']:.2f}x** "
-                             f"(target <= {TARGETS['notebooks_vs_floor']}x: "
-                             f"{_mark(nb['suite_vs_floor'], TARGETS['notebooks_vs_floor'])}) |")
+                lines.append(f"| **suite** | {nb['total_seconds']:.2f} | **{nb['suite_vs_floor']:.2f}x** | "
+                             f"target <= {TARGETS['notebooks_vs_floor']}x: "
+                             f"{_mark(nb['suite_vs_floor'], TARGETS['notebooks_vs_floor'])} |")
             for name, err in sorted(nb["failed"].items()):
                 lines.append(f"\nnot timed, {name} failed: {err}")
             lines.append("")

@@ -98,7 +98,7 @@ def grad_report(names: NamesLike, loss: torch.Tensor | None = None) -> GradRepor
         []
     """
     if names is None:
-        raise TypeError("grad_report() needs names: a mapping of name to nn.Module or tensor, e.g. {'n_1': n_1}")
+        raise TypeError("grad_report() needs names: pass a mapping of name to nn.Module or tensor, e.g. {'n_1': n_1}")
     namer = Namer(names)
     params = [(n, t) for n, t in namer.named() if t.requires_grad]
     if not params:

@@ -25,11 +25,15 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
 from .names import storage_key
 from .saved import Packed, unpack_hook
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["MemoryTrace", "measure_memory", "plot_memory", "rss_bytes"]
 
@@ -68,10 +72,10 @@ class MemoryTrace:
     saved_tensors: list[int] = field(default_factory=list)
     saved_bytes: list[int] = field(default_factory=list)
     rss: list[int | None] = field(default_factory=list)
-    _step: int = field(default=0, repr=False)
-    _per_step: dict[int, int] = field(default_factory=dict, repr=False)
-    _storages: dict[int, list[int]] = field(default_factory=dict, repr=False)  # key -> [count, nbytes]
-    _live: int = field(default=0, repr=False)
+    _step: int = field(default=0, init=False, repr=False)
+    _per_step: dict[int, int] = field(default_factory=dict, init=False, repr=False)  # step -> live saved tensors
+    _storages: dict[int, list[int]] = field(default_factory=dict, init=False, repr=False)  # key -> [count, nbytes]
+    _live: int = field(default=0, init=False, repr=False)
 
     # -- measuring -------------------------------------------------------------
     def _pack(self, t: torch.Tensor) -> Packed:
@@ -181,8 +185,19 @@ def measure_memory(label: str = "") -> Iterator[MemoryTrace]:
         yield trace
 
 
-def plot_memory(traces: Sequence[MemoryTrace] | dict[str, MemoryTrace]):
-    """Saved-tensor megabytes and RSS growth per step, one line per trace; returns the Figure."""
+def plot_memory(traces: Sequence[MemoryTrace] | dict[str, MemoryTrace]) -> Figure:
+    """Saved-tensor megabytes and RSS growth per step, one line per trace; returns the Figure.
+
+    Draws only what the traces recorded. The figure is closed in pyplot's registry
+    before it is returned, so a notebook shows it once, as the cell's value.
+
+    Example::
+
+        >>> with measure_memory("nothing kept") as trace:
+        ...     trace.record()
+        >>> len(plot_memory([trace]).axes)
+        2
+    """
     import matplotlib.pyplot as plt
 
     items = list(traces.values()) if isinstance(traces, dict) else list(traces)
