@@ -5,7 +5,6 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-from dataclasses import dataclass
 from types import FrameType
 
 import torch
@@ -20,12 +19,41 @@ _SKIP_DIRS = (
 _is_library: dict[object, bool] = {}
 
 
-@dataclass(frozen=True)
 class Location:
-    """A line of user code: ``where`` is ``file:line`` (or ``In [N]:line`` in a notebook)."""
+    """A line of user code: ``where`` is ``file:line`` (``cell:line`` in a notebook).
 
-    where: str
-    code: str
+    The file name and source text are looked up only when asked for, so
+    recording a location on a hot path costs one frame walk.
+    """
+
+    __slots__ = ("filename", "lineno", "_where", "_code")
+
+    def __init__(self, filename: str, lineno: int) -> None:
+        self.filename = filename
+        self.lineno = lineno
+        self._where: str | None = None
+        self._code: str | None = None
+
+    @property
+    def where(self) -> str:
+        if self._where is None:
+            self._where = f"{_display_name(self.filename)}:{self.lineno}"
+        return self._where
+
+    @property
+    def code(self) -> str:
+        if self._code is None:
+            self._code = linecache.getline(self.filename, self.lineno).strip()
+        return self._code
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Location) and (self.filename, self.lineno) == (other.filename, other.lineno)
+
+    def __hash__(self) -> int:
+        return hash((self.filename, self.lineno))
+
+    def __repr__(self) -> str:
+        return f"Location({self.where!r}, {self.code!r})"
 
     def __str__(self) -> str:
         return f"{self.where}: {self.code}" if self.code else self.where
@@ -39,8 +67,18 @@ def _library_code(code: object, filename: str) -> bool:
     return hit
 
 
+_names: dict[str, str] = {}
+
+
 def _display_name(filename: str) -> str:
-    """A short, machine-independent name for a file of user code."""
+    """A short, machine-independent name for a file of user code (cached)."""
+    name = _names.get(filename)
+    if name is None:
+        name = _names[filename] = _compute_display_name(filename)
+    return name
+
+
+def _compute_display_name(filename: str) -> str:
     ip = sys.modules.get("IPython")
     if ip is not None and ("ipykernel_" in filename or filename.startswith("<ipython-input")):
         # Not "In [N]": execution counts differ between a live kernel and nbval's
@@ -63,9 +101,6 @@ def user_location(frame: FrameType | None = None) -> Location | None:
     while f is not None:
         code = f.f_code
         if not _library_code(code, code.co_filename):
-            filename = code.co_filename
-            line = f.f_lineno
-            text = linecache.getline(filename, line).strip()
-            return Location(f"{_display_name(filename)}:{line}", text)
+            return Location(code.co_filename, f.f_lineno)
         f = f.f_back
     return None

@@ -76,7 +76,7 @@ class Packed:
     """What gradlab's pack hook stores in place of a saved tensor."""
 
     __slots__ = ("tensor", "version", "writes", "op", "output_nr", "is_view", "requires_grad", "source",
-                 "__weakref__")
+                 "node_seq", "__weakref__")
 
     def __init__(self, tensor: torch.Tensor) -> None:
         fn = tensor.grad_fn
@@ -88,11 +88,14 @@ class Packed:
         self.requires_grad = tensor.requires_grad
         self.op: str | None = None
         self.source: weakref.ref | None = None
+        # The node saving this tensor was created just before it saves: it holds the
+        # newest sequence number.
+        self.node_seq = torch._C._autograd._get_sequence_nr() - 1
         if fn is not None:
-            self.op = op_name(fn.name())
-            # An op's own output is saved while its node is the newest one; its error
-            # message names that node. An input's message names its grad_fn at unpack.
-            if fn._sequence_nr() != torch._C._autograd._get_sequence_nr() - 1:
+            self.op = fn.name()
+            # An op's own output is saved by its own node; the error message names that
+            # node. An input's message names the input's grad_fn at unpack time.
+            if fn._sequence_nr() != self.node_seq:
                 self.source = weakref.ref(tensor)
 
 
@@ -104,7 +107,7 @@ _peek: ContextVar[list | None] = ContextVar("gradlab_peek", default=None)
 def stale_message(p: Packed) -> str:
     """PyTorch 2.13's in-place error message for a stale packed tensor."""
     t = p.tensor
-    op = p.op
+    op = op_name(p.op) if p.op else None
     if p.source is not None:
         original = p.source()
         if original is not None:

@@ -14,10 +14,10 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from .check import Diagnosis, diagnose
-from .graph import collect, walk
+from .graph import collect
 from .location import Location, user_location
 from .names import Namer, NamesLike, resolve, storage_key
-from .saved import STALE_RE, Packed, Write, is_freed_error, unpack_hook
+from .saved import STALE_RE, Packed, Write, _peek, is_freed_error, stale_message, unpack_hook
 
 __all__ = ["Event", "Tracker", "track", "active_tracker"]
 
@@ -73,15 +73,25 @@ class _Spy(TorchFunctionMode):
         self.tracker = tracker
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        # Hot path: every torch call of the user's forward passes through here.
+        try:
+            kind = _kinds[func]
+        except KeyError:
+            kind = _kind(func)
+        except TypeError:  # unhashable callable
+            kind = _PLAIN
+        if kind == _PLAIN:
+            if not kwargs:
+                return func(*args)
+            if kwargs.get("inplace") is not True:  # F.relu(x, inplace=True) and friends are writes
+                return func(*args, **kwargs)
         kwargs = kwargs or {}
-        kind = _kind(func)
-        if kind == _PLAIN and kwargs.get("inplace") is True:  # F.relu(x, inplace=True) and friends
-            kind = _INPLACE
-        if kind == _PLAIN or (kind == _INPLACE and self.tracker._in_step):
-            return func(*args, **kwargs)
+        tracker = self.tracker
         if kind == _BACKWARD:
-            return self.tracker._backward(func, args, kwargs)
-        return self.tracker._inplace(func, args, kwargs)
+            return tracker._backward(func, args, kwargs)
+        if tracker._in_step:
+            return func(*args, **kwargs)
+        return tracker._inplace(func, args, kwargs)
 
 
 class Tracker:
@@ -92,7 +102,7 @@ class Tracker:
     """
 
     MAX_EVENTS = 10_000
-    MAX_BACKWARDS = 64
+    MAX_FREED = 100_000
 
     def __init__(self, names: NamesLike = None) -> None:
         lazy = callable(names) and not isinstance(names, (Mapping, nn.Module))
@@ -103,15 +113,20 @@ class Tracker:
         self._registry: dict[int, list[weakref.ref]] = {}
         self._packs = 0
         self._in_step = 0
-        self._steps: dict[int, tuple[list[tuple[Packed, int]], str, Location | None]] = {}
-        self._freed: deque[tuple[frozenset[int], Location | None]] = deque(maxlen=self.MAX_BACKWARDS)
-        self._current: tuple[frozenset[int], Location | None] | None = None
-        self.events: deque[Event] = deque(maxlen=self.MAX_EVENTS)
+        self._spy: _Spy | None = None
+        self._spy_popped = False
+        self._steps: dict[int, list[tuple[Packed, int]]] = {}
+        # node sequence number -> the backward call that freed that node's saved tensors
+        self._freed: dict[int, Location | None] = {}
+        self._freeing: Location | None = None
+        self._current: Location | None = None
+        self._events: deque[tuple] = deque(maxlen=self.MAX_EVENTS)
         self._count = 0
         self.active = False
 
     # -- names ---------------------------------------------------------------
     def namer(self, names: NamesLike = None) -> Namer:
+        """The names to use: ``names`` if given, else those given to :func:`track`."""
         if names is not None:
             return Namer(names)
         if self._names_arg is not None:
@@ -120,12 +135,20 @@ class Tracker:
 
     def _log(self, kind: str, tensor: str | None, before: int | None, after: int | None, op: str,
              loc: Location | None) -> None:
-        self.events.append(Event(self._count, kind, tensor, before, after, op,
-                                 loc.where if loc else None, loc.code if loc else None))
+        self._events.append((self._count, kind, tensor, before, after, op, loc))
         self._count += 1
+
+    @property
+    def events(self) -> deque[Event]:
+        """The log, oldest first: at most ``MAX_EVENTS`` of the latest events."""
+        return deque((Event(i, kind, tensor, before, after, op, loc.where if loc else None,
+                            loc.code if loc else None)
+                      for i, kind, tensor, before, after, op, loc in self._events), maxlen=self.MAX_EVENTS)
 
     # -- hooks ---------------------------------------------------------------
     def _pack(self, t: torch.Tensor) -> Packed:
+        if self._spy_popped:
+            self._repush()
         p = Packed(t)
         key = storage_key(t)
         if key:
@@ -138,6 +161,18 @@ class Tracker:
             self._prune()
         return p
 
+    def _unpack(self, p: Packed) -> torch.Tensor:
+        # NOTE [Who freed a node]: the engine unpacks every saved tensor of a node it
+        # runs, then frees them unless retain_graph; so an unpack during a freeing
+        # backward names the call that freed this node (no graph walk needed).
+        if _peek.get() is not None:
+            return unpack_hook(p)
+        if self._freeing is not None:
+            self._freed[p.node_seq] = self._freeing
+        if p.tensor._version != p.version:
+            raise RuntimeError(stale_message(p))
+        return p.tensor
+
     def _prune(self) -> None:
         for key in list(self._registry):
             alive = [r for r in self._registry[key] if r() is not None]
@@ -145,16 +180,30 @@ class Tracker:
                 self._registry[key] = alive
             else:
                 del self._registry[key]
+        if len(self._freed) > self.MAX_FREED:
+            for seq in list(self._freed)[: len(self._freed) // 2]:
+                del self._freed[seq]
 
     def _watched(self, tensors: list[torch.Tensor]) -> list[tuple[Packed, int]]:
         out = []
+        registry = self._registry
         for t in tensors:
             if not isinstance(t, torch.Tensor):
                 continue
-            for ref in self._registry.get(storage_key(t) or 0, ()):
-                p = ref()
-                if p is not None:
-                    out.append((p, p.tensor._version))
+            key = storage_key(t) or 0
+            refs = registry.get(key)
+            if refs:
+                alive = []
+                for ref in refs:
+                    p = ref()
+                    if p is not None:
+                        alive.append(ref)
+                        out.append((p, p.tensor._version))
+                if len(alive) != len(refs):  # drop records of graphs that are gone
+                    if alive:
+                        registry[key] = alive
+                    else:
+                        del registry[key]
         return out
 
     def _record(self, watched: list[tuple[Packed, int]], op: str, loc: Location | None) -> None:
@@ -174,25 +223,47 @@ class Tracker:
             targets.extend(out if isinstance(out, (list, tuple)) else [out])
         watched = self._watched(targets) if self._registry else []
         result = func(*args, **kwargs)
-        if watched:
+        if watched and any(p.tensor._version != v for p, v in watched):
             op = getattr(func, "__name__", "in-place op")
             self._record(watched, f"{op}(inplace=True)" if kwargs.get("inplace") is True else op, user_location())
         return result
 
+    # NOTE [Optimizer steps]: an optimizer step runs ~20 torch calls per parameter;
+    # seeing each through the spy would triple the cost of a small training step.
+    # The step hooks compare the watched parameters' versions before and after
+    # instead, and the spy leaves the mode stack for the duration of the step.
     def _step_pre(self, optimizer, args, kwargs) -> None:
         if not self.active:
             return
-        params = [p for g in optimizer.param_groups for p in g["params"]]
-        self._steps[id(optimizer)] = (self._watched(params), f"{type(optimizer).__name__}.step()", user_location())
-        self._in_step += 1
+        if self._spy_popped:
+            self._repush()
+        spy = self._spy
+        n = torch._C._len_torch_function_stack()
+        if spy is not None and n and torch._C._get_function_stack_at(n - 1) is spy:
+            torch._C._pop_torch_function_stack()  # before our own torch calls below
+            self._spy_popped = True
+        else:
+            self._in_step += 1
+        if self._registry:
+            self._steps[id(optimizer)] = self._watched([p for g in optimizer.param_groups for p in g["params"]])
+        else:
+            self._steps[id(optimizer)] = []
 
     def _step_post(self, optimizer, args, kwargs) -> None:
-        state = self._steps.pop(id(optimizer), None)
-        if state is None:
+        watched = self._steps.pop(id(optimizer), None)
+        if watched is None:
             return
-        self._in_step = max(0, self._in_step - 1)
-        watched, op, loc = state
-        self._record(watched, op, loc)
+        if watched and any(p.tensor._version != v for p, v in watched):
+            self._record(watched, f"{type(optimizer).__name__}.step()", user_location())
+        if self._spy_popped:
+            self._repush()
+        else:
+            self._in_step = max(0, self._in_step - 1)
+
+    def _repush(self) -> None:
+        self._spy_popped = False
+        if self._spy is not None and self.active:
+            torch._C._push_on_torch_function_stack(self._spy)
 
     def _backward(self, func, args, kwargs):
         self._in_step = 0  # a step that raised never ran its post hook
@@ -201,13 +272,11 @@ class Tracker:
         create = kwargs.get("create_graph", args[3] if len(args) > 3 else False)
         keep = create if retain is None else retain
         loc = user_location()
-        seqs: frozenset[int] = frozenset()
-        if not keep and isinstance(tensor, torch.Tensor) and tensor.grad_fn is not None:
-            seqs = frozenset(fn._sequence_nr() for fn in walk([tensor.grad_fn]) if not hasattr(fn, "variable"))
         self._log("backward", None, None, None, "backward(retain_graph=True)" if keep else "backward()", loc)
-        self._current = (seqs, loc)
+        self._current = loc
+        self._freeing = None if keep else loc
         try:
-            result = func(*args, **kwargs)
+            return func(*args, **kwargs)
         except RuntimeError as e:
             stale = STALE_RE.search(str(e))
             if stale:
@@ -219,18 +288,17 @@ class Tracker:
                 self._annotate(e, tensor)
             raise
         finally:
+            self._freeing = None
             self._current = None
-        if seqs:
-            self._freed.append((seqs, loc))
-        return result
 
     def _annotate(self, e: BaseException, tensor: torch.Tensor) -> None:
         try:
             diag = self.check(tensor)
         except Exception:  # noqa: BLE001 - never replace the user's error with ours
             return
-        current = self._current[1] if self._current else None
+        current = self._current
         if current is not None:
+            # The failing call itself freed the nodes it ran before it failed: not the cause.
             kept = [p for p in diag.problems if not (p.kind == "graph_freed" and p.where == current.where)]
             if kept:
                 diag = Diagnosis(ok=False, problems=kept, graph=diag.graph)
@@ -240,15 +308,9 @@ class Tracker:
     def freed_by(self, fn: object) -> Location | None:
         """The backward call that freed node ``fn``'s saved tensors, if it ran under this tracker."""
         try:
-            seq = fn._sequence_nr()
+            return self._freed.get(fn._sequence_nr())
         except (AttributeError, RuntimeError):
             return None
-        for seqs, loc in reversed(self._freed):
-            if seq in seqs:
-                return loc
-        if self._current is not None and seq in self._current[0]:
-            return self._current[1]
-        return None
 
     # -- public ----------------------------------------------------------------
     def check(self, output: object, names: NamesLike = None) -> Diagnosis:
@@ -262,12 +324,12 @@ class Tracker:
 
     def __repr__(self) -> str:
         state = "active" if self.active else "closed"
-        return f"<gradlab tracker, {state}, {len(self.events)} events>"
+        return f"<gradlab tracker, {state}, {len(self._events)} events>"
 
     # -- lifecycle -------------------------------------------------------------
     def _start(self) -> list:
         undo = []
-        hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, unpack_hook)
+        hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
         hooks.__enter__()
         undo.append(lambda: hooks.__exit__(None, None, None))
         pre = _optim.register_optimizer_step_pre_hook(self._step_pre)
@@ -276,16 +338,49 @@ class Tracker:
         undo.append(post.remove)
         spy = _Spy(self)
         spy.__enter__()
-        undo.append(lambda: spy.__exit__(None, None, None))
+        self._spy = spy
+        # NOTE [zero_grad]: Optimizer.zero_grad makes ~15 torch calls per step (reading
+        # and clearing .grad) and writes no saved tensor. While tracking, it runs with
+        # the spy off the stack of this thread; the original is restored on exit.
+        original_zero_grad = torch.optim.Optimizer.zero_grad
+
+        def zero_grad(optimizer, set_to_none: bool = True) -> None:
+            n = torch._C._len_torch_function_stack()
+            if not (self.active and n and torch._C._get_function_stack_at(n - 1) is spy):
+                return original_zero_grad(optimizer, set_to_none)
+            torch._C._pop_torch_function_stack()
+            try:
+                return original_zero_grad(optimizer, set_to_none)
+            finally:
+                torch._C._push_on_torch_function_stack(spy)
+
+        zero_grad.__wrapped__ = original_zero_grad
+        zero_grad.__doc__ = original_zero_grad.__doc__
+        torch.optim.Optimizer.zero_grad = zero_grad
+
+        def restore_zero_grad() -> None:
+            if torch.optim.Optimizer.zero_grad is zero_grad:
+                torch.optim.Optimizer.zero_grad = original_zero_grad
+
+        undo.append(restore_zero_grad)
+
+        def leave() -> None:
+            if self._spy_popped:  # a step raised: the spy is already off the stack
+                self._spy_popped = False
+            else:
+                spy.__exit__(None, None, None)
+            self._spy = None
+
+        undo.append(leave)
         self.active = True
         return undo
 
     def _stop(self, undo: list) -> None:
-        self.active = False
         try:
             for fn in reversed(undo):
                 fn()
         finally:
+            self.active = False
             self._registry.clear()
             self._steps.clear()
             self._in_step = 0

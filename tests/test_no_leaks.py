@@ -55,7 +55,7 @@ def test_long_run_under_track_is_bounded() -> None:
         rss_end = proc.memory_info().rss
         assert len(tracker.events) <= tracker.MAX_EVENTS
         assert tracker.events.maxlen == tracker.MAX_EVENTS
-        assert len(tracker._freed) <= tracker.MAX_BACKWARDS
+        assert len(tracker._freed) <= tracker.MAX_FREED
         assert not tracker._steps
         # Pruned every 1,024 packs: never more than one pruning period of dead records.
         assert registry_max <= 1_024 + 64, registry_max
