@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 from .check import Diagnosis, Problem, check
 from .draw import GraphView, draw
-from .environment import EnvironmentReport, environment
+from .environment import EnvironmentReport, environment, setup
 from .explain import Explanation, explain
 from .examples import ORDERS, Net, Pair, TrainResult, batches, make_pair, train
 from .exercise import Verdict, saved_table, verify
@@ -65,6 +65,7 @@ __all__ = [
     "load_ipython_extension",
     "modules_in",
     "saved_tensors",
+    "setup",
     "track",
     "unload_ipython_extension",
     "PRESETS",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from . import __version__
 
-__all__ = ["EnvironmentReport", "environment", "GRAPHVIZ_INSTALL_LINES"]
+__all__ = ["EnvironmentReport", "environment", "setup", "GRAPHVIZ_INSTALL_LINES"]
 
 #: How to install Graphviz's ``dot`` on the common platforms.
 GRAPHVIZ_INSTALL_LINES: tuple[str, ...] = (
@@ -170,3 +170,27 @@ def _dot_version() -> str | None:
 
 def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+
+
+def setup(seed: int = 0, threads: int = 1) -> None:
+    """Make a notebook reproducible: seed torch and fix the number of CPU threads.
+
+    The course's networks are tiny: one thread is fastest for them, and a fixed
+    thread count keeps floating-point results identical from run to run. Call it
+    once at the top of a notebook; importing gradlab never does this for you.
+
+    Example::
+
+        >>> import torch
+        >>> setup(seed=0)
+        >>> torch.get_num_threads()
+        1
+    """
+    import torch
+
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int, not {type(seed).__name__}; pass e.g. setup(seed=0)")
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads must be a positive int, got {threads!r}; pass e.g. setup(threads=1)")
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
