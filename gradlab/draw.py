@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import torch
@@ -41,7 +41,6 @@ _STALE, _STALE_FILL, _OUT, _OUT_FILL, _GREY, _CUT = "#cc0000", "#f4cccc", "#1c45
 # Single-input ops through which an op still "touches" a parameter (Addmm -> T -> weight).
 _TRANSPARENT = frozenset({"T", "Transpose", "Permute", "View", "Reshape", "UnsafeView", "Expand", "Squeeze",
                           "Unsqueeze", "Alias", "ToCopy", "Clone", "Contiguous", "Select", "Slice"})
-_NO_GRAD = "(no grad)"
 _MAX_INDENT = 24
 _PNG_TREE_LINES = 60
 
@@ -206,13 +205,46 @@ def module_of_nodes(graph: Graph) -> dict[int, str]:
 
 # -- rendering: DOT ---------------------------------------------------------------------------------
 
+# NOTE [Fast DOT text]
+# draw() must stay at most as slow as torchviz.make_dot on a 900-node graph (benchmarks/run.py).
+# Only labels vary per node, so each line is the quoted label plus an attribute tail rendered
+# once per style (_tail, cached); _q escapes only when a label holds a quote or a backslash.
 def _q(text: str) -> str:
     """A DOT double-quoted string."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if "\\" in text or '"' in text:
+        text = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + text.replace("\n", "\\n") + '"'
+
+
+Style = tuple[tuple[str, str], ...]
+
+
+@lru_cache(maxsize=None)
+def _tail(style: Style) -> str:
+    """``, k1="v1", k2="v2"``: the attributes after a label, rendered once per style."""
+    return "".join(f", {k}={_q(v)}" for k, v in style)
 
 
 def _attrs(**kw: object) -> str:
     return "[" + ", ".join(f"{k}={_q(str(v))}" for k, v in kw.items()) + "]"
+
+
+def _labelled(label: str, style: Style) -> str:
+    """``[label="...", k1="v1", ...]``, the same text as ``_attrs(label=label, k1=v1, ...)``."""
+    return f"[label={_q(label)}{_tail(style)}]"
+
+
+# One style per meaning, shared by the boxes and the legend.
+_PARAM_STYLE: Style = (("fillcolor", _PARAM),)
+_OP_STYLE: Style = (("fillcolor", _OP),)
+_CUSTOM_STYLE: Style = (("fillcolor", _CUSTOM),)
+_ROOT: Style = (("color", _OUT), ("penwidth", "2"))
+_SAVED_BOX: Style = (("shape", "box"), ("fontsize", "9"), ("height", "0.2"))
+_SAVED_STYLE: Style = (("style", "filled"), ("color", _GREY), ("fillcolor", _SAVED))
+_FREED_STYLE: Style = (("style", "dashed,filled"), ("color", _GREY), ("fontcolor", _GREY), ("fillcolor", "white"))
+_STALE_STYLE: Style = (("style", "filled,bold"), ("color", _STALE), ("fontcolor", _STALE), ("fillcolor", _STALE_FILL))
+_UNKNOWN_STYLE: Style = (("style", "dashed,filled"), ("color", _GREY), ("fillcolor", "white"))
+_CUT_STYLE: Style = (("style", "dashed,filled"), ("color", _CUT), ("fontcolor", _CUT), ("fillcolor", "white"))
 
 
 def _shape(shape: tuple[int, ...] | None) -> str:
@@ -220,8 +252,9 @@ def _shape(shape: tuple[int, ...] | None) -> str:
 
 
 def _is_cut(s: SavedTensor, direct: Mapping[int, str]) -> bool:
-    """A saved input without grad history fed to an op that uses a module's parameters."""
-    return s.node_id in direct and s.status == "ok" and s.name.endswith(_NO_GRAD)
+    """A saved input without grad history (``requires_grad`` False when saved) fed to an op that uses
+    a module's parameters: data, or a ``.detach()``; the gradient stops there."""
+    return s.requires_grad is False and s.status == "ok" and s.node_id in direct
 
 
 def _described(s: SavedTensor) -> str:
@@ -230,40 +263,44 @@ def _described(s: SavedTensor) -> str:
     return f"{s.attribute} = {s.name}" + ("" if shape in s.name else f" {shape}")
 
 
-def _saved_label(s: SavedTensor, cut: bool) -> tuple[str, dict[str, str]]:
-    head = _described(s)
+def _saved_label(s: SavedTensor, cut: bool) -> tuple[str, Style]:
     if s.status == "freed":
         label = f"{s.attribute}: freed"
         if s.where:
             label += f"\nby the backward at {s.where}"
-        return label, dict(style="dashed,filled", color=_GREY, fontcolor=_GREY, fillcolor="white")
+        return label, _FREED_STYLE
+    head = _described(s)
     if s.status == "modified_in_place":
         label = f"{head}\nv{s.saved_version} -> v{s.current_version}"
         if s.modified_by:
             label += f"\nby {s.modified_by}"
         if s.where:
             label += f"\nat {s.where}"
-        return label, dict(style="filled,bold", color=_STALE, fontcolor=_STALE, fillcolor=_STALE_FILL)
+        return label, _STALE_STYLE
     if s.status == "unknown":
-        return f"{head}\nv?", dict(style="dashed,filled", color=_GREY, fillcolor="white")
+        return f"{head}\nv?", _UNKNOWN_STYLE
     if cut:
-        return (f"{head}\nv{s.saved_version}\nno grad history (data or .detach())",
-                dict(style="dashed,filled", color=_CUT, fontcolor=_CUT, fillcolor="white"))
-    return f"{head}\nv{s.saved_version}", dict(style="filled", color=_GREY, fillcolor=_SAVED)
+        return f"{head}\nv{s.saved_version}\nno grad history (data or .detach())", _CUT_STYLE
+    return f"{head}\nv{s.saved_version}", _SAVED_STYLE
+
+
+@lru_cache(maxsize=None)
+def _saved_edge(style: Style) -> str:
+    """The dashed line from a saved tensor to its node, in the saved box's colour."""
+    return _attrs(style="dashed", arrowhead="none", color=dict(style).get("color", _GREY))
 
 
 def _node_line(n: GraphNode, roots: set[int]) -> str:
-    extra: dict[str, str] = {}
     if n.kind == "leaf":
         label = n.label if n.leaf_name and n.leaf_name.startswith("leaf [") else f"{n.label}\n{_shape(n.shape)}"
-        extra = dict(fillcolor=_PARAM)
+        style = _PARAM_STYLE
     elif n.kind == "custom":
-        label, extra = f"{n.label}\n(custom Function)", dict(fillcolor=_CUSTOM)
+        label, style = f"{n.label}\n(custom Function)", _CUSTOM_STYLE
     else:
-        label, extra = n.label, dict(fillcolor=_OP)
+        label, style = n.label, _OP_STYLE
     if n.id in roots:
-        extra.update(color=_OUT, penwidth="2")
-    return f"n{n.id} {_attrs(label=label, **extra)};"
+        style += _ROOT
+    return f"n{n.id} {_labelled(label, style)};"
 
 
 def _legend(graph: Graph, statuses: set[str], has_cut: bool, has_outputs: bool) -> list[str]:
@@ -311,11 +348,9 @@ def to_dot(graph: Graph, outputs: Sequence[_Output] = (), collapse: bool | str =
         cut = _is_cut(s, direct)
         has_cut = has_cut or cut
         statuses.add(s.status)
-        label, kw = _saved_label(s, cut)
-        body.setdefault(module.get(s.node_id, ""), []).append(
-            f"s{i} {_attrs(label=label, shape='box', fontsize='9', height='0.2', **kw)};")
-        edge = dict(style="dashed", arrowhead="none", color=kw.get("color", _GREY))
-        saved_edges.append(f"  s{i} -> n{s.node_id} {_attrs(**edge)};")
+        label, style = _saved_label(s, cut)
+        body.setdefault(module.get(s.node_id, ""), []).append(f"s{i} {_labelled(label, _SAVED_BOX + style)};")
+        saved_edges.append(f"  s{i} -> n{s.node_id} {_saved_edge(style)};")
 
     lines = ["digraph autograd {",
              f"  graph {_attrs(fontname=FONT, rankdir='TB', nodesep='0.25', ranksep='0.35')};",
@@ -338,9 +373,7 @@ def to_dot(graph: Graph, outputs: Sequence[_Output] = (), collapse: bool | str =
         open_paths.pop()
         lines.append("  " * (len(open_paths) + 1) + "}")
 
-    for n in graph.nodes:
-        for m in n.next_ids:
-            lines.append(f"  n{m} -> n{n.id};")
+    lines.extend(f"  n{m} -> n{n.id};" for n in graph.nodes for m in n.next_ids)
     lines.extend(saved_edges)
     for i, o in enumerate(outputs):
         label = o.label + "\n" + _shape(o.shape)

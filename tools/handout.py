@@ -92,6 +92,11 @@ ol.course-map > li {{ margin: 0.7em 0; }}
   .celltag_{CHAPTER_START_TAG} {{ page-break-before: always; break-before: page; }}
   .jp-OutputArea-output, .jp-RenderedImage, .jp-RenderedSVG {{ break-inside: avoid; }}
   pre {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
+  /* the cover (course map with every notebook's goals) fits one page */
+  .handout-cover {{ font-size: 0.78em; line-height: 1.3; }}
+  .handout-cover h1 {{ margin-top: 0; }}
+  .handout-cover ol.course-map > li {{ margin: 0.35em 0; }}
+  .handout-cover ul {{ margin: 0.1em 0; }}
 }}
 """
 
