@@ -14,7 +14,7 @@ from .check import Diagnosis, Problem, check
 from .draw import GraphView, draw
 from .environment import EnvironmentReport, environment, setup
 from .explain import Explanation, explain
-from .examples import ORDERS, Net, Pair, TrainResult, batches, make_pair, train
+from .examples import ORDERS, Net, Pair, TrainResult, batches, joint_step, make_pair, train
 from .exercise import Verdict, saved_table, verify
 from .grads import GradReport, GradRow, grad_report
 from .memory import MemoryTrace, measure_memory, plot_memory
@@ -40,6 +40,7 @@ __all__ = [
     "saved_table",
     "verify",
     "batches",
+    "joint_step",
     "make_pair",
     "train",
     "Event",

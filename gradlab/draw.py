@@ -153,25 +153,28 @@ def _common(paths: Sequence[str]) -> str:
 def _direct_modules(graph: Graph) -> dict[int, str]:
     """Module path of each leaf and of each op that uses a parameter directly (or via T/View)."""
     by_id = {n.id: n for n in graph.nodes}
-    out: dict[int, str] = {}
+    leaves: dict[int, str] = {}  # leaf id -> its module path, for named parameters in a module
+    for n in graph.nodes:
+        if n.kind == "leaf" and n.leaf_name and not n.leaf_name.startswith("leaf ["):
+            path = _parent(n.leaf_name.split(" ", 1)[0])
+            if path:
+                leaves[n.id] = path
+    out = dict(leaves)
     for n in graph.nodes:
         if n.kind == "leaf":
-            if n.leaf_name and not n.leaf_name.startswith("leaf ["):
-                out[n.id] = _parent(n.leaf_name.split(" ", 1)[0])
             continue
-    for n in graph.nodes:
-        if n.kind == "leaf":
-            continue
-        found = []
+        found = set()
         for m in n.next_ids:
             nxt = by_id[m]
-            if nxt.kind != "leaf" and nxt.label in _TRANSPARENT and len(nxt.next_ids) == 1:
-                nxt = by_id[nxt.next_ids[0]]
-            if nxt.kind == "leaf" and out.get(nxt.id):
-                found.append(out[nxt.id])
+            if nxt.kind != "leaf" and len(nxt.next_ids) == 1 and nxt.label in _TRANSPARENT:
+                m = nxt.next_ids[0]
+            if m in leaves:
+                found.add(leaves[m])
         if found:
-            out[n.id] = _common(sorted(set(found)))
-    return {k: v for k, v in out.items() if v}
+            common = found.pop() if len(found) == 1 else _common(sorted(found))
+            if common:
+                out[n.id] = common
+    return out
 
 
 def module_of_nodes(graph: Graph) -> dict[int, str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-__all__ = ["Net", "Pair", "ORDERS", "make_pair", "batches", "train", "TrainResult"]
+__all__ = ["Net", "Pair", "ORDERS", "make_pair", "batches", "joint_step", "train", "TrainResult"]
 
 
 def _int(value: object, name: str, low: int, high: int | None = None) -> int:
@@ -117,6 +117,30 @@ ORDERS = {
 }
 
 
+def joint_step(pair: Pair, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One iteration of the corrected order in which both losses train network 1.
+
+    Forward both, zero both, one backward of the sum, then step both; returns
+    ``(loss_1, loss_2)``. Example::
+
+        >>> pair = make_pair(0)
+        >>> x, y = batches(1)[0]
+        >>> loss_1, loss_2 = joint_step(pair, x, y)
+    """
+    if not isinstance(pair, Pair):
+        raise TypeError(f"pair must be a Pair, not {type(pair).__name__}; pass pair=gradlab.make_pair()")
+    pred_1 = pair.n_1(x)
+    pred_2 = pair.n_2(pred_1)
+    pair.opt_1.zero_grad()
+    pair.opt_2.zero_grad()
+    loss_1 = pair.criterion(y, pred_1)
+    loss_2 = pair.criterion(y, pred_2)
+    (loss_1 + loss_2).backward()
+    pair.opt_1.step()
+    pair.opt_2.step()
+    return loss_1, loss_2
+
+
 @dataclass
 class TrainResult:
     """Losses per step, and the error that stopped training (None if it ran to the end)."""
@@ -145,15 +169,7 @@ def train(order: str = "joint", steps: int = 10, seed: int = 0, softmax: bool = 
     try:
         for x, y in batches(steps, seed):
             if order == "joint":
-                pred_1 = n_1(x)
-                pred_2 = n_2(pred_1)
-                opt_1.zero_grad()
-                opt_2.zero_grad()
-                loss_1 = criterion(y, pred_1)
-                loss_2 = criterion(y, pred_2)
-                (loss_1 + loss_2).backward()
-                opt_1.step()
-                opt_2.step()
+                loss_1, loss_2 = joint_step(pair, x, y)
             else:
                 pred_1 = n_1(x)
                 opt_1.zero_grad()

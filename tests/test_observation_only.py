@@ -32,19 +32,12 @@ def _train(opt_name: str, foreach: bool, tracked: bool, names: bool = False) -> 
     n_1, n_2, criterion = pair.n_1, pair.n_2, pair.criterion
     opt_1 = OPTIMIZERS[opt_name](n_1.parameters(), foreach)
     opt_2 = OPTIMIZERS[opt_name](n_2.parameters(), foreach)
+    pair.opt_1, pair.opt_2 = opt_1, opt_2
     data = gradlab.batches(STEPS, seed=5)
     ctx = gradlab.track(names=pair.names if names else None) if tracked else contextlib.nullcontext()
     with ctx:
         for x, y in data:
-            pred_1 = n_1(x)
-            pred_2 = n_2(pred_1)
-            opt_1.zero_grad()
-            opt_2.zero_grad()
-            loss_1 = criterion(y, pred_1)
-            loss_2 = criterion(y, pred_2)
-            (loss_1 + loss_2).backward()
-            opt_1.step()
-            opt_2.step()
+            gradlab.joint_step(pair, x, y)
     params = [p.detach().clone() for p in (*n_1.parameters(), *n_2.parameters())]
     state = [v.clone() for opt in (opt_1, opt_2) for s in opt.state.values() for v in s.values()
              if isinstance(v, torch.Tensor)]
