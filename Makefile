@@ -31,7 +31,7 @@ lab: system-deps setup
 	$(BIN)/python -m gradlab.lab --port $(PORT)
 
 test: system-deps setup
-	$(BIN)/python -m pytest -n auto --dist loadfile $(NBVAL)
+	$(BIN)/python -m pytest -n auto --dist loadfile --doctest-modules gradlab tests notebooks $(NBVAL)
 
 test-browser: system-deps setup
 	$(BIN)/python -m pytest -m browser -p no:xdist tests/test_browser.py

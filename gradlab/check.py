@@ -140,10 +140,11 @@ def check(output: object, names: NamesLike = None) -> Diagnosis:
 
     Example::
 
+        >>> import torch
         >>> w = torch.ones(3, requires_grad=True)
         >>> y = (w * w).sum()
         >>> with torch.no_grad():
-        ...     w.add_(1)
+        ...     _ = w.add_(1)
         >>> d = check(y, names={"w": w})
         >>> d.ok, d.problems[0].kind, d.problems[0].tensor
         (False, 'modified_in_place', 'w')

@@ -410,12 +410,14 @@ def track(names: NamesLike = None) -> Iterator[Tracker]:
 
         >>> lin = torch.nn.Linear(2, 1)
         >>> opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+        >>> x = torch.ones(4, 2, requires_grad=True)  # so addmm saves the weight
         >>> with track(names={"lin": lin}) as tracker:
-        ...     loss = lin(torch.ones(4, 2)).sum()
+        ...     loss = lin(x).sum()
         ...     loss.backward(retain_graph=True)
         ...     opt.step()
-        ...     tracker.check(loss).problems[0].modified_by
-        'SGD.step()'
+        ...     problem = tracker.check(loss).problems[0]
+        >>> problem.tensor, problem.modified_by
+        ('lin.weight (transposed view)', 'SGD.step()')
     """
     tracker = Tracker(names)
     undo = tracker._start()
