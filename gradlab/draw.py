@@ -219,11 +219,11 @@ def _q(text: str) -> str:
     return '"' + text.replace("\n", "\\n") + '"'
 
 
-Style = tuple[tuple[str, str], ...]
+_Style = tuple[tuple[str, str], ...]
 
 
 @lru_cache(maxsize=None)
-def _tail(style: Style) -> str:
+def _tail(style: _Style) -> str:
     """``, k1="v1", k2="v2"``: the attributes after a label, rendered once per style."""
     return "".join(f", {k}={_q(v)}" for k, v in style)
 
@@ -232,22 +232,22 @@ def _attrs(**kw: object) -> str:
     return "[" + ", ".join(f"{k}={_q(str(v))}" for k, v in kw.items()) + "]"
 
 
-def _labelled(label: str, style: Style) -> str:
+def _labelled(label: str, style: _Style) -> str:
     """``[label="...", k1="v1", ...]``, the same text as ``_attrs(label=label, k1=v1, ...)``."""
     return f"[label={_q(label)}{_tail(style)}]"
 
 
-# One style per meaning, shared by the boxes and the legend.
-_PARAM_STYLE: Style = (("fillcolor", _PARAM),)
-_OP_STYLE: Style = (("fillcolor", _OP),)
-_CUSTOM_STYLE: Style = (("fillcolor", _CUSTOM),)
-_ROOT: Style = (("color", _OUT), ("penwidth", "2"))
-_SAVED_BOX: Style = (("shape", "box"), ("fontsize", "9"), ("height", "0.2"))
-_SAVED_STYLE: Style = (("style", "filled"), ("color", _GREY), ("fillcolor", _SAVED))
-_FREED_STYLE: Style = (("style", "dashed,filled"), ("color", _GREY), ("fontcolor", _GREY), ("fillcolor", "white"))
-_STALE_STYLE: Style = (("style", "filled,bold"), ("color", _STALE), ("fontcolor", _STALE), ("fillcolor", _STALE_FILL))
-_UNKNOWN_STYLE: Style = (("style", "dashed,filled"), ("color", _GREY), ("fillcolor", "white"))
-_CUT_STYLE: Style = (("style", "dashed,filled"), ("color", _CUT), ("fontcolor", _CUT), ("fillcolor", "white"))
+# One style per meaning; _legend repeats them in its own entries.
+_PARAM_STYLE: _Style = (("fillcolor", _PARAM),)
+_OP_STYLE: _Style = (("fillcolor", _OP),)
+_CUSTOM_STYLE: _Style = (("fillcolor", _CUSTOM),)
+_ROOT: _Style = (("color", _OUT), ("penwidth", "2"))
+_SAVED_BOX: _Style = (("shape", "box"), ("fontsize", "9"), ("height", "0.2"))
+_SAVED_STYLE: _Style = (("style", "filled"), ("color", _GREY), ("fillcolor", _SAVED))
+_FREED_STYLE: _Style = (("style", "dashed,filled"), ("color", _GREY), ("fontcolor", _GREY), ("fillcolor", "white"))
+_STALE_STYLE: _Style = (("style", "filled,bold"), ("color", _STALE), ("fontcolor", _STALE), ("fillcolor", _STALE_FILL))
+_UNKNOWN_STYLE: _Style = (("style", "dashed,filled"), ("color", _GREY), ("fillcolor", "white"))
+_CUT_STYLE: _Style = (("style", "dashed,filled"), ("color", _CUT), ("fontcolor", _CUT), ("fillcolor", "white"))
 
 
 def _shape(shape: tuple[int, ...] | None) -> str:
@@ -266,7 +266,7 @@ def _described(s: SavedTensor) -> str:
     return f"{s.attribute} = {s.name}" + ("" if shape in s.name else f" {shape}")
 
 
-def _saved_label(s: SavedTensor, cut: bool) -> tuple[str, Style]:
+def _saved_label(s: SavedTensor, cut: bool) -> tuple[str, _Style]:
     if s.status == "freed":
         label = f"{s.attribute}: freed"
         if s.where:
@@ -288,7 +288,7 @@ def _saved_label(s: SavedTensor, cut: bool) -> tuple[str, Style]:
 
 
 @lru_cache(maxsize=None)
-def _saved_edge(style: Style) -> str:
+def _saved_edge(style: _Style) -> str:
     """The dashed line from a saved tensor to its node, in the saved box's colour."""
     return _attrs(style="dashed", arrowhead="none", color=dict(style).get("color", _GREY))
 

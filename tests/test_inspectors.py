@@ -434,3 +434,41 @@ def test_ipython_extension_adds_diagnosis(capsys):
     finally:
         ip.run_cell("%unload_ext gradlab")
     assert torch.overrides._get_current_function_mode_stack() == []
+
+
+# -- the premise of skipping the dry run (NOTE [Dry run] in saved.py) ----------------------
+
+PREMISE_OPS = {
+    "mm": lambda a, b: a @ b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+    "sigmoid (saves its output)": lambda a, b: a.sigmoid(), "exp (saves its output)": lambda a, b: a.exp(),
+    "sin": lambda a, b: a.sin(), "pow": lambda a, b: a.pow(2),
+    "linear (saves weight.t())": lambda a, b: torch.nn.functional.linear(a, b),
+    "softmax": lambda a, b: a.softmax(1), "mse_loss": lambda a, b: torch.nn.functional.mse_loss(a, b),
+}
+
+
+@pytest.mark.parametrize("which", [0, 1])
+@pytest.mark.parametrize("op", sorted(PREMISE_OPS))
+def test_accessors_refuse_stale_tensors_whenever_backward_would(op, which):
+    """If no _saved_* accessor of a node raises, its backward does not raise the in-place error."""
+    a = torch.randn(3, 3, requires_grad=True) * 1
+    b = torch.randn(3, 3, requires_grad=True) * 1
+    out = PREMISE_OPS[op](a, b)
+    fn = out.grad_fn
+    with torch.no_grad():
+        (a, b)[which].add_(1)
+    refused = False
+    for attr in dir(fn):
+        if attr.startswith("_saved_") and not attr.endswith(("_sym_sizes", "_sym_strides")):
+            try:
+                getattr(fn, attr)
+            except RuntimeError:
+                refused = True
+    diagnosis = check(out)
+    fails = False
+    try:
+        out.sum().backward()
+    except RuntimeError as e:
+        fails = "inplace operation" in str(e)
+    assert refused == fails
+    assert diagnosis.ok == (not fails)
