@@ -4,14 +4,16 @@
 1. ``track()`` overhead on the course's corrected loop (forward both, zero both,
    ``(loss_1 + loss_2).backward()``, step both; ``make_pair(softmax=False)``):
    ratio to the plain loop and to ``torch.autograd.detect_anomaly()``, with and
-   without ``names=``, and the experimental ``benchmarks/fast_track.py``.
+   without ``names=``.
    Targets: <= 1.5x plain, below anomaly mode.
 2. Drawing: building ``gradlab.draw(...).source`` against ``torchviz.make_dot(...).source``
    on the same ~900-node graph (target: gradlab at most as slow), and gradlab
    alone on a 20,000-node chain (target: < 5 s).
 3. The notebook suite: every ``notebooks/NN_*.ipynb`` in a fresh kernel (nbclient)
    against the floor of starting a kernel and importing torch, matplotlib and
-   gradlab once per notebook (target: <= 1.3x the floor).
+   gradlab once per notebook (target: <= 1.3x the floor). Also reported: a second
+   floor that adds the first optimizer (torch imports ``torch._dynamo`` when the
+   first optimizer is built, about 1.4 s that every course notebook pays).
 
 Method: the variants of one benchmark run interleaved (plain, tracked, anomaly,
 plain, tracked, ...), so a slow phase of a noisy machine hits all of them; each
@@ -54,7 +56,6 @@ NOTEBOOKS = REPO / "notebooks"
 sys.path.insert(0, str(HERE))
 
 import gradlab  # noqa: E402
-from fast_track import fast_track  # noqa: E402
 
 TARGETS = {"track_vs_plain": 1.5, "draw_vs_torchviz": 1.0, "chain_seconds": 5.0, "notebooks_vs_floor": 1.3}
 
@@ -88,8 +89,6 @@ TRACK_VARIANTS: dict[str, Callable[[gradlab.Pair], contextlib.AbstractContextMan
     "track()": lambda pair: gradlab.track(),
     "track(names=)": lambda pair: gradlab.track(names=pair.names),
     "detect_anomaly()": lambda pair: _anomaly(),
-    "fast_track() [experimental]": lambda pair: fast_track(),
-    "fast_track(names=) [experimental]": lambda pair: fast_track(names=pair.names),
 }
 
 
@@ -205,6 +204,8 @@ def bench_draw(reps: int) -> dict:
 KERNEL_ENV = {"PYTHONHASHSEED": "0", "PYDEVD_DISABLE_FILE_VALIDATION": "1", "JUPYTER_PLATFORM_DIRS": "1",
               "SOURCE_DATE_EPOCH": "0", "TZ": "UTC"}
 FLOOR_SOURCE = "import torch\nimport matplotlib\nimport matplotlib.pyplot\nimport gradlab"
+# torch builds its first optimizer through torch._disable_dynamo, which imports torch._dynamo.
+FLOOR_OPT_SOURCE = FLOOR_SOURCE + "\ntorch.optim.SGD([torch.zeros(1, requires_grad=True)])"
 
 
 def _slowest_cell(nb: object) -> tuple[int, float, str] | None:
@@ -245,13 +246,18 @@ def bench_notebooks(reps: int) -> dict:
     if not paths:
         return {"skipped": "no notebooks/NN_*.ipynb yet"}
     floor_nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FLOOR_SOURCE)])
+    floor_opt_nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FLOOR_OPT_SOURCE)])
     floor: list[float] = []
+    floor_opt: list[float] = []
     times: dict[str, list[float]] = {p.name: [] for p in paths}
     slowest: dict[str, tuple[int, float, str] | None] = {}
     failed: dict[str, str] = {}
     for _ in range(reps):
-        for p in paths:  # interleaved: floor, notebook, floor, notebook, ...
-            floor.append(_execute(nbformat.from_dict(json.loads(json.dumps(floor_nb)))))
+        for i, p in enumerate(paths):  # interleaved: floor, notebook, floor + optimizer, notebook, ...
+            if i % 2 == 0:
+                floor.append(_execute(nbformat.from_dict(json.loads(json.dumps(floor_nb)))))
+            else:
+                floor_opt.append(_execute(nbformat.from_dict(json.loads(json.dumps(floor_opt_nb)))))
             if p.name in failed:
                 continue
             try:
@@ -264,9 +270,11 @@ def bench_notebooks(reps: int) -> dict:
     rows = [{"notebook": name, "seconds": _median(t), "vs_floor": _median(t) / floor_s,
              "slowest_cell": slowest.get(name)} for name, t in times.items() if t]
     total = sum(r["seconds"] for r in rows)
-    return {"floor_seconds": floor_s, "rows": rows, "total_seconds": total,
-            "suite_vs_floor": total / (floor_s * len(rows)) if rows else None, "failed": failed,
-            "repetitions": reps}
+    floor_opt_s = _median(floor_opt) if floor_opt else None
+    return {"floor_seconds": floor_s, "floor_optimizer_seconds": floor_opt_s, "rows": rows, "total_seconds": total,
+            "suite_vs_floor": total / (floor_s * len(rows)) if rows else None,
+            "suite_vs_floor_optimizer": total / (floor_opt_s * len(rows)) if rows and floor_opt_s else None,
+            "failed": failed, "repetitions": reps}
 
 
 # ----------------------------------------------------------------------------- report
@@ -301,7 +309,7 @@ def markdown(results: dict) -> str:
                   "|---|---:|---:|---:|---:|---|"]
         for r in tr["rows"]:
             target = ""
-            if r["variant"].startswith(("track", "fast_track")):
+            if r["variant"].startswith("track"):
                 ok = r["vs_plain"] <= TARGETS["track_vs_plain"] and r["vs_anomaly"] < 1
                 target = "met" if ok else "MISSED"
             lines.append(f"| {r['variant']} | {r['ms_per_step']:.3f} | {r['vs_plain']:.2f}x | {r['vs_anomaly']:.2f}x "
@@ -336,6 +344,9 @@ def markdown(results: dict) -> str:
                 lines.append(f"| **suite** | {nb['total_seconds']:.2f} | **{nb['suite_vs_floor']:.2f}x** | "
                              f"target <= {TARGETS['notebooks_vs_floor']}x: "
                              f"{_mark(nb['suite_vs_floor'], TARGETS['notebooks_vs_floor'])} |")
+            if nb.get("suite_vs_floor_optimizer") is not None:
+                lines.append(f"| suite vs floor + first optimizer ({nb['floor_optimizer_seconds']:.2f} s: torch imports "
+                             f"torch._dynamo there) | | {nb['suite_vs_floor_optimizer']:.2f}x | |")
             for name, err in sorted(nb["failed"].items()):
                 lines.append(f"\nnot timed, {name} failed: {err}")
             lines.append("")
