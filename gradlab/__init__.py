@@ -22,7 +22,7 @@ from .graph import Graph, GraphNode, collect
 from .names import modules_in
 from .plots import plot_grads, plot_losses, plot_predictions, timeline
 from .playground import PRESETS, STEPS, Outcome, Playground, Preset, outcome_table, playground, run_order
-from .quiz import Quiz, QuizWidget, quiz
+from .quiz import QUESTIONS, Quiz, QuizWidget, quiz
 from .saved import SavedTensor, Write
 from .track import Event, Tracker, track
 
@@ -77,6 +77,7 @@ __all__ = [
     "outcome_table",
     "playground",
     "run_order",
+    "QUESTIONS",
     "Quiz",
     "QuizWidget",
     "quiz",

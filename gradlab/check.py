@@ -3,30 +3,60 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .graph import Graph, collect
 from .names import NamesLike
 from .saved import SavedTensor
 
-__all__ = ["Diagnosis", "Problem", "check"]
+__all__ = ["Diagnosis", "Problem", "check", "fix_options"]
 
-FIXES = {
-    "graph_freed": [
-        "Let one backward do the work: forward both networks, then call (loss_1 + loss_2).backward() once.",
-        "If network 2 should treat network 1's output as data, feed it detached: n_2(pred_1.detach()).",
-        "If you need the graph again, recompute the forward instead of reusing the old output.",
-        "retain_graph=True on the first backward only helps when no step modifies the saved tensors "
-        "in between; otherwise it turns this error into the in-place one.",
-    ],
-    "modified_in_place": [
-        "Run every backward before any optimizer.step() that changes the weights it saved: "
-        "zero both, backward both (or their sum), then step both.",
-        "If network 2 should not train network 1, give it a detached input: n_2(pred_1.detach()).",
-        "Recompute the forward pass after the step instead of reusing the old output.",
-        "Replace the in-place op (x += 1, x[i] = v, ReLU(inplace=True)) with its out-of-place form.",
-    ],
-}
+_FREED_FIXES = [
+    "Call backward once per graph: add the losses that share it and call backward on the sum "
+    "(in the course: forward both networks, then (loss_1 + loss_2).backward()).",
+    "If the second model should treat the first one's output as data, detach it where it enters "
+    "(in the course: n_2(pred_1.detach())).",
+    "State carried from one iteration to the next (an RNN's hidden state, a running total of losses): "
+    "detach it at the start of each iteration (h = h.detach()), or keep loss.item() instead of the tensor.",
+    "If you need the graph again, recompute the forward pass instead of reusing the old output.",
+    "retain_graph=True on the first backward only helps when nothing modifies the saved tensors "
+    "in between; otherwise it turns this error into the in-place one.",
+]
+_STEP_FIXES = [
+    "Run every backward before the optimizer.step() that changes the weights it saved: "
+    "zero all, backward all (or their sum), then step all.",
+    "If the model whose weights changed should not learn from this loss, feed its output in "
+    "detached (in the course: n_2(pred_1.detach())).",
+    "If you must step in between, recompute the forward pass after the step, so the new graph "
+    "saves the new weights (in a GAN: run the discriminator again on the fake batch).",
+]
+_OP_FIXES = [
+    "Replace the in-place op with its out-of-place form: x = x + 1 for x += 1, torch.where(...) for "
+    "x[i] = v, nn.ReLU() for nn.ReLU(inplace=True).",
+]
+
+
+def fix_options(kind: str, problems: Sequence[Problem] = ()) -> list[str]:
+    """Fix options for one kind of problem, the likeliest first.
+
+    For an in-place problem, a write by an ``optimizer.step()`` puts the ordering
+    fixes first; a write by an op puts "use the out-of-place form" first; when
+    nobody recorded the writer (outside :func:`gradlab.track`), both are listed.
+    """
+    if kind == "graph_freed":
+        return list(_FREED_FIXES)
+    if kind != "modified_in_place":
+        raise ValueError(f"kind must be 'graph_freed' or 'modified_in_place', not {kind!r}")
+    writers = [p.modified_by for p in problems if p.kind == kind and p.modified_by]
+    by_step = any(w.endswith(".step()") for w in writers)
+    by_op = any(not w.endswith(".step()") for w in writers)
+    if by_op and not by_step:
+        return _OP_FIXES + _STEP_FIXES
+    if by_step and not by_op:
+        return _STEP_FIXES + ["If the tensor was changed by your own code, use the out-of-place op "
+                              "(x = x + 1, not x += 1)."]
+    return _STEP_FIXES + _OP_FIXES
 
 
 @dataclass(frozen=True)
@@ -47,6 +77,7 @@ class Problem:
     modified_by: str | None = None
     where: str | None = None
     code: str | None = None
+    node_id: int | None = None
 
     def sentence(self) -> str:
         shape = f" {list(self.shape)}" if self.shape is not None and "[" not in self.tensor else ""
@@ -90,7 +121,7 @@ class Diagnosis:
             if len(probs) > 8:
                 lines.append(f"  - ... and {len(probs) - 8} more")
             lines.append("Fix options:")
-            lines.extend(f"  * {fix}" for fix in FIXES[kind])
+            lines.extend(f"  * {fix}" for fix in fix_options(kind, probs))
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -108,7 +139,7 @@ class Diagnosis:
                      "" if p.current_version is None else str(p.current_version),
                      p.modified_by or "", (p.where or "") + (f": {p.code}" if p.code else ""))
             rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-        fixes = "".join(f"<li>{html.escape(f)}</li>" for k in self.kinds for f in FIXES[k])
+        fixes = "".join(f"<li>{html.escape(f)}</li>" for k in self.kinds for f in fix_options(k, self.problems))
         return (f"<p><b>backward() would fail</b> ({html.escape(self.graph.summary())})</p>"
                 f"<table><tr>{head}</tr>{''.join(rows)}</table><p>Fix options:</p><ul>{fixes}</ul>")
 
@@ -116,7 +147,8 @@ class Diagnosis:
 def _problem(s: SavedTensor) -> Problem:
     kind = "graph_freed" if s.status == "freed" else "modified_in_place"
     return Problem(kind=kind, node=s.node, tensor=s.name, shape=s.shape, saved_version=s.saved_version,
-                   current_version=s.current_version, modified_by=s.modified_by, where=s.where, code=s.code)
+                   current_version=s.current_version, modified_by=s.modified_by, where=s.where, code=s.code,
+                   node_id=s.node_id)
 
 
 def diagnose(graph: Graph, skip_freed: set[int] | None = None) -> Diagnosis:

@@ -44,7 +44,7 @@ _SEED_MIN, _SEED_MAX = -(2**63), 2**64 - 1
 class Net(nn.Module):
     """``Linear(1, 10) -> ReLU -> Linear(10, 1) -> softmax over dim=1``.
 
-    ``softmax=False`` drops the softmax (the fix of notebook 06);
+    ``softmax=False`` drops the softmax (the fix for the silent softmax bug);
     ``detach_inside=True`` is the fix that circulates online: it detaches the
     first layer's output, which silently stops ``linear_1`` from learning.
     """

@@ -363,7 +363,9 @@ def _in_place(m: re.Match[str]) -> Explanation:
     aug = "+=, *= or slice assignment (x[i] = ...) on a tensor that was saved for backward."
     relu = ("nn.ReLU(inplace=True) (or another inplace=True layer) right after an op that saves"
             " its output, such as sigmoid, tanh or exp.")
-    data = "A write through .detach() or .data, which shares memory and version with the saved tensor."
+    data = ("A write through .detach() (or a view) of the saved tensor: it shares memory and the version"
+            " counter. (A write through .data shares memory but not the counter: it raises nothing and"
+            " silently gives wrong gradients.)")
     if base in _SAVES_OUTPUT:
         causes = (relu, aug, data, step)
     elif base in _VIEW_OPS or (base is None and shape is not None and len(shape) >= 1):
@@ -373,7 +375,8 @@ def _in_place(m: re.Match[str]) -> Explanation:
 
     fixes = (
         "Reorder so every backward runs before any optimizer.step() that modifies the weights"
-        " its graph saved: loss_1.backward(); loss_2.backward(); then opt_1.step(); opt_2.step().",
+        " its graph saved: forward both, zero both, loss_1.backward(retain_graph=True) (the two graphs"
+        " share network 1) and loss_2.backward(), then opt_1.step(); opt_2.step().",
         "Or add the losses and call backward once: (loss_1 + loss_2).backward(), then step.",
         "If network 1 should not learn from loss 2, detach the input of network 2:"
         " pred_2 = n_2(pred_1.detach()).",
@@ -382,7 +385,7 @@ def _in_place(m: re.Match[str]) -> Explanation:
         "Replace the in-place op with its out-of-place form: x = x + 1 instead of x += 1,"
         " nn.ReLU() instead of nn.ReLU(inplace=True), torch.where/cat instead of slice assignment.",
         "Do NOT just add retain_graph=True: it keeps the old graph, but the weights it saved have"
-        " still changed, so the error stays (or the gradients are silently computed from stale values).",
+        " still changed, so the version check still refuses them.",
     )
 
     if diff is not None:

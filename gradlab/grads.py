@@ -114,7 +114,7 @@ def grad_report(names: NamesLike, loss: torch.Tensor | None = None) -> GradRepor
         if g is None:
             status, norm = "none", None
         else:
-            norm = float(g.detach().float().norm()) if g.numel() else 0.0
+            norm = float(torch.linalg.vector_norm(g.detach())) if g.numel() else 0.0
             status = "zero" if not bool(g.detach().ne(0).any()) else "ok"
         reached = None if reached_ids is None else id(p) in reached_ids
         rows.append(GradRow(name, tuple(p.shape), status, norm, reached))

@@ -158,12 +158,16 @@ class Outcome:
         return [p for p in self.parameters if p not in self.changed]
 
     def headline(self) -> str:
-        """One line: ``ran all 10 steps`` or ``step 9 raised RuntimeError: ...`` (first sentence)."""
+        """One line: ``ran all 10 lines of the iteration`` or ``line 9 `...` raised RuntimeError: ...``.
+
+        A failure shows the first sentence of the error; lines are numbered
+        from 1, as in the listing and in gradlab's ``playground:L`` locations.
+        """
         if self.ok:
-            return f"ran all {len(self.steps)} steps"
+            return f"ran all {len(self.steps)} lines of the iteration"
         i = self.failed_step or 0
         first = (self.error or "").split(". ")[0].split("\n")[0]
-        return f"step {i + 1} `{STEPS[self.steps[i]]}` raised {self.error_type}: {first}"
+        return f"line {i + 1} `{STEPS[self.steps[i]]}` raised {self.error_type}: {first}"
 
     def __str__(self) -> str:
         mark = "✓ Success: " if self.ok else "✗ "
@@ -368,7 +372,7 @@ def _outcome_html(o: Outcome) -> str:
         parts.append(f'<p style="color:#2e7d32"><b>✓ Success:</b> {html.escape(o.headline())}.</p>')
     else:
         step = o.steps[o.failed_step or 0]
-        parts.append(f'<p style="color:#c62828"><b>✗ step {(o.failed_step or 0) + 1} '
+        parts.append(f'<p style="color:#c62828"><b>✗ line {(o.failed_step or 0) + 1} '
                      f"<code>{html.escape(STEPS[step])}</code> raised {html.escape(str(o.error_type))}</b></p>")
         parts.append(_pre(f"{o.error_type}: {o.error}", "#c62828"))
     if o.diagnosis:
@@ -414,7 +418,7 @@ def outcome_table(presets: Mapping[str, Preset] = PRESETS, seed: int = 0) -> HTM
         >>> "Trying to backward through the graph a second time" in table
         True
         >>> print(table.text.splitlines()[3])
-        n_2 on detached pred_1: ran all 10 steps; no gradient: none; changed: n_1 (all), n_2 (all)
+        n_2 on detached pred_1: ran all 10 lines of the iteration; no gradient: none; changed: n_1 (all), n_2 (all)
     """
     if not isinstance(presets, Mapping) or not presets:
         raise TypeError("presets must be a non-empty mapping of name to Preset, e.g. gradlab.PRESETS")
@@ -428,7 +432,7 @@ def outcome_table(presets: Mapping[str, Preset] = PRESETS, seed: int = 0) -> HTM
             result = '<span style="color:#2e7d32">✓ runs</span>'
         else:
             step = o.steps[o.failed_step or 0]
-            result = (f'<span style="color:#c62828">✗ step {(o.failed_step or 0) + 1} '
+            result = (f'<span style="color:#c62828">✗ line {(o.failed_step or 0) + 1} '
                       f"<code>{html.escape(STEPS[step])}</code>: {html.escape(str(o.error_type))}</span>"
                       + _pre(str(o.error)))
         diagnosis = _pre(o.diagnosis) if o.diagnosis else ""

@@ -1,14 +1,20 @@
 """Multiple-choice questions with an explanation for every answer, right or wrong.
 
 :class:`Quiz` is the data and the grading (:meth:`Quiz.check` works without a
-browser); :func:`quiz` builds the widget: one button per option, and the
-explanation of the chosen option appears below. Displayed without a live
-kernel (HTML handout, untrusted notebook) a quiz shows the question with the
-answers folded in a ``<details>`` block.
+browser); :data:`QUESTIONS` holds the course's questions by id, and
+:func:`quiz` builds the widget for one of them (``quiz("retain_graph")``) or
+for a question of your own: one button per option, and the explanation of the
+chosen option appears below. The options are shown in a shuffled order that
+depends only on the question, so the right answer is not always first and a
+notebook shows the same order on every run. Displayed without a live kernel
+(HTML handout, untrusted notebook) a quiz shows the question and its options,
+with the answers folded in a ``<details>`` block; its plain text never gives
+the answer away.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,7 +22,7 @@ from typing import Any
 
 from .playground import errors_shown_in
 
-__all__ = ["Quiz", "QuizWidget", "quiz"]
+__all__ = ["QUESTIONS", "Quiz", "QuizWidget", "quiz"]
 
 
 @dataclass(frozen=True)
@@ -62,10 +68,28 @@ class Quiz:
         correct, why = self.check(choice)
         return f"{'Right' if correct else 'Not quite'}: {why}"
 
+    def shuffled(self, key: str | None = None) -> Quiz:
+        """The same quiz with its options in an order fixed by ``key`` (default: the question).
+
+        The order comes from a hash of ``key`` and each option, so it is the
+        same on every run and machine, and differs from question to question.
+
+        Example::
+
+            >>> q = Quiz("2 + 2?", {"4": "Yes.", "5": "No.", "22": "No: that joins the digits."}, answer="4")
+            >>> q.shuffled("sum").options == q.shuffled("sum").options
+            True
+        """
+        seed = self.question if key is None else key
+        if not isinstance(seed, str):
+            raise TypeError(f"key must be a string, not {type(seed).__name__}")
+        order = sorted(self.options, key=lambda o: hashlib.sha256(f"{seed}\0{o}".encode()).hexdigest())
+        return Quiz(self.question, {o: self.options[o] for o in order}, self.answer)
+
     def __str__(self) -> str:
+        # Question and options only: a plain-text view must not give the answer away.
         lines = [self.question]
         lines += [f"  {chr(ord('a') + i)}) {option}" for i, option in enumerate(self.options)]
-        lines.append(f"Answer: {self.answer}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -78,11 +102,84 @@ class Quiz:
                 f"<details><summary>Answers</summary><ul>{answers}</ul></details></div>")
 
 
+#: The course's questions by id: ``gradlab.quiz("retain_graph")`` shows one.
+#: Options are written answer first; :func:`quiz` shuffles them for display.
+QUESTIONS: dict[str, Quiz] = {
+    "freed_graph": Quiz(
+        "Why does the original loop fail at loss_2.backward() with "
+        "'Trying to backward through the graph a second time'?",
+        {
+            "loss_1.backward() freed network 1's saved tensors, and loss_2's backward needs them":
+                "pred_2 = n_2(pred_1) links loss_2 to n_1's part of the graph. A backward frees the tensors "
+                "its graph saved, so loss_2.backward() finds n_1's saved tensors gone.",
+            "opt_1.step() deleted the graph":
+                "A step changes parameters in place; it frees nothing. The freeing is done by "
+                "loss_1.backward() (without retain_graph=True).",
+            "loss_2.backward() is called twice":
+                "Each loss's backward runs once, but loss_2's backward re-enters the part of the graph "
+                "loss_1.backward() already went through.",
+            "opt_2.zero_grad() removed network 2's gradients":
+                "zero_grad() only resets .grad; the graph and its saved tensors are untouched.",
+        },
+        answer="loss_1.backward() freed network 1's saved tensors, and loss_2's backward needs them",
+    ),
+    "retain_graph": Quiz(
+        "With retain_graph=True the error becomes '... is at version 2; expected version 1 instead'. "
+        "What does it mean?",
+        {
+            "A tensor autograd saved at version 1 was changed in place afterwards":
+                "Every tensor counts its in-place writes. AddmmBackward0 saved n_1.linear_2.weight (as a "
+                "transposed view) at version 1; opt_1.step() updated it in place to version 2, so the "
+                "gradient would use the wrong values and autograd refuses.",
+            "The tensor was saved twice for backward":
+                "The version counts in-place modifications, not how often a tensor is saved.",
+            "The installed PyTorch is version 2 but the model was built for version 1":
+                "Nothing to do with software versions: it is the tensor's own version counter.",
+            "The graph was freed a second time":
+                "That is the other error. retain_graph=True kept the graph; the problem now is a change in place.",
+        },
+        answer="A tensor autograd saved at version 1 was changed in place afterwards",
+    ),
+    "detach_inside": Quiz(
+        "Why is a .detach() inside network 2 (after its first layer) the wrong fix?",
+        {
+            "It silences the errors by cutting the graph: n_2.linear_1 never gets a gradient":
+                "The detach stops every gradient below it: network 2's first layer never learns and "
+                "loss_2 no longer reaches network 1. No error tells you so; the grad table does.",
+            "It is the same as n_2(pred_1.detach())":
+                "Detaching the input only cuts the link to network 1; every layer of network 2 still learns. "
+                "Detaching inside cuts network 2's own first layer off.",
+            "detach() copies the activations and doubles the memory":
+                "detach() returns a tensor sharing the same storage, without grad history; it copies nothing.",
+            "It makes the step sizes of Adam wrong":
+                "Adam only sees the gradients it gets; the problem is that some parameters get none.",
+        },
+        answer="It silences the errors by cutting the graph: n_2.linear_1 never gets a gradient",
+    ),
+    "softmax": Quiz(
+        "What does torch.softmax(x, dim=1) return for x of shape [10, 1] (one output per row)?",
+        {
+            "All ones: its gradient is zero, so nothing before it learns":
+                "Each row is normalized over a single value: exp(v) / exp(v) = 1. A constant output has a "
+                "zero gradient. Tick 'softmax over dim=1' in the playground: no parameter changes.",
+            "The probabilities of the 10 samples, summing to 1":
+                "That would be dim=0, across the batch, which mixes samples. dim=1 has one element.",
+            "x unchanged":
+                "softmax never returns its input: exp(v) / sum(exp) over one value is always 1.",
+            "An error, because softmax needs at least two values":
+                "It runs without a word, which is what makes this bug hard to find.",
+        },
+        answer="All ones: its gradient is zero, so nothing before it learns",
+    ),
+}
+
+
 class QuizWidget:
     """A :class:`Quiz` on screen; build it with :func:`quiz`.
 
-    ``buttons`` maps each option text to its button; clicking one writes the
-    feedback into ``output`` (``feedback_text()`` reads it back).
+    ``buttons`` maps each option text to its button, in the order shown;
+    clicking one writes the feedback into ``output`` (``feedback_text()`` reads
+    it back).
     """
 
     def __init__(self, quiz: Quiz, widget: Any, buttons: dict[str, Any], output: Any) -> None:
@@ -99,17 +196,36 @@ class QuizWidget:
         return f"<gradlab quiz: {self.quiz.question!r}>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        # Widget view for a live kernel; question + folded answers for everything else.
+        # Widget view for a live kernel; the question, its options and the
+        # folded answers for everything else (plain text: no answer).
         data = dict(self.widget._repr_mimebundle_())
         data["text/plain"] = str(self.quiz)
         data["text/html"] = self.quiz._repr_html_()
         return data
 
 
-def quiz(question: str | Quiz, options: Mapping[str, str] | None = None, answer: str | None = None) -> QuizWidget:
+def _chosen(question: str | Quiz, options: Mapping[str, str] | None, answer: str | None) -> tuple[Quiz, str | None]:
+    """The quiz to show and the key of its option order."""
+    if isinstance(question, Quiz):
+        if options is not None or answer is not None:
+            raise TypeError("pass either a Quiz or question, options and answer, not both")
+        return question, None
+    if options is None and answer is None and isinstance(question, str) and question in QUESTIONS:
+        return QUESTIONS[question], question
+    if options is None or answer is None:
+        raise TypeError("quiz() needs question, options (option text -> explanation) and answer, "
+                        f"or the id of one of the course's questions: {list(QUESTIONS)}")
+    return Quiz(question, options, answer), None
+
+
+def quiz(question: str | Quiz, options: Mapping[str, str] | None = None, answer: str | None = None,
+         *, shuffle: bool = True) -> QuizWidget:
     """A multiple-choice widget: click an option, read why it is right or wrong.
 
-    Pass a :class:`Quiz` or its three parts.
+    Pass the id of a course question (a key of :data:`QUESTIONS`), a
+    :class:`Quiz`, or a question, its options and the answer. With
+    ``shuffle=True`` the options appear in the order of :meth:`Quiz.shuffled`
+    (keyed by the question's id, or by its text), the same on every run.
 
     Example::
 
@@ -117,15 +233,14 @@ def quiz(question: str | Quiz, options: Mapping[str, str] | None = None, answer:
         >>> w.buttons["4"].click()
         >>> w.feedback_text()
         'Right: Yes.'
+        >>> sorted(quiz("retain_graph").buttons) == sorted(QUESTIONS["retain_graph"].options)
+        True
     """
-    if isinstance(question, Quiz):
-        if options is not None or answer is not None:
-            raise TypeError("pass either a Quiz or question, options and answer, not both")
-        q = question
-    else:
-        if options is None or answer is None:
-            raise TypeError("quiz() needs question, options (option text -> explanation) and answer")
-        q = Quiz(question, options, answer)
+    q, key = _chosen(question, options, answer)
+    if not isinstance(shuffle, bool):
+        raise TypeError(f"shuffle must be True or False, not {type(shuffle).__name__}")
+    if shuffle:
+        q = q.shuffled(key)
     import ipywidgets as w
 
     output = w.Output()

@@ -65,6 +65,9 @@ class Event:
     code: str | None
 
 
+_THIS_CALL = Location("<the failing backward>", 0)  # marks nodes the failing call freed itself
+
+
 class _Spy(TorchFunctionMode):
     """Sees in-place ops and backward calls; everything else passes straight through."""
 
@@ -120,6 +123,7 @@ class Tracker:
         self._freed: dict[int, Location | None] = {}
         self._freeing: Location | None = None
         self._current: Location | None = None
+        self._annotating = False
         self._events: deque[tuple] = deque(maxlen=self.MAX_EVENTS)
         self._count = 0
         self.active = False
@@ -292,25 +296,30 @@ class Tracker:
             self._current = None
 
     def _annotate(self, e: BaseException, tensor: torch.Tensor) -> None:
+        self._annotating = True
         try:
             diag = self.check(tensor)
         except Exception:  # noqa: BLE001 - never replace the user's error with ours
             return
-        current = self._current
-        if current is not None:
-            # The failing call itself freed the nodes it ran before it failed: not the cause.
-            kept = [p for p in diag.problems if not (p.kind == "graph_freed" and p.where == current.where)]
-            if kept:
-                diag = Diagnosis(ok=False, problems=kept, graph=diag.graph)
+        finally:
+            self._annotating = False
+        # The failing call itself freed the nodes it ran before it failed: not the cause.
+        # (Compared by call, not by line: in a loop, the earlier backward is the same line.)
+        kept = [p for p in diag.problems if not (p.kind == "graph_freed" and p.where == _THIS_CALL.where)]
+        if kept and len(kept) != len(diag.problems):
+            diag = Diagnosis(ok=False, problems=kept, graph=diag.graph)
         e.__gradlab_diagnosis__ = diag
         e.add_note("\ngradlab: " + str(diag))
 
     def freed_by(self, fn: object) -> Location | None:
         """The backward call that freed node ``fn``'s saved tensors, if it ran under this tracker."""
         try:
-            return self._freed.get(fn._sequence_nr())
+            loc = self._freed.get(fn._sequence_nr())
         except (AttributeError, RuntimeError):
             return None
+        if loc is not None and self._annotating and loc is self._current:
+            return _THIS_CALL
+        return loc
 
     # -- public ----------------------------------------------------------------
     def check(self, output: object, names: NamesLike = None) -> Diagnosis:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import html
 import importlib
 import json
 
 import pytest
 
 import gradlab
-from gradlab import PRESETS, STEPS, Quiz, outcome_table, playground, quiz, run_order
+from gradlab import PRESETS, QUESTIONS, STEPS, Quiz, outcome_table, playground, quiz, run_order
 
 N_1 = [f"n_1.linear_{i}.{p}" for i in (1, 2) for p in ("weight", "bias")]
 N_2 = [f"n_2.linear_{i}.{p}" for i in (1, 2) for p in ("weight", "bias")]
@@ -124,7 +125,9 @@ def test_outcome_table() -> None:
     assert table._repr_html_() == str(table)
     lines = table.text.splitlines()
     assert len(lines) == len(PRESETS)
-    assert lines[2].startswith("detach inside network 2: ran all 10 steps; no gradient: n_2.linear_1.weight")
+    assert lines[2].startswith("detach inside network 2: ran all 10 lines of the iteration; "
+                               "no gradient: n_2.linear_1.weight")
+    assert lines[0].startswith("original loop: line 9 `loss_2.backward()` raised RuntimeError: " + FREED)
 
 
 # ---------------------------------------------------------------------- widget
@@ -157,7 +160,7 @@ def test_playground_presets_from_the_widget() -> None:
 
     pg.preset.value = JOINT
     text = _press_run(pg)
-    assert "✓ Success: ran all 9 steps" in text and not pg.outcome.unchanged
+    assert "✓ Success: ran all 9 lines of the iteration" in text and not pg.outcome.unchanged
 
 
 def test_playground_output_has_html_and_a_graph() -> None:
@@ -263,10 +266,12 @@ def test_quiz_validates() -> None:
         Quiz("", {"a": "x", "b": "y"}, answer="a")
     with pytest.raises(TypeError, match="explanation"):
         Quiz("q?", {"a": 1, "b": "y"}, answer="a")  # type: ignore[dict-item]
-    with pytest.raises(TypeError, match="needs question"):
-        quiz("q?")
+    with pytest.raises(TypeError, match="needs question.*retain_graph"):
+        quiz("q?")  # neither a course question id nor options and answer
     with pytest.raises(TypeError, match="not both"):
         quiz(QUESTION, {"a": "x"})
+    with pytest.raises(TypeError, match="shuffle"):
+        quiz("retain_graph", shuffle="yes")  # type: ignore[arg-type]
 
 
 def test_quiz_widget_shows_the_explanation_on_click() -> None:
@@ -280,11 +285,58 @@ def test_quiz_widget_shows_the_explanation_on_click() -> None:
     assert w.buttons["The parameters"].button_style == ""
 
 
+@pytest.mark.parametrize("key", list(QUESTIONS))
+def test_course_questions_grade_every_option(key: str) -> None:
+    q = QUESTIONS[key]
+    w = quiz(key)
+    assert w.quiz.question == q.question and w.quiz.answer == q.answer
+    assert sorted(w.buttons) == sorted(q.options)
+    for option, button in w.buttons.items():
+        button.click()
+        right = option == q.answer
+        assert w.feedback_text() == ("Right: " if right else "Not quite: ") + q.options[option]
+        assert button.button_style == ("success" if right else "danger")
+
+
+def test_course_question_order_is_shuffled_and_deterministic() -> None:
+    shown = {key: [b.description for b in quiz(key).widget.children[1].children] for key in QUESTIONS}
+    assert shown == {key: list(quiz(key).buttons) for key in QUESTIONS}  # the same on every call
+    assert shown == {key: list(q.shuffled(key).options) for key, q in QUESTIONS.items()}
+    positions = [shown[key].index(q.answer) for key, q in QUESTIONS.items()]
+    assert positions != [0] * len(QUESTIONS)  # the answer is not always first
+    assert any(shown[key] != list(q.options) for key, q in QUESTIONS.items())
+    assert list(quiz("retain_graph", shuffle=False).buttons) == list(QUESTIONS["retain_graph"].options)
+
+
+def test_shuffled_keeps_the_quiz_and_depends_on_the_key() -> None:
+    q = Quiz("Pick one", {str(i): f"option {i}" for i in range(8)}, answer="3")
+    a, b = q.shuffled("a"), q.shuffled("b")
+    assert a == q.shuffled("a") and a.options == dict(q.options) and a.answer == "3"
+    assert list(a.options) != list(b.options)  # 8! orders: two keys giving the same one is a 1 in 40320 chance
+    assert list(q.shuffled().options) == list(q.shuffled(q.question).options)
+    assert a.check("3") == (True, "option 3") and a.check("4") == (False, "option 4")
+
+
 def test_quiz_static_fallback() -> None:
     w = quiz(QUESTION.question, QUESTION.options, QUESTION.answer)
     bundle = w._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     page = bundle["text/html"]
     assert "<details>" in page and page.index("What does loss.backward() free?") < page.index("<details>")
-    assert "✓ (the answer)" in page.split("<details>")[1]
-    assert bundle["text/plain"].endswith("Answer: The saved tensors")
+    before, folded = page.split("<details>")
+    assert "✓ (the answer)" in folded and "(the answer)" not in before
+    assert "Right: the buffers" in folded and "Right: the buffers" not in before
+    assert bundle["text/plain"].splitlines() == ["What does loss.backward() free?",
+                                                 *(f"  {c}) {o}" for c, o in zip("ab", w.buttons))]
+
+
+@pytest.mark.parametrize("key", list(QUESTIONS))
+def test_course_question_text_does_not_reveal_the_answer(key: str) -> None:
+    q = QUESTIONS[key]
+    bundle = quiz(key)._repr_mimebundle_()
+    plain = bundle["text/plain"]
+    assert q.question in plain and all(option in plain for option in q.options)
+    assert "answer" not in plain.lower().replace(q.question.lower(), "")
+    assert not any(why in plain for why in q.options.values())
+    before, folded = bundle["text/html"].split("<details>")
+    assert "(the answer)" not in before and f"{html.escape(q.answer)}</b> ✓ (the answer)" in folded

@@ -324,8 +324,6 @@ def test_grad_report_on_odd_parameters() -> None:
     str(report)
 
 
-@pytest.mark.xfail(strict=True, reason="gradlab bug: grad_report takes .float() of a complex grad, dropping the "
-                   "imaginary part (norm 0.0 for grad [1j, 0]); use torch.linalg.vector_norm(g)")
 @pytest.mark.filterwarnings("ignore:Casting complex values to real")
 def test_grad_report_norm_of_complex_grad() -> None:
     p = nn.Parameter(torch.zeros(2, dtype=torch.complex64))
