@@ -67,17 +67,8 @@ def _median(values: list[float]) -> float:
 # ----------------------------------------------------------------------------- 1. track()
 
 def corrected_loop(pair: gradlab.Pair, data: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
-    n_1, n_2, opt_1, opt_2, criterion = pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion
     for x, y in data:
-        pred_1 = n_1(x)
-        pred_2 = n_2(pred_1)
-        opt_1.zero_grad()
-        opt_2.zero_grad()
-        loss_1 = criterion(y, pred_1)
-        loss_2 = criterion(y, pred_2)
-        (loss_1 + loss_2).backward()
-        opt_1.step()
-        opt_2.step()
+        gradlab.joint_step(pair, x, y)
 
 
 def _anomaly() -> contextlib.AbstractContextManager:

@@ -40,6 +40,9 @@ import nbformat
 from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from execute_notebooks import title  # noqa: E402  (one definition of a notebook's title)
+
 ROOT = Path(__file__).resolve().parent.parent
 COURSE_TITLE = "gradlab: a PyTorch autograd course"
 COURSE_SUBTITLE = "Make autograd failures visible: saved tensors, version counters, and who modified what."
@@ -142,17 +145,6 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
 
 
-def title_of(notebook: nbformat.NotebookNode, fallback: str) -> str:
-    """The text of the notebook's first ``# `` heading, else ``fallback``."""
-    for cell in notebook.cells:
-        if cell.cell_type != "markdown":
-            continue
-        for line in cell.source.splitlines():
-            if line.startswith("# "):
-                return line[2:].strip()
-    return fallback
-
-
 def goals_of(notebook: nbformat.NotebookNode) -> list[str]:
     """The list items after a ``**Learning goals**`` line or a ``## Learning goals`` heading."""
     for cell in notebook.cells:
@@ -184,7 +176,7 @@ def read_chapters(notebooks_dir: Path) -> list[Chapter]:
     chapters = []
     for path in paths:
         notebook = nbformat.read(path, as_version=4)
-        chapters.append(Chapter(path, title_of(notebook, path.stem), goals_of(notebook), notebook))
+        chapters.append(Chapter(path, title(notebook, path.stem), goals_of(notebook), notebook))
     return chapters
 
 
