@@ -17,7 +17,6 @@ import torch
 
 from .examples import Pair, TrainResult
 from .grads import GradReport
-from .saved import STALE_RE
 from .track import Event
 
 if TYPE_CHECKING:
@@ -60,9 +59,6 @@ def _base(name: str) -> str:
 
 def _error_text(e: Event, versions: dict[str, int], saved_at: dict[str, int]) -> tuple[str, list[str]]:
     """The failing backward's label and the tensors it names, from the event or from the versions seen."""
-    m = STALE_RE.search(e.op or "")
-    if m:
-        return f"expected version {m['exp']}, is at version {m['cur']}", []
     if e.version_before is not None and e.version_after is not None:
         return f"expected version {e.version_before}, is at version {e.version_after}", [e.tensor] if e.tensor else []
     stale = [t for t in saved_at if versions.get(t, saved_at[t]) != saved_at[t]]

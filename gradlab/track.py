@@ -17,7 +17,7 @@ from .check import Diagnosis, diagnose
 from .graph import collect
 from .location import Location, user_location
 from .names import Namer, NamesLike, resolve, storage_key
-from .saved import STALE_RE, Packed, Write, _peek, is_freed_error, stale_message, unpack_hook
+from .saved import STALE_RE, Packed, Write, _peek, is_freed_error, unpack_hook
 
 __all__ = ["Event", "Tracker", "track", "active_tracker"]
 
@@ -169,13 +169,9 @@ class Tracker:
         # NOTE [Who freed a node]: the engine unpacks every saved tensor of a node it
         # runs, then frees them unless retain_graph; so an unpack during a freeing
         # backward names the call that freed this node (no graph walk needed).
-        if _peek.get() is not None:
-            return unpack_hook(p)
-        if self._freeing is not None:
+        if self._freeing is not None and _peek.get() is None:
             self._freed[p.node_seq] = self._freeing
-        if p.tensor._version != p.version:
-            raise RuntimeError(stale_message(p))
-        return p.tensor
+        return unpack_hook(p)
 
     def _prune(self) -> None:
         for key in list(self._registry):
