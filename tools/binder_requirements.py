@@ -49,6 +49,9 @@ TEST_ONLY = {
     "playwright": "real-browser test",
     "jupyter-repo2docker": "the Binder build test itself",
     "psutil": "memory checks in tests (kept if a kept package needs it)",
+    "ruff": "lint and format check",
+    "mypy": "type check",
+    "pypdf": "PDF outline checks of the handout",
 }
 
 # pip freeze leaves these out of the lock; the Binder image provides them.
