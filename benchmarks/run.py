@@ -56,6 +56,7 @@ NOTEBOOKS = REPO / "notebooks"
 sys.path.insert(0, str(HERE))
 
 import gradlab  # noqa: E402
+from gradlab import course  # noqa: E402
 
 TARGETS = {"track_vs_plain": 1.5, "draw_vs_torchviz": 1.0, "chain_seconds": 5.0, "notebooks_vs_floor": 1.3}
 
@@ -66,16 +67,16 @@ def _median(values: list[float]) -> float:
 
 # ----------------------------------------------------------------------------- 1. track()
 
-def corrected_loop(pair: gradlab.Pair, data: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+def corrected_loop(pair: course.Pair, data: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
     for x, y in data:
-        gradlab.joint_step(pair, x, y)
+        course.joint_step(pair, x, y)
 
 
 def _anomaly() -> contextlib.AbstractContextManager:
     return torch.autograd.detect_anomaly(check_nan=False)
 
 
-TRACK_VARIANTS: dict[str, Callable[[gradlab.Pair], contextlib.AbstractContextManager]] = {
+TRACK_VARIANTS: dict[str, Callable[[course.Pair], contextlib.AbstractContextManager]] = {
     "plain": lambda pair: contextlib.nullcontext(),
     "track()": lambda pair: gradlab.track(),
     "track(names=)": lambda pair: gradlab.track(names=pair.names),
@@ -84,14 +85,14 @@ TRACK_VARIANTS: dict[str, Callable[[gradlab.Pair], contextlib.AbstractContextMan
 
 
 def bench_track(reps: int, steps: int) -> dict:
-    data = gradlab.batches(steps, seed=0)
+    data = course.batches(steps, seed=0)
     cpu: dict[str, list[float]] = {k: [] for k in TRACK_VARIANTS}
     wall: dict[str, list[float]] = {k: [] for k in TRACK_VARIANTS}
     for rep in range(reps + 1):  # round 0 warms up every code path and is discarded
         order = list(TRACK_VARIANTS)
         order = order[rep % len(order):] + order[: rep % len(order)]  # rotate: no variant always first
         for name in order:
-            pair = gradlab.make_pair(0, softmax=False)
+            pair = course.make_pair(0, softmax=False)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # detect_anomaly's "enabled" warning
                 with TRACK_VARIANTS[name](pair):
@@ -115,8 +116,8 @@ def bench_track(reps: int, steps: int) -> dict:
 
 def profile_track(steps: int) -> str:
     """cProfile of the tracked loop: gradlab's own functions, by internal time."""
-    data = gradlab.batches(steps, seed=0)
-    pair = gradlab.make_pair(0, softmax=False)
+    data = course.batches(steps, seed=0)
+    pair = course.make_pair(0, softmax=False)
     prof = cProfile.Profile()
     with gradlab.track():
         prof.enable()

@@ -28,7 +28,7 @@ import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TextIO
 
-from .explain import explain
+from .explanation import explain
 
 __all__ = ["main", "run_script", "run_module", "explain_text", "USAGE"]
 
@@ -69,12 +69,8 @@ def _tracking(names: Callable[[], Mapping[str, object]], explain_only: bool) -> 
     """``track(names=names)``, or a context that does nothing."""
     if explain_only:
         return contextlib.nullcontext()
-    try:
-        from .track import track
-    except ImportError as e:  # the tracker is optional for explain-only use
-        print(f"gradlab: tracking unavailable ({e}); running with --explain-only",
-              file=sys.stderr)
-        return contextlib.nullcontext()
+    from .tracker import track
+
     return track(names=names)
 
 
@@ -138,7 +134,7 @@ _RUNNER_FILES = frozenset(
     )
 )
 _HOOK_FILES = frozenset(
-    os.path.normcase(os.path.join(_HERE, name)) for name in ("track.py", "saved.py")
+    os.path.normcase(os.path.join(_HERE, name)) for name in ("tracker.py", "saved.py", "writes.py")
 )
 
 

@@ -5,13 +5,23 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from . import internals, session
 from .names import Namer, NamesLike, op_name
 from .saved import SavedTensor, inspect_node
 
-__all__ = ["Graph", "GraphNode", "collect", "walk"]
+if TYPE_CHECKING:
+    from .tracker import Tracker
+
+__all__ = ["Graph", "GraphNode", "collect", "collect_nodes", "walk", "saved_tensors", "saved_table",
+           "module_of_nodes", "direct_modules"]
+
+# Single-input ops through which an op still "touches" a parameter (Addmm -> T -> weight).
+_TRANSPARENT = frozenset({"T", "Transpose", "Permute", "View", "Reshape", "UnsafeView", "Expand", "Squeeze",
+                          "Unsqueeze", "Alias", "ToCopy", "Clone", "Contiguous", "Select", "Slice"})
 
 
 @dataclass(frozen=True)
@@ -20,7 +30,8 @@ class GraphNode:
 
     ``kind`` is ``op`` (a backward function), ``leaf`` (AccumulateGrad: where a
     leaf's ``.grad`` accumulates) or ``custom`` (a custom ``autograd.Function``).
-    ``next_ids`` are the nodes its gradients flow to, in ``next_functions`` order.
+    ``next_ids`` are the nodes its gradients flow to, in ``next_functions`` order;
+    ``seq`` is torch's sequence number of the node (creation order in its thread).
     """
 
     id: int
@@ -30,7 +41,7 @@ class GraphNode:
     next_ids: tuple[int, ...]
     leaf_name: str | None = None
     shape: tuple[int, ...] | None = None
-    freed: bool = False
+    seq: int | None = None
 
 
 @dataclass(frozen=True)
@@ -40,10 +51,6 @@ class Graph:
     nodes: tuple[GraphNode, ...]
     saved: tuple[SavedTensor, ...]
     outputs: tuple[int, ...]
-
-    @property
-    def edges(self) -> tuple[tuple[int, int], ...]:
-        return tuple((n.id, m) for n in self.nodes for m in n.next_ids)
 
     def summary(self) -> str:
         """One stable line, e.g. ``autograd graph: 14 nodes, 5 saved tensors, 1 modified in place``."""
@@ -58,7 +65,7 @@ class Graph:
         return "autograd graph: " + ", ".join(parts)
 
 
-def roots_of(outputs: object, what: str = "output") -> list[object]:
+def roots_of(outputs: object, what: str = "output") -> list[Any]:
     """Validate ``outputs`` (a tensor or a sequence of tensors) and return their grad_fns."""
     if isinstance(outputs, torch.nn.Module):
         raise TypeError(f"{what} is an nn.Module; pass the tensor it produced, e.g. loss = criterion(model(x), y)")
@@ -83,14 +90,14 @@ def roots_of(outputs: object, what: str = "output") -> list[object]:
     return roots
 
 
-def walk(roots: Sequence[object]) -> list[object]:
+def walk(roots: Sequence[Any]) -> list[Any]:
     """Every node reachable from ``roots``, breadth first, ``next_functions`` in order.
 
     Iterative, so a 20,000-node chain needs no recursion.
     """
-    order: list[object] = []
-    seen: set[object] = set()
-    queue = deque()
+    order: list[Any] = []
+    seen: set[Any] = set()
+    queue: deque[Any] = deque()
     for r in roots:
         if r not in seen:
             seen.add(r)
@@ -105,7 +112,8 @@ def walk(roots: Sequence[object]) -> list[object]:
     return order
 
 
-def collect(outputs: object, names: NamesLike = None, *, tracker: object | None = None) -> Graph:
+def collect(outputs: torch.Tensor | Sequence[torch.Tensor], names: NamesLike | Namer = None, *,
+            tracker: Tracker | None = None) -> Graph:
     """The backward graph of ``outputs`` with every saved tensor inspected.
 
     Never runs backward, never frees a buffer, never writes ``.grad``. Example::
@@ -116,21 +124,163 @@ def collect(outputs: object, names: NamesLike = None, *, tracker: object | None 
     """
     roots = roots_of(outputs)
     namer = names if isinstance(names, Namer) else Namer(names)
+    return collect_nodes(roots, namer, tracker=tracker)
+
+
+def collect_nodes(roots: Sequence[Any], namer: Namer, *, tracker: Tracker | None = None) -> Graph:
+    """:func:`collect` from backward nodes (the outputs' ``grad_fn``), e.g. of a failed backward call."""
     order = walk(roots)
     ids = {fn: i for i, fn in enumerate(order)}
-    freed_by = getattr(tracker, "freed_by", None)
+    freed_by = tracker.freed_by if tracker is not None else None
     nodes: list[GraphNode] = []
     saved: list[SavedTensor] = []
     for i, fn in enumerate(order):
         name = fn.name()
         next_ids = tuple(ids[n] for n, _ in fn.next_functions if n is not None)
+        seq = internals.sequence_nr(fn)
         if hasattr(fn, "variable"):
             var = fn.variable
             leaf = namer.name_of(var) or f"leaf {list(var.shape)}"
-            nodes.append(GraphNode(i, "AccumulateGrad", leaf, "leaf", next_ids, leaf_name=leaf, shape=tuple(var.shape)))
+            nodes.append(GraphNode(i, "AccumulateGrad", leaf, "leaf", next_ids, leaf_name=leaf, shape=tuple(var.shape),
+                                   seq=seq))
             continue
         records = inspect_node(fn, i, namer, freed_by)
         saved.extend(records)
         kind = "custom" if isinstance(fn, torch.autograd.function.BackwardCFunction) else "op"
-        nodes.append(GraphNode(i, name, op_name(name), kind, next_ids, freed=any(r.status == "freed" for r in records)))
+        nodes.append(GraphNode(i, name, op_name(name), kind, next_ids, seq=seq))
     return Graph(tuple(nodes), tuple(saved), tuple(ids[r] for r in roots))
+
+
+def saved_tensors(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None) -> list[SavedTensor]:
+    """Every tensor the graph of ``output`` saved for backward, with versions and status.
+
+    Inside :func:`gradlab.track` the records also say who modified a tensor, and where.
+
+    Example::
+
+        >>> x = torch.ones(3, requires_grad=True)
+        >>> [(s.node, s.attribute, s.status) for s in saved_tensors(x.sigmoid().sum())]
+        [('SigmoidBackward0', 'result', 'ok')]
+    """
+    tracker = session.active()
+    namer = tracker.namer(names) if tracker is not None else Namer(names)
+    return list(collect(output, namer, tracker=tracker).saved)
+
+
+# -- modules (for drawing with collapse="module") --------------------------------------------------------------------
+
+def _parent(path: str) -> str:
+    return path.rsplit(".", 1)[0] if "." in path else ""
+
+
+def _common(paths: Sequence[str]) -> str:
+    parts = [p.split(".") for p in paths]
+    out: list[str] = []
+    for level in zip(*parts):
+        if len(set(level)) != 1:
+            break
+        out.append(level[0])
+    return ".".join(out)
+
+
+def direct_modules(graph: Graph) -> dict[int, str]:
+    """Module path of each leaf and of each op that uses a parameter directly (or via T/View)."""
+    by_id = {n.id: n for n in graph.nodes}
+    leaves: dict[int, str] = {}  # leaf id -> its module path, for named parameters in a module
+    for n in graph.nodes:
+        if n.kind == "leaf" and n.leaf_name and not n.leaf_name.startswith("leaf ["):
+            path = _parent(n.leaf_name.split(" ", 1)[0])
+            if path:
+                leaves[n.id] = path
+    out = dict(leaves)
+    for n in graph.nodes:
+        if n.kind == "leaf":
+            continue
+        found = set()
+        for m in n.next_ids:
+            nxt = by_id[m]
+            if nxt.kind != "leaf" and len(nxt.next_ids) == 1 and nxt.label in _TRANSPARENT:
+                m = nxt.next_ids[0]
+            if m in leaves:
+                found.add(leaves[m])
+        if found:
+            common = found.pop() if len(found) == 1 else _common(sorted(found))
+            if common:
+                out[n.id] = common
+    return out
+
+
+def module_of_nodes(graph: Graph) -> dict[int, str]:
+    """Which module each node belongs to, for ``collapse="module"`` (nodes without one are left out).
+
+    Parameters belong to the module in their name (``n_1.linear_1.weight`` ->
+    ``n_1.linear_1``); an op to the module of the parameters it uses directly
+    (through a transpose or view); an op without parameters to the common parent
+    of its neighbours' modules (ReLU between ``n_1.linear_1`` and
+    ``n_1.linear_2`` -> ``n_1``). A loss touching no module stays outside.
+    """
+    direct = direct_modules(graph)
+    consumers: dict[int, list[int]] = {}
+    for n in graph.nodes:
+        for m in n.next_ids:
+            consumers.setdefault(m, []).append(n.id)
+    out = dict(direct)
+    for n in graph.nodes:
+        if n.id in direct:
+            continue
+        near = sorted({direct[m] for m in (*n.next_ids, *consumers.get(n.id, ())) if m in direct})
+        if not near:
+            continue
+        common = _common(near)
+        if common in near:
+            common = _parent(common)
+        if common:
+            out[n.id] = common
+    return out
+
+
+_COLUMNS = ("id", "node", "saved as", "tensor", "shape", "saved", "now", "status")
+
+
+def saved_table(saved: Sequence[SavedTensor]) -> str:
+    """The records of :func:`gradlab.saved_tensors` as a fixed-width text table.
+
+    One row per saved tensor, in the graph's order: the node's id and name, the
+    attribute it saved the tensor as, the tensor's name and shape, its version
+    when saved and now, and its status. ``modified by`` and ``where`` columns
+    are added when a record has them (inside :func:`gradlab.track`).
+
+    Example::
+
+        >>> import gradlab
+        >>> x = torch.ones(3, requires_grad=True)
+        >>> print(saved_table(gradlab.saved_tensors(x.sigmoid().sum(), names={"x": x})))
+        id  node              saved as  tensor                 shape  saved  now  status
+        1   SigmoidBackward0  result    output of Sigmoid [3]  [3]    0      0    ok
+    """
+    if isinstance(saved, SavedTensor) or not isinstance(saved, Sequence) or isinstance(saved, (str, bytes)):
+        raise TypeError("saved_table() takes the list returned by gradlab.saved_tensors(loss, names), "
+                        f"not {type(saved).__name__}")
+    for item in saved:
+        if not isinstance(item, SavedTensor):
+            raise TypeError("saved_table() takes the list returned by gradlab.saved_tensors(loss, names); "
+                            f"it contains a {type(item).__name__}")
+    if not saved:
+        return "(no saved tensors)"
+    columns = list(_COLUMNS)
+    extra = any(s.modified_by for s in saved) or any(s.where for s in saved)
+    if extra:
+        columns += ["modified by", "where"]
+    rows = []
+    for s in saved:
+        row = [str(s.node_id), s.node, s.attribute, s.name,
+               "?" if s.shape is None else str(list(s.shape)),
+               "-" if s.saved_version is None else str(s.saved_version),
+               "-" if s.current_version is None else str(s.current_version),
+               s.status]
+        if extra:
+            row += [s.modified_by or "", (s.where or "") + (f": {s.code}" if s.code else "")]
+        rows.append(row)
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [columns, *rows]]
+    return "\n".join(lines)

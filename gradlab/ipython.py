@@ -2,50 +2,54 @@
 
 from __future__ import annotations
 
-from .names import modules_in
-from .saved import STALE_RE, is_freed_error
-from .track import Tracker
+from typing import Any
 
-__all__ = ["load", "unload"]
+from . import messages
+from .names import modules_in
+from .tracker import Tracker
+
+__all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
 _ATTR = "_gradlab_session"
 
 
-def _is_autograd_error(value: BaseException) -> bool:
-    return isinstance(value, RuntimeError) and (is_freed_error(value) or bool(STALE_RE.search(str(value))))
+def _has_note(error: BaseException) -> bool:
+    return any(note.lstrip().startswith("gradlab:") for note in getattr(error, "__notes__", ()))
 
 
-def _handler(shell, etype, value, tb, tb_offset=None):
+def _handler(shell: Any, etype: type[BaseException], value: BaseException, tb: Any,
+             tb_offset: int | None = None) -> None:
     # Show the original traceback first, unchanged (it carries gradlab's note when tracked).
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
-    if _is_autograd_error(value) and getattr(value, "__gradlab_diagnosis__", None) is None:
-        try:
-            from .explain import explain
-        except ImportError:  # pragma: no cover - explain ships with gradlab
-            return None
+    if messages.is_autograd_error(value) and not _has_note(value):
+        from .explanation import explain
+
         print("\ngradlab: " + str(explain(value)))
-    return None
 
 
-def load(shell: object) -> None:
-    """Start a session-wide tracker (parameters named from the notebook's modules)."""
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext gradlab``: track every cell, and explain autograd errors under their traceback.
+
+    Parameters are named after the notebook's modules (``n_1.linear_2.weight``).
+    A cell's own ``with gradlab.track(...)`` joins this session tracker (one note
+    per failure). The tracker is ``gradlab_tracker`` in the notebook's namespace.
+    """
     if getattr(shell, _ATTR, None) is not None:
         return
     if not hasattr(shell, "set_custom_exc") or not hasattr(shell, "user_ns"):
         raise TypeError("load_ipython_extension() takes the IPython shell; use %load_ext gradlab in a notebook")
     tracker = Tracker(lambda: modules_in(shell.user_ns))
-    undo = tracker._start()
-    setattr(shell, _ATTR, (tracker, undo))
+    tracker.__enter__()
+    setattr(shell, _ATTR, tracker)
     shell.user_ns.setdefault("gradlab_tracker", tracker)
     shell.set_custom_exc((RuntimeError,), _handler)
 
 
-def unload(shell: object) -> None:
-    """Stop the session tracker and restore the default error display."""
-    session = getattr(shell, _ATTR, None)
-    if session is None:
+def unload_ipython_extension(shell: Any) -> None:
+    """``%unload_ext gradlab``: stop tracking and restore IPython's error display."""
+    tracker = getattr(shell, _ATTR, None)
+    if tracker is None:
         return
-    tracker, undo = session
     setattr(shell, _ATTR, None)
-    tracker._stop(undo)
     shell.set_custom_exc((), None)
+    tracker.__exit__(None, None, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import sysconfig
 from types import FrameType
 
 import torch
@@ -17,22 +18,28 @@ _SKIP_DIRS = (
     os.path.dirname(os.__file__) + os.sep + "contextlib.py",
 )
 _is_library: dict[object, bool] = {}
+# Installed packages and the standard library: never the user's own callers.
+_INSTALLED = tuple(sorted({os.path.join(p, "") for key in ("stdlib", "platstdlib", "purelib", "platlib")
+                           if (p := sysconfig.get_paths().get(key))}))
 
 
 class Location:
     """A line of user code: ``where`` is ``file:line`` (``cell:line`` in a notebook).
 
     The file name and source text are looked up only when asked for, so
-    recording a location on a hot path costs one frame walk.
+    recording a location on a hot path costs one frame walk. ``callers`` are
+    the user lines that called this one (outermost last), when they were asked
+    for: they tell apart two calls made through one helper function.
     """
 
-    __slots__ = ("filename", "lineno", "_where", "_code")
+    __slots__ = ("filename", "lineno", "_where", "_code", "callers")
 
-    def __init__(self, filename: str, lineno: int) -> None:
+    def __init__(self, filename: str, lineno: int, callers: tuple[Location, ...] = ()) -> None:
         self.filename = filename
         self.lineno = lineno
         self._where: str | None = None
         self._code: str | None = None
+        self.callers = callers
 
     @property
     def where(self) -> str:
@@ -57,6 +64,14 @@ class Location:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.code}" if self.code else self.where
+
+    def same_call(self, other: Location | None) -> bool:
+        """The same line reached through the same user callers."""
+        return other is not None and self == other and self.callers == other.callers
+
+    def trail(self) -> str:
+        """``file:line: code`` and, when known, `` (called from file:line: code)`` for each caller."""
+        return str(self) + "".join(f" (called from {c})" for c in self.callers)
 
 
 def _library_code(code: object, filename: str) -> bool:
@@ -91,16 +106,28 @@ def _compute_display_name(filename: str) -> str:
     return os.path.basename(filename) if rel.startswith("..") else rel
 
 
-def user_location(frame: FrameType | None = None) -> Location | None:
+def user_location(frame: FrameType | None = None, callers: int = 0) -> Location | None:
     """The innermost frame of user code above ``frame`` (default: the caller).
 
     Frames inside torch, gradlab and contextlib are skipped, so the result is the
-    line the learner wrote, e.g. ``train.py:12: opt_1.step()``.
+    line the learner wrote, e.g. ``train.py:12: opt_1.step()``. With ``callers=N``
+    the next N user frames further out are kept in ``Location.callers``.
     """
     f = frame if frame is not None else sys._getframe(1)
     while f is not None:
         code = f.f_code
         if not _library_code(code, code.co_filename):
-            return Location(code.co_filename, f.f_lineno)
+            if not callers:
+                return Location(code.co_filename, f.f_lineno)
+            outer: list[Location] = []
+            g = f.f_back
+            while g is not None and len(outer) < callers:
+                gcode = g.f_code
+                name = gcode.co_filename
+                if _library_code(gcode, name) or name.startswith(_INSTALLED):
+                    break  # the caller is not the user's code (a runner, IPython, a library)
+                outer.append(Location(name, g.f_lineno))
+                g = g.f_back
+            return Location(code.co_filename, f.f_lineno, tuple(outer))
         f = f.f_back
     return None

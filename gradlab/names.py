@@ -72,11 +72,16 @@ def resolve(names: NamesLike) -> Mapping[str, object]:
 
 
 class Namer:
-    """Looks up tensors by identity and by shared storage; holds only weak references."""
+    """Looks up tensors by identity and by shared storage; holds only weak references.
 
-    def __init__(self, names: NamesLike = None) -> None:
-        self._by_id: dict[int, tuple[str, weakref.ref]] = {}
-        self._by_storage: dict[int, list[tuple[str, weakref.ref]]] = {}
+    ``fallback`` is asked for what these names do not cover (the names of an
+    enclosing tracker).
+    """
+
+    def __init__(self, names: NamesLike = None, fallback: Namer | None = None) -> None:
+        self._by_id: dict[int, tuple[str, weakref.ref[torch.Tensor]]] = {}
+        self._by_storage: dict[int, list[tuple[str, weakref.ref[torch.Tensor]]]] = {}
+        self.fallback = fallback
         for name, t in _pairs(resolve(names)):
             ref = weakref.ref(t)
             self._by_id.setdefault(id(t), (name, ref))
@@ -85,19 +90,33 @@ class Namer:
                 self._by_storage.setdefault(key, []).append((name, ref))
 
     def __bool__(self) -> bool:
-        return bool(self._by_id)
+        return bool(self._by_id) or bool(self.fallback)
+
+    def covers(self, key: int | None) -> bool:
+        """Whether some named tensor lives in the storage ``key`` (see :func:`storage_key`)."""
+        return key is not None and (key in self._by_storage or (self.fallback is not None and self.fallback.covers(key)))
 
     def named(self) -> list[tuple[str, torch.Tensor]]:
-        """The named tensors still alive, in the order given."""
+        """The named tensors still alive, in the order given (then the fallback's)."""
         out = []
+        seen = set()
         for name, ref in self._by_id.values():
             t = ref()
             if t is not None:
                 out.append((name, t))
+                seen.add(id(t))
+        if self.fallback is not None:
+            out.extend((n, t) for n, t in self.fallback.named() if id(t) not in seen)
         return out
 
     def name_of(self, t: torch.Tensor) -> str | None:
         """The given name of ``t``, or of the named tensor ``t`` is a view of."""
+        own = self._own_name(t)
+        if own is None and self.fallback is not None:
+            return self.fallback.name_of(t)
+        return own
+
+    def _own_name(self, t: torch.Tensor) -> str | None:
         hit = self._by_id.get(id(t))
         if hit is not None and hit[1]() is t:
             return hit[0]

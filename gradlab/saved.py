@@ -2,38 +2,40 @@
 
 from __future__ import annotations
 
-import re
 import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import torch
 
-from .location import Location
+from . import internals, messages
+from .location import Location, user_location
 from .names import Namer, op_name
 
-__all__ = ["SavedTensor", "Write", "STATUSES"]
+__all__ = ["SavedTensor", "Write", "Status"]
 
-STATUSES = ("ok", "modified_in_place", "freed", "unknown")
-
-FREED_MARK = "Trying to backward through the graph a second time"
-FREED_ACCESS_MARK = "after they have already been freed"
-STALE_RE = re.compile(
-    r"modified by an inplace operation: \[(?P<type>[\w.]+) \[(?P<shape>[\d, ]*)\]\]"
-    r"(?:, which is output (?P<nr>\d+) of (?P<op>\w+),)? is at version (?P<cur>\d+); "
-    r"expected version (?P<exp>\d+) instead"
-)
+#: What :class:`SavedTensor.status` can be.
+Status = Literal["ok", "modified_in_place", "freed", "unknown"]
 
 
 @dataclass(frozen=True)
 class Write:
-    """One in-place write that moved a saved tensor's version counter."""
+    """One in-place write that moved a saved tensor's version counter.
+
+    ``op`` is what wrote (``Adam.step()``, ``mul_``, ``__setitem__``,
+    ``relu_(inplace=True)``); ``grad_mode`` whether autograd recorded the write
+    (False under ``torch.no_grad()``, inside an optimizer step, or through a
+    ``.detach()``ed alias).
+    """
 
     op: str
     before: int
     after: int
     location: Location | None
+    optimizer: bool = False
+    grad_mode: bool = True
 
     @property
     def where(self) -> str | None:
@@ -46,7 +48,8 @@ class SavedTensor:
 
     ``status`` is ``ok`` (unchanged since saved), ``modified_in_place`` (its
     version moved: backward will raise), ``freed`` (a backward released it) or
-    ``unknown`` (gradlab cannot tell without running user code).
+    ``unknown`` (gradlab cannot tell without running user code). ``saved_at`` is
+    the user line whose forward saved it (known inside :func:`gradlab.track`).
     """
 
     node: str
@@ -56,75 +59,85 @@ class SavedTensor:
     shape: tuple[int, ...] | None
     saved_version: int | None
     current_version: int | None
-    status: str
+    status: Status
     modified_by: str | None = None
     where: str | None = None
     code: str | None = None
     writes: tuple[Write, ...] = field(default=(), repr=False)
     requires_grad: bool | None = None
+    saved_at: Location | None = field(default=None, repr=False)
+    freed_by: Location | None = field(default=None, repr=False)
+    named: bool = False
 
 
 # NOTE [Saved-tensor hooks and the version check]
 # When saved_tensors_hooks are active, PyTorch stores whatever the pack hook
 # returns and no longer compares versions on unpack: an identity hook silently
 # disables the in-place check. gradlab's pack stores the version (Packed) and
-# its unpack re-checks it, raising PyTorch's own message. Packed keeps a
-# detach()ed alias: it shares the storage and version counter but has no
-# grad_fn, so an op's saved output does not form a reference cycle with the
-# node that saved it (an identity hook keeps such graphs alive forever).
+# its unpack re-checks it, raising PyTorch's own message (gradlab.messages).
+# Packed keeps a detach()ed alias: it shares the storage and version counter
+# but has no grad_fn, so an op's saved output does not form a reference cycle
+# with the node that saved it (an identity hook keeps such graphs alive forever).
 class Packed:
     """What gradlab's pack hook stores in place of a saved tensor."""
 
-    __slots__ = ("tensor", "version", "writes", "op", "output_nr", "is_view", "requires_grad", "source",
-                 "node_seq", "__weakref__")
+    __slots__ = ("tensor", "version", "writes", "output_nr", "is_view", "requires_grad", "source",
+                 "fn_name", "fn_seq", "saved_at", "__weakref__")
 
-    def __init__(self, tensor: torch.Tensor) -> None:
+    def __init__(self, tensor: torch.Tensor, saved_at: Location | None = None) -> None:
         fn = tensor.grad_fn
         self.tensor = tensor.detach()
-        self.version = tensor._version
+        self.version = internals.version(tensor)
         self.writes: list[Write] = []
         self.output_nr = tensor.output_nr
-        self.is_view = tensor._is_view()
+        self.is_view = internals.is_view(tensor)
         self.requires_grad = tensor.requires_grad
-        self.op: str | None = None
-        self.source: weakref.ref | None = None
-        # The node saving this tensor was created just before it saves: it holds the
-        # newest sequence number.
-        self.node_seq = torch._C._autograd._get_sequence_nr() - 1
-        if fn is not None:
-            self.op = fn.name()
-            # An op's own output is saved by its own node; the error message names that
-            # node. An input's message names the input's grad_fn at unpack time.
-            if fn._sequence_nr() != self.node_seq:
-                self.source = weakref.ref(tensor)
+        self.saved_at = saved_at
+        # The grad_fn at save time: if the node that unpacks this is that very node,
+        # the tensor is the op's own output (torch's message then names the node).
+        self.fn_name: str | None = fn.name() if fn is not None else None
+        self.fn_seq: int | None = internals.sequence_nr(fn) if fn is not None else None
+        self.source: weakref.ref[torch.Tensor] | None = weakref.ref(tensor) if fn is not None else None
+
+    def message_node(self, unpacking: Any | None) -> str | None:
+        """The node torch's in-place message would name for this tensor (None for a leaf).
+
+        torch names the saving node for an op's own output, and otherwise the
+        saved tensor's grad_fn as it is *now* (a view whose base changed in place
+        has a regenerated ``AsStridedBackward0``).
+        """
+        if self.fn_name is None:
+            return None
+        if unpacking is not None and self.fn_seq is not None and internals.sequence_nr(unpacking) == self.fn_seq \
+                and unpacking.name() == self.fn_name:
+            return self.fn_name
+        original = self.source() if self.source is not None else None
+        if original is not None:
+            fn = original.grad_fn
+            return fn.name() if fn is not None else None
+        return "AsStridedBackward0" if self.is_view else self.fn_name
+
+
+def pack_hook(t: torch.Tensor) -> Packed:
+    """A pack hook that records the version (for :func:`gradlab.measure_memory`)."""
+    return Packed(t)
+
+
+def packed_with_location(t: torch.Tensor) -> Packed:
+    """A :class:`Packed` that also records the user line whose forward saved ``t``."""
+    return Packed(t, user_location())
 
 
 # While set, gradlab's unpack hooks hand back the tensor without checking and
 # report which Packed they opened: this is how inspection reads save-time versions.
-_peek: ContextVar[list | None] = ContextVar("gradlab_peek", default=None)
+_peek: ContextVar[list[Packed] | None] = ContextVar("gradlab_peek", default=None)
 
 
-def stale_message(p: Packed) -> str:
-    """PyTorch 2.13's in-place error message for a stale packed tensor."""
+def stale_error(p: Packed) -> RuntimeError:
+    """PyTorch's in-place error for a stale packed tensor, in the installed torch's words."""
     t = p.tensor
-    op = op_name(p.op) if p.op else None
-    if p.source is not None:
-        original = p.source()
-        if original is not None:
-            fn = original.grad_fn
-            op = op_name(fn.name()) if fn is not None else None
-        elif p.is_view:
-            op = "AsStrided"  # a view whose base changed gets an AsStridedBackward0 grad_fn
-    which = f", which is output {p.output_nr} of {op}," if op else ""
-    if torch.is_anomaly_enabled():
-        hint = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. "
-                "The variable in question was changed in there or anywhere later. Good luck!")
-    else:
-        hint = ("Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
-                "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
-    shape = ", ".join(str(s) for s in t.shape)
-    return (f"one of the variables needed for gradient computation has been modified by an inplace operation: "
-            f"[{t.type()} [{shape}]]{which} is at version {t._version}; expected version {p.version} instead. {hint}")
+    return RuntimeError(messages.stale_message(t.type(), tuple(t.shape), p.message_node(internals.current_node()),
+                                               p.output_nr, internals.version(t), p.version))
 
 
 def unpack_hook(p: Packed) -> torch.Tensor:
@@ -133,28 +146,9 @@ def unpack_hook(p: Packed) -> torch.Tensor:
     if peek is not None:
         peek.append(p)
         return p.tensor
-    if p.tensor._version != p.version:
-        raise RuntimeError(stale_message(p))
+    if internals.version(p.tensor) != p.version:
+        raise stale_error(p)
     return p.tensor
-
-
-def is_freed_error(e: BaseException) -> bool:
-    return FREED_MARK in str(e) or FREED_ACCESS_MARK in str(e)
-
-
-_attr_cache: dict[type, tuple[str, ...]] = {}
-
-
-def _saved_attributes(fn: object) -> tuple[str, ...]:
-    cls = type(fn)
-    attrs = _attr_cache.get(cls)
-    if attrs is None:
-        if isinstance(fn, torch.autograd.function.BackwardCFunction):
-            attrs = ("saved_tensors",)
-        else:
-            attrs = tuple(a for a in dir(fn) if a.startswith("_saved_") and not a.endswith(("_sym_sizes", "_sym_strides")))
-        _attr_cache[cls] = attrs
-    return attrs
 
 
 def _read(fn: object, attr: str) -> tuple[object, list[Packed], BaseException | None]:
@@ -168,11 +162,11 @@ def _read(fn: object, attr: str) -> tuple[object, list[Packed], BaseException | 
         _peek.reset(token)
 
 
-def _write_fields(p: Packed | None) -> dict:
+def _write_fields(p: Packed | None) -> dict[str, Any]:
     if p is None or not p.writes:
         return {}
     first = p.writes[0]
-    ops = []
+    ops: list[str] = []
     for w in p.writes:
         if w.op not in ops:
             ops.append(w.op)
@@ -181,38 +175,34 @@ def _write_fields(p: Packed | None) -> dict:
             "code": loc.code if loc else None, "writes": tuple(p.writes)}
 
 
-def inspect_node(fn: object, node_id: int, namer: Namer,
-                 freed_by: Callable[[object], Location | None] | None = None) -> list[SavedTensor]:
+def inspect_node(fn: Any, node_id: int, namer: Namer,
+                 freed_by: Callable[[Any], Location | None] | None = None) -> list[SavedTensor]:
     """Every saved tensor of one backward node, with its status.
 
-    Reads ``_saved_*`` attributes (or ``saved_tensors`` of a custom Function).
-    Versions at save time come from gradlab's packed record when the tensor was
-    saved under :func:`gradlab.track`; otherwise from a dry run of the node on
-    zero gradients (see NOTE [Dry run]).
+    Reads the node's saved attributes (``internals.saved_attributes``). Versions
+    at save time come from gradlab's packed record when the tensor was saved under
+    :func:`gradlab.track`; otherwise from the accessors themselves or a dry run of
+    the node on zero gradients (see NOTE [Dry run]).
     """
     node = fn.name()
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     unknown: list[int] = []
     refused = False  # an accessor raised (stale, freed or other): only then can a dry run add anything
     custom = isinstance(fn, torch.autograd.function.BackwardCFunction)
-    for attr in _saved_attributes(fn):
+    for attr in internals.saved_attributes(fn):
         label = attr[len("_saved_"):] if attr.startswith("_saved_") else attr
         value, packed, err = _read(fn, attr)
         if err is not None:
             refused = True
-            if is_freed_error(err):
+            m = messages.find(err)
+            if m is not None and m.kind == "graph_freed":
                 loc = freed_by(fn) if freed_by else None
                 out.append(dict(attribute=label, name=f"its saved {label!r}", shape=None, saved_version=None,
-                                current_version=None, status="freed", where=loc.where if loc else None,
-                                code=loc.code if loc else None))
+                                current_version=None, status="freed", freed_by=loc,
+                                where=loc.where if loc else None, code=loc.code if loc else None))
                 continue
-            m = STALE_RE.search(str(err))
-            if m:
-                shape = tuple(int(s) for s in m["shape"].split(",") if s.strip())
-                desc = _stale_name(fn, namer, shape, int(m["cur"])) or (
-                    f"output of {m['op']} {list(shape)}" if m["op"] else f"tensor {list(shape)}")
-                out.append(dict(attribute=label, name=desc, shape=shape, saved_version=int(m["exp"]),
-                                current_version=int(m["cur"]), status="modified_in_place"))
+            if m is not None and m.kind == "modified_in_place" and m.shape is not None:
+                out.extend(_stale_entries(fn, attr, label, m, namer))
                 continue
             out.append(dict(attribute=label, name=label, shape=None, saved_version=None, current_version=None,
                             status="unknown"))
@@ -225,18 +215,21 @@ def inspect_node(fn: object, node_id: int, namer: Namer,
                 continue
             p = packed[k] if k < len(packed) else None
             k += 1
-            entry = dict(attribute=f"{label}[{i}]" if multi else label,
-                         name=namer.describe(t, None if attr != "_saved_result" else node),
-                         shape=tuple(t.shape), current_version=t._version,
-                         requires_grad=p.requires_grad if p is not None else t.requires_grad)
+            given = namer.name_of(t)
+            entry: dict[str, Any] = dict(
+                attribute=f"{label}[{i}]" if multi else label,
+                name=given or namer.describe(t, None if attr != "_saved_result" else node),
+                named=given is not None, shape=tuple(t.shape), current_version=internals.version(t),
+                requires_grad=p.requires_grad if p is not None else t.requires_grad)
             if p is not None:
                 entry["saved_version"] = p.version
-                entry["status"] = "ok" if p.version == t._version else "modified_in_place"
+                entry["status"] = "ok" if p.version == internals.version(t) else "modified_in_place"
+                entry["saved_at"] = p.saved_at
                 entry.update(_write_fields(p))
             elif custom and not packed:
                 # saved_tensors of a custom Function checks versions itself (unless gradlab's
                 # hooks packed them): it returned, so all are current.
-                entry["saved_version"] = t._version
+                entry["saved_version"] = internals.version(t)
                 entry["status"] = "ok"
             else:
                 entry["saved_version"] = None
@@ -252,6 +245,34 @@ def inspect_node(fn: object, node_id: int, namer: Namer,
     return [SavedTensor(node=node, node_id=node_id, **e) for e in out]
 
 
+def _stale_entries(fn: Any, attr: str, label: str, m: messages.Message, namer: Namer) -> list[dict[str, Any]]:
+    """The records of an attribute whose accessor refused a stale tensor (outside a tracker).
+
+    The tensor itself is read without the check (``internals.raw_saved``), so it is
+    named exactly, views included; when torch cannot hand it out, it is named from
+    the message's shape and version (:func:`_stale_name`) or described as unknown.
+    """
+    shape, cur = m.shape or (), m.current_version
+    raw = internals.raw_saved(fn, attr)
+    if raw is not None:
+        multi = len(raw) > 1 or attr == "saved_tensors"
+        found = []
+        for i, t in enumerate(raw):
+            if t is None or tuple(t.shape) != shape or internals.version(t) != cur:
+                continue
+            given = namer.name_of(t)
+            found.append(dict(attribute=f"{label}[{i}]" if multi else label, named=given is not None,
+                              name=given or namer.describe(t, m.node if t.grad_fn is None and m.node else None),
+                              shape=shape, saved_version=m.expected_version, current_version=cur,
+                              status="modified_in_place", requires_grad=t.requires_grad))
+        if found:
+            return found[:1]  # the accessor stops at the first stale tensor, as the engine does
+    name = _stale_name(fn, namer, shape, cur, label) if cur is not None else None
+    desc = name or (f"output of {op_name(m.node)} {list(shape)}" if m.node else f"tensor {list(shape)}")
+    return [dict(attribute=label, name=desc, shape=shape, saved_version=m.expected_version, current_version=cur,
+                 status="modified_in_place", named=name is not None)]
+
+
 # NOTE [Dry run]
 # A _saved_* accessor unpacks like the engine does (SavedVariable::unpack): without
 # saved-tensor hooks it raises the in-place error for a stale tensor; with foreign
@@ -265,15 +286,27 @@ def inspect_node(fn: object, node_id: int, namer: Namer,
 # the stale tensor's shape and both versions; the first stale tensor stops the
 # node, so the node's other saved tensors stay 'unknown'. AccumulateGrad and
 # custom Functions are never called (they would write .grad or run user code).
-def _stale_name(fn: object, namer: Namer, shape: tuple[int, ...], version: int) -> str | None:
-    """Name the stale tensor an accessor refused to hand out.
+def _stale_name(fn: Any, namer: Namer, shape: tuple[int, ...], version: int, attribute: str = "") -> str | None:
+    """Name the stale tensor an accessor refused to hand out, or None when it cannot be known.
 
-    The accessor's error gives only shape and versions. A tensor saved by a node
-    is usually one of the leaves it differentiates into (a Linear's weight, via
-    TBackward0), so look at leaves within two hops: if exactly one has that
-    shape (or its transpose) and that version, it is the one.
+    The accessor's error gives only shape and versions. A stale tensor is a named
+    tensor (or a view of one) whose storage is at ``version`` now, with ``shape``
+    or its transpose. The candidates are first the leaves within two hops of the
+    node (a Linear's weight, via TBackward0), then every tensor in ``names``
+    (plain tensors, buffers, and views of either). Exactly one candidate must fit;
+    several that fit equally (a LayerNorm's weight and bias) are told apart by the
+    saved attribute's name (``weight``); otherwise the answer is None.
     """
-    found: dict[int, str] = {}
+    def fits(var: torch.Tensor) -> str | None:
+        if internals.version(var) != version:
+            return None
+        if tuple(var.shape) == shape:
+            return ""
+        if var.dim() == 2 and tuple(var.shape)[::-1] == shape:
+            return " (transposed view)"
+        return None
+
+    near: dict[int, str] = {}
     frontier = [fn]
     for _ in range(2):
         nxt = []
@@ -282,34 +315,42 @@ def _stale_name(fn: object, namer: Namer, shape: tuple[int, ...], version: int) 
                 if child is None:
                     continue
                 var = getattr(child, "variable", None)
-                if var is not None and var._version == version:
+                if var is not None:
                     name = namer.name_of(var)
-                    if name and tuple(var.shape) == shape:
-                        found[id(var)] = name
-                    elif name and var.dim() == 2 and tuple(var.shape)[::-1] == shape:
-                        found[id(var)] = f"{name} (transposed view)"
+                    suffix = fits(var)
+                    if name and suffix is not None:
+                        near[id(var)] = f"{name}{suffix}" if " (" not in name else name
                 nxt.append(child)
         frontier = nxt
+    if len(near) > 1 and attribute:
+        near = {k: v for k, v in near.items() if v.split(" (")[0].rsplit(".", 1)[-1] == attribute}
+    if len(near) == 1:
+        return next(iter(near.values()))
+    if near:
+        return None
+    found: dict[int, str] = {}
+    for name, t in namer.named():
+        suffix = fits(t)
+        if suffix is not None:
+            found.setdefault(id(t), f"{name}{suffix}")
     return next(iter(found.values())) if len(found) == 1 else None
 
 
-def _dry_run(fn: object, entries: list[dict], unknown: list[int]) -> None:
-    try:
-        grads = [torch.zeros(tuple(m.shape), dtype=m.dtype, device=m.device) for m in fn._input_metadata]
-    except (AttributeError, RuntimeError, TypeError):
+def _dry_run(fn: Any, entries: list[dict[str, Any]], unknown: list[int]) -> None:
+    meta = internals.input_metadata(fn)
+    if meta is None:
         return
+    grads = [torch.zeros(shape, dtype=dtype, device=device) for shape, dtype, device in meta]
     try:
         with torch.no_grad():
             fn(*grads)
     except RuntimeError as e:
-        m = STALE_RE.search(str(e))
-        if not m:
+        m = messages.find(e)
+        if m is None or m.kind != "modified_in_place" or m.shape is None:
             return
-        shape = tuple(int(s) for s in m["shape"].split(",") if s.strip())
-        cur, exp = int(m["cur"]), int(m["exp"])
         for i in unknown:
-            if entries[i]["shape"] == shape and entries[i]["current_version"] == cur:
-                entries[i].update(saved_version=exp, status="modified_in_place")
+            if entries[i]["shape"] == m.shape and entries[i]["current_version"] == m.current_version:
+                entries[i].update(saved_version=m.expected_version, status="modified_in_place")
                 return
         return
     except Exception:  # noqa: BLE001 - any other failure of the node: we cannot tell

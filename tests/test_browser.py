@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from gradlab.lab import HOST, build_argv
+from gradlab.course.lab import HOST, build_argv
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "artifacts"

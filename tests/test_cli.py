@@ -50,7 +50,7 @@ PATTERNS = [
     ("chained_inplace.py", "modified_in_place", "n_1.2.weight", "[10, 1]", "opt_1.step()"),
     ("gan.py", "modified_in_place", "discriminator.2.weight", "[8, 1]", "opt_d.step()"),
     ("actor_critic.py", "modified_in_place", "critic.2.weight", "[16, 1]", "opt_critic.step()"),
-    ("relu_inplace.py", "modified_in_place", "relu(inplace=True)", "[5, 4]", "loss = model(x).pow(2).mean()"),
+    ("relu_inplace.py", "modified_in_place", "relu_", "[5, 4]", "loss = model(x).pow(2).mean()"),
     ("chained_freed.py", "graph_freed", None, None, "loss_1.backward()"),
     ("rnn_hidden.py", "graph_freed", None, None, "loss.backward()"),
 ]

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 import gradlab
-from gradlab.saved import STALE_RE, is_freed_error
+from gradlab.messages import is_autograd_error
 
 
 class SaveInput(torch.autograd.Function):
@@ -226,7 +226,7 @@ def _backward_outcome(loss: torch.Tensor) -> str:
     try:
         loss.backward()
     except RuntimeError as e:
-        if is_freed_error(e) or STALE_RE.search(str(e)):
+        if is_autograd_error(e):
             return "autograd_error"
         raise
     return "ok"

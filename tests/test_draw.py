@@ -14,8 +14,8 @@ import pytest
 import torch
 
 import gradlab
-from gradlab import draw, examples
-from gradlab.draw import INSTALL_GRAPHVIZ, GraphView
+from gradlab import course, draw
+from gradlab.drawing import INSTALL_GRAPHVIZ, GraphView
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
@@ -39,8 +39,8 @@ def mlp_loss() -> tuple[torch.nn.Module, torch.Tensor]:
 
 
 def two_losses(detach_input: bool = False):
-    pair = examples.make_pair()
-    x, y = examples.batches(1)[0]
+    pair = course.make_pair()
+    x, y = course.batches(1)[0]
     pred_1 = pair.n_1(x)
     pred_2 = pair.n_2(pred_1.detach() if detach_input else pred_1)
     return pair, pair.criterion(y, pred_1), pair.criterion(y, pred_2)
@@ -95,8 +95,8 @@ def test_dot_is_identical_on_every_run():
 # -- stale tensors, detach, outputs ---------------------------------------------------------------
 
 def test_stale_weight_after_optimizer_step_is_red():
-    pair = examples.make_pair()
-    x, y = examples.batches(1)[0]
+    pair = course.make_pair()
+    x, y = course.batches(1)[0]
     with gradlab.track(names=pair.names):
         pred_1 = pair.n_1(x)
         loss_1 = pair.criterion(y, pred_1)

@@ -1,4 +1,4 @@
-"""gradlab.environment(): versions, Graphviz found or not, install hints."""
+"""gradlab.course.environment(): versions, Graphviz found or not, install hints."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 # The module, not the function of the same name that gradlab re-exports.
-envmod = importlib.import_module("gradlab.environment")
+envmod = importlib.import_module("gradlab.course.environment")
 
 
 def _fake_dot(folder: Path, version: str = "9.1.0") -> None:

@@ -1,4 +1,4 @@
-"""gradlab.verify and gradlab.saved_table, on real answers and real autograd graphs."""
+"""course.verify and gradlab.saved_table, on real answers and real autograd graphs."""
 
 from __future__ import annotations
 
@@ -8,15 +8,16 @@ import pytest
 import torch
 
 import gradlab
-import gradlab.exercise
+from gradlab import course
+import gradlab.course.exercise
 
 
 def _verify(value, expected=..., **kw):
     kw.setdefault("success", "right")
     kw.setdefault("hint", "look again")
     if expected is ...:
-        return gradlab.verify(value, **kw)
-    return gradlab.verify(value, expected=expected, **kw)
+        return course.verify(value, **kw)
+    return course.verify(value, expected=expected, **kw)
 
 
 # ------------------------------------------------------------------ verify
@@ -110,8 +111,8 @@ def test_success_and_hint_are_required_sentences(kw: dict) -> None:
 
 def test_verify_on_the_course_failure() -> None:
     """The notebook-01 exercise: how many nodes of loss_2's graph lost their buffers."""
-    pair = gradlab.make_pair(seed=0)
-    x, y = gradlab.batches(1)[0]
+    pair = course.make_pair(seed=0)
+    x, y = course.batches(1)[0]
     pred_1 = pair.n_1(x)
     loss_1 = pair.criterion(y, pred_1)
     loss_1.backward()
@@ -124,9 +125,9 @@ def test_verify_on_the_course_failure() -> None:
 
 # ------------------------------------------------------------- saved_table
 
-def _retain_graph_failure() -> tuple[gradlab.Pair, torch.Tensor]:
-    pair = gradlab.make_pair(seed=0)
-    x, y = gradlab.batches(1)[0]
+def _retain_graph_failure() -> tuple[course.Pair, torch.Tensor]:
+    pair = course.make_pair(seed=0)
+    x, y = course.batches(1)[0]
     pred_1 = pair.n_1(x)
     pair.criterion(y, pred_1).backward(retain_graph=True)
     pair.opt_1.step()
@@ -164,8 +165,8 @@ def test_table_rows_match_the_records() -> None:
 
 
 def test_table_shows_freed_rows_with_unknown_shape() -> None:
-    pair = gradlab.make_pair(seed=0)
-    x, y = gradlab.batches(1)[0]
+    pair = course.make_pair(seed=0)
+    x, y = course.batches(1)[0]
     pred_1 = pair.n_1(x)
     pair.criterion(y, pred_1).backward()
     loss_2 = pair.criterion(y, pair.n_2(pred_1))
@@ -175,8 +176,8 @@ def test_table_shows_freed_rows_with_unknown_shape() -> None:
 
 
 def test_table_adds_who_modified_it_inside_track() -> None:
-    pair = gradlab.make_pair(seed=0)
-    x, y = gradlab.batches(1)[0]
+    pair = course.make_pair(seed=0)
+    x, y = course.batches(1)[0]
     with gradlab.track(names=pair.names):
         pred_1 = pair.n_1(x)
         pair.criterion(y, pred_1).backward(retain_graph=True)
@@ -215,5 +216,5 @@ def test_table_rejects_a_single_record_or_a_diagnosis_in_the_list() -> None:
 
 
 def test_docstring_examples_run() -> None:
-    result = doctest.testmod(gradlab.exercise)
-    assert result.attempted >= 3 and result.failed == 0
+    result = doctest.testmod(gradlab.course.exercise)
+    assert result.attempted >= 2 and result.failed == 0

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from gradlab.explain import KINDS, Explanation, explain
+from gradlab.explanation import KINDS, Explanation, explain
 
 
 def _raise(fn) -> RuntimeError:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gradlab import lab
+from gradlab.course import lab
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,7 @@ def test_missing_notebooks_dir_is_reported(tmp_path: Path, capsys: pytest.Captur
 @pytest.mark.slow
 def test_lab_serves_only_with_token(tmp_path: Path, notebooks: Path) -> None:
     port, token = _free_port(), "gradlab-test-token"
-    command = [sys.executable, "-m", "gradlab.lab", "--port", str(port), "--no-browser",
+    command = [sys.executable, "-m", "gradlab.course.lab", "--port", str(port), "--no-browser",
                "--token", token, "--notebooks-dir", str(notebooks)]
     server = subprocess.Popen(command, env=_lab_env(tmp_path), cwd=tmp_path,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -11,16 +11,17 @@ import pytest
 import torch
 
 import gradlab
+from gradlab import course
 from gradlab.memory import MemoryTrace, measure_memory, plot_memory, rss_bytes
 
 
 def _loop(retain: bool, keep: bool, steps: int, size: int = 256, trace: MemoryTrace | None = None) -> object:
     """The course's corrected (joint) loop; ``retain`` backwards each loss with retain_graph=True,
     ``keep`` adds every loss to a running total (the real leak pattern). Returns the total."""
-    pair = gradlab.make_pair(seed=0, softmax=False)
+    pair = course.make_pair(seed=0, softmax=False)
     n_1, n_2, opt_1, opt_2, criterion = pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion
     total_loss = 0
-    for x, y in gradlab.batches(steps, seed=0, size=size):
+    for x, y in course.batches(steps, seed=0, size=size):
         pred_1 = n_1(x)
         pred_2 = n_2(pred_1)
         opt_1.zero_grad()
@@ -89,8 +90,8 @@ def test_kept_losses_without_retain_keep_nodes_but_no_saved_tensors():
 def test_counts_what_torch_saves():
     """Oracle: torch's own pack-hook calls, and the tensors gradlab.saved_tensors finds."""
     packed = []
-    pair = gradlab.make_pair(seed=0, softmax=False)
-    x, y = gradlab.batches(1)[0]
+    pair = course.make_pair(seed=0, softmax=False)
+    x, y = course.batches(1)[0]
     with torch.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
         loss = pair.criterion(y, pair.n_2(pair.n_1(x)))
     with measure_memory() as trace:
@@ -127,8 +128,8 @@ def test_dropping_the_last_reference_frees_a_retained_graph():
 
 def test_in_place_error_still_raised_inside():
     """The pack hook keeps PyTorch's version check: the original loop with retain_graph still fails."""
-    pair = gradlab.make_pair(seed=0)
-    x, y = gradlab.batches(1)[0]
+    pair = course.make_pair(seed=0)
+    x, y = course.batches(1)[0]
     with measure_memory(), pytest.raises(RuntimeError, match="modified by an inplace operation"):
         pred_1 = pair.n_1(x)
         pair.opt_1.zero_grad()

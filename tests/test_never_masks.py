@@ -18,13 +18,14 @@ import torch
 from torch import nn
 
 import gradlab
+from gradlab import course
 
 
 def course_retain_graph() -> None:
     """The course's loop with retain_graph=True: opt_1.step() then loss_2.backward()."""
-    pair = gradlab.make_pair(0)
+    pair = course.make_pair(0)
     n_1, n_2, opt_1, opt_2, criterion = pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion
-    x, y = gradlab.batches(1)[0]
+    x, y = course.batches(1)[0]
     pred_1 = n_1(x)
     opt_1.zero_grad()
     loss_1 = criterion(y, pred_1)

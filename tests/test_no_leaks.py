@@ -20,9 +20,10 @@ import pytest
 import torch
 
 import gradlab
+from gradlab import course
 
 
-def _corrected_step(pair: gradlab.Pair, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def _corrected_step(pair: course.Pair, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     pred_1 = pair.n_1(x)
     pred_2 = pair.n_2(pred_1)
     pair.opt_1.zero_grad()
@@ -39,8 +40,8 @@ def _registry_refs(tracker: gradlab.Tracker) -> int:
 
 
 def test_long_run_under_track_is_bounded() -> None:
-    pair = gradlab.make_pair(0, softmax=False)
-    data = gradlab.batches(50, seed=1)
+    pair = course.make_pair(0, softmax=False)
+    data = course.batches(50, seed=1)
     proc = psutil.Process()
     registry_max = 0
     with gradlab.track(names=pair.names) as tracker:
@@ -88,8 +89,8 @@ def _dies(make: Callable[[], Iterator[object]]) -> None:
 
 def test_nothing_alive_after_track_exits() -> None:
     def make():
-        pair = gradlab.make_pair(0, softmax=False)
-        x, y = gradlab.batches(1)[0]
+        pair = course.make_pair(0, softmax=False)
+        x, y = course.batches(1)[0]
         with gradlab.track(names=pair.names) as tracker:
             loss = _corrected_step(pair, x, y)
             kept = pair.n_1(x).sigmoid()  # SigmoidBackward0 saves its output
@@ -123,8 +124,8 @@ def test_inspectors_keep_no_reference(inspector: str, tracked: bool) -> None:
     results = []
 
     def make():
-        pair = gradlab.make_pair(0)
-        x, y = gradlab.batches(1)[0]
+        pair = course.make_pair(0)
+        x, y = course.batches(1)[0]
         with gradlab.track() if tracked else contextlib.nullcontext():
             pred_1 = pair.n_1(x)
             loss_1 = pair.criterion(y, pred_1)
@@ -146,8 +147,8 @@ def test_inspectors_keep_no_reference(inspector: str, tracked: bool) -> None:
 
 def test_results_hold_no_tensor() -> None:
     """Diagnosis, saved records and reports are plain data: no tensor anywhere inside."""
-    pair = gradlab.make_pair(0)
-    x, y = gradlab.batches(1)[0]
+    pair = course.make_pair(0)
+    x, y = course.batches(1)[0]
     with gradlab.track(names=pair.names):
         loss = pair.criterion(y, pair.n_2(pair.n_1(x)))
         loss.backward(retain_graph=True)

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import gradlab
+from gradlab import course
 
 STEPS = 200
 
@@ -28,16 +29,16 @@ OPTIMIZERS = {
 
 
 def _train(opt_name: str, foreach: bool, tracked: bool, names: bool = False) -> tuple[list, list]:
-    pair = gradlab.make_pair(seed=3, softmax=False)
+    pair = course.make_pair(seed=3, softmax=False)
     n_1, n_2, criterion = pair.n_1, pair.n_2, pair.criterion
     opt_1 = OPTIMIZERS[opt_name](n_1.parameters(), foreach)
     opt_2 = OPTIMIZERS[opt_name](n_2.parameters(), foreach)
     pair.opt_1, pair.opt_2 = opt_1, opt_2
-    data = gradlab.batches(STEPS, seed=5)
+    data = course.batches(STEPS, seed=5)
     ctx = gradlab.track(names=pair.names if names else None) if tracked else contextlib.nullcontext()
     with ctx:
         for x, y in data:
-            gradlab.joint_step(pair, x, y)
+            course.joint_step(pair, x, y)
     params = [p.detach().clone() for p in (*n_1.parameters(), *n_2.parameters())]
     state = [v.clone() for opt in (opt_1, opt_2) for s in opt.state.values() for v in s.values()
              if isinstance(v, torch.Tensor)]
@@ -63,6 +64,6 @@ def test_track_with_names_gives_bitwise_identical_training() -> None:
 
 def test_training_actually_moved_the_parameters() -> None:
     """Guard against a vacuous pass: 200 steps change every parameter."""
-    start = [p.detach().clone() for p in (*gradlab.make_pair(seed=3, softmax=False).n_1.parameters(),)]
+    start = [p.detach().clone() for p in (*course.make_pair(seed=3, softmax=False).n_1.parameters(),)]
     end, _ = _train("adam", False, tracked=True)
     assert not any(torch.equal(a, b) for a, b in zip(start, end[:4]))

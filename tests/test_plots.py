@@ -11,7 +11,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import gradlab  # noqa: E402
-from gradlab import examples, grad_report, plot_grads, plot_losses, plot_predictions, timeline  # noqa: E402
+from gradlab import course, grad_report, plot_grads, timeline  # noqa: E402
+from gradlab.course import plot_losses, plot_predictions  # noqa: E402
 
 
 def texts(fig) -> list[str]:
@@ -30,8 +31,8 @@ def texts(fig) -> list[str]:
 @pytest.fixture
 def failing_tracker():
     """The course's original loop under track: step 1 before backward 2 -> in-place error."""
-    pair = examples.make_pair()
-    x, y = examples.batches(1)[0]
+    pair = course.make_pair()
+    x, y = course.batches(1)[0]
     with gradlab.track(names=pair.names) as tracker:
         pred_1 = pair.n_1(x)
         loss_1 = pair.criterion(y, pred_1)
@@ -78,8 +79,8 @@ def test_timeline_bad_input():
 
 
 def test_plot_losses_labels_flat_and_stopped_runs():
-    fig = plot_losses({"joint": examples.train("joint", steps=3), "softmax": [0.7, 0.7, 0.7],
-                       "original": examples.train("original", steps=2)})
+    fig = plot_losses({"joint": course.train("joint", steps=3), "softmax": [0.7, 0.7, 0.7],
+                       "original": course.train("original", steps=2)})
     found = texts(fig)
     assert [ax.get_title() for ax in fig.axes] == ["joint", "softmax", "original"]
     assert any("flat: not learning" in t for t in found)
@@ -97,8 +98,8 @@ def test_plot_losses_bad_input(bad):
 
 
 def _report(**kw) -> gradlab.GradReport:
-    pair = examples.make_pair(**kw)
-    x, y = examples.batches(1)[0]
+    pair = course.make_pair(**kw)
+    x, y = course.batches(1)[0]
     loss = pair.criterion(y, pair.n_2(pair.n_1(x)))
     loss.backward()
     return grad_report(pair.names, loss)
@@ -122,7 +123,7 @@ def test_plot_grads_bad_input():
 
 
 def test_plot_predictions():
-    pair = examples.train("joint", steps=2, softmax=False).pair
+    pair = course.train("joint", steps=2, softmax=False).pair
     found = texts(plot_predictions(pair))
     assert {"target y = 2x", "n_1(x)", "n_2(n_1(x))"} <= set(found)
     with pytest.raises(TypeError, match="Pair"):

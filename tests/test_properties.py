@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 import gradlab
+from gradlab import course
 
 settings.register_profile("gradlab", deadline=None, max_examples=25, derandomize=True, database=None,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -210,13 +211,13 @@ def test_explain_mangled_inplace_message(prefix: str, cur: int, exp: int, shape:
 @pytest.mark.parametrize("value", sorted(ODD))
 @pytest.mark.parametrize("arg", ["seed", "lr", "softmax", "detach_inside"])
 def test_make_pair_args(value: str, arg: str) -> None:
-    _call(lambda: gradlab.make_pair(**{arg: ODD[value]()}), arg)
+    _call(lambda: course.make_pair(**{arg: ODD[value]()}), arg)
 
 
 @pytest.mark.parametrize("value", sorted(ODD))
 @pytest.mark.parametrize("arg", ["steps", "seed", "size"])
 def test_batches_args(value: str, arg: str) -> None:
-    result = _call(lambda: gradlab.batches(**{arg: ODD[value]()}), arg)
+    result = _call(lambda: course.batches(**{arg: ODD[value]()}), arg)
     if not isinstance(result, Exception):
         assert all(x.shape == y.shape for x, y in result)
 
@@ -225,13 +226,13 @@ def test_batches_args(value: str, arg: str) -> None:
 @pytest.mark.parametrize("arg", ["order", "steps", "seed", "lr", "softmax"])
 def test_train_args(value: str, arg: str) -> None:
     kwargs = {"steps": 2, arg: ODD[value]()}
-    _call(lambda: gradlab.train(**kwargs), arg)
+    _call(lambda: course.train(**kwargs), arg)
 
 
 @SETTINGS
 @given(steps=st.integers(-3, 4), seed=st.integers(-(2**63), 2**63 - 1), size=st.integers(-2, 5))
 def test_batches_integers(steps: int, seed: int, size: int) -> None:
-    result = _call(lambda: gradlab.batches(steps, seed, size), "steps", "seed", "size")
+    result = _call(lambda: course.batches(steps, seed, size), "steps", "seed", "size")
     if not isinstance(result, Exception):
         assert len(result) == steps
 

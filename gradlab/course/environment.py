@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from . import __version__
+from gradlab import __version__
 
 __all__ = ["EnvironmentReport", "environment", "setup", "GRAPHVIZ_INSTALL_LINES"]
 
@@ -129,8 +129,8 @@ def environment() -> EnvironmentReport:
 
     Example::
 
-        >>> import gradlab
-        >>> report = gradlab.environment()
+        >>> import gradlab.course
+        >>> report = gradlab.course.environment()
         >>> report.ready                     # doctest: +SKIP
         True
         >>> print(report)                    # doctest: +SKIP

@@ -1,4 +1,4 @@
-"""Open the course in JupyterLab: ``python -m gradlab.lab [--port N] [--no-browser]``.
+"""Open the course in JupyterLab: ``python -m gradlab.course.lab [--port N] [--no-browser]``.
 
 JupyterLab serves the repository's ``notebooks/`` folder and opens
 ``00_start_here.ipynb``. The server listens on 127.0.0.1 only and always
@@ -80,8 +80,8 @@ def port_in_use(port: int, host: str = HOST) -> bool:
 
 
 def _default_notebooks_dir() -> Path:
-    # The course checkout: gradlab/ sits next to notebooks/.
-    return Path(__file__).resolve().parent.parent / "notebooks"
+    # The course checkout: gradlab/ sits next to notebooks/ (this file is gradlab/course/lab.py).
+    return Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def _running_as_root() -> bool:
@@ -90,7 +90,7 @@ def _running_as_root() -> bool:
 
 def _parse_args(args: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m gradlab.lab",
+        prog="python -m gradlab.course.lab",
         description="Open the gradlab course in JupyterLab (127.0.0.1, token required).",
     )
     parser.add_argument("--port", type=int, default=8888, help="port on 127.0.0.1 (default 8888)")
@@ -126,7 +126,7 @@ def main(args: Sequence[str] | None = None) -> int:
             f"gradlab.lab: port {options.port} on {HOST} is already in use "
             "(is another Jupyter running?).\n"
             f"Pick another port:  make lab PORT={options.port + 2}   "
-            f"(or: python -m gradlab.lab --port {options.port + 2})",
+            f"(or: python -m gradlab.course.lab --port {options.port + 2})",
             file=sys.stderr,
         )
         return 2

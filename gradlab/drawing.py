@@ -17,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-from .graph import Graph, GraphNode, collect, roots_of
+from . import session
+from .graph import Graph, GraphNode, collect, direct_modules, module_of_nodes, roots_of
 from .names import Namer, NamesLike
 from .saved import SavedTensor
 
@@ -38,9 +39,6 @@ COLLAPSE_MODES = (False, "module")
 _PARAM, _OP, _CUSTOM, _SAVED = "#cfe2f3", "#eeeeee", "#fff2cc", "#fce5cd"
 _STALE, _STALE_FILL, _OUT, _OUT_FILL, _GREY, _CUT = "#cc0000", "#f4cccc", "#1c4587", "#c9daf8", "#999999", "#b45f06"
 
-# Single-input ops through which an op still "touches" a parameter (Addmm -> T -> weight).
-_TRANSPARENT = frozenset({"T", "Transpose", "Permute", "View", "Reshape", "UnsafeView", "Expand", "Squeeze",
-                          "Unsqueeze", "Alias", "ToCopy", "Clone", "Contiguous", "Select", "Slice"})
 _MAX_INDENT = 24
 _PNG_TREE_LINES = 60
 
@@ -124,86 +122,12 @@ def draw(output_or_outputs: object, names: NamesLike = None, *, collapse: bool |
         raise ValueError(f"max_nodes must be at least 1, got {max_nodes}")
     tensors, labels = _outputs_of(output_or_outputs)
     if tracker is None:
-        from .track import active_tracker
-
-        tracker = active_tracker()
-    namer = tracker.namer(names) if tracker is not None and hasattr(tracker, "namer") else Namer(names)
+        tracker = session.active()
+    namer = tracker.namer(names) if tracker is not None else Namer(names)
     graph = collect(tensors, namer, tracker=tracker)
     outputs = tuple(_Output(label, node_id, tuple(t.shape))
                     for label, node_id, t in zip(labels, graph.outputs, tensors))
     return GraphView(graph, outputs, collapse, max_nodes)
-
-
-# -- modules (collapse="module") --------------------------------------------------------------------
-
-def _parent(path: str) -> str:
-    return path.rsplit(".", 1)[0] if "." in path else ""
-
-
-def _common(paths: Sequence[str]) -> str:
-    parts = [p.split(".") for p in paths]
-    out: list[str] = []
-    for level in zip(*parts):
-        if len(set(level)) != 1:
-            break
-        out.append(level[0])
-    return ".".join(out)
-
-
-def _direct_modules(graph: Graph) -> dict[int, str]:
-    """Module path of each leaf and of each op that uses a parameter directly (or via T/View)."""
-    by_id = {n.id: n for n in graph.nodes}
-    leaves: dict[int, str] = {}  # leaf id -> its module path, for named parameters in a module
-    for n in graph.nodes:
-        if n.kind == "leaf" and n.leaf_name and not n.leaf_name.startswith("leaf ["):
-            path = _parent(n.leaf_name.split(" ", 1)[0])
-            if path:
-                leaves[n.id] = path
-    out = dict(leaves)
-    for n in graph.nodes:
-        if n.kind == "leaf":
-            continue
-        found = set()
-        for m in n.next_ids:
-            nxt = by_id[m]
-            if nxt.kind != "leaf" and len(nxt.next_ids) == 1 and nxt.label in _TRANSPARENT:
-                m = nxt.next_ids[0]
-            if m in leaves:
-                found.add(leaves[m])
-        if found:
-            common = found.pop() if len(found) == 1 else _common(sorted(found))
-            if common:
-                out[n.id] = common
-    return out
-
-
-def module_of_nodes(graph: Graph) -> dict[int, str]:
-    """Which module each node belongs to, for ``collapse="module"`` (nodes without one are left out).
-
-    Parameters belong to the module in their name (``n_1.linear_1.weight`` ->
-    ``n_1.linear_1``); an op to the module of the parameters it uses directly
-    (through a transpose or view); an op without parameters to the common parent
-    of its neighbours' modules (ReLU between ``n_1.linear_1`` and
-    ``n_1.linear_2`` -> ``n_1``). A loss touching no module stays outside.
-    """
-    direct = _direct_modules(graph)
-    consumers: dict[int, list[int]] = {}
-    for n in graph.nodes:
-        for m in n.next_ids:
-            consumers.setdefault(m, []).append(n.id)
-    out = dict(direct)
-    for n in graph.nodes:
-        if n.id in direct:
-            continue
-        near = sorted({direct[m] for m in (*n.next_ids, *consumers.get(n.id, ())) if m in direct})
-        if not near:
-            continue
-        common = _common(near)
-        if common in near:
-            common = _parent(common)
-        if common:
-            out[n.id] = common
-    return out
 
 
 # -- rendering: DOT ---------------------------------------------------------------------------------
@@ -338,7 +262,7 @@ def to_dot(graph: Graph, outputs: Sequence[_Output] = (), collapse: bool | str =
     the bottom), as in ``torchviz.make_dot``; gradients flow against them.
     """
     roots = {o.node_id for o in outputs} | set(graph.outputs)
-    direct = _direct_modules(graph)
+    direct = direct_modules(graph)
     module = module_of_nodes(graph) if collapse == "module" else {}
     body: dict[str, list[str]] = {}  # module path ("" = top level) -> lines
 
@@ -422,7 +346,7 @@ def to_text(graph: Graph, outputs: Sequence[_Output] = ()) -> str:
     saved: dict[int, list[SavedTensor]] = {}
     for s in graph.saved:
         saved.setdefault(s.node_id, []).append(s)
-    direct = _direct_modules(graph)
+    direct = direct_modules(graph)
     labels: dict[int, list[str]] = {}
     for o in outputs:
         labels.setdefault(o.node_id, []).append(o.label)

@@ -6,58 +6,23 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from typing import TYPE_CHECKING, Literal
+
+import torch
+
+from . import session
+from .advice import fix_options
 from .graph import Graph, collect
 from .names import NamesLike
 from .saved import SavedTensor
 
-__all__ = ["Diagnosis", "Problem", "check", "fix_options"]
+if TYPE_CHECKING:
+    from .tracker import BackwardCall
 
-_FREED_FIXES = [
-    "Call backward once per graph: add the losses that share it and call backward on the sum "
-    "(in the course: forward both networks, then (loss_1 + loss_2).backward()).",
-    "If the second model should treat the first one's output as data, detach it where it enters "
-    "(in the course: n_2(pred_1.detach())).",
-    "State carried from one iteration to the next (an RNN's hidden state, a running total of losses): "
-    "detach it at the start of each iteration (h = h.detach()), or keep loss.item() instead of the tensor.",
-    "If you need the graph again, recompute the forward pass instead of reusing the old output.",
-    "retain_graph=True on the first backward only helps when nothing modifies the saved tensors "
-    "in between; otherwise it turns this error into the in-place one.",
-]
-_STEP_FIXES = [
-    "Run every backward before the optimizer.step() that changes the weights it saved: "
-    "zero all, backward all (or their sum), then step all.",
-    "If the model whose weights changed should not learn from this loss, feed its output in "
-    "detached (in the course: n_2(pred_1.detach())).",
-    "If you must step in between, recompute the forward pass after the step, so the new graph "
-    "saves the new weights (in a GAN: run the discriminator again on the fake batch).",
-]
-_OP_FIXES = [
-    "Replace the in-place op with its out-of-place form: x = x + 1 for x += 1, torch.where(...) for "
-    "x[i] = v, nn.ReLU() for nn.ReLU(inplace=True).",
-]
+__all__ = ["Diagnosis", "Problem", "ProblemKind", "check", "check_graph"]
 
-
-def fix_options(kind: str, problems: Sequence[Problem] = ()) -> list[str]:
-    """Fix options for one kind of problem, the likeliest first.
-
-    For an in-place problem, a write by an ``optimizer.step()`` puts the ordering
-    fixes first; a write by an op puts "use the out-of-place form" first; when
-    nobody recorded the writer (outside :func:`gradlab.track`), both are listed.
-    """
-    if kind == "graph_freed":
-        return list(_FREED_FIXES)
-    if kind != "modified_in_place":
-        raise ValueError(f"kind must be 'graph_freed' or 'modified_in_place', not {kind!r}")
-    writers = [p.modified_by for p in problems if p.kind == kind and p.modified_by]
-    by_step = any(w.endswith(".step()") for w in writers)
-    by_op = any(not w.endswith(".step()") for w in writers)
-    if by_op and not by_step:
-        return _OP_FIXES + _STEP_FIXES
-    if by_step and not by_op:
-        return _STEP_FIXES + ["If the tensor was changed by your own code, use the out-of-place op "
-                              "(x = x + 1, not x += 1)."]
-    return _STEP_FIXES + _OP_FIXES
-
+#: The two ways a backward fails that gradlab diagnoses.
+ProblemKind = Literal["graph_freed", "modified_in_place"]
 
 @dataclass(frozen=True)
 class Problem:
@@ -68,7 +33,7 @@ class Problem:
     line that modified it (or, for a freed graph, the backward call that freed it).
     """
 
-    kind: str
+    kind: ProblemKind
     node: str
     tensor: str
     shape: tuple[int, ...] | None
@@ -145,26 +110,41 @@ class Diagnosis:
 
 
 def _problem(s: SavedTensor) -> Problem:
-    kind = "graph_freed" if s.status == "freed" else "modified_in_place"
+    kind: ProblemKind = "graph_freed" if s.status == "freed" else "modified_in_place"
     return Problem(kind=kind, node=s.node, tensor=s.name, shape=s.shape, saved_version=s.saved_version,
                    current_version=s.current_version, modified_by=s.modified_by, where=s.where, code=s.code,
                    node_id=s.node_id)
 
 
-def diagnose(graph: Graph, skip_freed: set[int] | None = None) -> Diagnosis:
-    """Turn a collected graph into a Diagnosis (one Problem per freed node or stale tensor)."""
-    problems: list[Problem] = []
-    freed_nodes: set[int] = set()
+def check_graph(graph: Graph, failing: BackwardCall | None = None) -> Diagnosis:
+    """Turn a collected graph into a Diagnosis (one Problem per freed node or stale tensor).
+
+    With ``failing`` (the backward call that just raised), only the problems that
+    made it fail are kept: a node that call freed itself, before it reached the
+    real problem, is not a cause.
+    """
+    stale: list[Problem] = []
+    freed: list[tuple[SavedTensor, bool]] = []  # (record, freeing call known)
+    seen: set[int] = set()
     for s in graph.saved:
         if s.status == "modified_in_place":
-            problems.append(_problem(s))
-        elif s.status == "freed" and s.node_id not in freed_nodes and s.node_id not in (skip_freed or set()):
-            freed_nodes.add(s.node_id)
-            problems.append(_problem(s))
+            stale.append(_problem(s))
+        elif s.status == "freed" and s.node_id not in seen:
+            seen.add(s.node_id)
+            if failing is not None and s.freed_by is not None and s.freed_by is failing.location:
+                continue  # freed by the failing call itself
+            freed.append((s, s.freed_by is not None))
+    if failing is not None and any(known for _, known in freed):
+        # Nodes whose freeing call is unknown were run by the failing call itself
+        # (their saved values bypass the hooks, e.g. a Python scalar in x * 2.0).
+        freed = [(s, known) for s, known in freed if known]
+    problems = stale + [_problem(s) for s, _ in freed]
+    if failing is not None and stale:
+        problems = stale  # the engine stopped at a stale tensor: that is the cause
     return Diagnosis(ok=not problems, problems=problems, graph=graph)
 
 
-def check(output: object, names: NamesLike = None) -> Diagnosis:
+def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None) -> Diagnosis:
     """Predict whether ``output.backward()`` would succeed, without running it.
 
     Nothing changes: no ``.grad``, parameter, optimizer state or buffer. Inside
@@ -181,9 +161,7 @@ def check(output: object, names: NamesLike = None) -> Diagnosis:
         >>> d.ok, d.problems[0].kind, d.problems[0].tensor
         (False, 'modified_in_place', 'w')
     """
-    from .track import active_tracker
-
-    tracker = active_tracker()
+    tracker = session.active()
     if tracker is not None:
         return tracker.check(output, names)
-    return diagnose(collect(output, names))
+    return check_graph(collect(output, names))

@@ -1,15 +1,14 @@
 """Multiple-choice questions with an explanation for every answer, right or wrong.
 
 :class:`Quiz` is the data and the grading (:meth:`Quiz.check` works without a
-browser); :data:`QUESTIONS` holds the course's questions by id, and
-:func:`quiz` builds the widget for one of them (``quiz("retain_graph")``) or
-for a question of your own: one button per option, and the explanation of the
-chosen option appears below. The options are shown in a shuffled order that
-depends only on the question, so the right answer is not always first and a
-notebook shows the same order on every run. Displayed without a live kernel
-(HTML handout, untrusted notebook) a quiz shows the question and its options,
-with the answers folded in a ``<details>`` block; its plain text never gives
-the answer away.
+browser); :data:`QUESTIONS` holds the course's questions by id. The widget
+(:func:`gradlab.course.quiz`, in :mod:`gradlab.course.widgets`) shows one: one
+button per option, and the explanation of the chosen option appears below.
+Options are shown in a shuffled order that depends only on the question, so the
+right answer is not always first and a notebook shows the same order on every
+run. Displayed without a live kernel (HTML handout, untrusted notebook) a quiz
+shows the question and its options, with the answers folded in a ``<details>``
+block; its plain text never gives the answer away.
 """
 
 from __future__ import annotations
@@ -20,9 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .playground import errors_shown_in
-
-__all__ = ["QUESTIONS", "Quiz", "QuizWidget", "quiz"]
+__all__ = ["QUESTIONS", "Quiz", "question"]
 
 
 @dataclass(frozen=True)
@@ -102,7 +99,7 @@ class Quiz:
                 f"<details><summary>Answers</summary><ul>{answers}</ul></details></div>")
 
 
-#: The course's questions by id: ``gradlab.quiz("retain_graph")`` shows one.
+#: The course's questions by id: ``gradlab.course.quiz("retain_graph")`` shows one.
 #: Options are written answer first; :func:`quiz` shuffles them for display.
 QUESTIONS: dict[str, Quiz] = {
     "freed_graph": Quiz(
@@ -174,38 +171,9 @@ QUESTIONS: dict[str, Quiz] = {
 }
 
 
-class QuizWidget:
-    """A :class:`Quiz` on screen; build it with :func:`quiz`.
-
-    ``buttons`` maps each option text to its button, in the order shown;
-    clicking one writes the feedback into ``output`` (``feedback_text()`` reads
-    it back).
-    """
-
-    def __init__(self, quiz: Quiz, widget: Any, buttons: dict[str, Any], output: Any) -> None:
-        self.quiz = quiz
-        self.widget = widget
-        self.buttons = buttons
-        self.output = output
-
-    def feedback_text(self) -> str:
-        """What the feedback area shows, as plain text."""
-        return "\n".join(out.get("text") or out.get("data", {}).get("text/plain", "") for out in self.output.outputs)
-
-    def __repr__(self) -> str:
-        return f"<gradlab quiz: {self.quiz.question!r}>"
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        # Widget view for a live kernel; the question, its options and the
-        # folded answers for everything else (plain text: no answer).
-        data = dict(self.widget._repr_mimebundle_())
-        data["text/plain"] = str(self.quiz)
-        data["text/html"] = self.quiz._repr_html_()
-        return data
-
-
-def _chosen(question: str | Quiz, options: Mapping[str, str] | None, answer: str | None) -> tuple[Quiz, str | None]:
-    """The quiz to show and the key of its option order."""
+def question(question: str | Quiz, options: Mapping[str, str] | None = None,
+             answer: str | None = None) -> tuple[Quiz, str | None]:
+    """The quiz to show (a course question by id, a Quiz, or the parts of one) and the key of its option order."""
     if isinstance(question, Quiz):
         if options is not None or answer is not None:
             raise TypeError("pass either a Quiz or question, options and answer, not both")
@@ -216,55 +184,3 @@ def _chosen(question: str | Quiz, options: Mapping[str, str] | None, answer: str
         raise TypeError("quiz() needs question, options (option text -> explanation) and answer, "
                         f"or the id of one of the course's questions: {list(QUESTIONS)}")
     return Quiz(question, options, answer), None
-
-
-def quiz(question: str | Quiz, options: Mapping[str, str] | None = None, answer: str | None = None,
-         *, shuffle: bool = True) -> QuizWidget:
-    """A multiple-choice widget: click an option, read why it is right or wrong.
-
-    Pass the id of a course question (a key of :data:`QUESTIONS`), a
-    :class:`Quiz`, or a question, its options and the answer. With
-    ``shuffle=True`` the options appear in the order of :meth:`Quiz.shuffled`
-    (keyed by the question's id, or by its text), the same on every run.
-
-    Example::
-
-        >>> w = quiz("2 + 2?", {"4": "Yes.", "5": "No: that is 2 + 3."}, answer="4")
-        >>> w.buttons["4"].click()
-        >>> w.feedback_text()
-        'Right: Yes.'
-        >>> sorted(quiz("retain_graph").buttons) == sorted(QUESTIONS["retain_graph"].options)
-        True
-    """
-    q, key = _chosen(question, options, answer)
-    if not isinstance(shuffle, bool):
-        raise TypeError(f"shuffle must be True or False, not {type(shuffle).__name__}")
-    if shuffle:
-        q = q.shuffled(key)
-    import ipywidgets as w
-
-    output = w.Output()
-    buttons = {option: w.Button(description=option, tooltip=option,
-                                layout=w.Layout(width="auto", max_width="100%"))
-               for option in q.options}
-
-    def on_click(option: str) -> Any:
-        def handler(_: Any) -> None:
-            with errors_shown_in(output):
-                correct, why = q.check(option)
-                for name, button in buttons.items():
-                    button.button_style = ("success" if correct else "danger") if name == option else ""
-                color = "#2e7d32" if correct else "#c62828"
-                head = "✓ Right" if correct else "✗ Not quite"
-                output.outputs = ({"output_type": "display_data", "metadata": {},
-                                   "data": {"text/plain": q.feedback(option),
-                                            "text/html": f'<p style="color:{color}"><b>{head}:</b> '
-                                                         f"{html.escape(why)}</p>"}},)
-        return handler
-
-    for option, button in buttons.items():
-        button.on_click(on_click(option))
-    widget = w.VBox([w.HTML(f"<b>Quiz:</b> {html.escape(q.question)}"),
-                     w.VBox(list(buttons.values())), output])
-    widget.add_class("gradlab-quiz")  # a stable hook for CSS and the browser test
-    return QuizWidget(q, widget, buttons, output)

@@ -3,42 +3,36 @@
 Data first: :data:`STEPS` are the loop's lines, :data:`PRESETS` the orders the
 course compares, :func:`run_order` runs one iteration on fresh networks and
 returns an :class:`Outcome` (plain data), :func:`outcome_table` renders every
-preset's outcome as static HTML. Then the widget: :func:`playground` builds a
-:class:`Playground` (preset menu, an editable list of steps, Run, and an
-``Output`` where results and any callback error appear).
-
-ipywidgets is imported only when a widget is built, so ``import gradlab``
-stays light and free of side effects.
+preset's outcome as static HTML. The widget that drives this is in
+:mod:`gradlab.course.widgets`.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import linecache
-import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from .examples import Pair, batches, make_pair
-from .graph import collect, walk
-from .track import track
+import gradlab
+from gradlab.drawing import GraphView
+from gradlab.graph import walk
+
+from .networks import Pair, batches, make_pair
 
 __all__ = [
     "STEPS",
     "PRESETS",
     "Preset",
     "Outcome",
-    "Playground",
+    "OrderError",
     "run_order",
+    "run_iteration",
     "outcome_table",
     "HTMLText",
-    "playground",
-    "errors_shown_in",
 ]
 
 #: The lines of the training loop, by step id, in the order the menu lists them.
@@ -97,7 +91,7 @@ class Preset:
 _LOOP_1 = ("forward_1", "zero_grad_1", "loss_1")
 _LOOP_2 = ("zero_grad_2", "loss_2", "backward_2", "step_2")
 
-#: The orders the course compares (the same loops as :data:`gradlab.ORDERS`).
+#: The orders the course compares (the same loops as :data:`gradlab.course.ORDERS`).
 PRESETS: dict[str, Preset] = {
     "original loop": Preset(
         (*_LOOP_1, "backward_1", "step_1", "forward_2", *_LOOP_2),
@@ -228,8 +222,14 @@ def _param_names(pair: Pair) -> list[tuple[str, torch.nn.Parameter]]:
     return [(f"{net}.{name}", p) for net, module in pair.names.items() for name, p in module.named_parameters()]
 
 
+def run_iteration(steps: Sequence[str], detach_inside: bool = False, seed: int = 0, softmax: bool = False,
+                  draw: bool = False) -> tuple[Outcome, GraphView | None]:
+    """:func:`run_order`, and with ``draw=True`` also the losses' graph as drawn after the iteration."""
+    return _run(_check_steps(steps), detach_inside, seed, softmax, draw)
+
+
 def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool,
-         want_view: bool = False) -> tuple[Outcome, Any]:
+         want_view: bool = False) -> tuple[Outcome, GraphView | None]:
     pair = make_pair(seed, softmax=softmax)
     pair.n_2.detach_inside = detach_inside  # same initial weights with or without the detach
     x, y = batches(1, seed)[0]
@@ -241,7 +241,7 @@ def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool,
     grad_from: dict[str, list[str]] = {name: [] for name, _ in params}
     failed = error_type = error = diagnosis = None
     program = _program(steps)
-    with track(pair.names) as tracker:
+    with gradlab.track(pair.names, warn=False) as tracker:
         for i, step in enumerate(steps):
             try:
                 for name in _NEEDS.get(step, ()):
@@ -250,7 +250,7 @@ def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool,
                 exec(program[i], scope)  # noqa: S102 - constant code from STEPS
             except Exception as e:  # noqa: BLE001 - the outcome reports any error of the learner's order
                 failed, error_type, error = i, type(e).__name__, str(e)
-                diag = getattr(e, "__gradlab_diagnosis__", None)
+                diag = tracker.diagnosis_for(e)
                 diagnosis = str(diag) if diag is not None else None
             got_grad.update(name for name, p in params if p.grad is not None)
             if failed is not None:
@@ -263,7 +263,7 @@ def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool,
         losses = {n: scope[n] for n in ("loss_1", "loss_2")
                   if isinstance(scope.get(n), torch.Tensor) and scope[n].grad_fn is not None}
         # Collected while the tracker is active: it knows who modified what, and where.
-        graph = collect(list(losses.values()), tracker.namer(), tracker=tracker).summary() if losses else None
+        graph = gradlab.collect(list(losses.values()), tracker.namer(), tracker=tracker).summary() if losses else None
         view = _view(losses, pair.names) if losses and want_view else None
     names = [name for name, _ in params]
     outcome = Outcome(
@@ -306,6 +306,11 @@ def run_order(steps: Sequence[str] | Preset, detach_inside: bool = False, seed: 
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, not {type(seed).__name__}")
     return _run(checked, detach_inside, seed, softmax)[0]
+
+
+def _view(losses: Mapping[str, torch.Tensor], names: Mapping[str, Any]) -> GraphView:
+    """gradlab.draw's view of the losses' graph."""
+    return gradlab.draw(dict(losses), names=names)
 
 
 # ---------------------------------------------------------------- rendering
@@ -448,243 +453,3 @@ def outcome_table(presets: Mapping[str, Preset] = PRESETS, seed: int = 0) -> HTM
     head = "".join(_cell(h, tag="th") for h in ("preset", "one iteration", "result", "no gradient", "changed"))
     table = f'<table class="gradlab-outcomes"><tr>{head}</tr>' + "".join(rows) + "</table>"
     return HTMLText(table, "\n".join(lines))
-
-
-# ------------------------------------------------------------------- widgets
-
-def _traceback_output(error: BaseException) -> dict[str, Any]:
-    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-    return {"output_type": "stream", "name": "stderr", "text": "Error in the widget callback:\n" + text}
-
-
-@contextmanager
-def errors_shown_in(output: Any) -> Iterator[None]:
-    """Append any exception raised in the block to ``output`` (an ``ipywidgets.Output``) as its traceback.
-
-    Widget callbacks run outside any cell, so an exception they raise would
-    otherwise vanish into the browser console.
-    """
-    try:
-        yield
-    except Exception as e:  # noqa: BLE001 - shown to the learner, not swallowed
-        output.outputs = (*output.outputs, _traceback_output(e))
-
-
-def _display(data: dict[str, str]) -> dict[str, Any]:
-    return {"output_type": "display_data", "data": data, "metadata": {}}
-
-
-def _view(losses: Mapping[str, torch.Tensor], names: Mapping[str, Any]) -> Any:
-    """gradlab.draw's view of the losses' graph, or None when draw.py is not available."""
-    # NOTE [draw fallback]: without gradlab.draw the playground shows the graph's summary line.
-    try:
-        from .draw import draw
-    except ImportError:  # pragma: no cover - draw.py ships with gradlab
-        return None
-    return draw(dict(losses), names=names)
-
-
-def _view_output(view: Any) -> dict[str, Any]:
-    """A GraphView as a display_data output an ``Output`` widget can sync (bytes as base64)."""
-    data = {}
-    for mime, value in view._repr_mimebundle_().items():
-        data[mime] = base64.b64encode(value).decode("ascii") if isinstance(value, bytes) else value
-    return _display(data)
-
-
-_HINT = "Pick a preset or edit the steps, then press Run."
-
-
-class Playground:
-    """The playground's controls; build it with :func:`playground`.
-
-    ``widget`` is the ``VBox`` to display; the controls are attributes so tests
-    (and curious learners) can drive them from Python: set ``preset.value``,
-    call ``run.click()``, read ``output.outputs``.
-    """
-
-    def __init__(self, *, widget: Any, preset: Any, order: Any, step_choice: Any, add: Any, remove: Any,
-                 up: Any, down: Any, detach: Any, softmax: Any, run: Any, output: Any, seed: int = 0) -> None:
-        self.widget = widget
-        self.seed = seed
-        self.preset = preset
-        self.order = order
-        self.step_choice = step_choice
-        self.add = add
-        self.remove = remove
-        self.up = up
-        self.down = down
-        self.detach = detach
-        self.softmax = softmax
-        self.run = run
-        self.output = output
-        self.outcome: Outcome | None = None
-
-    @property
-    def steps(self) -> list[str]:
-        """The step ids currently listed, in order."""
-        return [value for _, value in self.order.options]
-
-    @steps.setter
-    def steps(self, steps: Sequence[str]) -> None:
-        checked = _check_steps(steps) if len(steps) else ()
-        self.order.options = [(f"{i + 1:>2}. {STEPS[s]}", s) for i, s in enumerate(checked)]
-
-    def output_text(self) -> str:
-        """Everything the output area shows, as plain text (for tests and screen readers)."""
-        parts = []
-        for out in self.output.outputs:
-            parts.append(out.get("text") or out.get("data", {}).get("text/plain", ""))
-        return "\n".join(parts)
-
-    def __repr__(self) -> str:
-        return f"<gradlab playground: {len(self.order.options)} steps>"
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        # The live widget for a running kernel, and a static table of every
-        # preset for the HTML handout and untrusted notebooks (nbval skips the
-        # widget-view entry: its model id is random).
-        data = dict(self.widget._repr_mimebundle_())
-        table = outcome_table(seed=self.seed)
-        data["text/plain"] = "gradlab playground (a widget: run the cell in a live kernel)\n" + table.text
-        data["text/html"] = ("<p><b>gradlab playground</b>: run this cell in a live kernel to edit the steps. "
-                             "One iteration of each preset:</p>" + table)
-        return data
-
-
-def playground(preset: str = "original loop", seed: int = 0) -> Playground:
-    """The interactive playground: reorder the loop's steps, run one iteration, see what happens.
-
-    Choose a preset or build your own order (add, remove, move steps), tick
-    "detach inside network 2", press Run. The output shows success or the exact
-    error, gradlab's diagnosis, the graph, and which parameters got a gradient
-    and changed. Any error inside a callback appears in the output too.
-
-    Example::
-
-        >>> pg = playground("joint backward (both losses train n_1)")
-        >>> pg.run.click()
-        >>> "Success" in pg.output_text()
-        True
-    """
-    if preset not in PRESETS:
-        raise ValueError(f"preset must be one of {list(PRESETS)}, got {preset!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, not {type(seed).__name__}")
-    import ipywidgets as w
-
-    wide = w.Layout(width="auto")
-    preset_menu = w.Dropdown(options=[*PRESETS, "custom"], value=preset, description="Preset",
-                             layout=w.Layout(width="28em"), style={"description_width": "4em"})
-    order = w.Select(options=[], rows=11, layout=w.Layout(width="28em"))
-    order.add_class("gradlab-steps")
-    step_choice = w.Dropdown(options=[(label, step) for step, label in STEPS.items()],
-                             layout=w.Layout(width="20em"))
-    add = w.Button(description="Insert", tooltip="insert the chosen step after the selected one",
-                   icon="plus", layout=wide)
-    remove = w.Button(description="Remove", icon="trash", layout=wide)
-    up = w.Button(description="Up", icon="arrow-up", layout=wide)
-    down = w.Button(description="Down", icon="arrow-down", layout=wide)
-    detach = w.Checkbox(value=PRESETS[preset].detach_inside, description="detach inside network 2", indent=False)
-    softmax = w.Checkbox(value=False, description="softmax over dim=1 (the original Net)", indent=False)
-    run = w.Button(description="Run", button_style="primary", icon="play")
-    output = w.Output(layout=w.Layout(border="1px solid #ddd", padding="4px"))
-    output.outputs = (_display({"text/plain": _HINT, "text/html": f"<p><i>{_HINT}</i></p>"}),)
-    widget = w.VBox([
-        w.HTML("<style>.gradlab-steps select { font-family: monospace; }</style>"
-               "<b>Training-loop playground</b>: one iteration, fresh networks each Run."),
-        preset_menu,
-        w.HBox([order, w.VBox([w.HBox([step_choice, add]), w.HBox([up, down, remove]), detach, softmax, run])]),
-        output,
-    ])
-    # Stable CSS classes: the browser test (and learners' custom CSS) find the controls by them.
-    for control, name in ((widget, "playground"), (preset_menu, "preset"), (run, "run"), (output, "output")):
-        control.add_class(f"gradlab-{name}")
-    pg = Playground(widget=widget, preset=preset_menu, order=order, step_choice=step_choice, add=add,
-                    remove=remove, up=up, down=down, detach=detach, softmax=softmax, run=run, output=output, seed=seed)
-    pg.steps = PRESETS[preset].steps
-    _wire(pg, seed)
-    return pg
-
-
-def _wire(pg: Playground, seed: int) -> None:
-    """Connect the controls' events to the playground's actions."""
-    editing = {"quiet": False}
-
-    def callback(fn: Callable[..., None]) -> Callable[..., None]:
-        def handler(*args: Any) -> None:
-            with errors_shown_in(pg.output):
-                fn(*args)
-        return handler
-
-    def edit(steps: list[str], selected: int | None) -> None:
-        editing["quiet"] = True
-        try:
-            pg.steps = steps  # may be empty while editing
-            pg.preset.value = "custom"
-        finally:
-            editing["quiet"] = False
-        if selected is not None and pg.order.options:
-            pg.order.index = max(0, min(selected, len(pg.order.options) - 1))
-
-    @callback
-    def on_preset(change: dict[str, Any]) -> None:
-        if editing["quiet"] or change["new"] == "custom":
-            return
-        chosen = PRESETS[change["new"]]
-        pg.steps = chosen.steps
-        pg.detach.value = chosen.detach_inside
-
-    @callback
-    def on_add(_: Any) -> None:
-        steps = pg.steps
-        at = pg.order.index + 1 if pg.order.index is not None else len(steps)
-        steps.insert(at, pg.step_choice.value)
-        edit(steps, at)
-
-    @callback
-    def on_remove(_: Any) -> None:
-        i = pg.order.index
-        if i is None:
-            return
-        steps = pg.steps
-        del steps[i]
-        edit(steps, i)
-
-    def mover(delta: int) -> Callable[[Any], None]:
-        @callback
-        def on_move(_: Any) -> None:
-            i = pg.order.index
-            steps = pg.steps
-            if i is None or not 0 <= i + delta < len(steps):
-                return
-            steps[i], steps[i + delta] = steps[i + delta], steps[i]
-            edit(steps, i + delta)
-        return on_move
-
-    @callback
-    def on_run(_: Any) -> None:
-        pg.output.outputs = ()
-        steps = pg.steps
-        if not steps:
-            pg.output.outputs = (_display({"text/plain": "No steps: add some, or pick a preset."}),)
-            return
-        outcome, view = _run_for_widget(steps, bool(pg.detach.value), seed, bool(pg.softmax.value))
-        pg.outcome = outcome
-        shown = [_display({"text/plain": str(outcome), "text/html": outcome._repr_html_()})]
-        if view is not None:
-            shown.append(_view_output(view))
-        pg.output.outputs = tuple(shown)
-
-    pg.preset.observe(on_preset, names="value")
-    pg.add.on_click(on_add)
-    pg.remove.on_click(on_remove)
-    pg.up.on_click(mover(-1))
-    pg.down.on_click(mover(+1))
-    pg.run.on_click(on_run)
-
-
-def _run_for_widget(steps: Sequence[str], detach_inside: bool, seed: int,
-                    softmax: bool) -> tuple[Outcome, Any]:
-    """:func:`run_order`, plus the graph to draw (tests replace this to force a callback error)."""
-    return _run(_check_steps(steps), detach_inside, seed, softmax, want_view=True)

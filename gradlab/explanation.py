@@ -10,7 +10,7 @@ torch release, including tracebacks pasted from a machine you cannot run.
 
 Example::
 
-    >>> from gradlab.explain import explain
+    >>> from gradlab import explain
     >>> e = explain("RuntimeError: one of the variables needed for gradient "
     ...             "computation has been modified by an inplace operation: "
     ...             "[torch.FloatTensor [10, 1]], which is output 0 of AsStrided, "
@@ -24,6 +24,9 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
+
+from . import messages
+from .messages import Message
 
 __all__ = ["Explanation", "explain", "KINDS"]
 
@@ -120,54 +123,6 @@ class Explanation:
 # whitespace collapsed to one space (pasted tracebacks wrap long lines).
 # --------------------------------------------------------------------------
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-# NOTE [graph freed wordings]
-# torch 0.1-0.2: "Trying to backward through the graph second time, but the
-#   buffers have already been freed. Please specify retain_variables=True ..."
-# torch 0.3-1.x: "... a second time, but the buffers have already been freed.
-#   Specify retain_graph=True when calling backward the first time."
-# torch 1.x:     "... a second time, but the saved intermediate results have
-#   already been freed. Specify retain_graph=True ..."
-# torch >= 1.10: "... a second time (or directly access saved tensors after
-#   they have already been freed). Saved intermediate values ..."
-_GRAPH_FREED = re.compile(
-    r"Trying to backward through the graph (?:a )?second time"
-    r"(?P<tail>[^.]*(?:\.[^.]*){0,2})",
-)
-
-# NOTE [in-place wordings]
-# saved_variable.cpp builds the message from parts:
-#   "one of the variables needed for gradient computation has been modified
-#    by an inplace operation: [" + type + " " + sizes + "]"
-#   + (", which is output N of NODE," if the saved tensor has a grad_fn)
-#   + " is at version C; expected version E instead."
-#   + " Hint: ..." (two hints: anomaly mode off / on).
-# type is "torch.FloatTensor", "torch.cuda.FloatTensor" or "MPSFloatType";
-# sizes is "[10, 1]" or, for nested tensors, the printed size matrix
-# " 2  3\n 4  3\n[ torch.LongTensor{2,2} ]". NODE is "TBackward" (torch 1.x),
-# "AsStridedBackward0" (1.10 onwards) or "AsStrided" (recent 2.x).
-# torch 0.x printed only the first sentence.
-_IN_PLACE = re.compile(
-    r"one of the variables needed for gradient computation has been modified"
-    r" by an inplace operation"
-    r"(?::\s*\[(?P<type>[A-Za-z][\w.]*)\s+"
-    r"(?:\[(?P<sizes>[-\d,\s]*)\]|(?P<nested>[-\d\s]*\[\s*[\w.]+\{\d+,\s*\d+\}\s*\]))\]"
-    r"(?:,?\s*which is output (?P<nr>\d+) of (?P<node>[\w:.]+),?)?"
-    r"\s*is at version (?P<cur>\d+);\s*expected version (?P<exp>\d+)(?: instead)?\.?)?"
-    r"(?P<hint>\s*Hint:\s*(?:enable anomaly detection|the backtrace further above)"
-    r"[^\n]*?(?:Good luck!|\)\.|\)))?"
-)
-
-_NO_GRAD_FN = re.compile(
-    r"element (?P<index>\d+) of (?:tensors|variables) does not require grad"
-    r" and does not have a grad_fn"
-)
-_LEAF_IN_PLACE = re.compile(
-    r"a (?P<view>view of a )?leaf Variable that requires grad "
-    r"(?:is being|has been) used in an in-place operation"
-)
-
 _LEGACY_DTYPES = {
     "Float": "torch.float32",
     "Double": "torch.float64",
@@ -195,10 +150,6 @@ _VIEW_OPS = {
     "Unsqueeze", "Squeeze", "Select", "Slice", "Narrow", "Split", "Unbind",
     "Diagonal", "Unfold", "Alias",
 }
-
-
-def _normalise(text: str) -> str:
-    return re.sub(r"\s+", " ", _ANSI.sub("", text)).strip()
 
 
 def _base_node(node: str) -> str:
@@ -291,15 +242,15 @@ def _node_sentence(node: str, nr: int, base: str, two_d: bool) -> str:
                    " something wrote to it in place.")
 
 
-def _in_place(m: re.Match[str]) -> Explanation:
-    has_details = m["type"] is not None
-    node = m["node"]
+def _in_place(m: Message) -> Explanation:
+    has_details = m.tensor_type is not None
+    node = m.node
     base = _base_node(node) if node else None
-    nr = int(m["nr"]) if m["nr"] is not None else None
-    cur = int(m["cur"]) if m["cur"] is not None else None
-    exp = int(m["exp"]) if m["exp"] is not None else None
+    nr = m.output_nr
+    cur = m.current_version
+    exp = m.expected_version
     diff = cur - exp if cur is not None and exp is not None else None
-    hint = m["hint"] or ""
+    hint = m.hint
     anomaly: bool | None = None
     if "backtrace further above" in hint:
         anomaly = True
@@ -309,17 +260,17 @@ def _in_place(m: re.Match[str]) -> Explanation:
     shape: tuple[int, ...] | None = None
     nested = None
     if has_details:
-        dtype, device = _type_info(m["type"])
-        if m["sizes"] is not None:
-            shape = tuple(int(s) for s in re.findall(r"-?\d+", m["sizes"]))
-        else:
-            nested = _nested(m["nested"])
+        dtype, device = _type_info(m.tensor_type or "")
+        if m.shape is not None:
+            shape = m.shape
+        elif m.nested is not None:
+            nested = _nested(m.nested)
 
     meaning: list[str] = []
     if has_details:
-        what = dtype or m["type"]
+        what = dtype or m.tensor_type
         meaning.append(
-            f"{m['type']} is the saved tensor's type: {what}"
+            f"{m.tensor_type} is the saved tensor's type: {what}"
             + (f" on {device}." if device else ".")
         )
         if shape is not None:
@@ -390,7 +341,7 @@ def _in_place(m: re.Match[str]) -> Explanation:
 
     if diff is not None:
         size = "x".join(str(d) for d in shape) if shape is not None else "nested"
-        where = f"({size} {dtype or m['type']}"
+        where = f"({size} {dtype or m.tensor_type}"
         where += f", output {nr} of {node})" if node else ", a leaf)"
         summary = (f"A tensor autograd saved for backward {where} was modified in place"
                    f" {diff} time{'s' if diff != 1 else ''} after it was saved (version {exp} -> {cur}),"
@@ -401,10 +352,10 @@ def _in_place(m: re.Match[str]) -> Explanation:
     return Explanation(
         kind="modified_in_place",
         summary=summary,
-        message=m.group(0).strip(),
+        message=m.text,
         torch_wording=_wording(node, has_details, hint),
         dtype=dtype,
-        tensor_type=m["type"],
+        tensor_type=m.tensor_type,
         device=device,
         shape=shape,
         nested_shapes=nested,
@@ -419,8 +370,8 @@ def _in_place(m: re.Match[str]) -> Explanation:
     )
 
 
-def _graph_freed(m: re.Match[str]) -> Explanation:
-    text = m.group(0)
+def _graph_freed(m: Message) -> Explanation:
+    text = m.text
     if "retain_variables" in text:
         wording = "torch 0.1-0.2 (retain_variables)"
     elif "buffers have already been freed" in text:
@@ -464,12 +415,12 @@ def _graph_freed(m: re.Match[str]) -> Explanation:
     )
 
 
-def _no_grad_fn(m: re.Match[str]) -> Explanation:
+def _no_grad_fn(m: Message) -> Explanation:
     return Explanation(
         kind="no_grad_fn",
-        summary=(f"Element {m['index']} of the tensors you called backward on has no graph:"
+        summary=(f"Element {m.index} of the tensors you called backward on has no graph:"
                  " it does not require grad, so there is nothing to differentiate."),
-        message=m.group(0),
+        message=m.text,
         torch_wording="any torch release",
         meaning=("The loss was computed from tensors none of which requires grad, or outside"
                  " autograd's recording.",),
@@ -485,13 +436,13 @@ def _no_grad_fn(m: re.Match[str]) -> Explanation:
     )
 
 
-def _leaf_in_place(m: re.Match[str]) -> Explanation:
-    what = "a view of a leaf" if m["view"] else "a leaf"
+def _leaf_in_place(m: Message) -> Explanation:
+    what = "a view of a leaf" if m.view else "a leaf"
     return Explanation(
         kind="leaf_in_place",
         summary=(f"An in-place operation was applied to {what} tensor that requires grad"
                  " (a parameter or a tensor you created with requires_grad=True)."),
-        message=m.group(0),
+        message=m.text,
         torch_wording="any torch release",
         meaning=("autograd cannot record an in-place change to a leaf: its .grad is defined with"
                  " respect to the value you created, so overwriting it is refused.",),
@@ -506,33 +457,8 @@ def _leaf_in_place(m: re.Match[str]) -> Explanation:
     )
 
 
-def _text_of(error: BaseException) -> list[str]:
-    """The messages of ``error`` and of the exceptions it was raised from."""
-    texts: list[str] = []
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        texts.append(str(current))
-        current = current.__cause__ or current.__context__
-    return texts
-
-
-def _explain_text(text: str) -> Explanation | None:
-    text = _normalise(text)
-    found: list[tuple[int, Explanation]] = []
-    for m in _IN_PLACE.finditer(text):
-        found.append((m.start(), _in_place(m)))
-    for m in _GRAPH_FREED.finditer(text):
-        found.append((m.start(), _graph_freed(m)))
-    for m in _NO_GRAD_FN.finditer(text):
-        found.append((m.start(), _no_grad_fn(m)))
-    for m in _LEAF_IN_PLACE.finditer(text):
-        found.append((m.start(), _leaf_in_place(m)))
-    if not found:
-        return None
-    # A pasted traceback may chain several errors; the last one is what was raised.
-    return max(found, key=lambda pair: pair[0])[1]
+_BUILDERS = {"modified_in_place": _in_place, "graph_freed": _graph_freed, "no_grad_fn": _no_grad_fn,
+             "leaf_in_place": _leaf_in_place}
 
 
 def explain(error: BaseException | str) -> Explanation:
@@ -557,22 +483,18 @@ def explain(error: BaseException | str) -> Explanation:
         >>> e.kind, e.shape, e.expected_version, e.current_version
         ('modified_in_place', (3,), 0, 1)
     """
-    if isinstance(error, BaseException):
-        texts = _text_of(error)
-    elif isinstance(error, str):
-        texts = [error]
-    else:
+    if not isinstance(error, (BaseException, str)):
         raise TypeError(
             f"explain() got {type(error).__name__}; pass an exception or the text of its"
             " message (a str, for example a pasted traceback)."
         )
-    for text in texts:
-        result = _explain_text(text)
-        if result is not None:
-            return result
+    m = messages.find(error)
+    if m is not None:
+        return _BUILDERS[m.kind](m)
+    text = " ".join(str(error).split())
     return Explanation(
         kind="not_autograd",
         summary=("This is not one of the autograd errors gradlab decodes (graph freed,"
                  " modified by an inplace operation, no grad_fn, leaf used in-place)."),
-        message=_normalise(texts[0])[:500] or None,
+        message=text[:500] or None,
     )

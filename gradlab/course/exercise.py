@@ -1,9 +1,8 @@
-"""Exercise checks for the notebooks, and a compact table of saved tensors.
+"""Exercise checks for the notebooks.
 
 :func:`verify` turns a learner's answer into a :class:`Verdict` that displays
 one deterministic line, ``✓ ...`` or ``✗ not yet: ...``; it never raises on a
-wrong answer, so *Run All* keeps going. :func:`saved_table` prints the records
-of :func:`gradlab.saved_tensors` as fixed-width text.
+wrong answer, so *Run All* keeps going.
 """
 
 from __future__ import annotations
@@ -15,9 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .saved import SavedTensor
 
-__all__ = ["Verdict", "verify", "saved_table"]
+__all__ = ["Verdict", "verify"]
 
 _UNSET = object()
 
@@ -127,50 +125,3 @@ def verify(value: object, expected: object = _UNSET, *, success: str, hint: str,
             raise ValueError(f"tol must be a non-negative number, got {tol!r}")
         passed = _equal(value, expected, tol)
     return Verdict(True, f"✓ {success}") if passed else Verdict(False, f"✗ not yet: {hint}")
-
-
-_COLUMNS = ("id", "node", "saved as", "tensor", "shape", "saved", "now", "status")
-
-
-def saved_table(saved: Sequence[SavedTensor]) -> str:
-    """The records of :func:`gradlab.saved_tensors` as a fixed-width text table.
-
-    One row per saved tensor, in the graph's order: the node's id and name, the
-    attribute it saved the tensor as, the tensor's name and shape, its version
-    when saved and now, and its status. ``modified by`` and ``where`` columns
-    are added when a record has them (inside :func:`gradlab.track`).
-
-    Example::
-
-        >>> import gradlab
-        >>> x = torch.ones(3, requires_grad=True)
-        >>> print(saved_table(gradlab.saved_tensors(x.sigmoid().sum(), names={"x": x})))
-        id  node              saved as  tensor                 shape  saved  now  status
-        1   SigmoidBackward0  result    output of Sigmoid [3]  [3]    0      0    ok
-    """
-    if isinstance(saved, SavedTensor) or not isinstance(saved, Sequence) or isinstance(saved, (str, bytes)):
-        raise TypeError("saved_table() takes the list returned by gradlab.saved_tensors(loss, names), "
-                        f"not {type(saved).__name__}")
-    for item in saved:
-        if not isinstance(item, SavedTensor):
-            raise TypeError("saved_table() takes the list returned by gradlab.saved_tensors(loss, names); "
-                            f"it contains a {type(item).__name__}")
-    if not saved:
-        return "(no saved tensors)"
-    columns = list(_COLUMNS)
-    extra = any(s.modified_by for s in saved) or any(s.where for s in saved)
-    if extra:
-        columns += ["modified by", "where"]
-    rows = []
-    for s in saved:
-        row = [str(s.node_id), s.node, s.attribute, s.name,
-               "?" if s.shape is None else str(list(s.shape)),
-               "-" if s.saved_version is None else str(s.saved_version),
-               "-" if s.current_version is None else str(s.current_version),
-               s.status]
-        if extra:
-            row += [s.modified_by or "", (s.where or "") + (f": {s.code}" if s.code else "")]
-        rows.append(row)
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [columns, *rows]]
-    return "\n".join(lines)

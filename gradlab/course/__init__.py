@@ -1,0 +1,76 @@
+"""The gradlab course: the two chained networks, their training orders, and the course's tools.
+
+Everything a notebook of the course uses beyond the :mod:`gradlab` library lives
+here: the networks and data (:class:`Net`, :func:`make_pair`, :func:`batches`),
+the training orders (:data:`ORDERS`, :func:`train`), the playground and quiz
+widgets, exercise checks (:func:`verify`), the environment check and
+:func:`setup`, and the course's plots. It uses the library like any client does;
+the library never imports it. ``pip install gradlab[course]`` adds what it needs
+(matplotlib, ipywidgets, JupyterLab).
+
+Example::
+
+    >>> from gradlab import course
+    >>> course.train("original", steps=1).error.startswith("Trying to backward")
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "Net": "networks",
+    "Pair": "networks",
+    "make_pair": "networks",
+    "batches": "networks",
+    "ORDERS": "training",
+    "TrainResult": "training",
+    "joint_step": "training",
+    "train": "training",
+    "STEPS": "iteration",
+    "PRESETS": "iteration",
+    "Preset": "iteration",
+    "Outcome": "iteration",
+    "run_order": "iteration",
+    "outcome_table": "iteration",
+    "Playground": "widgets",
+    "playground": "widgets",
+    "QuizWidget": "widgets",
+    "quiz": "widgets",
+    "QUESTIONS": "questions",
+    "Quiz": "questions",
+    "Verdict": "exercise",
+    "verify": "exercise",
+    "EnvironmentReport": "environment",
+    "environment": "environment",
+    "setup": "environment",
+    "plot_losses": "plots",
+    "plot_predictions": "plots",
+}
+
+__all__ = list(_EXPORTS)
+
+if TYPE_CHECKING:
+    from .environment import EnvironmentReport, environment, setup
+    from .exercise import Verdict, verify
+    from .networks import Net, Pair, batches, make_pair
+    from .iteration import PRESETS, STEPS, Outcome, Preset, outcome_table, run_order
+    from .plots import plot_losses, plot_predictions
+    from .questions import QUESTIONS, Quiz
+    from .training import ORDERS, TrainResult, joint_step, train
+    from .widgets import Playground, QuizWidget, playground, quiz
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gradlab.course' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

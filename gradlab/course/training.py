@@ -1,0 +1,95 @@
+"""The training orders the course compares, run for a number of steps.
+
+:data:`ORDERS` names each order; :func:`train` runs one on fresh seeded
+networks and returns the losses (and the error that stopped it, if any).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .networks import Pair, _int, batches, make_pair
+
+__all__ = ["ORDERS", "joint_step", "train", "TrainResult"]
+
+
+ORDERS = {
+    "original": "step 1 before backward 2 (the original loop)",
+    "retain_graph": "original loop with loss_1.backward(retain_graph=True)",
+    "detach_inside": "detach inside network 2 (the fix that circulates)",
+    "detach_input": "n_2(pred_1.detach()): network 2 trains on network 1's output as data",
+    "joint": "forward both, zero both, (loss_1 + loss_2).backward(), step both",
+}
+
+
+def joint_step(pair: Pair, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One iteration of the corrected order in which both losses train network 1.
+
+    Forward both, zero both, one backward of the sum, then step both; returns
+    ``(loss_1, loss_2)``. Example::
+
+        >>> pair = make_pair(0)
+        >>> x, y = batches(1)[0]
+        >>> loss_1, loss_2 = joint_step(pair, x, y)
+    """
+    if not isinstance(pair, Pair):
+        raise TypeError(f"pair must be a Pair, not {type(pair).__name__}; pass pair=gradlab.course.make_pair()")
+    pred_1 = pair.n_1(x)
+    pred_2 = pair.n_2(pred_1)
+    pair.opt_1.zero_grad()
+    pair.opt_2.zero_grad()
+    loss_1 = pair.criterion(y, pred_1)
+    loss_2 = pair.criterion(y, pred_2)
+    (loss_1 + loss_2).backward()
+    pair.opt_1.step()
+    pair.opt_2.step()
+    return loss_1, loss_2
+
+
+@dataclass
+class TrainResult:
+    """Losses per step, and the error that stopped training (None if it ran to the end)."""
+
+    order: str
+    losses_1: list[float] = field(default_factory=list)
+    losses_2: list[float] = field(default_factory=list)
+    error: str | None = None
+    pair: Pair | None = field(default=None, repr=False)
+
+
+def train(order: str = "joint", steps: int = 10, seed: int = 0, softmax: bool = True, lr: float = 1e-3) -> TrainResult:
+    """Run one of :data:`ORDERS` for ``steps`` iterations; errors are caught and returned.
+
+    Example::
+
+        >>> train("original", steps=1).error.startswith("Trying to backward")
+        True
+    """
+    if not isinstance(order, str) or order not in ORDERS:
+        raise ValueError(f"order must be one of {sorted(ORDERS)}, got {order!r}; pass e.g. order='joint'")
+    _int(steps, "steps", 1)
+    pair = make_pair(seed, softmax=softmax, detach_inside=(order == "detach_inside"), lr=lr)
+    n_1, n_2, opt_1, opt_2, criterion = pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion
+    result = TrainResult(order, pair=pair)
+    try:
+        for x, y in batches(steps, seed):
+            if order == "joint":
+                loss_1, loss_2 = joint_step(pair, x, y)
+            else:
+                pred_1 = n_1(x)
+                opt_1.zero_grad()
+                loss_1 = criterion(y, pred_1)
+                loss_1.backward(retain_graph=(order == "retain_graph"))
+                opt_1.step()
+                pred_2 = n_2(pred_1.detach() if order == "detach_input" else pred_1)
+                opt_2.zero_grad()
+                loss_2 = criterion(y, pred_2)
+                loss_2.backward()
+                opt_2.step()
+            result.losses_1.append(loss_1.item())
+            result.losses_2.append(loss_2.item())
+    except RuntimeError as e:
+        result.error = str(e)
+    return result

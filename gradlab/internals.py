@@ -1,0 +1,194 @@
+"""Every private torch API gradlab uses, in one place, each one feature-detected.
+
+gradlab reads what autograd keeps for backward, and a few of those facts are only
+reachable through underscored torch APIs. Nothing else in gradlab touches them:
+every such access goes through a function here. When a torch release renames or
+drops one, the function warns once (:class:`gradlab.GradlabWarning`, naming what
+gradlab can no longer tell) and returns a neutral answer; gradlab never silently
+reports something wrong. ``tests/test_internals.py`` holds one canary test per
+access, so a rename fails a test before it reaches a user.
+
+The accesses, and what degrades without each:
+
+=====================================  =============================================
+``Tensor._version``                    the version counter (everything; required)
+``Tensor._is_view()``                  the "transposed view" wording of torch's message
+``torch._C._current_autograd_node()``  which node a backward unpacks for: "freed by"
+``Node._sequence_nr()``                which backward freed a node; carried state
+``Node._saved_<name>``                 reading saved tensors outside a tracker
+``Node._raw_saved_<name>.data``        naming a stale tensor outside a tracker
+``Node._input_metadata``               the dry run that finds stale tensors (NOTE [Dry run])
+``torch._C._nn`` in-place functions    writes by ``F.leaky_relu(inplace=True)`` and kin
+=====================================  =============================================
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from .notices import GradlabWarning
+
+__all__ = [
+    "version",
+    "is_view",
+    "current_node",
+    "sequence_nr",
+    "saved_attributes",
+    "raw_saved",
+    "input_metadata",
+    "nn_functions",
+    "check_all",
+]
+
+_warned: set[str] = set()
+
+
+def _missing(feature: str, consequence: str) -> None:
+    """Warn once per process that ``feature`` is missing from this torch."""
+    if feature in _warned:
+        return
+    _warned.add(feature)
+    warnings.warn(f"gradlab: this torch ({torch.__version__}) has no {feature}; {consequence}. "
+                  "Please report it with your torch version.", GradlabWarning, stacklevel=3)
+
+
+# -- tensors ---------------------------------------------------------------------------------------
+
+if not hasattr(torch.ones(1), "_version"):  # pragma: no cover - every torch since 0.4 has it
+    raise ImportError("gradlab needs Tensor._version (torch's version counter), which this torch lacks")
+
+#: ``t._version``: how many in-place writes the tensor's storage has had (views share it).
+version: Callable[[torch.Tensor], int] = operator.attrgetter("_version")
+
+
+def is_view(t: torch.Tensor) -> bool:
+    """Whether ``t`` is a view of another tensor (False when torch cannot tell)."""
+    try:
+        return bool(t._is_view())
+    except AttributeError:
+        _missing("Tensor._is_view()", "views are described like other tensors")
+        return False
+
+
+# -- backward nodes --------------------------------------------------------------------------------
+
+def current_node() -> Any | None:
+    """The backward node the engine is running on this thread, or None outside a backward."""
+    try:
+        return torch._C._current_autograd_node()
+    except AttributeError:
+        _missing("torch._C._current_autograd_node()", "gradlab cannot tell which backward freed a node")
+        return None
+
+
+def sequence_nr(fn: Any) -> int | None:
+    """The node's sequence number (creation order within a thread), or None."""
+    try:
+        return int(fn._sequence_nr())
+    except AttributeError:
+        _missing("Node._sequence_nr()", "gradlab cannot tell which backward freed a node")
+        return None
+    except (RuntimeError, TypeError):
+        return None
+
+
+_attr_cache: dict[type, tuple[str, ...]] = {}
+
+
+def saved_attributes(fn: Any) -> tuple[str, ...]:
+    """The names of the attributes through which a node hands out what it saved.
+
+    ``_saved_<name>`` for built-in nodes (``_saved_self``, ``_saved_result``, ...);
+    ``saved_tensors`` for a custom :class:`torch.autograd.Function`.
+    """
+    cls = type(fn)
+    attrs = _attr_cache.get(cls)
+    if attrs is None:
+        if isinstance(fn, torch.autograd.function.BackwardCFunction):
+            attrs = ("saved_tensors",)
+        else:
+            attrs = tuple(a for a in dir(fn)
+                          if a.startswith("_saved_") and not a.endswith(("_sym_sizes", "_sym_strides")))
+        _attr_cache[cls] = attrs
+    return attrs
+
+
+def raw_saved(fn: Any, attribute: str) -> list[torch.Tensor | None] | None:
+    """The tensors behind a saved attribute, read without torch's version check.
+
+    ``attribute`` is one of :func:`saved_attributes`. The read changes nothing
+    (unlike the accessor, it does not refuse a stale tensor), so gradlab can name
+    the tensor that was modified. Freed entries are None; None if torch cannot say.
+    """
+    raw_name = "_raw_saved_tensors" if attribute == "saved_tensors" else "_raw" + attribute
+    try:
+        raw = getattr(fn, raw_name)
+        items = raw if isinstance(raw, (tuple, list)) else [raw]
+        return [item.data for item in items]
+    except AttributeError:
+        _missing(f"Node.{raw_name}[...].data", "outside track(), a stale tensor is named from its shape only")
+        return None
+    except RuntimeError:
+        return None
+
+
+def input_metadata(fn: Any) -> list[tuple[tuple[int, ...], torch.dtype, torch.device]] | None:
+    """Shape, dtype and device of each gradient the node takes, or None if torch does not say."""
+    try:
+        meta = fn._input_metadata
+    except AttributeError:
+        _missing("Node._input_metadata", "gradlab cannot dry-run a node to find a stale tensor")
+        return None
+    except RuntimeError:
+        return None
+    try:
+        return [(tuple(m.shape), m.dtype, m.device) for m in meta]
+    except (AttributeError, RuntimeError, TypeError):
+        return None
+
+
+# -- in-place functions outside the torch namespace -----------------------------------------------
+
+def nn_functions() -> Iterator[tuple[Any, str]]:
+    """``(torch._C._nn, name)`` for each in-place function there (``leaky_relu_``, ``elu_``, ...).
+
+    ``torch.nn.functional`` calls these for ``inplace=True`` activations.
+    """
+    module = getattr(torch._C, "_nn", None)
+    if module is None:
+        _missing("torch._C._nn", "in-place writes of F.leaky_relu(inplace=True) and similar are not named")
+        return
+    for name in dir(module):
+        if name.endswith("_") and not name.startswith("_") and callable(getattr(module, name, None)):
+            yield module, name
+
+
+def check_all() -> dict[str, bool]:
+    """Whether each private access works on this torch (used by the canary tests)."""
+    x = torch.ones(2, 2, requires_grad=True)
+    y = x.t().exp()
+    seen: list[bool] = []
+
+    def unpack(t: torch.Tensor) -> torch.Tensor:
+        seen.append(current_node() is not None)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        z = (x * x).sum()
+    z.backward()
+    fn = y.grad_fn
+    return {
+        "version": version(x) == 0,
+        "is_view": is_view(x.t()) and not is_view(x),
+        "current_node": bool(seen) and all(seen),
+        "sequence_nr": sequence_nr(fn) is not None,
+        "saved_attributes": "_saved_result" in saved_attributes(fn),
+        "raw_saved": (raw_saved(fn, "_saved_result") or [None])[0] is not None,
+        "input_metadata": input_metadata(fn) == [((2, 2), torch.float32, torch.device("cpu"))],
+        "nn_functions": any(name == "leaky_relu_" for _, name in nn_functions()),
+    }

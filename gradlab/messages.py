@@ -1,0 +1,293 @@
+"""PyTorch's autograd error messages: the one place that reads them and writes them.
+
+Reading: :func:`find` recognises every wording we know (torch 0.x to 2.15) in an
+exception, its text or a pasted traceback, and returns the parts as a
+:class:`Message`. Writing: :func:`stale_message` builds the in-place error exactly
+as the installed torch prints it. Under saved-tensor hooks torch no longer checks
+versions (NOTE [Saved-tensor hooks and the version check] in ``saved.py``), so
+gradlab re-checks and must raise torch's own text; that text is read from torch
+itself, once per process, by provoking the error in a tiny graph (:func:`wording`),
+never copied from one release.
+
+Example::
+
+    >>> m = find("one of the variables needed for gradient computation has been modified "
+    ...          "by an inplace operation: [torch.FloatTensor [10, 1]], which is output 0 of "
+    ...          "AsStrided, is at version 2; expected version 1 instead.")
+    >>> m.kind, m.shape, m.node, m.expected_version, m.current_version
+    ('modified_in_place', (10, 1), 'AsStrided', 1, 2)
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import warnings
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+__all__ = ["Message", "MessageKind", "Wording", "find", "is_autograd_error", "stale_message", "wording",
+           "FREED_HEAD"]
+
+MessageKind = Literal["graph_freed", "modified_in_place", "no_grad_fn", "leaf_in_place"]
+
+#: The first words of the "graph freed" error, in every release since 0.3.
+FREED_HEAD = "Trying to backward through the graph a second time"
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+# NOTE [graph freed wordings]
+# torch 0.1-0.2: "Trying to backward through the graph second time, but the
+#   buffers have already been freed. Please specify retain_variables=True ..."
+# torch 0.3-1.x: "... a second time, but the buffers have already been freed.
+#   Specify retain_graph=True when calling backward the first time."
+# torch 1.x:     "... a second time, but the saved intermediate results have
+#   already been freed. Specify retain_graph=True ..."
+# torch >= 1.10: "... a second time (or directly access saved tensors after
+#   they have already been freed). Saved intermediate values ..."
+_GRAPH_FREED = re.compile(
+    r"Trying to backward through the graph (?:a )?second time"
+    r"(?P<tail>[^.]*(?:\.[^.]*){0,2})",
+)
+
+# NOTE [in-place wordings]
+# saved_variable.cpp builds the message from parts:
+#   "one of the variables needed for gradient computation has been modified
+#    by an inplace operation: [" + type + " " + sizes + "]"
+#   + (", which is output N of NODE," if the saved tensor has a grad_fn)
+#   + " is at version C; expected version E instead."
+#   + " Hint: ..." (two hints: anomaly mode off / on).
+# type is "torch.FloatTensor", "torch.cuda.FloatTensor" or "MPSFloatType";
+# sizes is "[10, 1]" or, for nested tensors, the printed size matrix
+# " 2  3\n 4  3\n[ torch.LongTensor{2,2} ]". NODE is "TBackward" (torch 1.x),
+# "AsStridedBackward0" (1.10 to 2.12) or "AsStrided" (2.13 onwards).
+# torch 0.x printed only the first sentence; 2.4-2.10 also print a hint without
+# check_nan=False.
+_IN_PLACE = re.compile(
+    r"one of the variables needed for gradient computation has been modified"
+    r" by an inplace operation"
+    r"(?::\s*\[(?P<type>[A-Za-z][\w.]*)\s+"
+    r"(?:\[(?P<sizes>[-\d,\s]*)\]|(?P<nested>[-\d\s]*\[\s*[\w.]+\{\d+,\s*\d+\}\s*\]))\]"
+    r"(?:,?\s*which is output (?P<nr>\d+) of (?P<node>[\w:.]+),?)?"
+    r"\s*is at version (?P<cur>\d+);\s*expected version (?P<exp>\d+)(?: instead)?\.?)?"
+    r"(?P<hint>\s*Hint:\s*(?:enable anomaly detection|the backtrace further above)"
+    r"[^\n]*?(?:Good luck!|\)\.|\)))?"
+)
+_NO_GRAD_FN = re.compile(
+    r"element (?P<index>\d+) of (?:tensors|variables) does not require grad"
+    r" and does not have a grad_fn"
+)
+_LEAF_IN_PLACE = re.compile(
+    r"a (?P<view>view of a )?leaf Variable that requires grad "
+    r"(?:is being|has been) used in an in-place operation"
+)
+
+
+@dataclass(frozen=True)
+class Message:
+    """The parts of one autograd error message.
+
+    ``kind`` says which message it is. For ``modified_in_place`` the tensor's
+    fields are filled when the message carries them (every release since 1.0);
+    ``node`` is the name printed after "which is output N of" (None for a leaf).
+    ``text`` is the matched message, whitespace collapsed.
+    """
+
+    kind: MessageKind
+    text: str
+    tensor_type: str | None = None
+    shape: tuple[int, ...] | None = None
+    nested: str | None = None
+    output_nr: int | None = None
+    node: str | None = None
+    current_version: int | None = None
+    expected_version: int | None = None
+    hint: str = ""
+    tail: str = ""
+    index: int | None = None
+    view: bool = False
+
+    @property
+    def writes(self) -> int | None:
+        """How many times the version moved between save and backward."""
+        if self.current_version is None or self.expected_version is None:
+            return None
+        return self.current_version - self.expected_version
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", _ANSI.sub("", text)).strip()
+
+
+def _texts(error: BaseException | str) -> list[str]:
+    """The messages of ``error`` and of the exceptions it was raised from (or the text itself)."""
+    if isinstance(error, str):
+        return [error]
+    texts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        texts.append(str(current))
+        current = current.__cause__ or current.__context__
+    return texts
+
+
+def _in_place(m: re.Match[str]) -> Message:
+    sizes = m["sizes"]
+    return Message(
+        kind="modified_in_place", text=m.group(0).strip(), tensor_type=m["type"],
+        shape=tuple(int(s) for s in re.findall(r"-?\d+", sizes)) if sizes is not None else None,
+        nested=m["nested"], output_nr=int(m["nr"]) if m["nr"] is not None else None, node=m["node"],
+        current_version=int(m["cur"]) if m["cur"] is not None else None,
+        expected_version=int(m["exp"]) if m["exp"] is not None else None, hint=(m["hint"] or "").strip())
+
+
+def _find_in(text: str) -> Message | None:
+    text = _normalise(text)
+    found: list[tuple[int, Message]] = []
+    found += [(m.start(), _in_place(m)) for m in _IN_PLACE.finditer(text)]
+    found += [(m.start(), Message("graph_freed", m.group(0).strip(), tail=m["tail"]))
+              for m in _GRAPH_FREED.finditer(text)]
+    found += [(m.start(), Message("no_grad_fn", m.group(0), index=int(m["index"])))
+              for m in _NO_GRAD_FN.finditer(text)]
+    found += [(m.start(), Message("leaf_in_place", m.group(0), view=bool(m["view"])))
+              for m in _LEAF_IN_PLACE.finditer(text)]
+    if not found:
+        return None
+    # A pasted traceback may chain several errors; the last one is what was raised.
+    return max(found, key=lambda pair: pair[0])[1]
+
+
+def find(error: BaseException | str) -> Message | None:
+    """The autograd error message in ``error`` (an exception, its text, or a traceback), or None.
+
+    For an exception, its own message is read first, then those it was raised from.
+    """
+    for text in _texts(error):
+        message = _find_in(text)
+        if message is not None:
+            return message
+    return None
+
+
+def is_autograd_error(error: BaseException | str) -> bool:
+    """Whether ``error`` is one of the two errors gradlab diagnoses (graph freed, modified in place)."""
+    if isinstance(error, BaseException) and not isinstance(error, RuntimeError):
+        return False
+    text = str(error)
+    if FREED_HEAD not in text and "modified by an inplace operation" not in text:
+        return False
+    m = _find_in(text)
+    return m is not None and m.kind in ("graph_freed", "modified_in_place")
+
+
+# -- writing torch's in-place message --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Wording:
+    """How the installed torch words the in-place error, read from torch itself.
+
+    ``main`` has the fields ``{type}``, ``{shape}``, ``{which}``, ``{cur}``, ``{exp}``
+    and ends with the hint; ``which`` (the ", which is output N of X," part) has
+    ``{nr}`` and ``{node}``. ``strip`` is what torch removes from a node's
+    ``name()`` when it prints it (``""`` for nothing, ``"Backward0"`` when
+    ``AsStridedBackward0`` prints as ``AsStrided``).
+    """
+
+    main: str
+    which: str
+    strip: str
+
+    def node_name(self, name: str) -> str:
+        """A node's ``name()`` as torch prints it in this message."""
+        if self.strip == "Backward":
+            return name.replace("Backward", "")
+        if self.strip == "Backward0":
+            return re.sub(r"Backward0$", "", name).replace("Backward", "")
+        return name
+
+
+_probe_lock = threading.Lock()
+
+
+def _provoke(build: str) -> str:
+    """The message torch raises for a stale saved tensor in a fresh thread (no hooks there)."""
+    import torch
+
+    result: list[str] = []
+
+    def run() -> None:
+        a = torch.ones(2, requires_grad=True)
+        if build == "exp":
+            b = a.exp()  # ExpBackward0 saves its own result
+        else:
+            b = torch.nn.functional.leaky_relu(a * 1, 0.1, inplace=True)  # LeakyReluBackward1 saves result
+        b.add_(1)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                b.sum().backward()
+        except RuntimeError as e:
+            result.append(str(e))
+
+    thread = threading.Thread(target=run, name="gradlab-wording-probe")
+    thread.start()
+    thread.join()
+    if not result:
+        raise RuntimeError("torch did not raise the in-place error for a modified saved tensor")
+    return result[0]
+
+
+_STRIPS = ("", "Backward0", "Backward")
+
+
+@cache
+def wording(anomaly: bool) -> Wording:
+    """The in-place message's wording in the installed torch, with anomaly mode on or off.
+
+    Read once per process and anomaly state, by provoking the error in a
+    fresh thread (saved-tensor hooks are per thread, so none are active there).
+    ``anomaly`` must match the current state (torch's hint depends on it).
+    """
+    with _probe_lock:
+        exp_text = _provoke("exp")
+        leaky_text = _provoke("leaky")
+    m = _find_in(exp_text)
+    leaky = _find_in(leaky_text)
+    if m is None or m.node is None or m.tensor_type is None or leaky is None or leaky.node is None:
+        raise RuntimeError(f"gradlab cannot read torch's in-place message: {exp_text!r}")
+    strip = next((s for s in _STRIPS
+                  if Wording("", "", s).node_name("ExpBackward0") == m.node
+                  and Wording("", "", s).node_name("LeakyReluBackward1") == leaky.node), "")
+    raw = exp_text.strip()
+    # Replace each variable part of the probe's text with a field, keeping torch's own words around them.
+    which_match = re.search(r", which is output 0 of " + re.escape(m.node) + ",", raw)
+    if which_match is None:
+        raise RuntimeError(f"gradlab cannot read torch's in-place message: {exp_text!r}")
+    which = which_match.group(0).replace("output 0", "output {nr}").replace(m.node, "{node}")
+    main = raw[: which_match.start()] + "{which}" + raw[which_match.end():]
+    main = main.replace("{", "{{").replace("}", "}}")
+    main = main.replace("{{which}}", "{which}")
+    main = main.replace(f"[{m.tensor_type} [2]]", "[{type} [{shape}]]", 1)
+    main = main.replace(f"is at version {m.current_version}", "is at version {cur}", 1)
+    main = main.replace(f"expected version {m.expected_version}", "expected version {exp}", 1)
+    if "{type}" not in main or "{cur}" not in main or "{exp}" not in main:
+        raise RuntimeError(f"gradlab cannot read torch's in-place message: {exp_text!r}")
+    return Wording(main=main, which=which, strip=strip)
+
+
+def stale_message(tensor_type: str, shape: tuple[int, ...], node: str | None, output_nr: int,
+                  current: int, expected: int) -> str:
+    """The in-place error exactly as the installed torch words it.
+
+    ``node`` is the ``name()`` of the node torch would print (the saved tensor's
+    grad_fn, or the saving node for an op's own output), None for a leaf.
+    """
+    import torch
+
+    w = wording(torch.is_anomaly_enabled())
+    which = w.which.format(nr=output_nr, node=w.node_name(node)) if node else ""
+    return w.main.format(type=tensor_type, shape=", ".join(str(s) for s in shape), which=which,
+                         cur=current, exp=expected)
