@@ -8,8 +8,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.gradlab-installed
 PORT   ?= 8888
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+TORCH  ?= 2.13.0
 
-.PHONY: setup system-deps lab test test-browser notebooks handout binder bench test-stability lock clean
+.PHONY: setup system-deps lab test test-fast lint test-browser test-torch notebooks handout binder bench \
+        test-stability lock clean
 
 setup: $(STAMP)
 
@@ -21,20 +23,43 @@ $(STAMP): requirements/course.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
-# Graphviz, Chromium and poppler from Debian when we are root; otherwise a
-# note on what is missing (everything still runs: gradlab falls back to text,
+# Graphviz, Chromium, poppler and fonts from Debian when we are root; otherwise
+# a note on what is missing (everything still runs: gradlab falls back to text,
 # browser and PDF tests skip with a reason).
 system-deps:
 	@bash tools/system-deps.sh
 
 lab: system-deps setup
-	$(BIN)/python -m gradlab.lab --port $(PORT)
+	$(BIN)/python -m gradlab.course lab --port $(PORT)
 
-test: system-deps setup
+# Lint and format check (ruff) and the type check (mypy, strict on the library).
+lint: setup
+	$(BIN)/python -m ruff check gradlab tests tools benchmarks workshop
+	$(BIN)/python -m ruff format --check gradlab tests tools benchmarks workshop
+	$(BIN)/python -m mypy
+
+test: system-deps setup hub-deps lint
 	$(BIN)/python -m pytest -n auto --dist loadfile --doctest-modules gradlab tests notebooks $(NBVAL)
+
+# The library's unit tests and doctests only: no notebooks, browser, subprocesses or course.
+test-fast: setup
+	$(BIN)/python -m pytest -n auto --dist loadfile -m "library and not slow" \
+		--doctest-modules gradlab --ignore=gradlab/course tests
 
 test-browser: system-deps setup
 	$(BIN)/python -m pytest -m browser -p no:xdist tests/test_browser.py
+
+# The library's unit tests against another torch, in its own environment
+# (.venv-torch-X.Y.Z). Not part of `make test`: it downloads a multi-GB build.
+# pip's configuration files are ignored here (a constraint file in one could refuse
+# the release you ask for); environment variables such as PIP_FIND_LINKS still apply.
+test-torch: setup
+	@test -x .venv-torch-$(TORCH)/bin/python || $(PYTHON) -m venv .venv-torch-$(TORCH)
+	PIP_CONFIG_FILE=/dev/null .venv-torch-$(TORCH)/bin/python -m pip install --quiet "torch==$(TORCH)"
+	grep -v -E '^(torch|nvidia-|triton)' requirements/course.lock > .venv-torch-$(TORCH)/requirements.txt
+	PIP_CONFIG_FILE=/dev/null .venv-torch-$(TORCH)/bin/python -m pip install --quiet -r .venv-torch-$(TORCH)/requirements.txt
+	.venv-torch-$(TORCH)/bin/python -m pip install --quiet --no-deps -e .
+	.venv-torch-$(TORCH)/bin/python -m pytest -n auto --dist loadfile -m "library" -p no:cacheprovider tests
 
 notebooks: setup
 	$(BIN)/python tools/execute_notebooks.py
@@ -61,3 +86,6 @@ lock:
 
 clean:
 	rm -rf $(VENV) build .pytest_cache
+
+# Workshops on JupyterHub: make hub, make hub-load N=10, hub-deps (see workshop/README.md).
+include workshop/workshop.mk
