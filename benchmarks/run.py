@@ -67,6 +67,7 @@ def _median(values: list[float]) -> float:
 
 # ----------------------------------------------------------------------------- 1. track()
 
+
 def corrected_loop(pair: course.Pair, data: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
     for x, y in data:
         course.joint_step(pair, x, y)
@@ -90,7 +91,7 @@ def bench_track(reps: int, steps: int) -> dict:
     wall: dict[str, list[float]] = {k: [] for k in TRACK_VARIANTS}
     for rep in range(reps + 1):  # round 0 warms up every code path and is discarded
         order = list(TRACK_VARIANTS)
-        order = order[rep % len(order):] + order[: rep % len(order)]  # rotate: no variant always first
+        order = order[rep % len(order) :] + order[: rep % len(order)]  # rotate: no variant always first
         for name in order:
             pair = course.make_pair(0, softmax=False)
             with warnings.catch_warnings():
@@ -107,10 +108,17 @@ def bench_track(reps: int, steps: int) -> dict:
         ratios = [c / p for c, p in zip(cpu[name], cpu["plain"])]
         anomaly = [c / a for c, a in zip(cpu[name], cpu["detect_anomaly()"])]
         wall_ratios = [c / p for c, p in zip(wall[name], wall["plain"])]
-        rows.append({"variant": name, "ms_per_step": 1e3 * _median(cpu[name]) / steps,
-                     "vs_plain": _median(ratios), "vs_anomaly": _median(anomaly),
-                     "vs_plain_wall": _median(wall_ratios),
-                     "vs_plain_min": min(ratios), "vs_plain_max": max(ratios)})
+        rows.append(
+            {
+                "variant": name,
+                "ms_per_step": 1e3 * _median(cpu[name]) / steps,
+                "vs_plain": _median(ratios),
+                "vs_anomaly": _median(anomaly),
+                "vs_plain_wall": _median(wall_ratios),
+                "vs_plain_min": min(ratios),
+                "vs_plain_max": max(ratios),
+            }
+        )
     return {"steps": steps, "repetitions": reps, "rows": rows}
 
 
@@ -130,6 +138,7 @@ def profile_track(steps: int) -> str:
 
 
 # ----------------------------------------------------------------------------- 2. drawing
+
 
 def _mlp_loss(layers: int) -> tuple[torch.Tensor, torch.nn.Module]:
     torch.manual_seed(0)
@@ -171,8 +180,9 @@ def bench_draw(reps: int) -> dict:
     }
     if torchviz is not None:
         variants["torchviz.make_dot(loss, params).source"] = lambda: torchviz.make_dot(loss, params).source
-        variants["torchviz.make_dot(..., show_saved=True).source"] = (
-            lambda: torchviz.make_dot(loss, params, show_attrs=True, show_saved=True).source)
+        variants["torchviz.make_dot(..., show_saved=True).source"] = lambda: (
+            torchviz.make_dot(loss, params, show_attrs=True, show_saved=True).source
+        )
     times: dict[str, list[float]] = {k: [] for k in variants}
     for rep in range(reps + 1):
         for name, fn in variants.items():
@@ -182,19 +192,29 @@ def bench_draw(reps: int) -> dict:
     base = "torchviz.make_dot(loss, params).source"
     rows = []
     for name in variants:
-        ratio = (_median([a / b for a, b in zip(times[name], times[base])]) if base in times else None)
+        ratio = _median([a / b for a, b in zip(times[name], times[base])]) if base in times else None
         rows.append({"variant": name, "seconds": _median(times[name]), "vs_torchviz": ratio})
     chain = _chain(20_000)
     chain_nodes = len(gradlab.collect(chain).nodes)
     chain_times = [_time(lambda: gradlab.draw(chain).source) for _ in range(max(1, reps // 2))]
-    return {"nodes": nodes, "rows": rows, "chain_nodes": chain_nodes, "chain_seconds": _median(chain_times),
-            "repetitions": reps}
+    return {
+        "nodes": nodes,
+        "rows": rows,
+        "chain_nodes": chain_nodes,
+        "chain_seconds": _median(chain_times),
+        "repetitions": reps,
+    }
 
 
 # ----------------------------------------------------------------------------- 3. notebooks
 
-KERNEL_ENV = {"PYTHONHASHSEED": "0", "PYDEVD_DISABLE_FILE_VALIDATION": "1", "JUPYTER_PLATFORM_DIRS": "1",
-              "SOURCE_DATE_EPOCH": "0", "TZ": "UTC"}
+KERNEL_ENV = {
+    "PYTHONHASHSEED": "0",
+    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    "JUPYTER_PLATFORM_DIRS": "1",
+    "SOURCE_DATE_EPOCH": "0",
+    "TZ": "UTC",
+}
 FLOOR_SOURCE = "import torch\nimport matplotlib\nimport matplotlib.pyplot\nimport gradlab"
 # torch builds its first optimizer through torch._disable_dynamo, which imports torch._dynamo.
 FLOOR_OPT_SOURCE = FLOOR_SOURCE + "\ntorch.optim.SGD([torch.zeros(1, requires_grad=True)])"
@@ -210,8 +230,9 @@ def _slowest_cell(nb: object) -> tuple[int, float, str] | None:
         start, end = ex.get("iopub.execute_input"), ex.get("shell.execute_reply")
         if cell.cell_type != "code" or not start or not end:
             continue
-        seconds = (datetime.fromisoformat(end.replace("Z", "+00:00"))
-                   - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+        seconds = (
+            datetime.fromisoformat(end.replace("Z", "+00:00")) - datetime.fromisoformat(start.replace("Z", "+00:00"))
+        ).total_seconds()
         if best is None or seconds > best[1]:
             best = (i, seconds, cell.source.strip().splitlines()[0][:60] if cell.source.strip() else "")
     return best
@@ -222,8 +243,9 @@ def _execute(nb: object) -> float:
 
     env = {**os.environ, **KERNEL_ENV}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    client = NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=False,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client = NotebookClient(
+        nb, kernel_name="python3", timeout=600, allow_errors=False, resources={"metadata": {"path": str(NOTEBOOKS)}}
+    )
     t = time.perf_counter()
     client.execute(env=env, cwd=str(NOTEBOOKS), stderr=subprocess.DEVNULL)  # kernel log lines are noise here
     return time.perf_counter() - t
@@ -256,20 +278,30 @@ def bench_notebooks(reps: int) -> dict:
                 nb = nbformat.read(p, as_version=4)
                 times[p.name].append(_execute(nb))
                 slowest[p.name] = _slowest_cell(nb)
-            except Exception as e:  # noqa: BLE001 - a broken notebook is reported, not fatal
+            except Exception as e:
                 failed[p.name] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:200]}"
     floor_s = _median(floor)
-    rows = [{"notebook": name, "seconds": _median(t), "vs_floor": _median(t) / floor_s,
-             "slowest_cell": slowest.get(name)} for name, t in times.items() if t]
+    rows = [
+        {"notebook": name, "seconds": _median(t), "vs_floor": _median(t) / floor_s, "slowest_cell": slowest.get(name)}
+        for name, t in times.items()
+        if t
+    ]
     total = sum(r["seconds"] for r in rows)
     floor_opt_s = _median(floor_opt) if floor_opt else None
-    return {"floor_seconds": floor_s, "floor_optimizer_seconds": floor_opt_s, "rows": rows, "total_seconds": total,
-            "suite_vs_floor": total / (floor_s * len(rows)) if rows else None,
-            "suite_vs_floor_optimizer": total / (floor_opt_s * len(rows)) if rows and floor_opt_s else None,
-            "failed": failed, "repetitions": reps}
+    return {
+        "floor_seconds": floor_s,
+        "floor_optimizer_seconds": floor_opt_s,
+        "rows": rows,
+        "total_seconds": total,
+        "suite_vs_floor": total / (floor_s * len(rows)) if rows else None,
+        "suite_vs_floor_optimizer": total / (floor_opt_s * len(rows)) if rows and floor_opt_s else None,
+        "failed": failed,
+        "repetitions": reps,
+    }
 
 
 # ----------------------------------------------------------------------------- report
+
 
 def _machine() -> dict:
     try:
@@ -278,9 +310,15 @@ def _machine() -> dict:
         cpus = psutil.cpu_count(logical=True)
     except ImportError:
         cpus = os.cpu_count()
-    return {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(), "torch": torch.__version__,
-            "gradlab": gradlab.__version__, "machine": platform.machine(), "cpus": cpus,
-            "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None}
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "gradlab": gradlab.__version__,
+        "machine": platform.machine(),
+        "cpus": cpus,
+        "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+    }
 
 
 def _mark(value: float | None, target: float, below: bool = True) -> str:
@@ -291,54 +329,79 @@ def _mark(value: float | None, target: float, below: bool = True) -> str:
 
 def markdown(results: dict) -> str:
     m = results["machine"]
-    lines = [f"gradlab benchmarks, {m['date']}: Python {m['python']}, torch {m['torch']}, {m['cpus']} CPUs "
-             f"({m['machine']}), load average {m['load_average']}", ""]
+    lines = [
+        f"gradlab benchmarks, {m['date']}: Python {m['python']}, torch {m['torch']}, {m['cpus']} CPUs "
+        f"({m['machine']}), load average {m['load_average']}",
+        "",
+    ]
     tr = results.get("track")
     if tr:
-        lines += [f"### track() overhead ({tr['steps']} steps of the corrected loop, median of {tr['repetitions']} "
-                  "interleaved repetitions, CPU time of one torch thread)", "",
-                  "| variant | ms/step | vs plain | vs detect_anomaly | vs plain (wall) | target |",
-                  "|---|---:|---:|---:|---:|---|"]
+        lines += [
+            f"### track() overhead ({tr['steps']} steps of the corrected loop, median of {tr['repetitions']} "
+            "interleaved repetitions, CPU time of one torch thread)",
+            "",
+            "| variant | ms/step | vs plain | vs detect_anomaly | vs plain (wall) | target |",
+            "|---|---:|---:|---:|---:|---|",
+        ]
         for r in tr["rows"]:
             target = ""
             if r["variant"].startswith("track"):
                 ok = r["vs_plain"] <= TARGETS["track_vs_plain"] and r["vs_anomaly"] < 1
                 target = "met" if ok else "MISSED"
-            lines.append(f"| {r['variant']} | {r['ms_per_step']:.3f} | {r['vs_plain']:.2f}x | {r['vs_anomaly']:.2f}x "
-                         f"| {r['vs_plain_wall']:.2f}x | {target} |")
+            lines.append(
+                f"| {r['variant']} | {r['ms_per_step']:.3f} | {r['vs_plain']:.2f}x | {r['vs_anomaly']:.2f}x "
+                f"| {r['vs_plain_wall']:.2f}x | {target} |"
+            )
         lines.append("")
     dr = results.get("draw")
     if dr:
         if "skipped" in dr:
             lines += ["### Drawing", "", f"skipped: {dr['skipped']}", ""]
         else:
-            lines += [f"### Drawing (DOT source of a {dr['nodes']}-node graph, median of {dr['repetitions']})", "",
-                      "| variant | seconds | vs torchviz |", "|---|---:|---:|"]
+            lines += [
+                f"### Drawing (DOT source of a {dr['nodes']}-node graph, median of {dr['repetitions']})",
+                "",
+                "| variant | seconds | vs torchviz |",
+                "|---|---:|---:|",
+            ]
             for r in dr["rows"]:
                 ratio = "" if r["vs_torchviz"] is None else f"{r['vs_torchviz']:.2f}x"
                 lines.append(f"| {r['variant']} | {r['seconds']:.3f} | {ratio} |")
-            lines += ["", f"gradlab.draw(chain).source on a {dr['chain_nodes']}-node chain: "
-                      f"{dr['chain_seconds']:.2f} s (target < {TARGETS['chain_seconds']:.0f} s: "
-                      f"{_mark(dr['chain_seconds'], TARGETS['chain_seconds'])})", ""]
+            lines += [
+                "",
+                f"gradlab.draw(chain).source on a {dr['chain_nodes']}-node chain: "
+                f"{dr['chain_seconds']:.2f} s (target < {TARGETS['chain_seconds']:.0f} s: "
+                f"{_mark(dr['chain_seconds'], TARGETS['chain_seconds'])})",
+                "",
+            ]
     nb = results.get("notebooks")
     if nb:
         if "skipped" in nb:
             lines += ["### Notebooks", "", f"skipped: {nb['skipped']}", ""]
         else:
-            lines += [f"### Notebooks (fresh kernel each, median of {nb['repetitions']}; floor = start a kernel and "
-                      f"import torch, matplotlib, gradlab: {nb['floor_seconds']:.2f} s)", "",
-                      "| notebook | seconds | vs floor | slowest cell (last run) |", "|---|---:|---:|---|"]
+            lines += [
+                f"### Notebooks (fresh kernel each, median of {nb['repetitions']}; floor = start a kernel and "
+                f"import torch, matplotlib, gradlab: {nb['floor_seconds']:.2f} s)",
+                "",
+                "| notebook | seconds | vs floor | slowest cell (last run) |",
+                "|---|---:|---:|---|",
+            ]
             for r in nb["rows"]:
                 cell = r["slowest_cell"]
                 where = f"cell {cell[0]}, {cell[1]:.2f} s: `{cell[2]}`" if cell else ""
                 lines.append(f"| {r['notebook']} | {r['seconds']:.2f} | {r['vs_floor']:.2f}x | {where} |")
             if nb["suite_vs_floor"] is not None:
-                lines.append(f"| **suite** | {nb['total_seconds']:.2f} | **{nb['suite_vs_floor']:.2f}x** | "
-                             f"target <= {TARGETS['notebooks_vs_floor']}x: "
-                             f"{_mark(nb['suite_vs_floor'], TARGETS['notebooks_vs_floor'])} |")
+                lines.append(
+                    f"| **suite** | {nb['total_seconds']:.2f} | **{nb['suite_vs_floor']:.2f}x** | "
+                    f"target <= {TARGETS['notebooks_vs_floor']}x: "
+                    f"{_mark(nb['suite_vs_floor'], TARGETS['notebooks_vs_floor'])} |"
+                )
             if nb.get("suite_vs_floor_optimizer") is not None:
-                lines.append(f"| suite vs floor + first optimizer ({nb['floor_optimizer_seconds']:.2f} s: torch imports "
-                             f"torch._dynamo there) | | {nb['suite_vs_floor_optimizer']:.2f}x | |")
+                floor = nb["floor_optimizer_seconds"]
+                lines.append(
+                    f"| suite vs floor + first optimizer ({floor:.2f} s: torch imports "
+                    f"torch._dynamo there) | | {nb['suite_vs_floor_optimizer']:.2f}x | |"
+                )
             for name, err in sorted(nb["failed"].items()):
                 lines.append(f"\nnot timed, {name} failed: {err}")
             lines.append("")
@@ -349,8 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--out", type=Path, help="also write the results as JSON to this file")
-    parser.add_argument("--only", choices=["track", "draw", "notebooks"], action="append",
-                        help="run only this benchmark (repeatable)")
+    parser.add_argument(
+        "--only", choices=["track", "draw", "notebooks"], action="append", help="run only this benchmark (repeatable)"
+    )
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the tracked loop and exit")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)

@@ -52,20 +52,51 @@ _EXPORTS: dict[str, str] = {
     "unload_ipython_extension": "ipython",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "__version__",
+    "check",
+    "Diagnosis",
+    "Problem",
+    "track",
+    "Tracker",
+    "Event",
+    "saved_tensors",
+    "saved_table",
+    "SavedTensor",
+    "Write",
+    "collect",
+    "Graph",
+    "GraphNode",
+    "grad_report",
+    "GradReport",
+    "GradRow",
+    "draw",
+    "GraphView",
+    "explain",
+    "Explanation",
+    "timeline",
+    "plot_grads",
+    "measure_memory",
+    "MemoryTrace",
+    "plot_memory",
+    "modules_in",
+    "GradlabWarning",
+    "UnusedStepWarning",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
 
 if TYPE_CHECKING:
     from .diagnosis import Diagnosis, Problem, check
     from .drawing import GraphView, draw
     from .explanation import Explanation, explain
     from .grads import GradReport, GradRow, grad_report
-    from .graph import Graph, GraphNode, collect
+    from .graph import Graph, GraphNode, collect, saved_table, saved_tensors
     from .ipython import load_ipython_extension, unload_ipython_extension
     from .memory import MemoryTrace, measure_memory, plot_memory
     from .names import modules_in
     from .notices import GradlabWarning, UnusedStepWarning
     from .plots import plot_grads, timeline
-    from .graph import saved_table, saved_tensors
     from .saved import SavedTensor, Write
     from .tracker import Event, Tracker, track
 

@@ -57,8 +57,7 @@ def fix_options(kind: str, problems: Sequence[Problem] = ()) -> list[str]:
     if by_op and not by_step:
         return _OP_FIXES + _STEP_FIXES
     if by_step and not by_op:
-        return _STEP_FIXES + ["If the tensor was changed by your own code, use the out-of-place op "
-                              "(x = x + 1, not x += 1)."]
+        return _STEP_FIXES + [
+            "If the tensor was changed by your own code, use the out-of-place op (x = x + 1, not x += 1)."
+        ]
     return _STEP_FIXES + _OP_FIXES
-
-

@@ -65,7 +65,8 @@ def _interpreter() -> str:
 # Tracking
 # --------------------------------------------------------------------------
 
-def _tracking(names: Callable[[], Mapping[str, object]], explain_only: bool) -> contextlib.AbstractContextManager:
+
+def _tracking(names: Callable[[], Mapping[str, object]], explain_only: bool) -> contextlib.AbstractContextManager[object]:
     """``track(names=names)``, or a context that does nothing."""
     if explain_only:
         return contextlib.nullcontext()
@@ -98,8 +99,8 @@ class _MainNamespace:
     def __call__(self) -> dict[str, object]:
         if self.namespace is None:
             main = sys.modules.get("__main__")
-            if main is not None and getattr(main, "__spec__", None) is not None \
-                    and main.__spec__.name not in ("gradlab.__main__", "gradlab"):
+            spec = getattr(main, "__spec__", None)
+            if main is not None and spec is not None and spec.name not in ("gradlab.__main__", "gradlab"):
                 self.namespace = vars(main)
         if self.namespace is None:
             self.namespace = _namespace_in_traceback(sys.exc_info()[1])
@@ -129,13 +130,15 @@ def _namespace_in_traceback(exc: BaseException | None) -> dict[str, object] | No
 # frames, then gradlab's notes.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _RUNNER_FILES = frozenset(
-    os.path.normcase(os.path.abspath(f)) for f in (
-        runpy.__file__, contextlib.__file__, __file__, os.path.join(_HERE, "__main__.py"),
+    os.path.normcase(os.path.abspath(f))
+    for f in (
+        runpy.__file__,
+        contextlib.__file__,
+        __file__,
+        os.path.join(_HERE, "__main__.py"),
     )
 )
-_HOOK_FILES = frozenset(
-    os.path.normcase(os.path.join(_HERE, name)) for name in ("tracker.py", "saved.py", "writes.py")
-)
+_HOOK_FILES = frozenset(os.path.normcase(os.path.join(_HERE, name)) for name in ("tracker.py", "saved.py", "writes.py"))
 
 
 def _file_key(filename: str) -> str:
@@ -220,20 +223,20 @@ def _report(exc: BaseException, stderr: TextIO, explained: bool) -> int:
     return 130 if isinstance(exc, KeyboardInterrupt) else 1
 
 
-def _run(body: Callable[[], None], names: _MainNamespace, explain_only: bool,
-         stderr: TextIO) -> int:
+def _run(body: Callable[[], None], names: _MainNamespace, explain_only: bool, stderr: TextIO) -> int:
     try:
         with _tracking(names, explain_only):
             body()
     except SystemExit as e:
         return _exit_code(e, stderr)
-    except BaseException as e:  # noqa: BLE001 - every uncaught error is reported like python does
+    except BaseException as e:
         return _report(e, stderr, explained=True)
     return 0
 
 
-def run_script(path: str | os.PathLike[str], args: Sequence[str] = (), *, explain_only: bool = False,
-               stderr: TextIO | None = None) -> int:
+def run_script(
+    path: str | os.PathLike[str], args: Sequence[str] = (), *, explain_only: bool = False, stderr: TextIO | None = None
+) -> int:
     """Run the file ``path`` as ``python path args...`` would; return the exit code.
 
     The script runs as ``__main__`` with ``sys.argv == [path, *args]`` and its
@@ -251,8 +254,9 @@ def run_script(path: str | os.PathLike[str], args: Sequence[str] = (), *, explai
     err = stderr if stderr is not None else sys.stderr
     path = os.fspath(path)
     abspath = os.path.abspath(path)
-    if os.path.isdir(abspath) or (os.path.isfile(abspath) and not abspath.endswith((".py", ".pyw"))
-                                  and _is_zip(abspath)):
+    if os.path.isdir(abspath) or (
+        os.path.isfile(abspath) and not abspath.endswith((".py", ".pyw")) and _is_zip(abspath)
+    ):
         return _run_path_with_runpy(path, list(args), explain_only, err)
     try:
         with open(abspath, "rb") as f:
@@ -284,6 +288,7 @@ def _is_zip(path: str) -> bool:
 
 def _run_path_with_runpy(path: str, args: list[str], explain_only: bool, stderr: TextIO) -> int:
     """Directories and zip files with a ``__main__.py``: as ``python DIR`` does."""
+
     def body() -> None:
         runpy.run_path(path, run_name="__main__")
 
@@ -291,8 +296,7 @@ def _run_path_with_runpy(path: str, args: list[str], explain_only: bool, stderr:
         return _run(body, _MainNamespace(), explain_only, stderr)
 
 
-def run_module(name: str, args: Sequence[str] = (), *, explain_only: bool = False,
-               stderr: TextIO | None = None) -> int:
+def run_module(name: str, args: Sequence[str] = (), *, explain_only: bool = False, stderr: TextIO | None = None) -> int:
     """Run module ``name`` as ``python -m name args...`` would; return the exit code.
 
     Example::
@@ -314,8 +318,10 @@ def run_module(name: str, args: Sequence[str] = (), *, explain_only: bool = Fals
 
             found = find_spec(name) is not None
         except (ImportError, ValueError) as e:
-            print(f"{_interpreter()}: Error while finding module specification for {name!r}"
-                  f" ({type(e).__name__}: {e})", file=err)
+            print(
+                f"{_interpreter()}: Error while finding module specification for {name!r} ({type(e).__name__}: {e})",
+                file=err,
+            )
             return 1
         if not found:
             print(f"{_interpreter()}: No module named {name}", file=err)
@@ -326,6 +332,7 @@ def run_module(name: str, args: Sequence[str] = (), *, explain_only: bool = Fals
 # --------------------------------------------------------------------------
 # explain
 # --------------------------------------------------------------------------
+
 
 def explain_text(text: str, stdout: TextIO | None = None) -> int:
     """Print the explanation of the error in ``text``; 0 if recognised, else 1.
@@ -347,6 +354,7 @@ def explain_text(text: str, stdout: TextIO | None = None) -> int:
 # --------------------------------------------------------------------------
 # Command line
 # --------------------------------------------------------------------------
+
 
 def _usage_error(message: str) -> int:
     print(USAGE.split("\n\n", 1)[0], file=sys.stderr)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
 from typing import TYPE_CHECKING, Literal
 
 import torch
@@ -23,6 +22,7 @@ __all__ = ["Diagnosis", "Problem", "ProblemKind", "check", "check_graph"]
 
 #: The two ways a backward fails that gradlab diagnoses.
 ProblemKind = Literal["graph_freed", "modified_in_place"]
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -51,8 +51,10 @@ class Problem:
             if self.where:
                 text += f" by the backward at {self.where}" + (f": {self.code}" if self.code else "")
             return text + "."
-        text = (f"{self.tensor}{shape}, saved by {self.node} at version {self.saved_version}, "
-                f"is now at version {self.current_version}")
+        text = (
+            f"{self.tensor}{shape}, saved by {self.node} at version {self.saved_version}, "
+            f"is now at version {self.current_version}"
+        )
         if self.modified_by:
             text += f": modified by {self.modified_by}"
         if self.where:
@@ -95,25 +97,43 @@ class Diagnosis:
     def _repr_html_(self) -> str:
         if self.ok:
             return f"<p><b>ok</b>: backward() would succeed ({html.escape(self.graph.summary())}).</p>"
-        head = "".join(f"<th>{h}</th>" for h in ("kind", "node", "tensor", "shape", "saved", "now",
-                                                   "modified by", "where"))
+        head = "".join(
+            f"<th>{h}</th>" for h in ("kind", "node", "tensor", "shape", "saved", "now", "modified by", "where")
+        )
         rows = []
         for p in self.problems:
-            cells = (p.kind, p.node, p.tensor, "" if p.shape is None else str(list(p.shape)),
-                     "" if p.saved_version is None else str(p.saved_version),
-                     "" if p.current_version is None else str(p.current_version),
-                     p.modified_by or "", (p.where or "") + (f": {p.code}" if p.code else ""))
+            cells = (
+                p.kind,
+                p.node,
+                p.tensor,
+                "" if p.shape is None else str(list(p.shape)),
+                "" if p.saved_version is None else str(p.saved_version),
+                "" if p.current_version is None else str(p.current_version),
+                p.modified_by or "",
+                (p.where or "") + (f": {p.code}" if p.code else ""),
+            )
             rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
         fixes = "".join(f"<li>{html.escape(f)}</li>" for k in self.kinds for f in fix_options(k, self.problems))
-        return (f"<p><b>backward() would fail</b> ({html.escape(self.graph.summary())})</p>"
-                f"<table><tr>{head}</tr>{''.join(rows)}</table><p>Fix options:</p><ul>{fixes}</ul>")
+        return (
+            f"<p><b>backward() would fail</b> ({html.escape(self.graph.summary())})</p>"
+            f"<table><tr>{head}</tr>{''.join(rows)}</table><p>Fix options:</p><ul>{fixes}</ul>"
+        )
 
 
 def _problem(s: SavedTensor) -> Problem:
     kind: ProblemKind = "graph_freed" if s.status == "freed" else "modified_in_place"
-    return Problem(kind=kind, node=s.node, tensor=s.name, shape=s.shape, saved_version=s.saved_version,
-                   current_version=s.current_version, modified_by=s.modified_by, where=s.where, code=s.code,
-                   node_id=s.node_id)
+    return Problem(
+        kind=kind,
+        node=s.node,
+        tensor=s.name,
+        shape=s.shape,
+        saved_version=s.saved_version,
+        current_version=s.current_version,
+        modified_by=s.modified_by,
+        where=s.where,
+        code=s.code,
+        node_id=s.node_id,
+    )
 
 
 def check_graph(graph: Graph, failing: BackwardCall | None = None) -> Diagnosis:

@@ -12,8 +12,9 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -22,11 +23,16 @@ from .graph import Graph, GraphNode, collect, direct_modules, module_of_nodes, r
 from .names import Namer, NamesLike
 from .saved import SavedTensor
 
+if TYPE_CHECKING:
+    from .tracker import Tracker
+
 __all__ = ["GraphView", "draw", "INSTALL_GRAPHVIZ", "DEFAULT_MAX_NODES"]
 
 #: The one line shown wherever a picture would need Graphviz's ``dot``.
-INSTALL_GRAPHVIZ = ("Install Graphviz to see this graph drawn: sudo apt-get install graphviz | "
-                    "brew install graphviz | conda install -c conda-forge graphviz")
+INSTALL_GRAPHVIZ = (
+    "Install Graphviz to see this graph drawn: sudo apt-get install graphviz | "
+    "brew install graphviz | conda install -c conda-forge graphviz"
+)
 
 #: Above this many nodes a notebook shows the summary line only (render explicitly with .svg()/.save()).
 DEFAULT_MAX_NODES = 400
@@ -54,6 +60,7 @@ class _Output:
 
 # -- collecting -------------------------------------------------------------------------------------
 
+
 def _outputs_of(output_or_outputs: object) -> tuple[list[torch.Tensor], list[str]]:
     """Split draw()'s first argument into tensors and their labels; validates like collect()."""
     what = "draw() output"
@@ -62,8 +69,10 @@ def _outputs_of(output_or_outputs: object) -> tuple[list[torch.Tensor], list[str
             raise ValueError("draw() got an empty dict; pass e.g. {'loss_1': loss_1, 'loss_2': loss_2}")
         for key in output_or_outputs:
             if not isinstance(key, str):
-                raise TypeError(f"draw() dict keys must be strings (the labels), got {key!r}; "
-                                "pass e.g. {'loss_1': loss_1, 'loss_2': loss_2}")
+                raise TypeError(
+                    f"draw() dict keys must be strings (the labels), got {key!r}; "
+                    "pass e.g. {'loss_1': loss_1, 'loss_2': loss_2}"
+                )
         tensors, labels = list(output_or_outputs.values()), list(output_or_outputs)
     elif isinstance(output_or_outputs, torch.Tensor):
         tensors, labels = [output_or_outputs], ["output"]
@@ -73,13 +82,20 @@ def _outputs_of(output_or_outputs: object) -> tuple[list[torch.Tensor], list[str
         tensors = list(output_or_outputs)
         labels = [f"output {i}" for i in range(len(tensors))]
     else:
-        tensors, labels = output_or_outputs, []  # roots_of raises its TypeError
+        roots_of(output_or_outputs, what)  # raises its TypeError
+        raise AssertionError("unreachable")  # pragma: no cover
     roots_of(tensors, what)
     return tensors, labels
 
 
-def draw(output_or_outputs: object, names: NamesLike = None, *, collapse: bool | str = False,
-         tracker: object | None = None, max_nodes: int = DEFAULT_MAX_NODES) -> GraphView:
+def draw(
+    output_or_outputs: torch.Tensor | Sequence[torch.Tensor] | Mapping[str, torch.Tensor],
+    names: NamesLike = None,
+    *,
+    collapse: bool | str = False,
+    tracker: Tracker | None = None,
+    max_nodes: int = DEFAULT_MAX_NODES,
+) -> GraphView:
     """Draw the backward graph of a loss (or of several losses at once, so the shared part shows).
 
     ``output_or_outputs`` is a tensor, a list of tensors, or a dict of label to
@@ -114,8 +130,9 @@ def draw(output_or_outputs: object, names: NamesLike = None, *, collapse: bool |
     if collapse is None:
         collapse = False
     if collapse is True or collapse not in COLLAPSE_MODES:
-        raise ValueError(f"collapse must be False or 'module', got {collapse!r}; pass collapse='module' to group "
-                         "nodes by module")
+        raise ValueError(
+            f"collapse must be False or 'module', got {collapse!r}; pass collapse='module' to group nodes by module"
+        )
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, int):
         raise TypeError(f"max_nodes must be an int, got {type(max_nodes).__name__}; pass e.g. max_nodes=400")
     if max_nodes < 1:
@@ -125,12 +142,14 @@ def draw(output_or_outputs: object, names: NamesLike = None, *, collapse: bool |
         tracker = session.active()
     namer = tracker.namer(names) if tracker is not None else Namer(names)
     graph = collect(tensors, namer, tracker=tracker)
-    outputs = tuple(_Output(label, node_id, tuple(t.shape))
-                    for label, node_id, t in zip(labels, graph.outputs, tensors))
+    outputs = tuple(
+        _Output(label, node_id, tuple(t.shape)) for label, node_id, t in zip(labels, graph.outputs, tensors)
+    )
     return GraphView(graph, outputs, collapse, max_nodes)
 
 
 # -- rendering: DOT ---------------------------------------------------------------------------------
+
 
 # NOTE [Fast DOT text]
 # draw() must stay at most as slow as torchviz.make_dot on a 900-node graph (benchmarks/run.py).
@@ -146,7 +165,7 @@ def _q(text: str) -> str:
 _Style = tuple[tuple[str, str], ...]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tail(style: _Style) -> str:
     """``, k1="v1", k2="v2"``: the attributes after a label, rendered once per style."""
     return "".join(f", {k}={_q(v)}" for k, v in style)
@@ -211,7 +230,7 @@ def _saved_label(s: SavedTensor, cut: bool) -> tuple[str, _Style]:
     return f"{head}\nv{s.saved_version}", _SAVED_STYLE
 
 
-@lru_cache(maxsize=None)
+@cache
 def _saved_edge(style: _Style) -> str:
     """The dashed line from a saved tensor to its node, in the saved box's colour."""
     return _attrs(style="dashed", arrowhead="none", color=dict(style).get("color", _GREY))
@@ -231,24 +250,44 @@ def _node_line(n: GraphNode, roots: set[int]) -> str:
 
 
 def _legend(graph: Graph, statuses: set[str], has_cut: bool, has_outputs: bool) -> list[str]:
-    entries = [("legend_param", "parameter\n(name, shape)", dict(fillcolor=_PARAM)),
-               ("legend_op", "operation\n(backward node)", dict(fillcolor=_OP)),
-               ("legend_saved", "saved tensor\n(shape, version)", dict(style="filled", fillcolor=_SAVED, color=_GREY))]
+    entries = [
+        ("legend_param", "parameter\n(name, shape)", dict(fillcolor=_PARAM)),
+        ("legend_op", "operation\n(backward node)", dict(fillcolor=_OP)),
+        ("legend_saved", "saved tensor\n(shape, version)", dict(style="filled", fillcolor=_SAVED, color=_GREY)),
+    ]
     if "modified_in_place" in statuses:
-        entries.append(("legend_stale", "modified in place\nbackward will fail",
-                        dict(style="filled,bold", color=_STALE, fontcolor=_STALE, fillcolor=_STALE_FILL)))
+        entries.append(
+            (
+                "legend_stale",
+                "modified in place\nbackward will fail",
+                dict(style="filled,bold", color=_STALE, fontcolor=_STALE, fillcolor=_STALE_FILL),
+            )
+        )
     if "freed" in statuses:
-        entries.append(("legend_freed", "freed by a backward\n(normal afterwards)",
-                        dict(style="dashed,filled", color=_GREY, fontcolor=_GREY, fillcolor="white")))
+        entries.append(
+            (
+                "legend_freed",
+                "freed by a backward\n(normal afterwards)",
+                dict(style="dashed,filled", color=_GREY, fontcolor=_GREY, fillcolor="white"),
+            )
+        )
     if has_cut:
-        entries.append(("legend_cut", "input without grad history\n(gradient stops here)",
-                        dict(style="dashed,filled", color=_CUT, fontcolor=_CUT, fillcolor="white")))
+        entries.append(
+            (
+                "legend_cut",
+                "input without grad history\n(gradient stops here)",
+                dict(style="dashed,filled", color=_CUT, fontcolor=_CUT, fillcolor="white"),
+            )
+        )
     if has_outputs:
-        entries.append(("legend_output", "output", dict(shape="ellipse", style="filled,bold", color=_OUT,
-                                                         fillcolor=_OUT_FILL)))
-    lines = ["  subgraph cluster_legend {",
-             f"    graph {_attrs(label='legend', fontsize='10', style='dashed', color=_GREY)};",
-             f"    node {_attrs(fontsize='9')};"]
+        entries.append(
+            ("legend_output", "output", dict(shape="ellipse", style="filled,bold", color=_OUT, fillcolor=_OUT_FILL))
+        )
+    lines = [
+        "  subgraph cluster_legend {",
+        f"    graph {_attrs(label='legend', fontsize='10', style='dashed', color=_GREY)};",
+        f"    node {_attrs(fontsize='9')};",
+    ]
     lines.extend(f"    {name} {_attrs(label=label, **kw)};" for name, label, kw in entries)
     lines.extend(f"    {a} -> {b} {_attrs(style='invis')};" for (a, _, _), (b, _, _) in zip(entries, entries[1:]))
     lines.append("  }")
@@ -279,10 +318,12 @@ def to_dot(graph: Graph, outputs: Sequence[_Output] = (), collapse: bool | str =
         body.setdefault(module.get(s.node_id, ""), []).append(f"s{i} {_labelled(label, _SAVED_BOX + style)};")
         saved_edges.append(f"  s{i} -> n{s.node_id} {_saved_edge(style)};")
 
-    lines = ["digraph autograd {",
-             f"  graph {_attrs(fontname=FONT, rankdir='TB', nodesep='0.25', ranksep='0.35')};",
-             f"  node {_attrs(fontname=FONT, fontsize='11', shape='box', style='rounded,filled', height='0.3')};",
-             f"  edge {_attrs(fontname=FONT, fontsize='9', arrowsize='0.7')};"]
+    lines = [
+        "digraph autograd {",
+        f"  graph {_attrs(fontname=FONT, rankdir='TB', nodesep='0.25', ranksep='0.35')};",
+        f"  node {_attrs(fontname=FONT, fontsize='11', shape='box', style='rounded,filled', height='0.3')};",
+        f"  edge {_attrs(fontname=FONT, fontsize='9', arrowsize='0.7')};",
+    ]
     lines.extend("  " + line for line in body.get("", []))
     # Nested clusters, parents before children, siblings sorted by name.
     paths = sorted({p for m in body if m for p in _prefixes(m)})
@@ -318,6 +359,7 @@ def _prefixes(path: str) -> list[str]:
 
 
 # -- rendering: text tree ---------------------------------------------------------------------------
+
 
 def _saved_text(s: SavedTensor, cut: bool) -> str:
     if s.status == "freed":
@@ -383,12 +425,16 @@ def to_text(graph: Graph, outputs: Sequence[_Output] = ()) -> str:
 
 # -- the view -----------------------------------------------------------------------------------------
 
+
 def _dot_program() -> str:
     dot = shutil.which("dot")
     if dot is None:
-        raise RuntimeError("Graphviz's `dot` program is not on PATH, so the graph cannot be rendered. "
-                           + INSTALL_GRAPHVIZ + " (then restart the kernel). GraphView.source and .text() work "
-                           "without it.")
+        raise RuntimeError(
+            "Graphviz's `dot` program is not on PATH, so the graph cannot be rendered. "
+            + INSTALL_GRAPHVIZ
+            + " (then restart the kernel). GraphView.source and .text() work "
+            "without it."
+        )
     return dot
 
 
@@ -418,8 +464,13 @@ class GraphView:
     tree with the install line); its text form is always the one summary line.
     """
 
-    def __init__(self, graph: Graph, outputs: Sequence[_Output] = (), collapse: bool | str = False,
-                 max_nodes: int = DEFAULT_MAX_NODES) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        outputs: Sequence[_Output] = (),
+        collapse: bool | str = False,
+        max_nodes: int = DEFAULT_MAX_NODES,
+    ) -> None:
         self.graph = graph
         self.outputs = tuple(outputs)
         self.collapse = collapse
@@ -439,11 +490,11 @@ class GraphView:
         if not isinstance(format, str) or not format.isalnum():
             raise ValueError(f"format must be a Graphviz output format such as 'svg' or 'png', got {format!r}")
         dot = _dot_program()
-        done = subprocess.run([dot, f"-T{format}"], input=self.source.encode("utf-8"), capture_output=True,
-                              check=False)
+        done = subprocess.run([dot, f"-T{format}"], input=self.source.encode("utf-8"), capture_output=True, check=False)
         if done.returncode != 0:
-            raise RuntimeError(f"Graphviz's dot failed ({done.returncode}): "
-                               f"{done.stderr.decode('utf-8', 'replace').strip()}")
+            raise RuntimeError(
+                f"Graphviz's dot failed ({done.returncode}): {done.stderr.decode('utf-8', 'replace').strip()}"
+            )
         return done.stdout
 
     def svg(self) -> str:
@@ -471,8 +522,9 @@ class GraphView:
         elif suffix in (".svg", ".png", ".pdf"):
             p.write_bytes(self.pipe(suffix[1:]))
         else:
-            raise ValueError(f"save() writes .gv, .dot, .svg, .png or .pdf files, got {p.name!r}; "
-                             "pass e.g. 'graph.svg'")
+            raise ValueError(
+                f"save() writes .gv, .dot, .svg, .png or .pdf files, got {p.name!r}; pass e.g. 'graph.svg'"
+            )
         return p
 
     @property
@@ -504,8 +556,10 @@ class GraphView:
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, object]:
         summary = repr(self)
         if self.too_large:
-            return {"text/plain": f"{summary}\n(over {self.max_nodes} nodes: not drawn automatically; "
-                                  "use .save('graph.svg') or .text())"}
+            return {
+                "text/plain": f"{summary}\n(over {self.max_nodes} nodes: not drawn automatically; "
+                "use .save('graph.svg') or .text())"
+            }
         bundle: dict[str, object] = {"text/plain": summary}
         if shutil.which("dot") is not None:
             try:

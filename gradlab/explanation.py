@@ -142,13 +142,36 @@ _LEGACY_DTYPES = {
 # Forward ops whose backward reuses their own output: an in-place write to
 # the output (nn.ReLU(inplace=True), `y += 1`) breaks their backward.
 _SAVES_OUTPUT = {
-    "Sigmoid", "Tanh", "Exp", "Exp2", "Relu", "Threshold", "Softmax",
-    "LogSoftmax", "Elu", "Sqrt", "Rsqrt",
+    "Sigmoid",
+    "Tanh",
+    "Exp",
+    "Exp2",
+    "Relu",
+    "Threshold",
+    "Softmax",
+    "LogSoftmax",
+    "Elu",
+    "Sqrt",
+    "Rsqrt",
 }
 _VIEW_OPS = {
-    "T", "Transpose", "Permute", "AsStrided", "View", "Reshape", "Expand",
-    "Unsqueeze", "Squeeze", "Select", "Slice", "Narrow", "Split", "Unbind",
-    "Diagonal", "Unfold", "Alias",
+    "T",
+    "Transpose",
+    "Permute",
+    "AsStrided",
+    "View",
+    "Reshape",
+    "Expand",
+    "Unsqueeze",
+    "Squeeze",
+    "Select",
+    "Slice",
+    "Narrow",
+    "Split",
+    "Unbind",
+    "Diagonal",
+    "Unfold",
+    "Alias",
 }
 
 
@@ -179,22 +202,20 @@ def _nested(text: str) -> tuple[tuple[int, ...], ...] | None:
     numbers = [int(n) for n in re.findall(r"-?\d+", text[: text.index("[")])]
     if len(numbers) != rows * cols:
         return None
-    return tuple(tuple(numbers[r * cols:(r + 1) * cols]) for r in range(rows))
+    return tuple(tuple(numbers[r * cols : (r + 1) * cols]) for r in range(rows))
 
 
 def _wording(node: str | None, has_details: bool, hint: str) -> str:
     if not has_details:
         return "torch 0.x (message without tensor details)"
     if node is None:
-        family = ("any torch >= 1.x; no node name is printed because the saved"
-                  " tensor has no grad_fn (a leaf)")
+        family = "any torch >= 1.x; no node name is printed because the saved tensor has no grad_fn (a leaf)"
     elif re.search(r"Backward$", node):
         family = "torch 1.x before 1.10 (node names like TBackward)"
     elif re.search(r"Backward\d+$", node):
         family = "torch 1.10 to 2.x (node names like AsStridedBackward0)"
     else:
-        family = ("recent torch 2.x, e.g. 2.13 (node names without 'Backward',"
-                  " like AsStrided)")
+        family = "recent torch 2.x, e.g. 2.13 (node names without 'Backward', like AsStrided)"
     if "check_nan" in hint:
         family += "; the hint mentions check_nan, so torch 2.x"
     return family
@@ -216,30 +237,45 @@ def _shape_sentence(shape: tuple[int, ...], base: str | None) -> str:
 
 
 def _node_sentence(node: str, nr: int, base: str, two_d: bool) -> str:
-    head = (f"'which is output {nr} of {node}' means the saved tensor was produced"
-            f" by the operation {base} (its grad_fn is {base}Backward).")
+    head = (
+        f"'which is output {nr} of {node}' means the saved tensor was produced"
+        f" by the operation {base} (its grad_fn is {base}Backward)."
+    )
     if base in {"T", "Transpose"}:
-        return head + (" That is a transpose: the saved tensor is a transposed view,"
-                       " typically weight.t() of an nn.Linear, saved by addmm/mm.")
+        return head + (
+            " That is a transpose: the saved tensor is a transposed view,"
+            " typically weight.t() of an nn.Linear, saved by addmm/mm."
+        )
     if base == "AsStrided":
-        text = (" AsStrided is the node autograd puts on a view whose base was modified in"
-                " place after the view was taken.")
+        text = (
+            " AsStrided is the node autograd puts on a view whose base was modified in place after the view was taken."
+        )
         if two_d:
-            return head + text + (
-                " Here it almost always means a transposed view of a weight (weight.t(),"
-                " which nn.Linear saves via addmm/mm) whose parameter was then changed,"
-                " e.g. by optimizer.step().")
-        return head + text + (" Typically the base is a parameter or buffer that was then"
-                              " changed in place, e.g. by optimizer.step().")
+            return (
+                head
+                + text
+                + (
+                    " Here it almost always means a transposed view of a weight (weight.t(),"
+                    " which nn.Linear saves via addmm/mm) whose parameter was then changed,"
+                    " e.g. by optimizer.step()."
+                )
+            )
+        return (
+            head
+            + text
+            + (" Typically the base is a parameter or buffer that was then changed in place, e.g. by optimizer.step().")
+        )
     if base in _VIEW_OPS:
-        return head + (f" {base} makes a view, so the in-place write may have gone"
-                       " to the tensor it views, not to the view itself.")
+        return head + (
+            f" {base} makes a view, so the in-place write may have gone to the tensor it views, not to the view itself."
+        )
     if base in _SAVES_OUTPUT:
-        return head + (f" {base} keeps its own output for backward, so any in-place"
-                       " write to that output (nn.ReLU(inplace=True), +=, *=, slice"
-                       " assignment) breaks its backward.")
-    return head + (" A later operation saved this result for its backward, and then"
-                   " something wrote to it in place.")
+        return head + (
+            f" {base} keeps its own output for backward, so any in-place"
+            " write to that output (nn.ReLU(inplace=True), +=, *=, slice"
+            " assignment) breaks its backward."
+        )
+    return head + (" A later operation saved this result for its backward, and then something wrote to it in place.")
 
 
 def _in_place(m: Message) -> Explanation:
@@ -269,10 +305,7 @@ def _in_place(m: Message) -> Explanation:
     meaning: list[str] = []
     if has_details:
         what = dtype or m.tensor_type
-        meaning.append(
-            f"{m.tensor_type} is the saved tensor's type: {what}"
-            + (f" on {device}." if device else ".")
-        )
+        meaning.append(f"{m.tensor_type} is the saved tensor's type: {what}" + (f" on {device}." if device else "."))
         if shape is not None:
             meaning.append(_shape_sentence(shape, base))
         elif nested is not None:
@@ -294,29 +327,43 @@ def _in_place(m: Message) -> Explanation:
             f" version {cur} is the version now, at backward."
         )
         if diff == 1:
-            meaning.append("The difference is 1: exactly one in-place write since the save,"
-                           " for example one optimizer.step() or one +=.")
+            meaning.append(
+                "The difference is 1: exactly one in-place write since the save,"
+                " for example one optimizer.step() or one +=."
+            )
         else:
-            meaning.append(f"The difference is {diff}: {diff} in-place writes since the save"
-                           f" (for example {diff} optimizer steps, or several in-place ops).")
+            meaning.append(
+                f"The difference is {diff}: {diff} in-place writes since the save"
+                f" (for example {diff} optimizer steps, or several in-place ops)."
+            )
     if anomaly:
-        meaning.append("The Hint comes from anomaly mode: the extra traceback printed above"
-                       " the error shows the forward line whose backward failed; the"
-                       " in-place write happened there or later.")
+        meaning.append(
+            "The Hint comes from anomaly mode: the extra traceback printed above"
+            " the error shows the forward line whose backward failed; the"
+            " in-place write happened there or later."
+        )
     elif anomaly is False:
-        meaning.append("The Hint suggests torch.autograd.set_detect_anomaly(True): it prints"
-                       " the forward line whose saved tensor was overwritten, not the line"
-                       " that wrote to it.")
+        meaning.append(
+            "The Hint suggests torch.autograd.set_detect_anomaly(True): it prints"
+            " the forward line whose saved tensor was overwritten, not the line"
+            " that wrote to it."
+        )
 
-    step = ("optimizer.step() on a network whose output is still used by a graph you have"
-            " not backwarded yet (two chained networks, GAN discriminator step before the"
-            " generator backward, critic step before the actor backward).")
+    step = (
+        "optimizer.step() on a network whose output is still used by a graph you have"
+        " not backwarded yet (two chained networks, GAN discriminator step before the"
+        " generator backward, critic step before the actor backward)."
+    )
     aug = "+=, *= or slice assignment (x[i] = ...) on a tensor that was saved for backward."
-    relu = ("nn.ReLU(inplace=True) (or another inplace=True layer) right after an op that saves"
-            " its output, such as sigmoid, tanh or exp.")
-    data = ("A write through .detach() (or a view) of the saved tensor: it shares memory and the version"
-            " counter. (A write through .data shares memory but not the counter: it raises nothing and"
-            " silently gives wrong gradients.)")
+    relu = (
+        "nn.ReLU(inplace=True) (or another inplace=True layer) right after an op that saves"
+        " its output, such as sigmoid, tanh or exp."
+    )
+    data = (
+        "A write through .detach() (or a view) of the saved tensor: it shares memory and the version"
+        " counter. (A write through .data shares memory but not the counter: it raises nothing and"
+        " silently gives wrong gradients.)"
+    )
     if base in _SAVES_OUTPUT:
         causes = (relu, aug, data, step)
     elif base in _VIEW_OPS or (base is None and shape is not None and len(shape) >= 1):
@@ -329,10 +376,8 @@ def _in_place(m: Message) -> Explanation:
         " its graph saved: forward both, zero both, loss_1.backward(retain_graph=True) (the two graphs"
         " share network 1) and loss_2.backward(), then opt_1.step(); opt_2.step().",
         "Or add the losses and call backward once: (loss_1 + loss_2).backward(), then step.",
-        "If network 1 should not learn from loss 2, detach the input of network 2:"
-        " pred_2 = n_2(pred_1.detach()).",
-        "If you must step in between, recompute the forward after the step so the new graph saves"
-        " the new weights.",
+        "If network 1 should not learn from loss 2, detach the input of network 2: pred_2 = n_2(pred_1.detach()).",
+        "If you must step in between, recompute the forward after the step so the new graph saves the new weights.",
         "Replace the in-place op with its out-of-place form: x = x + 1 instead of x += 1,"
         " nn.ReLU() instead of nn.ReLU(inplace=True), torch.where/cat instead of slice assignment.",
         "Do NOT just add retain_graph=True: it keeps the old graph, but the weights it saved have"
@@ -343,12 +388,15 @@ def _in_place(m: Message) -> Explanation:
         size = "x".join(str(d) for d in shape) if shape is not None else "nested"
         where = f"({size} {dtype or m.tensor_type}"
         where += f", output {nr} of {node})" if node else ", a leaf)"
-        summary = (f"A tensor autograd saved for backward {where} was modified in place"
-                   f" {diff} time{'s' if diff != 1 else ''} after it was saved (version {exp} -> {cur}),"
-                   " so backward cannot use it.")
+        summary = (
+            f"A tensor autograd saved for backward {where} was modified in place"
+            f" {diff} time{'s' if diff != 1 else ''} after it was saved (version {exp} -> {cur}),"
+            " so backward cannot use it."
+        )
     else:
-        summary = ("A tensor autograd saved for backward was modified in place after it was saved,"
-                   " so backward cannot use it.")
+        summary = (
+            "A tensor autograd saved for backward was modified in place after it was saved, so backward cannot use it."
+        )
     return Explanation(
         kind="modified_in_place",
         summary=summary,
@@ -384,8 +432,10 @@ def _graph_freed(m: Message) -> Explanation:
         wording = "unknown release (first sentence only)"
     return Explanation(
         kind="graph_freed",
-        summary=("A backward went through part of a graph whose saved tensors were already freed"
-                 " by an earlier backward (or .grad_fn._saved_* was read after backward)."),
+        summary=(
+            "A backward went through part of a graph whose saved tensors were already freed"
+            " by an earlier backward (or .grad_fn._saved_* was read after backward)."
+        ),
         message=text.strip(),
         torch_wording=wording,
         meaning=(
@@ -418,12 +468,13 @@ def _graph_freed(m: Message) -> Explanation:
 def _no_grad_fn(m: Message) -> Explanation:
     return Explanation(
         kind="no_grad_fn",
-        summary=(f"Element {m.index} of the tensors you called backward on has no graph:"
-                 " it does not require grad, so there is nothing to differentiate."),
+        summary=(
+            f"Element {m.index} of the tensors you called backward on has no graph:"
+            " it does not require grad, so there is nothing to differentiate."
+        ),
         message=m.text,
         torch_wording="any torch release",
-        meaning=("The loss was computed from tensors none of which requires grad, or outside"
-                 " autograd's recording.",),
+        meaning=("The loss was computed from tensors none of which requires grad, or outside autograd's recording.",),
         causes=(
             "The forward ran under torch.no_grad() or torch.inference_mode() (e.g. an eval loop).",
             "The parameters have requires_grad=False (frozen) or the input was .detach()ed.",
@@ -440,12 +491,16 @@ def _leaf_in_place(m: Message) -> Explanation:
     what = "a view of a leaf" if m.view else "a leaf"
     return Explanation(
         kind="leaf_in_place",
-        summary=(f"An in-place operation was applied to {what} tensor that requires grad"
-                 " (a parameter or a tensor you created with requires_grad=True)."),
+        summary=(
+            f"An in-place operation was applied to {what} tensor that requires grad"
+            " (a parameter or a tensor you created with requires_grad=True)."
+        ),
         message=m.text,
         torch_wording="any torch release",
-        meaning=("autograd cannot record an in-place change to a leaf: its .grad is defined with"
-                 " respect to the value you created, so overwriting it is refused.",),
+        meaning=(
+            "autograd cannot record an in-place change to a leaf: its .grad is defined with"
+            " respect to the value you created, so overwriting it is refused.",
+        ),
         causes=(
             "A manual parameter update written as w -= lr * w.grad outside torch.no_grad().",
             "Initialising or clipping a parameter in place (w[0] = 0, w.clamp_()) with grad enabled.",
@@ -457,8 +512,12 @@ def _leaf_in_place(m: Message) -> Explanation:
     )
 
 
-_BUILDERS = {"modified_in_place": _in_place, "graph_freed": _graph_freed, "no_grad_fn": _no_grad_fn,
-             "leaf_in_place": _leaf_in_place}
+_BUILDERS = {
+    "modified_in_place": _in_place,
+    "graph_freed": _graph_freed,
+    "no_grad_fn": _no_grad_fn,
+    "leaf_in_place": _leaf_in_place,
+}
 
 
 def explain(error: BaseException | str) -> Explanation:
@@ -494,7 +553,9 @@ def explain(error: BaseException | str) -> Explanation:
     text = " ".join(str(error).split())
     return Explanation(
         kind="not_autograd",
-        summary=("This is not one of the autograd errors gradlab decodes (graph freed,"
-                 " modified by an inplace operation, no grad_fn, leaf used in-place)."),
+        summary=(
+            "This is not one of the autograd errors gradlab decodes (graph freed,"
+            " modified by an inplace operation, no grad_fn, leaf used in-place)."
+        ),
         message=text[:500] or None,
     )

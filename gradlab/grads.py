@@ -56,7 +56,7 @@ class GradReport:
         lines = [head + ("        reached by loss" if with_reach else "")]
         for r in self.rows:
             grad = {"none": "None", "zero": "all zero"}.get(r.status) or f"norm {r.norm:.3g}"
-            line = f"{r.name:<{width}}  {str(list(r.shape)):<10}  {grad:<14}"
+            line = f"{r.name:<{width}}  {list(r.shape)!s:<10}  {grad:<14}"
             if with_reach:
                 line += "  " + ("yes" if r.reached else "NO")
             lines.append(line.rstrip())
@@ -76,11 +76,15 @@ class GradReport:
             grad = {"none": "None", "zero": "all zero"}.get(r.status) or f"{r.norm:.3g}"
             color = "" if r.status == "ok" and r.reached is not False else ' style="color:#c62828"'
             reach = "" if r.reached is None else ("yes" if r.reached else "no")
-            rows.append(f"<tr{color}><td>{html.escape(r.name)}</td><td>{list(r.shape)}</td>"
-                        f"<td>{grad}</td><td>{reach}</td></tr>")
+            rows.append(
+                f"<tr{color}><td>{html.escape(r.name)}</td><td>{list(r.shape)}</td><td>{grad}</td><td>{reach}</td></tr>"
+            )
         text = html.escape(str(self).splitlines()[-1])
-        return ("<table><tr><th>parameter</th><th>shape</th><th>gradient</th><th>reached by loss</th></tr>"
-                + "".join(rows) + f"</table><p>{text}</p>")
+        return (
+            "<table><tr><th>parameter</th><th>shape</th><th>gradient</th><th>reached by loss</th></tr>"
+            + "".join(rows)
+            + f"</table><p>{text}</p>"
+        )
 
 
 def grad_report(names: NamesLike, loss: torch.Tensor | None = None) -> GradReport:
@@ -102,8 +106,10 @@ def grad_report(names: NamesLike, loss: torch.Tensor | None = None) -> GradRepor
     namer = Namer(names)
     params = [(n, t) for n, t in namer.named() if t.requires_grad]
     if not params:
-        raise ValueError("grad_report() found no tensors that require grad in names; pass modules with parameters, "
-                         "e.g. {'n_1': n_1, 'n_2': n_2}")
+        raise ValueError(
+            "grad_report() found no tensors that require grad in names; pass modules with parameters, "
+            "e.g. {'n_1': n_1, 'n_2': n_2}"
+        )
     reached_ids: set[int] | None = None
     if loss is not None:
         roots = roots_of(loss, "loss")

@@ -16,12 +16,38 @@ from .saved import SavedTensor, inspect_node
 if TYPE_CHECKING:
     from .tracker import Tracker
 
-__all__ = ["Graph", "GraphNode", "collect", "collect_nodes", "walk", "saved_tensors", "saved_table",
-           "module_of_nodes", "direct_modules"]
+__all__ = [
+    "Graph",
+    "GraphNode",
+    "collect",
+    "collect_nodes",
+    "walk",
+    "saved_tensors",
+    "saved_table",
+    "module_of_nodes",
+    "direct_modules",
+]
 
 # Single-input ops through which an op still "touches" a parameter (Addmm -> T -> weight).
-_TRANSPARENT = frozenset({"T", "Transpose", "Permute", "View", "Reshape", "UnsafeView", "Expand", "Squeeze",
-                          "Unsqueeze", "Alias", "ToCopy", "Clone", "Contiguous", "Select", "Slice"})
+_TRANSPARENT = frozenset(
+    {
+        "T",
+        "Transpose",
+        "Permute",
+        "View",
+        "Reshape",
+        "UnsafeView",
+        "Expand",
+        "Squeeze",
+        "Unsqueeze",
+        "Alias",
+        "ToCopy",
+        "Clone",
+        "Contiguous",
+        "Select",
+        "Slice",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -74,18 +100,24 @@ def roots_of(outputs: object, what: str = "output") -> list[Any]:
     elif isinstance(outputs, Sequence) and not isinstance(outputs, (str, bytes)) and outputs:
         items = list(outputs)
     else:
-        raise TypeError(f"{what} must be a tensor produced by autograd or a list of them, not "
-                        f"{type(outputs).__name__}; pass e.g. the loss: check(loss)")
+        raise TypeError(
+            f"{what} must be a tensor produced by autograd or a list of them, not "
+            f"{type(outputs).__name__}; pass e.g. the loss: check(loss)"
+        )
     roots = []
     for t in items:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{what} must contain only tensors, found {type(t).__name__}; pass e.g. [loss_1, loss_2]")
         if t.grad_fn is None:
             if t.requires_grad:
-                raise ValueError(f"{what} is a leaf tensor (shape {list(t.shape)}): it has no backward graph; "
-                                 "pass a tensor computed from it, e.g. the loss")
-            raise ValueError(f"{what} (shape {list(t.shape)}) does not require grad and has no backward graph; "
-                             "pass a tensor computed from parameters that require grad, e.g. the loss")
+                raise ValueError(
+                    f"{what} is a leaf tensor (shape {list(t.shape)}): it has no backward graph; "
+                    "pass a tensor computed from it, e.g. the loss"
+                )
+            raise ValueError(
+                f"{what} (shape {list(t.shape)}) does not require grad and has no backward graph; "
+                "pass a tensor computed from parameters that require grad, e.g. the loss"
+            )
         roots.append(t.grad_fn)
     return roots
 
@@ -112,8 +144,9 @@ def walk(roots: Sequence[Any]) -> list[Any]:
     return order
 
 
-def collect(outputs: torch.Tensor | Sequence[torch.Tensor], names: NamesLike | Namer = None, *,
-            tracker: Tracker | None = None) -> Graph:
+def collect(
+    outputs: torch.Tensor | Sequence[torch.Tensor], names: NamesLike | Namer = None, *, tracker: Tracker | None = None
+) -> Graph:
     """The backward graph of ``outputs`` with every saved tensor inspected.
 
     Never runs backward, never frees a buffer, never writes ``.grad``. Example::
@@ -141,8 +174,9 @@ def collect_nodes(roots: Sequence[Any], namer: Namer, *, tracker: Tracker | None
         if hasattr(fn, "variable"):
             var = fn.variable
             leaf = namer.name_of(var) or f"leaf {list(var.shape)}"
-            nodes.append(GraphNode(i, "AccumulateGrad", leaf, "leaf", next_ids, leaf_name=leaf, shape=tuple(var.shape),
-                                   seq=seq))
+            nodes.append(
+                GraphNode(i, "AccumulateGrad", leaf, "leaf", next_ids, leaf_name=leaf, shape=tuple(var.shape), seq=seq)
+            )
             continue
         records = inspect_node(fn, i, namer, freed_by)
         saved.extend(records)
@@ -168,6 +202,7 @@ def saved_tensors(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLik
 
 
 # -- modules (for drawing with collapse="module") --------------------------------------------------------------------
+
 
 def _parent(path: str) -> str:
     return path.rsplit(".", 1)[0] if "." in path else ""
@@ -259,12 +294,15 @@ def saved_table(saved: Sequence[SavedTensor]) -> str:
         1   SigmoidBackward0  result    output of Sigmoid [3]  [3]    0      0    ok
     """
     if isinstance(saved, SavedTensor) or not isinstance(saved, Sequence) or isinstance(saved, (str, bytes)):
-        raise TypeError("saved_table() takes the list returned by gradlab.saved_tensors(loss, names), "
-                        f"not {type(saved).__name__}")
+        raise TypeError(
+            f"saved_table() takes the list returned by gradlab.saved_tensors(loss, names), not {type(saved).__name__}"
+        )
     for item in saved:
         if not isinstance(item, SavedTensor):
-            raise TypeError("saved_table() takes the list returned by gradlab.saved_tensors(loss, names); "
-                            f"it contains a {type(item).__name__}")
+            raise TypeError(
+                "saved_table() takes the list returned by gradlab.saved_tensors(loss, names); "
+                f"it contains a {type(item).__name__}"
+            )
     if not saved:
         return "(no saved tensors)"
     columns = list(_COLUMNS)
@@ -273,11 +311,16 @@ def saved_table(saved: Sequence[SavedTensor]) -> str:
         columns += ["modified by", "where"]
     rows = []
     for s in saved:
-        row = [str(s.node_id), s.node, s.attribute, s.name,
-               "?" if s.shape is None else str(list(s.shape)),
-               "-" if s.saved_version is None else str(s.saved_version),
-               "-" if s.current_version is None else str(s.current_version),
-               s.status]
+        row = [
+            str(s.node_id),
+            s.node,
+            s.attribute,
+            s.name,
+            "?" if s.shape is None else str(list(s.shape)),
+            "-" if s.saved_version is None else str(s.saved_version),
+            "-" if s.current_version is None else str(s.current_version),
+            s.status,
+        ]
         if extra:
             row += [s.modified_by or "", (s.where or "") + (f": {s.code}" if s.code else "")]
         rows.append(row)

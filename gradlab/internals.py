@@ -53,8 +53,12 @@ def _missing(feature: str, consequence: str) -> None:
     if feature in _warned:
         return
     _warned.add(feature)
-    warnings.warn(f"gradlab: this torch ({torch.__version__}) has no {feature}; {consequence}. "
-                  "Please report it with your torch version.", GradlabWarning, stacklevel=3)
+    warnings.warn(
+        f"gradlab: this torch ({torch.__version__}) has no {feature}; {consequence}. "
+        "Please report it with your torch version.",
+        GradlabWarning,
+        stacklevel=3,
+    )
 
 
 # -- tensors ---------------------------------------------------------------------------------------
@@ -76,6 +80,7 @@ def is_view(t: torch.Tensor) -> bool:
 
 
 # -- backward nodes --------------------------------------------------------------------------------
+
 
 def current_node() -> Any | None:
     """The backward node the engine is running on this thread, or None outside a backward."""
@@ -112,8 +117,9 @@ def saved_attributes(fn: Any) -> tuple[str, ...]:
         if isinstance(fn, torch.autograd.function.BackwardCFunction):
             attrs = ("saved_tensors",)
         else:
-            attrs = tuple(a for a in dir(fn)
-                          if a.startswith("_saved_") and not a.endswith(("_sym_sizes", "_sym_strides")))
+            attrs = tuple(
+                a for a in dir(fn) if a.startswith("_saved_") and not a.endswith(("_sym_sizes", "_sym_strides"))
+            )
         _attr_cache[cls] = attrs
     return attrs
 
@@ -154,6 +160,7 @@ def input_metadata(fn: Any) -> list[tuple[tuple[int, ...], torch.dtype, torch.de
 
 # -- in-place functions outside the torch namespace -----------------------------------------------
 
+
 def nn_functions() -> Iterator[tuple[Any, str]]:
     """``(torch._C._nn, name)`` for each in-place function there (``leaky_relu_``, ``elu_``, ...).
 
@@ -180,7 +187,7 @@ def check_all() -> dict[str, bool]:
 
     with torch.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
         z = (x * x).sum()
-    z.backward()
+    torch.autograd.backward(z)
     fn = y.grad_fn
     return {
         "version": version(x) == 0,

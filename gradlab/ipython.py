@@ -17,8 +17,9 @@ def _has_note(error: BaseException) -> bool:
     return any(note.lstrip().startswith("gradlab:") for note in getattr(error, "__notes__", ()))
 
 
-def _handler(shell: Any, etype: type[BaseException], value: BaseException, tb: Any,
-             tb_offset: int | None = None) -> None:
+def _handler(
+    shell: Any, etype: type[BaseException], value: BaseException, tb: Any, tb_offset: int | None = None
+) -> None:
     # Show the original traceback first, unchanged (it carries gradlab's note when tracked).
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
     if messages.is_autograd_error(value) and not _has_note(value):

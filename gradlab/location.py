@@ -19,8 +19,15 @@ _SKIP_DIRS = (
 )
 _is_library: dict[object, bool] = {}
 # Installed packages and the standard library: never the user's own callers.
-_INSTALLED = tuple(sorted({os.path.join(p, "") for key in ("stdlib", "platstdlib", "purelib", "platlib")
-                           if (p := sysconfig.get_paths().get(key))}))
+_INSTALLED = tuple(
+    sorted(
+        {
+            os.path.join(p, "")
+            for key in ("stdlib", "platstdlib", "purelib", "platlib")
+            if (p := sysconfig.get_paths().get(key))
+        }
+    )
+)
 
 
 class Location:
@@ -113,14 +120,14 @@ def user_location(frame: FrameType | None = None, callers: int = 0) -> Location 
     line the learner wrote, e.g. ``train.py:12: opt_1.step()``. With ``callers=N``
     the next N user frames further out are kept in ``Location.callers``.
     """
-    f = frame if frame is not None else sys._getframe(1)
+    f: FrameType | None = frame if frame is not None else sys._getframe(1)
     while f is not None:
         code = f.f_code
         if not _library_code(code, code.co_filename):
             if not callers:
                 return Location(code.co_filename, f.f_lineno)
             outer: list[Location] = []
-            g = f.f_back
+            g: FrameType | None = f.f_back
             while g is not None and len(outer) < callers:
                 gcode = g.f_code
                 name = gcode.co_filename

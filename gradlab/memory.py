@@ -141,9 +141,11 @@ class MemoryTrace:
         first, last = 0, self.steps - 1
         rate = self.graphs_per_step
         trend = "flat" if rate <= 0 else f"+{rate:.3g} graph per step"
-        return (f"{self.label}: graphs holding saved tensors {self.graphs[first]} -> {self.graphs[last]} ({trend}); "
-                f"saved tensors {self.saved_bytes[first] / MB:.1f} MB -> {self.saved_bytes[last] / MB:.1f} MB "
-                f"after {self.steps} steps")
+        return (
+            f"{self.label}: graphs holding saved tensors {self.graphs[first]} -> {self.graphs[last]} ({trend}); "
+            f"saved tensors {self.saved_bytes[first] / MB:.1f} MB -> {self.saved_bytes[last] / MB:.1f} MB "
+            f"after {self.steps} steps"
+        )
 
     def __repr__(self) -> str:
         return f"MemoryTrace({self.label!r}, steps={self.steps}, graphs={self.graphs[-1] if self.steps else 0})"

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-__all__ = ["Message", "MessageKind", "Wording", "find", "is_autograd_error", "stale_message", "wording",
-           "FREED_HEAD"]
+__all__ = ["Message", "MessageKind", "Wording", "find", "is_autograd_error", "stale_message", "wording", "FREED_HEAD"]
 
 MessageKind = Literal["graph_freed", "modified_in_place", "no_grad_fn", "leaf_in_place"]
 
@@ -137,23 +136,30 @@ def _texts(error: BaseException | str) -> list[str]:
 def _in_place(m: re.Match[str]) -> Message:
     sizes = m["sizes"]
     return Message(
-        kind="modified_in_place", text=m.group(0).strip(), tensor_type=m["type"],
+        kind="modified_in_place",
+        text=m.group(0).strip(),
+        tensor_type=m["type"],
         shape=tuple(int(s) for s in re.findall(r"-?\d+", sizes)) if sizes is not None else None,
-        nested=m["nested"], output_nr=int(m["nr"]) if m["nr"] is not None else None, node=m["node"],
+        nested=m["nested"],
+        output_nr=int(m["nr"]) if m["nr"] is not None else None,
+        node=m["node"],
         current_version=int(m["cur"]) if m["cur"] is not None else None,
-        expected_version=int(m["exp"]) if m["exp"] is not None else None, hint=(m["hint"] or "").strip())
+        expected_version=int(m["exp"]) if m["exp"] is not None else None,
+        hint=(m["hint"] or "").strip(),
+    )
 
 
 def _find_in(text: str) -> Message | None:
     text = _normalise(text)
     found: list[tuple[int, Message]] = []
     found += [(m.start(), _in_place(m)) for m in _IN_PLACE.finditer(text)]
-    found += [(m.start(), Message("graph_freed", m.group(0).strip(), tail=m["tail"]))
-              for m in _GRAPH_FREED.finditer(text)]
-    found += [(m.start(), Message("no_grad_fn", m.group(0), index=int(m["index"])))
-              for m in _NO_GRAD_FN.finditer(text)]
-    found += [(m.start(), Message("leaf_in_place", m.group(0), view=bool(m["view"])))
-              for m in _LEAF_IN_PLACE.finditer(text)]
+    found += [
+        (m.start(), Message("graph_freed", m.group(0).strip(), tail=m["tail"])) for m in _GRAPH_FREED.finditer(text)
+    ]
+    found += [(m.start(), Message("no_grad_fn", m.group(0), index=int(m["index"]))) for m in _NO_GRAD_FN.finditer(text)]
+    found += [
+        (m.start(), Message("leaf_in_place", m.group(0), view=bool(m["view"]))) for m in _LEAF_IN_PLACE.finditer(text)
+    ]
     if not found:
         return None
     # A pasted traceback may chain several errors; the last one is what was raised.
@@ -184,6 +190,7 @@ def is_autograd_error(error: BaseException | str) -> bool:
 
 
 # -- writing torch's in-place message --------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Wording:
@@ -220,15 +227,13 @@ def _provoke(build: str) -> str:
 
     def run() -> None:
         a = torch.ones(2, requires_grad=True)
-        if build == "exp":
-            b = a.exp()  # ExpBackward0 saves its own result
-        else:
-            b = torch.nn.functional.leaky_relu(a * 1, 0.1, inplace=True)  # LeakyReluBackward1 saves result
+        # ExpBackward0 saves its own result; so does LeakyReluBackward1 (the in-place form).
+        b = a.exp() if build == "exp" else torch.nn.functional.leaky_relu(a * 1, 0.1, inplace=True)
         b.add_(1)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                b.sum().backward()
+                torch.autograd.backward(b.sum())
         except RuntimeError as e:
             result.append(str(e))
 
@@ -258,16 +263,22 @@ def wording(anomaly: bool) -> Wording:
     leaky = _find_in(leaky_text)
     if m is None or m.node is None or m.tensor_type is None or leaky is None or leaky.node is None:
         raise RuntimeError(f"gradlab cannot read torch's in-place message: {exp_text!r}")
-    strip = next((s for s in _STRIPS
-                  if Wording("", "", s).node_name("ExpBackward0") == m.node
-                  and Wording("", "", s).node_name("LeakyReluBackward1") == leaky.node), "")
+    strip = next(
+        (
+            s
+            for s in _STRIPS
+            if Wording("", "", s).node_name("ExpBackward0") == m.node
+            and Wording("", "", s).node_name("LeakyReluBackward1") == leaky.node
+        ),
+        "",
+    )
     raw = exp_text.strip()
     # Replace each variable part of the probe's text with a field, keeping torch's own words around them.
     which_match = re.search(r", which is output 0 of " + re.escape(m.node) + ",", raw)
     if which_match is None:
         raise RuntimeError(f"gradlab cannot read torch's in-place message: {exp_text!r}")
     which = which_match.group(0).replace("output 0", "output {nr}").replace(m.node, "{node}")
-    main = raw[: which_match.start()] + "{which}" + raw[which_match.end():]
+    main = raw[: which_match.start()] + "{which}" + raw[which_match.end() :]
     main = main.replace("{", "{{").replace("}", "}}")
     main = main.replace("{{which}}", "{which}")
     main = main.replace(f"[{m.tensor_type} [2]]", "[{type} [{shape}]]", 1)
@@ -278,8 +289,9 @@ def wording(anomaly: bool) -> Wording:
     return Wording(main=main, which=which, strip=strip)
 
 
-def stale_message(tensor_type: str, shape: tuple[int, ...], node: str | None, output_nr: int,
-                  current: int, expected: int) -> str:
+def stale_message(
+    tensor_type: str, shape: tuple[int, ...], node: str | None, output_nr: int, current: int, expected: int
+) -> str:
     """The in-place error exactly as the installed torch words it.
 
     ``node`` is the ``name()`` of the node torch would print (the saved tensor's
@@ -289,5 +301,6 @@ def stale_message(tensor_type: str, shape: tuple[int, ...], node: str | None, ou
 
     w = wording(torch.is_anomaly_enabled())
     which = w.which.format(nr=output_nr, node=w.node_name(node)) if node else ""
-    return w.main.format(type=tensor_type, shape=", ".join(str(s) for s in shape), which=which,
-                         cur=current, exp=expected)
+    return w.main.format(
+        type=tensor_type, shape=", ".join(str(s) for s in shape), which=which, cur=current, exp=expected
+    )

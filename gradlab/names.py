@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Union
 
 import torch
 from torch import nn
 
 __all__ = ["NamesLike", "Namer", "modules_in"]
 
-NamesLike = Union[Mapping[str, Union[nn.Module, torch.Tensor]], nn.Module, Callable[[], Mapping[str, object]], None]
+NamesLike = Mapping[str, nn.Module | torch.Tensor] | nn.Module | Callable[[], Mapping[str, object]] | None
 
 
 def storage_key(t: torch.Tensor) -> int | None:
@@ -33,8 +32,9 @@ def modules_in(namespace: Mapping[str, object]) -> dict[str, nn.Module]:
     """
     if not isinstance(namespace, Mapping):
         raise TypeError(f"modules_in() takes a mapping such as globals(), not {type(namespace).__name__}")
-    return {k: v for k, v in namespace.items()
-            if isinstance(k, str) and isinstance(v, nn.Module) and not k.startswith("_")}
+    return {
+        k: v for k, v in namespace.items() if isinstance(k, str) and isinstance(v, nn.Module) and not k.startswith("_")
+    }
 
 
 def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:
@@ -56,7 +56,7 @@ def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:
     return out
 
 
-def resolve(names: NamesLike) -> Mapping[str, object]:
+def resolve(names: NamesLike | Mapping[str, object]) -> Mapping[str, object]:
     """Turn ``names=`` (mapping, zero-argument callable or None) into a mapping."""
     if names is None:
         return {}
@@ -64,7 +64,7 @@ def resolve(names: NamesLike) -> Mapping[str, object]:
         return {"": names}  # one module: its parameters keep their own names
     if callable(names) and not isinstance(names, Mapping):
         names = names()
-    if not isinstance(names, Mapping):
+    if not isinstance(names, Mapping):  # a callable may return anything
         raise TypeError(
             f"names= must be a mapping of name to nn.Module or tensor (e.g. {{'n_1': n_1}}), not {type(names).__name__}"
         )
@@ -78,7 +78,7 @@ class Namer:
     enclosing tracker).
     """
 
-    def __init__(self, names: NamesLike = None, fallback: Namer | None = None) -> None:
+    def __init__(self, names: NamesLike | Mapping[str, object] = None, fallback: Namer | None = None) -> None:
         self._by_id: dict[int, tuple[str, weakref.ref[torch.Tensor]]] = {}
         self._by_storage: dict[int, list[tuple[str, weakref.ref[torch.Tensor]]]] = {}
         self.fallback = fallback
@@ -94,7 +94,9 @@ class Namer:
 
     def covers(self, key: int | None) -> bool:
         """Whether some named tensor lives in the storage ``key`` (see :func:`storage_key`)."""
-        return key is not None and (key in self._by_storage or (self.fallback is not None and self.fallback.covers(key)))
+        if key is None:
+            return False
+        return key in self._by_storage or (self.fallback is not None and self.fallback.covers(key))
 
     def named(self) -> list[tuple[str, torch.Tensor]]:
         """The named tensors still alive, in the order given (then the fallback's)."""
@@ -127,7 +129,8 @@ class Namer:
                 continue
             if base.shape == t.shape and base.stride() == t.stride():
                 return name if base.storage_offset() == t.storage_offset() else f"{name} (view)"
-            if t.dim() == 2 and base.dim() == 2 and tuple(t.shape) == tuple(base.shape)[::-1] and t.stride() == base.stride()[::-1]:
+            transposed = tuple(t.shape) == tuple(base.shape)[::-1] and t.stride() == base.stride()[::-1]
+            if t.dim() == 2 and base.dim() == 2 and transposed:
                 return f"{name} (transposed view)"
             return f"{name} (view)"
         return None

@@ -11,13 +11,11 @@ the caller created is touched.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
-
-import torch
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .grads import GradReport
-from .tracker import Event, Tracker
+from .tracker import Event
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -28,8 +26,8 @@ RED, GREY, BLUE = "#cc0000", "#777777", "#1c4587"
 _VIEW = re.compile(r" \((transposed )?view\)$")
 
 
-def new_figure(rows: int, cols: int, size: tuple[float, float], **kw: object):
-    """A fresh figure and axes grid, already released from pyplot's registry."""
+def new_figure(rows: int, cols: int, size: tuple[float, float], **kw: Any) -> tuple[Figure, Any]:
+    """A fresh figure and axes grid (``axes[row][col]``), already released from pyplot's registry."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(rows, cols, figsize=size, squeeze=False, **kw)
@@ -38,6 +36,7 @@ def new_figure(rows: int, cols: int, size: tuple[float, float], **kw: object):
 
 
 # -- timeline ---------------------------------------------------------------------------------------
+
 
 def _events_of(tracker: object) -> list[Event]:
     usage = "pass the tracker of `with gradlab.track(names=...) as tracker:` (or a list of its events)"
@@ -95,17 +94,24 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
         if e.kind in ("saved", "write") and e.tensor and _base(e.tensor) not in names:
             names.append(_base(e.tensor))
     if tensors is not None:
-        if (isinstance(tensors, str) or not isinstance(tensors, Sequence)
-                or not all(isinstance(t, str) for t in tensors)):
+        if (
+            isinstance(tensors, str)
+            or not isinstance(tensors, Sequence)
+            or not all(isinstance(t, str) for t in tensors)
+        ):
             raise TypeError("tensors= must be a list of tensor names, e.g. ['n_1.linear_2.weight']")
         missing = [t for t in tensors if _base(t) not in names]
         if missing:
-            raise ValueError(f"tensors {missing} do not appear in the tracker's events; "
-                             f"pick from {names or 'none (were the tensors named in track(names=...)?)'}")
+            raise ValueError(
+                f"tensors {missing} do not appear in the tracker's events; "
+                f"pick from {names or 'none (were the tensors named in track(names=...)?)'}"
+            )
         names = [_base(t) for t in tensors]
     if not names:
-        raise ValueError("the tracker saw no named tensor being saved or modified; run the forward, step and "
-                         "backward inside `with gradlab.track(names={'n_1': n_1, ...}) as tracker:`")
+        raise ValueError(
+            "the tracker saw no named tensor being saved or modified; run the forward, step and "
+            "backward inside `with gradlab.track(names={'n_1': n_1, ...}) as tracker:`"
+        )
 
     fig, axes = new_figure(len(names), 1, (9.0, 1.2 + 1.5 * len(names)), sharex=True)
     xs = [e.index for e in events]
@@ -122,8 +128,14 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
             if name in rows:
                 ax = rows[name]
                 ax.plot([e.index], [e.version_after], "o", color=BLUE, zorder=3)
-                ax.annotate(f"saved (v{e.version_after})", (e.index, e.version_after), textcoords="offset points",
-                            xytext=(4, 6), fontsize=8, color=BLUE)
+                ax.annotate(
+                    f"saved (v{e.version_after})",
+                    (e.index, e.version_after),
+                    textcoords="offset points",
+                    xytext=(4, 6),
+                    fontsize=8,
+                    color=BLUE,
+                )
         elif e.kind == "write" and name is not None and e.version_after is not None:
             before = e.version_before if e.version_before is not None else versions.get(name, 0)
             versions[name] = e.version_after
@@ -137,22 +149,43 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
                 ax = rows[name]
                 ax.plot([e.index], [e.version_after], "^", color=RED, zorder=3)
                 where = f"\n{e.where}" if e.where else ""
-                ax.annotate(f"{e.op}: v{before} -> v{e.version_after}{where}", (e.index, e.version_after),
-                            textcoords="offset points", xytext=(4, -22), fontsize=8, color=RED)
+                ax.annotate(
+                    f"{e.op}: v{before} -> v{e.version_after}{where}",
+                    (e.index, e.version_after),
+                    textcoords="offset points",
+                    xytext=(4, -22),
+                    fontsize=8,
+                    color=RED,
+                )
         elif e.kind == "backward":
             for ax in rows.values():
                 ax.axvline(e.index, color=GREY, linestyle="--", linewidth=1)
             top = axes[0][0]
-            top.annotate(e.op, (e.index, 1), xycoords=("data", "axes fraction"), textcoords="offset points",
-                         xytext=(3, -10), fontsize=8, color=GREY)
+            top.annotate(
+                e.op,
+                (e.index, 1),
+                xycoords=("data", "axes fraction"),
+                textcoords="offset points",
+                xytext=(3, -10),
+                fontsize=8,
+                color=GREY,
+            )
         elif e.kind == "error":
             text, stale = _error_text(e, versions, saved_at)
             for ax in rows.values():
                 ax.axvline(e.index, color=RED, linewidth=2)
             label_ax = rows.get(_base(stale[0]), axes[0][0]) if stale else axes[0][0]
-            label_ax.annotate(f"backward failed:\n{text}", (e.index, 0.5), xycoords=("data", "axes fraction"),
-                              textcoords="offset points", xytext=(-6, 0), ha="right", fontsize=9, color=RED,
-                              fontweight="bold")
+            label_ax.annotate(
+                f"backward failed:\n{text}",
+                (e.index, 0.5),
+                xycoords=("data", "axes fraction"),
+                textcoords="offset points",
+                xytext=(-6, 0),
+                ha="right",
+                fontsize=9,
+                color=RED,
+                fontweight="bold",
+            )
     for name, ax in rows.items():
         xs_, ys_ = steps[name]
         start = versions.get(name, saved_at.get(name, 0)) if not xs_ else None
@@ -179,6 +212,7 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
 
 # -- gradients --------------------------------------------------------------------------------------
 
+
 def plot_grads(report: GradReport) -> Figure:
     """One horizontal bar per parameter: its gradient norm; ``no gradient`` and ``all zero`` in red.
 
@@ -190,8 +224,9 @@ def plot_grads(report: GradReport) -> Figure:
         >>> fig = plot_grads(grad_report({"n_1": n_1, "n_2": n_2}, loss))   # doctest: +SKIP
     """
     if not isinstance(report, GradReport):
-        raise TypeError(f"plot_grads() takes the GradReport of gradlab.grad_report(names, loss), "
-                        f"not {type(report).__name__}")
+        raise TypeError(
+            f"plot_grads() takes the GradReport of gradlab.grad_report(names, loss), not {type(report).__name__}"
+        )
     if not report.rows:
         raise ValueError("the GradReport has no rows; pass grad_report({'n_1': n_1, ...}) after a backward")
     rows = list(report.rows)
@@ -211,8 +246,15 @@ def plot_grads(report: GradReport) -> Figure:
             text = f"{n:.3g}"
         if r.reached is False:
             text += " (not reached by the loss)"
-        ax.text(n + 0.01 * top, y, text, va="center", fontsize=8, color=BLUE if r.status == "ok" else RED,
-                fontweight="normal" if r.status == "ok" else "bold")
+        ax.text(
+            n + 0.01 * top,
+            y,
+            text,
+            va="center",
+            fontsize=8,
+            color=BLUE if r.status == "ok" else RED,
+            fontweight="normal" if r.status == "ok" else "bold",
+        )
     ax.set_yticks(ys)
     ax.set_yticklabels([f"{r.name} {list(r.shape)}" for r in rows], fontsize=8)
     ax.set_xlim(0, top * 1.35)

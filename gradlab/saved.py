@@ -81,8 +81,19 @@ class SavedTensor:
 class Packed:
     """What gradlab's pack hook stores in place of a saved tensor."""
 
-    __slots__ = ("tensor", "version", "writes", "output_nr", "is_view", "requires_grad", "source",
-                 "fn_name", "fn_seq", "saved_at", "__weakref__")
+    __slots__ = (
+        "tensor",
+        "version",
+        "writes",
+        "output_nr",
+        "is_view",
+        "requires_grad",
+        "source",
+        "fn_name",
+        "fn_seq",
+        "saved_at",
+        "__weakref__",
+    )
 
     def __init__(self, tensor: torch.Tensor, saved_at: Location | None = None) -> None:
         fn = tensor.grad_fn
@@ -108,8 +119,12 @@ class Packed:
         """
         if self.fn_name is None:
             return None
-        if unpacking is not None and self.fn_seq is not None and internals.sequence_nr(unpacking) == self.fn_seq \
-                and unpacking.name() == self.fn_name:
+        if (
+            unpacking is not None
+            and self.fn_seq is not None
+            and internals.sequence_nr(unpacking) == self.fn_seq
+            and unpacking.name() == self.fn_name
+        ):
             return self.fn_name
         original = self.source() if self.source is not None else None
         if original is not None:
@@ -136,8 +151,16 @@ _peek: ContextVar[list[Packed] | None] = ContextVar("gradlab_peek", default=None
 def stale_error(p: Packed) -> RuntimeError:
     """PyTorch's in-place error for a stale packed tensor, in the installed torch's words."""
     t = p.tensor
-    return RuntimeError(messages.stale_message(t.type(), tuple(t.shape), p.message_node(internals.current_node()),
-                                               p.output_nr, internals.version(t), p.version))
+    return RuntimeError(
+        messages.stale_message(
+            t.type(),
+            tuple(t.shape),
+            p.message_node(internals.current_node()),
+            p.output_nr,
+            internals.version(t),
+            p.version,
+        )
+    )
 
 
 def unpack_hook(p: Packed) -> torch.Tensor:
@@ -171,12 +194,17 @@ def _write_fields(p: Packed | None) -> dict[str, Any]:
         if w.op not in ops:
             ops.append(w.op)
     loc = first.location
-    return {"modified_by": ", ".join(ops), "where": loc.where if loc else None,
-            "code": loc.code if loc else None, "writes": tuple(p.writes)}
+    return {
+        "modified_by": ", ".join(ops),
+        "where": loc.where if loc else None,
+        "code": loc.code if loc else None,
+        "writes": tuple(p.writes),
+    }
 
 
-def inspect_node(fn: Any, node_id: int, namer: Namer,
-                 freed_by: Callable[[Any], Location | None] | None = None) -> list[SavedTensor]:
+def inspect_node(
+    fn: Any, node_id: int, namer: Namer, freed_by: Callable[[Any], Location | None] | None = None
+) -> list[SavedTensor]:
     """Every saved tensor of one backward node, with its status.
 
     Reads the node's saved attributes (``internals.saved_attributes``). Versions
@@ -190,22 +218,35 @@ def inspect_node(fn: Any, node_id: int, namer: Namer,
     refused = False  # an accessor raised (stale, freed or other): only then can a dry run add anything
     custom = isinstance(fn, torch.autograd.function.BackwardCFunction)
     for attr in internals.saved_attributes(fn):
-        label = attr[len("_saved_"):] if attr.startswith("_saved_") else attr
+        label = attr[len("_saved_") :] if attr.startswith("_saved_") else attr
         value, packed, err = _read(fn, attr)
         if err is not None:
             refused = True
             m = messages.find(err)
             if m is not None and m.kind == "graph_freed":
                 loc = freed_by(fn) if freed_by else None
-                out.append(dict(attribute=label, name=f"its saved {label!r}", shape=None, saved_version=None,
-                                current_version=None, status="freed", freed_by=loc,
-                                where=loc.where if loc else None, code=loc.code if loc else None))
+                out.append(
+                    dict(
+                        attribute=label,
+                        name=f"its saved {label!r}",
+                        shape=None,
+                        saved_version=None,
+                        current_version=None,
+                        status="freed",
+                        freed_by=loc,
+                        where=loc.where if loc else None,
+                        code=loc.code if loc else None,
+                    )
+                )
                 continue
             if m is not None and m.kind == "modified_in_place" and m.shape is not None:
                 out.extend(_stale_entries(fn, attr, label, m, namer))
                 continue
-            out.append(dict(attribute=label, name=label, shape=None, saved_version=None, current_version=None,
-                            status="unknown"))
+            out.append(
+                dict(
+                    attribute=label, name=label, shape=None, saved_version=None, current_version=None, status="unknown"
+                )
+            )
             continue
         tensors = value if isinstance(value, (tuple, list)) else [value]
         multi = isinstance(value, (tuple, list))
@@ -219,8 +260,11 @@ def inspect_node(fn: Any, node_id: int, namer: Namer,
             entry: dict[str, Any] = dict(
                 attribute=f"{label}[{i}]" if multi else label,
                 name=given or namer.describe(t, None if attr != "_saved_result" else node),
-                named=given is not None, shape=tuple(t.shape), current_version=internals.version(t),
-                requires_grad=p.requires_grad if p is not None else t.requires_grad)
+                named=given is not None,
+                shape=tuple(t.shape),
+                current_version=internals.version(t),
+                requires_grad=p.requires_grad if p is not None else t.requires_grad,
+            )
             if p is not None:
                 entry["saved_version"] = p.version
                 entry["status"] = "ok" if p.version == internals.version(t) else "modified_in_place"
@@ -261,16 +305,33 @@ def _stale_entries(fn: Any, attr: str, label: str, m: messages.Message, namer: N
             if t is None or tuple(t.shape) != shape or internals.version(t) != cur:
                 continue
             given = namer.name_of(t)
-            found.append(dict(attribute=f"{label}[{i}]" if multi else label, named=given is not None,
-                              name=given or namer.describe(t, m.node if t.grad_fn is None and m.node else None),
-                              shape=shape, saved_version=m.expected_version, current_version=cur,
-                              status="modified_in_place", requires_grad=t.requires_grad))
+            found.append(
+                dict(
+                    attribute=f"{label}[{i}]" if multi else label,
+                    named=given is not None,
+                    name=given or namer.describe(t, m.node if t.grad_fn is None and m.node else None),
+                    shape=shape,
+                    saved_version=m.expected_version,
+                    current_version=cur,
+                    status="modified_in_place",
+                    requires_grad=t.requires_grad,
+                )
+            )
         if found:
             return found[:1]  # the accessor stops at the first stale tensor, as the engine does
     name = _stale_name(fn, namer, shape, cur, label) if cur is not None else None
     desc = name or (f"output of {op_name(m.node)} {list(shape)}" if m.node else f"tensor {list(shape)}")
-    return [dict(attribute=label, name=desc, shape=shape, saved_version=m.expected_version, current_version=cur,
-                 status="modified_in_place", named=name is not None)]
+    return [
+        dict(
+            attribute=label,
+            name=desc,
+            shape=shape,
+            saved_version=m.expected_version,
+            current_version=cur,
+            status="modified_in_place",
+            named=name is not None,
+        )
+    ]
 
 
 # NOTE [Dry run]
@@ -297,6 +358,7 @@ def _stale_name(fn: Any, namer: Namer, shape: tuple[int, ...], version: int, att
     several that fit equally (a LayerNorm's weight and bias) are told apart by the
     saved attribute's name (``weight``); otherwise the answer is None.
     """
+
     def fits(var: torch.Tensor) -> str | None:
         if internals.version(var) != version:
             return None
@@ -353,7 +415,7 @@ def _dry_run(fn: Any, entries: list[dict[str, Any]], unknown: list[int]) -> None
                 entries[i].update(saved_version=m.expected_version, status="modified_in_place")
                 return
         return
-    except Exception:  # noqa: BLE001 - any other failure of the node: we cannot tell
+    except Exception:
         return
     for i in unknown:
         entries[i].update(saved_version=entries[i]["current_version"], status="ok")

@@ -68,8 +68,10 @@ def pop(tracker: Tracker) -> None:
     global _running
     stack = _local.stack
     if not stack or stack[-1] is not tracker:
-        raise RuntimeError("gradlab trackers must be closed in the reverse order they were opened "
-                           "(leave the inner `with gradlab.track():` block first)")
+        raise RuntimeError(
+            "gradlab trackers must be closed in the reverse order they were opened "
+            "(leave the inner `with gradlab.track():` block first)"
+        )
     _local.stack = stack[:-1]
     with _lock:
         _running -= 1

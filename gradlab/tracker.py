@@ -85,8 +85,10 @@ class Tracker:
 
     def __init__(self, names: NamesLike = None, *, warn: bool = True) -> None:
         if not isinstance(warn, bool):
-            raise TypeError(f"warn must be True or False, not {type(warn).__name__}; pass warn=False to silence "
-                            "gradlab.UnusedStepWarning")
+            raise TypeError(
+                f"warn must be True or False, not {type(warn).__name__}; pass warn=False to silence "
+                "gradlab.UnusedStepWarning"
+            )
         lazy = callable(names) and not isinstance(names, (Mapping, nn.Module))
         if names is not None and not lazy:
             resolve(names)  # validate now: a clear error at the with-statement
@@ -95,8 +97,9 @@ class Tracker:
         self.warn = warn
         self.active = False
         self.notes: list[str] = []
-        self._events: deque[tuple[int, EventKind, str | None, int | None, int | None, str, Location | None]] = \
-            deque(maxlen=self.MAX_EVENTS)
+        self._events: deque[tuple[int, EventKind, str | None, int | None, int | None, str, Location | None]] = deque(
+            maxlen=self.MAX_EVENTS
+        )
         self._root: Tracker | None = None
         # Recording state (used when this tracker is the outermost one).
         self._count = 0
@@ -127,8 +130,9 @@ class Tracker:
         chain = _chain(session.trackers() if self.active else (self,))
         return Namer(names, fallback=chain) if names is not None else chain
 
-    def _log(self, kind: EventKind, tensor: str | None, before: int | None, after: int | None, op: str,
-             loc: Location | None) -> None:
+    def _log(
+        self, kind: EventKind, tensor: str | None, before: int | None, after: int | None, op: str, loc: Location | None
+    ) -> None:
         entry = (self._count, kind, tensor, before, after, op, loc)
         self._count += 1
         for t in session.trackers():
@@ -137,8 +141,13 @@ class Tracker:
     @property
     def events(self) -> deque[Event]:
         """The log, oldest first: at most ``MAX_EVENTS`` of the latest events."""
-        return deque((Event(i, kind, tensor, before, after, op, loc.where if loc else None, loc.code if loc else None)
-                      for i, kind, tensor, before, after, op, loc in self._events), maxlen=self.MAX_EVENTS)
+        return deque(
+            (
+                Event(i, kind, tensor, before, after, op, loc.where if loc else None, loc.code if loc else None)
+                for i, kind, tensor, before, after, op, loc in self._events
+            ),
+            maxlen=self.MAX_EVENTS,
+        )
 
     @property
     def writes(self) -> list[Event]:
@@ -204,8 +213,15 @@ class Tracker:
                         del registry[key]
         return out
 
-    def _record(self, watched: list[tuple[Packed, int]], op: str, loc: Location | None, *,
-                optimizer: bool = False, grad_mode: bool = True) -> None:
+    def _record(
+        self,
+        watched: list[tuple[Packed, int]],
+        op: str,
+        loc: Location | None,
+        *,
+        optimizer: bool = False,
+        grad_mode: bool = True,
+    ) -> None:
         static = self._static
         for p, before in watched:
             after = internals.version(p.tensor)
@@ -214,10 +230,11 @@ class Tracker:
                 name = static.name_of(p.tensor) if static is not None else None
                 self._log("write", name or f"tensor {list(p.tensor.shape)}", before, after, op, loc)
 
-    def record_inplace(self, original: Callable[..., Any], label: str, args: tuple[Any, ...],
-                       kwargs: dict[str, Any]) -> Any:
+    def record_inplace(
+        self, original: Callable[..., Any], label: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         """Run an in-place torch function and record the saved tensors it moved (from :mod:`gradlab.writes`)."""
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True
         if self._in_step or not self._registry:
             return original(*args, **kwargs)
         target = args[0] if args else kwargs.get("input", kwargs.get("self"))
@@ -229,14 +246,18 @@ class Tracker:
         if any(internals.version(p.tensor) != v for p, v in watched):
             tracked = torch.is_grad_enabled() and all(
                 t.requires_grad or not p.requires_grad
-                for t in targets if isinstance(t, torch.Tensor) for p, _ in watched)
+                for t in targets
+                if isinstance(t, torch.Tensor)
+                for p, _ in watched
+            )
             self._record(watched, label, user_location(), grad_mode=tracked)
         return result
 
-    def record_backward(self, original: Callable[..., Any], kind: str, args: tuple[Any, ...],
-                        kwargs: dict[str, Any]) -> Any:
+    def record_backward(
+        self, original: Callable[..., Any], kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         """Run a backward call and annotate the autograd errors it raises (from :mod:`gradlab.writes`)."""
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True
         if self._internal:
             return original(*args, **kwargs)
         first, retain_at, create_at = ("tensors", 2, 3) if kind == "autograd.backward" else ("outputs", 3, 4)
@@ -262,8 +283,14 @@ class Tracker:
             if m is not None and m.kind in ("graph_freed", "modified_in_place"):
                 if m.kind == "modified_in_place":
                     tensor = f"tensor {list(m.shape)}" if m.shape is not None else None
-                    self._log("error", tensor, m.expected_version, m.current_version,
-                              f"expected version {m.expected_version}, is at version {m.current_version}", loc)
+                    self._log(
+                        "error",
+                        tensor,
+                        m.expected_version,
+                        m.current_version,
+                        f"expected version {m.expected_version}, is at version {m.current_version}",
+                        loc,
+                    )
                 else:
                     self._log("error", None, None, None, messages.FREED_HEAD, loc)
                 self._annotate(e, roots, call)
@@ -278,7 +305,7 @@ class Tracker:
             return  # a nested backward already annotated this exception
         try:
             diag = self.failure_diagnosis(roots, call)
-        except Exception:  # noqa: BLE001 - never replace the user's error with ours
+        except Exception:
             return
         self._diagnoses.append((id(e), str(e), diag))
         e.add_note("\ngradlab: " + str(diag))
@@ -312,8 +339,9 @@ class Tracker:
         watched = self._steps.pop(id(optimizer), None)
         self._in_step = max(0, self._in_step - 1)
         if watched and any(internals.version(p.tensor) != v for p, v in watched):
-            self._record(watched, f"{type(optimizer).__name__}.step()", user_location(), optimizer=True,
-                         grad_mode=False)
+            self._record(
+                watched, f"{type(optimizer).__name__}.step()", user_location(), optimizer=True, grad_mode=False
+            )
 
     def _check_step_grads(self, optimizer: torch.optim.Optimizer, params: list[torch.Tensor], zeros: bool) -> None:
         """Note (once per parameter) a step that cannot train some parameters: no gradient or all zero.
@@ -371,7 +399,8 @@ class Tracker:
         # is found through the graphs of the latest freeing calls instead.
         for roots, earlier in reversed(root._recent):
             if any(node is fn for node in walk(roots)):
-                return earlier
+                found: BackwardCall = earlier
+                return found
         return None
 
     @property
@@ -400,8 +429,9 @@ class Tracker:
         (self._root or self)._refresh_static()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             session.pop(self)
         finally:
@@ -488,4 +518,3 @@ def track(names: NamesLike = None, *, warn: bool = True) -> Tracker:
         ('lin.weight (transposed view)', 'SGD.step()')
     """
     return Tracker(names, warn=warn)
-

@@ -41,9 +41,22 @@ from . import internals, session
 __all__ = ["install", "uninstall", "installed"]
 
 # In-place operators that do not end in "_".
-_INPLACE_DUNDERS = ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
-                    "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__",
-                    "__imatmul__")
+_INPLACE_DUNDERS = (
+    "__setitem__",
+    "__iadd__",
+    "__isub__",
+    "__imul__",
+    "__itruediv__",
+    "__ifloordiv__",
+    "__imod__",
+    "__ipow__",
+    "__iand__",
+    "__ior__",
+    "__ixor__",
+    "__ilshift__",
+    "__irshift__",
+    "__imatmul__",
+)
 # Ends in "_" but never writes tensor data.
 _NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "_backward_hooks_"})
 
@@ -53,8 +66,16 @@ _patched: list[tuple[Any, str, Any, Any]] = []  # (owner, name, original, wrappe
 _hooks: list[Any] = []
 
 
-_FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
-                   types.WrapperDescriptorType)
+_FUNCTION_TYPES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+)
+
+
+def _inplace_name(name: str) -> bool:
+    return name.endswith("_") and not name.startswith("__") and name not in _NOT_WRITES
 
 
 def _entry_points() -> Iterator[tuple[Any, str, str]]:
@@ -63,13 +84,11 @@ def _entry_points() -> Iterator[tuple[Any, str, str]]:
         if isinstance(inspect.getattr_static(torch.Tensor, name, None), _FUNCTION_TYPES):
             yield torch.Tensor, name, name
     for name in dir(torch.Tensor):
-        if name.endswith("_") and not name.startswith("__") and name not in _NOT_WRITES:
-            if isinstance(inspect.getattr_static(torch.Tensor, name, None), _FUNCTION_TYPES):
-                yield torch.Tensor, name, name
+        if _inplace_name(name) and isinstance(inspect.getattr_static(torch.Tensor, name, None), _FUNCTION_TYPES):
+            yield torch.Tensor, name, name
     for name in dir(torch):
-        if name.endswith("_") and not name.startswith("__") and name not in _NOT_WRITES:
-            if isinstance(getattr(torch, name, None), _FUNCTION_TYPES):
-                yield torch, name, name
+        if _inplace_name(name) and isinstance(getattr(torch, name, None), _FUNCTION_TYPES):
+            yield torch, name, name
     for module, name in internals.nn_functions():
         yield module, name, name
 
@@ -79,7 +98,7 @@ def _inplace_wrapper(original: Callable[..., Any], label: str) -> Callable[..., 
 
     @functools.wraps(original)
     def inplace(*args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True  # noqa: F841 - IPython hides this frame in tracebacks
+        __tracebackhide__ = True
         stack = local.stack
         if not stack:
             return original(*args, **kwargs)
@@ -93,7 +112,7 @@ def _backward_wrapper(original: Callable[..., Any], kind: str) -> Callable[..., 
 
     @functools.wraps(original)
     def backward(*args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True
         stack = local.stack
         if not stack:
             return original(*args, **kwargs)

@@ -94,7 +94,10 @@ def test_repo2docker_dockerfile_installs_the_course() -> None:
     # --no-build only writes the Dockerfile (with --debug, to stdout): no Docker daemon needed.
     result = subprocess.run(
         [str(REPO2DOCKER), "--no-build", "--debug", "."],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     dockerfile = result.stdout

@@ -17,7 +17,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -32,8 +31,14 @@ REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "artifacts"
 NOTEBOOK = "08_playground.ipynb"
 CHROMIUM = shutil.which("chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 # Settings JupyterLab reads from <app_settings_dir>/overrides.json (jupyterlab_server
 # settings_utils._get_overrides): render every cell (no windowing), start the notebook's
 # kernel without the "Select Kernel" dialog, no news requests.
@@ -47,8 +52,10 @@ JOINT = "joint backward (both losses train n_1)"
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.timeout(180),
-    pytest.mark.skipif(CHROMIUM is None, reason="no chromium: install Debian's chromium "
-                                                "(apt-get install chromium) to run: make test-browser"),
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="no chromium: install Debian's chromium (apt-get install chromium) to run: make test-browser",
+    ),
 ]
 
 
@@ -76,8 +83,9 @@ def _stop(proc: subprocess.Popen[bytes], base: str, token: str) -> None:
     """Ask the server to shut down (it stops its kernels); signal its process group if it does not."""
     if proc.poll() is None:
         try:
-            request = urllib.request.Request(f"{base}/api/shutdown", method="POST",
-                                             headers={"Authorization": f"token {token}"})
+            request = urllib.request.Request(
+                f"{base}/api/shutdown", method="POST", headers={"Authorization": f"token {token}"}
+            )
             urllib.request.urlopen(request, timeout=5).close()
         except OSError:
             pass
@@ -104,18 +112,24 @@ def jupyterlab(tmp: Path) -> Iterator[tuple[str, str]]:
     (settings / "overrides.json").write_text(json.dumps(OVERRIDES), encoding="utf-8")
     token = secrets.token_hex(16)
     port = _free_port()
-    env = {**os.environ, "JUPYTER_TOKEN": token, "HOME": str(tmp / "home"),
-           "JUPYTER_CONFIG_DIR": str(tmp / "config"), "JUPYTER_DATA_DIR": str(tmp / "data"),
-           "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(tmp / "user-settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"), "IPYTHONDIR": str(tmp / "ipython"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "JUPYTER_TOKEN": token,
+        "HOME": str(tmp / "home"),
+        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+        "JUPYTER_DATA_DIR": str(tmp / "data"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp / "user-settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
+        "IPYTHONDIR": str(tmp / "ipython"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
     argv = build_argv(root, port, open_browser=False, allow_root=hasattr(os, "geteuid") and os.geteuid() == 0)
     argv.append(f"--LabApp.app_settings_dir={settings}")
     log = tmp / "jupyterlab.log"
     base = f"http://{HOST}:{port}"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(argv, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         _wait_until_up(proc, f"{base}/api/status?token={token}", log)
         yield base, token

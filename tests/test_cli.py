@@ -29,8 +29,9 @@ def _env() -> dict[str, str]:
 
 
 def _python(*args: str, cwd: Path = ROOT, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=_env(), input=stdin,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=_env(), input=stdin, capture_output=True, text=True, timeout=300
+    )
 
 
 def gradlab_run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -56,8 +57,7 @@ PATTERNS = [
 ]
 
 
-@pytest.mark.parametrize("script,kind,tensor,shape,offending", PATTERNS,
-                         ids=[p[0] for p in PATTERNS])
+@pytest.mark.parametrize("script,kind,tensor,shape,offending", PATTERNS, ids=[p[0] for p in PATTERNS])
 def test_autograd_failure_is_diagnosed(script, kind, tensor, shape, offending) -> None:
     r = gradlab_run(str(SCRIPTS / script))
     assert r.returncode == 1, r.stderr
@@ -90,6 +90,7 @@ def test_explain_only_runs_without_tracking() -> None:
 
 
 # -- behaves like python ---------------------------------------------------------------
+
 
 def test_success_is_identical_to_python() -> None:
     args = ("first", "--lr", "0.1")
@@ -169,10 +170,13 @@ def test_run_module(tmp_path: Path) -> None:
 
 # -- explain, help and usage -------------------------------------------------------------
 
+
 def test_explain_from_stdin_and_file(tmp_path: Path) -> None:
-    message = ("RuntimeError: one of the variables needed for gradient computation has been modified "
-               "by an inplace operation: [torch.cuda.FloatTensor [64, 1]] is at version 3; expected "
-               "version 2 instead.\n")
+    message = (
+        "RuntimeError: one of the variables needed for gradient computation has been modified "
+        "by an inplace operation: [torch.cuda.FloatTensor [64, 1]] is at version 3; expected "
+        "version 2 instead.\n"
+    )
     r = _python("-m", "gradlab", "explain", stdin=message)
     assert r.returncode == 0 and r.stdout.startswith("gradlab: modified_in_place\n")
     f = tmp_path / "tb.txt"

@@ -241,8 +241,12 @@ def _build(name: str, disturb: str) -> tuple[torch.Tensor, list[torch.Tensor]]:
 DISTURBANCES = ["none", "write", "step", "backward", "backward_retain"]
 #: Graphs that already fail backward() before any disturbance: only undisturbed or written to.
 ALREADY_FAILING = {"rnn_hidden_carried"}
-CASES = [(name, disturb) for name in sorted(SCENARIOS) for disturb in DISTURBANCES
-         if name not in ALREADY_FAILING or disturb in ("none", "write")]
+CASES = [
+    (name, disturb)
+    for name in sorted(SCENARIOS)
+    for disturb in DISTURBANCES
+    if name not in ALREADY_FAILING or disturb in ("none", "write")
+]
 
 
 @pytest.mark.parametrize("tracked", [False, True], ids=["plain", "tracked"])
@@ -258,8 +262,10 @@ def test_check_is_never_wrong(name: str, disturb: str, tracked: bool) -> None:
         d = gradlab.check(loss)
         # check() changed nothing: parameters, .grad, and the outcome of backward.
         assert all(torch.equal(a, p.detach()) for a, p in zip(before, params))
-        assert all((g is None and p.grad is None) or (g is not None and p.grad is not None and torch.equal(g, p.grad))
-                   for g, p in zip(grads, params))
+        assert all(
+            (g is None and p.grad is None) or (g is not None and p.grad is not None and torch.equal(g, p.grad))
+            for g, p in zip(grads, params)
+        )
         after_check = _backward_outcome(loss)
     assert after_check == truth, "check() changed the outcome of backward()"
     unknown = any(s.status == "unknown" for s in d.graph.saved)

@@ -18,8 +18,9 @@ from gradlab import course, draw
 from gradlab.drawing import INSTALL_GRAPHVIZ, GraphView
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
-needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
-                               reason="Graphviz's dot is not installed (sudo apt-get install graphviz)")
+needs_dot = pytest.mark.skipif(
+    shutil.which("dot") is None, reason="Graphviz's dot is not installed (sudo apt-get install graphviz)"
+)
 
 
 def assert_snapshot(name: str, text: str) -> None:
@@ -29,7 +30,8 @@ def assert_snapshot(name: str, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     assert path.exists(), f"missing snapshot {name}: run with GRADLAB_UPDATE_SNAPSHOTS=1 to create it"
     assert text == path.read_text(encoding="utf-8"), (
-        f"DOT differs from tests/snapshots/{name}; if intended, rerun with GRADLAB_UPDATE_SNAPSHOTS=1")
+        f"DOT differs from tests/snapshots/{name}; if intended, rerun with GRADLAB_UPDATE_SNAPSHOTS=1"
+    )
 
 
 def mlp_loss() -> tuple[torch.nn.Module, torch.Tensor]:
@@ -47,6 +49,7 @@ def two_losses(detach_input: bool = False):
 
 
 # -- snapshots ------------------------------------------------------------------------------------
+
 
 def test_mlp_snapshot():
     mlp, loss = mlp_loss()
@@ -94,6 +97,7 @@ def test_dot_is_identical_on_every_run():
 
 # -- stale tensors, detach, outputs ---------------------------------------------------------------
 
+
 def test_stale_weight_after_optimizer_step_is_red():
     pair = course.make_pair()
     x, y = course.batches(1)[0]
@@ -131,6 +135,7 @@ def test_shared_node_is_drawn_once_and_text_refers_to_it():
 
 
 # -- rendering and the no-Graphviz fallback ---------------------------------------------------------
+
 
 @needs_dot
 def test_svg_png_and_save(tmp_path):
@@ -187,6 +192,7 @@ def test_deep_chain_builds_without_recursion():
 
 # -- drawing reads only -----------------------------------------------------------------------------
 
+
 def test_draw_changes_nothing():
     mlp, loss = mlp_loss()
     before = repr(gradlab.collect(loss, {"mlp": mlp}))
@@ -203,17 +209,21 @@ def test_draw_changes_nothing():
 
 # -- bad input ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bad, error, words", [
-    (torch.nn.Linear(1, 1), TypeError, "nn.Module"),
-    (3, TypeError, "tensor"),
-    ("loss", TypeError, "tensor"),
-    ([], ValueError, "empty list"),
-    ({}, ValueError, "empty dict"),
-    ({1: torch.ones(1)}, TypeError, "strings"),
-    (torch.ones(2, requires_grad=True), ValueError, "leaf"),
-    (torch.ones(2), ValueError, "does not require grad"),
-    ([torch.ones(2, requires_grad=True).sum(), 5], TypeError, "only tensors"),
-])
+
+@pytest.mark.parametrize(
+    "bad, error, words",
+    [
+        (torch.nn.Linear(1, 1), TypeError, "nn.Module"),
+        (3, TypeError, "tensor"),
+        ("loss", TypeError, "tensor"),
+        ([], ValueError, "empty list"),
+        ({}, ValueError, "empty dict"),
+        ({1: torch.ones(1)}, TypeError, "strings"),
+        (torch.ones(2, requires_grad=True), ValueError, "leaf"),
+        (torch.ones(2), ValueError, "does not require grad"),
+        ([torch.ones(2, requires_grad=True).sum(), 5], TypeError, "only tensors"),
+    ],
+)
 def test_bad_outputs(bad, error, words):
     with pytest.raises(error, match=words):
         draw(bad)

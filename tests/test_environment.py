@@ -53,8 +53,7 @@ def test_dot_missing_gives_install_lines(no_dot: None) -> None:
     assert not report.graphviz_found
     assert report.dot_version is None
     text, page = str(report), report._repr_html_()
-    for line in ("sudo apt-get install graphviz", "brew install graphviz",
-                 "conda install -c conda-forge graphviz"):
+    for line in ("sudo apt-get install graphviz", "brew install graphviz", "conda install -c conda-forge graphviz"):
         assert line in text
         assert line in page
     assert "not found" in text
@@ -72,8 +71,9 @@ def test_summary_is_the_same_with_or_without_dot(tmp_path: Path, monkeypatch: py
 
 
 def test_versions_are_reported() -> None:
-    import gradlab
     import torch
+
+    import gradlab
 
     report = envmod.environment()
     assert report.ready
@@ -84,17 +84,16 @@ def test_versions_are_reported() -> None:
 
 
 def test_old_or_missing_torch_is_not_ready() -> None:
-    old = envmod.EnvironmentReport(python="3.11.0", torch="2.1.0", gradlab="0.1.0",
-                                   dot_version=None, ipywidgets=None)
+    old = envmod.EnvironmentReport(python="3.11.0", torch="2.1.0", gradlab="0.1.0", dot_version=None, ipywidgets=None)
     assert not old.ready and "not ready" in old.summary()
-    missing = envmod.EnvironmentReport(python="3.11.0", torch=None, gradlab="0.1.0",
-                                       dot_version=None, ipywidgets=None)
+    missing = envmod.EnvironmentReport(python="3.11.0", torch=None, gradlab="0.1.0", dot_version=None, ipywidgets=None)
     assert not missing.ready and "make setup" in missing.summary()
     assert "not installed" in str(missing)
 
 
 def test_html_escapes_values() -> None:
-    report = envmod.EnvironmentReport(python="3.11.0", torch="2.13.0", gradlab="<b>",
-                                      dot_version="2.43.0", ipywidgets="8.1.9")
+    report = envmod.EnvironmentReport(
+        python="3.11.0", torch="2.13.0", gradlab="<b>", dot_version="2.43.0", ipywidgets="8.1.9"
+    )
     assert "<b>" not in report._repr_html_().replace("<table>", "")
     assert "&lt;b&gt;" in report._repr_html_()

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import gradlab
-from gradlab import course
 import gradlab.course.exercise
+from gradlab import course
 
 
 def _verify(value, expected=..., **kw):
@@ -21,6 +21,7 @@ def _verify(value, expected=..., **kw):
 
 
 # ------------------------------------------------------------------ verify
+
 
 def test_passing_answer_displays_a_check_mark_line() -> None:
     verdict = _verify(4, 4, success="4 nodes lost their buffers.")
@@ -37,8 +38,7 @@ def test_wrong_answer_gives_the_hint_and_does_not_raise() -> None:
 
 
 def test_html_is_escaped() -> None:
-    assert "&lt;b&gt;" in _verify(False, hint="<b>").\
-        _repr_html_()
+    assert "&lt;b&gt;" in _verify(False, hint="<b>")._repr_html_()
 
 
 def test_ellipsis_placeholder_asks_for_an_answer() -> None:
@@ -47,10 +47,15 @@ def test_ellipsis_placeholder_asks_for_an_answer() -> None:
     assert str(verdict) == "✗ not yet: replace ... with your answer. count them"
 
 
-@pytest.mark.parametrize("condition, passed", [
-    (True, True), (False, False),
-    (torch.tensor(True), True), (torch.tensor([False]), False),
-])
+@pytest.mark.parametrize(
+    "condition, passed",
+    [
+        (True, True),
+        (False, False),
+        (torch.tensor(True), True),
+        (torch.tensor([False]), False),
+    ],
+)
 def test_conditions(condition: object, passed: bool) -> None:
     assert _verify(condition).passed is passed
 
@@ -61,22 +66,25 @@ def test_non_boolean_condition_is_a_type_error_that_says_what_to_pass(value: obj
         _verify(value)
 
 
-@pytest.mark.parametrize("value, expected, passed", [
-    ((1, 2), (1, 2), True),
-    ([1, 2], (1, 2), True),          # list and tuple compare element by element
-    ((1, 3), (1, 2), False),
-    ((1, 2, 3), (1, 2), False),
-    ("AddmmBackward0", "AddmmBackward0", True),
-    ("Addmm", "AddmmBackward0", False),
-    ({"n_1.linear_1.weight", "n_1.linear_1.bias"}, {"n_1.linear_1.bias", "n_1.linear_1.weight"}, True),
-    ({"a": 1}, {"a": 1}, True),
-    ({"a": 1}, {"a": 2}, False),
-    (0.1 + 0.2, 0.3, True),          # floats within a relative 1e-6
-    (0.3001, 0.3, False),
-    (True, 1, False),                # a bool is not a number answer
-    (1, True, False),
-    (None, 4, False),
-])
+@pytest.mark.parametrize(
+    "value, expected, passed",
+    [
+        ((1, 2), (1, 2), True),
+        ([1, 2], (1, 2), True),  # list and tuple compare element by element
+        ((1, 3), (1, 2), False),
+        ((1, 2, 3), (1, 2), False),
+        ("AddmmBackward0", "AddmmBackward0", True),
+        ("Addmm", "AddmmBackward0", False),
+        ({"n_1.linear_1.weight", "n_1.linear_1.bias"}, {"n_1.linear_1.bias", "n_1.linear_1.weight"}, True),
+        ({"a": 1}, {"a": 1}, True),
+        ({"a": 1}, {"a": 2}, False),
+        (0.1 + 0.2, 0.3, True),  # floats within a relative 1e-6
+        (0.3001, 0.3, False),
+        (True, 1, False),  # a bool is not a number answer
+        (1, True, False),
+        (None, 4, False),
+    ],
+)
 def test_values(value: object, expected: object, passed: bool) -> None:
     assert _verify(value, expected).passed is passed
 
@@ -88,10 +96,10 @@ def test_tensors_compare_by_shape_and_values() -> None:
     assert not _verify(w.shape, (10, 1)).passed
     assert _verify(w.detach().clone(), w.detach()).passed
     assert not _verify(w.detach() + 1e-3, w.detach()).passed
-    assert not _verify(w.detach().t(), w.detach()).passed            # same values, other shape
+    assert not _verify(w.detach().t(), w.detach()).passed  # same values, other shape
     assert _verify(torch.tensor([1, 2]), torch.tensor([1, 2])).passed
     assert not _verify(torch.tensor([1, 2]), torch.tensor([1, 3])).passed
-    assert _verify(torch.tensor(2.0), 2).passed                       # one-element tensor vs number
+    assert _verify(torch.tensor(2.0), 2).passed  # one-element tensor vs number
     assert not _verify(torch.tensor([2.0, 2.0]), 2).passed
 
 
@@ -125,6 +133,7 @@ def test_verify_on_the_course_failure() -> None:
 
 # ------------------------------------------------------------- saved_table
 
+
 def _retain_graph_failure() -> tuple[course.Pair, torch.Tensor]:
     pair = course.make_pair(seed=0)
     x, y = course.batches(1)[0]
@@ -137,8 +146,7 @@ def _retain_graph_failure() -> tuple[course.Pair, torch.Tensor]:
 def _cells(header: str, row: str) -> dict[str, str]:
     """Split a fixed-width row by the header's column offsets."""
     names = ["id", "node", "saved as", "tensor", "shape", "saved", "now", "status"]
-    starts = [header.index(name) if name != "saved" else header.index("saved", header.index("shape"))
-              for name in names]
+    starts = [header.index(name) if name != "saved" else header.index("saved", header.index("shape")) for name in names]
     bounds = list(zip(starts, starts[1:] + [None]))
     return {name: row[a:b].strip() for name, (a, b) in zip(names, bounds)}
 
@@ -150,9 +158,18 @@ def test_table_names_the_stale_weight() -> None:
     assert header.split("  ")[0] == "id" and header.endswith("status")
     assert len(rows) == len(saved)
     stale = [_cells(header, r) for r in rows if r.endswith("modified_in_place")]
-    assert stale == [{"id": stale[0]["id"], "node": "AddmmBackward0", "saved as": "mat2",
-                      "tensor": "n_1.linear_2.weight (transposed view)", "shape": "[10, 1]",
-                      "saved": "1", "now": "2", "status": "modified_in_place"}]
+    assert stale == [
+        {
+            "id": stale[0]["id"],
+            "node": "AddmmBackward0",
+            "saved as": "mat2",
+            "tensor": "n_1.linear_2.weight (transposed view)",
+            "shape": "[10, 1]",
+            "saved": "1",
+            "now": "2",
+            "status": "modified_in_place",
+        }
+    ]
 
 
 def test_table_rows_match_the_records() -> None:

@@ -56,6 +56,7 @@ def _leaf_saved_then_stepped() -> None:
 
 # -- real messages of the installed torch --------------------------------------
 
+
 def test_real_in_place_error_of_chained_networks() -> None:
     e = explain(_raise(_chained_step_before_backward))
     assert e.kind == "modified_in_place"
@@ -138,48 +139,122 @@ def test_cause_chain_is_searched() -> None:
 
 # -- stored wordings of older releases ---------------------------------------------
 
-HINT_1 = ("Hint: enable anomaly detection to find the operation that failed to compute its "
-          "gradient, with torch.autograd.set_detect_anomaly(True).")
-ANOMALY_HINT = ("Hint: the backtrace further above shows the operation that failed to compute its "
-                "gradient. The variable in question was changed in there or anywhere later. Good luck!")
-HEAD = ("one of the variables needed for gradient computation has been modified by an "
-        "inplace operation: ")
+HINT_1 = (
+    "Hint: enable anomaly detection to find the operation that failed to compute its "
+    "gradient, with torch.autograd.set_detect_anomaly(True)."
+)
+ANOMALY_HINT = (
+    "Hint: the backtrace further above shows the operation that failed to compute its "
+    "gradient. The variable in question was changed in there or anywhere later. Good luck!"
+)
+HEAD = "one of the variables needed for gradient computation has been modified by an inplace operation: "
 
 OLD_IN_PLACE = [
     # (message, dtype, device, shape, output_of, expected, current, wording contains)
-    (HEAD + "[torch.FloatTensor [10, 1]], which is output 0 of TBackward, is at version 2; "
-     "expected version 1 instead. " + HINT_1,
-     "torch.float32", "cpu", (10, 1), "TBackward", 1, 2, "before 1.10"),
-    (HEAD + "[torch.FloatTensor [10, 1]], which is output 0 of TBackward0, is at version 2; "
-     "expected version 1 instead. " + HINT_1,
-     "torch.float32", "cpu", (10, 1), "TBackward0", 1, 2, "1.10 to 2.x"),
-    (HEAD + "[torch.cuda.FloatTensor [256]], which is output 0 of AsStridedBackward0, is at "
-     "version 1; expected version 0 instead. " + HINT_1,
-     "torch.float32", "cuda", (256,), "AsStridedBackward0", 0, 1, "1.10 to 2.x"),
-    (HEAD + "[torch.FloatTensor [3]] is at version 1; expected version 0 instead.",
-     "torch.float32", "cpu", (3,), None, 0, 1, "no grad_fn"),
-    (HEAD + "[torch.cuda.LongTensor [20, 2048]] is at version 21; expected version 0 instead. "
-     + HINT_1, "torch.int64", "cuda", (20, 2048), None, 0, 21, "no grad_fn"),
-    (HEAD + "[torch.cuda.FloatTensor [3, 4]], which is output 0 of ReluBackward0, is at version 1;"
-     " expected version 0 instead. " + ANOMALY_HINT,
-     "torch.float32", "cuda", (3, 4), "ReluBackward0", 0, 1, "1.10 to 2.x"),
-    (HEAD + "[torch.cuda.FloatTensor [128, 2048, 7, 7]], which is output 0 of "
-     "CudnnBatchNormBackward, is at version 2; expected version 0 instead. " + HINT_1,
-     "torch.float32", "cuda", (128, 2048, 7, 7), "CudnnBatchNormBackward", 0, 2, "before 1.10"),
+    (
+        HEAD + "[torch.FloatTensor [10, 1]], which is output 0 of TBackward, is at version 2; "
+        "expected version 1 instead. " + HINT_1,
+        "torch.float32",
+        "cpu",
+        (10, 1),
+        "TBackward",
+        1,
+        2,
+        "before 1.10",
+    ),
+    (
+        HEAD + "[torch.FloatTensor [10, 1]], which is output 0 of TBackward0, is at version 2; "
+        "expected version 1 instead. " + HINT_1,
+        "torch.float32",
+        "cpu",
+        (10, 1),
+        "TBackward0",
+        1,
+        2,
+        "1.10 to 2.x",
+    ),
+    (
+        HEAD + "[torch.cuda.FloatTensor [256]], which is output 0 of AsStridedBackward0, is at "
+        "version 1; expected version 0 instead. " + HINT_1,
+        "torch.float32",
+        "cuda",
+        (256,),
+        "AsStridedBackward0",
+        0,
+        1,
+        "1.10 to 2.x",
+    ),
+    (
+        HEAD + "[torch.FloatTensor [3]] is at version 1; expected version 0 instead.",
+        "torch.float32",
+        "cpu",
+        (3,),
+        None,
+        0,
+        1,
+        "no grad_fn",
+    ),
+    (
+        HEAD + "[torch.cuda.LongTensor [20, 2048]] is at version 21; expected version 0 instead. " + HINT_1,
+        "torch.int64",
+        "cuda",
+        (20, 2048),
+        None,
+        0,
+        21,
+        "no grad_fn",
+    ),
+    (
+        HEAD + "[torch.cuda.FloatTensor [3, 4]], which is output 0 of ReluBackward0, is at version 1;"
+        " expected version 0 instead. " + ANOMALY_HINT,
+        "torch.float32",
+        "cuda",
+        (3, 4),
+        "ReluBackward0",
+        0,
+        1,
+        "1.10 to 2.x",
+    ),
+    (
+        HEAD + "[torch.cuda.FloatTensor [128, 2048, 7, 7]], which is output 0 of "
+        "CudnnBatchNormBackward, is at version 2; expected version 0 instead. " + HINT_1,
+        "torch.float32",
+        "cuda",
+        (128, 2048, 7, 7),
+        "CudnnBatchNormBackward",
+        0,
+        2,
+        "before 1.10",
+    ),
     # Apple GPUs print the ATen type name; pasted text wraps lines.
-    ("RuntimeError: one of the variables needed for gradient computation\nhas been modified by "
-     "an inplace operation: [MPSFloatType [8, 7, 7, 2]], which is output 0 of\n"
-     "AsStridedBackward0, is at version 1; expected version 0 instead.",
-     "torch.float32", "mps", (8, 7, 7, 2), "AsStridedBackward0", 0, 1, "1.10 to 2.x"),
-    (HEAD + "[torch.DoubleTensor []], which is output 0 of SumBackward0, is at version 1; "
-     "expected version 0 instead.",
-     "torch.float64", "cpu", (), "SumBackward0", 0, 1, "1.10 to 2.x"),
+    (
+        "RuntimeError: one of the variables needed for gradient computation\nhas been modified by "
+        "an inplace operation: [MPSFloatType [8, 7, 7, 2]], which is output 0 of\n"
+        "AsStridedBackward0, is at version 1; expected version 0 instead.",
+        "torch.float32",
+        "mps",
+        (8, 7, 7, 2),
+        "AsStridedBackward0",
+        0,
+        1,
+        "1.10 to 2.x",
+    ),
+    (
+        HEAD + "[torch.DoubleTensor []], which is output 0 of SumBackward0, is at version 1; "
+        "expected version 0 instead.",
+        "torch.float64",
+        "cpu",
+        (),
+        "SumBackward0",
+        0,
+        1,
+        "1.10 to 2.x",
+    ),
 ]
 
 
 @pytest.mark.parametrize("message,dtype,device,shape,output_of,expected,current,wording", OLD_IN_PLACE)
-def test_stored_in_place_wordings(message, dtype, device, shape, output_of, expected, current,
-                                  wording) -> None:
+def test_stored_in_place_wordings(message, dtype, device, shape, output_of, expected, current, wording) -> None:
     e = explain(message)
     assert e.kind == "modified_in_place"
     assert (e.dtype, e.device, e.shape, e.output_of) == (dtype, device, shape, output_of)
@@ -197,8 +272,10 @@ def test_transposed_weight_is_decoded() -> None:
 
 
 def test_nested_tensor_sizes() -> None:
-    message = (HEAD + "[torch.FloatTensor  2  3\n 4  3\n[ torch.LongTensor{2,2} ]], which is output "
-               "0 of Mul, is at version 1; expected version 0 instead.")
+    message = (
+        HEAD + "[torch.FloatTensor  2  3\n 4  3\n[ torch.LongTensor{2,2} ]], which is output "
+        "0 of Mul, is at version 1; expected version 0 instead."
+    )
     e = explain(message)
     assert e.kind == "modified_in_place"
     assert e.shape is None and e.nested_shapes == ((2, 3), (4, 3))
@@ -212,14 +289,26 @@ def test_torch_0x_message_without_details() -> None:
     assert "0.x" in (e.torch_wording or "")
 
 
-@pytest.mark.parametrize("message,wording", [
-    ("Trying to backward through the graph second time, but the buffers have already been freed. "
-     "Please specify retain_variables=True when calling backward for the first time.", "0.1-0.2"),
-    ("Trying to backward through the graph a second time, but the buffers have already been freed. "
-     "Specify retain_graph=True when calling backward the first time.", "0.3 to 1.x"),
-    ("Trying to backward through the graph a second time, but the saved intermediate results have "
-     "already been freed. Specify retain_graph=True when calling backward the first time.", "1.x"),
-])
+@pytest.mark.parametrize(
+    "message,wording",
+    [
+        (
+            "Trying to backward through the graph second time, but the buffers have already been freed. "
+            "Please specify retain_variables=True when calling backward for the first time.",
+            "0.1-0.2",
+        ),
+        (
+            "Trying to backward through the graph a second time, but the buffers have already been freed. "
+            "Specify retain_graph=True when calling backward the first time.",
+            "0.3 to 1.x",
+        ),
+        (
+            "Trying to backward through the graph a second time, but the saved intermediate results have "
+            "already been freed. Specify retain_graph=True when calling backward the first time.",
+            "1.x",
+        ),
+    ],
+)
 def test_stored_graph_freed_wordings(message: str, wording: str) -> None:
     e = explain(message)
     assert e.kind == "graph_freed"
@@ -247,6 +336,7 @@ def test_pasted_traceback_with_colours_and_chained_errors() -> None:
 
 
 # -- not autograd, bad input, rendering ------------------------------------------------
+
 
 def test_not_autograd() -> None:
     e = explain(ValueError("n must be >= 0, got -1"))

@@ -1,7 +1,10 @@
-"""The workshop handout (tools/handout.py): HTML pages, course map, handout.pdf, cheatsheet.pdf.
+"""The workshop handout (tools/handout.py): HTML pages, course map, handout.pdf, workbook.pdf, cheatsheet.pdf.
 
-The PDF tests print with headless Chromium and read the PDFs with poppler; they
-skip with the apt line to run when those are missing.
+The PDF tests print with headless Chromium and read the PDFs with poppler and
+pypdf; they skip with the apt line to run when Chromium or poppler is missing.
+Each printed course (the sample notebooks below, the committed notebooks) is
+built once per module. The unit tests of the traceback cut and of the
+workbook's choice of cells are in tests/test_handout_units.py.
 """
 
 from __future__ import annotations
@@ -51,11 +54,18 @@ def load_handout():
 
 
 handout = load_handout()
+import handout_print  # noqa: E402  (tools/ is on sys.path once handout is loaded)
+import handout_tracebacks  # noqa: E402
+import workbook  # noqa: E402
 
 
 def words(text: str) -> str:
     """Text as pdftotext and a reader see it: ligatures split, whitespace collapsed."""
     return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def tokens(text: str) -> list[str]:
+    return re.findall(r"\w+", unicodedata.normalize("NFKC", text))
 
 
 def build(notebooks: Path, out: Path) -> tuple[subprocess.CompletedProcess[str], float]:
@@ -72,11 +82,51 @@ def pdf_pages(pdf: Path) -> int:
     return int(re.search(r"^Pages:\s+(\d+)", info, flags=re.M).group(1))
 
 
-def pdf_text(pdf: Path) -> list[str]:
-    """The text of each page."""
+def pdf_raw(pdf: Path) -> list[str]:
+    """The text of each page, line by line as pdftotext lays it out (reading order)."""
     # reading order (no -layout): table cells stay whole instead of interleaving
     text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True)
-    return [words(page) for page in text.stdout.split("\f")]
+    pages = text.stdout.split("\f")
+    return pages[:-1] if pages and not pages[-1].strip() else pages
+
+
+def pdf_text(pdf: Path) -> list[str]:
+    """The text of each page, whitespace collapsed."""
+    return [words(page) for page in pdf_raw(pdf)]
+
+
+FOOTER = re.compile(r"^\d+ / \d+$")
+
+
+def body_lines(page: str, running: set[str]) -> list[str]:
+    """A page's lines without the running header and the page number."""
+    lines = [line.strip() for line in unicodedata.normalize("NFKC", page).splitlines() if line.strip()]
+    return [line for line in lines if line not in running and not FOOTER.match(line)]
+
+
+def running_heads(chapters) -> set[str]:
+    """Every text a running header can hold: the chapter titles and the book names."""
+    labels = handout.LABELS["en"]
+    return {handout.plain_text(c.title) for c in chapters} | {
+        labels["course"], f'{labels["workbook"]} · {labels["course"]}'
+    }
+
+
+def markdown_text(source: str) -> str:
+    """The text a reader sees of a markdown cell, ordered-list numbers included."""
+    rendered = handout.markdown2html_mistune(source)
+
+    def number(match: re.Match[str]) -> str:
+        start = int(match.group(1) or 1)
+        items = re.split(r"<li\b[^>]*>", match.group(2))
+        return items[0] + "".join(f"{start + i}. {item}" for i, item in enumerate(items[1:]))
+
+    rendered = re.sub(r'<ol\b(?:[^>]*\bstart="(\d+)")?[^>]*>(.*?)</ol>', number, rendered, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", rendered))
+
+
+def contains_tokens(haystack: list[str], needle: list[str]) -> bool:
+    return f" {' '.join(needle)} " in f" {' '.join(haystack)} "
 
 
 REMOTE = [
@@ -94,41 +144,177 @@ def remote_references(page: str) -> list[str]:
     return found + [m.group(0) for m in REMOTE_CSS.finditer(styles)]
 
 
+# A frame inside a library, as a traceback prints it: IPython's "File <path>:line, in f(...)"
+# or plain Python's 'File "<path>", line N'; and two functions only torch's frames show.
+LIBRARY_FRAME = re.compile(
+    r'^\s*File\s+"?[^\s"]*(?:site-packages|dist-packages|torch[/\\]|gradlab[/\\])'
+    r"|_engine_run_backward|handle_torch_function",
+    re.M,
+)
+
+
+# ------------------------------------------------------------------ word splits
+
+
+_TAIL = re.compile(r"([A-Za-z0-9_]+)$")
+_HEAD = re.compile(r"^([A-Za-z0-9_]+)")
+
+
+def split_words(pages: list[str], source: str) -> list[str]:
+    """Places where the layout broke a line inside a word of ``source``.
+
+    Two lines ``...TBac`` / ``kward ...`` are split inside a word when ``TBackward``
+    is a word of the source and the source never has ``TBac`` and ``kward`` apart.
+    ``source`` is everything the document prints (cell sources, outputs, labels).
+    """
+    collapsed = " ".join(unicodedata.normalize("NFKC", source).split())
+    vocabulary = set(re.findall(r"[A-Za-z0-9_]+", collapsed))
+    found = []
+    for number, page in enumerate(pages, start=1):
+        lines = [line.strip() for line in page.splitlines() if line.strip()]
+        for upper, lower in zip(lines, lines[1:]):
+            tail, head = _TAIL.search(upper), _HEAD.search(lower)
+            if not (tail and head) or tail.group(1) + head.group(1) not in vocabulary:
+                continue
+            apart = rf"(?<![A-Za-z0-9_]){re.escape(tail.group(1))}[^A-Za-z0-9_]+{re.escape(head.group(1))}(?![A-Za-z0-9_])"
+            if not re.search(apart, collapsed):
+                found.append(f"page {number}: {upper[-30:]!r} / {lower[:30]!r}")
+    return found
+
+
+def printed_source(notebooks: list[Path]) -> str:
+    """Everything the books print of these notebooks, plus the builder's own words."""
+    parts = [text for labels in handout.LABELS.values() for text in labels.values()]
+    for path in notebooks:
+        notebook = handout.print_outputs(nbformat.read(path, as_version=4))
+        for cell in notebook.cells:
+            parts.append(cell.source)
+            if cell.cell_type == "markdown":
+                parts.append(markdown_text(cell.source))
+            for output in cell.get("outputs", []):
+                parts.append(output.get("text", ""))
+                parts.append(output.get("evalue", ""))
+                parts.extend(handout_tracebacks.plain(entry) for entry in output.get("traceback", []))
+                for mime, value in output.get("data", {}).items():
+                    if mime.startswith("text/"):
+                        parts.append(html.unescape(re.sub(r"<[^>]+>", " ", value)))
+    return "\n".join(parts)
+
+
+
+def test_split_words_finds_a_word_broken_by_the_layout() -> None:
+    source = "output 0 of TBackward) was modified\nReorder so every backward runs before the weights"
+    broken = ["output 0 of TBac\nkward) was modified", "Reorder so every backward runs before t\nhe weights"]
+    assert split_words(broken, source) == ["page 1: 'output 0 of TBac' / 'kward) was modified'",
+                                            "page 2: 'o every backward runs before t' / 'he weights'"]
+    fine = ["output 0 of\nTBackward) was\nmodified", "Reorder so every backward runs\nbefore the weights"]
+    assert split_words(fine, source) == []
+    assert split_words(["was\nmodified\nReorder"], source) == [], "line breaks of the source itself are fine"
+
+
+# ------------------------------------------------------------------ sample notebooks
+
+
+def ansi_traceback() -> list[str]:
+    """An IPython traceback as a notebook stores it: a cell frame, torch and gradlab frames, a note."""
+    red, green, cyan, end = "\x1b[31m", "\x1b[32m", "\x1b[36m", "\x1b[39m"
+    library = [
+        f"{cyan}File <site-packages>/torch/_tensor.py:623{end}, in {cyan}Tensor.backward{end}(self)\n"
+        f"{green}--> 623{end} torch.autograd.backward(self, gradient)\n",
+        f"{cyan}File gradlab/track.py:283{end}, in {cyan}Tracker._backward{end}(self, func)\n"
+        f"{green}--> 283{end} return func(*args, **kwargs)\n",
+        f"{cyan}File <site-packages>/torch/autograd/__init__.py:395{end}, in {cyan}backward{end}(tensors)\n"
+        f"{green}--> 395{end} _engine_run_backward(tensors)\n",
+        f"{cyan}File <site-packages>/torch/autograd/graph.py:979{end}, in {cyan}_engine_run_backward{end}()\n"
+        f"{green}--> 979{end} return Variable._execution_engine.run_backward(\n",
+    ]
+    return [
+        f"{red}---------------------------------------------------------------------------{end}",
+        f"{red}RuntimeError{end}                              Traceback (most recent call last)",
+        f"{cyan}Cell{end}{cyan} {end}{green}In[7]{end}{green}, line 3{end}\n"
+        f"{green}      1{end} y = x.sigmoid()\n{green}      2{end} y.detach().mul_(2)\n"
+        f"{green}----> 3{end} y.sum().backward()\n",
+        *library,
+        f"{red}RuntimeError{end}: one of the variables needed for gradient computation has been modified "
+        "by an inplace operation: [torch.FloatTensor [3]], which is output 0 of SigmoidBackward0, "
+        "is at version 1; expected version 0 instead.",
+        "\ngradlab: backward() would fail (autograd graph: 3 nodes, 1 saved tensor, 1 modified in place).\n"
+        "Modified in place:\n  - output of Sigmoid [3], saved by SigmoidBackward0 at version 0, is now "
+        "at version 1: modified by mul_ at cell:2",
+    ]
+
+
+LONG_LINE = (
+    "A tensor autograd saved for backward (10x1 torch.float32, output 0 of TBackward) was modified "
+    "in place 1 time after it was saved (version 1 -> 2), so backward cannot use it. Reorder so every "
+    "backward runs before any optimizer.step() that modifies the weights its graph saved: forward both, "
+    "zero both, loss_1.backward(retain_graph=True) (the two graphs share network 1) and loss_2.backward()."
+)
+
+PREDICT_ONE = "**Predict:** will `y.sum().backward()` run after `y.detach().mul_(2)`? Write *yes* or *no*, and why."
+PREDICT_TWO = "Predict: at which version is the weight after two steps?\n\n1. version 1\n2. version 3"
+EXERCISE_TASK = "### Exercise\n\nFind the line that bumps the version counter of `n_1.linear_2.weight`."
+
+
 def write_sample_notebooks(folder: Path) -> list[str]:
-    """Two throwaway notebooks with every kind of output the handout must handle; their titles."""
+    """Two throwaway notebooks with every kind of output and every cell tag; their titles."""
     folder.mkdir(parents=True, exist_ok=True)
+    md, code, out = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell, nbformat.v4.new_output
+
+    def tagged(cell, *tags, **metadata):
+        cell.metadata["tags"] = list(tags)
+        cell.metadata.update(metadata)
+        return cell
+
     first = nbformat.v4.new_notebook()
     first.cells = [
-        nbformat.v4.new_markdown_cell(
+        md(
             "# Sample one: `backward()` twice\n\n**Learning goals**\n\n"
             "- read the *first* error\n- find the freed buffer\n\nSee [PyTorch](https://pytorch.org) "
             "and $y = x^2$.\n\n<script src=\"https://cdn.example.org/evil.js\"></script>\n\n"
             "![remote](https://example.org/cat.png)\n\nNext: [sample two](01_sample_two.ipynb)"
         ),
-        nbformat.v4.new_code_cell("show_graph()", outputs=[
-            nbformat.v4.new_output("display_data", data={"image/svg+xml": SVG, "text/plain": "<graph>"}),
-            nbformat.v4.new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"}),
+        code("show_graph()", outputs=[
+            out("display_data", data={"image/svg+xml": SVG, "text/plain": "<graph>"}),
+            out("display_data", data={"image/png": PNG, "text/plain": "<Figure>"}),
         ]),
-        nbformat.v4.new_code_cell("slider", outputs=[
-            nbformat.v4.new_output("display_data", data={
+        code("slider", outputs=[
+            out("display_data", data={
                 WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": "abc"},
                 "text/html": "<b>static fallback of the slider</b>",
                 "text/plain": "IntSlider(value=3)",
             }),
-            nbformat.v4.new_output("display_data", data={
+            out("display_data", data={
                 WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": "def"},
                 "text/plain": "VBox(children=(Plain fallback,))",
             }),
         ]),
+        md("The address is printed: [https://pytorch.org/docs](https://pytorch.org/docs) as it is."),
+        tagged(md("---\n[Sample two: version counters →](01_sample_two.ipynb) NAVIGATION_MARKER"), "navigation"),
     ]
     first.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+
     second = nbformat.v4.new_notebook()
     second.cells = [
-        nbformat.v4.new_markdown_cell("# Sample two: version counters\n\n## Learning goals\n\n1. name the in-place op"),
-        nbformat.v4.new_code_cell("1/0", outputs=[nbformat.v4.new_output(
-            "error", ename="ZeroDivisionError", evalue="division by zero", traceback=["ZeroDivisionError"]
-        )]),
-        nbformat.v4.new_markdown_cell("## Learning goals elsewhere\n\n- ignored, the first list wins"),
+        md("# Sample two: version counters\n\n## Learning goals\n\n1. name the in-place op"),
+        tagged(code("y = x.sigmoid()\ny.detach().mul_(2)\ny.sum().backward()", outputs=[out(
+            "error", ename="RuntimeError", evalue="one of the variables needed ...", traceback=ansi_traceback(),
+        )]), "raises-exception", "workbook"),
+        tagged(md(PREDICT_ONE), "predict"),
+        tagged(code("# Solution\nanswer = 'no'", outputs=[
+            out("stream", name="stdout", text="SOLUTION_OUTPUT_MARKER\n")]), "solution"),
+        tagged(md(EXERCISE_TASK), "exercise"),
+        tagged(code("versions = ...  # your code", outputs=[
+            out("stream", name="stdout", text="EXERCISE_OUTPUT_MARKER\n")]), "exercise"),
+        tagged(md("<details><summary>Solution</summary>\n\nThe optimizer step: SOLUTION_DETAILS_MARKER\n\n"
+                  "</details>"), "solution", "exercise"),
+        md("This paragraph is only in the full book: FULL_ONLY_MARKER."),
+        tagged(code("print(explanation)", outputs=[out("stream", name="stdout", text=LONG_LINE + "\n")]),
+               "workbook"),
+        tagged(md(PREDICT_TWO), "predict", answer_lines=2),
+        tagged(md("## Summary\n\n- version counters count in-place writes: SUMMARY_MARKER"), "summary"),
+        tagged(md("---\n[← Sample one](00_sample_one.ipynb) NAVIGATION_MARKER"), "navigation"),
+        md("## Learning goals elsewhere\n\n- ignored, the first list wins"),
     ]
     nbformat.write(first, folder / "00_sample_one.ipynb")
     nbformat.write(second, folder / "01_sample_two.ipynb")
@@ -146,6 +332,7 @@ def test_titles_and_goals_are_read_from_markdown(tmp_path: Path) -> None:
     assert chapters[0].title == "Sample one: `backward()` twice"
     assert chapters[0].goals == ["read the *first* error", "find the freed buffer"]
     assert chapters[1].goals == ["name the in-place op"]
+    assert handout.language_of(chapters) == "en"
 
 
 def test_widget_outputs_become_their_static_fallback(tmp_path: Path) -> None:
@@ -156,6 +343,19 @@ def test_widget_outputs_become_their_static_fallback(tmp_path: Path) -> None:
     assert [sorted(o.data) for o in outputs] == [["text/html", "text/plain"], ["text/plain"]]
     assert "widgets" not in static.metadata
     assert WIDGET_VIEW in notebook.cells[2].outputs[0].data, "the input notebook is left as it was"
+
+
+def test_print_outputs_cut_every_error_traceback(tmp_path: Path) -> None:
+    write_sample_notebooks(tmp_path)
+    notebook = nbformat.read(tmp_path / "01_sample_two.ipynb", as_version=4)
+    traceback = handout.print_outputs(notebook).cells[1].outputs[0].traceback
+    text = "\n".join(handout_tracebacks.plain(entry) for entry in traceback)
+    assert "Cell In[7], line 3" in text and "y.sum().backward()" in text
+    assert "… 4 library frames omitted (torch, gradlab)" in text
+    assert text.index("omitted") < text.index("RuntimeError: one of the variables")
+    assert "gradlab: backward() would fail" in text, "the diagnosis note under the error stays"
+    assert not LIBRARY_FRAME.search(text), text
+    assert len(notebook.cells[1].outputs[0].traceback) == 10, "the input notebook is left as it was"
 
 
 def test_remote_scripts_and_stylesheets_are_stripped() -> None:
@@ -189,23 +389,59 @@ def test_missing_chromium_names_the_apt_line(tmp_path: Path) -> None:
     assert "apt-get install chromium" in result.stderr
 
 
+def test_links_print_their_page_or_their_address(tmp_path: Path) -> None:
+    write_sample_notebooks(tmp_path)
+    chapters = handout.read_chapters(tmp_path)
+    page = (
+        '<p><a href="01_sample_two.ipynb">sample two</a>, <a href="https://pytorch.org/docs/autograd.html">'
+        'the docs</a>, <a href="https://pytorch.org">https://pytorch.org</a>, <a href="#local">here</a></p>'
+    )
+    printed = handout.print_links(page, chapters, "p.")
+    assert '<a href="#chapter-01_sample_two">sample two</a>' in printed
+    assert '(p.&#160;<span data-page-of="chapter-01_sample_two">00</span>)' in printed
+    shown = html.unescape(re.sub(r"<[^>]+>", "", printed))
+    assert "the docs (https://pytorch.org/docs/autograd.html)" in shown
+    assert "https://pytorch.org (" not in shown, "a link whose text is its address prints it once"
+    assert '<a href="#local">here</a></p>' in printed
+
+
+def test_a_chinese_edition_gets_chinese_labels_and_cjk_fonts(tmp_path: Path) -> None:
+    write_sample_notebooks(tmp_path)
+    notebook = nbformat.read(tmp_path / "00_sample_one.ipynb", as_version=4)
+    notebook.cells[0].source = notebook.cells[0].source.replace("Sample one", "示例一：反向传播两次")
+    nbformat.write(notebook, tmp_path / "00_sample_one.ipynb")
+    chapters = handout.read_chapters(tmp_path)
+    assert handout.language_of(chapters) == "zh"
+    book = handout.Book("zh", "workbook", "t", "练习册", "<title>x</title>", '<body class="jp-Notebook">',
+                        [(chapters[0], "<p>cells</p>")], handout.workbook_cover(chapters, "zh"))
+    page = book.html()
+    assert '<html lang="zh-Hans">' in page
+    assert "目录" in page and "姓名" in page
+    assert '"Noto Sans CJK SC"' in page, "a CJK font is in the font stack"
+    assert 'content: "示例一：反向传播两次: backward() twice"' in page, "the running header"
+
+
 # ------------------------------------------------------------------ slow: print the PDFs
 
 
 @pytest.fixture(scope="module")
-def sample_handout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+def sample_handout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[str]]:
+    if not (CHROMIUM and POPPLER):
+        pytest.skip("needs Chromium and poppler: apt-get install chromium poppler-utils")
     folder = tmp_path_factory.mktemp("sample_notebooks")
     titles = write_sample_notebooks(folder)
     out = tmp_path_factory.mktemp("sample_handout")
     result, _ = build(folder, out)
     assert result.returncode == 0, result.stderr
-    return out, titles
+    return folder, out, titles
 
 
 @pytest.fixture(scope="module")
 def committed_handout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
     if not NOTEBOOKS:
         pytest.skip("no committed notebooks/NN_*.ipynb yet")
+    if not (CHROMIUM and POPPLER):
+        pytest.skip("needs Chromium and poppler: apt-get install chromium poppler-utils")
     out = tmp_path_factory.mktemp("handout")
     result, seconds = build(ROOT / "notebooks", out)
     assert result.returncode == 0, result.stderr
@@ -214,8 +450,8 @@ def committed_handout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, f
 
 @pytest.mark.slow
 @needs_print
-def test_sample_pages_are_static_and_offline(sample_handout: tuple[Path, list[str]]) -> None:
-    out, titles = sample_handout
+def test_sample_pages_are_static_and_offline(sample_handout: tuple[Path, Path, list[str]]) -> None:
+    _, out, titles = sample_handout
     page = (out / "00_sample_one.html").read_text(encoding="utf-8")
     assert "static fallback of the slider" in page
     assert html.escape("VBox(children=(Plain fallback,))") in page
@@ -226,9 +462,12 @@ def test_sample_pages_are_static_and_offline(sample_handout: tuple[Path, list[st
     assert 'href="01_sample_two.html"' in page, "links between notebooks point at the pages"
     assert 'href="https://pytorch.org"' in page, "plain links in markdown stay"
     assert remote_references(page) == []
+    second = (out / "01_sample_two.html").read_text(encoding="utf-8")
+    assert "4 library frames omitted (torch, gradlab)" in second and "torch/_tensor.py" not in second
     index = (out / "index.html").read_text(encoding="utf-8")
     assert "find the freed buffer" in index and "name the in-place op" in index
     assert "ignored, the first list wins" not in index
+    assert 'href="workbook.pdf"' in index and 'href="handout.pdf"' in index
     assert not (out / "notes.html").exists()
     assert pdf_pages(out / "cheatsheet.pdf") == 1
     text = " ".join(pdf_text(out / "handout.pdf"))
@@ -238,17 +477,152 @@ def test_sample_pages_are_static_and_offline(sample_handout: tuple[Path, list[st
 
 @pytest.mark.slow
 @needs_print
+def test_sample_workbook_prints_what_the_tags_choose(sample_handout: tuple[Path, Path, list[str]]) -> None:
+    folder, out, titles = sample_handout
+    pages = pdf_raw(out / "workbook.pdf")
+    text = words(" ".join(pages))
+    for title in titles:
+        assert title in text
+    assert "read the first error" in text and "name the in-place op" in text, "learning goals"
+    assert "Predict: will y.sum().backward() run after y.detach().mul_(2)? Write yes or no, and why." in text
+    assert "Predict: at which version is the weight after two steps?" in text
+    assert "Find the line that bumps the version counter of n_1.linear_2.weight." in text
+    assert "versions = ... # your code" in text, "an exercise's code cell is printed..."
+    assert "EXERCISE_OUTPUT_MARKER" not in text, "...without its outputs"
+    assert text.count("Your prediction") == 2 and text.count("Your answer") == 2
+    assert "SUMMARY_MARKER" in text and "y.detach().mul_(2)" in text and "Cell In[7], line 3" in text
+    assert "4 library frames omitted (torch, gradlab)" in text
+    assert "gradlab: backward() would fail" in text
+    assert not LIBRARY_FRAME.search("\n".join(pages))
+    assert "torch.autograd.backward" in handout_tracebacks.plain("".join(ansi_traceback())), "the check has bite"
+    for absent in ["SOLUTION_OUTPUT_MARKER", "SOLUTION_DETAILS_MARKER", "FULL_ONLY_MARKER", "NAVIGATION_MARKER",
+                   "static fallback of the slider", "ignored, the first list wins"]:
+        assert absent not in text, f"{absent} is not for the workbook"
+    full = words(" ".join(pdf_raw(out / "handout.pdf")))
+    for present in ["SOLUTION_OUTPUT_MARKER", "SOLUTION_DETAILS_MARKER", "FULL_ONLY_MARKER"]:
+        assert present in full, f"the full handout has {present} (solutions printed open)"
+    assert "NAVIGATION_MARKER" not in full, "navigation links are not printed"
+    assert "Your prediction" not in full, "no ruled lines in the full handout"
+
+
+@pytest.mark.slow
+@needs_print
+def test_sample_books_have_contents_headers_and_outline(sample_handout: tuple[Path, Path, list[str]]) -> None:
+    folder, out, titles = sample_handout
+    for name in ["handout", "workbook"]:
+        pdf = out / f"{name}.pdf"
+        pages = pdf_text(pdf)
+        raw = pdf_raw(pdf)
+        total = len(pages)
+        outline = handout_print.outline(pdf)
+        top = [(title, page) for depth, title, page in outline if depth == 0]
+        assert [title for title, _ in top] == titles, f"{name}: one bookmark per notebook"
+        starts = [page for _, page in top]
+        assert starts[0] == 2 and starts == sorted(starts), f"{name}: the cover is page 1 alone"
+        for title, page in top:
+            assert f"{title} {page}" in pages[0], f"{name}: the contents give {title!r} page {page}"
+            assert title in pages[page - 1], f"{name}: {title!r} starts on page {page}"
+        for number in range(2, total + 1):
+            chapter = titles[max(i for i, start in enumerate(starts) if start <= number)]
+            lines = [line.strip() for line in raw[number - 1].splitlines() if line.strip()]
+            assert lines[0] == chapter, f"{name} page {number}: running header {lines[0]!r}"
+            assert lines[-1] == f"{number} / {total}", f"{name} page {number}: page number {lines[-1]!r}"
+        assert not re.search(r"\b\d+ / \d+\b", raw[0]), f"{name}: no page number on the cover"
+    full = pdf_text(out / "handout.pdf")
+    start_two = {t: p for d, t, p in handout_print.outline(out / "handout.pdf") if d == 0}[titles[1]]
+    assert f"Next: sample two (p. {start_two})" in " ".join(full), "a link to a notebook prints its page"
+    assert "See PyTorch (https://pytorch.org) and" in " ".join(full), "a web link prints its address"
+    assert "https://pytorch.org/docs as it is" in " ".join(full), "...once when the text is the address"
+
+
+@pytest.mark.slow
+@needs_print
+def test_sample_books_wrap_between_words(sample_handout: tuple[Path, Path, list[str]]) -> None:
+    folder, out, _ = sample_handout
+    source = printed_source(sorted(folder.glob("[0-9][0-9]_*.ipynb")))
+    for name in ["handout", "workbook"]:
+        pages = pdf_raw(out / f"{name}.pdf")
+        assert "TBackward" in " ".join(pages), "the long output line is printed"
+        assert split_words(pages, source) == [], name
+
+
+@pytest.mark.slow
+@needs_print
+def test_the_word_split_check_catches_a_layout_that_breaks_anywhere(tmp_path: Path) -> None:
+    """The check above, on a real print: JupyterLab's word-break: break-all splits words; ours does not."""
+    pre = f"<pre style='width: 70mm; font-size: 9pt; white-space: pre-wrap; {{}}'>{html.escape(LONG_LINE)}</pre>"
+    pages = {}
+    with handout_print.Printer(CHROMIUM) as printer:
+        for name, css in [("anywhere", "word-break: break-all;"), ("words", "overflow-wrap: break-word;")]:
+            page = tmp_path / f"{name}.html"
+            page.write_text(f"<!DOCTYPE html><meta charset='utf-8'>{pre.format(css)}", encoding="utf-8")
+            printer.pdf(page, tmp_path / f"{name}.pdf")
+            pages[name] = pdf_raw(tmp_path / f"{name}.pdf")
+    assert split_words(pages["anywhere"], LONG_LINE), "break-all splits words and the check sees it"
+    assert split_words(pages["words"], LONG_LINE) == []
+
+
+@pytest.mark.slow
+@needs_print
 def test_handout_pdf_has_every_notebook(committed_handout: tuple[Path, float]) -> None:
     out, seconds = committed_handout
     pages = pdf_text(out / "handout.pdf")
     count = pdf_pages(out / "handout.pdf")
-    assert len(NOTEBOOKS) + 1 <= count <= 1 + 40 * len(NOTEBOOKS), f"{count} pages"
-    for chapter in handout.read_chapters(ROOT / "notebooks"):
-        title = words(handout.plain_text(chapter.title))
-        assert title in pages[0], f"cover lists {title!r}"
-        starts = [page for page in pages[1:] if title in page[: 300 + len(title)]]
-        assert starts, f"no page starts with the notebook {title!r}"
+    assert len(NOTEBOOKS) + 1 <= count <= 1 + 7 * len(NOTEBOOKS), f"{count} pages"
+    chapters = handout.read_chapters(ROOT / "notebooks")
+    outline = handout_print.outline(out / "handout.pdf")
+    top = [(title, page) for depth, title, page in outline if depth == 0]
+    assert [title for title, _ in top] == [words(handout.plain_text(c.title)) for c in chapters], \
+        "the outline has one entry per notebook, in course order"
+    for title, page in top:
+        assert f"{title} {page}" in pages[0], f"the cover lists {title!r} with its page {page}"
+        assert title in pages[page - 1], f"{title!r} starts on page {page}"
     assert seconds < 120, f"the handout took {seconds:.0f} s to build"
+
+
+@pytest.mark.slow
+@needs_print
+def test_workbook_holds_every_title_and_prediction_prompt(committed_handout: tuple[Path, float]) -> None:
+    out, _ = committed_handout
+    chapters = handout.read_chapters(ROOT / "notebooks")
+    count = pdf_pages(out / "workbook.pdf")
+    assert len(chapters) + 1 <= count <= 30, f"the workbook has {count} pages; a workshop hands out at most 30"
+    raw = pdf_raw(out / "workbook.pdf")
+    text = words(" ".join(raw))
+    running = running_heads(chapters)
+    body = [token for page in raw for token in tokens("\n".join(body_lines(page, running)))]
+    for chapter in chapters:
+        assert words(handout.plain_text(chapter.title)) in text
+        for cell in workbook.prompts(chapter.notebook):  # every cell tagged predict, found in the notebook
+            prompt = tokens(markdown_text(cell.source))
+            assert contains_tokens(body, prompt), f"{chapter.path.name}: prompt {cell.source[:60]!r} missing"
+        for cell in workbook.prompts(chapter.notebook, "exercise"):
+            assert contains_tokens(body, tokens(markdown_text(cell.source))) or cell.cell_type != "markdown"
+
+
+@pytest.mark.slow
+@needs_print
+def test_no_torch_internal_frame_is_printed(committed_handout: tuple[Path, float]) -> None:
+    out, _ = committed_handout
+    for name in ["workbook", "handout"]:
+        text = "\n".join(pdf_raw(out / f"{name}.pdf"))
+        assert not LIBRARY_FRAME.search(text), f"{name}: {LIBRARY_FRAME.search(text).group(0)!r}"
+    stored = [entry for path in NOTEBOOKS for cell in nbformat.read(path, as_version=4).cells
+              for output in cell.get("outputs", []) for entry in output.get("traceback", [])]
+    if any(LIBRARY_FRAME.search(handout_tracebacks.plain(entry)) for entry in stored):
+        assert re.search(r"… \d+ library frames? omitted", "\n".join(pdf_raw(out / "handout.pdf"))), \
+            "the notebooks hold library frames: the handout says how many it left out"
+
+
+@pytest.mark.slow
+@needs_print
+def test_no_line_is_split_inside_a_word(committed_handout: tuple[Path, float]) -> None:
+    out, _ = committed_handout
+    source = printed_source(NOTEBOOKS)
+    cheatsheet = html.unescape(re.sub(r"<[^>]+>", " ", handout.CHEATSHEET.read_text(encoding="utf-8")))
+    for name, text in [("handout", source), ("workbook", source), ("cheatsheet", cheatsheet)]:
+        found = split_words(pdf_raw(out / f"{name}.pdf"), text)
+        assert found == [], f"{name}: {found[:5]}"
 
 
 @pytest.mark.slow

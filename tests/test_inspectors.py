@@ -11,8 +11,7 @@ import torch
 from torch import nn
 
 import gradlab
-from gradlab import course
-from gradlab import check, grad_report, saved_tensors, track
+from gradlab import check, course, grad_report, saved_tensors, track
 
 
 def two_nets(seed: int = 0):
@@ -35,13 +34,13 @@ class Raised:
 
 def raise_inside(tracker_names, fn):
     """Run fn inside track(); return the tracker and the error it raised (with gradlab's diagnosis)."""
-    with track(names=tracker_names) as tracker:
-        with pytest.raises(RuntimeError) as info:
-            fn()
+    with track(names=tracker_names) as tracker, pytest.raises(RuntimeError) as info:
+        fn()
     return tracker, Raised(tracker, info.value)
 
 
 # -- the course's two chained networks ----------------------------------------------------
+
 
 def test_original_loop_graph_freed_names_the_first_backward():
     p, x, y = two_nets()
@@ -168,6 +167,7 @@ def test_corrected_orders_are_ok_inside_track():
 
 
 # -- the same errors in the wild ------------------------------------------------------------
+
 
 def test_gan_discriminator_step_before_generator_backward():
     torch.manual_seed(0)
@@ -349,6 +349,7 @@ def test_custom_function_is_checked_without_running_user_backward():
 
 # -- grad_report: both silent bugs ------------------------------------------------------------
 
+
 def test_grad_report_shows_cut_layer_and_zero_gradients():
     pair = course.make_pair(0, detach_inside=True)
     x, y = course.batches(1)[0]
@@ -375,10 +376,18 @@ def test_grad_report_healthy_network():
 
 # -- bad input, cleanup ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bad, exc", [
-    (None, TypeError), (3, TypeError), ("loss", TypeError), (nn.Linear(1, 1), TypeError),
-    (torch.ones(2), ValueError), (torch.ones(2, requires_grad=True), ValueError),
-])
+
+@pytest.mark.parametrize(
+    "bad, exc",
+    [
+        (None, TypeError),
+        (3, TypeError),
+        ("loss", TypeError),
+        (nn.Linear(1, 1), TypeError),
+        (torch.ones(2), ValueError),
+        (torch.ones(2, requires_grad=True), ValueError),
+    ],
+)
 def test_bad_inputs_get_clear_errors(bad, exc):
     for fn in (check, saved_tensors, gradlab.collect):
         with pytest.raises(exc, match="pass"):
@@ -391,9 +400,8 @@ def test_bad_names():
         check(y, names={"a": 3})
     with pytest.raises(TypeError, match="mapping"):
         check(y, names=[1, 2])
-    with pytest.raises(TypeError, match="mapping"):
-        with track(names=5):
-            pass
+    with pytest.raises(TypeError, match="mapping"), track(names=5):
+        pass
     with pytest.raises(TypeError, match="names"):
         grad_report(None)
 
@@ -457,11 +465,16 @@ def test_ipython_extension_adds_diagnosis(capsys):
 # -- the premise of skipping the dry run (NOTE [Dry run] in saved.py) ----------------------
 
 PREMISE_OPS = {
-    "mm": lambda a, b: a @ b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
-    "sigmoid (saves its output)": lambda a, b: a.sigmoid(), "exp (saves its output)": lambda a, b: a.exp(),
-    "sin": lambda a, b: a.sin(), "pow": lambda a, b: a.pow(2),
+    "mm": lambda a, b: a @ b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "sigmoid (saves its output)": lambda a, b: a.sigmoid(),
+    "exp (saves its output)": lambda a, b: a.exp(),
+    "sin": lambda a, b: a.sin(),
+    "pow": lambda a, b: a.pow(2),
     "linear (saves weight.t())": lambda a, b: torch.nn.functional.linear(a, b),
-    "softmax": lambda a, b: a.softmax(1), "mse_loss": lambda a, b: torch.nn.functional.mse_loss(a, b),
+    "softmax": lambda a, b: a.softmax(1),
+    "mse_loss": lambda a, b: torch.nn.functional.mse_loss(a, b),
 }
 
 

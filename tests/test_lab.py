@@ -54,9 +54,7 @@ def notebooks(tmp_path: Path) -> Path:
     """A minimal course folder: just an empty start notebook."""
     folder = tmp_path / "notebooks"
     folder.mkdir()
-    (folder / lab.START_NOTEBOOK).write_text(
-        '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
-    )
+    (folder / lab.START_NOTEBOOK).write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
     return folder
 
 
@@ -74,9 +72,7 @@ def test_build_argv_is_local_with_fixed_port() -> None:
     assert "--allow-root" in lab.build_argv(Path("notebooks"), 8890, allow_root=True)
 
 
-def test_port_in_use_is_reported_with_a_fix(
-    notebooks: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_port_in_use_is_reported_with_a_fix(notebooks: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
         busy.bind((lab.HOST, 0))
         busy.listen()
@@ -97,10 +93,21 @@ def test_missing_notebooks_dir_is_reported(tmp_path: Path, capsys: pytest.Captur
 @pytest.mark.slow
 def test_lab_serves_only_with_token(tmp_path: Path, notebooks: Path) -> None:
     port, token = _free_port(), "gradlab-test-token"
-    command = [sys.executable, "-m", "gradlab.course.lab", "--port", str(port), "--no-browser",
-               "--token", token, "--notebooks-dir", str(notebooks)]
-    server = subprocess.Popen(command, env=_lab_env(tmp_path), cwd=tmp_path,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    command = [
+        sys.executable,
+        "-m",
+        "gradlab.course.lab",
+        "--port",
+        str(port),
+        "--no-browser",
+        "--token",
+        token,
+        "--notebooks-dir",
+        str(notebooks),
+    ]
+    server = subprocess.Popen(
+        command, env=_lab_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         base = f"http://{lab.HOST}:{port}"
         deadline = time.monotonic() + 90

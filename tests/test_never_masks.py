@@ -108,7 +108,7 @@ def test_track_raises_the_same_error_as_torch(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_track_with_names_raises_the_same_error_as_torch(name: str) -> None:
     plain = _error_of(SCENARIOS[name])
-    with gradlab.track(names=lambda: {}):
+    with gradlab.track(names=dict):
         tracked = _error_of(SCENARIOS[name])
     assert str(tracked) == str(plain)
 
@@ -133,9 +133,8 @@ def test_identity_hooks_mask_the_error(name: str) -> None:
 
 def test_tracker_is_undone_after_the_error() -> None:
     """An error inside track() leaves no hook behind: the next plain run behaves like torch."""
-    with pytest.raises(RuntimeError):
-        with gradlab.track():
-            course_retain_graph()
+    with pytest.raises(RuntimeError), gradlab.track():
+        course_retain_graph()
     assert torch._C._len_torch_function_stack() == 0
     assert torch._C._autograd._top_saved_tensors_default_hooks(False) is None
     err = _error_of(course_retain_graph)

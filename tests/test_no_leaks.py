@@ -161,8 +161,9 @@ def test_results_hold_no_tensor() -> None:
             continue
         seen.add(id(obj))
         assert not isinstance(obj, (torch.Tensor, torch.nn.Module)), f"a result holds {type(obj).__name__}"
-        assert type(obj).__module__ != "torch.autograd.graph" and not hasattr(type(obj), "next_functions"), \
+        assert type(obj).__module__ != "torch.autograd.graph" and not hasattr(type(obj), "next_functions"), (
             f"a result holds a graph node {obj!r}"
+        )
         if isinstance(obj, (type, types.ModuleType, types.FunctionType)):
             continue  # classes and modules are shared, not held by the result
         stack.extend(gc.get_referents(obj))

@@ -18,9 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _load_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "execute_notebooks", REPO / "tools" / "execute_notebooks.py"
-    )
+    spec = importlib.util.spec_from_file_location("execute_notebooks", REPO / "tools" / "execute_notebooks.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault(spec.name, module)
@@ -82,9 +80,16 @@ def test_checker_reports_a_bad_notebook(tmp_path: Path) -> None:
 
     report = "\n".join(tool.problems(path))
 
-    for expected in ("'execution'", "'ExecuteTime'", "'widgets'", "Python version",
-                     "'/tmp/'", "'/home/'", "outputs but no execution count",
-                     "execution counts are [2, 1, None]"):
+    for expected in (
+        "'execution'",
+        "'ExecuteTime'",
+        "'widgets'",
+        "Python version",
+        "'/tmp/'",
+        "'/home/'",
+        "outputs but no execution count",
+        "execution counts are [2, 1, None]",
+    ):
         assert expected in report, f"not reported: {expected}\n{report}"
 
 
@@ -113,8 +118,10 @@ def test_navigation_links_neighbours_and_index() -> None:
 def test_sanitize_rules_are_idempotent() -> None:
     rules = tool.sanitize_rules()
     assert len(rules) >= 4
-    sample = ("File /tmp/ipykernel_4242/123456.py:3 at 0x7f3a2c1d5e80 took 1.25 s\n"
-              "/opt/venv/lib/python3.11/site-packages/torch/autograd/graph.py:825: UserWarning")
+    sample = (
+        "File /tmp/ipykernel_4242/123456.py:3 at 0x7f3a2c1d5e80 took 1.25 s\n"
+        "/opt/venv/lib/python3.11/site-packages/torch/autograd/graph.py:825: UserWarning"
+    )
     once = tool.clean_text(sample, rules)
     assert "/tmp/" not in once and "ipykernel_" not in once and "0x7f" not in once
     assert "<site-packages>/torch/autograd/graph.py" in once

@@ -21,8 +21,9 @@ STEPS = 200
 
 OPTIMIZERS = {
     "sgd": lambda params, foreach: torch.optim.SGD(params, lr=0.05, foreach=foreach),
-    "sgd_momentum": lambda params, foreach: torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True,
-                                                            weight_decay=1e-4, foreach=foreach),
+    "sgd_momentum": lambda params, foreach: torch.optim.SGD(
+        params, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-4, foreach=foreach
+    ),
     "adam": lambda params, foreach: torch.optim.Adam(params, lr=1e-2, foreach=foreach),
     "adamw": lambda params, foreach: torch.optim.AdamW(params, lr=1e-2, weight_decay=0.1, foreach=foreach),
 }
@@ -30,7 +31,7 @@ OPTIMIZERS = {
 
 def _train(opt_name: str, foreach: bool, tracked: bool, names: bool = False) -> tuple[list, list]:
     pair = course.make_pair(seed=3, softmax=False)
-    n_1, n_2, criterion = pair.n_1, pair.n_2, pair.criterion
+    n_1, n_2 = pair.n_1, pair.n_2
     opt_1 = OPTIMIZERS[opt_name](n_1.parameters(), foreach)
     opt_2 = OPTIMIZERS[opt_name](n_2.parameters(), foreach)
     pair.opt_1, pair.opt_2 = opt_1, opt_2
@@ -40,8 +41,13 @@ def _train(opt_name: str, foreach: bool, tracked: bool, names: bool = False) -> 
         for x, y in data:
             course.joint_step(pair, x, y)
     params = [p.detach().clone() for p in (*n_1.parameters(), *n_2.parameters())]
-    state = [v.clone() for opt in (opt_1, opt_2) for s in opt.state.values() for v in s.values()
-             if isinstance(v, torch.Tensor)]
+    state = [
+        v.clone()
+        for opt in (opt_1, opt_2)
+        for s in opt.state.values()
+        for v in s.values()
+        if isinstance(v, torch.Tensor)
+    ]
     return params, state
 
 

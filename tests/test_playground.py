@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import html
-import importlib
 import json
 
 import pytest
 
-import gradlab
 from gradlab import course
 from gradlab.course import PRESETS, QUESTIONS, STEPS, Quiz, outcome_table, playground, quiz, run_order
 
@@ -19,16 +17,21 @@ STALE = "is at version 2; expected version 1"
 JOINT = "joint backward (both losses train n_1)"
 
 
-
 # ------------------------------------------------------------------ data layer
+
 
 def test_steps_and_presets_are_consistent() -> None:
     assert STEPS["forward_1"] == "pred_1 = n_1(x)"
     assert STEPS["backward_1_retain"] == "loss_1.backward(retain_graph=True)"
     assert STEPS["forward_2_detached"] == "pred_2 = n_2(pred_1.detach())"
     assert STEPS["backward_joint"] == "(loss_1 + loss_2).backward()"
-    assert list(PRESETS) == ["original loop", "retain_graph=True", "detach inside network 2",
-                             "n_2 on detached pred_1", JOINT]
+    assert list(PRESETS) == [
+        "original loop",
+        "retain_graph=True",
+        "detach inside network 2",
+        "n_2 on detached pred_1",
+        JOINT,
+    ]
     for preset in PRESETS.values():
         assert all(step in STEPS for step in preset.steps)
     assert [name for name, p in PRESETS.items() if p.detach_inside] == ["detach inside network 2"]
@@ -85,8 +88,9 @@ def test_order_errors_say_what_to_add() -> None:
     assert not o.ok and o.error_type == "OrderError"
     assert o.error == "loss_1 is not defined yet: add 'loss_1 = criterion(y, pred_1)' before 'loss_1.backward()'"
     o = run_order(["loss_2"])
-    assert o.error.startswith("pred_2 is not defined yet: add 'pred_2 = n_2(pred_1)' or "
-                              "'pred_2 = n_2(pred_1.detach())'")
+    assert o.error.startswith(
+        "pred_2 is not defined yet: add 'pred_2 = n_2(pred_1)' or 'pred_2 = n_2(pred_1.detach())'"
+    )
     o = run_order(["forward_1", "loss_1", "backward_1", "backward_1"])
     assert o.failed_step == 3 and o.error.startswith(FREED)
 
@@ -96,12 +100,15 @@ def test_runs_are_deterministic() -> None:
     assert str(outcome_table()) == str(outcome_table())
 
 
-@pytest.mark.parametrize("steps, error", [
-    ("forward_1", TypeError),
-    ([], ValueError),
-    (["forward_3"], ValueError),
-    ([1], TypeError),
-])
+@pytest.mark.parametrize(
+    "steps, error",
+    [
+        ("forward_1", TypeError),
+        ([], ValueError),
+        (["forward_3"], ValueError),
+        ([1], TypeError),
+    ],
+)
 def test_bad_steps(steps: object, error: type[Exception]) -> None:
     with pytest.raises(error, match="step"):
         run_order(steps)  # type: ignore[arg-type]
@@ -125,12 +132,14 @@ def test_outcome_table() -> None:
     assert table._repr_html_() == str(table)
     lines = table.text.splitlines()
     assert len(lines) == len(PRESETS)
-    assert lines[2].startswith("detach inside network 2: ran all 10 lines of the iteration; "
-                               "no gradient: n_2.linear_1.weight")
+    assert lines[2].startswith(
+        "detach inside network 2: ran all 10 lines of the iteration; no gradient: n_2.linear_1.weight"
+    )
     assert lines[0].startswith("original loop: line 9 `loss_2.backward()` raised RuntimeError: " + FREED)
 
 
 # ---------------------------------------------------------------------- widget
+
 
 def _press_run(pg: course.Playground) -> str:
     pg.run.click()
@@ -238,10 +247,14 @@ def test_import_does_not_load_ipywidgets() -> None:
 
 # ------------------------------------------------------------------------ quiz
 
-QUESTION = Quiz("What does loss.backward() free?",
-                {"The saved tensors": "Right: the buffers it saved for backward.",
-                 "The parameters": "No: parameters are leaves; backward writes their .grad."},
-                answer="The saved tensors")
+QUESTION = Quiz(
+    "What does loss.backward() free?",
+    {
+        "The saved tensors": "Right: the buffers it saved for backward.",
+        "The parameters": "No: parameters are leaves; backward writes their .grad.",
+    },
+    answer="The saved tensors",
+)
 
 
 def test_quiz_check() -> None:
@@ -323,8 +336,10 @@ def test_quiz_static_fallback() -> None:
     before, folded = page.split("<details>")
     assert "✓ (the answer)" in folded and "(the answer)" not in before
     assert "Right: the buffers" in folded and "Right: the buffers" not in before
-    assert bundle["text/plain"].splitlines() == ["What does loss.backward() free?",
-                                                 *(f"  {c}) {o}" for c, o in zip("ab", w.buttons))]
+    assert bundle["text/plain"].splitlines() == [
+        "What does loss.backward() free?",
+        *(f"  {c}) {o}" for c, o in zip("ab", w.buttons)),
+    ]
 
 
 @pytest.mark.parametrize("key", list(QUESTIONS))

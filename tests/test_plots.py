@@ -6,13 +6,13 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless; set here, before pyplot is imported anywhere in this module
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
+import torch
 
-import gradlab  # noqa: E402
-from gradlab import course, grad_report, plot_grads, timeline  # noqa: E402
-from gradlab.course import plot_losses, plot_predictions  # noqa: E402
+import gradlab
+from gradlab import course, grad_report, plot_grads, timeline
+from gradlab.course import plot_losses, plot_predictions
 
 
 def texts(fig) -> list[str]:
@@ -53,7 +53,7 @@ def test_timeline_explains_the_version_error(failing_tracker):
     assert any("Adam.step()" in t and "v1 -> v2" in t for t in found)
     assert any("expected version 1, is at version 2" in t for t in found)
     assert any(t.startswith("backward(retain_graph=True)") for t in found)
-    assert any("saved (v1)" == t for t in found)
+    assert any(t == "saved (v1)" for t in found)
     red_lines = [ln for ax in fig.axes for ln in ax.lines if ln.get_color() == "#cc0000" and ln.get_linewidth() == 2]
     assert red_lines, "the failing backward is a red vertical line"
 
@@ -79,8 +79,13 @@ def test_timeline_bad_input():
 
 
 def test_plot_losses_labels_flat_and_stopped_runs():
-    fig = plot_losses({"joint": course.train("joint", steps=3), "softmax": [0.7, 0.7, 0.7],
-                       "original": course.train("original", steps=2)})
+    fig = plot_losses(
+        {
+            "joint": course.train("joint", steps=3),
+            "softmax": [0.7, 0.7, 0.7],
+            "original": course.train("original", steps=2),
+        }
+    )
     found = texts(fig)
     assert [ax.get_title() for ax in fig.axes] == ["joint", "softmax", "original"]
     assert any("flat: not learning" in t for t in found)

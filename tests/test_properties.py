@@ -25,8 +25,14 @@ from torch import nn
 import gradlab
 from gradlab import course
 
-settings.register_profile("gradlab", deadline=None, max_examples=25, derandomize=True, database=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "gradlab",
+    deadline=None,
+    max_examples=25,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 SETTINGS = settings.get_profile("gradlab")
 
 HINT_WORDS = ("pass", "must", "takes")
@@ -68,14 +74,14 @@ ODD: dict[str, Callable[[], object]] = {
     "str": lambda: "loss",
     "bytes": lambda: b"loss",
     "None": lambda: None,
-    "empty list": lambda: [],
+    "empty list": list,
     "list of junk": lambda: [1, "a", None],
     "tuple of tensors and junk": lambda: (torch.ones(2, requires_grad=True) * 2, 3),
     "dict of junk": lambda: {"a": 3},
     "dict with int key": lambda: {1: nn.Linear(1, 1)},
     "dict of modules": lambda: {"m": nn.Linear(1, 1)},
     "module": lambda: nn.Linear(2, 2),
-    "lambda": lambda: (lambda: {"a": 3}),
+    "lambda": lambda: lambda: {"a": 3},
     "generator": lambda: (i for i in range(2)),
     "empty tensor": lambda: torch.empty(0),
     "empty leaf": lambda: torch.empty(0, requires_grad=True),
@@ -157,8 +163,11 @@ def test_names_argument(func: str, value: str) -> None:
 @SETTINGS
 @given(keys=st.lists(st.text(max_size=8), max_size=4), kind=st.sampled_from(["module", "tensor", "junk"]))
 def test_names_with_any_keys(func: str, keys: list[str], kind: str) -> None:
-    value = {"module": lambda: nn.Linear(1, 1), "tensor": lambda: torch.ones(2, requires_grad=True),
-             "junk": lambda: object()}[kind]
+    value = {
+        "module": lambda: nn.Linear(1, 1),
+        "tensor": lambda: torch.ones(2, requires_grad=True),
+        "junk": lambda: object(),
+    }[kind]
     _call(lambda: NAMES_FUNCS[func]({k: value() for k in keys}), "names")
 
 
@@ -166,7 +175,7 @@ def test_module_as_names_says_what_to_pass() -> None:
     """An nn.Module is callable; names=model must not be called as if it were a zero-argument callable."""
     model = nn.Linear(2, 2)
     for func in sorted(NAMES_FUNCS):
-        _call(lambda: NAMES_FUNCS[func](model), "names")
+        _call(lambda f=NAMES_FUNCS[func]: f(model), "names")
 
 
 def test_track_with_names_none() -> None:
@@ -175,6 +184,7 @@ def test_track_with_names_none() -> None:
 
 
 # -- explain --------------------------------------------------------------------------------------
+
 
 @pytest.mark.skipif(not hasattr(gradlab, "explain"), reason="gradlab.explain is not exported yet")
 @pytest.mark.parametrize("value", sorted(ODD))
@@ -193,13 +203,19 @@ def test_explain_any_text(text: str) -> None:
 
 @pytest.mark.skipif(not hasattr(gradlab, "explain"), reason="gradlab.explain is not exported yet")
 @settings(SETTINGS, max_examples=50)
-@given(prefix=st.text(max_size=40), cur=st.integers(0, 10**6), exp=st.integers(0, 10**6),
-       shape=st.lists(st.integers(0, 10**4), max_size=5))
+@given(
+    prefix=st.text(max_size=40),
+    cur=st.integers(0, 10**6),
+    exp=st.integers(0, 10**6),
+    shape=st.lists(st.integers(0, 10**4), max_size=5),
+)
 def test_explain_mangled_inplace_message(prefix: str, cur: int, exp: int, shape: list[int]) -> None:
     dims = ", ".join(map(str, shape))
-    text = (f"{prefix}one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [torch.FloatTensor [{dims}]], which is output 0 of AsStrided, is at version {cur}; "
-            f"expected version {exp} instead.")
+    text = (
+        f"{prefix}one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [torch.FloatTensor [{dims}]], which is output 0 of AsStrided, is at version {cur}; "
+        f"expected version {exp} instead."
+    )
     e = gradlab.explain(text)
     assert e.kind == "modified_in_place"
     assert (e.current_version, e.expected_version) == (cur, exp)
@@ -207,6 +223,7 @@ def test_explain_mangled_inplace_message(prefix: str, cur: int, exp: int, shape:
 
 
 # -- examples: make_pair, batches, train ----------------------------------------------------------
+
 
 @pytest.mark.parametrize("value", sorted(ODD))
 @pytest.mark.parametrize("arg", ["seed", "lr", "softmax", "detach_inside"])
@@ -251,6 +268,7 @@ def test_modules_in_any_keys(keys: list[str]) -> None:
 
 # -- graphs: deep, views, dtypes -------------------------------------------------------------------
 
+
 def _chain(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     x = torch.ones(2, requires_grad=True)
     y = x
@@ -263,7 +281,7 @@ def test_deep_graph_check_and_saved_tensors() -> None:
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(1_000)  # gradlab walks iteratively: a deep chain needs no recursion
     try:
-        x, loss = _chain(5_000)
+        _x, loss = _chain(5_000)
         assert gradlab.check(loss).ok
         assert len(gradlab.saved_tensors(loss)) == 5_000
         if hasattr(gradlab, "draw"):
@@ -273,7 +291,7 @@ def test_deep_graph_check_and_saved_tensors() -> None:
 
 
 def test_deep_graph_modified_in_place_is_found() -> None:
-    x, loss = _chain(5_000)
+    _x, loss = _chain(5_000)
     node = loss.grad_fn
     for _ in range(2_500):
         node = node.next_functions[0][0]
@@ -286,8 +304,11 @@ def test_deep_graph_modified_in_place_is_found() -> None:
 
 
 @SETTINGS
-@given(dtype=st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64]),
-       shape=st.lists(st.integers(0, 3), max_size=3), modify=st.booleans())
+@given(
+    dtype=st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64]),
+    shape=st.lists(st.integers(0, 3), max_size=3),
+    modify=st.booleans(),
+)
 def test_dtypes_and_zero_sizes_agree_with_backward(dtype: torch.dtype, shape: list[int], modify: bool) -> None:
     w = torch.ones(shape, dtype=dtype, requires_grad=True)
     h = w * 1

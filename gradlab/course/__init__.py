@@ -50,13 +50,41 @@ _EXPORTS: dict[str, str] = {
     "plot_predictions": "plots",
 }
 
-__all__ = list(_EXPORTS)
+__all__ = [
+    "Net",
+    "Pair",
+    "make_pair",
+    "batches",
+    "ORDERS",
+    "TrainResult",
+    "joint_step",
+    "train",
+    "STEPS",
+    "PRESETS",
+    "Preset",
+    "Outcome",
+    "run_order",
+    "outcome_table",
+    "Playground",
+    "playground",
+    "QuizWidget",
+    "quiz",
+    "QUESTIONS",
+    "Quiz",
+    "Verdict",
+    "verify",
+    "EnvironmentReport",
+    "environment",
+    "setup",
+    "plot_losses",
+    "plot_predictions",
+]
 
 if TYPE_CHECKING:
     from .environment import EnvironmentReport, environment, setup
     from .exercise import Verdict, verify
-    from .networks import Net, Pair, batches, make_pair
     from .iteration import PRESETS, STEPS, Outcome, Preset, outcome_table, run_order
+    from .networks import Net, Pair, batches, make_pair
     from .plots import plot_losses, plot_predictions
     from .questions import QUESTIONS, Quiz
     from .training import ORDERS, TrainResult, joint_step, train

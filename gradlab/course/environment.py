@@ -81,8 +81,8 @@ class EnvironmentReport:
         """
         if self.torch is None:
             return f"torch not installed, gradlab {self.gradlab}: not ready (run `make setup`)"
-        state = "ready" if self.ready else (
-            f"not ready (torch >= {MIN_TORCH[0]}.{MIN_TORCH[1]} needed; run `make setup`)"
+        state = (
+            "ready" if self.ready else (f"not ready (torch >= {MIN_TORCH[0]}.{MIN_TORCH[1]} needed; run `make setup`)")
         )
         return f"torch {self.torch}, gradlab {self.gradlab}: {state}"
 
@@ -115,8 +115,7 @@ class EnvironmentReport:
         if not self.graphviz_found:
             install = html.escape("\n".join(GRAPHVIZ_INSTALL_LINES))
             parts.append(
-                "<p>To draw graphs as pictures, install Graphviz, then restart the kernel:</p>"
-                f"<pre>{install}</pre>"
+                f"<p>To draw graphs as pictures, install Graphviz, then restart the kernel:</p><pre>{install}</pre>"
             )
         return "".join(parts)
 

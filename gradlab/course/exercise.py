@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import torch
 
-
 __all__ = ["Verdict", "verify"]
 
 _UNSET = object()
@@ -68,7 +67,13 @@ def _equal(value: object, expected: object, tol: float | None) -> bool:
     """Whether a learner's ``value`` matches ``expected`` (tensors by shape and values)."""
     if isinstance(value, torch.Tensor) or isinstance(expected, torch.Tensor):
         if not (isinstance(value, torch.Tensor) and isinstance(expected, torch.Tensor)):
-            tensor, other = (value, expected) if isinstance(value, torch.Tensor) else (expected, value)
+            tensor: torch.Tensor
+            other: object
+            if isinstance(value, torch.Tensor):
+                tensor, other = value, expected
+            else:
+                assert isinstance(expected, torch.Tensor)
+                tensor, other = expected, value
             if tensor.numel() != 1 or isinstance(other, (str, bytes)) or not isinstance(other, (int, float, bool)):
                 return False
             return _equal(tensor.item(), other, tol)
@@ -87,8 +92,12 @@ def _equal(value: object, expected: object, tol: float | None) -> bool:
         return value == expected
     if isinstance(value, Mapping) and isinstance(expected, Mapping):
         return value.keys() == expected.keys() and all(_equal(value[k], expected[k], tol) for k in expected)
-    if (isinstance(value, Sequence) and isinstance(expected, Sequence)
-            and not isinstance(value, (str, bytes)) and not isinstance(expected, (str, bytes))):
+    if (
+        isinstance(value, Sequence)
+        and isinstance(expected, Sequence)
+        and not isinstance(value, (str, bytes))
+        and not isinstance(expected, (str, bytes))
+    ):
         return len(value) == len(expected) and all(_equal(a, b, tol) for a, b in zip(value, expected))
     try:
         return bool(value == expected)
@@ -96,8 +105,7 @@ def _equal(value: object, expected: object, tol: float | None) -> bool:
         return False
 
 
-def verify(value: object, expected: object = _UNSET, *, success: str, hint: str,
-           tol: float | None = None) -> Verdict:
+def verify(value: object, expected: object = _UNSET, *, success: str, hint: str, tol: float | None = None) -> Verdict:
     """Check an exercise answer and return a :class:`Verdict` to display.
 
     Without ``expected``, ``value`` is a condition (``True``/``False``, or a

@@ -95,20 +95,35 @@ _LOOP_2 = ("zero_grad_2", "loss_2", "backward_2", "step_2")
 PRESETS: dict[str, Preset] = {
     "original loop": Preset(
         (*_LOOP_1, "backward_1", "step_1", "forward_2", *_LOOP_2),
-        note="step 1 before backward 2: the second backward needs the graph the first one freed"),
+        note="step 1 before backward 2: the second backward needs the graph the first one freed",
+    ),
     "retain_graph=True": Preset(
         (*_LOOP_1, "backward_1_retain", "step_1", "forward_2", *_LOOP_2),
-        note="the graph is kept, but opt_1.step() changed a weight it saved"),
+        note="the graph is kept, but opt_1.step() changed a weight it saved",
+    ),
     "detach inside network 2": Preset(
-        (*_LOOP_1, "backward_1", "step_1", "forward_2", *_LOOP_2), detach_inside=True,
-        note="runs, but n_2.linear_1 never learns: the detach cuts it off"),
+        (*_LOOP_1, "backward_1", "step_1", "forward_2", *_LOOP_2),
+        detach_inside=True,
+        note="runs, but n_2.linear_1 never learns: the detach cuts it off",
+    ),
     "n_2 on detached pred_1": Preset(
         (*_LOOP_1, "backward_1", "step_1", "forward_2_detached", *_LOOP_2),
-        note="runs: network 2 treats network 1's output as data; n_1 learns from loss_1 only"),
+        note="runs: network 2 treats network 1's output as data; n_1 learns from loss_1 only",
+    ),
     "joint backward (both losses train n_1)": Preset(
-        ("forward_1", "forward_2", "zero_grad_1", "zero_grad_2", "loss_1", "loss_2", "backward_joint",
-         "step_1", "step_2"),
-        note="runs: one backward through both graphs, then both steps"),
+        (
+            "forward_1",
+            "forward_2",
+            "zero_grad_1",
+            "zero_grad_2",
+            "loss_1",
+            "loss_2",
+            "backward_joint",
+            "step_1",
+            "step_2",
+        ),
+        note="runs: one backward through both graphs, then both steps",
+    ),
 }
 
 
@@ -187,8 +202,7 @@ def _check_steps(steps: object) -> tuple[str, ...]:
     if isinstance(steps, Preset):
         steps = steps.steps
     if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence):
-        raise TypeError(f"steps must be a list of step ids such as ['forward_1', 'loss_1'], "
-                        f"not {type(steps).__name__}")
+        raise TypeError(f"steps must be a list of step ids such as ['forward_1', 'loss_1'], not {type(steps).__name__}")
     if not steps:
         raise ValueError("steps is empty; start with e.g. PRESETS['original loop'].steps")
     for s in steps:
@@ -222,19 +236,28 @@ def _param_names(pair: Pair) -> list[tuple[str, torch.nn.Parameter]]:
     return [(f"{net}.{name}", p) for net, module in pair.names.items() for name, p in module.named_parameters()]
 
 
-def run_iteration(steps: Sequence[str], detach_inside: bool = False, seed: int = 0, softmax: bool = False,
-                  draw: bool = False) -> tuple[Outcome, GraphView | None]:
+def run_iteration(
+    steps: Sequence[str], detach_inside: bool = False, seed: int = 0, softmax: bool = False, draw: bool = False
+) -> tuple[Outcome, GraphView | None]:
     """:func:`run_order`, and with ``draw=True`` also the losses' graph as drawn after the iteration."""
     return _run(_check_steps(steps), detach_inside, seed, softmax, draw)
 
 
-def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool,
-         want_view: bool = False) -> tuple[Outcome, GraphView | None]:
+def _run(
+    steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool, want_view: bool = False
+) -> tuple[Outcome, GraphView | None]:
     pair = make_pair(seed, softmax=softmax)
     pair.n_2.detach_inside = detach_inside  # same initial weights with or without the detach
     x, y = batches(1, seed)[0]
-    scope: dict[str, Any] = {"n_1": pair.n_1, "n_2": pair.n_2, "opt_1": pair.opt_1, "opt_2": pair.opt_2,
-                             "criterion": pair.criterion, "x": x, "y": y}
+    scope: dict[str, Any] = {
+        "n_1": pair.n_1,
+        "n_2": pair.n_2,
+        "opt_1": pair.opt_1,
+        "opt_2": pair.opt_2,
+        "criterion": pair.criterion,
+        "x": x,
+        "y": y,
+    }
     params = _param_names(pair)
     before = {name: p.detach().clone() for name, p in params}
     got_grad: set[str] = set()
@@ -247,8 +270,8 @@ def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool,
                 for name in _NEEDS.get(step, ()):
                     if name not in scope:
                         raise OrderError(_missing_message(name, step))
-                exec(program[i], scope)  # noqa: S102 - constant code from STEPS
-            except Exception as e:  # noqa: BLE001 - the outcome reports any error of the learner's order
+                exec(program[i], scope)
+            except Exception as e:
                 failed, error_type, error = i, type(e).__name__, str(e)
                 diag = tracker.diagnosis_for(e)
                 diagnosis = str(diag) if diag is not None else None
@@ -260,15 +283,25 @@ def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool,
                 for name, p in params:
                     if id(p) in reached and loss not in grad_from[name]:
                         grad_from[name].append(loss)
-        losses = {n: scope[n] for n in ("loss_1", "loss_2")
-                  if isinstance(scope.get(n), torch.Tensor) and scope[n].grad_fn is not None}
+        losses = {
+            n: scope[n]
+            for n in ("loss_1", "loss_2")
+            if isinstance(scope.get(n), torch.Tensor) and scope[n].grad_fn is not None
+        }
         # Collected while the tracker is active: it knows who modified what, and where.
         graph = gradlab.collect(list(losses.values()), tracker.namer(), tracker=tracker).summary() if losses else None
         view = _view(losses, pair.names) if losses and want_view else None
     names = [name for name, _ in params]
     outcome = Outcome(
-        steps=steps, detach_inside=detach_inside, softmax=softmax, ok=failed is None, failed_step=failed,
-        error_type=error_type, error=error, diagnosis=diagnosis, parameters=tuple(names),
+        steps=steps,
+        detach_inside=detach_inside,
+        softmax=softmax,
+        ok=failed is None,
+        failed_step=failed,
+        error_type=error_type,
+        error=error,
+        diagnosis=diagnosis,
+        parameters=tuple(names),
         got_grad=tuple(n for n in names if n in got_grad),
         grad_from={n: tuple(v) for n, v in grad_from.items()},
         changed=tuple(name for name, p in params if not torch.equal(before[name], p.detach())),
@@ -278,8 +311,9 @@ def _run(steps: tuple[str, ...], detach_inside: bool, seed: int, softmax: bool,
     return outcome, view
 
 
-def run_order(steps: Sequence[str] | Preset, detach_inside: bool = False, seed: int = 0,
-              softmax: bool = False) -> Outcome:
+def run_order(
+    steps: Sequence[str] | Preset, detach_inside: bool = False, seed: int = 0, softmax: bool = False
+) -> Outcome:
     """Run one iteration of ``steps`` for real, on fresh seeded networks, under :func:`gradlab.track`.
 
     Every step is the code of :data:`STEPS` run in order; the first error stops
@@ -315,6 +349,7 @@ def _view(losses: Mapping[str, torch.Tensor], names: Mapping[str, Any]) -> Graph
 
 # ---------------------------------------------------------------- rendering
 
+
 def _listing(steps: Sequence[str], failed: int | None = None) -> str:
     return "\n".join(f"{'>>' if i == failed else '  '} {i + 1:>2}. {STEPS[s]}" for i, s in enumerate(steps))
 
@@ -342,8 +377,10 @@ def _params_text(o: Outcome) -> str:
     width = max(len(p) for p in o.parameters)
     lines = [f"{'parameter':<{width}}  got grad  grad from        changed"]
     for p in o.parameters:
-        lines.append(f"{p:<{width}}  {'yes' if p in o.got_grad else 'NO':<8}  "
-                     f"{_grad_from_text(o.grad_from.get(p, ())):<15}  {'yes' if p in o.changed else 'no'}")
+        lines.append(
+            f"{p:<{width}}  {'yes' if p in o.got_grad else 'NO':<8}  "
+            f"{_grad_from_text(o.grad_from.get(p, ())):<15}  {'yes' if p in o.changed else 'no'}"
+        )
     return "\n".join(lines)
 
 
@@ -363,8 +400,10 @@ def _cell(content: str, color: str | None = None, tag: str = "td") -> str:
 
 def _outcome_html(o: Outcome) -> str:
     failed = ' style="color:#c62828;font-weight:bold"'
-    items = "".join(f"<li{failed if i == o.failed_step else ''}><code>{html.escape(STEPS[s])}</code></li>"
-                    for i, s in enumerate(o.steps))
+    items = "".join(
+        f"<li{failed if i == o.failed_step else ''}><code>{html.escape(STEPS[s])}</code></li>"
+        for i, s in enumerate(o.steps)
+    )
     flags = []
     if o.detach_inside:
         flags.append("network 2 detaches inside")
@@ -377,17 +416,22 @@ def _outcome_html(o: Outcome) -> str:
         parts.append(f'<p style="color:#2e7d32"><b>✓ Success:</b> {html.escape(o.headline())}.</p>')
     else:
         step = o.steps[o.failed_step or 0]
-        parts.append(f'<p style="color:#c62828"><b>✗ line {(o.failed_step or 0) + 1} '
-                     f"<code>{html.escape(STEPS[step])}</code> raised {html.escape(str(o.error_type))}</b></p>")
+        parts.append(
+            f'<p style="color:#c62828"><b>✗ line {(o.failed_step or 0) + 1} '
+            f"<code>{html.escape(STEPS[step])}</code> raised {html.escape(str(o.error_type))}</b></p>"
+        )
         parts.append(_pre(f"{o.error_type}: {o.error}", "#c62828"))
     if o.diagnosis:
         parts.append("<p><b>gradlab's diagnosis</b></p>" + _pre(o.diagnosis))
     rows = "".join(
-        "<tr>" + _cell(f"<code>{html.escape(p)}</code>")
+        "<tr>"
+        + _cell(f"<code>{html.escape(p)}</code>")
         + _cell("yes" if p in o.got_grad else "no", None if p in o.got_grad else _RED)
         + _cell(html.escape(_grad_from_text(o.grad_from.get(p, ()))))
-        + _cell("yes" if p in o.changed else "no", None if p in o.changed else _RED) + "</tr>"
-        for p in o.parameters)
+        + _cell("yes" if p in o.changed else "no", None if p in o.changed else _RED)
+        + "</tr>"
+        for p in o.parameters
+    )
     head = "".join(_cell(h, tag="th") for h in ("parameter", "got a gradient", "gradient from", "changed"))
     parts.append(f"<table><tr>{head}</tr>{rows}</table>")
     return "".join(parts)
@@ -437,19 +481,26 @@ def outcome_table(presets: Mapping[str, Preset] = PRESETS, seed: int = 0) -> HTM
             result = '<span style="color:#2e7d32">✓ runs</span>'
         else:
             step = o.steps[o.failed_step or 0]
-            result = (f'<span style="color:#c62828">✗ line {(o.failed_step or 0) + 1} '
-                      f"<code>{html.escape(STEPS[step])}</code>: {html.escape(str(o.error_type))}</span>"
-                      + _pre(str(o.error)))
+            result = (
+                f'<span style="color:#c62828">✗ line {(o.failed_step or 0) + 1} '
+                f"<code>{html.escape(STEPS[step])}</code>: {html.escape(str(o.error_type))}</span>" + _pre(str(o.error))
+            )
         diagnosis = _pre(o.diagnosis) if o.diagnosis else ""
         code = html.escape("\n".join(STEPS[s] for s in o.steps))
         flag = "<br><i>network 2 detaches inside</i>" if o.detach_inside else ""
         rows.append(
-            "<tr>" + _cell(f"<b>{html.escape(name)}</b>{flag}<br>{html.escape(preset.note)}")
-            + _cell(f"<pre>{code}</pre>") + _cell(result + diagnosis)
+            "<tr>"
+            + _cell(f"<b>{html.escape(name)}</b>{flag}<br>{html.escape(preset.note)}")
+            + _cell(f"<pre>{code}</pre>")
+            + _cell(result + diagnosis)
             + _cell(html.escape(_compact(o.no_grad, o.parameters)))
-            + _cell(html.escape(_compact(o.changed, o.parameters))) + "</tr>")
-        lines.append(f"{name}: {o.headline()}; no gradient: {_compact(o.no_grad, o.parameters)}; "
-                     f"changed: {_compact(o.changed, o.parameters)}")
+            + _cell(html.escape(_compact(o.changed, o.parameters)))
+            + "</tr>"
+        )
+        lines.append(
+            f"{name}: {o.headline()}; no gradient: {_compact(o.no_grad, o.parameters)}; "
+            f"changed: {_compact(o.changed, o.parameters)}"
+        )
     head = "".join(_cell(h, tag="th") for h in ("preset", "one iteration", "result", "no gradient", "changed"))
     table = f'<table class="gradlab-outcomes"><tr>{head}</tr>' + "".join(rows) + "</table>"
     return HTMLText(table, "\n".join(lines))

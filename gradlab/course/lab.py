@@ -118,8 +118,11 @@ def main(args: Sequence[str] | None = None) -> int:
     options = _parse_args(args)
     notebooks_dir = (options.notebooks_dir or _default_notebooks_dir()).resolve()
     if not (notebooks_dir / START_NOTEBOOK).is_file():
-        print(f"gradlab.lab: {START_NOTEBOOK} not found in {notebooks_dir}; "
-              "pass --notebooks-dir pointing at the course's notebooks/ folder.", file=sys.stderr)
+        print(
+            f"gradlab.lab: {START_NOTEBOOK} not found in {notebooks_dir}; "
+            "pass --notebooks-dir pointing at the course's notebooks/ folder.",
+            file=sys.stderr,
+        )
         return 2
     if port_in_use(options.port):
         print(

@@ -7,7 +7,7 @@ here so every notebook, the playground and the tests train exactly the same thin
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -92,8 +92,9 @@ def make_pair(seed: int = 0, softmax: bool = True, detach_inside: bool = False, 
     softmax, detach_inside, lr = _flag(softmax, "softmax"), _flag(detach_inside, "detach_inside"), _lr(lr)
     n_1 = Net(softmax=softmax)
     n_2 = Net(softmax=softmax, detach_inside=detach_inside)
-    return Pair(n_1, n_2, torch.optim.Adam(n_1.parameters(), lr=lr), torch.optim.Adam(n_2.parameters(), lr=lr),
-                nn.MSELoss())
+    return Pair(
+        n_1, n_2, torch.optim.Adam(n_1.parameters(), lr=lr), torch.optim.Adam(n_2.parameters(), lr=lr), nn.MSELoss()
+    )
 
 
 def batches(steps: int = 10, seed: int = 0, size: int = 10) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -24,14 +24,20 @@ __all__ = ["plot_losses", "plot_predictions"]
 
 # -- losses -----------------------------------------------------------------------------------------
 
+
 def _curves(name: str, value: object) -> tuple[list[tuple[str, list[float]]], str | None]:
     if isinstance(value, TrainResult):
         return [("loss_1", list(value.losses_1)), ("loss_2", list(value.losses_2))], value.error
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+    if (
+        isinstance(value, Sequence)
+        and not isinstance(value, (str, bytes))
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
         return [("loss", [float(v) for v in value])], None
-    raise TypeError(f"losses[{name!r}] is a {type(value).__name__}; pass a list of floats or a TrainResult, "
-                    "e.g. {'joint': gradlab.train('joint')}")
+    raise TypeError(
+        f"losses[{name!r}] is a {type(value).__name__}; pass a list of floats or a TrainResult, "
+        "e.g. {'joint': gradlab.train('joint')}"
+    )
 
 
 def _flat(values: Sequence[float]) -> bool:
@@ -53,8 +59,10 @@ def plot_losses(losses: Mapping[str, object], *, overlay: bool = False) -> Figur
         >>> fig = plot_losses({"joint": train("joint"), "softmax": [0.5, 0.5, 0.5]})   # doctest: +SKIP
     """
     if not isinstance(losses, Mapping) or not losses:
-        raise TypeError("plot_losses() takes a dict of label to losses, e.g. "
-                        "{'joint': gradlab.train('joint'), 'no softmax': [0.9, 0.4, 0.1]}")
+        raise TypeError(
+            "plot_losses() takes a dict of label to losses, e.g. "
+            "{'joint': gradlab.train('joint'), 'no softmax': [0.9, 0.4, 0.1]}"
+        )
     panels = []
     for name, value in losses.items():
         if not isinstance(name, str):
@@ -81,8 +89,15 @@ def plot_losses(losses: Mapping[str, object], *, overlay: bool = False) -> Figur
             ax.set_title(name, fontsize=10)
         y = 0.95
         for note in notes:
-            ax.text(0.03, y, note if not overlay else f"{name}: {note}", transform=ax.transAxes, color=RED,
-                    fontsize=8, va="top")
+            ax.text(
+                0.03,
+                y,
+                note if not overlay else f"{name}: {note}",
+                transform=ax.transAxes,
+                color=RED,
+                fontsize=8,
+                va="top",
+            )
             y -= 0.08
         ax.set_xlabel("step")
         if ax.get_legend_handles_labels()[0]:
@@ -94,8 +109,10 @@ def plot_losses(losses: Mapping[str, object], *, overlay: bool = False) -> Figur
 
 # -- predictions ------------------------------------------------------------------------------------
 
-def plot_predictions(models: Pair | Mapping[str, Callable[[torch.Tensor], torch.Tensor]],
-                     x: torch.Tensor | None = None) -> Figure:
+
+def plot_predictions(
+    models: Pair | Mapping[str, Callable[[torch.Tensor], torch.Tensor]], x: torch.Tensor | None = None
+) -> Figure:
     """Predictions against the target ``y = 2x`` of the course's data.
 
     ``models`` is a :class:`Pair` (drawn as ``n_1(x)`` and ``n_2(n_1(x))``, the
@@ -110,12 +127,13 @@ def plot_predictions(models: Pair | Mapping[str, Callable[[torch.Tensor], torch.
         pair = models
         models = {"n_1(x)": pair.n_1, "n_2(n_1(x))": lambda t: pair.n_2(pair.n_1(t))}
     if not isinstance(models, Mapping) or not models:
-        raise TypeError("plot_predictions() takes a Pair (e.g. gradlab.train('joint').pair) or a dict of label to "
-                        "network, e.g. {'n_1': n_1}")
+        raise TypeError(
+            "plot_predictions() takes a Pair (e.g. gradlab.train('joint').pair) or a dict of label to "
+            "network, e.g. {'n_1': n_1}"
+        )
     for name, fn in models.items():
         if not isinstance(name, str) or not callable(fn):
-            raise TypeError(f"plot_predictions() needs label -> network (callable), got {name!r}: "
-                            f"{type(fn).__name__}")
+            raise TypeError(f"plot_predictions() needs label -> network (callable), got {name!r}: {type(fn).__name__}")
     if x is None:
         x = torch.linspace(-3, 3, 50).unsqueeze(1)
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != 1:

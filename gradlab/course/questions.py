@@ -17,7 +17,6 @@ import hashlib
 import html
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = ["QUESTIONS", "Quiz", "question"]
 
@@ -41,8 +40,10 @@ class Quiz:
         if not isinstance(self.question, str) or not self.question.strip():
             raise TypeError("question must be a non-empty string")
         if not isinstance(self.options, Mapping) or len(self.options) < 2:
-            raise TypeError("options must be a mapping of at least two option texts to their explanations, "
-                            "e.g. {'4': 'Right: ...', '5': 'No: ...'}")
+            raise TypeError(
+                "options must be a mapping of at least two option texts to their explanations, "
+                "e.g. {'4': 'Right: ...', '5': 'No: ...'}"
+            )
         for option, why in self.options.items():
             if not isinstance(option, str) or not isinstance(why, str) or not option.strip():
                 raise TypeError(f"each option and its explanation must be non-empty strings, got {option!r}: {why!r}")
@@ -93,10 +94,13 @@ class Quiz:
         options = "".join(f"<li>{html.escape(o)}</li>" for o in self.options)
         answers = "".join(
             f"<li><b>{html.escape(o)}</b>{' ✓ (the answer)' if o == self.answer else ''}: {html.escape(why)}</li>"
-            for o, why in self.options.items())
-        return (f'<div class="gradlab-quiz"><p><b>Quiz:</b> {html.escape(self.question)}</p>'
-                f'<ol type="a">{options}</ol>'
-                f"<details><summary>Answers</summary><ul>{answers}</ul></details></div>")
+            for o, why in self.options.items()
+        )
+        return (
+            f'<div class="gradlab-quiz"><p><b>Quiz:</b> {html.escape(self.question)}</p>'
+            f'<ol type="a">{options}</ol>'
+            f"<details><summary>Answers</summary><ul>{answers}</ul></details></div>"
+        )
 
 
 #: The course's questions by id: ``gradlab.course.quiz("retain_graph")`` shows one.
@@ -106,17 +110,13 @@ QUESTIONS: dict[str, Quiz] = {
         "Why does the original loop fail at loss_2.backward() with "
         "'Trying to backward through the graph a second time'?",
         {
-            "loss_1.backward() freed network 1's saved tensors, and loss_2's backward needs them":
-                "pred_2 = n_2(pred_1) links loss_2 to n_1's part of the graph. A backward frees the tensors "
-                "its graph saved, so loss_2.backward() finds n_1's saved tensors gone.",
-            "opt_1.step() deleted the graph":
-                "A step changes parameters in place; it frees nothing. The freeing is done by "
-                "loss_1.backward() (without retain_graph=True).",
-            "loss_2.backward() is called twice":
-                "Each loss's backward runs once, but loss_2's backward re-enters the part of the graph "
-                "loss_1.backward() already went through.",
-            "opt_2.zero_grad() removed network 2's gradients":
-                "zero_grad() only resets .grad; the graph and its saved tensors are untouched.",
+            "loss_1.backward() freed network 1's saved tensors, and loss_2's backward needs them": "pred_2 = n_2(pred_1) links loss_2 to n_1's part of the graph. A backward frees the tensors "
+            "its graph saved, so loss_2.backward() finds n_1's saved tensors gone.",
+            "opt_1.step() deleted the graph": "A step changes parameters in place; it frees nothing. The freeing is done by "
+            "loss_1.backward() (without retain_graph=True).",
+            "loss_2.backward() is called twice": "Each loss's backward runs once, but loss_2's backward re-enters the part of the graph "
+            "loss_1.backward() already went through.",
+            "opt_2.zero_grad() removed network 2's gradients": "zero_grad() only resets .grad; the graph and its saved tensors are untouched.",
         },
         answer="loss_1.backward() freed network 1's saved tensors, and loss_2's backward needs them",
     ),
@@ -124,55 +124,44 @@ QUESTIONS: dict[str, Quiz] = {
         "With retain_graph=True the error becomes '... is at version 2; expected version 1 instead'. "
         "What does it mean?",
         {
-            "A tensor autograd saved at version 1 was changed in place afterwards":
-                "Every tensor counts its in-place writes. AddmmBackward0 saved n_1.linear_2.weight (as a "
-                "transposed view) at version 1; opt_1.step() updated it in place to version 2, so the "
-                "gradient would use the wrong values and autograd refuses.",
-            "The tensor was saved twice for backward":
-                "The version counts in-place modifications, not how often a tensor is saved.",
-            "The installed PyTorch is version 2 but the model was built for version 1":
-                "Nothing to do with software versions: it is the tensor's own version counter.",
-            "The graph was freed a second time":
-                "That is the other error. retain_graph=True kept the graph; the problem now is a change in place.",
+            "A tensor autograd saved at version 1 was changed in place afterwards": "Every tensor counts its in-place writes. AddmmBackward0 saved n_1.linear_2.weight (as a "
+            "transposed view) at version 1; opt_1.step() updated it in place to version 2, so the "
+            "gradient would use the wrong values and autograd refuses.",
+            "The tensor was saved twice for backward": "The version counts in-place modifications, not how often a tensor is saved.",
+            "The installed PyTorch is version 2 but the model was built for version 1": "Nothing to do with software versions: it is the tensor's own version counter.",
+            "The graph was freed a second time": "That is the other error. retain_graph=True kept the graph; the problem now is a change in place.",
         },
         answer="A tensor autograd saved at version 1 was changed in place afterwards",
     ),
     "detach_inside": Quiz(
         "Why is a .detach() inside network 2 (after its first layer) the wrong fix?",
         {
-            "It silences the errors by cutting the graph: n_2.linear_1 never gets a gradient":
-                "The detach stops every gradient below it: network 2's first layer never learns and "
-                "loss_2 no longer reaches network 1. No error tells you so; the grad table does.",
-            "It is the same as n_2(pred_1.detach())":
-                "Detaching the input only cuts the link to network 1; every layer of network 2 still learns. "
-                "Detaching inside cuts network 2's own first layer off.",
-            "detach() copies the activations and doubles the memory":
-                "detach() returns a tensor sharing the same storage, without grad history; it copies nothing.",
-            "It makes the step sizes of Adam wrong":
-                "Adam only sees the gradients it gets; the problem is that some parameters get none.",
+            "It silences the errors by cutting the graph: n_2.linear_1 never gets a gradient": "The detach stops every gradient below it: network 2's first layer never learns and "
+            "loss_2 no longer reaches network 1. No error tells you so; the grad table does.",
+            "It is the same as n_2(pred_1.detach())": "Detaching the input only cuts the link to network 1; every layer of network 2 still learns. "
+            "Detaching inside cuts network 2's own first layer off.",
+            "detach() copies the activations and doubles the memory": "detach() returns a tensor sharing the same storage, without grad history; it copies nothing.",
+            "It makes the step sizes of Adam wrong": "Adam only sees the gradients it gets; the problem is that some parameters get none.",
         },
         answer="It silences the errors by cutting the graph: n_2.linear_1 never gets a gradient",
     ),
     "softmax": Quiz(
         "What does torch.softmax(x, dim=1) return for x of shape [10, 1] (one output per row)?",
         {
-            "All ones: its gradient is zero, so nothing before it learns":
-                "Each row is normalized over a single value: exp(v) / exp(v) = 1. A constant output has a "
-                "zero gradient. Tick 'softmax over dim=1' in the playground: no parameter changes.",
-            "The probabilities of the 10 samples, summing to 1":
-                "That would be dim=0, across the batch, which mixes samples. dim=1 has one element.",
-            "x unchanged":
-                "softmax never returns its input: exp(v) / sum(exp) over one value is always 1.",
-            "An error, because softmax needs at least two values":
-                "It runs without a word, which is what makes this bug hard to find.",
+            "All ones: its gradient is zero, so nothing before it learns": "Each row is normalized over a single value: exp(v) / exp(v) = 1. A constant output has a "
+            "zero gradient. Tick 'softmax over dim=1' in the playground: no parameter changes.",
+            "The probabilities of the 10 samples, summing to 1": "That would be dim=0, across the batch, which mixes samples. dim=1 has one element.",
+            "x unchanged": "softmax never returns its input: exp(v) / sum(exp) over one value is always 1.",
+            "An error, because softmax needs at least two values": "It runs without a word, which is what makes this bug hard to find.",
         },
         answer="All ones: its gradient is zero, so nothing before it learns",
     ),
 }
 
 
-def question(question: str | Quiz, options: Mapping[str, str] | None = None,
-             answer: str | None = None) -> tuple[Quiz, str | None]:
+def question(
+    question: str | Quiz, options: Mapping[str, str] | None = None, answer: str | None = None
+) -> tuple[Quiz, str | None]:
     """The quiz to show (a course question by id, a Quiz, or the parts of one) and the key of its option order."""
     if isinstance(question, Quiz):
         if options is not None or answer is not None:
@@ -181,6 +170,8 @@ def question(question: str | Quiz, options: Mapping[str, str] | None = None,
     if options is None and answer is None and isinstance(question, str) and question in QUESTIONS:
         return QUESTIONS[question], question
     if options is None or answer is None:
-        raise TypeError("quiz() needs question, options (option text -> explanation) and answer, "
-                        f"or the id of one of the course's questions: {list(QUESTIONS)}")
+        raise TypeError(
+            "quiz() needs question, options (option text -> explanation) and answer, "
+            f"or the id of one of the course's questions: {list(QUESTIONS)}"
+        )
     return Quiz(question, options, answer), None

@@ -37,7 +37,7 @@ def errors_shown_in(output: Any) -> Iterator[None]:
     """
     try:
         yield
-    except Exception as e:  # noqa: BLE001 - shown to the learner, not swallowed
+    except Exception as e:
         output.outputs = (*output.outputs, _traceback_output(e))
 
 
@@ -64,8 +64,23 @@ class Playground:
     call ``run.click()``, read ``output.outputs``.
     """
 
-    def __init__(self, *, widget: Any, preset: Any, order: Any, step_choice: Any, add: Any, remove: Any,
-                 up: Any, down: Any, detach: Any, softmax: Any, run: Any, output: Any, seed: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        widget: Any,
+        preset: Any,
+        order: Any,
+        step_choice: Any,
+        add: Any,
+        remove: Any,
+        up: Any,
+        down: Any,
+        detach: Any,
+        softmax: Any,
+        run: Any,
+        output: Any,
+        seed: int = 0,
+    ) -> None:
         self.widget = widget
         self.seed = seed
         self.preset = preset
@@ -108,8 +123,10 @@ class Playground:
         data = dict(self.widget._repr_mimebundle_())
         table = outcome_table(seed=self.seed)
         data["text/plain"] = "gradlab playground (a widget: run the cell in a live kernel)\n" + table.text
-        data["text/html"] = ("<p><b>gradlab playground</b>: run this cell in a live kernel to edit the steps. "
-                             "One iteration of each preset:</p>" + table)
+        data["text/html"] = (
+            "<p><b>gradlab playground</b>: run this cell in a live kernel to edit the steps. "
+            "One iteration of each preset:</p>" + table
+        )
         return data
 
 
@@ -135,14 +152,19 @@ def playground(preset: str = "original loop", seed: int = 0) -> Playground:
     import ipywidgets as w
 
     wide = w.Layout(width="auto")
-    preset_menu = w.Dropdown(options=[*PRESETS, "custom"], value=preset, description="Preset",
-                             layout=w.Layout(width="28em"), style={"description_width": "4em"})
+    preset_menu = w.Dropdown(
+        options=[*PRESETS, "custom"],
+        value=preset,
+        description="Preset",
+        layout=w.Layout(width="28em"),
+        style={"description_width": "4em"},
+    )
     order = w.Select(options=[], rows=11, layout=w.Layout(width="28em"))
     order.add_class("gradlab-steps")
-    step_choice = w.Dropdown(options=[(label, step) for step, label in STEPS.items()],
-                             layout=w.Layout(width="20em"))
-    add = w.Button(description="Insert", tooltip="insert the chosen step after the selected one",
-                   icon="plus", layout=wide)
+    step_choice = w.Dropdown(options=[(label, step) for step, label in STEPS.items()], layout=w.Layout(width="20em"))
+    add = w.Button(
+        description="Insert", tooltip="insert the chosen step after the selected one", icon="plus", layout=wide
+    )
     remove = w.Button(description="Remove", icon="trash", layout=wide)
     up = w.Button(description="Up", icon="arrow-up", layout=wide)
     down = w.Button(description="Down", icon="arrow-down", layout=wide)
@@ -151,18 +173,35 @@ def playground(preset: str = "original loop", seed: int = 0) -> Playground:
     run = w.Button(description="Run", button_style="primary", icon="play")
     output = w.Output(layout=w.Layout(border="1px solid #ddd", padding="4px"))
     output.outputs = (_display({"text/plain": _HINT, "text/html": f"<p><i>{_HINT}</i></p>"}),)
-    widget = w.VBox([
-        w.HTML("<style>.gradlab-steps select { font-family: monospace; }</style>"
-               "<b>Training-loop playground</b>: one iteration, fresh networks each Run."),
-        preset_menu,
-        w.HBox([order, w.VBox([w.HBox([step_choice, add]), w.HBox([up, down, remove]), detach, softmax, run])]),
-        output,
-    ])
+    widget = w.VBox(
+        [
+            w.HTML(
+                "<style>.gradlab-steps select { font-family: monospace; }</style>"
+                "<b>Training-loop playground</b>: one iteration, fresh networks each Run."
+            ),
+            preset_menu,
+            w.HBox([order, w.VBox([w.HBox([step_choice, add]), w.HBox([up, down, remove]), detach, softmax, run])]),
+            output,
+        ]
+    )
     # Stable CSS classes: the browser test (and learners' custom CSS) find the controls by them.
     for control, name in ((widget, "playground"), (preset_menu, "preset"), (run, "run"), (output, "output")):
         control.add_class(f"gradlab-{name}")
-    pg = Playground(widget=widget, preset=preset_menu, order=order, step_choice=step_choice, add=add,
-                    remove=remove, up=up, down=down, detach=detach, softmax=softmax, run=run, output=output, seed=seed)
+    pg = Playground(
+        widget=widget,
+        preset=preset_menu,
+        order=order,
+        step_choice=step_choice,
+        add=add,
+        remove=remove,
+        up=up,
+        down=down,
+        detach=detach,
+        softmax=softmax,
+        run=run,
+        output=output,
+        seed=seed,
+    )
     pg.steps = PRESETS[preset].steps
     _wire(pg, seed)
     return pg
@@ -176,6 +215,7 @@ def _wire(pg: Playground, seed: int) -> None:
         def handler(*args: Any) -> None:
             with errors_shown_in(pg.output):
                 fn(*args)
+
         return handler
 
     def edit(steps: list[str], selected: int | None) -> None:
@@ -221,6 +261,7 @@ def _wire(pg: Playground, seed: int) -> None:
                 return
             steps[i], steps[i + delta] = steps[i + delta], steps[i]
             edit(steps, i + delta)
+
         return on_move
 
     @callback
@@ -275,8 +316,9 @@ class QuizWidget:
         return data
 
 
-def quiz(question: str | Quiz, options: Mapping[str, str] | None = None, answer: str | None = None,
-         *, shuffle: bool = True) -> QuizWidget:
+def quiz(
+    question: str | Quiz, options: Mapping[str, str] | None = None, answer: str | None = None, *, shuffle: bool = True
+) -> QuizWidget:
     """A multiple-choice widget: click an option, read why it is right or wrong.
 
     Pass the id of a course question (a key of :data:`QUESTIONS`), a
@@ -301,9 +343,10 @@ def quiz(question: str | Quiz, options: Mapping[str, str] | None = None, answer:
     import ipywidgets as w
 
     output = w.Output()
-    buttons = {option: w.Button(description=option, tooltip=option,
-                                layout=w.Layout(width="auto", max_width="100%"))
-               for option in q.options}
+    buttons = {
+        option: w.Button(description=option, tooltip=option, layout=w.Layout(width="auto", max_width="100%"))
+        for option in q.options
+    }
 
     def on_click(option: str) -> Any:
         def handler(_: Any) -> None:
@@ -313,15 +356,21 @@ def quiz(question: str | Quiz, options: Mapping[str, str] | None = None, answer:
                     button.button_style = ("success" if correct else "danger") if name == option else ""
                 color = "#2e7d32" if correct else "#c62828"
                 head = "✓ Right" if correct else "✗ Not quite"
-                output.outputs = ({"output_type": "display_data", "metadata": {},
-                                   "data": {"text/plain": q.feedback(option),
-                                            "text/html": f'<p style="color:{color}"><b>{head}:</b> '
-                                                         f"{html.escape(why)}</p>"}},)
+                output.outputs = (
+                    {
+                        "output_type": "display_data",
+                        "metadata": {},
+                        "data": {
+                            "text/plain": q.feedback(option),
+                            "text/html": f'<p style="color:{color}"><b>{head}:</b> {html.escape(why)}</p>',
+                        },
+                    },
+                )
+
         return handler
 
     for option, button in buttons.items():
         button.on_click(on_click(option))
-    widget = w.VBox([w.HTML(f"<b>Quiz:</b> {html.escape(q.question)}"),
-                     w.VBox(list(buttons.values())), output])
+    widget = w.VBox([w.HTML(f"<b>Quiz:</b> {html.escape(q.question)}"), w.VBox(list(buttons.values())), output])
     widget.add_class("gradlab-quiz")  # a stable hook for CSS and the browser test
     return QuizWidget(q, widget, buttons, output)

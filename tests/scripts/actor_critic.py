@@ -1,4 +1,5 @@
 """Actor-critic: the critic steps before the actor's backward goes through the critic."""
+
 import torch
 from torch import nn
 

@@ -1,4 +1,5 @@
 """Two chained networks: loss_2.backward() after loss_1.backward() freed n_1's graph."""
+
 import torch
 from torch import nn
 

@@ -1,4 +1,5 @@
 """Two chained networks: opt_1.step() runs before loss_2.backward() (in-place error)."""
+
 import torch
 from torch import nn
 

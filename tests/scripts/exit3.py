@@ -1,4 +1,5 @@
 """Stops with sys.exit(3)."""
+
 import sys
 
 print("before exit")

@@ -1,4 +1,5 @@
 """GAN: the discriminator steps before the generator's backward reuses its output."""
+
 import torch
 from torch import nn
 

@@ -1,4 +1,5 @@
 """nn.ReLU(inplace=True) right after a sigmoid, which saved its output for backward."""
+
 import torch
 from torch import nn
 

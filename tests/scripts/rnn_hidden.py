@@ -1,4 +1,5 @@
 """An RNN whose hidden state is carried across batches without .detach()."""
+
 import torch
 from torch import nn
 

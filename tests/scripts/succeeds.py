@@ -1,4 +1,5 @@
 """A tiny training run that works: output must be the same as with plain python."""
+
 import os
 import sys
 

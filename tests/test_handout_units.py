@@ -1,0 +1,178 @@
+"""Units of the handout builder that need no browser: the traceback cut and the workbook's cells."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+TOOLS = Path(__file__).resolve().parent.parent / "tools"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+tracebacks = load("handout_tracebacks")
+workbook = load("workbook")
+LABELS = {"prediction": "Your prediction", "answer": "Your answer"}
+
+
+# ------------------------------------------------------------------ tracebacks
+
+
+@pytest.mark.parametrize("path, library", [
+    ("<site-packages>/torch/_tensor.py", "torch"),
+    ("/usr/lib/python3/dist-packages/torch/autograd/graph.py", "torch"),
+    ("/opt/venv/lib/python3.11/site-packages/numpy/core/fromnumeric.py", "numpy"),
+    ("/opt/venv/lib/python3.11/site-packages/six.py", "six"),
+    ("gradlab/track.py", "gradlab"),
+    ("/srv/course/gradlab/course/networks.py", "gradlab"),
+    ("/usr/lib/python3.11/contextlib.py", "Python"),
+    ("<cell>", None),
+    ("/srv/course/notebooks/helpers.py", None),
+    ("/srv/gradlab/notebooks/helpers.py", None),  # a checkout named after the project is the reader's code
+    ("train.py", None),
+])
+def test_library_frames_are_told_from_the_readers_own(path: str, library: str | None) -> None:
+    assert tracebacks.library_of(path) == library
+
+
+@pytest.mark.parametrize("entry, path", [
+    ("\x1b[36mCell\x1b[39m\x1b[36m \x1b[39m\x1b[32mIn[4]\x1b[39m\x1b[32m, line 14\x1b[39m\n---> 14 x\n", "<cell>"),
+    ("Input In [3], in <cell line: 2>()\n", "<cell>"),
+    ("\x1b[36mFile <site-packages>/torch/_tensor.py:623\x1b[39m, in \x1b[36mTensor.backward\x1b[39m(self)\n",
+     "<site-packages>/torch/_tensor.py"),
+    ('  File "/usr/lib/python3.11/contextlib.py", line 144, in __exit__\n    next(self.gen)\n',
+     "/usr/lib/python3.11/contextlib.py"),
+    ("File ~/course/train.py:17, in main()\n", "~/course/train.py"),
+    ("\x1b[31mRuntimeError\x1b[39m: Trying to backward through the graph a second time", None),
+    ("\ngradlab: backward() would fail (autograd graph: 3 nodes)", None),
+    ("\x1b[31m-------------------------------\x1b[39m", None),
+])
+def test_frame_entries_are_recognised(entry: str, path: str | None) -> None:
+    assert tracebacks.frame_file(entry) == path
+
+
+def test_a_cut_keeps_cells_errors_notes_and_counts_each_run_of_library_frames() -> None:
+    cell = "Cell In[5], line 2\n----> 2 step()\n"
+    own = "File ~/course/train.py:9, in step()\n----> 9 loss.backward()\n"
+    torch_frame = "File <site-packages>/torch/_tensor.py:623, in Tensor.backward(self)\n"
+    gradlab_frame = "File gradlab/track.py:94, in _Spy.__torch_function__(self)\n"
+    stdlib = 'File "/usr/lib/python3.11/contextlib.py", line 144, in __exit__\n'
+    entries = [
+        "-" * 40, "RuntimeError     Traceback (most recent call last)", cell, stdlib, own,
+        torch_frame, gradlab_frame, torch_frame, "RuntimeError: the error line", "\ngradlab: the diagnosis note",
+    ]
+    assert tracebacks.cut_traceback(entries) == [
+        "-" * 40, "RuntimeError     Traceback (most recent call last)", cell,
+        "… 1 library frame omitted (Python)\n", own,
+        "… 3 library frames omitted (torch, gradlab)\n",
+        "RuntimeError: the error line", "\ngradlab: the diagnosis note",
+    ]
+
+
+def test_a_traceback_of_the_readers_code_only_is_left_whole() -> None:
+    entries = ["Cell In[1], line 1\n----> 1 1/0\n", "ZeroDivisionError: division by zero"]
+    assert tracebacks.cut_traceback(entries) == entries
+    assert tracebacks.cut_traceback([]) == []
+
+
+def test_a_chained_exception_keeps_both_errors_and_the_link_between_them() -> None:
+    entries = [
+        "Cell In[2], line 3\n", "File <site-packages>/torch/nn/modules/module.py:1775, in _call_impl()\n",
+        "KeyError: 'w'", "\nThe above exception was the direct cause of the following exception:\n",
+        "Cell In[2], line 5\n", "File <site-packages>/torch/serialization.py:1, in load()\n", "RuntimeError: bad",
+    ]
+    cut = tracebacks.cut_traceback(entries)
+    assert [e for e in cut if "omitted" in e] == ["… 1 library frame omitted (torch)\n"] * 2
+    assert "KeyError: 'w'" in cut and "RuntimeError: bad" in cut
+    assert any("direct cause" in e for e in cut)
+
+
+# ------------------------------------------------------------------ workbook cells
+
+
+def notebook(*cells: tuple[str, str, list[str]]) -> nbformat.NotebookNode:
+    """A notebook of (kind, source, tags) cells; a code cell's output repeats its source in capitals."""
+    nb = nbformat.v4.new_notebook()
+    for kind, source, tags in cells:
+        if kind == "code":
+            cell = nbformat.v4.new_code_cell(source, outputs=[
+                nbformat.v4.new_output("stream", name="stdout", text=source.upper())])
+        else:
+            cell = nbformat.v4.new_markdown_cell(source)
+        if tags:
+            cell.metadata["tags"] = tags
+        nb.cells.append(cell)
+    return nb
+
+
+def sources(nb: nbformat.NotebookNode) -> list[str]:
+    return [cell.source for cell in nb.cells]
+
+
+def test_the_workbook_takes_the_first_markdown_cell_and_the_tagged_cells() -> None:
+    nb = notebook(
+        ("code", "import torch", []),
+        ("markdown", "# 01 · Title\n\n**Learning goals**\n\n- one", []),
+        ("markdown", "Plain prose, screen only.", []),
+        ("code", "loop()", ["workbook", "raises-exception"]),
+        ("code", "hidden()", ["raises-exception"]),
+        ("markdown", "A note for the workbook.", ["workbook"]),
+        ("markdown", "## Summary\n\n- it", ["summary"]),
+        ("markdown", "## Summary (an old one)", []),
+        ("markdown", "[next](02_x.ipynb)", ["navigation"]),
+    )
+    chosen = workbook.workbook_notebook(nb, LABELS)
+    assert sources(chosen) == [
+        "# 01 · Title\n\n**Learning goals**\n\n- one", "loop()", "A note for the workbook.", "## Summary\n\n- it",
+    ]
+    assert chosen.cells[1].outputs[0].text == "LOOP()", "key code keeps its outputs"
+    assert len({cell.id for cell in chosen.cells}) == len(chosen.cells)
+    assert len(nb.cells) == 9, "the notebook itself is left as it was"
+
+
+def test_prompts_and_tasks_get_ruled_lines_and_solutions_never_print() -> None:
+    nb = notebook(
+        ("markdown", "# Title", []),
+        ("markdown", "**Predict:** will it run?\n\n<details><summary>Answer</summary>No.</details>", ["predict"]),
+        ("code", "# Solution\nanswer = 4", ["solution"]),
+        ("markdown", "### Exercise\n\nCount the nodes.", ["exercise"]),
+        ("code", "count = ...", ["exercise"]),
+        ("markdown", "It is 4, see the drawing.", ["exercise", "solution"]),
+        ("markdown", "Predict: twice?", ["predict", "solution"]),
+    )
+    nb.cells[1].metadata["answer_lines"] = 2
+    chosen = workbook.workbook_notebook(nb, LABELS)
+    text = "\n".join(sources(chosen))
+    assert "answer = 4" not in text and "It is 4" not in text and "twice?" not in text, "solution wins"
+    assert "No.</details>" not in text and "<details" not in text, "collapsed answers are dropped"
+    predict, task, code, space = chosen.cells[1:]
+    assert predict.source.startswith("**Predict:** will it run?")
+    assert predict.source.count('class="handout-rule"') == 2 and "Your prediction" in predict.source
+    assert task.source.count('class="handout-rule"') == workbook.ANSWER_LINES["exercise"]
+    assert "Your answer" in task.source
+    assert code.source == "count = ..." and code.outputs == [] and code.execution_count is None
+    assert "Your answer" in space.source and space.metadata.tags == ["exercise"]
+    assert [c.source for c in workbook.prompts(nb)] == [nb.cells[1].source], "prompts() skips solutions"
+
+
+def test_a_summary_heading_stands_in_for_a_missing_summary_tag() -> None:
+    nb = notebook(
+        ("markdown", "# Title", []),
+        ("markdown", "## Summary of the setup", []),
+        ("markdown", "middle", []),
+        ("markdown", "## Summary\n\n- the end", []),
+        ("markdown", "---\nnext", ["navigation"]),
+    )
+    assert sources(workbook.workbook_notebook(nb, LABELS)) == ["# Title", "## Summary\n\n- the end"]
+    nb.cells[2].metadata["tags"] = ["summary"]
+    assert sources(workbook.workbook_notebook(nb, LABELS)) == ["# Title", "middle"], "a tag wins"
