@@ -28,35 +28,45 @@ LABELS = {"prediction": "Your prediction", "answer": "Your answer"}
 # ------------------------------------------------------------------ tracebacks
 
 
-@pytest.mark.parametrize("path, library", [
-    ("<site-packages>/torch/_tensor.py", "torch"),
-    ("/usr/lib/python3/dist-packages/torch/autograd/graph.py", "torch"),
-    ("/opt/venv/lib/python3.11/site-packages/numpy/core/fromnumeric.py", "numpy"),
-    ("/opt/venv/lib/python3.11/site-packages/six.py", "six"),
-    ("gradlab/track.py", "gradlab"),
-    ("/srv/course/gradlab/course/networks.py", "gradlab"),
-    ("/usr/lib/python3.11/contextlib.py", "Python"),
-    ("<cell>", None),
-    ("/srv/course/notebooks/helpers.py", None),
-    ("/srv/gradlab/notebooks/helpers.py", None),  # a checkout named after the project is the reader's code
-    ("train.py", None),
-])
+@pytest.mark.parametrize(
+    "path, library",
+    [
+        ("<site-packages>/torch/_tensor.py", "torch"),
+        ("/usr/lib/python3/dist-packages/torch/autograd/graph.py", "torch"),
+        ("/opt/venv/lib/python3.11/site-packages/numpy/core/fromnumeric.py", "numpy"),
+        ("/opt/venv/lib/python3.11/site-packages/six.py", "six"),
+        ("gradlab/track.py", "gradlab"),
+        ("/srv/course/gradlab/course/networks.py", "gradlab"),
+        ("/usr/lib/python3.11/contextlib.py", "Python"),
+        ("<cell>", None),
+        ("/srv/course/notebooks/helpers.py", None),
+        ("/srv/gradlab/notebooks/helpers.py", None),  # a checkout named after the project is the reader's code
+        ("train.py", None),
+    ],
+)
 def test_library_frames_are_told_from_the_readers_own(path: str, library: str | None) -> None:
     assert tracebacks.library_of(path) == library
 
 
-@pytest.mark.parametrize("entry, path", [
-    ("\x1b[36mCell\x1b[39m\x1b[36m \x1b[39m\x1b[32mIn[4]\x1b[39m\x1b[32m, line 14\x1b[39m\n---> 14 x\n", "<cell>"),
-    ("Input In [3], in <cell line: 2>()\n", "<cell>"),
-    ("\x1b[36mFile <site-packages>/torch/_tensor.py:623\x1b[39m, in \x1b[36mTensor.backward\x1b[39m(self)\n",
-     "<site-packages>/torch/_tensor.py"),
-    ('  File "/usr/lib/python3.11/contextlib.py", line 144, in __exit__\n    next(self.gen)\n',
-     "/usr/lib/python3.11/contextlib.py"),
-    ("File ~/course/train.py:17, in main()\n", "~/course/train.py"),
-    ("\x1b[31mRuntimeError\x1b[39m: Trying to backward through the graph a second time", None),
-    ("\ngradlab: backward() would fail (autograd graph: 3 nodes)", None),
-    ("\x1b[31m-------------------------------\x1b[39m", None),
-])
+@pytest.mark.parametrize(
+    "entry, path",
+    [
+        ("\x1b[36mCell\x1b[39m\x1b[36m \x1b[39m\x1b[32mIn[4]\x1b[39m\x1b[32m, line 14\x1b[39m\n---> 14 x\n", "<cell>"),
+        ("Input In [3], in <cell line: 2>()\n", "<cell>"),
+        (
+            "\x1b[36mFile <site-packages>/torch/_tensor.py:623\x1b[39m, in \x1b[36mTensor.backward\x1b[39m(self)\n",
+            "<site-packages>/torch/_tensor.py",
+        ),
+        (
+            '  File "/usr/lib/python3.11/contextlib.py", line 144, in __exit__\n    next(self.gen)\n',
+            "/usr/lib/python3.11/contextlib.py",
+        ),
+        ("File ~/course/train.py:17, in main()\n", "~/course/train.py"),
+        ("\x1b[31mRuntimeError\x1b[39m: Trying to backward through the graph a second time", None),
+        ("\ngradlab: backward() would fail (autograd graph: 3 nodes)", None),
+        ("\x1b[31m-------------------------------\x1b[39m", None),
+    ],
+)
 def test_frame_entries_are_recognised(entry: str, path: str | None) -> None:
     assert tracebacks.frame_file(entry) == path
 
@@ -68,14 +78,26 @@ def test_a_cut_keeps_cells_errors_notes_and_counts_each_run_of_library_frames() 
     gradlab_frame = "File gradlab/track.py:94, in _Spy.__torch_function__(self)\n"
     stdlib = 'File "/usr/lib/python3.11/contextlib.py", line 144, in __exit__\n'
     entries = [
-        "-" * 40, "RuntimeError     Traceback (most recent call last)", cell, stdlib, own,
-        torch_frame, gradlab_frame, torch_frame, "RuntimeError: the error line", "\ngradlab: the diagnosis note",
+        "-" * 40,
+        "RuntimeError     Traceback (most recent call last)",
+        cell,
+        stdlib,
+        own,
+        torch_frame,
+        gradlab_frame,
+        torch_frame,
+        "RuntimeError: the error line",
+        "\ngradlab: the diagnosis note",
     ]
     assert tracebacks.cut_traceback(entries) == [
-        "-" * 40, "RuntimeError     Traceback (most recent call last)", cell,
-        "… 1 library frame omitted (Python)\n", own,
+        "-" * 40,
+        "RuntimeError     Traceback (most recent call last)",
+        cell,
+        "… 1 library frame omitted (Python)\n",
+        own,
         "… 3 library frames omitted (torch, gradlab)\n",
-        "RuntimeError: the error line", "\ngradlab: the diagnosis note",
+        "RuntimeError: the error line",
+        "\ngradlab: the diagnosis note",
     ]
 
 
@@ -87,9 +109,13 @@ def test_a_traceback_of_the_readers_code_only_is_left_whole() -> None:
 
 def test_a_chained_exception_keeps_both_errors_and_the_link_between_them() -> None:
     entries = [
-        "Cell In[2], line 3\n", "File <site-packages>/torch/nn/modules/module.py:1775, in _call_impl()\n",
-        "KeyError: 'w'", "\nThe above exception was the direct cause of the following exception:\n",
-        "Cell In[2], line 5\n", "File <site-packages>/torch/serialization.py:1, in load()\n", "RuntimeError: bad",
+        "Cell In[2], line 3\n",
+        "File <site-packages>/torch/nn/modules/module.py:1775, in _call_impl()\n",
+        "KeyError: 'w'",
+        "\nThe above exception was the direct cause of the following exception:\n",
+        "Cell In[2], line 5\n",
+        "File <site-packages>/torch/serialization.py:1, in load()\n",
+        "RuntimeError: bad",
     ]
     cut = tracebacks.cut_traceback(entries)
     assert [e for e in cut if "omitted" in e] == ["… 1 library frame omitted (torch)\n"] * 2
@@ -105,8 +131,9 @@ def notebook(*cells: tuple[str, str, list[str]]) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     for kind, source, tags in cells:
         if kind == "code":
-            cell = nbformat.v4.new_code_cell(source, outputs=[
-                nbformat.v4.new_output("stream", name="stdout", text=source.upper())])
+            cell = nbformat.v4.new_code_cell(
+                source, outputs=[nbformat.v4.new_output("stream", name="stdout", text=source.upper())]
+            )
         else:
             cell = nbformat.v4.new_markdown_cell(source)
         if tags:
@@ -133,7 +160,10 @@ def test_the_workbook_takes_the_first_markdown_cell_and_the_tagged_cells() -> No
     )
     chosen = workbook.workbook_notebook(nb, LABELS)
     assert sources(chosen) == [
-        "# 01 · Title\n\n**Learning goals**\n\n- one", "loop()", "A note for the workbook.", "## Summary\n\n- it",
+        "# 01 · Title\n\n**Learning goals**\n\n- one",
+        "loop()",
+        "A note for the workbook.",
+        "## Summary\n\n- it",
     ]
     assert chosen.cells[1].outputs[0].text == "LOOP()", "key code keeps its outputs"
     assert len({cell.id for cell in chosen.cells}) == len(chosen.cells)

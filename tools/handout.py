@@ -6,14 +6,26 @@ Writes ``build/handout/``:
   re-executed); images embedded, graphs as the stored PNG/SVG, widgets as their
   static fallback (``text/html`` or ``text/plain``);
 * ``index.html``     the course map: each notebook's title and learning goals;
-* ``handout.pdf``    a cover page (course title, learning goals), then every
-  notebook, each starting on a new page;
+* ``handout.pdf``    the full book, for reference: a cover with the course map,
+  each notebook's learning goals and first page, then every notebook;
+* ``workbook.pdf``   the edition a workshop hands out: per notebook its goals,
+  the key code and pictures, each prediction prompt and exercise with ruled
+  lines to write on, the summary (the cell tags choose: see ``workbook.py``);
 * ``cheatsheet.pdf`` one page: the two autograd errors decoded and their fixes
   (from ``tools/handout_cheatsheet.html``).
 
-PDFs are printed by headless Chromium (Debian: ``apt-get install chromium``)
-with its network cut off; no page references a remote script, stylesheet or
-image (no CDN MathJax or require.js: math shows as its TeX source).
+Made for paper: tracebacks are cut to the reader's frames and the error
+(``handout_tracebacks.py``), output lines wrap between words, both books carry
+running headers with the notebook's title, page numbers, a table of contents
+with page numbers and a PDF outline (one bookmark per notebook); links to
+another notebook print its page, links to the web print their address.
+
+PDFs are printed by headless Chromium (Debian: ``apt-get install chromium``),
+driven by Playwright with the network cut off (``handout_print.py``); no page
+references a remote script, stylesheet or image (no CDN MathJax or require.js:
+math shows as its TeX source). The notebooks folder may hold another language
+edition (e.g. ``notebooks/zh``): its labels and fonts follow the language of the
+notebook titles; Chinese needs a CJK font (Debian: ``fonts-noto-cjk``).
 
 Usage::
 
@@ -34,6 +46,7 @@ import time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import ClassVar
 
 import jinja2
 import nbformat
@@ -41,77 +54,162 @@ from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from execute_notebooks import title  # noqa: E402  (one definition of a notebook's title)
+from execute_notebooks import title
+from handout_print import APT_LINE, Printer, PrintError, find_chromium  # noqa: F401
+from handout_tracebacks import cut_traceback
+from workbook import workbook_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
-COURSE_TITLE = "gradlab: a PyTorch autograd course"
-COURSE_SUBTITLE = "Make autograd failures visible: saved tensors, version counters, and who modified what."
 CHEATSHEET = Path(__file__).resolve().parent / "handout_cheatsheet.html"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-CHAPTER_START_TAG = "handout-chapter-start"
-APT_LINE = "apt-get install chromium poppler-utils fonts-dejavu-core"
+NAVIGATION_TAG = "navigation"
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",  # needed as root (CI containers); we only print our own local files
-    "--disable-gpu",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-extensions",
-    "--disable-default-apps",
-    "--disable-breakpad",
-    "--disable-domain-reliability",
-    "--metrics-recording-only",
-    "--mute-audio",
-    # No network: every host name fails to resolve and there is no route out.
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-    "--proxy-server=127.0.0.1:9",
-    "--no-pdf-header-footer",
-    "--print-to-pdf-no-header",
-]
+# What the builder itself prints, per language of the notebooks.
+LABELS: dict[str, dict[str, str]] = {
+    "en": {
+        "course": "gradlab: a PyTorch autograd course",
+        "subtitle": "Make autograd failures visible: saved tensors, version counters, and who modified what.",
+        "course_map": "Course map and learning goals",
+        "workbook": "Workbook",
+        "workbook_note": "Before you run a cell, write down what you expect on the lines below its prompt; "
+        "then run it and compare. Solutions are in the notebooks and in the full handout.",
+        "name": "Name",
+        "contents": "Contents",
+        "prediction": "Your prediction",
+        "answer": "Your answer",
+        "page": "p.",
+        "print_versions": "Print versions",
+        "all_notebooks": "all notebooks (PDF)",
+        "cheatsheet": "one-page cheat sheet (PDF)",
+        "workbook_pdf": "workbook (PDF)",
+    },
+    "zh": {
+        "course": "gradlab：PyTorch autograd 课程",
+        "subtitle": "让 autograd 的失败看得见：保存的张量、版本计数器，以及是谁修改了什么。",
+        "course_map": "课程地图与学习目标",
+        "workbook": "练习册",
+        "workbook_note": "运行每个单元格之前，先在提示下方的横线上写下你的预期；运行之后再对照。"
+        "答案在笔记本和完整讲义中。",
+        "name": "姓名",
+        "contents": "目录",
+        "prediction": "你的预测",
+        "answer": "你的答案",
+        "page": "第",
+        "print_versions": "打印版本",
+        "all_notebooks": "全部笔记本（PDF）",
+        "cheatsheet": "一页速查表（PDF）",
+        "workbook_pdf": "练习册（PDF）",
+    },
+}
+HTML_LANG = {"en": "en", "zh": "zh-Hans"}
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
-# Print and font settings shared by the notebook pages and the combined PDF.
-# DejaVu ships with Debian's fonts-dejavu-core; generic families are the fallback.
+# DejaVu ships with Debian's fonts-dejavu-core; Chinese falls back to Noto CJK
+# (fonts-noto-cjk) when installed; generic families last.
+SANS = (
+    '"DejaVu Sans", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei", '
+    '"Helvetica", "Arial", sans-serif'
+)
+MONO = '"DejaVu Sans Mono", "Noto Sans Mono CJK SC", "Noto Sans CJK SC", "Menlo", "Consolas", monospace'
+
+# Screen and print settings of the notebook pages (and the base of both books).
 HANDOUT_CSS = f"""
 :root, body {{
-  --jp-content-font-family: "DejaVu Sans", "Helvetica", "Arial", sans-serif;
-  --jp-ui-font-family: "DejaVu Sans", "Helvetica", "Arial", sans-serif;
-  --jp-code-font-family: "DejaVu Sans Mono", "Menlo", "Consolas", monospace;
+  --jp-content-font-family: {SANS};
+  --jp-ui-font-family: {SANS};
+  --jp-code-font-family: {MONO};
 }}
 main {{ max-width: 60rem; margin: 0 auto; }}
-nav.handout-nav {{ font-family: "DejaVu Sans", sans-serif; margin: 1rem auto; max-width: 60rem; }}
+nav.handout-nav {{ font-family: {SANS}; margin: 1rem auto; max-width: 60rem; }}
 .jp-RenderedImage img, .jp-RenderedSVG svg {{ max-width: 100%; height: auto; }}
-.handout-cover h1 {{ font-size: 2.2em; margin-top: 30%; }}
-.handout-cover .subtitle {{ font-size: 1.2em; color: #555; }}
-ol.course-map {{ list-style: none; padding-left: 0; }}
-ol.course-map > li {{ margin: 0.7em 0; }}
+/* wrap long output lines between words, never inside one (JupyterLab breaks anywhere) */
+.jp-OutputArea-output pre, .jp-RenderedText pre, pre {{
+  white-space: pre-wrap; word-break: normal; overflow-wrap: break-word;
+}}
+.handout-omitted {{ color: #555; font-style: italic; }}
 @page {{ size: A4; margin: 14mm 12mm; }}
 @media print {{
   nav.handout-nav {{ display: none; }}
   main {{ max-width: none; }}
-  .celltag_{CHAPTER_START_TAG} {{ page-break-before: always; break-before: page; }}
-  .jp-OutputArea-output, .jp-RenderedImage, .jp-RenderedSVG {{ break-inside: avoid; }}
-  pre {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
-  /* the cover (course map with every notebook's goals) fits one page */
-  .handout-cover {{ font-size: 0.78em; line-height: 1.3; }}
-  .handout-cover h1 {{ margin-top: 0; }}
-  .handout-cover ol.course-map > li {{ margin: 0.35em 0; }}
-  .handout-cover ul {{ margin: 0.1em 0; }}
+  .jp-RenderedImage, .jp-RenderedSVG {{ break-inside: avoid; }}
 }}
 """
 
-# lab/index.html.j2 minus every script it would load from a CDN
-# (require.js, widget manager, MathJax, mermaid).
+# Both printed books: paper, running headers, page numbers, sizes that fit A4.
+BOOK_CSS = f"""
+@page {{
+  size: A4; margin: 17mm 13mm 15mm 13mm;
+  @top-left {{ font: 7.5pt {SANS}; color: #333; }}
+  @top-right {{ content: var(--running, ""); font: 7.5pt {SANS}; color: #555; }}
+  @bottom-right {{ content: counter(page) " / " counter(pages); font: 7.5pt {SANS}; color: #333; }}
+}}
+@page cover {{
+  @top-left {{ content: none; }} @top-right {{ content: none; }} @bottom-right {{ content: none; }}
+}}
+:root, body {{
+  --jp-content-font-size1: 9.5pt; --jp-content-line-height: 1.4;
+  --jp-code-font-size: 7.5pt; --jp-code-line-height: 1.3;
+  --jp-cell-prompt-width: 11mm; --jp-cell-padding: 1.2mm; --jp-code-padding: 1mm;
+  --jp-content-heading-margin-top: 1.1em; --jp-content-heading-margin-bottom: 0.4em;
+}}
+body {{ margin: 0; padding: 0; font-family: {SANS}; }}
+main {{ max-width: none; margin: 0; padding: 0; }}
+.jp-Notebook {{ padding: 0; }}
+.jp-Cell {{ padding: 0.6mm 0; }}
+.jp-InputPrompt, .jp-OutputPrompt {{ font-size: 6.5pt; padding-right: 1mm; }}
+.jp-RenderedHTMLCommon h1 {{ font-size: 16pt; margin-top: 0; }}
+.jp-RenderedHTMLCommon h2 {{ font-size: 12.5pt; }}
+.jp-RenderedHTMLCommon h3 {{ font-size: 10.5pt; }}
+.jp-RenderedHTMLCommon h1, .jp-RenderedHTMLCommon h2, .jp-RenderedHTMLCommon h3 {{ break-after: avoid; }}
+.jp-RenderedHTMLCommon p, .jp-RenderedHTMLCommon li, pre {{ orphans: 2; widows: 2; }}
+.jp-RenderedHTMLCommon table {{ font-size: 8.5pt; break-inside: avoid; }}
+.jp-RenderedHTMLCommon code {{ font-size: 0.9em; }}
+.jp-RenderedImage img {{ max-height: 225mm; object-fit: contain; }}
+.jp-RenderedImage, .jp-RenderedSVG, .jp-InputArea {{ break-inside: avoid; }}
+.jp-OutputArea-output pre, .jp-RenderedText pre, pre {{
+  white-space: pre-wrap; word-break: normal; overflow-wrap: break-word;
+}}
+.jp-InputArea-editor {{ overflow: visible; }}
+.jp-RenderedHTMLCommon a, a {{ color: inherit; }}
+.handout-url {{ font-size: 0.85em; color: #444; }}
+.handout-pageref {{ color: #444; }}
+.celltag_{NAVIGATION_TAG}, .handout-nav {{ display: none; }}
+section.handout-chapter {{ break-before: page; }}
+
+.handout-cover {{ page: cover; font-size: 8.2pt; line-height: 1.3; }}
+.handout-cover .cover-title {{ font-size: 21pt; font-weight: bold; margin: 0 0 1mm; }}
+.handout-cover .cover-edition {{ font-size: 14pt; margin: 0 0 2mm; }}
+.handout-cover .subtitle {{ font-size: 10.5pt; color: #444; margin: 0 0 5mm; }}
+.handout-cover .cover-heading {{ font-size: 12pt; font-weight: bold; margin: 4mm 0 1mm;
+  border-bottom: 0.8pt solid #333; padding-bottom: 0.5mm; }}
+ol.toc {{ list-style: none; padding-left: 0; margin: 0; }}
+ol.toc > li {{ margin: 1.2mm 0; break-inside: avoid; }}
+ol.toc a {{ color: inherit; text-decoration: none; display: flex; align-items: baseline; }}
+ol.toc .toc-title {{ font-weight: bold; }}
+ol.toc .toc-fill {{ flex: 1; border-bottom: 0.8pt dotted #555; margin: 0 1.5mm; }}
+ol.toc ul {{ margin: 0.4mm 0 0; padding-left: 5mm; }}
+.handout-name {{ margin: 6mm 0 4mm; font-size: 10.5pt; }}
+.handout-name span {{ display: inline-block; width: 80mm; border-bottom: 0.8pt solid #333; }}
+.handout-note {{ font-size: 9pt; color: #333; border-left: 2pt solid #333; padding-left: 3mm; }}
+
+/* workbook: prompts and tasks keep their ruled lines on the same page */
+.celltag_predict, .celltag_exercise {{ break-inside: avoid; }}
+.celltag_predict {{ border-left: 2.5pt solid #222; padding: 0.5mm 0 0.5mm 3mm; }}
+.celltag_exercise {{ border: 1pt dashed #222; padding: 1.5mm 3mm; }}
+.handout-answer {{ margin: 1.5mm 0 2mm; }}
+.handout-answer-label {{ font-size: 7.5pt; font-style: italic; color: #444; }}
+.handout-rule {{ height: 8mm; border-bottom: 0.6pt solid #777; }}
+"""
+
+# lab/index.html.j2 minus every script it would load from a CDN (require.js,
+# widget manager, MathJax, mermaid); our CSS comes after JupyterLab's.
 PAGE_TEMPLATE = """
 {%- extends 'lab/index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
-{%- block extra_css -%}<style type="text/css">{{ resources.handout_css }}</style>{%- endblock extra_css -%}
+{%- block html_head_css -%}<style type="text/css">{{ resources.handout_css }}</style>{%- endblock html_head_css -%}
 {%- block body_header -%}
 {{ super() }}
 {{ resources.handout_prelude }}
@@ -139,8 +237,15 @@ class Chapter:
     def page(self) -> str:
         return self.path.stem + ".html"
 
+    @property
+    def anchor(self) -> str:
+        """The id of the chapter's first element in a printed book."""
+        return "chapter-" + self.path.stem
 
-_GOALS_START = re.compile(r"^\s*(\*\*|__)Learning goals\b.*$|^\s*#{1,6}\s*Learning goals\b.*$", re.I)
+
+_GOALS_START = re.compile(
+    r"^\s*(\*\*|__)(Learning goals|学习目标)\b.*$|^\s*#{1,6}\s*(Learning goals|学习目标)\b.*$", re.I
+)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
 
@@ -155,7 +260,7 @@ def goals_of(notebook: nbformat.NotebookNode) -> list[str]:
             if not _GOALS_START.match(line):
                 continue
             goals: list[str] = []
-            for line in lines[start + 1:]:
+            for line in lines[start + 1 :]:
                 item = _LIST_ITEM.match(line)
                 if item:
                     goals.append(item.group(1).strip())
@@ -180,6 +285,12 @@ def read_chapters(notebooks_dir: Path) -> list[Chapter]:
     return chapters
 
 
+def language_of(chapters: list[Chapter]) -> str:
+    """``"zh"`` when the notebook titles are written in Chinese, else ``"en"``."""
+    text = "".join(chapter.title for chapter in chapters)
+    return "zh" if _CJK.search(text) else "en"
+
+
 def static_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """A copy where every widget output is replaced by its static fallback.
 
@@ -202,6 +313,16 @@ def static_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 output["data"] = nbformat.from_dict(fallback)
             kept.append(output)
         cell["outputs"] = kept
+    return notebook
+
+
+def print_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """:func:`static_outputs`, and every error's traceback cut to the reader's frames."""
+    notebook = static_outputs(notebook)
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if output.get("output_type") == "error":
+                output["traceback"] = cut_traceback(output.get("traceback", []))
     return notebook
 
 
@@ -230,41 +351,32 @@ def course_map_html(chapters: list[Chapter], *, links: bool) -> str:
             title = f'<a href="{html.escape(chapter.page)}">{title}</a>'
         goals = "".join(f"<li>{inline_markdown(goal)}</li>" for goal in chapter.goals)
         items.append(f"<li><strong>{title}</strong>" + (f"<ul>{goals}</ul>" if goals else "") + "</li>")
-    return "<ol class=\"course-map\">\n" + "\n".join(items) + "\n</ol>"
+    return '<ol class="course-map">\n' + "\n".join(items) + "\n</ol>"
 
 
-def cover_html(chapters: list[Chapter]) -> str:
-    return (
-        '<section class="handout-cover">'
-        f"<h1>{html.escape(COURSE_TITLE)}</h1>"
-        f'<p class="subtitle">{html.escape(COURSE_SUBTITLE)}</p>'
-        "<h2>Course map and learning goals</h2>"
-        f"{course_map_html(chapters, links=False)}"
-        "</section>"
-    )
-
-
-def index_html(chapters: list[Chapter]) -> str:
+def index_html(chapters: list[Chapter], lang: str = "en") -> str:
+    words = LABELS[lang]
     return f"""<!DOCTYPE html>
-<html lang="en">
+<html lang="{HTML_LANG[lang]}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>{html.escape(COURSE_TITLE)}</title>
+<title>{html.escape(words["course"])}</title>
 <style>
-body {{ font-family: "DejaVu Sans", "Helvetica", "Arial", sans-serif; max-width: 50rem;
+body {{ font-family: {SANS}; max-width: 50rem;
        margin: 2rem auto; padding: 0 1rem; line-height: 1.5; color: #222; }}
-code {{ font-family: "DejaVu Sans Mono", monospace; background: #f3f3f3; padding: 0 .2em; }}
+code {{ font-family: {MONO}; background: #f3f3f3; padding: 0 .2em; }}
 ol.course-map {{ list-style: none; padding-left: 0; }}
 ol.course-map > li {{ margin: 1em 0; }}
 </style>
 </head>
 <body>
-<h1>{html.escape(COURSE_TITLE)}</h1>
-<p>{html.escape(COURSE_SUBTITLE)}</p>
-<p>Print versions: <a href="handout.pdf">all notebooks (PDF)</a> ·
-<a href="cheatsheet.pdf">one-page cheat sheet (PDF)</a></p>
-<h2>Course map</h2>
+<h1>{html.escape(words["course"])}</h1>
+<p>{html.escape(words["subtitle"])}</p>
+<p>{html.escape(words["print_versions"])}: <a href="workbook.pdf">{html.escape(words["workbook_pdf"])}</a> ·
+<a href="handout.pdf">{html.escape(words["all_notebooks"])}</a> ·
+<a href="cheatsheet.pdf">{html.escape(words["cheatsheet"])}</a></p>
+<h2>{html.escape(words["course_map"])}</h2>
 {course_map_html(chapters, links=True)}
 </body>
 </html>
@@ -273,23 +385,17 @@ ol.course-map > li {{ margin: 1em 0; }}
 
 def make_exporter() -> HTMLExporter:
     loader = jinja2.DictLoader({"handout.html.j2": PAGE_TEMPLATE})
-    exporter = HTMLExporter(
-        template_name="lab", template_file="handout.html.j2", extra_loaders=[loader]
-    )
+    exporter = HTMLExporter(template_name="lab", template_file="handout.html.j2", extra_loaders=[loader])
     exporter.embed_images = True
     exporter.exclude_anchor_links = True
     return exporter
 
 
-def notebook_html(
-    exporter: HTMLExporter, notebook: nbformat.NotebookNode, title: str, prelude: str = ""
-) -> str:
+def notebook_html(exporter: HTMLExporter, notebook: nbformat.NotebookNode, title: str, prelude: str = "") -> str:
     """The page of one notebook; ``prelude`` (HTML) comes before the first cell."""
     notebook = copy.deepcopy(notebook)
     notebook.metadata["title"] = title
-    body, _ = exporter.from_notebook_node(
-        notebook, resources={"handout_css": HANDOUT_CSS, "handout_prelude": prelude}
-    )
+    body, _ = exporter.from_notebook_node(notebook, resources={"handout_css": HANDOUT_CSS, "handout_prelude": prelude})
     return body
 
 
@@ -302,32 +408,178 @@ def nav_html(chapters: list[Chapter], at: int) -> str:
     return '<nav class="handout-nav">' + " · ".join(parts) + "</nav>"
 
 
+_NOTEBOOK_HREF = r"(?:\./|\.\./notebooks/)?([0-9]{2}_[\w.-]+?)\.ipynb"
+
+
 def link_pages(page: str, chapters: list[Chapter]) -> str:
     """Links between notebooks (``02_x.ipynb``) point at their handout pages (``02_x.html``)."""
     stems = {chapter.path.stem for chapter in chapters}
 
     def replace(match: re.Match[str]) -> str:
         stem = match.group(2)
-        return f'{match.group(1)}{stem}.html' if stem in stems else match.group(0)
+        return f"{match.group(1)}{stem}.html" if stem in stems else match.group(0)
 
-    return re.sub(r'(href=")(?:\./|\.\./notebooks/)?([0-9]{2}_[\w.-]+?)\.ipynb', replace, page)
+    return re.sub(r'(href=")' + _NOTEBOOK_HREF, replace, page)
 
 
-def combined_notebook(chapters: list[Chapter]) -> nbformat.NotebookNode:
-    """Every chapter as one notebook; each chapter's first cell starts a new page."""
-    combined = nbformat.v4.new_notebook()
-    combined.metadata = copy.deepcopy(chapters[0].notebook.metadata)
-    combined.metadata.pop("widgets", None)
+def omitted_frames_styled(page: str) -> str:
+    """The ``… N library frames omitted`` lines of cut tracebacks, set apart in grey italics."""
+    return re.sub(r"(?m)^(… \d+ library frames? omitted[^\n<]*)", r'<span class="handout-omitted">\1</span>', page)
+
+
+# ---------------------------------------------------------------- printed books
+
+
+_ANCHOR = re.compile(r'<a\b([^>]*?)\bhref="([^"]*)"([^>]*)>(.*?)</a\s*>', re.S | re.I)
+
+
+def _breakable_url(url: str) -> str:
+    """An address that may wrap after ``/ . ? & = #``, never inside a word."""
+    return re.sub(r"([/.?&=#])(?=[^/])", r"\1<wbr>", html.escape(url))
+
+
+def page_number(anchor: str) -> str:
+    """Where the page of the element ``id=anchor`` goes; the printer fills it in."""
+    return f'<span data-page-of="{html.escape(anchor)}">00</span>'
+
+
+def print_links(page: str, chapters: list[Chapter], page_label: str) -> str:
+    """Links as paper shows them.
+
+    A link to another notebook points at its chapter and prints its page,
+    ``(p. 23)``; a link to the web prints its address after the text, unless the
+    text already is the address.
+    """
+    anchors = {chapter.path.stem: chapter.anchor for chapter in chapters}
+
+    def replace(match: re.Match[str]) -> str:
+        before, href, after, text = match.groups()
+        notebook = re.fullmatch(_NOTEBOOK_HREF + r"(?:#.*)?", href)
+        if notebook and notebook.group(1) in anchors:
+            anchor = anchors[notebook.group(1)]
+            return (
+                f'<a{before}href="#{anchor}"{after}>{text}</a>'
+                f'<span class="handout-pageref"> ({page_label}&#160;{page_number(anchor)})</span>'
+            )
+        if re.match(r"https?://", href, flags=re.I):
+            shown = " ".join(html.unescape(re.sub(r"<[^>]+>", "", text)).split())
+            bare = re.sub(r"^https?://", "", href.rstrip("/"), flags=re.I)
+            if shown.rstrip("/") in (href.rstrip("/"), bare):
+                return match.group(0)
+            return match.group(0) + f'<span class="handout-url"> ({_breakable_url(href)})</span>'
+        return match.group(0)
+
+    return _ANCHOR.sub(replace, page)
+
+
+def open_details(page: str) -> str:
+    """Collapsed ``<details>`` (solutions) print open in the full book."""
+    return re.sub(r"<details(?![^>]*\bopen\b)", "<details open", page, flags=re.I)
+
+
+@dataclass
+class Rendered:
+    """A notebook as nbconvert rendered it, in parts a book can reuse."""
+
+    head: str  # inside <head>: JupyterLab's CSS and ours
+    body_tag: str  # <body class="jp-Notebook" ...>
+    main: str  # inside <main>: the cells
+
+
+def split_page(page: str) -> Rendered:
+    head = re.search(r"<head\b[^>]*>(.*?)</head\s*>", page, flags=re.S | re.I)
+    body = re.search(r"<body\b[^>]*>", page, flags=re.I)
+    main = re.search(r"<main\b[^>]*>(.*)</main\s*>", page, flags=re.S | re.I)
+    if not (head and body and main):
+        raise HandoutError("nbconvert's lab template changed: no <head>, <body> or <main> in a page")
+    return Rendered(head.group(1), body.group(0), main.group(1))
+
+
+def css_string(text: str) -> str:
+    """``text`` as a CSS string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+
+
+@dataclass
+class Book:
+    """A printable document: a cover, then each chapter from a new page with its own running header."""
+
+    lang: str
+    kind: str  # "handout" or "workbook"
+    title: str  # the PDF's title
+    running: str  # right of the running header
+    head: str
+    body_tag: str
+    chapters: list[tuple[Chapter, str]]  # each chapter with the HTML of its cells
+    cover: str
+
+    def html(self) -> str:
+        everything = [chapter for chapter, _ in self.chapters]
+        page_label = LABELS[self.lang]["page"]
+        rules = []
+        sections = []
+        for at, (chapter, main) in enumerate(self.chapters):
+            name = f"chapter{at}"
+            rules.append(f"@page {name} {{ @top-left {{ content: {css_string(plain_text(chapter.title))}; }} }}")
+            body = print_links(main, everything, page_label)
+            sections.append(
+                f'<section class="handout-chapter" id="{html.escape(chapter.anchor)}" style="page: {name}">'
+                f"{body}</section>"
+            )
+        head = re.sub(r"<title>.*?</title>", f"<title>{html.escape(self.title)}</title>", self.head, flags=re.S)
+        body_tag = self.body_tag.replace('class="', f'class="handout-book handout-{self.kind} ', 1)
+        style = BOOK_CSS.replace('var(--running, "")', css_string(self.running))
+        return (
+            f'<!DOCTYPE html>\n<html lang="{HTML_LANG[self.lang]}">\n<head>{head}'
+            f'<style type="text/css">{style}\n' + "\n".join(rules) + "</style>\n</head>\n"
+            f"{body_tag}\n<main>{self.cover}\n" + "\n".join(sections) + "\n</main>\n</body>\n</html>\n"
+        )
+
+    @property
+    def anchors(self) -> list[str]:
+        return [chapter.anchor for chapter, _ in self.chapters]
+
+
+def toc_html(chapters: list[Chapter], *, goals: bool) -> str:
+    """The chapters with their page numbers (and learning goals), each a link to its chapter."""
+    items = []
     for chapter in chapters:
-        cells = copy.deepcopy(static_outputs(chapter.notebook).cells)
-        if not cells:
-            cells = [nbformat.v4.new_markdown_cell(f"# {chapter.title}")]
-        tags = cells[0].metadata.setdefault("tags", [])
-        tags.append(CHAPTER_START_TAG)
-        combined.cells.extend(cells)
-    for number, cell in enumerate(combined.cells):
-        cell["id"] = f"handout-{number}"  # chapters reuse ids; keep them unique
-    return combined
+        entry = (
+            f'<a href="#{html.escape(chapter.anchor)}"><span class="toc-title">{inline_markdown(chapter.title)}'
+            f'</span><span class="toc-fill"></span><span class="toc-page">{page_number(chapter.anchor)}</span></a>'
+        )
+        listed = "".join(f"<li>{inline_markdown(goal)}</li>" for goal in chapter.goals) if goals else ""
+        items.append(f"<li>{entry}" + (f"<ul>{listed}</ul>" if listed else "") + "</li>")
+    return '<ol class="toc">\n' + "\n".join(items) + "\n</ol>"
+
+
+def handout_cover(chapters: list[Chapter], lang: str) -> str:
+    """The full book's cover: the course map, each notebook with its page and learning goals."""
+    words = LABELS[lang]
+    return (
+        '<section class="handout-cover">'
+        f'<p class="cover-title">{html.escape(words["course"])}</p>'
+        f'<p class="subtitle">{html.escape(words["subtitle"])}</p>'
+        f'<p class="cover-heading">{html.escape(words["course_map"])}</p>'
+        f"{toc_html(chapters, goals=True)}"
+        "</section>"
+    )
+
+
+def workbook_cover(chapters: list[Chapter], lang: str) -> str:
+    """The workbook's cover: a line for the reader's name, how to use it, the contents."""
+    words = LABELS[lang]
+    return (
+        '<section class="handout-cover">'
+        f'<p class="cover-title">{html.escape(words["course"])}</p>'
+        f'<p class="cover-edition">{html.escape(words["workbook"])}</p>'
+        f'<p class="subtitle">{html.escape(words["subtitle"])}</p>'
+        f'<p class="handout-name">{html.escape(words["name"])}: <span>&#160;</span></p>'
+        f'<p class="handout-note">{html.escape(words["workbook_note"])}</p>'
+        f'<p class="cover-heading">{html.escape(words["contents"])}</p>'
+        f"{toc_html(chapters, goals=False)}"
+        "</section>"
+    )
 
 
 # ---------------------------------------------------------------- offline check
@@ -336,7 +588,7 @@ def combined_notebook(chapters: list[Chapter]) -> nbformat.NotebookNode:
 class _RemoteRefs(HTMLParser):
     """Collects ``src``/``href`` values that would make a browser fetch from the network."""
 
-    FETCHING = {"src", "href", "srcset", "data", "poster", "xlink:href", "background"}
+    FETCHING: ClassVar[set[str]] = {"src", "href", "srcset", "data", "poster", "xlink:href", "background"}
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -379,9 +631,7 @@ def strip_remote(page: str) -> str:
         url = src.group(2) if src else ""
         return f'<a href="{url}">[image: {alt.group(2) if alt and alt.group(2) else url}]</a>'
 
-    return re.sub(
-        r"""<img\b[^>]*\bsrc\s*=\s*(['"])\s*(?:https?:)?//[^>]*>""", image_to_link, page, flags=re.I
-    )
+    return re.sub(r"""<img\b[^>]*\bsrc\s*=\s*(['"])\s*(?:https?:)?//[^>]*>""", image_to_link, page, flags=re.I)
 
 
 def offline_page(page: str, name: str) -> str:
@@ -393,74 +643,91 @@ def offline_page(page: str, name: str) -> str:
     return page
 
 
-# ---------------------------------------------------------------- print
-
-
-def find_chromium(explicit: str | None = None) -> str:
-    for candidate in ([explicit] if explicit else ["chromium", "chromium-browser"]):
-        found = shutil.which(candidate) if candidate else None
-        if found:
-            return found
-    raise HandoutError(
-        "Chromium is needed to print the PDFs and was not found.\n"
-        f"  Debian/Ubuntu: sudo {APT_LINE}\n"
-        "  (make handout runs tools/system-deps.sh, which installs it when run as root),\n"
-        "  or pass --chromium /path/to/chromium."
-    )
-
-
-def print_pdf(chromium: str, page: Path, pdf: Path, timeout: float = 120) -> None:
-    """Print a local HTML file to PDF with headless Chromium, network cut off."""
-    pdf.unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory(prefix="handout-chromium-") as profile:
-        command = [
-            chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-            f"--print-to-pdf={pdf}", page.resolve().as_uri(),
-        ]
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise HandoutError(f"Chromium did not print {page.name} within {timeout:.0f} s") from None
-    if result.returncode != 0 or not pdf.exists() or pdf.stat().st_size == 0:
-        raise HandoutError(
-            f"Chromium could not print {page.name} (exit {result.returncode}):\n{result.stderr[-2000:]}"
-        )
-
-
 # ---------------------------------------------------------------- main
+
+
+def cjk_font_missing(lang: str) -> bool:
+    """True when the notebooks are Chinese and fontconfig knows no font for it."""
+    if lang != "zh" or not shutil.which("fc-list"):
+        return False
+    found = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True, timeout=60)
+    return not found.stdout.strip()
 
 
 def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
     """Write the handout into ``out``; return the files written."""
     chapters = read_chapters(notebooks_dir)
+    lang = language_of(chapters)
+    words = LABELS[lang]
+    if cjk_font_missing(lang):
+        print(
+            "handout: the notebooks are in Chinese but no CJK font is installed; "
+            "Debian: apt-get install fonts-noto-cjk",
+            file=sys.stderr,
+        )
     out.mkdir(parents=True, exist_ok=True)
     exporter = make_exporter()
     written = []
 
+    full: list[tuple[Chapter, str]] = []
+    short: list[tuple[Chapter, str]] = []
+    rendered = None
     for at, chapter in enumerate(chapters):
         page = notebook_html(
-            exporter, static_outputs(chapter.notebook), plain_text(chapter.title), nav_html(chapters, at)
+            exporter, print_outputs(chapter.notebook), plain_text(chapter.title), nav_html(chapters, at)
         )
+        page = omitted_frames_styled(page)
         target = out / chapter.page
         target.write_text(offline_page(link_pages(page, chapters), chapter.page), encoding="utf-8")
         written.append(target)
+        rendered = split_page(page)
+        full.append((chapter, open_details(rendered.main)))
+        workbook = workbook_notebook(print_outputs(chapter.notebook), words)
+        short.append(
+            (
+                chapter,
+                omitted_frames_styled(split_page(notebook_html(exporter, workbook, plain_text(chapter.title))).main),
+            )
+        )
+    assert rendered is not None  # read_chapters never returns an empty list
 
     index = out / "index.html"
-    index.write_text(offline_page(index_html(chapters), index.name), encoding="utf-8")
+    index.write_text(offline_page(index_html(chapters, lang), index.name), encoding="utf-8")
     written.append(index)
 
-    with tempfile.TemporaryDirectory(prefix="handout-print-") as scratch:
-        combined = Path(scratch) / "handout.html"
-        page = notebook_html(exporter, combined_notebook(chapters), COURSE_TITLE, cover_html(chapters))
-        combined.write_text(offline_page(page, "the combined handout"), encoding="utf-8")
-        print_pdf(chromium, combined, out / "handout.pdf")
-        written.append(out / "handout.pdf")
+    books = [
+        Book(
+            lang,
+            "handout",
+            words["course"],
+            words["course"],
+            rendered.head,
+            rendered.body_tag,
+            full,
+            handout_cover(chapters, lang),
+        ),
+        Book(
+            lang,
+            "workbook",
+            f"{words['course']} · {words['workbook']}",
+            f"{words['workbook']} · {words['course']}",
+            rendered.head,
+            rendered.body_tag,
+            short,
+            workbook_cover(chapters, lang),
+        ),
+    ]
+    with tempfile.TemporaryDirectory(prefix="handout-print-") as scratch, Printer(chromium) as printer:
+        for book in books:
+            html_file = Path(scratch) / f"{book.kind}.html"
+            html_file.write_text(offline_page(book.html(), f"the {book.kind}"), encoding="utf-8")
+            pdf = out / f"{book.kind}.pdf"
+            printer.pdf_numbered(html_file, pdf, book.anchors)
+            written.append(pdf)
 
         cheatsheet = Path(scratch) / "cheatsheet.html"
-        cheatsheet.write_text(
-            offline_page(CHEATSHEET.read_text(encoding="utf-8"), CHEATSHEET.name), encoding="utf-8"
-        )
-        print_pdf(chromium, cheatsheet, out / "cheatsheet.pdf")
+        cheatsheet.write_text(offline_page(CHEATSHEET.read_text(encoding="utf-8"), CHEATSHEET.name), encoding="utf-8")
+        printer.pdf(cheatsheet, out / "cheatsheet.pdf")
         written.append(out / "cheatsheet.pdf")
     return written
 
@@ -475,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         chromium = find_chromium(args.chromium)
         written = build(args.notebooks, args.out, chromium)
-    except HandoutError as error:
+    except (HandoutError, PrintError) as error:
         print(f"handout: {error}", file=sys.stderr)
         return 1
     for path in written:

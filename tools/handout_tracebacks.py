@@ -1,0 +1,108 @@
+"""Tracebacks for print: the reader's frames and the error, library frames counted.
+
+A stored error output (``output_type == "error"``) holds IPython's traceback as a
+list of entries in ANSI colour: a rule, the ``Traceback (most recent call last)``
+header, one entry per frame, the ``RuntimeError: ...`` line, then any notes
+attached to the exception (gradlab's diagnosis). On screen every frame is one
+scroll away; on paper the frames inside torch fill a page. :func:`cut_traceback`
+keeps the cell frames and every non-frame entry, and puts one line
+``… 4 library frames omitted (torch, gradlab)`` where library frames were.
+
+A frame is a library frame when its file lies in ``site-packages`` or
+``dist-packages`` (or the ``<site-packages>`` placeholder of the sanitized
+notebooks), in a ``torch/`` or ``gradlab/`` package folder, or in Python's own
+``lib/python3.X/``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+# "Cell In[7], line 14" (IPython >= 8), "Input In [7], in <cell line: 3>()" (IPython 8.0-8.4),
+# "<ipython-input-7-...> in <module>" (IPython 7).
+_CELL_FRAME = re.compile(r"^(?:Cell In\s*\[|Input In\s*\[|<ipython-input-)")
+# IPython: "File <site-packages>/torch/_tensor.py:623, in Tensor.backward(...)";
+# plain Python: 'File "/usr/lib/python3.11/contextlib.py", line 144, in __exit__'.
+_FILE_FRAME = re.compile(r'^File\s+(?:"(?P<quoted>[^"]+)"|(?P<bare>.+?)(?::\d+)?(?:,\s*in\b|$))')
+
+_SITE = re.compile(r"(?:^|[/\\])(?:site-packages|dist-packages)(?:[/\\]|>|$)|<site-packages>")
+# A folder named torch or gradlab holding modules; not a project folder that happens to
+# carry the name and holds notebooks, tests or scripts of its own.
+_PACKAGE = re.compile(
+    r"(?:^|[/\\])(?P<package>torch|gradlab)[/\\]"
+    r"(?!(?:notebooks|tests|scripts|examples|tools|docs|benchmarks)[/\\])"
+)
+_STDLIB = re.compile(r"(?:^|[/\\])lib[/\\]python3(?:\.\d+)?[/\\]")
+
+
+def plain(entry: str) -> str:
+    """An entry without its ANSI colour codes."""
+    return ANSI.sub("", entry)
+
+
+def frame_file(entry: str) -> str | None:
+    """The file of a frame entry (``"<cell>"`` for a notebook cell), ``None`` if not a frame."""
+    text = plain(entry).strip("\n")
+    first = text.splitlines()[0].strip() if text else ""
+    if _CELL_FRAME.match(first):
+        return "<cell>"
+    match = _FILE_FRAME.match(first)
+    if match:
+        return (match.group("quoted") or match.group("bare") or "").strip()
+    return None
+
+
+def library_of(path: str) -> str | None:
+    """Which library a frame's file belongs to (``torch``, ``gradlab``, ...), ``None`` for the reader's code."""
+    if path == "<cell>":
+        return None
+    package = _PACKAGE.search(path)
+    if package:
+        return package.group("package")
+    if _SITE.search(path):
+        after = re.split(r"site-packages>?[/\\]?|dist-packages[/\\]?", path)[-1]
+        top = re.split(r"[/\\]", after.lstrip("/\\"))[0]
+        return top.removesuffix(".py") or "site-packages"
+    if _STDLIB.search(path):
+        return "Python"
+    return None
+
+
+def omitted_line(count: int, libraries: Sequence[str]) -> str:
+    """``… 4 library frames omitted (torch, gradlab)``."""
+    noun = "frame" if count == 1 else "frames"
+    names = f" ({', '.join(libraries)})" if libraries else ""
+    return f"… {count} library {noun} omitted{names}\n"
+
+
+def cut_traceback(traceback: Sequence[str]) -> list[str]:
+    """The entries of ``traceback`` without library frames; each run of them becomes one line.
+
+    Example::
+
+        >>> cut_traceback(["Cell In[3], line 2\\n----> 2 loss.backward()\\n",
+        ...                "File <site-packages>/torch/_tensor.py:623, in Tensor.backward()\\n",
+        ...                "RuntimeError: boom"])
+        ['Cell In[3], line 2\\n----> 2 loss.backward()\\n', '… 1 library frame omitted (torch)\\n', 'RuntimeError: boom']
+    """
+    kept: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            kept.append(omitted_line(len(run), list(dict.fromkeys(run))))
+            run.clear()
+
+    for entry in traceback:
+        path = frame_file(entry)
+        library = library_of(path) if path is not None else None
+        if library is not None:
+            run.append(library)
+            continue
+        flush()
+        kept.append(entry)
+    flush()
+    return kept
