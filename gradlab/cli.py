@@ -66,7 +66,9 @@ def _interpreter() -> str:
 # --------------------------------------------------------------------------
 
 
-def _tracking(names: Callable[[], Mapping[str, object]], explain_only: bool) -> contextlib.AbstractContextManager[object]:
+def _tracking(
+    names: Callable[[], Mapping[str, object]], explain_only: bool
+) -> contextlib.AbstractContextManager[object]:
     """``track(names=names)``, or a context that does nothing."""
     if explain_only:
         return contextlib.nullcontext()

@@ -79,6 +79,7 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
 
     Example::
 
+        >>> import torch
         >>> from gradlab import track
         >>> lin = torch.nn.Linear(2, 1)
         >>> opt = torch.optim.SGD(lin.parameters(), lr=0.1)

@@ -1,5 +1,70 @@
-"""Shared pytest configuration."""
+"""Shared pytest configuration: which tests are the library's, and which are slow.
+
+``make test-fast`` runs ``-m "library and not slow"``: the library's unit tests
+and doctests, without subprocesses, browsers or notebooks. ``make test-torch``
+runs ``-m library`` against another torch release.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
 
 # tests/scripts/ holds training scripts that test_cli.py runs in subprocesses;
 # importing them (e.g. for --doctest-modules) would run them.
 collect_ignore = ["scripts"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Test files that test the gradlab library (they may use the course's networks as data).
+LIBRARY_TESTS = frozenset(
+    {
+        "test_cli.py",
+        "test_double_backward_custom.py",
+        "test_draw.py",
+        "test_explain.py",
+        "test_inspectors.py",
+        "test_internals.py",
+        "test_layout.py",
+        "test_memory.py",
+        "test_messages.py",
+        "test_never_masks.py",
+        "test_no_leaks.py",
+        "test_observation_only.py",
+        "test_plots.py",
+        "test_properties.py",
+        "test_session.py",
+    }
+)
+
+#: Test files that start processes (python, JupyterLab, Chromium, a hub) or print PDFs.
+SLOW_TESTS = frozenset(
+    {
+        "test_binder.py",
+        "test_browser.py",
+        "test_cli.py",
+        "test_handout.py",
+        "test_lab.py",
+        "test_workshop.py",
+    }
+)
+
+
+@pytest.fixture
+def ipython() -> object:
+    """IPython's global test shell (started once per process, then reused)."""
+    from IPython.testing.globalipapp import get_ipython, start_ipython
+
+    return start_ipython() or get_ipython()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(item.path)
+        if path.name in LIBRARY_TESTS or (
+            path.suffix == ".py" and path.is_relative_to(ROOT / "gradlab") and "course" not in path.parts
+        ):
+            item.add_marker(pytest.mark.library)
+        if path.name in SLOW_TESTS or path.name.startswith(("test_workshop", "test_handout")):
+            item.add_marker(pytest.mark.slow)

@@ -140,7 +140,6 @@ def jupyterlab(tmp: Path) -> Iterator[tuple[str, str]]:
 def test_playground_in_jupyterlab(tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     ARTIFACTS.mkdir(exist_ok=True)
-    started = time.monotonic()
     with jupyterlab(tmp_path) as (base, token), sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
@@ -178,4 +177,3 @@ def test_playground_in_jupyterlab(tmp_path: Path) -> None:
                 raise
         finally:
             browser.close()
-    assert time.monotonic() - started < 170

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import scenarios
 import torch
 
 import gradlab
@@ -99,15 +100,9 @@ def test_dot_is_identical_on_every_run():
 
 
 def test_stale_weight_after_optimizer_step_is_red():
-    pair = course.make_pair()
-    x, y = course.batches(1)[0]
-    with gradlab.track(names=pair.names):
-        pred_1 = pair.n_1(x)
-        loss_1 = pair.criterion(y, pred_1)
-        loss_2 = pair.criterion(y, pair.n_2(pred_1))
-        loss_1.backward(retain_graph=True)
-        pair.opt_1.step()
-        view = draw({"loss_1": loss_1, "loss_2": loss_2})
+    with gradlab.track():
+        s = scenarios.stepped_before_backward_2()
+        view = draw({"loss_1": s.loss_1, "loss_2": s.loss_2}, names=s.names)
     assert "v1 -> v2" in view.source
     assert "Adam.step()" in view.source
     stale = [line for line in view.source.splitlines() if "v1 -> v2" in line]

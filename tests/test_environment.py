@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 # The module, not the function of the same name that gradlab re-exports.
-envmod = importlib.import_module("gradlab.course.environment")
+envmod = importlib.import_module("gradlab.course.readiness")
 
 
 def _fake_dot(folder: Path, version: str = "9.1.0") -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 
 import pytest
+import scenarios
 import torch
 
 import gradlab
@@ -135,12 +136,8 @@ def test_verify_on_the_course_failure() -> None:
 
 
 def _retain_graph_failure() -> tuple[course.Pair, torch.Tensor]:
-    pair = course.make_pair(seed=0)
-    x, y = course.batches(1)[0]
-    pred_1 = pair.n_1(x)
-    pair.criterion(y, pred_1).backward(retain_graph=True)
-    pair.opt_1.step()
-    return pair, pair.criterion(y, pair.n_2(pred_1))
+    s = scenarios.stepped_before_backward_2()
+    return s.pair, s.loss_2
 
 
 def _cells(header: str, row: str) -> dict[str, str]:
@@ -193,19 +190,15 @@ def test_table_shows_freed_rows_with_unknown_shape() -> None:
 
 
 def test_table_adds_who_modified_it_inside_track() -> None:
-    pair = course.make_pair(seed=0)
-    x, y = course.batches(1)[0]
-    with gradlab.track(names=pair.names):
-        pred_1 = pair.n_1(x)
-        pair.criterion(y, pred_1).backward(retain_graph=True)
-        pair.opt_1.step()
-        loss_2 = pair.criterion(y, pair.n_2(pred_1))
-        text = gradlab.saved_table(gradlab.saved_tensors(loss_2, pair.names))
+    with gradlab.track() as tracker:
+        s = scenarios.stepped_before_backward_2()
+        text = gradlab.saved_table(gradlab.saved_tensors(s.loss_2, s.names))
+    assert not tracker.active
     header, *rows = text.splitlines()
     assert header.endswith("modified by  where")
     stale = [r for r in rows if "modified_in_place" in r]
-    assert len(stale) == 1 and "Adam.step()" in stale[0] and stale[0].endswith("pair.opt_1.step()")
-    assert "test_exercise.py:" in stale[0]
+    line = scenarios.line_of(scenarios.stepped_before_backward_2, "p.opt_1.step()")
+    assert len(stale) == 1 and "Adam.step()" in stale[0] and stale[0].endswith(f"scenarios.py:{line}: p.opt_1.step()")
 
 
 def test_table_is_deterministic() -> None:

@@ -434,10 +434,8 @@ def test_hooks_outlive_the_context_and_still_check():
         y.backward()
 
 
-def test_ipython_extension_adds_diagnosis(capsys):
-    from IPython.testing.globalipapp import start_ipython
-
-    ip = start_ipython()
+def test_ipython_extension_adds_diagnosis(ipython, capsys):
+    ip = ipython
     ip.run_cell("%load_ext gradlab")
     try:
         ip.run_cell(

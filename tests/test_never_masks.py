@@ -14,27 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+import scenarios
 import torch
 from torch import nn
 
 import gradlab
-from gradlab import course
 
 
 def course_retain_graph() -> None:
     """The course's loop with retain_graph=True: opt_1.step() then loss_2.backward()."""
-    pair = course.make_pair(0)
-    n_1, n_2, opt_1, opt_2, criterion = pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion
-    x, y = course.batches(1)[0]
-    pred_1 = n_1(x)
-    opt_1.zero_grad()
-    loss_1 = criterion(y, pred_1)
-    loss_1.backward(retain_graph=True)
-    opt_1.step()
-    pred_2 = n_2(pred_1)
-    opt_2.zero_grad()
-    loss_2 = criterion(y, pred_2)
-    loss_2.backward()
+    scenarios.original_loop(retain_graph=True)
 
 
 def relu_inplace_after_sigmoid() -> None:

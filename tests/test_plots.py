@@ -8,6 +8,7 @@ matplotlib.use("Agg")  # headless; set here, before pyplot is imported anywhere 
 
 import matplotlib.pyplot as plt
 import pytest
+import scenarios
 import torch
 
 import gradlab
@@ -31,18 +32,9 @@ def texts(fig) -> list[str]:
 @pytest.fixture
 def failing_tracker():
     """The course's original loop under track: step 1 before backward 2 -> in-place error."""
-    pair = course.make_pair()
-    x, y = course.batches(1)[0]
-    with gradlab.track(names=pair.names) as tracker:
-        pred_1 = pair.n_1(x)
-        loss_1 = pair.criterion(y, pred_1)
-        pair.opt_1.zero_grad()
-        loss_1.backward(retain_graph=True)
-        pair.opt_1.step()
-        loss_2 = pair.criterion(y, pair.n_2(pred_1))
-        pair.opt_2.zero_grad()
-        with pytest.raises(RuntimeError, match="is at version 2; expected version 1"):
-            loss_2.backward()
+    s = scenarios.fresh()
+    with gradlab.track(names=s.names) as tracker, pytest.raises(RuntimeError, match="is at version 2; expected"):
+        scenarios.original_loop(retain_graph=True, state=s)
     return tracker
 
 

@@ -43,9 +43,9 @@ _EXPORTS: dict[str, str] = {
     "Quiz": "questions",
     "Verdict": "exercise",
     "verify": "exercise",
-    "EnvironmentReport": "environment",
-    "environment": "environment",
-    "setup": "environment",
+    "EnvironmentReport": "readiness",
+    "environment": "readiness",
+    "setup": "readiness",
     "plot_losses": "plots",
     "plot_predictions": "plots",
 }
@@ -81,12 +81,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .environment import EnvironmentReport, environment, setup
     from .exercise import Verdict, verify
     from .iteration import PRESETS, STEPS, Outcome, Preset, outcome_table, run_order
     from .networks import Net, Pair, batches, make_pair
     from .plots import plot_losses, plot_predictions
     from .questions import QUESTIONS, Quiz
+    from .readiness import EnvironmentReport, environment, setup
     from .training import ORDERS, TrainResult, joint_step, train
     from .widgets import Playground, QuizWidget, playground, quiz
 

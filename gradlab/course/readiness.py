@@ -27,8 +27,9 @@ GRAPHVIZ_INSTALL_LINES: tuple[str, ...] = (
     "conda install -c conda-forge graphviz   # conda",
 )
 
-#: Oldest torch the course is written for (matches pyproject.toml).
+#: Oldest torch and Python gradlab supports (pyproject.toml says the same).
 MIN_TORCH: tuple[int, int] = (2, 4)
+MIN_PYTHON: tuple[int, int] = (3, 11)
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,13 @@ class EnvironmentReport:
 
     @property
     def ready(self) -> bool:
-        """Whether the course can run: torch is installed and recent enough.
+        """Whether the course can run: Python and torch are recent enough.
 
         Graphviz and ipywidgets are optional: without them gradlab draws
         graphs as text and widgets do not show.
         """
-        return self.torch is not None and _version_tuple(self.torch) >= MIN_TORCH
+        python_ok = _version_tuple(self.python) >= MIN_PYTHON
+        return python_ok and self.torch is not None and _version_tuple(self.torch) >= MIN_TORCH
 
     def summary(self) -> str:
         """One line that does not depend on optional tools or paths.
@@ -82,7 +84,12 @@ class EnvironmentReport:
         if self.torch is None:
             return f"torch not installed, gradlab {self.gradlab}: not ready (run `make setup`)"
         state = (
-            "ready" if self.ready else (f"not ready (torch >= {MIN_TORCH[0]}.{MIN_TORCH[1]} needed; run `make setup`)")
+            "ready"
+            if self.ready
+            else (
+                f"not ready (Python >= {MIN_PYTHON[0]}.{MIN_PYTHON[1]} and torch >= {MIN_TORCH[0]}.{MIN_TORCH[1]} "
+                "needed; run `make setup`)"
+            )
         )
         return f"torch {self.torch}, gradlab {self.gradlab}: {state}"
 

@@ -332,6 +332,7 @@ def quiz(
         >>> w.buttons["4"].click()
         >>> w.feedback_text()
         'Right: Yes.'
+        >>> from gradlab.course import QUESTIONS
         >>> sorted(quiz("retain_graph").buttons) == sorted(QUESTIONS["retain_graph"].options)
         True
     """

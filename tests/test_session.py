@@ -1,0 +1,113 @@
+"""Which tracker is active: nesting joins the outer tracker, threads do not share trackers, and torch is restored."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+import gradlab
+import scenarios
+from gradlab import session, writes
+
+
+def _gradlab_notes(error: BaseException) -> list[str]:
+    return [n for n in getattr(error, "__notes__", []) if n.lstrip().startswith("gradlab:")]
+
+
+def test_nested_track_joins_the_outer_one_and_notes_once() -> None:
+    s = scenarios.fresh()
+    with gradlab.track() as outer:
+        with gradlab.track(names=s.names) as inner, pytest.raises(RuntimeError) as info:
+            scenarios.original_loop(retain_graph=True, state=s)
+        assert session.active() is outer and outer.active and not inner.active
+    error = info.value
+    assert len(_gradlab_notes(error)) == 1
+    # The outer tracker recorded the step's write while the inner one was open...
+    assert [e.op for e in outer.writes] == ["Adam.step()"]
+    # ...and the inner one saw the same events, named with its own names.
+    assert [e.tensor for e in inner.writes] == ["n_1.linear_2.weight (transposed view)"]
+    assert inner.diagnosis_for(error) is outer.diagnosis_for(error) is not None
+    problem = inner.diagnosis_for(error).problems[0]
+    assert problem.tensor == "n_1.linear_2.weight (transposed view)" and problem.modified_by == "Adam.step()"
+
+
+def test_inner_names_take_precedence_inside_its_block() -> None:
+    lin = torch.nn.Linear(2, 1)
+    x = torch.ones(3, 2, requires_grad=True)
+    with gradlab.track(names={"outer_name": lin}) as outer:
+        loss = lin(x).sum()
+        with gradlab.track(names={"inner_name": lin}):
+            assert outer.namer().name_of(lin.weight) == "inner_name.weight"
+        assert outer.namer().name_of(lin.weight) == "outer_name.weight"
+    del loss
+
+
+def test_closing_out_of_order_is_a_clear_error() -> None:
+    outer = gradlab.track()
+    inner = gradlab.track()
+    outer.__enter__()
+    inner.__enter__()
+    try:
+        with pytest.raises(RuntimeError, match="reverse order"):
+            outer.__exit__(None, None, None)
+    finally:
+        inner.__exit__(None, None, None)
+        outer.__exit__(None, None, None)
+    assert session.active() is None and not writes.installed()
+
+
+def test_a_tracker_cannot_be_entered_twice() -> None:
+    tracker = gradlab.track()
+    with tracker, pytest.raises(RuntimeError, match="already active"):
+        tracker.__enter__()
+
+
+def test_torch_is_restored_exactly_after_the_last_tracker() -> None:
+    before = (torch.Tensor.add_, torch.relu_, torch.autograd.backward, torch.autograd.grad, torch.Tensor.__setitem__)
+    with gradlab.track(), gradlab.track():
+        assert torch.Tensor.add_ is not before[0] and writes.installed()
+    after = (torch.Tensor.add_, torch.relu_, torch.autograd.backward, torch.autograd.grad, torch.Tensor.__setitem__)
+    assert after == before and not writes.installed()
+
+
+def test_another_thread_is_not_tracked() -> None:
+    """A tracker in this thread neither sees nor changes what another thread runs."""
+    results: dict[str, object] = {}
+
+    def other() -> None:
+        results["active"] = session.active()
+        try:
+            scenarios.original_loop(retain_graph=True)
+        except RuntimeError as e:
+            results["notes"] = _gradlab_notes(e)
+
+    with gradlab.track() as tracker:
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+    assert results == {"active": None, "notes": []}
+    assert tracker.writes == []
+
+
+def test_ipython_session_tracker_and_a_cell_tracker_note_once(ipython, capsys: pytest.CaptureFixture[str]) -> None:
+    ip = ipython
+    ip.run_cell("%load_ext gradlab")
+    try:
+        ip.run_cell(
+            "import gradlab, scenarios\n"
+            "s = scenarios.fresh()\n"
+            "with gradlab.track(names=s.names) as cell_tracker:\n"
+            "    scenarios.original_loop(retain_graph=True, state=s)\n"
+        )
+        text = capsys.readouterr()
+        out = text.out + text.err
+        assert out.count("gradlab: backward() would fail") == 1
+        assert "n_1.linear_2.weight (transposed view)" in out
+        session_tracker = ip.user_ns["gradlab_tracker"]
+        assert [e.op for e in session_tracker.writes] == ["Adam.step()"]
+        assert [e.op for e in ip.user_ns["cell_tracker"].writes] == ["Adam.step()"]
+    finally:
+        ip.run_cell("%unload_ext gradlab")
+    assert session.active() is None and not writes.installed()
