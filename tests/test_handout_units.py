@@ -101,6 +101,24 @@ def test_a_cut_keeps_cells_errors_notes_and_counts_each_run_of_library_frames() 
     ]
 
 
+def test_frames_hidden_by_ipython_count_into_the_omitted_line() -> None:
+    entries = [
+        "Cell In[9], line 7\n----> 7 loss.backward()\n",
+        "File <site-packages>/torch/_tensor.py:623, in Tensor.backward(self)\n",
+        "    \x1b[31m[... skipping hidden 2 frame]\x1b[39m\n",
+        "File gradlab/saved.py:40, in unpack(p)\n",
+        "    [... skipping hidden 1 frame]\n",
+        "RuntimeError: the error line",
+    ]
+    assert tracebacks.cut_traceback(entries) == [
+        entries[0],
+        "… 5 library frames omitted (torch, gradlab)\n",
+        "RuntimeError: the error line",
+    ]
+    only_hidden = ["Cell In[1], line 1\n", "    [... skipping hidden 3 frames]\n", "ValueError: x"]
+    assert tracebacks.cut_traceback(only_hidden)[1] == "… 3 library frames omitted\n"
+
+
 def test_a_traceback_of_the_readers_code_only_is_left_whole() -> None:
     entries = ["Cell In[1], line 1\n----> 1 1/0\n", "ZeroDivisionError: division by zero"]
     assert tracebacks.cut_traceback(entries) == entries

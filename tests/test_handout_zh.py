@@ -8,7 +8,9 @@ must say which package to install.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import shutil
 import subprocess
 import sys
@@ -60,14 +62,11 @@ def chinese_edition(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str
         ]
         nbformat.write(notebook, folder / f"{number:02d}_chapter.ipynb")
     out = tmp_path_factory.mktemp("zh_handout")
-    result = subprocess.run(
-        [sys.executable, str(HANDOUT), "--notebooks", str(folder), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    return out, result.stderr
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        code = handout.main(["--notebooks", str(folder), "--out", str(out)])
+    assert code == 0, stderr.getvalue()
+    return out, stderr.getvalue()
 
 
 def test_the_chinese_edition_is_labelled_in_chinese(chinese_edition: tuple[Path, str]) -> None:

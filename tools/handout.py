@@ -149,14 +149,14 @@ BOOK_CSS = f"""
 :root, body {{
   --jp-content-font-size1: 9.5pt; --jp-content-line-height: 1.4;
   --jp-code-font-size: 7.5pt; --jp-code-line-height: 1.3;
-  --jp-cell-prompt-width: 11mm; --jp-cell-padding: 1.2mm; --jp-code-padding: 1mm;
+  --jp-cell-prompt-width: 14mm; --jp-cell-padding: 1.2mm; --jp-code-padding: 1mm;
   --jp-content-heading-margin-top: 1.1em; --jp-content-heading-margin-bottom: 0.4em;
 }}
 body {{ margin: 0; padding: 0; font-family: {SANS}; }}
 main {{ max-width: none; margin: 0; padding: 0; }}
 .jp-Notebook {{ padding: 0; }}
 .jp-Cell {{ padding: 0.6mm 0; }}
-.jp-InputPrompt, .jp-OutputPrompt {{ font-size: 6.5pt; padding-right: 1mm; }}
+.jp-InputPrompt, .jp-OutputPrompt {{ font-size: 6.5pt; padding-right: 1mm; overflow: visible; }}
 .jp-RenderedHTMLCommon h1 {{ font-size: 16pt; margin-top: 0; }}
 .jp-RenderedHTMLCommon h2 {{ font-size: 12.5pt; }}
 .jp-RenderedHTMLCommon h3 {{ font-size: 10.5pt; }}
@@ -169,8 +169,13 @@ main {{ max-width: none; margin: 0; padding: 0; }}
 .jp-OutputArea-output pre, .jp-RenderedText pre, pre {{
   white-space: pre-wrap; word-break: normal; overflow-wrap: break-word;
 }}
+/* a wrapped line continues indented, so a reader tells it from a new line */
+.handout-book pre {{ padding-left: calc(4px + 4ch) !important; text-indent: -4ch each-line !important; }}
 .jp-InputArea-editor {{ overflow: visible; }}
-.jp-RenderedHTMLCommon a, a {{ color: inherit; }}
+.handout-book a:link, .handout-book a:visited, .handout-book .jp-RenderedHTMLCommon a:link,
+.handout-book .jp-RenderedHTMLCommon a:visited {{ color: inherit; text-decoration: none; }}
+/* code stays on the page of its first output line */
+.jp-CodeCell .jp-Cell-inputWrapper {{ break-after: avoid; }}
 .handout-url {{ font-size: 0.85em; color: #444; }}
 .handout-pageref {{ color: #444; }}
 .celltag_{NAVIGATION_TAG}, .handout-nav {{ display: none; }}

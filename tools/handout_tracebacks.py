@@ -7,6 +7,8 @@ attached to the exception (gradlab's diagnosis). On screen every frame is one
 scroll away; on paper the frames inside torch fill a page. :func:`cut_traceback`
 keeps the cell frames and every non-frame entry, and puts one line
 ``… 4 library frames omitted (torch, gradlab)`` where library frames were.
+IPython's ``[... skipping hidden 2 frame]`` lines (frames a library hid with
+``__tracebackhide__``) count into that line too.
 
 A frame is a library frame when its file lies in ``site-packages`` or
 ``dist-packages`` (or the ``<site-packages>`` placeholder of the sanitized
@@ -35,6 +37,7 @@ _PACKAGE = re.compile(
     r"(?:^|[/\\])(?P<package>torch|gradlab)[/\\]"
     r"(?!(?:notebooks|tests|scripts|examples|tools|docs|benchmarks)[/\\])"
 )
+_HIDDEN = re.compile(r"^\s*\[\.\.\. skipping hidden (\d+) frames?\]\s*$")
 _STDLIB = re.compile(r"(?:^|[/\\])lib[/\\]python3(?:\.\d+)?[/\\]")
 
 
@@ -89,14 +92,18 @@ def cut_traceback(traceback: Sequence[str]) -> list[str]:
         ['Cell In[3], line 2\\n----> 2 loss.backward()\\n', '… 1 library frame omitted (torch)\\n', 'RuntimeError: boom']
     """
     kept: list[str] = []
-    run: list[str] = []
+    run: list[str | None] = []  # the library of each omitted frame; None: hidden, whose is unknown
 
     def flush() -> None:
         if run:
-            kept.append(omitted_line(len(run), list(dict.fromkeys(run))))
+            kept.append(omitted_line(len(run), [name for name in dict.fromkeys(run) if name]))
             run.clear()
 
     for entry in traceback:
+        hidden = _HIDDEN.match(plain(entry))
+        if hidden:
+            run.extend([None] * int(hidden.group(1)))
+            continue
         path = frame_file(entry)
         library = library_of(path) if path is not None else None
         if library is not None:
