@@ -1,0 +1,303 @@
+"""The printed books: a cover with contents, then each notebook on its own pages.
+
+Both ``handout.pdf`` and ``workbook.pdf`` are one HTML document built here from
+the notebooks as nbconvert rendered them: a cover (``page: cover``, no running
+header), then one ``<section>`` per notebook on a named page whose running
+header is the notebook's title (CSS margin boxes, Chromium >= 131), with page
+numbers ``3 / 40`` in the footer. Page numbers of the contents and of links
+between notebooks are ``<span data-page-of="ID">`` placeholders; the printer
+(``handout_print.py``) fills them in. Labels and fonts follow the language of
+the notebooks (English, Chinese).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+NAVIGATION_TAG = "navigation"
+
+# What the builder itself prints, per language of the notebooks.
+LABELS: dict[str, dict[str, str]] = {
+    "en": {
+        "course": "gradlab: a PyTorch autograd course",
+        "subtitle": "Make autograd failures visible: saved tensors, version counters, and who modified what.",
+        "course_map": "Course map and learning goals",
+        "workbook": "Workbook",
+        "workbook_note": "Before you run a cell, write down what you expect on the lines below its prompt; "
+        "then run it and compare. Solutions are in the notebooks and in the full handout.",
+        "name": "Name",
+        "contents": "Contents",
+        "prediction": "Your prediction",
+        "answer": "Your answer",
+        "page": "p.",
+        "print_versions": "Print versions",
+        "all_notebooks": "all notebooks (PDF)",
+        "cheatsheet": "one-page cheat sheet (PDF)",
+        "workbook_pdf": "workbook (PDF)",
+    },
+    "zh": {
+        "course": "gradlab：PyTorch autograd 课程",
+        "subtitle": "让 autograd 的失败看得见：保存的张量、版本计数器，以及是谁修改了什么。",
+        "course_map": "课程地图与学习目标",
+        "workbook": "练习册",
+        "workbook_note": "运行每个单元格之前，先在提示下方的横线上写下你的预期；运行之后再对照。"
+        "答案在笔记本和完整讲义中。",
+        "name": "姓名",
+        "contents": "目录",
+        "prediction": "你的预测",
+        "answer": "你的答案",
+        "page": "第",
+        "print_versions": "打印版本",
+        "all_notebooks": "全部笔记本（PDF）",
+        "cheatsheet": "一页速查表（PDF）",
+        "workbook_pdf": "练习册（PDF）",
+    },
+}
+HTML_LANG = {"en": "en", "zh": "zh-Hans"}
+
+# DejaVu ships with Debian's fonts-dejavu-core; Chinese falls back to Noto CJK
+# (fonts-noto-cjk) when installed; generic families last.
+SANS = (
+    '"DejaVu Sans", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei", '
+    '"Helvetica", "Arial", sans-serif'
+)
+MONO = '"DejaVu Sans Mono", "Noto Sans Mono CJK SC", "Noto Sans CJK SC", "Menlo", "Consolas", monospace'
+
+
+# Both printed books: paper, running headers, page numbers, sizes that fit A4.
+BOOK_CSS = f"""
+@page {{
+  size: A4; margin: 17mm 13mm 15mm 13mm;
+  @top-left {{ font: 7.5pt {SANS}; color: #333; }}
+  @top-right {{ content: var(--running, ""); font: 7.5pt {SANS}; color: #555; }}
+  @bottom-right {{ content: counter(page) " / " counter(pages); font: 7.5pt {SANS}; color: #333; }}
+}}
+@page cover {{
+  @top-left {{ content: none; }} @top-right {{ content: none; }} @bottom-right {{ content: none; }}
+}}
+:root, body {{
+  --jp-content-font-size1: 9.5pt; --jp-content-line-height: 1.4;
+  --jp-code-font-size: 7.5pt; --jp-code-line-height: 1.3;
+  --jp-cell-prompt-width: 14mm; --jp-cell-padding: 1.2mm; --jp-code-padding: 1mm;
+  --jp-content-heading-margin-top: 1.1em; --jp-content-heading-margin-bottom: 0.4em;
+}}
+body {{ margin: 0; padding: 0; font-family: {SANS}; }}
+main {{ max-width: none; margin: 0; padding: 0; }}
+.jp-Notebook {{ padding: 0; }}
+.jp-Cell {{ padding: 0.6mm 0; }}
+.jp-InputPrompt, .jp-OutputPrompt {{ font-size: 6.5pt; padding-right: 1mm; overflow: visible; }}
+.jp-RenderedHTMLCommon h1 {{ font-size: 16pt; margin-top: 0; }}
+.jp-RenderedHTMLCommon h2 {{ font-size: 12.5pt; }}
+.jp-RenderedHTMLCommon h3 {{ font-size: 10.5pt; }}
+.jp-RenderedHTMLCommon h1, .jp-RenderedHTMLCommon h2, .jp-RenderedHTMLCommon h3 {{ break-after: avoid; }}
+.jp-RenderedHTMLCommon p, .jp-RenderedHTMLCommon li, pre {{ orphans: 2; widows: 2; }}
+.jp-RenderedHTMLCommon table {{ font-size: 8.5pt; break-inside: avoid; }}
+.jp-RenderedHTMLCommon code {{ font-size: 0.9em; }}
+.jp-RenderedImage img {{ max-height: 225mm; object-fit: contain; }}
+.jp-RenderedImage, .jp-RenderedSVG, .jp-InputArea {{ break-inside: avoid; }}
+.jp-OutputArea-output pre, .jp-RenderedText pre, pre {{
+  white-space: pre-wrap; word-break: normal; overflow-wrap: break-word;
+}}
+/* a wrapped line continues indented, so a reader tells it from a new line */
+.handout-book pre {{ padding-left: calc(4px + 4ch) !important; text-indent: -4ch each-line !important; }}
+.jp-InputArea-editor {{ overflow: visible; }}
+.handout-book a:link, .handout-book a:visited, .handout-book .jp-RenderedHTMLCommon a:link,
+.handout-book .jp-RenderedHTMLCommon a:visited {{ color: inherit; text-decoration: none; }}
+/* code stays on the page of its first output line */
+.jp-CodeCell .jp-Cell-inputWrapper {{ break-after: avoid; }}
+.handout-url {{ font-size: 0.85em; color: #444; }}
+.handout-pageref {{ color: #444; }}
+.celltag_{NAVIGATION_TAG}, .handout-nav {{ display: none; }}
+section.handout-chapter {{ break-before: page; }}
+
+.handout-cover {{ page: cover; font-size: 8.2pt; line-height: 1.3; }}
+.handout-cover .cover-title {{ font-size: 21pt; font-weight: bold; margin: 0 0 1mm; }}
+.handout-cover .cover-edition {{ font-size: 14pt; margin: 0 0 2mm; }}
+.handout-cover .subtitle {{ font-size: 10.5pt; color: #444; margin: 0 0 5mm; }}
+.handout-cover .cover-heading {{ font-size: 12pt; font-weight: bold; margin: 4mm 0 1mm;
+  border-bottom: 0.8pt solid #333; padding-bottom: 0.5mm; }}
+ol.toc {{ list-style: none; padding-left: 0; margin: 0; }}
+ol.toc > li {{ margin: 1.2mm 0; break-inside: avoid; }}
+ol.toc a {{ color: inherit; text-decoration: none; display: flex; align-items: baseline; }}
+ol.toc .toc-title {{ font-weight: bold; }}
+ol.toc .toc-fill {{ flex: 1; border-bottom: 0.8pt dotted #555; margin: 0 1.5mm; }}
+ol.toc ul {{ margin: 0.4mm 0 0; padding-left: 5mm; }}
+.handout-name {{ margin: 6mm 0 4mm; font-size: 10.5pt; }}
+.handout-name span {{ display: inline-block; width: 80mm; border-bottom: 0.8pt solid #333; }}
+.handout-note {{ font-size: 9pt; color: #333; border-left: 2pt solid #333; padding-left: 3mm; }}
+
+/* workbook: prompts and tasks keep their ruled lines on the same page */
+.celltag_predict, .celltag_exercise {{ break-inside: avoid; }}
+.celltag_predict {{ border-left: 2.5pt solid #222; padding: 0.5mm 0 0.5mm 3mm; }}
+.celltag_exercise {{ border: 1pt dashed #222; padding: 1.5mm 3mm; }}
+.handout-answer {{ margin: 1.5mm 0 2mm; }}
+.handout-answer-label {{ font-size: 7.5pt; font-style: italic; color: #444; }}
+.handout-rule {{ height: 8mm; border-bottom: 0.6pt solid #777; }}
+"""
+
+
+NOTEBOOK_HREF = r"(?:\./|\.\./notebooks/)?([0-9]{2}_[\w.-]+?)\.ipynb"
+
+
+class ChapterLike(Protocol):
+    """What a book needs of a notebook (``handout.Chapter`` is one)."""
+
+    path: Path
+    title: str  # markdown
+    goals: list[str]  # markdown of each learning goal
+
+    @property
+    def anchor(self) -> str: ...
+
+
+def inline_markdown(text: str) -> str:
+    """Markdown of one line (a title, a goal) as inline HTML."""
+    rendered = markdown2html_mistune(text).strip()
+    match = re.fullmatch(r"<p>(.*)</p>", rendered, flags=re.S)
+    return match.group(1) if match else rendered
+
+
+def plain_text(markdown: str) -> str:
+    """What a reader sees of a markdown line: no backticks, stars or tags."""
+    text = re.sub(r"<[^>]+>", "", inline_markdown(markdown))
+    return " ".join(html.unescape(text).split())
+
+
+_ANCHOR = re.compile(r'<a\b([^>]*?)\bhref="([^"]*)"([^>]*)>(.*?)</a\s*>', re.S | re.I)
+
+
+def _breakable_url(url: str) -> str:
+    """An address that may wrap after ``/ . ? & = #``, never inside a word."""
+    return re.sub(r"([/.?&=#])(?=[^/])", r"\1<wbr>", html.escape(url))
+
+
+def page_number(anchor: str) -> str:
+    """Where the page of the element ``id=anchor`` goes; the printer fills it in."""
+    return f'<span data-page-of="{html.escape(anchor)}">00</span>'
+
+
+def print_links(page: str, chapters: list[ChapterLike], page_label: str) -> str:
+    """Links as paper shows them.
+
+    A link to another notebook points at its chapter and prints its page,
+    ``(p. 23)``; a link to the web prints its address after the text, unless the
+    text already is the address.
+    """
+    anchors = {chapter.path.stem: chapter.anchor for chapter in chapters}
+
+    def replace(match: re.Match[str]) -> str:
+        before, href, after, text = match.groups()
+        notebook = re.fullmatch(NOTEBOOK_HREF + r"(?:#.*)?", href)
+        if notebook and notebook.group(1) in anchors:
+            anchor = anchors[notebook.group(1)]
+            return (
+                f'<a{before}href="#{anchor}"{after}>{text}</a>'
+                f'<span class="handout-pageref"> ({page_label}&#160;{page_number(anchor)})</span>'
+            )
+        if re.match(r"https?://", href, flags=re.I):
+            shown = " ".join(html.unescape(re.sub(r"<[^>]+>", "", text)).split())
+            bare = re.sub(r"^https?://", "", href.rstrip("/"), flags=re.I)
+            if shown.rstrip("/") in (href.rstrip("/"), bare):
+                return match.group(0)
+            return match.group(0) + f'<span class="handout-url"> ({_breakable_url(href)})</span>'
+        return match.group(0)
+
+    return _ANCHOR.sub(replace, page)
+
+
+def open_details(page: str) -> str:
+    """Collapsed ``<details>`` (solutions) print open in the full book."""
+    return re.sub(r"<details(?![^>]*\bopen\b)", "<details open", page, flags=re.I)
+
+
+def css_string(text: str) -> str:
+    """``text`` as a CSS string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+
+
+@dataclass
+class Book:
+    """A printable document: a cover, then each chapter from a new page with its own running header."""
+
+    lang: str
+    kind: str  # "handout" or "workbook"
+    title: str  # the PDF's title
+    running: str  # right of the running header
+    head: str
+    body_tag: str
+    chapters: list[tuple[ChapterLike, str]]  # each chapter with the HTML of its cells
+    cover: str
+
+    def html(self) -> str:
+        everything = [chapter for chapter, _ in self.chapters]
+        page_label = LABELS[self.lang]["page"]
+        rules = []
+        sections = []
+        for at, (chapter, main) in enumerate(self.chapters):
+            name = f"chapter{at}"
+            rules.append(f"@page {name} {{ @top-left {{ content: {css_string(plain_text(chapter.title))}; }} }}")
+            body = print_links(main, everything, page_label)
+            sections.append(
+                f'<section class="handout-chapter" id="{html.escape(chapter.anchor)}" style="page: {name}">'
+                f"{body}</section>"
+            )
+        head = re.sub(r"<title>.*?</title>", f"<title>{html.escape(self.title)}</title>", self.head, flags=re.S)
+        body_tag = self.body_tag.replace('class="', f'class="handout-book handout-{self.kind} ', 1)
+        style = BOOK_CSS.replace('var(--running, "")', css_string(self.running))
+        return (
+            f'<!DOCTYPE html>\n<html lang="{HTML_LANG[self.lang]}">\n<head>{head}'
+            f'<style type="text/css">{style}\n' + "\n".join(rules) + "</style>\n</head>\n"
+            f"{body_tag}\n<main>{self.cover}\n" + "\n".join(sections) + "\n</main>\n</body>\n</html>\n"
+        )
+
+    @property
+    def anchors(self) -> list[str]:
+        return [chapter.anchor for chapter, _ in self.chapters]
+
+
+def toc_html(chapters: list[ChapterLike], *, goals: bool) -> str:
+    """The chapters with their page numbers (and learning goals), each a link to its chapter."""
+    items = []
+    for chapter in chapters:
+        entry = (
+            f'<a href="#{html.escape(chapter.anchor)}"><span class="toc-title">{inline_markdown(chapter.title)}'
+            f'</span><span class="toc-fill"></span><span class="toc-page">{page_number(chapter.anchor)}</span></a>'
+        )
+        listed = "".join(f"<li>{inline_markdown(goal)}</li>" for goal in chapter.goals) if goals else ""
+        items.append(f"<li>{entry}" + (f"<ul>{listed}</ul>" if listed else "") + "</li>")
+    return '<ol class="toc">\n' + "\n".join(items) + "\n</ol>"
+
+
+def handout_cover(chapters: list[ChapterLike], lang: str) -> str:
+    """The full book's cover: the course map, each notebook with its page and learning goals."""
+    words = LABELS[lang]
+    return (
+        '<section class="handout-cover">'
+        f'<p class="cover-title">{html.escape(words["course"])}</p>'
+        f'<p class="subtitle">{html.escape(words["subtitle"])}</p>'
+        f'<p class="cover-heading">{html.escape(words["course_map"])}</p>'
+        f"{toc_html(chapters, goals=True)}"
+        "</section>"
+    )
+
+
+def workbook_cover(chapters: list[ChapterLike], lang: str) -> str:
+    """The workbook's cover: a line for the reader's name, how to use it, the contents."""
+    words = LABELS[lang]
+    return (
+        '<section class="handout-cover">'
+        f'<p class="cover-title">{html.escape(words["course"])}</p>'
+        f'<p class="cover-edition">{html.escape(words["workbook"])}</p>'
+        f'<p class="subtitle">{html.escape(words["subtitle"])}</p>'
+        f'<p class="handout-name">{html.escape(words["name"])}: <span>&#160;</span></p>'
+        f'<p class="handout-note">{html.escape(words["workbook_note"])}</p>'
+        f'<p class="cover-heading">{html.escape(words["contents"])}</p>'
+        f"{toc_html(chapters, goals=False)}"
+        "</section>"
+    )
