@@ -119,6 +119,22 @@ def test_frames_hidden_by_ipython_count_into_the_omitted_line() -> None:
     assert tracebacks.cut_traceback(only_hidden)[1] == "… 3 library frames omitted\n"
 
 
+def test_without_context_a_cell_frame_keeps_only_its_failing_line() -> None:
+    cell = (
+        "\x1b[36mCell In[4], line 14\x1b[39m\n\x1b[32m     13\x1b[39m     loss_2 = criterion(y, pred_2)\n"
+        "\x1b[32m---> \x1b[39m\x1b[32m14\x1b[39m     loss_2.backward()\n\x1b[32m     15\x1b[39m     opt_2.step()\n"
+    )
+    own = "File ~/course/train.py:9, in step()\n      8 x = 1\n----> 9 loss.backward()\n"
+    entries = [cell, own, "RuntimeError: boom"]
+    assert tracebacks.cut_traceback(entries) == entries
+    short = tracebacks.cut_traceback(entries, context=False)
+    assert [tracebacks.plain(entry) for entry in short] == [
+        "Cell In[4], line 14\n---> 14     loss_2.backward()\n",
+        own,  # only cell frames lose their context: the workbook prints the cell right above
+        "RuntimeError: boom",
+    ]
+
+
 def test_a_traceback_of_the_readers_code_only_is_left_whole() -> None:
     entries = ["Cell In[1], line 1\n----> 1 1/0\n", "ZeroDivisionError: division by zero"]
     assert tracebacks.cut_traceback(entries) == entries

@@ -219,13 +219,16 @@ def static_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return notebook
 
 
-def print_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """:func:`static_outputs`, and every error's traceback cut to the reader's frames."""
+def print_outputs(notebook: nbformat.NotebookNode, *, context: bool = True) -> nbformat.NotebookNode:
+    """:func:`static_outputs`, and every error's traceback cut to the reader's frames.
+
+    ``context=False``: a cell frame keeps only its failing line (see :func:`cut_traceback`).
+    """
     notebook = static_outputs(notebook)
     for cell in notebook.cells:
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
             if output.get("output_type") == "error":
-                output["traceback"] = cut_traceback(output.get("traceback", []))
+                output["traceback"] = cut_traceback(output.get("traceback", []), context=context)
     return notebook
 
 
@@ -432,7 +435,7 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
         written.append(target)
         rendered = split_page(page)
         full.append((chapter, open_details(rendered.main)))
-        workbook = workbook_notebook(print_outputs(chapter.notebook), words)
+        workbook = workbook_notebook(print_outputs(chapter.notebook, context=False), words)
         short.append(
             (
                 chapter,

@@ -138,7 +138,7 @@ ol.toc ul {{ margin: 0.4mm 0 0; padding-left: 5mm; }}
 .celltag_exercise {{ border: 1pt dashed #222; padding: 1.5mm 3mm; }}
 .handout-answer {{ margin: 1.5mm 0 2mm; }}
 .handout-answer-label {{ font-size: 7.5pt; font-style: italic; color: #444; }}
-.handout-rule {{ height: 8mm; border-bottom: 0.6pt solid #777; }}
+.handout-rule {{ height: 7.5mm; border-bottom: 0.6pt solid #777; }}
 """
 
 

@@ -81,8 +81,18 @@ def omitted_line(count: int, libraries: Sequence[str]) -> str:
     return f"… {count} library {noun} omitted{names}\n"
 
 
-def cut_traceback(traceback: Sequence[str]) -> list[str]:
+def failing_line_only(entry: str) -> str:
+    """A cell frame without its context lines: the ``Cell In[7], line 14`` line and the ``---->`` line."""
+    lines = entry.split("\n")
+    kept = [lines[0]] + [line for line in lines[1:] if plain(line).lstrip().startswith("-")]
+    return "\n".join(kept) + "\n"
+
+
+def cut_traceback(traceback: Sequence[str], *, context: bool = True) -> list[str]:
     """The entries of ``traceback`` without library frames; each run of them becomes one line.
+
+    ``context=False`` also drops the lines around the failing line of each cell
+    frame (the workbook prints the cell's code right above its error).
 
     Example::
 
@@ -110,6 +120,6 @@ def cut_traceback(traceback: Sequence[str]) -> list[str]:
             run.append(library)
             continue
         flush()
-        kept.append(entry)
+        kept.append(entry if context or path != "<cell>" else failing_line_only(entry))
     flush()
     return kept
