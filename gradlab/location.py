@@ -120,21 +120,31 @@ def user_location(frame: FrameType | None = None, callers: int = 0) -> Location 
     line the learner wrote, e.g. ``train.py:12: opt_1.step()``. With ``callers=N``
     the next N user frames further out are kept in ``Location.callers``.
     """
+    # Hot path (every saved tensor under track()): one dict lookup per frame.
     f: FrameType | None = frame if frame is not None else sys._getframe(1)
+    library = _is_library
     while f is not None:
         code = f.f_code
-        if not _library_code(code, code.co_filename):
+        hit = library.get(code)
+        if hit is None:
+            hit = _library_code(code, code.co_filename)
+        if not hit:
             if not callers:
                 return Location(code.co_filename, f.f_lineno)
-            outer: list[Location] = []
-            g: FrameType | None = f.f_back
-            while g is not None and len(outer) < callers:
-                gcode = g.f_code
-                name = gcode.co_filename
-                if _library_code(gcode, name) or name.startswith(_INSTALLED):
-                    break  # the caller is not the user's code (a runner, IPython, a library)
-                outer.append(Location(name, g.f_lineno))
-                g = g.f_back
-            return Location(code.co_filename, f.f_lineno, tuple(outer))
+            return Location(code.co_filename, f.f_lineno, _callers(f, callers))
         f = f.f_back
     return None
+
+
+def _callers(f: FrameType, count: int) -> tuple[Location, ...]:
+    """Up to ``count`` user frames that called ``f``, innermost first (stops at the first non-user frame)."""
+    outer: list[Location] = []
+    g: FrameType | None = f.f_back
+    while g is not None and len(outer) < count:
+        gcode = g.f_code
+        name = gcode.co_filename
+        if _library_code(gcode, name) or name.startswith(_INSTALLED):
+            break  # the caller is not the user's code (a runner, IPython, a library)
+        outer.append(Location(name, g.f_lineno))
+        g = g.f_back
+    return tuple(outer)

@@ -58,6 +58,7 @@ def test_the_import_reader_sees_a_course_import(source: str) -> None:
     assert any(m == "gradlab.course" or m.startswith("gradlab.course.") for m in found), found
 
 
+@pytest.mark.slow
 def test_importing_the_library_loads_neither_the_course_nor_plotting() -> None:
     code = (
         "import sys, gradlab\n"
