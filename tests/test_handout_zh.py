@@ -73,6 +73,7 @@ def test_the_chinese_edition_is_labelled_in_chinese(chinese_edition: tuple[Path,
     out, _ = chinese_edition
     index = (out / "index.html").read_text(encoding="utf-8")
     assert '<html lang="zh-Hans">' in index and "练习册" in index
+    assert ">课程地图</a>" in (out / "01_chapter.html").read_text(encoding="utf-8"), "the page's link to the map"
     for name in ["handout", "workbook"]:
         top = [title for depth, title, _ in handout_print.outline(out / f"{name}.pdf") if depth == 0]
         assert top == TITLES, f"{name}: one bookmark per notebook, in Chinese"

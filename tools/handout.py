@@ -292,8 +292,8 @@ def notebook_html(exporter: HTMLExporter, notebook: nbformat.NotebookNode, title
     return body
 
 
-def nav_html(chapters: list[Chapter], at: int) -> str:
-    parts = ['<a href="index.html">Course map</a>']
+def nav_html(chapters: list[Chapter], at: int, lang: str = "en") -> str:
+    parts = [f'<a href="index.html">{html.escape(LABELS[lang]["index"])}</a>']
     if at > 0:
         parts.append(f'<a href="{chapters[at - 1].page}">&larr; {plain_text(chapters[at - 1].title)}</a>')
     if at + 1 < len(chapters):
@@ -427,7 +427,7 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
     rendered = None
     for at, chapter in enumerate(chapters):
         page = notebook_html(
-            exporter, print_outputs(chapter.notebook), plain_text(chapter.title), nav_html(chapters, at)
+            exporter, print_outputs(chapter.notebook), plain_text(chapter.title), nav_html(chapters, at, lang)
         )
         page = omitted_frames_styled(page)
         target = out / chapter.page

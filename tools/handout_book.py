@@ -28,6 +28,7 @@ LABELS: dict[str, dict[str, str]] = {
         "course": "gradlab: a PyTorch autograd course",
         "subtitle": "Make autograd failures visible: saved tensors, version counters, and who modified what.",
         "course_map": "Course map and learning goals",
+        "index": "Course map",
         "workbook": "Workbook",
         "workbook_note": "Before you run a cell, write down what you expect on the lines below its prompt; "
         "then run it and compare. Solutions are in the notebooks and in the full handout.",
@@ -45,6 +46,7 @@ LABELS: dict[str, dict[str, str]] = {
         "course": "gradlab：PyTorch autograd 课程",
         "subtitle": "让 autograd 的失败看得见：保存的张量、版本计数器，以及是谁修改了什么。",
         "course_map": "课程地图与学习目标",
+        "index": "课程地图",
         "workbook": "练习册",
         "workbook_note": "运行每个单元格之前，先在提示下方的横线上写下你的预期；运行之后再对照。"
         "答案在笔记本和完整讲义中。",
