@@ -492,6 +492,18 @@ def test_a_chinese_edition_gets_chinese_labels_and_cjk_fonts(tmp_path: Path) -> 
     assert 'content: "示例一：反向传播两次: backward() twice"' in page, "the running header"
 
 
+def test_every_chapter_of_a_book_has_a_title_heading_for_the_outline(tmp_path: Path) -> None:
+    write_sample_notebooks(tmp_path)
+    chapters = handout.read_chapters(tmp_path)
+    book = handout.Book(
+        "en", "workbook", "t", "r", "<title>x</title>", '<body class="jp-Notebook">',
+        [(chapters[0], "<h1>Sample one: <code>backward()</code> twice</h1><p>a</p>"), (chapters[1], "<p>b</p>")],
+        handout.workbook_cover(chapters, "en"),
+    )  # fmt: skip
+    page = book.html()
+    assert page.count("<h1") == 2 and "<h1>Sample two: version counters</h1><p>b</p>" in page
+
+
 # ------------------------------------------------------------------ slow: print the PDFs
 
 

@@ -245,6 +245,8 @@ class Book:
             name = f"chapter{at}"
             rules.append(f"@page {name} {{ @top-left {{ content: {css_string(plain_text(chapter.title))}; }} }}")
             body = print_links(main, everything, page_label)
+            if not re.search(r"<h1\b", body, flags=re.I):  # the outline needs a title: a notebook without one
+                body = f"<h1>{inline_markdown(chapter.title)}</h1>{body}"
             sections.append(
                 f'<section class="handout-chapter" id="{html.escape(chapter.anchor)}" style="page: {name}">'
                 f"{body}</section>"

@@ -119,7 +119,9 @@ class Printer:
         wanted = list(anchors)
         numbers: dict[str, int] = {}
         with self._tab(page) as tab:
-            self._print(tab, page, pdf, final=False)
+            self._print(tab, page, pdf, final=not wanted)
+            if not wanted:
+                return numbers
             for _ in range(passes):
                 found = destinations(pdf)
                 missing = [anchor for anchor in wanted if anchor not in found]
