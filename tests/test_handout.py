@@ -459,9 +459,9 @@ def test_links_print_their_page_or_their_address(tmp_path: Path) -> None:
         '<p><a href="01_sample_two.ipynb">sample two</a>, <a href="https://pytorch.org/docs/autograd.html">'
         'the docs</a>, <a href="https://pytorch.org">https://pytorch.org</a>, <a href="#local">here</a></p>'
     )
-    printed = handout.print_links(page, chapters, "p.")
+    printed = handout.print_links(page, chapters, " (p.\u00a0{n})")
     assert '<a href="#chapter-01_sample_two">sample two</a>' in printed
-    assert '(p.&#160;<span data-page-of="chapter-01_sample_two">00</span>)' in printed
+    assert '(p.\u00a0<span data-page-of="chapter-01_sample_two">00</span>)' in printed
     shown = html.unescape(re.sub(r"<[^>]+>", "", printed))
     assert "the docs (https://pytorch.org/docs/autograd.html)" in shown
     assert "https://pytorch.org (" not in shown, "a link whose text is its address prints it once"
@@ -683,7 +683,7 @@ def test_workbook_holds_every_title_and_prediction_prompt(committed_handout: tup
     running = running_heads(chapters)
     # what print adds to a link, "(p. 12)" or "(https://...)", is not in the notebook's text
     printed = " ".join(" ".join(body_lines(page, running)) for page in raw)
-    body = tokens(re.sub(r"\((?:p\.|第)\s*\d+\)|\(https?://[^)]*\)", " ", printed))
+    body = tokens(re.sub(r"\((?:p\.\s*\d+|第\s*\d+\s*页)\)|\(https?://[^)]*\)", " ", printed))
     for chapter in chapters:
         assert words(handout.plain_text(chapter.title)) in text
         for cell in workbook.prompts(chapter.notebook):  # every cell tagged predict, found in the notebook

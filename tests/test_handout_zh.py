@@ -59,6 +59,7 @@ def chinese_edition(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str
             nbformat.v4.new_markdown_cell(f"# {title}\n\n**学习目标**\n\n- 读懂第一个错误"),
             nbformat.v4.new_markdown_cell(PROMPT, metadata={"tags": ["predict"]}),
             nbformat.v4.new_markdown_cell("## 小结\n\n- 版本计数器记录原地修改", metadata={"tags": ["summary"]}),
+            nbformat.v4.new_markdown_cell("下一章：[原始循环](01_chapter.ipynb)"),
         ]
         nbformat.write(notebook, folder / f"{number:02d}_chapter.ipynb")
     out = tmp_path_factory.mktemp("zh_handout")
@@ -87,6 +88,9 @@ def test_chinese_text_reaches_the_pdf(chinese_edition: tuple[Path, str]) -> None
     titles = [title.split(" · ", 1)[1].replace(" ", "") for title in TITLES]
     for expected in [*titles, "预测：这个单元格能运行吗？", "你的预测", "目录", "版本计数器记录原地修改"]:
         assert expected in text.replace(" ", ""), expected
+    full = subprocess.run(["pdftotext", str(out / "handout.pdf"), "-"], capture_output=True, text=True).stdout
+    second = [page for depth, _, page in handout_print.outline(out / "handout.pdf") if depth == 0][1]
+    assert f"下一章：原始循环（第{second}页）" in "".join(full.split()), "a link to a notebook prints its page"
 
 
 @pytest.mark.skipif(CJK_FONT or not FC_LIST, reason="a CJK font is installed (or no fontconfig to ask)")

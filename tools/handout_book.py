@@ -36,7 +36,7 @@ LABELS: dict[str, dict[str, str]] = {
         "contents": "Contents",
         "prediction": "Your prediction",
         "answer": "Your answer",
-        "page": "p.",
+        "page": " (p.\u00a0{n})",  # a reference to a page; {n} is its number
         "print_versions": "Print versions",
         "all_notebooks": "all notebooks (PDF)",
         "cheatsheet": "one-page cheat sheet (PDF)",
@@ -54,7 +54,7 @@ LABELS: dict[str, dict[str, str]] = {
         "contents": "目录",
         "prediction": "你的预测",
         "answer": "你的答案",
-        "page": "第",
+        "page": "（第\u00a0{n}\u00a0页）",
         "print_versions": "打印版本",
         "all_notebooks": "全部笔记本（PDF）",
         "cheatsheet": "一页速查表（PDF）",
@@ -77,7 +77,7 @@ BOOK_CSS = f"""
 @page {{
   size: A4; margin: 17mm 13mm 15mm 13mm;
   @top-left {{ font: 7.5pt {SANS}; color: #333; }}
-  @top-right {{ content: var(--running, ""); font: 7.5pt {SANS}; color: #555; }}
+  @top-right {{ content: var(--running, ""); font: 7.5pt {SANS}; color: #555; }}  /* Book.html sets it */
   @bottom-right {{ content: counter(page) " / " counter(pages); font: 7.5pt {SANS}; color: #333; }}
 }}
 @page cover {{
@@ -188,8 +188,8 @@ def print_links(page: str, chapters: list[ChapterLike], page_label: str) -> str:
     """Links as paper shows them.
 
     A link to another notebook points at its chapter and prints its page,
-    ``(p. 23)``; a link to the web prints its address after the text, unless the
-    text already is the address.
+    `` (p. 23)`` (``page_label`` with ``{n}`` for the number); a link to the web
+    prints its address after the text, unless the text already is the address.
     """
     anchors = {chapter.path.stem: chapter.anchor for chapter in chapters}
 
@@ -200,7 +200,7 @@ def print_links(page: str, chapters: list[ChapterLike], page_label: str) -> str:
             anchor = anchors[notebook.group(1)]
             return (
                 f'<a{before}href="#{anchor}"{after}>{text}</a>'
-                f'<span class="handout-pageref"> ({page_label}&#160;{page_number(anchor)})</span>'
+                f'<span class="handout-pageref">{html.escape(page_label).replace("{n}", page_number(anchor))}</span>'
             )
         if re.match(r"https?://", href, flags=re.I):
             shown = " ".join(html.unescape(re.sub(r"<[^>]+>", "", text)).split())
