@@ -46,6 +46,10 @@ _EXPORTS: dict[str, str] = {
     "MemoryTrace": "memory",
     "plot_memory": "memory",
     "modules_in": "names",
+    "check_intent": "intent",
+    "IntentReport": "intent",
+    "Mismatch": "intent",
+    "Fix": "advice",
     "GradlabWarning": "notices",
     "UnusedStepWarning": "notices",
     "load_ipython_extension": "ipython",
@@ -80,6 +84,10 @@ __all__ = [
     "MemoryTrace",
     "plot_memory",
     "modules_in",
+    "check_intent",
+    "IntentReport",
+    "Mismatch",
+    "Fix",
     "GradlabWarning",
     "UnusedStepWarning",
     "load_ipython_extension",
@@ -87,10 +95,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .advice import Fix
     from .diagnosis import Diagnosis, Problem, check
     from .drawing import GraphView, draw
     from .explanation import Explanation, explain
     from .grads import GradReport, GradRow, grad_report
+    from .intent import IntentReport, Mismatch, check_intent
     from .graph import Graph, GraphNode, collect, saved_table, saved_tensors
     from .ipython import load_ipython_extension, unload_ipython_extension
     from .memory import MemoryTrace, measure_memory, plot_memory

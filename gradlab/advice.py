@@ -1,63 +1,472 @@
-"""What to do about each kind of autograd failure: gradlab's fix advice, in one place.
+"""What to do about an autograd failure, and what each fix trains: gradlab's advice, in one place.
 
-Every text that tells a user how to fix an autograd error lives here:
-:func:`gradlab.check`, :func:`gradlab.explain`, the command line, the IPython
-extension and the course render it from this module.
+Every text that tells a user how to fix an autograd error is built here:
+:class:`gradlab.Diagnosis`, :class:`gradlab.Explanation`, the command line, the
+IPython extension, the course's notebooks, playground and cheat sheet render it.
+
+A diagnosis first decides the :data:`Cause` of a failure from what gradlab saw
+(who wrote the saved tensor, which backward freed a node, where the models sit in
+the graph), then :func:`fixes_for` lists the fixes that fit that cause, the
+likeliest intent first. Every :class:`Fix` says in one line what it *trains*:
+which loss then sends gradient into which model. A fix that changes what trains
+says so; ``retain_graph=True`` is never offered for the in-place error.
+
+The texts speak in the user's names (``n_1``, ``opt_1``, ``loss_2``, ``pred_1``)
+when gradlab knows them, from ``names=`` and from the user's own lines, and in
+descriptions otherwise (``the model whose weights the step changed``).
+
+Example::
+
+    >>> from gradlab.advice import Context, fixes_for
+    >>> fix = fixes_for("inplace_op", Context(tensor="y", op="mul_", code="y.mul_(3)"))[0]
+    >>> fix.code
+    'y = y.mul(3)'
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import re
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
-if TYPE_CHECKING:
-    from .diagnosis import Problem
+__all__ = ["Cause", "CAUSES", "Context", "Fix", "fixes_for", "rewrite_in_place", "detach_in", "cause_sentence"]
 
-__all__ = ["fix_options"]
-
-_FREED_FIXES = [
-    "Call backward once per graph: add the losses that share it and call backward on the sum "
-    "(in the course: forward both networks, then (loss_1 + loss_2).backward()).",
-    "If the second model should treat the first one's output as data, detach it where it enters "
-    "(in the course: n_2(pred_1.detach())).",
-    "State carried from one iteration to the next (an RNN's hidden state, a running total of losses): "
-    "detach it at the start of each iteration (h = h.detach()), or keep loss.item() instead of the tensor.",
-    "If you need the graph again, recompute the forward pass instead of reusing the old output.",
-    "retain_graph=True on the first backward only helps when nothing modifies the saved tensors "
-    "in between; otherwise it turns this error into the in-place one.",
+#: Why a backward fails, as gradlab decides it from what it observed.
+Cause = Literal[
+    "optimizer_step",  # an optimizer step changed a saved weight between two backward calls
+    "inplace_op",  # an in-place op in the forward code (recorded by autograd) changed a saved tensor
+    "untracked_write",  # a write under no_grad(), through .detach() or to data changed a saved tensor
+    "carried_state",  # state carried from one iteration to the next (RNN hidden state, a running total)
+    "shared_graph_freed",  # a second backward through a part of the graph an earlier backward freed
+    "same_loss_twice",  # the same loss backwarded twice
+    "unknown",
 ]
-_STEP_FIXES = [
-    "Run every backward before the optimizer.step() that changes the weights it saved: "
-    "zero all, backward all (or their sum), then step all.",
-    "If the model whose weights changed should not learn from this loss, feed its output in "
-    "detached (in the course: n_2(pred_1.detach())).",
-    "If you must step in between, recompute the forward pass after the step, so the new graph "
-    "saves the new weights (in a GAN: run the discriminator again on the fake batch).",
-]
-_OP_FIXES = [
-    "Replace the in-place op with its out-of-place form: x = x + 1 for x += 1, torch.where(...) for "
-    "x[i] = v, nn.ReLU() for nn.ReLU(inplace=True).",
-]
+CAUSES: tuple[Cause, ...] = (
+    "optimizer_step",
+    "inplace_op",
+    "untracked_write",
+    "carried_state",
+    "shared_graph_freed",
+    "same_loss_twice",
+    "unknown",
+)
+
+_CAUSE_SENTENCES: dict[Cause, str] = {
+    "optimizer_step": "an optimizer step changed a weight the graph saved, before that graph's backward ran",
+    "inplace_op": "an in-place operation in the forward code overwrote a tensor autograd saved",
+    "untracked_write": "a write autograd could not record (under torch.no_grad(), through .detach(), or to data) "
+    "overwrote a tensor autograd saved",
+    "carried_state": "state carried from one iteration to the next keeps the previous iteration's graph",
+    "shared_graph_freed": "a second backward went through a part of the graph an earlier backward freed",
+    "same_loss_twice": "the same loss was backwarded twice",
+    "unknown": "gradlab cannot tell what changed the tensor (it was not watching when it happened)",
+}
 
 
-def fix_options(kind: str, problems: Sequence[Problem] = ()) -> list[str]:
-    """Fix options for one kind of problem, the likeliest first.
+def cause_sentence(cause: Cause) -> str:
+    """One sentence saying what the cause means."""
+    return _CAUSE_SENTENCES[cause]
 
-    For an in-place problem, a write by an ``optimizer.step()`` puts the ordering
-    fixes first; a write by an op puts "use the out-of-place form" first; when
-    nobody recorded the writer (outside :func:`gradlab.track`), both are listed.
+
+@dataclass(frozen=True)
+class Fix:
+    """One way to make the failing backward run, and what it trains.
+
+    ``summary`` says what to do; ``trains`` which loss then sends gradient into
+    which model (and whether that differs from what the failing code did);
+    ``code`` is the code to write, in the user's names when gradlab knows them;
+    ``intent`` the question that picks this fix (``if loss_2 should not train n_1``).
     """
-    if kind == "graph_freed":
-        return list(_FREED_FIXES)
-    if kind != "modified_in_place":
-        raise ValueError(f"kind must be 'graph_freed' or 'modified_in_place', not {kind!r}")
-    writers = [p.modified_by for p in problems if p.kind == kind and p.modified_by]
-    by_step = any(w.endswith(".step()") for w in writers)
-    by_op = any(not w.endswith(".step()") for w in writers)
-    if by_op and not by_step:
-        return _OP_FIXES + _STEP_FIXES
-    if by_step and not by_op:
-        return _STEP_FIXES + [
-            "If the tensor was changed by your own code, use the out-of-place op (x = x + 1, not x += 1)."
+
+    summary: str
+    trains: str
+    code: str | None = None
+    intent: str | None = None
+    cost: str | None = None
+
+    def lines(self) -> list[str]:
+        """The fix as text lines: the summary (with its intent), the code, what it trains."""
+        head = f"{self.intent[0].upper()}{self.intent[1:]}: {self.summary}" if self.intent else self.summary
+        out = [head]
+        if self.code:
+            out += [f"    {line}" for line in self.code.splitlines()]
+        out.append(f"  trains: {self.trains}")
+        if self.cost:
+            out.append(f"  cost: {self.cost}")
+        return out
+
+
+@dataclass(frozen=True)
+class Context:
+    """What gradlab knows about a failure, in the user's words (each field may be unknown).
+
+    ``tensor``: the saved tensor's name or description. ``model``: the model that
+    owns it (``n_1``). ``others``: the other models the failing loss reaches
+    (``("n_2",)``). ``loss``: the failing backward's loss (``loss_2``); ``earlier``:
+    the loss of the earlier backward (``loss_1``). ``optimizer``: the stepping
+    optimizer's variable (``opt_1``) and ``optimizer_class`` its class. ``entry``:
+    the variable holding ``model``'s output where it enters the other models
+    (``pred_1``), ``entry_line``/``entry_where``: the line that feeds it in.
+    ``op``/``code``/``where``: the in-place op and the user's line that ran it.
+    ``judge``: True when the stepped model sits between the failing loss and the
+    other models (a GAN's discriminator, a critic the actor trains through).
+    ``recompute``: the lines that build the failing loss from ``model``'s forward.
+    ``carried``: the variable carried across iterations; ``total``: True when it
+    is a running total of losses. ``writes_per_step``: versions one step adds.
+    """
+
+    tensor: str | None = None
+    model: str | None = None
+    others: tuple[str, ...] = ()
+    loss: str | None = None
+    earlier: str | None = None
+    optimizer: str | None = None
+    optimizer_class: str | None = None
+    entry: str | None = None
+    entry_line: str | None = None
+    entry_where: str | None = None
+    op: str | None = None
+    code: str | None = None
+    where: str | None = None
+    judge: bool = False
+    recompute: tuple[str, ...] = ()
+    carried: str | None = None
+    total: bool = False
+    step_between: bool | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    # -- the user's names, or descriptions ----------------------------------------------------------
+    @property
+    def m(self) -> str:
+        return self.model or "the upstream model"
+
+    @property
+    def o(self) -> str:
+        return " and ".join(self.others) if self.others else "the downstream model"
+
+    @property
+    def l(self) -> str:  # noqa: E743 - the failing loss
+        return self.loss or "the failing loss"
+
+    @property
+    def e(self) -> str:
+        return self.earlier or "the earlier loss"
+
+    @property
+    def opt(self) -> str:
+        return self.optimizer or "optimizer"
+
+    @property
+    def step(self) -> str:
+        return f"{self.optimizer}.step()" if self.optimizer else "the optimizer step"
+
+    @property
+    def zero(self) -> str:
+        return f"{self.optimizer}.zero_grad()" if self.optimizer else "the optimizer's zero_grad()"
+
+
+# -- code rewriting ------------------------------------------------------------------------------------
+
+_AUGMENTED = {
+    "__iadd__": "+",
+    "__isub__": "-",
+    "__imul__": "*",
+    "__itruediv__": "/",
+    "__ifloordiv__": "//",
+    "__imod__": "%",
+    "__ipow__": "**",
+    "__imatmul__": "@",
+    "__iand__": "&",
+    "__ior__": "|",
+    "__ixor__": "^",
+}
+_ACTIVATIONS = {"relu_", "leaky_relu_", "elu_", "hardtanh_", "relu6_", "silu_", "hardsigmoid_", "hardswish_",
+                "mish_", "gelu_", "threshold_", "dropout_", "selu_", "celu_", "rrelu_with_noise_"}
+
+
+def rewrite_in_place(code: str, op: str) -> str | None:
+    """The out-of-place form of one line that ran the in-place ``op``, or None if gradlab cannot write it.
+
+    Example::
+
+        >>> rewrite_in_place("y.mul_(3)", "mul_")
+        'y = y.mul(3)'
+        >>> rewrite_in_place("h += x  # step", "__iadd__")
+        'h = h + x  # step'
+        >>> rewrite_in_place("act = nn.ReLU(inplace=True)", "relu_")
+        'act = nn.ReLU()'
+    """
+    body, comment = _split_comment(code)
+    if op in _AUGMENTED:
+        m = re.fullmatch(r"(\s*)([\w.\[\]]+)\s*" + re.escape(_AUGMENTED[op]) + r"=\s*(.+?)\s*", body)
+        if m:
+            return f"{m[1]}{m[2]} = {m[2]} {_AUGMENTED[op]} {m[3]}{comment}"
+        return None
+    if op == "__setitem__":
+        m = re.fullmatch(r"(\s*)([\w.]+)\[(.+)\]\s*=\s*(.+?)\s*", body)
+        if m:
+            return f"{m[1]}{m[2]} = {m[2]}.clone()\n{m[1]}{m[2]}[{m[3]}] = {m[4]}{comment}"
+        return None
+    if "inplace=True" in body:
+        return re.sub(r",?\s*inplace=True", "", body).replace("(, ", "(") + comment
+    if op in _ACTIVATIONS:
+        return None
+    m = re.fullmatch(r"(\s*)(?:([\w.]+)\s*=\s*)?([\w.\[\]]+)\." + re.escape(op) + r"\((.*)\)\s*", body)
+    if m:
+        target = m[2] or m[3]
+        return f"{m[1]}{target} = {m[3]}.{op[:-1]}({m[4]}){comment}"
+    return None
+
+
+def detach_in(line: str, name: str) -> str | None:
+    """``line`` with the first use of ``name`` on its right-hand side detached, or None.
+
+    Example::
+
+        >>> detach_in("pred_2 = n_2(pred_1)", "pred_1")
+        'pred_2 = n_2(pred_1.detach())'
+        >>> detach_in("out, hidden = rnn(x, hidden)", "hidden")
+        'out, hidden = rnn(x, hidden.detach())'
+    """
+    body, comment = _split_comment(line)
+    eq = _assignment(body)
+    start = eq + 1 if eq is not None else 0
+    m = re.compile(r"(?<![\w.])" + re.escape(name) + r"(?![\w(])").search(body, start)
+    if m is None:
+        return None
+    return body[: m.end()] + ".detach()" + body[m.end() :] + comment
+
+
+def _assignment(body: str) -> int | None:
+    """The index of the ``=`` of a plain assignment in ``body``, if it is one."""
+    depth = 0
+    for i, ch in enumerate(body):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "=" and depth == 0:
+            before, after = body[i - 1 : i], body[i + 1 : i + 2]
+            if before not in "=!<>+-*/%&|^@" and after != "=":
+                return i
+    return None
+
+
+def _split_comment(code: str) -> tuple[str, str]:
+    m = re.search(r"\s+#.*$", code)
+    return (code[: m.start()], code[m.start() :]) if m else (code.rstrip(), "")
+
+
+def _loss_code(loss: str, call: str) -> str:
+    """``loss_2.backward(inputs=...)`` for a loss name, or for an expression."""
+    target = loss if re.fullmatch(r"[\w.\[\]]+", loss) else f"({loss})"
+    return f"{target}.{call}"
+
+
+# -- fixes per cause -------------------------------------------------------------------------------------
+
+_HATCH = (
+    "Or run the code as written inside torch.autograd.graph.allow_mutation_on_saved_tensors(): "
+    "autograd keeps a copy of each saved tensor before it is modified in place"
+)
+
+
+def _hatch(ctx: Context) -> Fix:
+    return Fix(
+        summary=_HATCH,
+        trains=f"what the code says: {ctx.l} sends gradient into {ctx.m}, computed with {ctx.m}'s weights from before "
+        f"{ctx.step}",
+        code="with torch.autograd.graph.allow_mutation_on_saved_tensors():\n    ...  # the loop, unchanged",
+        cost="a copy of every saved tensor that is modified in place (memory and time)",
+    )
+
+
+def _same_as_failing(ctx: Context) -> str:
+    return (
+        f"{ctx.l} trains {ctx.o} only; {ctx.m} learns from {ctx.e} only. That is what your loop means: "
+        f"{ctx.l}'s gradient for {ctx.m} would arrive after {ctx.step}, too late for that step, and "
+        f"{ctx.zero} clears it before the next one"
+    )
+
+
+def _chained(ctx: Context, freed: bool) -> list[Fix]:
+    """An upstream model's output feeds the failing loss's models (two chained networks, actor-critic)."""
+    detach_code = None
+    if ctx.entry and ctx.entry_line:
+        detach_code = detach_in(ctx.entry_line, ctx.entry)
+    where = f" (at {ctx.entry_where})" if ctx.entry_where and detach_code else ""
+    entry = f": feed in {ctx.entry}.detach(){where}" if ctx.entry else ""
+    trains_same = _same_as_failing(ctx) if ctx.optimizer or not freed else (
+        f"{ctx.l} trains {ctx.o} only; {ctx.m} learns from {ctx.e} only"
+    )
+    fixes = [
+        Fix(
+            intent=f"if {ctx.l} should not train {ctx.m}",
+            summary=f"detach {ctx.m}'s output where it enters {ctx.o}{entry}",
+            trains=trains_same,
+            code=detach_code,
+        ),
+        Fix(
+            intent=f"the same, keeping the order and the graph",
+            summary=f"backward {ctx.l} into {ctx.o}'s parameters only",
+            trains=f"the same as detaching: {ctx.l} trains {ctx.o} only",
+            code=_loss_code(ctx.l, f"backward(inputs=[p for m in ({', '.join(ctx.others) or 'model_2'},) "
+                                   "for p in m.parameters()])")
+            if len(ctx.others) != 1
+            else _loss_code(ctx.l, f"backward(inputs=list({ctx.others[0]}.parameters()))"),
+        ),
+        Fix(
+            intent=f"if {ctx.l} should also train {ctx.m}",
+            summary="one backward of the sum, then the steps: zero every optimizer, backward "
+            f"({ctx.e} + {ctx.l}) once, then step every optimizer",
+            trains=f"{ctx.e} and {ctx.l} both train {ctx.m}, and {ctx.l} trains {ctx.o}: a different training from "
+            f"the failing code's, where {ctx.m} followed {ctx.e} only",
+            code=f"({ctx.e} + {ctx.l}).backward()\n"
+            + (f"{ctx.optimizer}.step()  # and the other optimizers' steps, after it" if ctx.optimizer
+               else "optimizer.step()  # every optimizer, after the one backward"),
+        ),
+    ]
+    if freed and ctx.step_between is False:
+        fixes.append(Fix(
+            summary=f"or keep two backward calls: {ctx.e}.backward(retain_graph=True), then {ctx.l}.backward(), "
+            "and only then any optimizer step",
+            trains=f"like the sum: {ctx.e} and {ctx.l} both train {ctx.m}",
+            code=_loss_code(ctx.e, "backward(retain_graph=True)"),
+        ))
+    elif not freed:
+        fixes.append(_hatch(ctx))
+    return fixes
+
+
+def _judge(ctx: Context, freed: bool) -> list[Fix]:
+    """The stepped model sits between the failing loss and the models it trains (GAN discriminator)."""
+    code = None
+    if ctx.recompute:
+        first, *rest = ctx.recompute
+        code = "\n".join([f"{ctx.opt}.step()", f"{first}  # again: a new graph with the stepped weights", *rest])
+    targets = ctx.o
+    fixes = [
+        Fix(
+            summary=f"recompute {ctx.m}'s forward after {ctx.step}, and {ctx.l} from it",
+            trains=f"{ctx.l} trains {targets} through the updated {ctx.m} (the usual GAN order); {ctx.m} learns "
+            f"from {ctx.e} only, since {ctx.zero} clears what {ctx.l} leaves in {ctx.m}'s .grad",
+            code=code,
+        ),
+        Fix(
+            summary=f"or backward {ctx.l} before {ctx.step}, into {targets}'s parameters only",
+            trains=f"{ctx.l} trains {targets} through {ctx.m} as it was before its step; {ctx.m}'s gradient is "
+            "untouched",
+            code=_loss_code(ctx.l, f"backward(inputs=list({ctx.others[0]}.parameters()))")
+            if len(ctx.others) == 1
+            else None,
+        ),
+    ]
+    if not freed:
+        fixes.append(_hatch(ctx))
+    return fixes
+
+
+def _in_place(ctx: Context) -> list[Fix]:
+    rewritten = rewrite_in_place(ctx.code, ctx.op) if ctx.code and ctx.op else None
+    where = f" at {ctx.where}" if ctx.where else ""
+    op = ctx.op or "the in-place op"
+    if ctx.op in _ACTIVATIONS:
+        summary = "use the activation without inplace=True (nn.ReLU() rather than nn.ReLU(inplace=True))"
+    else:
+        summary = f"use the out-of-place form of {op}{where}"
+    return [
+        Fix(
+            summary=summary,
+            trains=f"the same as intended: nothing changes in which loss trains which parameters; {ctx.tensor or 'the tensor'} "
+            "keeps the value autograd saved",
+            code=rewritten,
+        ),
+        Fix(
+            summary=f"or write to a copy: {ctx.tensor or 'x'} = {ctx.tensor or 'x'}.clone() before the in-place write",
+            trains="the same as intended (the copy costs one tensor's memory)",
+        ),
+    ]
+
+
+def _untracked(ctx: Context) -> list[Fix]:
+    where = f" at {ctx.where}" if ctx.where else ""
+    t = ctx.tensor or "the tensor"
+    return [
+        Fix(
+            summary=f"do not write to {t} while a graph that saved it still needs it: move the write{where} after "
+            f"{ctx.l}.backward(), or write to a copy ({t}.clone())",
+            trains="the same as intended: the write changed values, not which loss trains which parameters",
+        ),
+        Fix(
+            summary="if the write is meant to be part of the model, make it an out-of-place op with grad enabled",
+            trains="the write's result then takes part in backward, so the gradient also flows through it",
+        ),
+    ]
+
+
+def _carried(ctx: Context) -> list[Fix]:
+    name = ctx.carried or "h"
+    if ctx.total:
+        return [
+            Fix(
+                summary=f"keep the running total as a number: {name} += {ctx.l}.item(), and call backward on each "
+                "iteration's loss",
+                trains=f"each iteration's loss trains the model, as intended; {name} is only for logging",
+                code=f"{ctx.l}.backward()\n{name} += {ctx.l}.item()",
+            ),
+            Fix(
+                summary=f"if {name} should train the model, call {name}.backward() once, after the loop",
+                trains="every iteration's loss trains the model through one backward (memory grows with the loop)",
+            ),
         ]
-    return _STEP_FIXES + _OP_FIXES
+    code = detach_in(ctx.entry_line, name) if ctx.entry_line else None
+    return [
+        Fix(
+            summary=f"detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
+            "iteration (truncated backpropagation through time)",
+            trains=f"each iteration's {ctx.loss or 'loss'} trains through the current iteration only; the previous "
+            "iteration's graph is released",
+            code=code or f"{name} = {name}.detach()  # at the start of each iteration",
+        ),
+        Fix(
+            summary="or backpropagate through the whole sequence: accumulate the losses and call backward once at "
+            "the end",
+            trains="full backpropagation through time: each loss trains through every earlier step (memory grows "
+            "with the sequence)",
+        ),
+    ]
+
+
+def _twice(ctx: Context) -> list[Fix]:
+    return [
+        Fix(
+            summary=f"call {ctx.l}.backward() once; if you need two backward calls through it, pass "
+            "retain_graph=True to the first",
+            trains="unchanged; note that two backward calls add their gradients into .grad",
+            code=_loss_code(ctx.l, "backward(retain_graph=True)  # the first of the two calls"),
+        ),
+        Fix(
+            summary="or recompute the forward before the second backward",
+            trains="unchanged, with a fresh graph",
+        ),
+    ]
+
+
+def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
+    """The fixes that fit ``cause``, the likeliest intent first, in the words of ``ctx``."""
+    ctx = ctx or Context()
+    if cause == "optimizer_step":
+        return tuple(_judge(ctx, False) if ctx.judge else _chained(ctx, False))
+    if cause == "shared_graph_freed":
+        return tuple(_judge(ctx, True) if ctx.judge else _chained(ctx, True))
+    if cause == "inplace_op":
+        return tuple(_in_place(ctx))
+    if cause == "untracked_write":
+        return tuple(_untracked(ctx))
+    if cause == "carried_state":
+        return tuple(_carried(ctx))
+    if cause == "same_loss_twice":
+        return tuple(_twice(ctx))
+    # unknown: the two likeliest families, each with what it trains
+    unknown = replace(ctx)
+    return (*_in_place(unknown)[:1], *_chained(unknown, False)[:1], *_carried(unknown)[:1])

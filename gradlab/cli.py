@@ -26,22 +26,26 @@ import runpy
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .explanation import explain
+
+if TYPE_CHECKING:
+    from .tracker import Tracker
 
 __all__ = ["main", "run_script", "run_module", "explain_text", "USAGE"]
 
 USAGE = """\
-usage: python -m gradlab run [--explain-only] SCRIPT.py [ARGS...]
-       python -m gradlab run [--explain-only] -m MODULE [ARGS...]
-       python -m gradlab explain [--file TRACEBACK.txt]
+usage: python -m gradlab run [--verbose] [--explain-only] SCRIPT.py [ARGS...]
+       python -m gradlab run [--verbose] [--explain-only] -m MODULE [ARGS...]
+       python -m gradlab explain [--verbose] [--file TRACEBACK.txt]
        python -m gradlab --help
 
 Run a PyTorch script as `python SCRIPT.py ARGS...` would, with gradlab's
 tracker watching autograd. If a backward fails because the graph was freed or
-a saved tensor was modified in place, the traceback names the tensor and the
-line that changed it, followed by an explanation and the fixes.
+a saved tensor was modified in place, the traceback ends with gradlab's note:
+the line that changed the tensor, the tensor, and the fix that fits, with what
+it trains. --verbose adds every problem, every fix and the message decoded.
 
 commands:
   run            run a script (or -m MODULE) with tracking; exit code as python's
@@ -49,6 +53,8 @@ commands:
                  exit 0 if it is one gradlab decodes, 1 if not
 
 options of run:
+  --verbose      on an autograd error, also print every problem and every fix
+                 (with what each trains) and what the message says
   --explain-only run without tracking (no overhead); on an autograd error
                  print the traceback and the explanation of its message
   -m MODULE      run a module as `python -m MODULE` would
@@ -74,7 +80,7 @@ def _tracking(
         return contextlib.nullcontext()
     from .tracker import track
 
-    return track(names=names)
+    return track(names=names, warn=True)
 
 
 def _modules_in(namespace: Mapping[str, object]) -> dict[str, object]:
@@ -205,8 +211,12 @@ def _exit_code(exc: SystemExit, stderr: TextIO) -> int:
     return 1
 
 
-def _report(exc: BaseException, stderr: TextIO, explained: bool) -> int:
-    """Print ``exc`` as python would, then its explanation if it is an autograd error."""
+def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker | None) -> int:
+    """Print ``exc`` as python would; for an autograd error, gradlab's note is part of it.
+
+    Without a note (``--explain-only``, or a failure the tracker did not see) the
+    explanation of the message follows, in short; ``verbose`` prints everything.
+    """
     _clean_chain(exc)
     tb = exc.__traceback__
     stderr.flush()
@@ -217,27 +227,39 @@ def _report(exc: BaseException, stderr: TextIO, explained: bool) -> int:
         import traceback
 
         traceback.print_exception(type(exc), exc, tb, file=stderr)
-    if explained:
-        explanation = explain(exc)
-        if explanation.kind != "not_autograd":
-            print("", file=stderr)
-            print(explanation, file=stderr)
+    explanation = explain(exc)
+    if explanation.kind != "not_autograd":
+        diagnosis = tracker.diagnosis_for(exc) if tracker is not None else None
+        if verbose:
+            if diagnosis is not None:
+                print("\n" + diagnosis.details(), file=stderr)
+            print("\n" + explanation.details(), file=stderr)
+        elif diagnosis is None:
+            print("\n" + str(explanation), file=stderr)
     return 130 if isinstance(exc, KeyboardInterrupt) else 1
 
 
-def _run(body: Callable[[], None], names: _MainNamespace, explain_only: bool, stderr: TextIO) -> int:
+def _run(body: Callable[[], None], names: _MainNamespace, explain_only: bool, stderr: TextIO,
+         verbose: bool = False) -> int:
+    tracking = _tracking(names, explain_only)
     try:
-        with _tracking(names, explain_only):
+        with tracking:
             body()
     except SystemExit as e:
         return _exit_code(e, stderr)
     except BaseException as e:
-        return _report(e, stderr, explained=True)
+        tracker = tracking if hasattr(tracking, "diagnosis_for") else None
+        return _report(e, stderr, verbose, tracker)  # type: ignore[arg-type]
     return 0
 
 
 def run_script(
-    path: str | os.PathLike[str], args: Sequence[str] = (), *, explain_only: bool = False, stderr: TextIO | None = None
+    path: str | os.PathLike[str],
+    args: Sequence[str] = (),
+    *,
+    explain_only: bool = False,
+    stderr: TextIO | None = None,
+    verbose: bool = False,
 ) -> int:
     """Run the file ``path`` as ``python path args...`` would; return the exit code.
 
@@ -259,7 +281,7 @@ def run_script(
     if os.path.isdir(abspath) or (
         os.path.isfile(abspath) and not abspath.endswith((".py", ".pyw")) and _is_zip(abspath)
     ):
-        return _run_path_with_runpy(path, list(args), explain_only, err)
+        return _run_path_with_runpy(path, list(args), explain_only, err, verbose)
     try:
         with open(abspath, "rb") as f:
             source = f.read()
@@ -279,7 +301,7 @@ def run_script(
         exec(code, namespace)
 
     with _as_main([path, *args], os.path.dirname(abspath), module):
-        return _run(body, _MainNamespace(namespace), explain_only, err)
+        return _run(body, _MainNamespace(namespace), explain_only, err, verbose)
 
 
 def _is_zip(path: str) -> bool:
@@ -288,17 +310,24 @@ def _is_zip(path: str) -> bool:
     return zipfile.is_zipfile(path)
 
 
-def _run_path_with_runpy(path: str, args: list[str], explain_only: bool, stderr: TextIO) -> int:
+def _run_path_with_runpy(path: str, args: list[str], explain_only: bool, stderr: TextIO, verbose: bool) -> int:
     """Directories and zip files with a ``__main__.py``: as ``python DIR`` does."""
 
     def body() -> None:
         runpy.run_path(path, run_name="__main__")
 
     with _as_main([path, *args], None, None):
-        return _run(body, _MainNamespace(), explain_only, stderr)
+        return _run(body, _MainNamespace(), explain_only, stderr, verbose)
 
 
-def run_module(name: str, args: Sequence[str] = (), *, explain_only: bool = False, stderr: TextIO | None = None) -> int:
+def run_module(
+    name: str,
+    args: Sequence[str] = (),
+    *,
+    explain_only: bool = False,
+    stderr: TextIO | None = None,
+    verbose: bool = False,
+) -> int:
     """Run module ``name`` as ``python -m name args...`` would; return the exit code.
 
     Example::
@@ -328,7 +357,7 @@ def run_module(name: str, args: Sequence[str] = (), *, explain_only: bool = Fals
         if not found:
             print(f"{_interpreter()}: No module named {name}", file=err)
             return 1
-        return _run(body, names, explain_only, err)
+        return _run(body, names, explain_only, err, verbose)
 
 
 # --------------------------------------------------------------------------
@@ -336,8 +365,8 @@ def run_module(name: str, args: Sequence[str] = (), *, explain_only: bool = Fals
 # --------------------------------------------------------------------------
 
 
-def explain_text(text: str, stdout: TextIO | None = None) -> int:
-    """Print the explanation of the error in ``text``; 0 if recognised, else 1.
+def explain_text(text: str, stdout: TextIO | None = None, verbose: bool = False) -> int:
+    """Print the explanation of the error in ``text`` (all of it with ``verbose``); 0 if recognised, else 1.
 
     Example::
 
@@ -349,7 +378,7 @@ def explain_text(text: str, stdout: TextIO | None = None) -> int:
     """
     out = stdout if stdout is not None else sys.stdout
     explanation = explain(text)
-    print(explanation, file=out)
+    print(explanation.details() if verbose else explanation, file=out)
     return 0 if explanation.kind != "not_autograd" else 1
 
 
@@ -365,11 +394,13 @@ def _usage_error(message: str) -> int:
 
 
 def _main_run(argv: list[str]) -> int:
-    explain_only = False
+    explain_only = verbose = False
     while argv and argv[0].startswith("-"):
         opt = argv.pop(0)
         if opt == "--explain-only":
             explain_only = True
+        elif opt in ("-v", "--verbose"):
+            verbose = True
         elif opt in ("-h", "--help"):
             print(USAGE, end="")
             return 0
@@ -377,9 +408,9 @@ def _main_run(argv: list[str]) -> int:
             if not argv:
                 return _usage_error("-m needs a module name")
             module = argv.pop(0)
-            return run_module(module, argv, explain_only=explain_only)
+            return run_module(module, argv, explain_only=explain_only, verbose=verbose)
         elif opt.startswith("-m") and len(opt) > 2:  # -mtrain, like python
-            return run_module(opt[2:], argv, explain_only=explain_only)
+            return run_module(opt[2:], argv, explain_only=explain_only, verbose=verbose)
         elif opt == "--":
             break
         else:
@@ -387,17 +418,20 @@ def _main_run(argv: list[str]) -> int:
     if not argv:
         return _usage_error("run needs a script (SCRIPT.py) or -m MODULE")
     script = argv.pop(0)
-    return run_script(script, argv, explain_only=explain_only)
+    return run_script(script, argv, explain_only=explain_only, verbose=verbose)
 
 
 def _main_explain(argv: list[str]) -> int:
     path = None
+    verbose = False
     while argv:
         opt = argv.pop(0)
         if opt in ("-h", "--help"):
             print(USAGE, end="")
             return 0
-        if opt == "--file" and argv:
+        if opt in ("-v", "--verbose"):
+            verbose = True
+        elif opt == "--file" and argv:
             path = argv.pop(0)
         elif opt.startswith("--file="):
             path = opt.split("=", 1)[1]
@@ -412,7 +446,7 @@ def _main_explain(argv: list[str]) -> int:
         except OSError as e:
             print(f"gradlab: can't open file {path!r}: [Errno {e.errno}] {e.strerror}", file=sys.stderr)
             return 2
-    return explain_text(text)
+    return explain_text(text, verbose=verbose)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

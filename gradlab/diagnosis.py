@@ -1,36 +1,57 @@
-"""Predict whether ``backward()`` will succeed, and say why not."""
+"""Predict whether ``backward()`` will succeed, say why not, and what to do about it.
+
+:func:`check` collects the graph of an output and returns a :class:`Diagnosis`:
+one :class:`Problem` per freed node or stale saved tensor, each with its
+:data:`~gradlab.advice.Cause` and the fixes that fit it (:mod:`gradlab.advice`).
+Inside :func:`gradlab.track` the diagnosis knows who wrote a tensor and which
+backward freed a node; outside, gradlab decides from the tensors themselves.
+
+``str(diagnosis)`` is the short form (the one shown under a failing traceback):
+the kind in one line, the user's line that did it with the op marked, the
+tensor, where it was saved and which backward needed it, then the one fix that
+fits as a ``help:`` line. :meth:`Diagnosis.details` lists every problem and
+every fix with what it trains.
+"""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from . import session
-from .advice import fix_options
-from .graph import Graph, collect
+from . import internals, session
+from .advice import Cause, Context, Fix, cause_sentence, fixes_for
+from .graph import Graph, GraphNode, collect
+from .location import Location, frame_names
 from .names import NamesLike
-from .saved import SavedTensor
+from .saved import SavedTensor, Write
 
 if TYPE_CHECKING:
-    from .tracker import BackwardCall
+    from .tracker import BackwardCall, Tracker
 
 __all__ = ["Diagnosis", "Problem", "ProblemKind", "check", "check_graph"]
 
 #: The two ways a backward fails that gradlab diagnoses.
 ProblemKind = Literal["graph_freed", "modified_in_place"]
 
+_TITLES = {"graph_freed": "graph freed", "modified_in_place": "modified in place"}
+
 
 @dataclass(frozen=True)
 class Problem:
-    """One reason a backward would fail.
+    """One reason a backward would fail, its cause, and the fixes that fit.
 
     ``kind`` is ``graph_freed`` or ``modified_in_place``; ``node`` the backward
-    node that needs the tensor; ``tensor`` a readable name; ``where`` the user
-    line that modified it (or, for a freed graph, the backward call that freed it).
+    node that needs the tensor; ``tensor`` a readable name; ``where``/``code`` the
+    user line that modified it (or, for a freed graph, the backward call that
+    freed it). ``cause`` is what gradlab decided caused it, ``fixes`` the fixes
+    for that cause, the likeliest first, each saying what it trains.
     """
 
     kind: ProblemKind
@@ -43,8 +64,14 @@ class Problem:
     where: str | None = None
     code: str | None = None
     node_id: int | None = None
+    cause: Cause = "unknown"
+    fixes: tuple[Fix, ...] = field(default=(), repr=False)
+    saved_at: Location | None = field(default=None, repr=False)
+    location: Location | None = field(default=None, repr=False)
+    writes: tuple[Write, ...] = field(default=(), repr=False)
 
     def sentence(self) -> str:
+        """The problem in one sentence."""
         shape = f" {list(self.shape)}" if self.shape is not None and "[" not in self.tensor else ""
         if self.kind == "graph_freed":
             text = f"{self.node} needs {self.tensor}{shape}, but its saved tensors were freed"
@@ -64,91 +91,446 @@ class Problem:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """The answer of :func:`check`: ``ok`` is True when ``backward()`` would succeed."""
+    """The answer of :func:`check`: ``ok`` is True when ``backward()`` would succeed.
+
+    ``problems`` are the reasons it would not (the first is the one backward
+    meets first); ``fixes`` the fixes of the first problem, the likeliest first;
+    ``needed_by`` the backward call that failed (when a tracker saw it fail).
+    """
 
     ok: bool
     problems: list[Problem]
     graph: Graph = field(repr=False)
+    needed_by: Location | None = field(default=None, repr=False)
+    failed: bool = False
 
     @property
     def kinds(self) -> list[str]:
         return sorted({p.kind for p in self.problems})
 
+    @property
+    def cause(self) -> Cause | None:
+        """The cause of the first problem (None when ``ok``)."""
+        return self.problems[0].cause if self.problems else None
+
+    @property
+    def fixes(self) -> tuple[Fix, ...]:
+        """The fixes of the first problem, the likeliest intent first."""
+        return self.problems[0].fixes if self.problems else ()
+
     def __str__(self) -> str:
         if self.ok:
             return f"ok: backward() would succeed ({self.graph.summary()})."
-        lines = [f"backward() would fail ({self.graph.summary()})."]
-        for kind, title in (("graph_freed", "Graph already freed"), ("modified_in_place", "Modified in place")):
+        return "\n".join(_short(self))
+
+    def details(self) -> str:
+        """Every problem, its cause, and every fix with what it trains."""
+        if self.ok:
+            return str(self)
+        verb = "failed" if self.failed else "would fail"
+        lines = [f"backward() {verb} ({self.graph.summary()})."]
+        for kind, title in (("modified_in_place", "Modified in place"), ("graph_freed", "Graph already freed")):
             probs = [p for p in self.problems if p.kind == kind]
             if not probs:
                 continue
-            lines.append("")
-            lines.append(f"{title}:")
-            lines.extend(f"  - {p.sentence()}" for p in probs[:8])
+            lines += ["", f"{title}:"]
+            lines += [f"  - {p.sentence()}" for p in probs[:8]]
             if len(probs) > 8:
                 lines.append(f"  - ... and {len(probs) - 8} more")
-            lines.append("Fix options:")
-            lines.extend(f"  * {fix}" for fix in fix_options(kind, probs))
+        first = self.problems[0]
+        lines += ["", f"Cause: {cause_sentence(first.cause)}.", "", "Fixes, by what you want to train:"]
+        for i, fix in enumerate(first.fixes, 1):
+            fix_lines = fix.lines()
+            lines.append(f"  {i}. {fix_lines[0]}")
+            lines += [f"     {line}" for line in fix_lines[1:]]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return f"Diagnosis(ok={self.ok}, problems={len(self.problems)}, kinds={self.kinds})"
+        return f"Diagnosis(ok={self.ok}, problems={len(self.problems)}, kinds={self.kinds}, cause={self.cause!r})"
 
     def _repr_html_(self) -> str:
         if self.ok:
             return f"<p><b>ok</b>: backward() would succeed ({html.escape(self.graph.summary())}).</p>"
-        head = "".join(
-            f"<th>{h}</th>" for h in ("kind", "node", "tensor", "shape", "saved", "now", "modified by", "where")
+        short = html.escape(str(self))
+        fixes = "".join(
+            f"<li>{html.escape(fix.lines()[0])}"
+            + (f"<pre>{html.escape(fix.code)}</pre>" if fix.code else "")
+            + f"<br><i>trains:</i> {html.escape(fix.trains)}</li>"
+            for fix in self.fixes
         )
-        rows = []
-        for p in self.problems:
-            cells = (
-                p.kind,
-                p.node,
-                p.tensor,
-                "" if p.shape is None else str(list(p.shape)),
-                "" if p.saved_version is None else str(p.saved_version),
-                "" if p.current_version is None else str(p.current_version),
-                p.modified_by or "",
-                (p.where or "") + (f": {p.code}" if p.code else ""),
-            )
-            rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-        fixes = "".join(f"<li>{html.escape(f)}</li>" for k in self.kinds for f in fix_options(k, self.problems))
-        return (
-            f"<p><b>backward() would fail</b> ({html.escape(self.graph.summary())})</p>"
-            f"<table><tr>{head}</tr>{''.join(rows)}</table><p>Fix options:</p><ul>{fixes}</ul>"
-        )
+        return f"<pre>{short}</pre><details><summary>All fixes, by what you want to train</summary><ol>{fixes}</ol></details>"
+
+
+# -- the short form ---------------------------------------------------------------------------------------
+
+
+def _short(d: Diagnosis) -> list[str]:
+    p = d.problems[0]
+    verb = "" if d.failed else "would fail: "
+    lines: list[str] = []
+    if p.kind == "modified_in_place":
+        who = f" by {p.modified_by}" if p.modified_by else ""
+        lines.append(f"error[modified in place]: {verb}{p.tensor} was changed{who} after autograd saved it")
+        if p.location is not None:
+            label = f"{p.modified_by or 'this write'}: version {p.saved_version} -> {p.current_version}"
+            lines += _quote(p.location, _op_span(p.location.code, p.writes[0].op if p.writes else None), label)
+        else:
+            lines.append(f"   = version {p.saved_version} when saved, {p.current_version} now (who wrote it is "
+                         "unknown outside gradlab.track())")
+    else:
+        freed_by = f" by {p.code}" if p.code else ""
+        lines.append(f"error[graph freed]: {verb}{p.node} needs saved tensors that were already freed{freed_by}")
+        if p.location is not None:
+            lines += _quote(p.location, _op_span(p.location.code, "backward"), "freed them (no retain_graph=True)")
+    shape = f" {list(p.shape)}" if p.shape is not None and "[" not in p.tensor else ""
+    saved = f", at {p.saved_at}" if p.saved_at is not None else ""
+    if p.kind == "modified_in_place":
+        lines.append(f"   = tensor: {p.tensor}{shape}, saved by {p.node} at version {p.saved_version}{saved}")
+    if d.needed_by is not None:
+        lines.append(f"   = needed by: {d.needed_by.trail()}")
+    more = len(d.problems) - 1
+    if more:
+        lines.append(f"   = and {more} more problem{'s' if more > 1 else ''} of this graph (diagnosis.details())")
+    lines.append(f"   = cause: {cause_sentence(p.cause)}")
+    if p.fixes:
+        fix = p.fixes[0]
+        lines.append(f"help: {fix.lines()[0]}")
+        if fix.code:
+            lines += [f"   |     {line}" for line in fix.code.splitlines()]
+        lines.append(f"   = trains: {fix.trains}")
+        if len(p.fixes) > 1:
+            n = len(p.fixes) - 1
+            lines.append(f"   = {n} other fix{'es' if n > 1 else ''}, for other intents: print(diagnosis.details()), "
+                         "or python -m gradlab run --verbose")
+    return lines
+
+
+def _quote(loc: Location, span: tuple[int, int] | None, label: str) -> list[str]:
+    """rustc-style: the location, the user's line, and the op marked under it."""
+    code = loc.code
+    number = str(loc.lineno)
+    pad = " " * len(number)
+    out = [f"  --> {loc.where}", f"{pad} |", f"{number} |     {code}"]
+    start, end = span if span is not None else (0, len(code))
+    out.append(f"{pad} |     {' ' * start}{'^' * max(1, end - start)} {label}")
+    for caller in loc.callers:
+        out.append(f"{pad} = called from {caller}")
+    return out
+
+
+def _op_span(code: str, op: str | None) -> tuple[int, int] | None:
+    """Where in ``code`` the operation ``op`` is (for the ``^^^`` marker), or None."""
+    if not code:
+        return None
+    patterns = []
+    if op and op.endswith(".step()"):
+        patterns.append(r"[\w.\[\]]+\.step\(\s*\)")
+    elif op == "backward":
+        patterns += [r"[\w.\[\]()+ ]*?\.backward\([^()]*(?:\([^()]*\)[^()]*)*\)", r"torch\.autograd\.\w+\(.*\)"]
+    elif op in _AUGMENTED_SIGNS:
+        patterns.append(re.escape(_AUGMENTED_SIGNS[op]) + "=")
+    elif op == "__setitem__":
+        patterns.append(r"[\w.]+\[.*?\]\s*=")
+    elif op:
+        patterns += [r"[\w.\[\]]*\." + re.escape(op) + r"\([^)]*\)", r"inplace\s*=\s*True"]
+    for pattern in patterns:
+        m = re.search(pattern, code)
+        if m:
+            return m.start(), m.end()
+    return None
+
+
+_AUGMENTED_SIGNS = {"__iadd__": "+", "__isub__": "-", "__imul__": "*", "__itruediv__": "/", "__imatmul__": "@",
+                    "__ifloordiv__": "//", "__imod__": "%", "__ipow__": "**"}
+
+
+# -- deciding the cause -----------------------------------------------------------------------------------
 
 
 def _problem(s: SavedTensor) -> Problem:
     kind: ProblemKind = "graph_freed" if s.status == "freed" else "modified_in_place"
-    return Problem(
-        kind=kind,
-        node=s.node,
-        tensor=s.name,
-        shape=s.shape,
-        saved_version=s.saved_version,
-        current_version=s.current_version,
-        modified_by=s.modified_by,
-        where=s.where,
-        code=s.code,
-        node_id=s.node_id,
-    )
+    location = s.writes[0].location if s.writes else s.freed_by
+    return Problem(kind=kind, node=s.node, tensor=s.name, shape=s.shape, saved_version=s.saved_version,
+                   current_version=s.current_version, modified_by=s.modified_by, where=s.where, code=s.code,
+                   node_id=s.node_id, saved_at=s.saved_at, location=location, writes=s.writes)
 
 
-def check_graph(graph: Graph, failing: BackwardCall | None = None) -> Diagnosis:
+def _module(name: str | None) -> str | None:
+    """``n_1.linear_2.weight (transposed view)`` -> ``n_1``; descriptions -> None."""
+    if not name or name.startswith(("output of ", "leaf ", "tensor ", "its saved ")):
+        return None
+    head = name.split(" (", 1)[0]
+    return head.split(".", 1)[0] if "." in head else None
+
+
+class _Topology:
+    """Which named models each node of a graph reaches (by the leaves below it)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.by_id = {n.id: n for n in graph.nodes}
+        self.parents: dict[int, list[int]] = {}
+        for n in graph.nodes:
+            for m in n.next_ids:
+                self.parents.setdefault(m, []).append(n.id)
+        self._reach: dict[int, frozenset[str]] = {}
+
+    def models_below(self, node_id: int) -> frozenset[str]:
+        """The top-level module names of the named parameters reachable from ``node_id``."""
+        cached = self._reach.get(node_id)
+        if cached is not None:
+            return cached
+        found: set[str] = set()
+        seen = {node_id}
+        stack = [node_id]
+        while stack:
+            n = self.by_id[stack.pop()]
+            if n.kind == "leaf":
+                module = _module(n.leaf_name)
+                if module:
+                    found.add(module)
+            for m in n.next_ids:
+                if m not in seen:
+                    seen.add(m)
+                    stack.append(m)
+        result = frozenset(found)
+        self._reach[node_id] = result
+        return result
+
+    def entry(self, model: str) -> tuple[GraphNode, GraphNode] | None:
+        """The node whose output carries ``model``'s result into the rest, and its consumer."""
+        for n in self.graph.nodes:  # breadth first from the outputs: the first found is the highest
+            if n.kind == "leaf" or self.models_below(n.id) != {model}:
+                continue
+            for parent in self.parents.get(n.id, ()):
+                if self.models_below(parent) - {model}:
+                    return n, self.by_id[parent]
+        return None
+
+
+def _var_named(namespace: Mapping[str, Any] | None, match: Any) -> str | None:
+    """A variable in ``namespace`` holding a tensor that ``match(tensor)`` accepts (the user's name for it)."""
+    if not namespace:
+        return None
+    for key, value in namespace.items():
+        if isinstance(key, str) and not key.startswith("_") and isinstance(value, torch.Tensor) and match(value):
+            return key
+    return None
+
+
+def _receiver(code: str | None, method: str) -> str | None:
+    """``opt_1`` from ``opt_1.step()``; ``loss_2`` from ``loss_2.backward()``."""
+    if not code:
+        return None
+    m = re.search(r"([\w.\[\]]+|\([^()]*\))\." + method + r"\(", code)
+    if m:
+        return m[1].strip("()") if m[1].startswith("(") else m[1]
+    m = re.search(r"torch\.autograd\.(?:backward|grad)\(\s*([\w.\[\]]+)", code)
+    return m[1] if m else None
+
+
+def _saved_line(graph: Graph, node_ids: Iterable[int]) -> Location | None:
+    """The user line whose forward saved a tensor for one of ``node_ids`` (their forward line)."""
+    wanted = set(node_ids)
+    for s in graph.saved:
+        if s.node_id in wanted and s.saved_at is not None:
+            return s.saved_at
+    return None
+
+
+@dataclass
+class _Facts:
+    """What the tracker knows about the failure (all optional)."""
+
+    tracker: Tracker | None = None
+    failing: BackwardCall | None = None
+    namespace: dict[str, Any] = field(default_factory=dict)
+
+
+def _decide(problems: list[Problem], graph: Graph, facts: _Facts) -> list[Problem]:
+    """Fill in each problem's cause and fixes."""
+    if not problems:
+        return problems
+    topo = _Topology(graph)
+    decided = []
+    for p in problems:
+        cause, ctx = _cause(p, graph, topo, facts)
+        decided.append(_with(p, cause, fixes_for(cause, ctx)))
+    return decided
+
+
+def _with(p: Problem, cause: Cause, fixes: tuple[Fix, ...]) -> Problem:
+    return Problem(**{**p.__dict__, "cause": cause, "fixes": fixes})
+
+
+def _cause(p: Problem, graph: Graph, topo: _Topology, facts: _Facts) -> tuple[Cause, Context]:
+    failing = facts.failing
+    loss = _receiver(failing.location.code, "backward") if failing is not None and failing.location else None
+    if loss is None and graph.outputs:
+        root = topo.by_id[graph.outputs[0]]
+        loss = _var_named(facts.namespace, lambda t: t.grad_fn is not None and _seq(t.grad_fn) == root.seq
+                          and t.grad_fn.name() == root.name)
+    node_id = p.node_id if p.node_id is not None else graph.outputs[0]
+    model = _module(p.tensor)
+    if model is None and p.kind == "graph_freed":
+        owners = topo.models_below(node_id)
+        model = next(iter(owners)) if len(owners) == 1 else None
+    others = tuple(sorted(topo.models_below(graph.outputs[0]) - {model})) if model else ()
+    base = Context(tensor=p.tensor, model=model, others=others, loss=loss)
+
+    if p.kind == "modified_in_place":
+        writes = p.writes
+        optimizer_write = next((w for w in writes if w.optimizer), None)
+        if optimizer_write is not None or (not writes and _is_parameter(p)):
+            if _carried_over(graph, node_id, facts):
+                return "carried_state", _carried_context(base, graph, topo, facts, node_id)
+            return "optimizer_step", _step_context(base, p, graph, topo, facts, optimizer_write, node_id)
+        if writes:
+            w = writes[0]
+            code = w.location.code if w.location else None
+            ctx = Context(tensor=_short_name(p.tensor), op=w.op, code=code, where=w.where, loss=loss)
+            return ("inplace_op" if all(x.grad_mode for x in writes) else "untracked_write"), ctx
+        # Outside a tracker: the writer is unknown. A non-parameter was changed by the user's own code.
+        return "inplace_op", Context(tensor=_short_name(p.tensor), loss=loss, op=None)
+
+    # graph freed
+    call = _freeing_call(p, facts)
+    root_ids = set(graph.outputs)
+    if failing is not None and call is not None and call.location is not None and call.location.same_call(failing.location):
+        return "carried_state", _carried_context(base, graph, topo, facts, node_id)
+    if node_id in root_ids:
+        return "same_loss_twice", base
+    earlier = _receiver(call.location.code, "backward") if call is not None and call.location else None
+    ctx = _step_context(replace_context(base, earlier=earlier), p, graph, topo, facts, None, node_id)
+    if facts.tracker is not None and call is not None:
+        steps = _steps_between(facts.tracker, call, failing)
+        ctx = replace_context(ctx, step_between=bool(steps))
+        if steps and steps[0][0] is not None:
+            ctx = replace_context(ctx, optimizer=_receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
+    return "shared_graph_freed", ctx
+
+
+def replace_context(ctx: Context, **changes: Any) -> Context:
+    return replace(ctx, **changes)
+
+
+def _seq(fn: Any) -> int | None:
+    return internals.sequence_nr(fn)
+
+
+def _short_name(name: str) -> str:
+    return name.split(" (", 1)[0] if not name.startswith(("output of", "leaf ", "tensor ")) else name
+
+
+def _is_parameter(p: Problem) -> bool:
+    return _module(p.tensor) is not None or p.tensor.startswith("leaf ")
+
+
+def _freeing_call(p: Problem, facts: _Facts) -> BackwardCall | None:
+    tracker = facts.tracker
+    if tracker is None or p.location is None:
+        return None
+    for call in reversed(tracker.history):
+        if call.location is p.location:
+            return call
+    return None
+
+
+def _steps_between(tracker: Tracker, call: BackwardCall, failing: BackwardCall | None) -> list[tuple[Location | None, str]]:
+    """The optimizer steps that ran between the freeing backward and the failing one."""
+    end = failing.event if failing is not None else None
+    return [(loc, name) for index, loc, name in tracker.steps if index > call.event and (end is None or index <= end)]
+
+
+def _carried_over(graph: Graph, node_id: int, facts: _Facts) -> bool:
+    """The node was built before an earlier backward at the failing line: a previous iteration's graph."""
+    failing, tracker = facts.failing, facts.tracker
+    if failing is None or tracker is None or failing.location is None:
+        return False
+    seq = next((n.seq for n in graph.nodes if n.id == node_id), None)
+    if seq is None:
+        return False
+    return any(call is not failing and call.location is not None and call.location.same_call(failing.location)
+               and call.newest_node is not None and seq <= call.newest_node for call in tracker.history)
+
+
+def _step_context(base: Context, p: Problem, graph: Graph, topo: _Topology, facts: _Facts, write: Write | None,
+                  node_id: int) -> Context:
+    model = base.model
+    below = topo.models_below(node_id)
+    judge = bool(model) and bool(below - {model})
+    optimizer = _receiver(write.location.code, "step") if write is not None and write.location else None
+    optimizer_class = write.op.split(".")[0] if write is not None else None
+    earlier = base.earlier
+    tracker = facts.tracker
+    if earlier is None and tracker is not None and write is not None and write.event is not None:
+        before = [c for c in tracker.history if c.event < write.event and c is not facts.failing]
+        if before and before[-1].location is not None:
+            earlier = _receiver(before[-1].location.code, "backward")
+    ctx = replace_context(base, judge=judge, optimizer=optimizer, optimizer_class=optimizer_class, earlier=earlier)
+    if not model:
+        return ctx
+    if judge:
+        # The stepped model sits between the loss and the models it trains: its own forward and the loss's
+        # forward lines are what to recompute.
+        others = tuple(sorted(below - {model}))
+        found = topo.entry(others[0]) if len(others) == 1 else None
+        lines = []
+        if found is not None:
+            entry_loc = _saved_line(graph, [found[1].id])
+            if entry_loc is not None:
+                lines.append(entry_loc.code)
+        loss_loc = _saved_line(graph, graph.outputs)
+        if loss_loc is not None and (not lines or loss_loc.code != lines[-1]):
+            lines.append(loss_loc.code)
+        return replace_context(ctx, others=others, recompute=tuple(lines))
+    found = topo.entry(model)
+    if found is None:
+        return ctx
+    entry, consumer = found
+    loc = _saved_line(graph, [consumer.id]) or _saved_line(graph, topo.parents.get(consumer.id, []))
+    name = _var_named(facts.namespace, lambda t: t.grad_fn is not None and _seq(t.grad_fn) == entry.seq
+                      and t.grad_fn.name() == entry.name)
+    return replace_context(ctx, entry=name, entry_line=loc.code if loc else None, entry_where=loc.where if loc else None)
+
+
+def _carried_context(base: Context, graph: Graph, topo: _Topology, facts: _Facts, node_id: int) -> Context:
+    """The carried variable: the name assigned and passed in on the same line (``out, h = rnn(x, h)``)."""
+    tracker = facts.tracker
+    total = False
+    if tracker is not None:
+        root_seqs = {call.newest_node for call in tracker.history if call is not facts.failing}
+        total = any(n.seq in root_seqs for n in graph.nodes if n.id not in graph.outputs)
+    for s in graph.saved:
+        loc = s.saved_at
+        if loc is None:
+            continue
+        m = re.fullmatch(r"\s*(.+?)\s*=\s*(.+)", loc.code)
+        if not m:
+            continue
+        targets = re.findall(r"[A-Za-z_]\w*", m[1])
+        used = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", m[2]))
+        carried = [t for t in targets if t in used]
+        if carried:
+            return replace_context(base, carried=carried[-1], total=total, entry_line=loc.code, entry_where=loc.where)
+    return replace_context(base, total=total)
+
+
+def check_graph(graph: Graph, failing: BackwardCall | None = None, *, tracker: Tracker | None = None,
+                frame: FrameType | None = None) -> Diagnosis:
     """Turn a collected graph into a Diagnosis (one Problem per freed node or stale tensor).
 
     With ``failing`` (the backward call that just raised), only the problems that
     made it fail are kept: a node that call freed itself, before it reached the
-    real problem, is not a cause.
+    real problem, is not a cause. ``frame`` is the user's frame, where gradlab
+    looks up the names of tensors it mentions.
     """
-    stale: list[Problem] = []
+    stale: list[SavedTensor] = []
     freed: list[tuple[SavedTensor, bool]] = []  # (record, freeing call known)
     seen: set[int] = set()
     for s in graph.saved:
         if s.status == "modified_in_place":
-            stale.append(_problem(s))
+            stale.append(s)
         elif s.status == "freed" and s.node_id not in seen:
             seen.add(s.node_id)
             if failing is not None and s.freed_by is not None and s.freed_by is failing.location:
@@ -158,17 +540,19 @@ def check_graph(graph: Graph, failing: BackwardCall | None = None) -> Diagnosis:
         # Nodes whose freeing call is unknown were run by the failing call itself
         # (their saved values bypass the hooks, e.g. a Python scalar in x * 2.0).
         freed = [(s, known) for s, known in freed if known]
-    problems = stale + [_problem(s) for s, _ in freed]
-    if failing is not None and stale:
-        problems = stale  # the engine stopped at a stale tensor: that is the cause
-    return Diagnosis(ok=not problems, problems=problems, graph=graph)
+    records = stale if (failing is not None and stale) else stale + [s for s, _ in freed]
+    problems = _decide([_problem(s) for s in records], graph,
+                       _Facts(tracker, failing, frame_names(frame)))
+    needed_by = failing.location if failing is not None else None
+    return Diagnosis(ok=not problems, problems=problems, graph=graph, needed_by=needed_by, failed=failing is not None)
 
 
 def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None) -> Diagnosis:
     """Predict whether ``output.backward()`` would succeed, without running it.
 
     Nothing changes: no ``.grad``, parameter, optimizer state or buffer. Inside
-    :func:`gradlab.track` the problems also say who modified each tensor.
+    :func:`gradlab.track` the problems also say who modified each tensor. Each
+    problem says its cause and the fixes that fit (``diagnosis.fixes``).
 
     Example::
 
@@ -181,7 +565,8 @@ def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
         >>> d.ok, d.problems[0].kind, d.problems[0].tensor
         (False, 'modified_in_place', 'w')
     """
+    frame = sys._getframe(1)
     tracker = session.active()
     if tracker is not None:
-        return tracker.check(output, names)
-    return check_graph(collect(output, names))
+        return tracker.check(output, names, frame=frame)
+    return check_graph(collect(output, names), frame=frame)

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from . import messages
+from .advice import Fix, fixes_for
 from .messages import Message
 
 __all__ = ["Explanation", "explain", "KINDS"]
@@ -53,7 +54,7 @@ class Explanation:
         >>> e = explain("Trying to backward through the graph a second time")
         >>> e.kind
         'graph_freed'
-        >>> print(e)  # doctest: +ELLIPSIS
+        >>> print(e.details())  # doctest: +ELLIPSIS
         gradlab: graph_freed
         ...
     """
@@ -74,7 +75,7 @@ class Explanation:
     anomaly_mode: bool | None = None
     meaning: tuple[str, ...] = ()
     causes: tuple[str, ...] = ()
-    fixes: tuple[str, ...] = ()
+    fixes: tuple[Fix, ...] = ()
 
     @property
     def writes_since_saved(self) -> int | None:
@@ -84,6 +85,21 @@ class Explanation:
         return self.current_version - self.expected_version
 
     def __str__(self) -> str:
+        lines = [f"gradlab: {self.kind}: {self.summary}"]
+        if self.causes:
+            lines.append(f"   = likely cause: {self.causes[0]}")
+        if self.fixes:
+            fix = self.fixes[0]
+            lines.append(f"help: {fix.lines()[0]}")
+            if fix.code:
+                lines += [f"   |     {line}" for line in fix.code.splitlines()]
+            lines.append(f"   = trains: {fix.trains}")
+        if len(self.fixes) > 1 or self.meaning:
+            lines.append("   = more: what each part of the message means, other causes and fixes: .details()")
+        return "\n".join(lines)
+
+    def details(self) -> str:
+        """Everything: what each part of the message means, the causes, every fix with what it trains."""
         lines = [f"gradlab: {self.kind}", self.summary]
         if self.torch_wording:
             lines.append(f"Wording: {self.torch_wording}")
@@ -94,8 +110,11 @@ class Explanation:
             lines.append("Likely causes (most likely first):")
             lines += [f"  {i}. {s}" for i, s in enumerate(self.causes, 1)]
         if self.fixes:
-            lines.append("How to fix:")
-            lines += [f"  - {s}" for s in self.fixes]
+            lines.append("Fixes, by what you want to train:")
+            for i, fix in enumerate(self.fixes, 1):
+                fix_lines = fix.lines()
+                lines.append(f"  {i}. {fix_lines[0]}")
+                lines += [f"     {line}" for line in fix_lines[1:]]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -109,7 +128,7 @@ class Explanation:
         for title, items, tag in (
             ("What the message says", self.meaning, "ul"),
             ("Likely causes (most likely first)", self.causes, "ol"),
-            ("How to fix", self.fixes, "ul"),
+            ("Fixes, by what you want to train", tuple(" ".join(f.lines()) for f in self.fixes), "ol"),
         ):
             if items:
                 rows = "".join(f"<li>{esc(s)}</li>" for s in items)
@@ -326,16 +345,12 @@ def _in_place(m: Message) -> Explanation:
             f" Expected version {exp} is the version when autograd saved the tensor;"
             f" version {cur} is the version now, at backward."
         )
-        if diff == 1:
-            meaning.append(
-                "The difference is 1: exactly one in-place write since the save,"
-                " for example one optimizer.step() or one +=."
-            )
-        else:
-            meaning.append(
-                f"The difference is {diff}: {diff} in-place writes since the save"
-                f" (for example {diff} optimizer steps, or several in-place ops)."
-            )
+        meaning.append(
+            f"The difference is {diff}: {diff} in-place write{'s' if diff != 1 else ''} since the save."
+            " One optimizer step writes each parameter once with SGD or Adam, and twice with AdamW"
+            " (weight decay, then the update), so the count of writes is not always the count of steps;"
+            " each +=, *=, add_ or x[i] = ... writes once."
+        )
     if anomaly:
         meaning.append(
             "The Hint comes from anomaly mode: the extra traceback printed above"
@@ -371,25 +386,18 @@ def _in_place(m: Message) -> Explanation:
     else:
         causes = (step, aug, relu, data)
 
-    fixes = (
-        "Reorder so every backward runs before any optimizer.step() that modifies the weights"
-        " its graph saved: forward both, zero both, loss_1.backward(retain_graph=True) (the two graphs"
-        " share network 1) and loss_2.backward(), then opt_1.step(); opt_2.step().",
-        "Or add the losses and call backward once: (loss_1 + loss_2).backward(), then step.",
-        "If network 1 should not learn from loss 2, detach the input of network 2: pred_2 = n_2(pred_1.detach()).",
-        "If you must step in between, recompute the forward after the step so the new graph saves the new weights.",
-        "Replace the in-place op with its out-of-place form: x = x + 1 instead of x += 1,"
-        " nn.ReLU() instead of nn.ReLU(inplace=True), torch.where/cat instead of slice assignment.",
-        "Do NOT just add retain_graph=True: it keeps the old graph, but the weights it saved have"
-        " still changed, so the version check still refuses them.",
-    )
+    # The message alone cannot say who wrote: the likeliest cause's fixes first, then the other family's.
+    if base in _SAVES_OUTPUT or (base is not None and base not in _VIEW_OPS):
+        fixes = (*fixes_for("inplace_op"), *fixes_for("optimizer_step")[:1])
+    else:
+        fixes = (*fixes_for("optimizer_step"), *fixes_for("inplace_op")[:1])
 
     if diff is not None:
         size = "x".join(str(d) for d in shape) if shape is not None else "nested"
         where = f"({size} {dtype or m.tensor_type}"
         where += f", output {nr} of {node})" if node else ", a leaf)"
         summary = (
-            f"A tensor autograd saved for backward {where} was modified in place"
+            f"A tensor autograd saved for backward {where} was written in place"
             f" {diff} time{'s' if diff != 1 else ''} after it was saved (version {exp} -> {cur}),"
             " so backward cannot use it."
         )
@@ -454,13 +462,9 @@ def _graph_freed(m: Message) -> Explanation:
             "Reading grad_fn._saved_* attributes after backward.",
         ),
         fixes=(
-            "Sum the losses and call backward once: (loss_1 + loss_2).backward().",
-            "Detach what crosses a boundary: h = h.detach() between RNN batches;"
-            " discriminator(fake.detach()) for the discriminator loss; total += loss.item().",
-            "Recompute the forward for the second backward instead of reusing the first graph.",
-            "Use retain_graph=True only when you really need two backwards through one graph, and"
-            " then do not call optimizer.step() in between (that turns this error into the"
-            " 'modified by an inplace operation' error).",
+            *fixes_for("shared_graph_freed")[:3],
+            fixes_for("carried_state")[0],
+            fixes_for("same_loss_twice")[0],
         ),
     )
 
@@ -481,8 +485,14 @@ def _no_grad_fn(m: Message) -> Explanation:
             "The loss was rebuilt from numbers: torch.tensor(loss.item()) or a numpy round trip.",
         ),
         fixes=(
-            "Compute the loss outside no_grad(), from the model output, without .item() or .detach().",
-            "Check that at least one parameter on the path has requires_grad=True.",
+            Fix(
+                summary="compute the loss outside no_grad(), from the model's output, without .item() or .detach()",
+                trains="the loss then trains every parameter it reaches",
+            ),
+            Fix(
+                summary="check that at least one parameter on the path has requires_grad=True",
+                trains="frozen parameters (requires_grad=False) never train",
+            ),
         ),
     )
 
@@ -506,8 +516,15 @@ def _leaf_in_place(m: Message) -> Explanation:
             "Initialising or clipping a parameter in place (w[0] = 0, w.clamp_()) with grad enabled.",
         ),
         fixes=(
-            "Wrap manual updates in torch.no_grad(): with torch.no_grad(): w -= lr * w.grad.",
-            "Use the nn.init functions, or an out-of-place op on a non-leaf copy.",
+            Fix(
+                summary="wrap manual updates in torch.no_grad()",
+                trains="the update is not part of the graph: the parameter still trains from its loss",
+                code="with torch.no_grad():\n    w -= lr * w.grad",
+            ),
+            Fix(
+                summary="use the nn.init functions, or an out-of-place op on a non-leaf copy",
+                trains="unchanged",
+            ),
         ),
     )
 

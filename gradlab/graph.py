@@ -165,6 +165,7 @@ def collect_nodes(roots: Sequence[Any], namer: Namer, *, tracker: Tracker | None
     order = walk(roots)
     ids = {fn: i for i, fn in enumerate(order)}
     freed_by = tracker.freed_by if tracker is not None else None
+    saved_line = tracker.saved_line if tracker is not None else None
     nodes: list[GraphNode] = []
     saved: list[SavedTensor] = []
     for i, fn in enumerate(order):
@@ -178,7 +179,7 @@ def collect_nodes(roots: Sequence[Any], namer: Namer, *, tracker: Tracker | None
                 GraphNode(i, "AccumulateGrad", leaf, "leaf", next_ids, leaf_name=leaf, shape=tuple(var.shape), seq=seq)
             )
             continue
-        records = inspect_node(fn, i, namer, freed_by)
+        records = inspect_node(fn, i, namer, freed_by, saved_line)
         saved.extend(records)
         kind = "custom" if isinstance(fn, torch.autograd.function.BackwardCFunction) else "op"
         nodes.append(GraphNode(i, name, op_name(name), kind, next_ids, seq=seq))

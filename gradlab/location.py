@@ -10,7 +10,7 @@ from types import FrameType
 
 import torch
 
-__all__ = ["Location", "user_location"]
+__all__ = ["Location", "user_location", "user_frame", "frame_names"]
 
 _SKIP_DIRS = (
     os.path.dirname(torch.__file__) + os.sep,
@@ -134,6 +134,41 @@ def user_location(frame: FrameType | None = None, callers: int = 0) -> Location 
             return Location(code.co_filename, f.f_lineno, _callers(f, callers))
         f = f.f_back
     return None
+
+
+def user_frame(frame: FrameType | None = None) -> FrameType | None:
+    """The innermost frame of user code above ``frame`` (default: the caller), for looking up names."""
+    f: FrameType | None = frame if frame is not None else sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        if not _library_code(code, code.co_filename):
+            return f
+        f = f.f_back
+    return None
+
+
+# NOTE [Reading a function's locals]
+# Before Python 3.13, frame.f_locals of a running function builds a dict on the
+# frame that holds a strong reference to every local, until the function returns
+# or f_locals is read again. Reading it to find the user's name for a tensor would
+# keep that tensor (and its graph) alive after the user deleted it. So the names
+# are copied out and the frame's dict is emptied at once; the function's own
+# (fast) locals are untouched: nothing writes the emptied dict back.
+_CO_OPTIMIZED = 0x0001
+
+
+def frame_names(frame: FrameType | None) -> dict[str, object]:
+    """The names visible in ``frame`` (globals, then locals), copied; keeps nothing alive."""
+    if frame is None:
+        return {}
+    names = dict(frame.f_globals)
+    if frame.f_code.co_flags & _CO_OPTIMIZED:
+        local = frame.f_locals
+        names.update(local)
+        local.clear()
+    else:
+        names.update(frame.f_locals)
+    return names
 
 
 def _callers(f: FrameType, count: int) -> tuple[Location, ...]:

@@ -36,6 +36,7 @@ class Write:
     location: Location | None
     optimizer: bool = False
     grad_mode: bool = True
+    event: int | None = None
 
     @property
     def where(self) -> str | None:
@@ -203,7 +204,11 @@ def _write_fields(p: Packed | None) -> dict[str, Any]:
 
 
 def inspect_node(
-    fn: Any, node_id: int, namer: Namer, freed_by: Callable[[Any], Location | None] | None = None
+    fn: Any,
+    node_id: int,
+    namer: Namer,
+    freed_by: Callable[[Any], Location | None] | None = None,
+    saved_line: Callable[[Any], Location | None] | None = None,
 ) -> list[SavedTensor]:
     """Every saved tensor of one backward node, with its status.
 
@@ -234,6 +239,7 @@ def inspect_node(
                         current_version=None,
                         status="freed",
                         freed_by=loc,
+                        saved_at=saved_line(fn) if saved_line else None,
                         where=loc.where if loc else None,
                         code=loc.code if loc else None,
                     )

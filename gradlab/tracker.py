@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 import weakref
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any, Literal
 
 import torch
@@ -16,7 +17,7 @@ from torch import nn
 from . import internals, messages, session, writes
 from .diagnosis import Diagnosis, check_graph
 from .graph import Graph, collect, collect_nodes, walk
-from .location import Location, user_location
+from .location import Location, user_frame, user_location
 from .names import Namer, NamesLike, resolve, storage_key
 from .notices import UnusedStepWarning
 from .saved import Packed, Write, _peek, unpack_hook
@@ -60,6 +61,7 @@ class BackwardCall:
     location: Location | None
     keeps_graph: bool
     newest_node: int | None
+    event: int = 0
 
 
 class Tracker:
@@ -82,6 +84,7 @@ class Tracker:
     MAX_EVENTS = 10_000
     MAX_FREED = 100_000
     RECENT_CALLS = 4
+    HISTORY = 64
 
     def __init__(self, names: NamesLike = None, *, warn: bool = True) -> None:
         if not isinstance(warn, bool):
@@ -110,9 +113,12 @@ class Tracker:
         self._step_counts: dict[int, int] = {}
         self._reported: set[int] = set()
         self._freed: dict[int, BackwardCall] = {}  # node sequence number -> the call that freed it
+        self._lines: dict[int, Location | None] = {}  # node sequence number -> the forward line that saved for it
         self._freeing: BackwardCall | None = None
         self._current: BackwardCall | None = None
         self._recent: deque[tuple[list[Any], BackwardCall]] = deque(maxlen=self.RECENT_CALLS)
+        self._history: deque[BackwardCall] = deque(maxlen=self.HISTORY)
+        self._step_events: deque[tuple[int, Location | None, str]] = deque(maxlen=self.HISTORY)
         self._calls = 0
         self._internal = 0
         self._static: Namer | None = None
@@ -178,6 +184,8 @@ class Tracker:
                 seq = internals.sequence_nr(node)
                 if seq is not None:
                     self._freed[seq] = self._freeing
+                    if p.saved_at is not None:
+                        self._lines[seq] = p.saved_at
         return unpack_hook(p)
 
     def _prune(self) -> None:
@@ -190,6 +198,7 @@ class Tracker:
         if len(self._freed) > self.MAX_FREED:
             for seq in list(self._freed)[: len(self._freed) // 2]:
                 del self._freed[seq]
+                self._lines.pop(seq, None)
 
     def _watched(self, tensors: Sequence[object]) -> list[tuple[Packed, int]]:
         out = []
@@ -226,7 +235,7 @@ class Tracker:
         for p, before in watched:
             after = internals.version(p.tensor)
             if after != before:
-                p.writes.append(Write(op, before, after, loc, optimizer, grad_mode))
+                p.writes.append(Write(op, before, after, loc, optimizer, grad_mode, self._count))
                 name = static.name_of(p.tensor) if static is not None else None
                 self._log("write", name or f"tensor {list(p.tensor.shape)}", before, after, op, loc)
 
@@ -269,8 +278,9 @@ class Tracker:
         roots = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
         seqs = [s for s in (internals.sequence_nr(r) for r in roots) if s is not None]
         loc = user_location(callers=2)
-        call = BackwardCall(self._calls, kind, loc, keep, max(seqs) if seqs else None)
+        call = BackwardCall(self._calls, kind, loc, keep, max(seqs) if seqs else None, self._count)
         self._calls += 1
+        self._history.append(call)
         label = {"autograd.grad": "autograd.grad"}.get(kind, "backward")
         self._log("backward", None, None, None, f"{label}(retain_graph=True)" if keep else f"{label}()", loc)
         outer_current, outer_freeing = self._current, self._freeing
@@ -293,27 +303,29 @@ class Tracker:
                     )
                 else:
                     self._log("error", None, None, None, messages.FREED_HEAD, loc)
-                self._annotate(e, roots, call)
+                self._annotate(e, roots, call, user_frame())
             raise
         finally:
             self._current, self._freeing = outer_current, outer_freeing
             if not keep and roots:
                 self._recent.append((roots, call))
 
-    def _annotate(self, e: RuntimeError, roots: list[Any], call: BackwardCall) -> None:
+    def _annotate(self, e: RuntimeError, roots: list[Any], call: BackwardCall, frame: FrameType | None) -> None:
         if any(key == id(e) for key, _, _ in self._diagnoses):
             return  # a nested backward already annotated this exception
         try:
-            diag = self.failure_diagnosis(roots, call)
-        except Exception:
+            diag = self.failure_diagnosis(roots, call, frame)
+        except Exception:  # noqa: BLE001 - never replace the user's error with ours
             return
+        finally:
+            del frame
         self._diagnoses.append((id(e), str(e), diag))
         e.add_note("\ngradlab: " + str(diag))
 
-    def failure_diagnosis(self, roots: list[Any], call: BackwardCall) -> Diagnosis:
+    def failure_diagnosis(self, roots: list[Any], call: BackwardCall, frame: FrameType | None = None) -> Diagnosis:
         """The diagnosis of a failed backward call: only the problems that made it fail."""
         graph = collect_roots(roots, self.namer(), self, failing=call)
-        return check_graph(graph, failing=call)
+        return check_graph(graph, failing=call, tracker=self._root or self, frame=frame)
 
     def diagnosis_for(self, error: BaseException) -> Diagnosis | None:
         """The diagnosis attached to ``error`` when a backward raised it under this tracker."""
@@ -338,6 +350,7 @@ class Tracker:
         """After ``optimizer.step()``: record the watched parameters it wrote (a step post hook)."""
         watched = self._steps.pop(id(optimizer), None)
         self._in_step = max(0, self._in_step - 1)
+        self._step_events.append((self._count, user_location(), type(optimizer).__name__))
         if watched and any(internals.version(p.tensor) != v for p, v in watched):
             self._record(
                 watched, f"{type(optimizer).__name__}.step()", user_location(), optimizer=True, grad_mode=False
@@ -379,14 +392,34 @@ class Tracker:
                     warnings.warn(note, UnusedStepWarning, stacklevel=2)
 
     # -- public ------------------------------------------------------------------------------------
-    def check(self, output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None) -> Diagnosis:
+    def check(self, output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None, *,
+              frame: FrameType | None = None) -> Diagnosis:
         """Like :func:`gradlab.check`, with who modified each tensor, and where, filled in."""
-        return check_graph(collect(output, self.namer(names), tracker=self))
+        frame = frame if frame is not None else sys._getframe(1)
+        return check_graph(collect(output, self.namer(names), tracker=self), tracker=self._root or self, frame=frame)
+
+    @property
+    def history(self) -> list[BackwardCall]:
+        """The latest backward calls (at most ``HISTORY``), oldest first."""
+        root = self._root or self
+        return list(root._history)
+
+    @property
+    def steps(self) -> list[tuple[int, Location | None, str]]:
+        """The latest optimizer steps: (event index at the step's end, the user's line, the optimizer's class)."""
+        root = self._root or self
+        return list(root._step_events)
 
     def freed_by(self, fn: Any) -> Location | None:
         """The backward call that freed node ``fn``'s saved tensors, if it ran under this tracker."""
         call = self.freeing_call(fn)
         return call.location if call is not None else None
+
+    def saved_line(self, fn: Any) -> Location | None:
+        """The forward line that saved tensors for node ``fn``, remembered when a backward freed them."""
+        root = self._root or self
+        seq = internals.sequence_nr(fn)
+        return root._lines.get(seq) if seq is not None else None
 
     def freeing_call(self, fn: Any) -> BackwardCall | None:
         """The :class:`BackwardCall` that freed node ``fn``, if this tracker saw it."""
@@ -469,6 +502,8 @@ class Tracker:
                 self._steps.clear()
                 self._recent.clear()
                 self._freed.clear()
+                self._history.clear()
+                self._lines.clear()
                 self._static = None
                 self._in_step = 0
 

@@ -1,0 +1,289 @@
+"""Does each loss train what you meant it to? ``gradlab.check_intent``.
+
+A loop can run without an error and still train the wrong thing: a ``.detach()``
+inside a network cuts a layer off, a softmax over a dimension of size 1 makes a
+gradient exactly zero, summing two losses in a GAN lets each loss push the other
+model. You say which loss should train which models; :func:`check_intent` reads
+the graph (and, for zero gradients, computes them with ``torch.autograd.grad``
+on a kept graph) and reports every mismatch. It writes no ``.grad``, touches no
+optimizer, and leaves the graph usable for your own backward.
+
+NOTE [Passing through a model]
+A loss that trains ``G`` through ``D`` (a GAN's generator loss) necessarily sends
+gradient into ``D``'s parameters too: they hang off the path to ``G``. That is
+not reported (``D``'s optimizer.zero_grad() discards it before ``D``'s next
+step), unless one backward of a sum mixes it into ``D``'s own loss (then ``D``'s
+step uses it: ``mixed``). A loss reaching parameters *below* the models it
+should train (``loss_2`` reaching ``n_1`` through ``n_2``'s input) is reported:
+``unwanted``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from . import session
+from .graph import roots_of, walk
+from .names import Namer, NamesLike
+
+__all__ = ["IntentReport", "Mismatch", "MismatchKind", "check_intent"]
+
+MismatchKind = Literal["unwanted", "unreachable", "zero", "mixed"]
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One way a loss does not train what it should.
+
+    ``kind``: ``unwanted`` (it sends gradient into parameters declared for other
+    losses only, or for none), ``unreachable`` (declared parameters it cannot reach),
+    ``zero`` (declared parameters whose gradient from it is exactly zero on this
+    batch), ``mixed`` (one backward of a sum adds its gradient to another loss's
+    models, whose step then uses it).
+    """
+
+    kind: MismatchKind
+    loss: str
+    parameters: tuple[str, ...]
+    sentence: str
+
+
+@dataclass(frozen=True)
+class IntentReport:
+    """The answer of :func:`check_intent`: ``ok`` when every loss trains exactly what was declared."""
+
+    mismatches: tuple[Mismatch, ...]
+    checked: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"ok: {', '.join(self.checked)} train what you declared."
+        lines = [f"{len(self.mismatches)} mismatch{'es' if len(self.mismatches) > 1 else ''} with what you declared:"]
+        lines += [f"  - [{m.kind}] {m.sentence}" for m in self.mismatches]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"IntentReport(ok={self.ok}, mismatches={[m.kind for m in self.mismatches]})"
+
+    def _repr_html_(self) -> str:
+        if self.ok:
+            return f"<p><b>ok</b>: {html.escape(', '.join(self.checked))} train what you declared.</p>"
+        items = "".join(f"<li><b>{m.kind}</b>: {html.escape(m.sentence)}</li>" for m in self.mismatches)
+        return f'<p style="color:#c62828"><b>Training does not match what you declared:</b></p><ul>{items}</ul>'
+
+
+def _short(names: Sequence[str], limit: int = 4) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _declared(loss: str, spec: object, named: dict[str, torch.Tensor]) -> set[str]:
+    items: Sequence[object] = [spec] if isinstance(spec, str) else spec if isinstance(spec, Sequence) else [None]
+    out: set[str] = set()
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(
+                f"what {loss!r} should train must be a name or a list of names from names= (a module like 'n_2', "
+                f"or a parameter like 'n_2.linear_1.weight'), not {type(item).__name__}"
+            )
+        hits = {n for n in named if n == item or n.startswith(item + ".")}
+        if not hits:
+            raise ValueError(
+                f"{item!r} (what {loss!r} should train) names no parameter in names=; "
+                f"choose from {sorted({n.split('.')[0] for n in named})} or full names like {next(iter(named), 'n_1.weight')!r}"
+            )
+        out |= hits
+    return out
+
+
+def _reached(roots: list[Any]) -> set[int]:
+    """ids of the leaf tensors a graph accumulates gradient into."""
+    return {id(fn.variable) for fn in walk(roots) if hasattr(fn, "variable")}
+
+
+def _postorder(roots: list[Any]) -> list[Any]:
+    """Every node below ``roots``, each after all the nodes it points to (iterative, no recursion)."""
+    order: list[Any] = []
+    seen: set[Any] = set()
+    for root in roots:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack: list[tuple[Any, int]] = [(root, 0)]
+        while stack:
+            fn, i = stack.pop()
+            children = fn.next_functions
+            if i < len(children):
+                stack.append((fn, i + 1))
+                child = children[i][0]
+                if child is not None and child not in seen:
+                    seen.add(child)
+                    stack.append((child, 0))
+            else:
+                order.append(fn)
+    return order
+
+
+def _passed_through(roots: list[Any], declared_ids: set[int]) -> set[int]:
+    """Leaves hanging off a node that lies on a path from the roots to a declared leaf (NOTE [Passing through])."""
+    leads: set[Any] = set()
+    order = _postorder(roots)
+    for fn in order:
+        if hasattr(fn, "variable"):
+            if id(fn.variable) in declared_ids:
+                leads.add(fn)
+        elif any(child in leads for child, _ in fn.next_functions if child is not None):
+            leads.add(fn)
+    out: set[int] = set()
+    for fn in order:
+        if fn not in leads or hasattr(fn, "variable"):
+            continue
+        for child, _ in fn.next_functions:
+            if child is None or child in leads:
+                continue
+            if hasattr(child, "variable"):
+                out.add(id(child.variable))
+            elif len(child.next_functions) == 1:  # a transpose or view of a parameter (Addmm -> T -> weight)
+                grandchild = child.next_functions[0][0]
+                if grandchild is not None and hasattr(grandchild, "variable"):
+                    out.add(id(grandchild.variable))
+    return out
+
+
+def check_intent(
+    intent: Mapping[str, tuple[torch.Tensor, str | Sequence[str]]],
+    names: NamesLike,
+    *,
+    backward: torch.Tensor | Sequence[torch.Tensor] | None = None,
+) -> IntentReport:
+    """Report every way the losses do not train what you declared.
+
+    ``intent`` maps a label to ``(loss, what it should train)``: a name from
+    ``names`` (a module like ``"n_2"``, a submodule ``"n_2.linear_1"`` or a
+    parameter ``"n_2.linear_1.weight"``) or a list of them. ``backward`` is the
+    tensor your loop calls backward on, when it is not each loss separately
+    (e.g. ``loss_D + loss_G``): then gradient that one loss leaves in another
+    loss's models is reported as ``mixed``. Assumes plain ``loss.backward()``
+    (``inputs=`` narrows what a backward trains).
+
+    Reads only: no ``.grad`` is written, and the graph stays usable (the zero
+    check runs ``torch.autograd.grad`` with ``retain_graph=True``).
+
+    Example::
+
+        >>> import torch
+        >>> n_1, n_2 = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)
+        >>> pred_1 = n_1(torch.ones(4, 1))
+        >>> loss_1, loss_2 = pred_1.pow(2).mean(), n_2(pred_1).pow(2).mean()
+        >>> report = check_intent({"loss_1": (loss_1, "n_1"), "loss_2": (loss_2, "n_2")},
+        ...                       names={"n_1": n_1, "n_2": n_2})
+        >>> [m.kind for m in report.mismatches]
+        ['unwanted']
+        >>> report.mismatches[0].parameters
+        ('n_1.weight', 'n_1.bias')
+    """
+    if not isinstance(intent, Mapping) or not intent:
+        raise TypeError("check_intent() takes a dict of label -> (loss, what it should train), e.g. "
+                        "{'loss_1': (loss_1, 'n_1'), 'loss_2': (loss_2, 'n_2')}")
+    if names is None:
+        raise TypeError("check_intent() needs names= (e.g. {'n_1': n_1, 'n_2': n_2}): the declared names refer to it")
+    namer = Namer(names)
+    named = {name: t for name, t in namer.named() if t.requires_grad}
+    if not named:
+        raise ValueError("names= holds no tensor that requires grad; pass the models, e.g. {'n_1': n_1, 'n_2': n_2}")
+    by_id = {id(t): name for name, t in named.items()}
+    losses: dict[str, tuple[torch.Tensor, list[Any], set[str]]] = {}
+    for label, value in intent.items():
+        if not isinstance(label, str):
+            raise TypeError(f"intent labels must be strings such as 'loss_1', not {label!r}")
+        if not (isinstance(value, tuple) and len(value) == 2):
+            raise TypeError(f"intent[{label!r}] must be a pair (loss, what it should train), e.g. (loss_1, 'n_1')")
+        loss, spec = value
+        roots = roots_of(loss, f"intent[{label!r}]'s loss")
+        if loss.numel() != 1:
+            raise ValueError(f"intent[{label!r}]'s loss has shape {list(loss.shape)}; pass a scalar loss")
+        losses[label] = (loss, roots, _declared(label, spec, named))
+
+    mismatches: list[Mismatch] = []
+    declared_anywhere = set().union(*(d for _, _, d in losses.values()))
+    reached_by: dict[str, set[str]] = {}
+    for label, (loss, roots, declared) in losses.items():
+        reached = {by_id[i] for i in _reached(roots) if i in by_id}
+        reached_by[label] = reached
+        through = {by_id[i] for i in _passed_through(roots, {id(named[n]) for n in declared}) if i in by_id}
+        unwanted = sorted(reached - declared - through, key=list(named).index)
+        if unwanted:
+            owners = sorted({o for o, (_, _, d) in losses.items() if o != label and set(unwanted) & d})
+            for_whom = f"declared for {' and '.join(owners)} only" if owners else (
+                "declared for no loss" if not set(unwanted) & declared_anywhere else "not declared for it")
+            mismatches.append(Mismatch("unwanted", label, tuple(unwanted),
+                                       f"{label} sends gradient into {_short(unwanted)}, {for_whom}"))
+        unreachable = sorted(declared - reached, key=list(named).index)
+        if unreachable:
+            mismatches.append(Mismatch(
+                "unreachable", label, tuple(unreachable),
+                f"{label} cannot reach {_short(unreachable)}: no gradient path leads there (a .detach(), or the "
+                "parameter is not used), so they never learn from it"))
+        zero = _zero(loss, [named[n] for n in sorted(declared & reached, key=list(named).index)])
+        if zero is None:
+            mismatches.append(Mismatch("zero", label, (), f"{label}: gradients could not be computed (the graph was "
+                                       "freed or a saved tensor changed: see gradlab.check)"))
+        elif zero:
+            zero_names = [by_id[id(t)] for t in zero]
+            mismatches.append(Mismatch(
+                "zero", label, tuple(zero_names),
+                f"{label}'s gradient for {_short(zero_names)} is exactly zero on this batch: they will not learn "
+                "(look for an op whose output cannot change, e.g. a softmax over a dimension of size 1)"))
+    if backward is not None:
+        reported = {(m.loss, p) for m in mismatches if m.kind == "unwanted" for p in m.parameters}
+        for m in _mixed(backward, losses, reached_by):
+            kept = tuple(p for p in m.parameters if (m.loss, p) not in reported)
+            if kept:
+                mismatches.append(Mismatch(m.kind, m.loss, kept, m.sentence.replace(_short(list(m.parameters)), _short(list(kept)))))
+    return IntentReport(tuple(mismatches), tuple(losses))
+
+
+def _zero(loss: torch.Tensor, params: list[torch.Tensor]) -> list[torch.Tensor] | None:
+    """The parameters whose gradient from ``loss`` is exactly zero; None if it cannot be computed."""
+    if not params:
+        return []
+    tracker = session.outermost()
+    if tracker is not None:
+        tracker._internal += 1  # this backward is gradlab's own: not logged, not annotated
+    try:
+        grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+    except RuntimeError:
+        return None
+    finally:
+        if tracker is not None:
+            tracker._internal -= 1
+    return [p for p, g in zip(params, grads) if g is None or not bool(g.ne(0).any())]
+
+
+def _mixed(backward: torch.Tensor | Sequence[torch.Tensor],
+           losses: dict[str, tuple[torch.Tensor, list[Any], set[str]]],
+           reached_by: dict[str, set[str]]) -> list[Mismatch]:
+    roots = roots_of(backward, "backward")
+    nodes = set(walk(roots))
+    inside = [label for label, (_, lroots, _) in losses.items() if all(r in nodes for r in lroots)]
+    out = []
+    for label in inside:
+        for other in inside:
+            if other == label:
+                continue
+            shared = sorted(reached_by[label] & (losses[other][2] - losses[label][2]))
+            if shared:
+                out.append(Mismatch(
+                    "mixed", label, tuple(shared),
+                    f"one backward of the sum adds {label}'s gradient for {_short(shared)} to {other}'s: the step "
+                    f"of {other}'s models will use both"))
+    return out
