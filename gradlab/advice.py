@@ -283,9 +283,9 @@ def _hatch(ctx: Context) -> Fix:
 
 def _same_as_failing(ctx: Context) -> str:
     return (
-        f"{ctx.l} trains {ctx.o} only; {ctx.m} learns from {ctx.e} only. That is what your loop means: "
-        f"{ctx.l}'s gradient for {ctx.m} would arrive after {ctx.step}, too late for that step, and "
-        f"{ctx.zero} clears it before the next one"
+        f"{ctx.l} trains {ctx.o} only; {ctx.m} learns from {ctx.e} only: the training your loop would do if it "
+        f"ran, since {ctx.l}'s gradient for {ctx.m} would arrive after {ctx.step}, too late for that step (and "
+        f"{ctx.zero} before the next step discards it)"
     )
 
 
@@ -407,12 +407,14 @@ def _untracked(ctx: Context) -> list[Fix]:
 def _carried(ctx: Context) -> list[Fix]:
     name = ctx.carried or "h"
     if ctx.total:
+        name = ctx.carried or "total"
+        loss = ctx.loss or "loss"
         return [
             Fix(
-                summary=f"keep the running total as a number: {name} += {ctx.l}.item(), and call backward on each "
+                summary=f"keep the running total as a number: {name} += {loss}.item(), and call backward on each "
                 "iteration's loss",
                 trains=f"each iteration's loss trains the model, as intended; {name} is only for logging",
-                code=f"{ctx.l}.backward()\n{name} += {ctx.l}.item()",
+                code=f"{loss}.backward()\n{name} += {loss}.item()",
             ),
             Fix(
                 summary=f"if {name} should train the model, call {name}.backward() once, after the loop",

@@ -372,8 +372,7 @@ def explain_text(text: str, stdout: TextIO | None = None, verbose: bool = False)
 
         >>> explain_text("element 0 of tensors does not require grad and does not have a grad_fn")
         ... # doctest: +ELLIPSIS
-        gradlab: no_grad_fn
-        ...
+        gradlab: no_grad_fn: Element 0 of the tensors you called backward on has no graph: ...
         0
     """
     out = stdout if stdout is not None else sys.stdout

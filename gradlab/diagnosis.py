@@ -501,6 +501,13 @@ def _carried_context(base: Context, graph: Graph, topo: _Topology, facts: _Facts
     if tracker is not None:
         root_seqs = {call.newest_node for call in tracker.history if call is not facts.failing}
         total = any(n.seq in root_seqs for n in graph.nodes if n.id not in graph.outputs)
+    if total and graph.outputs:
+        # A running total: the backwarded tensor is the total; the iteration's loss is added into it.
+        root = topo.by_id[graph.outputs[0]]
+        parts = [topo.by_id[i] for i in root.next_ids]
+        part = _var_named(facts.namespace, lambda t: t.grad_fn is not None and any(
+            _seq(t.grad_fn) == n.seq and t.grad_fn.name() == n.name for n in parts if n.seq not in root_seqs))
+        return replace_context(base, carried=base.loss, loss=part, total=True)
     for s in graph.saved:
         loc = s.saved_at
         if loc is None:

@@ -52,7 +52,15 @@ def _leaky_relu_in_place() -> None:
     y.sum().backward()
 
 
-@pytest.mark.parametrize("build", [_exp_output, _transposed_weight, _leaf, _leaky_relu_in_place])
+def _copy_slices() -> None:
+    x = torch.ones(3, requires_grad=True)
+    y = x * 2
+    z = y.sin()  # saves its input y
+    y[0] = 5  # a write through a view: y's grad_fn becomes CopySlices
+    z.sum().backward()
+
+
+@pytest.mark.parametrize("build", [_exp_output, _transposed_weight, _leaf, _leaky_relu_in_place, _copy_slices])
 @pytest.mark.parametrize("anomaly", [False, True], ids=["plain", "anomaly"])
 def test_message_under_track_equals_torch(build, anomaly: bool) -> None:
     """The same failure, raised by torch alone and by gradlab's re-check: byte for byte the same text."""

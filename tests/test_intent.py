@@ -1,0 +1,180 @@
+"""gradlab.check_intent and UnusedStepWarning: the silent failures, found without touching training."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+import gradlab
+from gradlab import course
+
+
+def _loop_losses(pair: course.Pair, x: torch.Tensor, y: torch.Tensor, detach_at_entry: bool):
+    pred_1 = pair.n_1(x)
+    pred_2 = pair.n_2(pred_1.detach() if detach_at_entry else pred_1)
+    return pair.criterion(y, pred_1), pair.criterion(y, pred_2)
+
+
+def test_detach_inside_network_2_cuts_off_its_first_layer() -> None:
+    pair = course.make_pair(0, softmax=False, detach_inside=True)
+    x, y = course.batches(1)[0]
+    loss_1, loss_2 = _loop_losses(pair, x, y, detach_at_entry=True)
+    report = gradlab.check_intent({"loss_1": (loss_1, "n_1"), "loss_2": (loss_2, "n_2")}, names=pair.names)
+    assert [m.kind for m in report.mismatches] == ["unreachable"]
+    (m,) = report.mismatches
+    assert m.loss == "loss_2" and m.parameters == ("n_2.linear_1.weight", "n_2.linear_1.bias")
+    assert "cannot reach n_2.linear_1.weight, n_2.linear_1.bias" in str(report)
+
+
+def test_softmax_over_size_one_gives_exactly_zero_gradients() -> None:
+    pair = course.make_pair(0, softmax=True)
+    x, y = course.batches(1)[0]
+    loss_1, loss_2 = _loop_losses(pair, x, y, detach_at_entry=True)
+    report = gradlab.check_intent({"loss_1": (loss_1, "n_1"), "loss_2": (loss_2, "n_2")}, names=pair.names)
+    assert [(m.kind, m.loss) for m in report.mismatches] == [("zero", "loss_1"), ("zero", "loss_2")]
+    assert report.mismatches[0].parameters == tuple(f"n_1.linear_{i}.{p}" for i in (1, 2) for p in ("weight", "bias"))
+    assert "softmax over a dimension of size 1" in str(report)
+
+
+def test_corrected_course_loops_have_no_report() -> None:
+    for softmax in (False,):
+        pair = course.make_pair(0, softmax=softmax)
+        x, y = course.batches(1)[0]
+        loss_1, loss_2 = _loop_losses(pair, x, y, detach_at_entry=True)  # fix (a)
+        assert gradlab.check_intent({"loss_1": (loss_1, "n_1"), "loss_2": (loss_2, "n_2")}, names=pair.names).ok
+        loss_1, loss_2 = _loop_losses(pair, x, y, detach_at_entry=False)  # fix (b): loss_2 trains both
+        intent = {"loss_1": (loss_1, "n_1"), "loss_2": (loss_2, ["n_1", "n_2"])}
+        assert gradlab.check_intent(intent, names=pair.names, backward=loss_1 + loss_2).ok
+
+
+def test_loss_2_reaching_n_1_is_reported_when_it_should_train_n_2_only() -> None:
+    pair = course.make_pair(0, softmax=False)
+    x, y = course.batches(1)[0]
+    loss_1, loss_2 = _loop_losses(pair, x, y, detach_at_entry=False)
+    report = gradlab.check_intent({"loss_1": (loss_1, "n_1"), "loss_2": (loss_2, "n_2")}, names=pair.names)
+    (m,) = report.mismatches
+    assert (m.kind, m.loss) == ("unwanted", "loss_2") and m.parameters[0] == "n_1.linear_1.weight"
+    assert "declared for loss_1 only" in m.sentence
+
+
+def _gan():
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    D = nn.Sequential(nn.Linear(2, 8), nn.LeakyReLU(0.2), nn.Linear(8, 1))
+    return G, D, nn.BCEWithLogitsLoss(), torch.randn(16, 4), torch.randn(16, 2)
+
+
+def test_the_sum_fix_in_a_gan_runs_but_the_intent_check_reports_it() -> None:
+    G, D, bce, z, real = _gan()
+    fake = G(z)
+    out_fake = D(fake)
+    d_loss = bce(D(real), torch.ones(16, 1)) + bce(out_fake, torch.zeros(16, 1))
+    g_loss = bce(out_fake, torch.ones(16, 1))
+    total = d_loss + g_loss
+    assert gradlab.check(total, names={"G": G, "D": D}).ok  # the sum fix runs: check() has nothing to say
+    report = gradlab.check_intent({"d_loss": (d_loss, "D"), "g_loss": (g_loss, "G")}, names={"G": G, "D": D},
+                                  backward=total)
+    kinds = {(m.kind, m.loss) for m in report.mismatches}
+    assert ("unwanted", "d_loss") in kinds  # d_loss pushes G (it should only train D)
+    assert ("mixed", "g_loss") in kinds  # one backward adds g_loss's push into D's gradient
+    unwanted = next(m for m in report.mismatches if m.kind == "unwanted")
+    assert set(unwanted.parameters) == {f"G.{n}" for n, _ in G.named_parameters()}
+
+
+def test_the_corrected_gan_loop_has_no_report() -> None:
+    G, D, bce, z, real = _gan()
+    fake = G(z)
+    d_loss = bce(D(real), torch.ones(16, 1)) + bce(D(fake.detach()), torch.zeros(16, 1))
+    g_loss = bce(D(fake), torch.ones(16, 1))  # g_loss trains G through D: D's gradient from it is discarded
+    report = gradlab.check_intent({"d_loss": (d_loss, "D"), "g_loss": (g_loss, "G")}, names={"G": G, "D": D})
+    assert report.ok, str(report)
+
+
+def test_check_intent_changes_nothing() -> None:
+    pair = course.make_pair(0, softmax=False)
+    x, y = course.batches(1)[0]
+    loss_1, loss_2 = _loop_losses(pair, x, y, detach_at_entry=False)
+    before = copy.deepcopy(pair.n_1.state_dict()), copy.deepcopy(pair.opt_1.state_dict())
+    with gradlab.track(names=pair.names) as tracker:
+        gradlab.check_intent({"loss_1": (loss_1, "n_1"), "loss_2": (loss_2, "n_2")}, names=pair.names)
+    assert all(p.grad is None for p in [*pair.n_1.parameters(), *pair.n_2.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(before[0].values(), pair.n_1.state_dict().values()))
+    assert pair.opt_1.state_dict() == before[1]
+    assert [e for e in tracker.events if e.kind == "backward"] == []  # its own gradients are not the user's backward
+    (loss_1 + loss_2).backward()  # the graph is still usable
+
+
+@pytest.mark.parametrize(
+    ("intent", "error"),
+    [
+        ({}, TypeError),
+        ({"l": "not a pair"}, TypeError),
+        ({"l": (torch.ones(1), "n_1")}, ValueError),
+        ({"l": (None, "n_1")}, TypeError),
+        ({"l": ("loss", "nope")}, TypeError),
+    ],
+)
+def test_bad_input_says_what_to_pass(intent: dict, error: type[Exception]) -> None:
+    pair = course.make_pair(0)
+    with pytest.raises(error, match="pass|must|needs|names|takes"):
+        gradlab.check_intent(intent, names=pair.names)
+
+
+def test_unknown_names_are_refused_with_the_choices() -> None:
+    pair = course.make_pair(0)
+    x, y = course.batches(1)[0]
+    loss_1, _ = _loop_losses(pair, x, y, detach_at_entry=True)
+    with pytest.raises(ValueError, match=r"'n_3'.*choose from \['n_1', 'n_2'\]"):
+        gradlab.check_intent({"loss_1": (loss_1, "n_3")}, names=pair.names)
+
+
+# -- UnusedStepWarning: the silent failures in a running loop ----------------------------------------
+
+
+def _train(pair: course.Pair, steps: int = 3, warn: bool = True) -> gradlab.Tracker:
+    with gradlab.track(names=pair.names, warn=warn) as tracker:
+        for x, y in course.batches(steps):
+            pred_1 = pair.n_1(x)
+            pair.opt_1.zero_grad()
+            loss_1 = pair.criterion(y, pred_1)
+            loss_1.backward()
+            pair.opt_1.step()
+            pred_2 = pair.n_2(pred_1.detach())
+            pair.opt_2.zero_grad()
+            loss_2 = pair.criterion(y, pred_2)
+            loss_2.backward()
+            pair.opt_2.step()
+    return tracker
+
+
+def test_a_step_without_gradient_is_noted_once_per_parameter() -> None:
+    pair = course.make_pair(0, softmax=False, detach_inside=True)
+    with pytest.warns(gradlab.UnusedStepWarning) as caught:
+        tracker = _train(pair)
+    texts = [str(w.message) for w in caught]
+    assert len(texts) == 1
+    assert "n_2.linear_1.weight, n_2.linear_1.bias had no gradient (.grad is None)" in texts[0]
+    assert texts[0].startswith("Adam.step() at tests/test_intent.py:")
+    assert caught[0].filename.endswith("test_intent.py")  # points at the user's line
+    assert tracker.notes == texts
+
+
+def test_a_step_with_all_zero_gradients_is_noted() -> None:
+    pair = course.make_pair(0, softmax=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tracker = _train(pair, warn=False)
+    assert not [w for w in caught if issubclass(w.category, gradlab.UnusedStepWarning)]  # warn=False
+    assert len(tracker.notes) == 2
+    assert all("had an all-zero gradient, so this step cannot train them" in n for n in tracker.notes)
+
+
+def test_the_corrected_loop_is_never_noted() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gradlab.UnusedStepWarning)
+        tracker = _train(course.make_pair(0, softmax=False), steps=5)
+    assert tracker.notes == []
