@@ -180,8 +180,23 @@ _AUGMENTED = {
     "__ior__": "|",
     "__ixor__": "^",
 }
-_ACTIVATIONS = {"relu_", "leaky_relu_", "elu_", "hardtanh_", "relu6_", "silu_", "hardsigmoid_", "hardswish_",
-                "mish_", "gelu_", "threshold_", "dropout_", "selu_", "celu_", "rrelu_with_noise_"}
+_ACTIVATIONS = {
+    "relu_",
+    "leaky_relu_",
+    "elu_",
+    "hardtanh_",
+    "relu6_",
+    "silu_",
+    "hardsigmoid_",
+    "hardswish_",
+    "mish_",
+    "gelu_",
+    "threshold_",
+    "dropout_",
+    "selu_",
+    "celu_",
+    "rrelu_with_noise_",
+}
 
 
 def rewrite_in_place(code: str, op: str) -> str | None:
@@ -296,8 +311,10 @@ def _chained(ctx: Context, freed: bool) -> list[Fix]:
         detach_code = detach_in(ctx.entry_line, ctx.entry)
     where = f" (at {ctx.entry_where})" if ctx.entry_where and detach_code else ""
     entry = f": feed in {ctx.entry}.detach(){where}" if ctx.entry else ""
-    trains_same = _same_as_failing(ctx) if ctx.optimizer or not freed else (
-        f"{ctx.l} trains {ctx.o} only; {ctx.m} learns from {ctx.e} only"
+    trains_same = (
+        _same_as_failing(ctx)
+        if ctx.optimizer or not freed
+        else (f"{ctx.l} trains {ctx.o} only; {ctx.m} learns from {ctx.e} only")
     )
     fixes = [
         Fix(
@@ -310,8 +327,9 @@ def _chained(ctx: Context, freed: bool) -> list[Fix]:
             intent=f"the same, keeping the order and the graph",
             summary=f"backward {ctx.l} into {ctx.o}'s parameters only",
             trains=f"the same as detaching: {ctx.l} trains {ctx.o} only",
-            code=_loss_code(ctx.l, f"backward(inputs=[p for m in ({', '.join(ctx.others) or 'model_2'},) "
-                                   "for p in m.parameters()])")
+            code=_loss_code(
+                ctx.l, f"backward(inputs=[p for m in ({', '.join(ctx.others) or 'model_2'},) for p in m.parameters()])"
+            )
             if len(ctx.others) != 1
             else _loss_code(ctx.l, f"backward(inputs=list({ctx.others[0]}.parameters()))"),
         ),
@@ -322,17 +340,22 @@ def _chained(ctx: Context, freed: bool) -> list[Fix]:
             trains=f"{ctx.e} and {ctx.l} both train {ctx.m}, and {ctx.l} trains {ctx.o}: a different training from "
             f"the failing code's, where {ctx.m} followed {ctx.e} only",
             code=f"({ctx.e} + {ctx.l}).backward()\n"
-            + (f"{ctx.optimizer}.step()  # and the other optimizers' steps, after it" if ctx.optimizer
-               else "optimizer.step()  # every optimizer, after the one backward"),
+            + (
+                f"{ctx.optimizer}.step()  # and the other optimizers' steps, after it"
+                if ctx.optimizer
+                else "optimizer.step()  # every optimizer, after the one backward"
+            ),
         ),
     ]
     if freed and ctx.step_between is False:
-        fixes.append(Fix(
-            summary=f"or keep two backward calls: {ctx.e}.backward(retain_graph=True), then {ctx.l}.backward(), "
-            "and only then any optimizer step",
-            trains=f"like the sum: {ctx.e} and {ctx.l} both train {ctx.m}",
-            code=_loss_code(ctx.e, "backward(retain_graph=True)"),
-        ))
+        fixes.append(
+            Fix(
+                summary=f"or keep two backward calls: {ctx.e}.backward(retain_graph=True), then {ctx.l}.backward(), "
+                "and only then any optimizer step",
+                trains=f"like the sum: {ctx.e} and {ctx.l} both train {ctx.m}",
+                code=_loss_code(ctx.e, "backward(retain_graph=True)"),
+            )
+        )
     elif not freed:
         fixes.append(_hatch(ctx))
     return fixes

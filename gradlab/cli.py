@@ -239,8 +239,9 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
     return 130 if isinstance(exc, KeyboardInterrupt) else 1
 
 
-def _run(body: Callable[[], None], names: _MainNamespace, explain_only: bool, stderr: TextIO,
-         verbose: bool = False) -> int:
+def _run(
+    body: Callable[[], None], names: _MainNamespace, explain_only: bool, stderr: TextIO, verbose: bool = False
+) -> int:
     tracking = _tracking(names, explain_only)
     try:
         with tracking:

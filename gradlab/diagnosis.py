@@ -175,8 +175,10 @@ def _short(d: Diagnosis) -> list[str]:
             label = f"{p.modified_by or 'this write'}: version {p.saved_version} -> {p.current_version}"
             lines += _quote(p.location, _op_span(p.location.code, p.writes[0].op if p.writes else None), label)
         else:
-            lines.append(f"   = version {p.saved_version} when saved, {p.current_version} now (who wrote it is "
-                         "unknown outside gradlab.track())")
+            lines.append(
+                f"   = version {p.saved_version} when saved, {p.current_version} now (who wrote it is "
+                "unknown outside gradlab.track())"
+            )
     else:
         freed_by = f" by {p.code}" if p.code else ""
         lines.append(f"error[graph freed]: {verb}{p.node} needs saved tensors that were already freed{freed_by}")
@@ -200,8 +202,10 @@ def _short(d: Diagnosis) -> list[str]:
         lines.append(f"   = trains: {fix.trains}")
         if len(p.fixes) > 1:
             n = len(p.fixes) - 1
-            lines.append(f"   = {n} other fix{'es' if n > 1 else ''}, for other intents: print(diagnosis.details()), "
-                         "or python -m gradlab run --verbose")
+            lines.append(
+                f"   = {n} other fix{'es' if n > 1 else ''}, for other intents: print(diagnosis.details()), "
+                "or python -m gradlab run --verbose"
+            )
     return lines
 
 
@@ -240,8 +244,16 @@ def _op_span(code: str, op: str | None) -> tuple[int, int] | None:
     return None
 
 
-_AUGMENTED_SIGNS = {"__iadd__": "+", "__isub__": "-", "__imul__": "*", "__itruediv__": "/", "__imatmul__": "@",
-                    "__ifloordiv__": "//", "__imod__": "%", "__ipow__": "**"}
+_AUGMENTED_SIGNS = {
+    "__iadd__": "+",
+    "__isub__": "-",
+    "__imul__": "*",
+    "__itruediv__": "/",
+    "__imatmul__": "@",
+    "__ifloordiv__": "//",
+    "__imod__": "%",
+    "__ipow__": "**",
+}
 
 
 # -- deciding the cause -----------------------------------------------------------------------------------
@@ -250,9 +262,21 @@ _AUGMENTED_SIGNS = {"__iadd__": "+", "__isub__": "-", "__imul__": "*", "__itrued
 def _problem(s: SavedTensor) -> Problem:
     kind: ProblemKind = "graph_freed" if s.status == "freed" else "modified_in_place"
     location = s.writes[0].location if s.writes else s.freed_by
-    return Problem(kind=kind, node=s.node, tensor=s.name, shape=s.shape, saved_version=s.saved_version,
-                   current_version=s.current_version, modified_by=s.modified_by, where=s.where, code=s.code,
-                   node_id=s.node_id, saved_at=s.saved_at, location=location, writes=s.writes)
+    return Problem(
+        kind=kind,
+        node=s.node,
+        tensor=s.name,
+        shape=s.shape,
+        saved_version=s.saved_version,
+        current_version=s.current_version,
+        modified_by=s.modified_by,
+        where=s.where,
+        code=s.code,
+        node_id=s.node_id,
+        saved_at=s.saved_at,
+        location=location,
+        writes=s.writes,
+    )
 
 
 def _module(name: str | None) -> str | None:
@@ -368,8 +392,10 @@ def _cause(p: Problem, graph: Graph, topo: _Topology, facts: _Facts) -> tuple[Ca
     loss = _receiver(failing.location.code, "backward") if failing is not None and failing.location else None
     if loss is None and graph.outputs:
         root = topo.by_id[graph.outputs[0]]
-        loss = _var_named(facts.namespace, lambda t: t.grad_fn is not None and _seq(t.grad_fn) == root.seq
-                          and t.grad_fn.name() == root.name)
+        loss = _var_named(
+            facts.namespace,
+            lambda t: t.grad_fn is not None and _seq(t.grad_fn) == root.seq and t.grad_fn.name() == root.name,
+        )
     node_id = p.node_id if p.node_id is not None else graph.outputs[0]
     model = _module(p.tensor)
     if model is None and p.kind == "graph_freed":
@@ -396,7 +422,12 @@ def _cause(p: Problem, graph: Graph, topo: _Topology, facts: _Facts) -> tuple[Ca
     # graph freed
     call = _freeing_call(p, facts)
     root_ids = set(graph.outputs)
-    if failing is not None and call is not None and call.location is not None and call.location.same_call(failing.location):
+    if (
+        failing is not None
+        and call is not None
+        and call.location is not None
+        and call.location.same_call(failing.location)
+    ):
         return "carried_state", _carried_context(base, graph, topo, facts, node_id)
     if node_id in root_ids:
         return "same_loss_twice", base
@@ -436,7 +467,9 @@ def _freeing_call(p: Problem, facts: _Facts) -> BackwardCall | None:
     return None
 
 
-def _steps_between(tracker: Tracker, call: BackwardCall, failing: BackwardCall | None) -> list[tuple[Location | None, str]]:
+def _steps_between(
+    tracker: Tracker, call: BackwardCall, failing: BackwardCall | None
+) -> list[tuple[Location | None, str]]:
     """The optimizer steps that ran between the freeing backward and the failing one."""
     end = failing.event if failing is not None else None
     return [(loc, name) for index, loc, name in tracker.steps if index > call.event and (end is None or index <= end)]
@@ -450,12 +483,19 @@ def _carried_over(graph: Graph, node_id: int, facts: _Facts) -> bool:
     seq = next((n.seq for n in graph.nodes if n.id == node_id), None)
     if seq is None:
         return False
-    return any(call is not failing and call.location is not None and call.location.same_call(failing.location)
-               and call.newest_node is not None and seq <= call.newest_node for call in tracker.history)
+    return any(
+        call is not failing
+        and call.location is not None
+        and call.location.same_call(failing.location)
+        and call.newest_node is not None
+        and seq <= call.newest_node
+        for call in tracker.history
+    )
 
 
-def _step_context(base: Context, p: Problem, graph: Graph, topo: _Topology, facts: _Facts, write: Write | None,
-                  node_id: int) -> Context:
+def _step_context(
+    base: Context, p: Problem, graph: Graph, topo: _Topology, facts: _Facts, write: Write | None, node_id: int
+) -> Context:
     model = base.model
     below = topo.models_below(node_id)
     judge = bool(model) and bool(below - {model})
@@ -489,9 +529,13 @@ def _step_context(base: Context, p: Problem, graph: Graph, topo: _Topology, fact
         return ctx
     entry, consumer = found
     loc = _saved_line(graph, [consumer.id]) or _saved_line(graph, topo.parents.get(consumer.id, []))
-    name = _var_named(facts.namespace, lambda t: t.grad_fn is not None and _seq(t.grad_fn) == entry.seq
-                      and t.grad_fn.name() == entry.name)
-    return replace_context(ctx, entry=name, entry_line=loc.code if loc else None, entry_where=loc.where if loc else None)
+    name = _var_named(
+        facts.namespace,
+        lambda t: t.grad_fn is not None and _seq(t.grad_fn) == entry.seq and t.grad_fn.name() == entry.name,
+    )
+    return replace_context(
+        ctx, entry=name, entry_line=loc.code if loc else None, entry_where=loc.where if loc else None
+    )
 
 
 def _carried_context(base: Context, graph: Graph, topo: _Topology, facts: _Facts, node_id: int) -> Context:
@@ -505,8 +549,15 @@ def _carried_context(base: Context, graph: Graph, topo: _Topology, facts: _Facts
         # A running total: the backwarded tensor is the total; the iteration's loss is added into it.
         root = topo.by_id[graph.outputs[0]]
         parts = [topo.by_id[i] for i in root.next_ids]
-        part = _var_named(facts.namespace, lambda t: t.grad_fn is not None and any(
-            _seq(t.grad_fn) == n.seq and t.grad_fn.name() == n.name for n in parts if n.seq not in root_seqs))
+        part = _var_named(
+            facts.namespace,
+            lambda t: (
+                t.grad_fn is not None
+                and any(
+                    _seq(t.grad_fn) == n.seq and t.grad_fn.name() == n.name for n in parts if n.seq not in root_seqs
+                )
+            ),
+        )
         return replace_context(base, carried=base.loss, loss=part, total=True)
     for s in graph.saved:
         loc = s.saved_at
@@ -523,8 +574,9 @@ def _carried_context(base: Context, graph: Graph, topo: _Topology, facts: _Facts
     return replace_context(base, total=total)
 
 
-def check_graph(graph: Graph, failing: BackwardCall | None = None, *, tracker: Tracker | None = None,
-                frame: FrameType | None = None) -> Diagnosis:
+def check_graph(
+    graph: Graph, failing: BackwardCall | None = None, *, tracker: Tracker | None = None, frame: FrameType | None = None
+) -> Diagnosis:
     """Turn a collected graph into a Diagnosis (one Problem per freed node or stale tensor).
 
     With ``failing`` (the backward call that just raised), only the problems that
@@ -548,8 +600,7 @@ def check_graph(graph: Graph, failing: BackwardCall | None = None, *, tracker: T
         # (their saved values bypass the hooks, e.g. a Python scalar in x * 2.0).
         freed = [(s, known) for s, known in freed if known]
     records = stale if (failing is not None and stale) else stale + [s for s, _ in freed]
-    problems = _decide([_problem(s) for s in records], graph,
-                       _Facts(tracker, failing, frame_names(frame)))
+    problems = _decide([_problem(s) for s in records], graph, _Facts(tracker, failing, frame_names(frame)))
     needed_by = failing.location if failing is not None else None
     return Diagnosis(ok=not problems, problems=problems, graph=graph, needed_by=needed_by, failed=failing is not None)
 

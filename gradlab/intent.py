@@ -192,8 +192,10 @@ def check_intent(
         ('n_1.weight', 'n_1.bias')
     """
     if not isinstance(intent, Mapping) or not intent:
-        raise TypeError("check_intent() takes a dict of label -> (loss, what it should train), e.g. "
-                        "{'loss_1': (loss_1, 'n_1'), 'loss_2': (loss_2, 'n_2')}")
+        raise TypeError(
+            "check_intent() takes a dict of label -> (loss, what it should train), e.g. "
+            "{'loss_1': (loss_1, 'n_1'), 'loss_2': (loss_2, 'n_2')}"
+        )
     if names is None:
         raise TypeError("check_intent() needs names= (e.g. {'n_1': n_1, 'n_2': n_2}): the declared names refer to it")
     namer = Namer(names)
@@ -223,32 +225,57 @@ def check_intent(
         unwanted = sorted(reached - declared - through, key=list(named).index)
         if unwanted:
             owners = sorted({o for o, (_, _, d) in losses.items() if o != label and set(unwanted) & d})
-            for_whom = f"declared for {' and '.join(owners)} only" if owners else (
-                "declared for no loss" if not set(unwanted) & declared_anywhere else "not declared for it")
-            mismatches.append(Mismatch("unwanted", label, tuple(unwanted),
-                                       f"{label} sends gradient into {_short(unwanted)}, {for_whom}"))
+            for_whom = (
+                f"declared for {' and '.join(owners)} only"
+                if owners
+                else ("declared for no loss" if not set(unwanted) & declared_anywhere else "not declared for it")
+            )
+            mismatches.append(
+                Mismatch(
+                    "unwanted", label, tuple(unwanted), f"{label} sends gradient into {_short(unwanted)}, {for_whom}"
+                )
+            )
         unreachable = sorted(declared - reached, key=list(named).index)
         if unreachable:
-            mismatches.append(Mismatch(
-                "unreachable", label, tuple(unreachable),
-                f"{label} cannot reach {_short(unreachable)}: no gradient path leads there (a .detach(), or the "
-                "parameter is not used), so they never learn from it"))
+            mismatches.append(
+                Mismatch(
+                    "unreachable",
+                    label,
+                    tuple(unreachable),
+                    f"{label} cannot reach {_short(unreachable)}: no gradient path leads there (a .detach(), or the "
+                    "parameter is not used), so they never learn from it",
+                )
+            )
         zero = _zero(loss, [named[n] for n in sorted(declared & reached, key=list(named).index)])
         if zero is None:
-            mismatches.append(Mismatch("zero", label, (), f"{label}: gradients could not be computed (the graph was "
-                                       "freed or a saved tensor changed: see gradlab.check)"))
+            mismatches.append(
+                Mismatch(
+                    "zero",
+                    label,
+                    (),
+                    f"{label}: gradients could not be computed (the graph was "
+                    "freed or a saved tensor changed: see gradlab.check)",
+                )
+            )
         elif zero:
             zero_names = [by_id[id(t)] for t in zero]
-            mismatches.append(Mismatch(
-                "zero", label, tuple(zero_names),
-                f"{label}'s gradient for {_short(zero_names)} is exactly zero on this batch: they will not learn "
-                "(look for an op whose output cannot change, e.g. a softmax over a dimension of size 1)"))
+            mismatches.append(
+                Mismatch(
+                    "zero",
+                    label,
+                    tuple(zero_names),
+                    f"{label}'s gradient for {_short(zero_names)} is exactly zero on this batch: they will not learn "
+                    "(look for an op whose output cannot change, e.g. a softmax over a dimension of size 1)",
+                )
+            )
     if backward is not None:
         reported = {(m.loss, p) for m in mismatches if m.kind == "unwanted" for p in m.parameters}
         for m in _mixed(backward, losses, reached_by):
             kept = tuple(p for p in m.parameters if (m.loss, p) not in reported)
             if kept:
-                mismatches.append(Mismatch(m.kind, m.loss, kept, m.sentence.replace(_short(list(m.parameters)), _short(list(kept)))))
+                mismatches.append(
+                    Mismatch(m.kind, m.loss, kept, m.sentence.replace(_short(list(m.parameters)), _short(list(kept))))
+                )
     return IntentReport(tuple(mismatches), tuple(losses))
 
 
@@ -269,9 +296,11 @@ def _zero(loss: torch.Tensor, params: list[torch.Tensor]) -> list[torch.Tensor] 
     return [p for p, g in zip(params, grads) if g is None or not bool(g.ne(0).any())]
 
 
-def _mixed(backward: torch.Tensor | Sequence[torch.Tensor],
-           losses: dict[str, tuple[torch.Tensor, list[Any], set[str]]],
-           reached_by: dict[str, set[str]]) -> list[Mismatch]:
+def _mixed(
+    backward: torch.Tensor | Sequence[torch.Tensor],
+    losses: dict[str, tuple[torch.Tensor, list[Any], set[str]]],
+    reached_by: dict[str, set[str]],
+) -> list[Mismatch]:
     roots = roots_of(backward, "backward")
     nodes = set(walk(roots))
     inside = [label for label, (_, lroots, _) in losses.items() if all(r in nodes for r in lroots)]
@@ -282,8 +311,13 @@ def _mixed(backward: torch.Tensor | Sequence[torch.Tensor],
                 continue
             shared = sorted(reached_by[label] & (losses[other][2] - losses[label][2]))
             if shared:
-                out.append(Mismatch(
-                    "mixed", label, tuple(shared),
-                    f"one backward of the sum adds {label}'s gradient for {_short(shared)} to {other}'s: the step "
-                    f"of {other}'s models will use both"))
+                out.append(
+                    Mismatch(
+                        "mixed",
+                        label,
+                        tuple(shared),
+                        f"one backward of the sum adds {label}'s gradient for {_short(shared)} to {other}'s: the step "
+                        f"of {other}'s models will use both",
+                    )
+                )
     return out

@@ -178,6 +178,7 @@ class Tracker:
         # NOTE [Who freed a node]: the engine unpacks every saved tensor of a node it
         # runs, then frees them unless retain_graph; so an unpack during a freeing
         # backward names the call that freed the node being run (no graph walk).
+        __tracebackhide__ = True  # noqa: F841
         if self._freeing is not None and _peek.get() is None:
             node = internals.current_node()
             if node is not None:
@@ -392,8 +393,9 @@ class Tracker:
                     warnings.warn(note, UnusedStepWarning, stacklevel=2)
 
     # -- public ------------------------------------------------------------------------------------
-    def check(self, output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None, *,
-              frame: FrameType | None = None) -> Diagnosis:
+    def check(
+        self, output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None, *, frame: FrameType | None = None
+    ) -> Diagnosis:
         """Like :func:`gradlab.check`, with who modified each tensor, and where, filled in."""
         frame = frame if frame is not None else sys._getframe(1)
         return check_graph(collect(output, self.namer(names), tracker=self), tracker=self._root or self, frame=frame)

@@ -28,7 +28,9 @@ def _grads(loss: torch.Tensor, module: nn.Module) -> list[torch.Tensor]:
 
 
 def _same(a: list[torch.Tensor | None], b: list[torch.Tensor | None]) -> bool:
-    return all((x is None and y is None) or (x is not None and y is not None and torch.allclose(x, y)) for x, y in zip(a, b))
+    return all(
+        (x is None and y is None) or (x is not None and y is not None and torch.allclose(x, y)) for x, y in zip(a, b)
+    )
 
 
 # -- the course loop: both intents -------------------------------------------------------------------
@@ -180,8 +182,10 @@ def test_gan_first_fix_is_recompute_after_the_step() -> None:
 
 def test_actor_critic_first_fix_detaches_the_advantage() -> None:
     torch.manual_seed(0)
-    actor, critic = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2)), nn.Sequential(
-        nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1))
+    actor, critic = (
+        nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2)),
+        nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1)),
+    )
     opt_actor, opt_critic = torch.optim.Adam(actor.parameters(), 1e-3), torch.optim.Adam(critic.parameters(), 1e-3)
     state, reward = torch.randn(8, 4), torch.randn(8, 1)
     action = torch.tensor([0, 1, 1, 0, 1, 0, 0, 1])

@@ -82,6 +82,16 @@ def test_autograd_failure_is_diagnosed(script, kind, tensor, shape, offending) -
     assert err.index("RuntimeError: ") < err.index(f"gradlab: error[{title}]")
 
 
+@pytest.mark.parametrize("script", [p[0] for p in PATTERNS])
+def test_autograd_traceback_is_pythons_then_the_note(script: str) -> None:
+    """The traceback and the exception line equal plain python's, byte for byte; gradlab adds only its note."""
+    plain = _python(str(SCRIPTS / script))
+    ours = gradlab_run(str(SCRIPTS / script))
+    head, sep, _ = ours.stderr.partition("\ngradlab: error[")
+    assert sep, ours.stderr
+    assert head.rstrip("\n") + "\n" == plain.stderr
+
+
 def test_verbose_adds_every_fix_and_the_message_decoded() -> None:
     r = gradlab_run("--verbose", str(SCRIPTS / "chained_inplace.py"))
     assert r.returncode == 1

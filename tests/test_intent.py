@@ -76,8 +76,9 @@ def test_the_sum_fix_in_a_gan_runs_but_the_intent_check_reports_it() -> None:
     g_loss = bce(out_fake, torch.ones(16, 1))
     total = d_loss + g_loss
     assert gradlab.check(total, names={"G": G, "D": D}).ok  # the sum fix runs: check() has nothing to say
-    report = gradlab.check_intent({"d_loss": (d_loss, "D"), "g_loss": (g_loss, "G")}, names={"G": G, "D": D},
-                                  backward=total)
+    report = gradlab.check_intent(
+        {"d_loss": (d_loss, "D"), "g_loss": (g_loss, "G")}, names={"G": G, "D": D}, backward=total
+    )
     kinds = {(m.kind, m.loss) for m in report.mismatches}
     assert ("unwanted", "d_loss") in kinds  # d_loss pushes G (it should only train D)
     assert ("mixed", "g_loss") in kinds  # one backward adds g_loss's push into D's gradient
