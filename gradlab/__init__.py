@@ -100,8 +100,8 @@ if TYPE_CHECKING:
     from .drawing import GraphView, draw
     from .explanation import Explanation, explain
     from .grads import GradReport, GradRow, grad_report
-    from .intent import IntentReport, Mismatch, check_intent
     from .graph import Graph, GraphNode, collect, saved_table, saved_tensors
+    from .intent import IntentReport, Mismatch, check_intent
     from .ipython import load_ipython_extension, unload_ipython_extension
     from .memory import MemoryTrace, measure_memory, plot_memory
     from .names import modules_in

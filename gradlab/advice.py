@@ -324,7 +324,7 @@ def _chained(ctx: Context, freed: bool) -> list[Fix]:
             code=detach_code,
         ),
         Fix(
-            intent=f"the same, keeping the order and the graph",
+            intent="the same, keeping the order and the graph",
             summary=f"backward {ctx.l} into {ctx.o}'s parameters only",
             trains=f"the same as detaching: {ctx.l} trains {ctx.o} only",
             code=_loss_code(

@@ -166,7 +166,7 @@ def stale_error(p: Packed) -> RuntimeError:
 
 def unpack_hook(p: Packed) -> torch.Tensor:
     """gradlab's unpack hook: re-check the version PyTorch no longer checks."""
-    __tracebackhide__ = True  # noqa: F841 - IPython hides this frame: the traceback ends at the user's line
+    __tracebackhide__ = True  # IPython hides this frame: the traceback ends at the user's line
     peek = _peek.get()
     if peek is not None:
         peek.append(p)

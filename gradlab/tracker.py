@@ -178,7 +178,7 @@ class Tracker:
         # NOTE [Who freed a node]: the engine unpacks every saved tensor of a node it
         # runs, then frees them unless retain_graph; so an unpack during a freeing
         # backward names the call that freed the node being run (no graph walk).
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True
         if self._freeing is not None and _peek.get() is None:
             node = internals.current_node()
             if node is not None:
@@ -316,7 +316,7 @@ class Tracker:
             return  # a nested backward already annotated this exception
         try:
             diag = self.failure_diagnosis(roots, call, frame)
-        except Exception:  # noqa: BLE001 - never replace the user's error with ours
+        except Exception:  # never replace the user's error with ours
             return
         finally:
             del frame

@@ -5,11 +5,11 @@ and that applying it runs AND gives the gradients that intent implies (compared 
 from __future__ import annotations
 
 import pytest
+import scenarios
 import torch
 from torch import nn
 
 import gradlab
-import scenarios
 from gradlab.advice import detach_in, rewrite_in_place
 
 
@@ -186,7 +186,7 @@ def test_actor_critic_first_fix_detaches_the_advantage() -> None:
         nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2)),
         nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1)),
     )
-    opt_actor, opt_critic = torch.optim.Adam(actor.parameters(), 1e-3), torch.optim.Adam(critic.parameters(), 1e-3)
+    opt_critic = torch.optim.Adam(critic.parameters(), 1e-3)
     state, reward = torch.randn(8, 4), torch.randn(8, 1)
     action = torch.tensor([0, 1, 1, 0, 1, 0, 0, 1])
 
