@@ -25,8 +25,8 @@ LIBRARY_TESTS = frozenset(
         "test_draw.py",
         "test_explain.py",
         "test_inspectors.py",
-    "test_intent.py",
-    "test_notes.py",
+        "test_intent.py",
+        "test_notes.py",
         "test_internals.py",
         "test_layout.py",
         "test_memory.py",
@@ -37,7 +37,7 @@ LIBRARY_TESTS = frozenset(
         "test_plots.py",
         "test_properties.py",
         "test_session.py",
-    "test_tracker_sees.py",
+        "test_tracker_sees.py",
     }
 )
 

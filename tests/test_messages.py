@@ -66,9 +66,12 @@ def test_message_under_track_equals_torch(build, anomaly: bool) -> None:
     """The same failure, raised by torch alone and by gradlab's re-check: byte for byte the same text."""
     with torch.autograd.set_detect_anomaly(anomaly), pytest.warns(UserWarning) if anomaly else _nothing():
         plain = _torch_message(build)
-    with torch.autograd.set_detect_anomaly(anomaly), pytest.warns(UserWarning) if anomaly else _nothing():
-        with gradlab.track():
-            tracked = _torch_message(build)
+    with (
+        torch.autograd.set_detect_anomaly(anomaly),
+        pytest.warns(UserWarning) if anomaly else _nothing(),
+        gradlab.track(),
+    ):
+        tracked = _torch_message(build)
     assert tracked == plain
 
 

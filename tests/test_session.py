@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 
 import pytest
+import scenarios
 import torch
 
 import gradlab
-import scenarios
 from gradlab import session, writes
 
 
