@@ -23,6 +23,15 @@ if TYPE_CHECKING:
 __all__ = ["timeline", "plot_grads"]
 
 RED, GREY, BLUE = "#cc0000", "#777777", "#1c4587"
+
+#: Marker and line style per curve, so curves differ in greyscale print and for colour-blind readers too.
+LINE_STYLES: tuple[tuple[str, str], ...] = (("o", "-"), ("s", "--"), ("^", ":"), ("D", "-."), ("v", "-"), ("x", "--"))
+
+
+def line_style(index: int, points: int) -> dict[str, object]:
+    """Matplotlib keyword arguments for the ``index``-th curve of ``points`` points."""
+    marker, line = LINE_STYLES[index % len(LINE_STYLES)]
+    return {"marker": marker, "linestyle": line, "markersize": 3, "markevery": max(1, points // 20)}
 _VIEW = re.compile(r" \((transposed )?view\)$")
 
 

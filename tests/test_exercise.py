@@ -45,7 +45,7 @@ def test_html_is_escaped() -> None:
 def test_ellipsis_placeholder_asks_for_an_answer() -> None:
     verdict = _verify(..., 4, hint="count them")
     assert not verdict.passed
-    assert str(verdict) == "✗ not yet: replace ... with your answer. count them"
+    assert str(verdict) == "… your answer goes in the cell above: replace the ... there, then run this cell again."
 
 
 @pytest.mark.parametrize(
@@ -228,3 +228,73 @@ def test_table_rejects_a_single_record_or_a_diagnosis_in_the_list() -> None:
 def test_docstring_examples_run() -> None:
     result = doctest.testmod(gradlab.course.exercise)
     assert result.attempted >= 2 and result.failed == 0
+
+
+# -- checks that judge the answer: right answers pass, likely wrong ones get a true hint --------------
+
+
+def _running_total(update) -> tuple[object, list[float], list[int]]:
+    pair = course.make_pair(seed=0, softmax=False)
+    n_1, opt_1, criterion = pair.n_1, pair.opt_1, pair.criterion
+    total_loss, losses = 0, []
+    with gradlab.measure_memory("exercise") as trace:
+        for x, y in course.batches(6, seed=0, size=50):
+            opt_1.zero_grad()
+            loss_1 = criterion(y, n_1(x))
+            loss_1.backward(retain_graph=True)
+            opt_1.step()
+            total_loss = update(total_loss, loss_1)
+            losses.append(loss_1.item())
+            trace.record()
+    return total_loss, losses, trace.graphs
+
+
+@pytest.mark.parametrize("update", [lambda t, l: t + l.item(), lambda t, l: t + l.detach()], ids=["item", "detach"])
+def test_running_total_right_answers_pass(update) -> None:
+    assert course.check_running_total(*_running_total(update)).passed
+
+
+@pytest.mark.parametrize(
+    ("update", "hint"),
+    [
+        (lambda t, l: t + l, "keeps every step's graph alive"),
+        (lambda t, l: l.item(), "is not the sum of the losses"),
+    ],
+    ids=["keeps-graph", "replaces"],
+)
+def test_running_total_wrong_answers_fail_with_a_true_hint(update, hint: str) -> None:
+    verdict = course.check_running_total(*_running_total(update))
+    assert not verdict.passed and hint in verdict.text
+
+
+def test_running_total_without_an_answer_is_neutral() -> None:
+    verdict = course.check_running_total(..., [1.0], [1])
+    assert verdict.pending and not verdict.passed and "✓" not in verdict.text and "✗" not in verdict.text
+
+
+def _one_batch(inputs) -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor, float]:
+    pair = course.make_pair(seed=0, softmax=False, lr=1e-2)
+    x, y = course.batches(1)[0]
+    n_2, opt_2, criterion = pair.n_2, pair.opt_2, pair.criterion
+    for _ in range(200):
+        opt_2.zero_grad()
+        loss_2 = criterion(y, n_2(inputs(x)))
+        loss_2.backward()
+        opt_2.step()
+    return n_2, x, y, loss_2.item()
+
+
+def test_one_batch_right_answer_passes() -> None:
+    assert course.check_one_batch(*_one_batch(lambda x: 2 * x)).passed
+
+
+def test_one_batch_trained_on_x_fails_and_says_so() -> None:
+    verdict = course.check_one_batch(*_one_batch(lambda x: x))
+    assert not verdict.passed and "it was trained on input x" in verdict.text
+
+
+def test_one_batch_untrained_fails() -> None:
+    pair = course.make_pair(seed=0, softmax=False)
+    x, y = course.batches(1)[0]
+    verdict = course.check_one_batch(pair.n_2, x, y, 1.0)
+    assert not verdict.passed and "not below 0.05" in verdict.text

@@ -43,6 +43,8 @@ _EXPORTS: dict[str, str] = {
     "Quiz": "questions",
     "Verdict": "exercise",
     "verify": "exercise",
+    "check_running_total": "exercise",
+    "check_one_batch": "exercise",
     "EnvironmentReport": "readiness",
     "environment": "readiness",
     "setup": "readiness",
@@ -73,6 +75,8 @@ __all__ = [
     "Quiz",
     "Verdict",
     "verify",
+    "check_running_total",
+    "check_one_batch",
     "EnvironmentReport",
     "environment",
     "setup",
@@ -81,7 +85,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .exercise import Verdict, verify
+    from .exercise import Verdict, check_one_batch, check_running_total, verify
     from .iteration import PRESETS, STEPS, Outcome, Preset, outcome_table, run_order
     from .networks import Net, Pair, batches, make_pair
     from .plots import plot_losses, plot_predictions

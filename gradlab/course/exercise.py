@@ -2,7 +2,11 @@
 
 :func:`verify` turns a learner's answer into a :class:`Verdict` that displays
 one deterministic line, ``✓ ...`` or ``✗ not yet: ...``; it never raises on a
-wrong answer, so *Run All* keeps going.
+wrong answer, so *Run All* keeps going. An answer not given yet (left as
+``...``) gets a neutral line that gives nothing away, so a notebook stored with
+empty answer cells shows no answer. :func:`check_running_total` and
+:func:`check_one_batch` judge two exercises whose right answers take more than
+one form; each likely wrong answer gets a hint that is true for it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Verdict", "verify"]
+__all__ = ["Verdict", "verify", "pending", "check_running_total", "check_one_batch"]
 
 _UNSET = object()
 
@@ -29,6 +33,7 @@ class Verdict:
 
     passed: bool
     text: str
+    pending: bool = False
 
     def __bool__(self) -> bool:
         return self.passed
@@ -40,6 +45,8 @@ class Verdict:
         return self.text
 
     def _repr_html_(self) -> str:
+        if self.pending:
+            return f'<p style="color:#555"><i>{html.escape(self.text)}</i></p>'
         color = "#2e7d32" if self.passed else "#c62828"
         return f'<p style="color:{color}"><b>{html.escape(self.text)}</b></p>'
 
@@ -112,7 +119,7 @@ def verify(value: object, expected: object = _UNSET, *, success: str, hint: str,
     one-element bool tensor). With it, ``value`` must equal ``expected``:
     tensors by shape and values, floats within ``tol`` (default: relative
     1e-6), lists and tuples element by element. An answer left as ``...``
-    gets ``✗ not yet`` with a reminder to fill it in.
+    gets a neutral reminder to fill it in (it names neither the answer nor the hint).
 
     Example::
 
@@ -120,12 +127,14 @@ def verify(value: object, expected: object = _UNSET, *, success: str, hint: str,
         ✓ 4 nodes lost their buffers.
         >>> verify(3, expected=4, success="4 nodes lost their buffers.", hint="count network 1's nodes")
         ✗ not yet: count network 1's nodes
+        >>> verify(..., expected=4, success="4 nodes lost their buffers.", hint="count network 1's nodes")
+        … your answer goes in the cell above: replace the ... there, then run this cell again.
     """
     for label, text in (("success", success), ("hint", hint)):
         if not isinstance(text, str) or not text.strip():
             raise TypeError(f"verify() needs {label}= as a non-empty sentence, got {text!r}")
     if value is Ellipsis:
-        return Verdict(False, f"✗ not yet: replace ... with your answer. {hint}")
+        return pending()
     if expected is _UNSET:
         passed = _as_condition(value)
     else:
@@ -133,3 +142,79 @@ def verify(value: object, expected: object = _UNSET, *, success: str, hint: str,
             raise ValueError(f"tol must be a non-negative number, got {tol!r}")
         passed = _equal(value, expected, tol)
     return Verdict(True, f"✓ {success}") if passed else Verdict(False, f"✗ not yet: {hint}")
+
+
+PENDING = "… your answer goes in the cell above: replace the ... there, then run this cell again."
+
+
+def pending() -> Verdict:
+    """The neutral line for an answer not given yet."""
+    return Verdict(False, PENDING, pending=True)
+
+
+def check_running_total(total_loss: object, losses: Sequence[float], graphs: Sequence[int]) -> Verdict:
+    """Exercise: log a running total of the losses without keeping every step's graph.
+
+    ``total_loss`` is the learner's total, ``losses`` each step's loss as a number,
+    ``graphs`` what :func:`gradlab.measure_memory` counted after each step. Right:
+    a number (``+= loss.item()``) or a tensor with no graph (``+= loss.detach()``)
+    that equals the sum, with at most one graph alive after every step.
+
+    Example::
+
+        >>> check_running_total(3.0, [1.0, 2.0], [1, 1])
+        ✓ at most one graph alive after every step, and total_loss is the sum of the losses, with no graph.
+        >>> check_running_total(2.0, [1.0, 2.0], [1, 1])
+        ✗ not yet: total_loss is not the sum of the losses: add each step's loss to it (+=), do not replace it.
+    """
+    if total_loss is Ellipsis:
+        return pending()
+    if not isinstance(graphs, Sequence) or not isinstance(losses, Sequence):
+        raise TypeError("check_running_total(total_loss, losses, trace.graphs): pass the trace's graphs list")
+    if isinstance(total_loss, torch.Tensor):
+        if total_loss.grad_fn is not None:
+            return Verdict(False, "✗ not yet: total_loss is a tensor with a graph (its grad_fn is "
+                           f"{total_loss.grad_fn.name()}): adding loss_1 to it keeps every step's graph alive; "
+                           "add a number (loss_1.item()) or a tensor without history (loss_1.detach()).")
+        if total_loss.numel() != 1:
+            return Verdict(False, "✗ not yet: total_loss should be one number, the sum of the losses.")
+        value = float(total_loss.item())
+    elif isinstance(total_loss, (int, float)) and not isinstance(total_loss, bool):
+        value = float(total_loss)
+    else:
+        raise TypeError(f"total_loss is a {type(total_loss).__name__}; it should be a number or a tensor")
+    if not math.isclose(value, sum(losses), rel_tol=1e-6, abs_tol=1e-9):
+        return Verdict(False, "✗ not yet: total_loss is not the sum of the losses: add each step's loss to it (+=), "
+                       "do not replace it.")
+    if graphs and max(graphs) > 1:
+        return Verdict(False, f"✗ not yet: {max(graphs)} graphs were alive after a step: something still holds "
+                       "the old graphs (a list of loss tensors, or a total with a graph).")
+    return Verdict(True, "✓ at most one graph alive after every step, and total_loss is the sum of the losses, "
+                   "with no graph.")
+
+
+def check_one_batch(n_2: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, last_loss: object) -> Verdict:
+    """Exercise: overfit one batch with network 2 on the input a perfect network 1 gives it (``2 * x``).
+
+    Passes when ``n_2`` maps ``2 * x`` to ``y`` on the batch (loss below 0.05) and
+    ``last_loss`` is that loss as a number. Training on ``x`` instead also drives a
+    loss down, but then ``n_2(2 * x)`` is about ``4 * x``: that answer is told so.
+    """
+    if last_loss is Ellipsis:
+        return pending()
+    if not isinstance(n_2, torch.nn.Module):
+        raise TypeError("check_one_batch(n_2, x, y, last_loss): pass network 2, the batch and the last loss")
+    if not isinstance(last_loss, float):
+        return Verdict(False, "✗ not yet: store the last loss as a number: last_loss = loss_2.item().")
+    with torch.no_grad():
+        on_target = float(torch.nn.functional.mse_loss(n_2(2 * x), y))
+        on_x = float(torch.nn.functional.mse_loss(n_2(x), y))
+    if on_target >= 0.05 and on_x < 0.05:
+        return Verdict(False, "✗ not yet: n_2 maps x to y: it was trained on input x. Its input is network 1's "
+                       "output, which a perfect network 1 makes 2 * x: train on n_2(2 * x).")
+    if on_target >= 0.05:
+        return Verdict(False, f"✗ not yet: on input 2 * x, n_2's loss is {on_target:.3f}, not below 0.05: train "
+                       "longer (200 steps of Adam, lr=0.01) on n_2(2 * x) against y.")
+    if not math.isclose(last_loss, on_target, rel_tol=0.5, abs_tol=0.01):
+        return Verdict(False, "✗ not yet: last_loss is not the loss of n_2(2 * x) against y after training.")
+    return Verdict(True, "✓ network 2 drives the loss on one batch towards zero: it can learn.")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from gradlab.plots import RED, new_figure
+from gradlab.plots import RED, line_style, new_figure
 
 from .networks import Pair
 from .training import TrainResult
@@ -79,7 +79,7 @@ def plot_losses(losses: Mapping[str, object], *, overlay: bool = False) -> Figur
                 label += " (flat: not learning)"
                 notes.append(f"{curve} flat: not learning")
             if values:
-                ax.plot(range(1, len(values) + 1), values, marker=".", label=label)
+                ax.plot(range(1, len(values) + 1), values, label=label, **line_style(len(ax.get_lines()), len(values)))
         if error is not None:
             first = error.split(";")[0].split(". ")[0]
             notes.append("stopped: " + (first if len(first) <= 60 else first[:57] + "..."))
@@ -141,10 +141,10 @@ def plot_predictions(
     fig, axes = new_figure(1, 1, (6.0, 3.6))
     ax = axes[0][0]
     xs = x.detach().flatten().tolist()
-    ax.plot(xs, [2 * v for v in xs], color="black", linestyle="--", label="target y = 2x")
+    ax.plot(xs, [2 * v for v in xs], color="black", linestyle=(0, (1, 1)), linewidth=2, label="target y = 2x")
     with torch.no_grad():
         for name, fn in models.items():
-            ax.plot(xs, fn(x).detach().flatten().tolist(), label=name)
+            ax.plot(xs, fn(x).detach().flatten().tolist(), label=name, **line_style(len(ax.get_lines()) - 1, len(xs)))
     ax.set_xlabel("x")
     ax.set_ylabel("prediction")
     ax.legend(fontsize=8)
