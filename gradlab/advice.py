@@ -29,7 +29,18 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-__all__ = ["Cause", "CAUSES", "Context", "Fix", "fixes_for", "rewrite_in_place", "detach_in", "cause_sentence"]
+__all__ = [
+    "Cause",
+    "CAUSES",
+    "Context",
+    "Fix",
+    "PITFALLS",
+    "Pitfall",
+    "fixes_for",
+    "rewrite_in_place",
+    "detach_in",
+    "cause_sentence",
+]
 
 #: Why a backward fails, as gradlab decides it from what it observed.
 Cause = Literal[
@@ -389,10 +400,13 @@ def _judge(ctx: Context, freed: bool) -> list[Fix]:
     return fixes
 
 
+_OP_NAMES = {**{k: f"{v}=" for k, v in _AUGMENTED.items()}, "__setitem__": "x[...] = ..."}
+
+
 def _in_place(ctx: Context) -> list[Fix]:
     rewritten = rewrite_in_place(ctx.code, ctx.op) if ctx.code and ctx.op else None
     where = f" at {ctx.where}" if ctx.where else ""
-    op = ctx.op or "the in-place op"
+    op = _OP_NAMES.get(ctx.op, ctx.op) if ctx.op else "the in-place op"
     if ctx.op in _ACTIVATIONS:
         summary = "use the activation without inplace=True (nn.ReLU() rather than nn.ReLU(inplace=True))"
     else:
@@ -495,3 +509,36 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     # unknown: the two likeliest families, each with what it trains
     unknown = replace(ctx)
     return (*_in_place(unknown)[:1], *_chained(unknown, False)[:1], *_carried(unknown)[:1])
+
+
+@dataclass(frozen=True)
+class Pitfall:
+    """A "fix" that circulates and should not be applied: what people try, and what it really does."""
+
+    attempt: str
+    what_it_does: str
+
+
+#: What gradlab never recommends, and why (the cheat sheet and the course print these).
+PITFALLS: tuple[Pitfall, ...] = (
+    Pitfall(
+        attempt="retain_graph=True for the 'modified by an inplace operation' error",
+        what_it_does="keeps the graph, but the saved tensor is still at the wrong version: the error stays. "
+        "It only helps the 'backward through the graph a second time' error, when nothing is stepped in between.",
+    ),
+    Pitfall(
+        attempt=".detach() inside a network's forward",
+        what_it_does="the errors go away because the gradient is cut there: every layer before the detach "
+        "silently stops learning (gradlab.check_intent reports it as unreachable).",
+    ),
+    Pitfall(
+        attempt="adding the losses of two models with opposite goals (a GAN's) and stepping both",
+        what_it_does="it runs and check() says ok, but each loss now pushes the other model: the generator's "
+        "gradient points the wrong way (gradlab.check_intent reports it).",
+    ),
+    Pitfall(
+        attempt="softmax over a dimension of size 1 (one output per row)",
+        what_it_does="every output is exactly 1.0 and every gradient exactly zero: nothing learns, and nothing "
+        "raises an error (gradlab.check_intent reports zero gradients).",
+    ),
+)

@@ -3,7 +3,7 @@
 The test starts its own JupyterLab (127.0.0.1, a free port, a random token) on
 a temporary copy of ``notebooks/`` (autosave rewrites notebooks) with HOME and
 every Jupyter directory in a temporary folder, runs all cells of
-``08_playground.ipynb``, uses the playground widget, and saves screenshots to
+``10_playground.ipynb``, uses the playground widget, and saves screenshots to
 ``artifacts/``. Server and browser are always stopped.
 """
 
@@ -29,7 +29,7 @@ from gradlab.course.lab import HOST, build_argv
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "artifacts"
-NOTEBOOK = "08_playground.ipynb"
+NOTEBOOK = "10_playground.ipynb"
 CHROMIUM = shutil.which("chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",

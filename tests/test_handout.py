@@ -761,3 +761,29 @@ def test_cheatsheet_is_one_page_with_the_key_lines(committed_handout: tuple[Path
         "Softmax over a size-1 dim gives constant 1.0 outputs",
     ]:
         assert line in text, f"cheat sheet lacks {line!r}"
+
+
+def test_cheat_sheet_fixes_come_from_gradlab_advice() -> None:
+    """One source for fix advice: the cheat sheet renders gradlab.advice, it does not keep a copy."""
+    from gradlab.advice import PITFALLS, Context, fixes_for
+
+    template = handout.CHEATSHEET.read_text(encoding="utf-8")
+    page = handout.cheatsheet_html(template)
+    loop = Context(
+        model="n_1",
+        others=("n_2",),
+        loss="loss_2",
+        earlier="loss_1",
+        optimizer="opt_1",
+        entry="pred_1",
+        entry_line="pred_2 = n_2(pred_1)",
+    )
+    for fix in fixes_for("optimizer_step", loop)[:1] + fixes_for("optimizer_step", loop)[2:3]:
+        assert html.escape(fix.summary) in page and html.escape(fix.trains) in page
+    assert "pred_2 = n_2(pred_1.detach())" in page
+    for pitfall in PITFALLS:
+        assert html.escape(pitfall.what_it_does) in page
+        assert pitfall.what_it_does[:40] not in template  # no second copy in the template
+    assert "trains:" not in template and "<pre>" not in template  # no hand-written fix or code in the template
+    with pytest.raises(ValueError, match="marker"):
+        handout.cheatsheet_html("<html></html>")

@@ -53,6 +53,8 @@ import jinja2
 import nbformat
 from nbconvert import HTMLExporter
 
+from gradlab.advice import PITFALLS, Context, Fix, fixes_for
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from execute_notebooks import title
 from handout_book import (  # noqa: F401  (tests reach these through this module)
@@ -407,6 +409,67 @@ def cjk_font_missing(lang: str) -> bool:
     return not found.stdout.strip()
 
 
+def _fix_cell(fix: Fix) -> str:
+    intent = f"<strong>{html.escape(fix.intent[0].upper() + fix.intent[1:])}:</strong> " if fix.intent else ""
+    code = f"<pre>{html.escape(fix.code)}</pre>" if fix.code else ""
+    return f'{intent}{html.escape(fix.summary)}.{code}<div class="trains">{html.escape(fix.trains)}.</div>'
+
+
+def cheatsheet_html(template: str) -> str:
+    """The cheat sheet with its fixes and pitfalls rendered from gradlab.advice, in the course's names.
+
+    The course passes its own names (n_1, loss_2, opt_1, ...) as the context, as a
+    notebook's tracker would find them; the texts themselves come from the library.
+    """
+    loop = Context(
+        model="n_1",
+        others=("n_2",),
+        loss="loss_2",
+        earlier="loss_1",
+        optimizer="opt_1",
+        entry="pred_1",
+        entry_line="pred_2 = n_2(pred_1)",
+    )
+    gan = Context(
+        model="D",
+        others=("G",),
+        loss="g_loss",
+        earlier="d_loss",
+        optimizer="opt_d",
+        judge=True,
+        recompute=("out_fake = D(fake)", "g_loss = bce(out_fake, ones)"),
+    )
+    rows = [
+        (
+            "Either error in the two-network loop: <code>opt_1.step()</code> (or <code>loss_1.backward()</code>) "
+            "before <code>loss_2.backward()</code>",
+            fixes_for("optimizer_step", loop)[0],
+        ),
+        ("", fixes_for("optimizer_step", loop)[2]),
+        (
+            "A GAN: <code>opt_d.step()</code> before <code>g_loss.backward()</code>, which trains G through D",
+            fixes_for("optimizer_step", gan)[0],
+        ),
+        (
+            "An in-place op (<code>x += y</code>, <code>relu_</code>) on a tensor autograd saved",
+            fixes_for("inplace_op", Context(tensor="x", op="__iadd__", code="x += y"))[0],
+        ),
+        (
+            "State carried from one iteration to the next (an RNN's hidden state)",
+            fixes_for("carried_state", Context(carried="h", entry_line="out, h = rnn(x, h)"))[0],
+        ),
+    ]
+    fixes = "".join(f"<tr><td>{when}</td><td>{_fix_cell(fix)}</td></tr>" for when, fix in rows)
+    pitfalls = "".join(
+        f"<tr><td>{html.escape(p.attempt[0].upper() + p.attempt[1:])}</td>"
+        f'<td class="bad">{html.escape(p.what_it_does)}</td></tr>'
+        for p in PITFALLS
+    )
+    if "<!-- gradlab:fixes -->" not in template or "<!-- gradlab:pitfalls -->" not in template:
+        raise ValueError("the cheat sheet template lost its <!-- gradlab:fixes --> or <!-- gradlab:pitfalls --> marker")
+    return template.replace("<!-- gradlab:fixes -->", fixes).replace("<!-- gradlab:pitfalls -->", pitfalls)
+
+
 def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
     """Write the handout into ``out``; return the files written."""
     chapters = read_chapters(notebooks_dir)
@@ -479,7 +542,8 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
             written.append(pdf)
 
         cheatsheet = Path(scratch) / "cheatsheet.html"
-        cheatsheet.write_text(offline_page(CHEATSHEET.read_text(encoding="utf-8"), CHEATSHEET.name), encoding="utf-8")
+        page = cheatsheet_html(CHEATSHEET.read_text(encoding="utf-8"))
+        cheatsheet.write_text(offline_page(page, CHEATSHEET.name), encoding="utf-8")
         printer.pdf(cheatsheet, out / "cheatsheet.pdf")
         written.append(out / "cheatsheet.pdf")
     return written
