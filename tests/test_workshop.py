@@ -1,0 +1,492 @@
+"""The workshop recipe without a running hub: link generator, settings, accounts, limits, Zero to JupyterHub config.
+
+The hub itself, with real learners, is tested in test_workshop_hub.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import importlib.util
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import jsonschema
+import pytest
+import yaml
+from tornado import web
+from traitlets.config import Config
+
+from gradlab.course import workshop
+
+REPO = Path(__file__).resolve().parent.parent
+WORKSHOP = REPO / "workshop"
+sys.path.insert(0, str(WORKSHOP))
+
+from gradlab_hub import accounts, config, limits, settings  # noqa: E402
+
+Z2JH = WORKSHOP / "z2jh"
+CHART = Z2JH / "chart-4.4.0"
+ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+# -- the nbgitpuller link ------------------------------------------------------------------
+
+
+def test_link_has_the_form_nbgitpullers_generator_makes() -> None:
+    link = workshop.pull_link(
+        "https://hub.example.org/",
+        "https://github.com/gradlab/gradlab.git",
+        branch="main",
+        open_path="notebooks/00_start_here.ipynb",
+    )
+    parts = urlsplit(link)
+    assert (parts.scheme, parts.netloc, parts.path) == ("https", "hub.example.org", "/hub/user-redirect/git-pull")
+    query = parse_qs(parts.query, strict_parsing=True)
+    assert query == {
+        "repo": ["https://github.com/gradlab/gradlab.git"],
+        "urlpath": ["lab/tree/gradlab/notebooks/00_start_here.ipynb"],
+        "branch": ["main"],
+        "targetpath": ["gradlab"],
+    }
+    assert list(query) == ["repo", "urlpath", "branch", "targetpath"]
+
+
+def test_link_keeps_a_hub_path_prefix_and_a_chosen_folder() -> None:
+    link = workshop.pull_link(
+        "https://example.org/jupyter", "git://127.0.0.1:9418/gradlab.git", targetpath="course", open_path="/x/y.ipynb"
+    )
+    parts = urlsplit(link)
+    assert parts.path == "/jupyter/hub/user-redirect/git-pull"
+    query = parse_qs(parts.query)
+    assert query["targetpath"] == ["course"] and query["urlpath"] == ["lab/tree/course/x/y.ipynb"]
+
+
+@pytest.mark.parametrize(
+    ("hub", "repo", "extra", "message"),
+    [
+        ("hub.example.org", "https://github.com/gradlab/gradlab", {}, "not an http(s) URL"),
+        ("https://hub.example.org/?x=1", "https://github.com/gradlab/gradlab", {}, "query or fragment"),
+        ("https://hub.example.org", " ", {}, "--repo is empty"),
+        ("https://hub.example.org", "https://github.com/gradlab/gradlab", {"branch": ""}, "--branch is empty"),
+        (
+            "https://hub.example.org",
+            "https://github.com/gradlab/gradlab",
+            {"open_path": "../etc/passwd"},
+            "inside the repository",
+        ),
+        ("https://hub.example.org", "https://github.com/gradlab/gradlab", {"targetpath": "a/b"}, "plain folder name"),
+        ("https://hub.example.org", "https://example.org/.git", {}, "--targetpath"),
+    ],
+)
+def test_link_refuses_arguments_that_cannot_work(hub: str, repo: str, extra: dict[str, str], message: str) -> None:
+    with pytest.raises(workshop.WorkshopLinkError, match=re.escape(message)):
+        workshop.pull_link(hub, repo, **extra)
+
+
+def test_workshop_link_command(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--hub", "http://127.0.0.1:8000", "--repo", "https://github.com/gradlab/gradlab"]
+    assert workshop.main([*argv, "--open", "notebooks/01_the_original_loop.ipynb"]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == workshop.pull_link(
+        "http://127.0.0.1:8000", "https://github.com/gradlab/gradlab", open_path="notebooks/01_the_original_loop.ipynb"
+    )
+    assert workshop.main(["--hub", "ftp://x", "--repo", "https://github.com/gradlab/gradlab"]) == 2
+    assert "workshop-link:" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_workshop_link_through_the_course_command() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gradlab.course",
+            "workshop-link",
+            "--hub",
+            "https://hub.example.org",
+            "--repo",
+            "https://github.com/gradlab/gradlab",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == workshop.pull_link("https://hub.example.org", "https://github.com/gradlab/gradlab")
+
+
+# -- settings --------------------------------------------------------------------------------
+
+SECRETS = {"GRADLAB_HUB_WORKSHOP_CODE": "room-1234", "GRADLAB_HUB_ADMIN_PASSWORD": "a" * 40}
+
+
+def test_defaults_listen_on_loopback_only(tmp_path: Path) -> None:
+    chosen = settings.Settings.from_env({**SECRETS, "GRADLAB_HUB_STATE_DIR": str(tmp_path)})
+    assert chosen.ip == "127.0.0.1" and chosen.loopback and not chosen.https
+    assert chosen.url == "http://127.0.0.1:8000/"
+    assert chosen.mem_limit == 2 * 2**30 and chosen.cpu_limit == 1.0
+    assert chosen.admin == "instructor" and chosen.learner_group == "gradlab-learners"
+
+
+def test_a_public_address_needs_https_or_an_explicit_statement(tmp_path: Path) -> None:
+    public = {**SECRETS, "GRADLAB_HUB_STATE_DIR": str(tmp_path), "GRADLAB_HUB_IP": "0.0.0.0"}
+    with pytest.raises(settings.SettingsError, match="GRADLAB_HUB_SSL_CERT"):
+        settings.Settings.from_env(public)
+    assert settings.Settings.from_env({**public, "GRADLAB_HUB_PUBLIC_HTTP": "1"}).url == "http://0.0.0.0:8000/"
+    cert, key = tmp_path / "hub.crt", tmp_path / "hub.key"
+    https = settings.Settings.from_env({**public, "GRADLAB_HUB_SSL_CERT": str(cert), "GRADLAB_HUB_SSL_KEY": str(key)})
+    assert https.url == "https://0.0.0.0:8000/" and https.https
+    with pytest.raises(settings.SettingsError, match="both"):
+        settings.Settings.from_env({**public, "GRADLAB_HUB_SSL_CERT": str(cert)})
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("GRADLAB_HUB_WORKSHOP_CODE", "short", "at least 8"),
+        ("GRADLAB_HUB_ADMIN_PASSWORD", "x" * 31, "at least 32"),
+        ("GRADLAB_HUB_ADMIN", "Root!", "must match"),
+        ("GRADLAB_HUB_PORT", "8081", "must differ"),
+        ("GRADLAB_HUB_MEM_LIMIT", "lots", "not a size"),
+        ("GRADLAB_HUB_CPU_LIMIT", "one", "not a number"),
+        ("GRADLAB_HUB_CULL_TIMEOUT", "0", "positive"),
+    ],
+)
+def test_settings_that_cannot_work_are_refused(tmp_path: Path, variable: str, value: str, message: str) -> None:
+    with pytest.raises(settings.SettingsError, match=message):
+        settings.Settings.from_env({**SECRETS, "GRADLAB_HUB_STATE_DIR": str(tmp_path), variable: value})
+
+
+def test_secrets_come_from_the_state_directory(tmp_path: Path) -> None:
+    with pytest.raises(settings.SettingsError, match="make hub"):
+        settings.Settings.from_env({"GRADLAB_HUB_STATE_DIR": str(tmp_path)})
+    (tmp_path / settings.WORKSHOP_CODE_FILE).write_text("from-the-file\n")
+    (tmp_path / settings.ADMIN_PASSWORD_FILE).write_text("b" * 36 + "\n")
+    chosen = settings.Settings.from_env({"GRADLAB_HUB_STATE_DIR": str(tmp_path)})
+    assert chosen.workshop_code == "from-the-file" and chosen.admin_password == "b" * 36
+
+
+def test_hub_prepare_creates_private_state_and_secrets(tmp_path: Path) -> None:
+    from gradlab_hub import hub
+
+    state = tmp_path / "state"
+    chosen = hub.prepare({"GRADLAB_HUB_STATE_DIR": str(state)})
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    for name in (settings.WORKSHOP_CODE_FILE, settings.ADMIN_PASSWORD_FILE):
+        assert stat.S_IMODE((state / name).stat().st_mode) == 0o600
+    assert len(chosen.workshop_code) >= 8 and len(chosen.admin_password) >= 32
+    assert hub.prepare({"GRADLAB_HUB_STATE_DIR": str(state)}).workshop_code == chosen.workshop_code
+
+
+# -- what JupyterHub is told ---------------------------------------------------------------------
+
+
+def applied(tmp_path: Path, ld_library_path: str | None = None, **env: str) -> Config:
+    chosen = settings.Settings.from_env({**SECRETS, "GRADLAB_HUB_STATE_DIR": str(tmp_path), **env})
+    learner_env = settings.LearnerEnv(
+        prefix=tmp_path / "prefix", python=Path("/x/python3.11"), ld_library_path=ld_library_path
+    )
+    c = Config()
+    config.apply(c, chosen, learner_env)
+    return c
+
+
+def test_hub_config_binds_loopback_and_keeps_everything_in_the_state_dir(tmp_path: Path) -> None:
+    c = applied(tmp_path)
+    assert c.JupyterHub.bind_url == "http://127.0.0.1:8000/"
+    assert c.JupyterHub.hub_bind_url == "http://127.0.0.1:8081"
+    assert c.ConfigurableHTTPProxy.api_url == "http://127.0.0.1:8001"
+    assert c.ConfigurableHTTPProxy.command == [str(WORKSHOP / "node_modules" / ".bin" / "configurable-http-proxy")]
+    for path in (
+        c.JupyterHub.db_url.removeprefix("sqlite:///"),
+        c.JupyterHub.cookie_secret_file,
+        c.ConfigurableHTTPProxy.pid_file,
+    ):
+        assert Path(path).parent == tmp_path
+    assert "ssl_cert" not in c.JupyterHub
+    https = applied(tmp_path, GRADLAB_HUB_SSL_CERT="/c.pem", GRADLAB_HUB_SSL_KEY="/k.pem")
+    assert https.JupyterHub.ssl_cert == "/c.pem" and https.JupyterHub.bind_url.startswith("https://")
+
+
+def test_hub_config_accounts_spawner_and_limits(tmp_path: Path) -> None:
+    c = applied(tmp_path, GRADLAB_HUB_MEM_LIMIT="1536M", GRADLAB_HUB_CPU_LIMIT="0.5")
+    assert c.JupyterHub.authenticator_class is accounts.LocalWorkshopAuthenticator
+    assert c.LocalWorkshopAuthenticator.admin_users == {"instructor"}
+    assert c.LocalWorkshopAuthenticator.workshop_code == "room-1234"
+    assert c.WorkshopSpawner.cmd == [str(tmp_path / "prefix" / "env" / "bin" / "jupyterhub-singleuser")]
+    assert c.WorkshopSpawner.mem_limit == 1536 * 2**20 and c.WorkshopSpawner.cpu_limit == 0.5
+    environment = c.WorkshopSpawner.environment
+    assert environment["PATH"].startswith(str(tmp_path / "prefix" / "env" / "bin") + ":")
+    assert "LD_LIBRARY_PATH" not in environment
+    assert c.WorkshopSpawner.env_keep == ["LANG", "LC_ALL"], "nothing of root's environment reaches learners"
+    assert applied(tmp_path, "/p/lib").WorkshopSpawner.environment["LD_LIBRARY_PATH"] == "/p/lib"
+
+
+def test_idle_culler_and_the_optional_setup_service(tmp_path: Path) -> None:
+    c = applied(tmp_path, GRADLAB_HUB_CULL_TIMEOUT="900", GRADLAB_HUB_CULL_EVERY="60")
+    (culler,) = c.JupyterHub.services
+    assert culler["command"][1:] == ["-m", "jupyterhub_idle_culler", "--timeout=900", "--cull-every=60"]
+    (role,) = c.JupyterHub.load_roles
+    assert role["services"] == ["idle-culler"] and "delete:servers" in role["scopes"]
+    assert not any(scope.startswith(("admin", "delete:users")) for scope in role["scopes"]), (
+        "the culler never deletes users"
+    )
+    with_service = applied(tmp_path, GRADLAB_HUB_SERVICE_TOKEN="t" * 32)
+    assert [s["name"] for s in with_service.JupyterHub.services] == ["idle-culler", "workshop-admin"]
+    assert with_service.JupyterHub.load_roles[1]["scopes"] == config.SERVICE_SCOPES
+
+
+# -- accounts ------------------------------------------------------------------------------------
+
+
+def authenticator(tmp_path: Path) -> accounts.WorkshopAuthenticator:
+    return accounts.WorkshopAuthenticator(
+        workshop_code="room-1234",
+        admin_password="A" * 40,
+        admin_users={"instructor"},
+        password_file=str(tmp_path / "passwords.json"),
+    )
+
+
+def login(auth: accounts.WorkshopAuthenticator, name: str, password: str, code: str = "") -> dict | None:  # type: ignore[type-arg]
+    return asyncio.run(auth.get_authenticated_user(None, {"username": name, "password": password, "otp": code}))
+
+
+def test_the_workshop_code_creates_an_account_and_only_its_password_keeps_it(tmp_path: Path) -> None:
+    auth = authenticator(tmp_path)
+    assert login(auth, "ada", "my own password") is None, "a new account needs the workshop code"
+    assert login(auth, "ada", "my own password", "wrong-code") is None
+    with pytest.raises(web.HTTPError, match="at least 8"):
+        login(auth, "ada", "short", "room-1234")
+    assert login(auth, "ada", "my own password", "room-1234") == {
+        "name": "ada",
+        "admin": False,
+        "auth_state": None,
+        "user_info": None,
+    }
+    assert login(auth, "ada", "my own password")["name"] == "ada"  # type: ignore[index]
+    # Another person with the workshop code cannot take over ada's account.
+    assert login(auth, "ada", "another password", "room-1234") is None
+    assert login(auth, "ada", "room-1234", "room-1234") is None
+    stored = (tmp_path / "passwords.json").read_text()
+    assert "my own password" not in stored and stat.S_IMODE((tmp_path / "passwords.json").stat().st_mode) == 0o600
+
+
+def test_admin_names_need_the_admin_password(tmp_path: Path) -> None:
+    auth = authenticator(tmp_path)
+    assert login(auth, "instructor", "learner password", "room-1234") is None, "learners cannot claim the admin name"
+    assert login(auth, "instructor", "A" * 39 + "B") is None
+    assert login(auth, "instructor", "A" * 40)["admin"] is True  # type: ignore[index]
+
+
+def test_names_that_are_not_plain_unix_names_are_refused(tmp_path: Path) -> None:
+    auth = authenticator(tmp_path)
+    for name in ("-rf", "a", "x" * 33, "1abc", "ab/cd", "ab cd"):
+        assert login(auth, name, "a good password", "room-1234") is None, name
+    # Upper case is folded, as JupyterHub normalizes names.
+    assert login(auth, "Grace", "a good password", "room-1234")["name"] == "grace"  # type: ignore[index]
+
+
+def test_existing_unix_accounts_cannot_be_claimed(tmp_path: Path) -> None:
+    local = accounts.LocalWorkshopAuthenticator(
+        workshop_code="room-1234",
+        admin_password="A" * 40,
+        password_file=str(tmp_path / "p.json"),
+        learner_group="gradlab-test-nogroup",
+    )
+    assert not local.name_is_available("root")
+    assert login(local, "root", "a good password", "root-1234") is None
+    with pytest.raises(web.HTTPError, match="taken"):
+        login(local, "root", "a good password", "room-1234")
+    assert local.name_is_available("nobody-such-learner-x")
+
+
+def test_accounts_module_runs_alone_as_mounted_on_zero_to_jupyterhub() -> None:
+    # The chart mounts workshop/gradlab_hub/accounts.py as a single module file.
+    spec = importlib.util.spec_from_file_location("gradlab_workshop_accounts", WORKSHOP / "gradlab_hub" / "accounts.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert issubclass(module.WorkshopAuthenticator, __import__("jupyterhub.auth").auth.Authenticator)
+
+
+# -- limits ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cgroup():  # type: ignore[no-untyped-def]
+    layout, reason = limits.detect(f"gradlab-test-{os.getpid()}")
+    if layout is None:
+        pytest.skip(f"per-learner limits cannot be enforced here: {reason}")
+    yield layout
+    layout.remove("learner")
+    layout.remove_base()
+
+
+def test_memory_limit_stops_a_kernel_that_takes_too_much(cgroup: limits.CgroupLimits) -> None:
+    cgroup.create("learner", mem_bytes=64 * 2**20, cpus=1.0)
+    assert cgroup.memory_limit("learner") == 64 * 2**20
+    hog = "b = bytearray(256 * 2**20); b[::4096] = b'x' * len(b[::4096]); print('survived')"
+    done = subprocess.run(
+        [sys.executable, "-c", hog], preexec_fn=lambda: cgroup.join("learner"), capture_output=True, timeout=60
+    )
+    assert done.returncode == -signal.SIGKILL and b"survived" not in done.stdout
+    fine = subprocess.run(
+        [sys.executable, "-c", "print('ok')"],
+        preexec_fn=lambda: cgroup.join("learner"),
+        capture_output=True,
+        timeout=60,
+    )
+    assert fine.returncode == 0
+
+
+def test_cpu_limit_throttles(cgroup: limits.CgroupLimits) -> None:
+    cgroup.create("learner", mem_bytes=2**30, cpus=0.2)
+    spin = "import os, time\nt = time.monotonic()\nwhile time.monotonic() - t < 2: pass\nprint(sum(os.times()[:2]))"
+    done = subprocess.run(
+        [sys.executable, "-c", spin],
+        preexec_fn=lambda: cgroup.join("learner"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert float(done.stdout) < 1.0, f"2 s of spinning at 0.2 CPU used {done.stdout.strip()} CPU seconds"
+
+
+def test_removing_a_cgroup_stops_what_is_left_in_it(cgroup: limits.CgroupLimits) -> None:
+    cgroup.create("learner", mem_bytes=2**30, cpus=1.0)
+    sleeper = subprocess.Popen(["sleep", "300"], preexec_fn=lambda: cgroup.join("learner"))
+    try:
+        assert cgroup.pids("learner") == {sleeper.pid}
+        assert cgroup.remove("learner") == [sleeper.pid]
+        assert sleeper.wait(10) == -signal.SIGKILL
+        assert not any(path.exists() for path in cgroup.directories("learner"))
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
+
+
+# -- Zero to JupyterHub ----------------------------------------------------------------------------
+
+
+def merged(base: dict, override: dict) -> dict:  # type: ignore[type-arg]
+    """Helm's merge of user values over a chart's values: maps merge, null deletes, the rest replaces."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def chart_values(with_set_file: bool = True) -> dict:  # type: ignore[type-arg]
+    values = yaml.safe_load((Z2JH / "config.yaml").read_text(encoding="utf-8"))
+    if with_set_file:  # what --set-file hub.extraFiles.workshop_accounts.stringData=... adds
+        values = merged(
+            values,
+            {
+                "hub": {
+                    "extraFiles": {
+                        "workshop_accounts": {"stringData": (WORKSHOP / "gradlab_hub" / "accounts.py").read_text()}
+                    }
+                }
+            },
+        )
+    return merged(yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8")), values)
+
+
+def chart_errors(values: dict) -> list[str]:  # type: ignore[type-arg]
+    schema = yaml.safe_load((CHART / "values.schema.yaml").read_text(encoding="utf-8"))
+    return [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in jsonschema.Draft7Validator(schema).iter_errors(values)
+    ]
+
+
+def test_z2jh_config_uses_only_keys_the_chart_documents() -> None:
+    assert chart_errors(chart_values()) == []
+    # The check bites: a misspelt key, a wrong type, and the missing --set-file are all caught.
+    assert any(
+        "memmory" in e for e in chart_errors(merged(chart_values(), {"singleuser": {"memmory": {"limit": "1G"}}}))
+    )
+    assert chart_errors(merged(chart_values(), {"cull": {"timeout": "an hour"}}))
+    assert any("extraFiles" in e for e in chart_errors(chart_values(with_set_file=False)))
+
+
+def test_z2jh_hub_config_names_real_traits() -> None:
+    from jupyterhub.app import JupyterHub
+
+    hub_config = yaml.safe_load((Z2JH / "config.yaml").read_text(encoding="utf-8"))["hub"]["config"]
+    known = {"JupyterHub": JupyterHub, "WorkshopAuthenticator": accounts.WorkshopAuthenticator}
+    for section, traits in hub_config.items():
+        configurable = set(known[section].class_trait_names(config=True))
+        assert set(traits) <= configurable, f"{section}: {set(traits) - configurable}"
+    assert hub_config["JupyterHub"]["authenticator_class"] == "gradlab_workshop_accounts.WorkshopAuthenticator"
+    mount = yaml.safe_load((Z2JH / "config.yaml").read_text())["hub"]["extraFiles"]["workshop_accounts"]["mountPath"]
+    assert mount == "/usr/local/etc/jupyterhub/gradlab_workshop_accounts.py"
+
+
+def test_z2jh_resources_and_image() -> None:
+    singleuser = yaml.safe_load((Z2JH / "config.yaml").read_text(encoding="utf-8"))["singleuser"]
+    guarantee, limit = (settings.parse_size(singleuser["memory"][k]) for k in ("guarantee", "limit"))
+    assert guarantee <= limit == settings.Settings.__dataclass_fields__["mem_limit"].default, (
+        "same limit as on one machine"
+    )
+    assert 0 < singleuser["cpu"]["guarantee"] <= singleuser["cpu"]["limit"]
+    assert singleuser["cmd"] == "jupyterhub-singleuser" and singleuser["defaultUrl"] == "/lab"
+    binder = (REPO / "binder" / "requirements.txt").read_text()
+    for needed in ("jupyterhub==", "nbgitpuller=="):
+        assert needed in binder, f"the image built from binder/ needs {needed.rstrip('=')}"
+
+
+@pytest.mark.slow
+def test_image_build_command_is_accepted_by_repo2docker() -> None:
+    readme = (WORKSHOP / "README.md").read_text(encoding="utf-8")
+    (command,) = re.findall(r"^(\.venv/bin/jupyter-repo2docker .*)$", readme, flags=re.MULTILINE)
+    flags = ["--user-id", "1000", "--user-name", "jovyan", "--target-repo-dir", "/srv/gradlab"]
+    assert " ".join(flags) in command, "the image keeps the course outside the learner's home volume"
+    # Offline, the same flags with --no-build: repo2docker writes the Dockerfile instead of building.
+    repo2docker = Path(sys.executable).parent / "jupyter-repo2docker"
+    done = subprocess.run(
+        [str(repo2docker), "--no-build", "--debug", *flags, "."], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "binder/requirements.txt" in done.stdout and "./binder/postBuild" in done.stdout
+
+
+# -- make targets ------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_targets_exist() -> None:
+    done = subprocess.run(
+        ["make", "-n", "hub-load", "N=2", "HUB_PREFIX=/opt/x"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "GRADLAB_HUB_PREFIX=/opt/x" in done.stdout and "-m gradlab_hub.loadtest --learners 2" in done.stdout
+    assert "-m gradlab_hub.learner_env" in done.stdout
+    hub = subprocess.run(["make", "-n", "hub"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert hub.returncode == 0 and "-m gradlab_hub.hub" in hub.stdout
+
+
+def test_the_hub_modules_examples_run() -> None:
+    import doctest
+
+    from gradlab_hub import outputs
+
+    for module in (settings, accounts, outputs):
+        failed, attempted = doctest.testmod(module, verbose=False)
+        assert attempted > 0 and failed == 0, module.__name__

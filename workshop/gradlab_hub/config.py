@@ -1,0 +1,99 @@
+"""The settings applied to JupyterHub's configuration object (``c`` in ``jupyterhub_config.py``).
+
+Kept apart from ``jupyterhub_config.py`` so that tests can apply it to a plain
+``traitlets.config.Config`` and read back what the hub would run with.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .accounts import LocalWorkshopAuthenticator
+from .settings import PROXY_COMMAND, LearnerEnv, Settings
+from .spawner import WorkshopSpawner
+
+__all__ = ["CULLER_SCOPES", "SERVICE_SCOPES", "apply"]
+
+# What the idle culler may do: see who is idle, stop their servers. Never delete users.
+CULLER_SCOPES = ["list:users", "read:users:activity", "read:servers", "delete:servers"]
+# The optional scripted-setup service (GRADLAB_HUB_SERVICE_TOKEN): create learners,
+# start and stop their servers, issue their tokens. make hub-load uses it.
+SERVICE_SCOPES = ["admin:users", "admin:servers", "tokens", "list:services", "read:services"]
+
+LOGIN_NOTE = (
+    "First time here? Choose a user name (lower case letters and digits) and a password, "
+    "and type the workshop code your instructor gives you. Afterwards, your password alone signs you in."
+)
+
+
+def apply(c: Any, settings: Settings, env: LearnerEnv) -> None:
+    """Configure JupyterHub for one machine: proxy, accounts, spawner, limits, idle culler."""
+    state = settings.state_dir
+    hub = c.JupyterHub
+    hub.bind_url = settings.url
+    hub.hub_bind_url = f"http://127.0.0.1:{settings.hub_port}"
+    if settings.https:
+        hub.ssl_cert = str(settings.ssl_cert)
+        hub.ssl_key = str(settings.ssl_key)
+    hub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
+    hub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
+    hub.template_vars = {"announcement_login": LOGIN_NOTE}
+    # Stop learners' servers and the proxy with the hub: a restarted hub starts clean,
+    # and learners' work stays where it always is, in their home directories.
+    hub.cleanup_servers = True
+    hub.cleanup_proxy = True
+
+    proxy = c.ConfigurableHTTPProxy
+    proxy.command = [str(PROXY_COMMAND)]
+    proxy.api_url = f"http://127.0.0.1:{settings.proxy_api_port}"
+    proxy.pid_file = str(state / "jupyterhub-proxy.pid")
+
+    hub.authenticator_class = LocalWorkshopAuthenticator
+    auth = c.LocalWorkshopAuthenticator
+    auth.workshop_code = settings.workshop_code
+    auth.admin_password = settings.admin_password
+    auth.admin_users = {settings.admin}
+    auth.password_file = str(state / "workshop-passwords.json")
+    auth.learner_group = settings.learner_group
+    auth.home_base = str(settings.home_base)
+
+    hub.spawner_class = WorkshopSpawner
+    spawner = c.WorkshopSpawner
+    spawner.cmd = [str(env.bin / "jupyterhub-singleuser")]
+    spawner.default_url = "/lab"
+    spawner.notebook_dir = "~"
+    spawner.mem_limit = settings.mem_limit
+    spawner.cpu_limit = settings.cpu_limit
+    spawner.cgroup_name = settings.cgroup_name
+    # Nothing of the hub's own environment (root's PATH, virtual environment) reaches learners.
+    spawner.env_keep = ["LANG", "LC_ALL"]
+    environment = {
+        "PATH": f"{env.bin}:/usr/local/bin:/usr/bin:/bin",
+        "VIRTUAL_ENV": str(env.bin.parent),
+    }
+    if env.ld_library_path:
+        environment["LD_LIBRARY_PATH"] = env.ld_library_path
+    spawner.environment = environment
+    # A room starts at once: each server needs several CPU seconds to start (SIZING.md),
+    # so on a small machine the last of many waits minutes. Give each server time.
+    spawner.start_timeout = 600
+    spawner.http_timeout = 600
+
+    hub.services = [
+        {
+            "name": "idle-culler",
+            "command": [
+                sys.executable,
+                "-m",
+                "jupyterhub_idle_culler",
+                f"--timeout={settings.cull_timeout}",
+                f"--cull-every={settings.cull_every}",
+            ],
+        }
+    ]
+    roles = [{"name": "idle-culler", "scopes": CULLER_SCOPES, "services": ["idle-culler"]}]
+    if settings.service_token:
+        hub.services.append({"name": "workshop-admin", "api_token": settings.service_token})
+        roles.append({"name": "workshop-admin", "scopes": SERVICE_SCOPES, "services": ["workshop-admin"]})
+    hub.load_roles = roles
