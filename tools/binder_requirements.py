@@ -28,7 +28,6 @@ import re
 import sys
 from pathlib import Path
 
-from packaging.markers import Marker
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,10 +95,7 @@ def read_pins(path: Path) -> dict[str, tuple[str, str]]:
 def _wanted(requirement: Requirement, extras: set[str]) -> bool:
     if requirement.marker is None:
         return True
-    return any(
-        requirement.marker.evaluate({**TARGET_MARKERS, "extra": extra})
-        for extra in (extras or {""})
-    )
+    return any(requirement.marker.evaluate({**TARGET_MARKERS, "extra": extra}) for extra in (extras or {""}))
 
 
 def closure(roots: list[str], lock: dict[str, tuple[str, str]]) -> set[str]:
@@ -186,8 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         if actual == expected:
             return 0
         diff = difflib.unified_diff(
-            actual.splitlines(keepends=True), expected.splitlines(keepends=True),
-            fromfile=f"{args.output.name} (as is)", tofile=f"{args.output.name} (from the lock)",
+            actual.splitlines(keepends=True),
+            expected.splitlines(keepends=True),
+            fromfile=f"{args.output.name} (as is)",
+            tofile=f"{args.output.name} (from the lock)",
         )
         sys.stderr.write("".join(diff))
         print(

@@ -75,6 +75,7 @@ KERNEL_ENV = {
 
 # ----------------------------------------------------------------- navigation
 
+
 def course_notebooks(folder: Path = NOTEBOOKS) -> list[Path]:
     """The course notebooks in order: ``NN_name.ipynb``, sorted by name."""
     return sorted(folder.glob(PATTERN))
@@ -148,6 +149,7 @@ def set_navigation(nb: nbformat.NotebookNode, source: str) -> None:
 
 
 # ------------------------------------------------------------------ cleaning
+
 
 def sanitize_rules(cfg: Path = SANITIZE_CFG) -> list[tuple[str, str]]:
     """The (regex, replacement) pairs of the nbval sanitize file, in order."""
@@ -241,8 +243,10 @@ def problems(path: Path, navigation: str | None = None) -> list[str]:
                     if marker in text:
                         found.append(f"{where}: machine path '{marker}' in an output")
     if counts != list(range(1, len(counts) + 1)):
-        found.append(f"execution counts are {counts}, expected 1..{len(counts)} in order "
-                     "(run it with tools/execute_notebooks.py)")
+        found.append(
+            f"execution counts are {counts}, expected 1..{len(counts)} in order "
+            "(run it with tools/execute_notebooks.py)"
+        )
     if not nb.cells or not is_navigation(nb.cells[-1]):
         found.append("last cell is not the navigation cell (tag 'navigation')")
     else:
@@ -255,6 +259,7 @@ def problems(path: Path, navigation: str | None = None) -> list[str]:
 
 
 # ----------------------------------------------------------------- execution
+
 
 def execute(path: Path, navigation: str, rules: Sequence[tuple[str, str]], timeout: int) -> None:
     """Regenerate navigation, run ``path`` in a fresh kernel, clean it, save it."""
@@ -284,8 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: all notebooks/NN_*.ipynb")
     parser.add_argument("--check", action="store_true", help="only report what is not clean")
-    parser.add_argument("--navigation-only", action="store_true",
-                        help="only regenerate the navigation cells (no execution)")
+    parser.add_argument(
+        "--navigation-only", action="store_true", help="only regenerate the navigation cells (no execution)"
+    )
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
     options = parser.parse_args(argv)
 
@@ -317,8 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             execute(path, navigation, rules, options.timeout)
         except CellExecutionError as error:
-            print(f"{shown}: a cell failed (tag it raises-exception if that is intended)\n{error}",
-                  file=sys.stderr)
+            print(f"{shown}: a cell failed (tag it raises-exception if that is intended)\n{error}", file=sys.stderr)
             failed += 1
     if failed:
         print(f"{failed} notebook(s) failed", file=sys.stderr)
