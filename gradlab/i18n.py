@@ -1,0 +1,192 @@
+"""gradlab's own words in other languages: ``gradlab.set_language("zh_CN")``.
+
+Diagnoses, fix advice, ``explain()`` texts, picture labels and the course's
+widgets are written in English and translated through gettext (the standard
+library's :mod:`gettext`). PyTorch's own error text is never translated: it stays
+as PyTorch prints it, and gradlab explains it in the chosen language.
+
+NOTE [Catalogs]
+A language's catalog is the gettext text file
+``gradlab/locale/<language>/LC_MESSAGES/gradlab.po``, kept in the package. It is
+compiled into gettext's binary form in memory the first time the language is
+chosen (:func:`_compile`, the standard ``msgfmt`` format), so the repository holds
+no compiled binaries and nothing is written at install time. ``tools/i18n.py``
+extracts the messages from the code and checks that every one is translated.
+
+Nothing happens on import: the language is English until :func:`set_language`
+is called (the command line calls it with the locale of ``LANG``).
+"""
+
+from __future__ import annotations
+
+import ast
+import gettext
+import io
+import os
+import struct
+import threading
+from functools import cache
+from pathlib import Path
+
+__all__ = ["set_language", "language", "languages", "gettext_", "_", "ngettext_"]
+
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+DOMAIN = "gradlab"
+
+_lock = threading.Lock()
+_current = "en"
+_translation: gettext.NullTranslations = gettext.NullTranslations()
+
+
+def languages() -> tuple[str, ...]:
+    """The languages gradlab speaks: ``en`` and every catalog in the package (``zh_CN``)."""
+    found = sorted(p.parent.parent.name for p in LOCALE_DIR.glob(f"*/LC_MESSAGES/{DOMAIN}.po"))
+    return ("en", *found)
+
+
+def _normalise(lang: str) -> str | None:
+    """``zh_CN.UTF-8``, ``zh-cn``, ``zh`` -> ``zh_CN``; ``C``/``POSIX``/``en_US`` -> ``en``; else None."""
+    code = lang.split(".", 1)[0].split("@", 1)[0].replace("-", "_")
+    if not code or code in ("C", "POSIX") or code.lower().startswith("en"):
+        return "en"
+    available = languages()
+    for candidate in available:
+        if candidate.lower() == code.lower():
+            return candidate
+    base = code.split("_", 1)[0].lower()
+    same = [c for c in available if c.split("_", 1)[0].lower() == base]
+    return same[0] if same else None
+
+
+def set_language(lang: str | None = None) -> str:
+    """Choose the language of gradlab's own words; return the one now in effect.
+
+    ``lang`` is a language code (``"zh_CN"``, ``"zh"``, ``"en"``) or None for the
+    environment's (``LC_ALL``, ``LC_MESSAGES``, ``LANG``, as gettext reads them).
+    A language gradlab has no catalog for falls back to English, so does None
+    when the environment names none.
+
+    Example::
+
+        >>> set_language("zh_CN")
+        'zh_CN'
+        >>> set_language("en")
+        'en'
+    """
+    global _current, _translation
+    if lang is not None and not isinstance(lang, str):
+        raise TypeError(f"set_language() takes a language code such as 'zh_CN' or 'en', not {type(lang).__name__}")
+    if lang is None:
+        env = next((os.environ[k] for k in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG") if os.environ.get(k)), "en")
+        chosen = _normalise(env.split(":", 1)[0]) or "en"
+    else:
+        found = _normalise(lang)
+        if found is None:
+            raise ValueError(f"gradlab has no {lang!r} catalog; choose one of {list(languages())}")
+        chosen = found
+    with _lock:
+        _translation = gettext.NullTranslations() if chosen == "en" else _catalog(chosen)
+        _current = chosen
+    return chosen
+
+
+def language() -> str:
+    """The language in effect (``en`` until :func:`set_language` is called)."""
+    return _current
+
+
+def gettext_(message: str) -> str:
+    """``message`` in the language in effect (English when it has no translation)."""
+    return _translation.gettext(message)
+
+
+_ = gettext_
+
+
+def ngettext_(singular: str, plural: str, n: int) -> str:
+    """The singular or plural form of a message for ``n``, in the language in effect."""
+    return _translation.ngettext(singular, plural, n)
+
+
+@cache
+def _catalog(lang: str) -> gettext.GNUTranslations:
+    path = LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
+    return gettext.GNUTranslations(io.BytesIO(_compile(read_po(path.read_text(encoding="utf-8")))))
+
+
+def read_po(text: str) -> dict[str, str]:
+    """The translated entries of a gettext ``.po`` text: ``{msgid: msgstr}`` (plurals as ``msgid\\0plural``).
+
+    Entries with an empty ``msgstr`` and entries marked ``fuzzy`` are left out, as
+    ``msgfmt`` does. ``msgctxt`` is joined to the ``msgid`` with ``\\x04``.
+
+    Example::
+
+        >>> read_po('msgid "ok"\\nmsgstr "好"\\n')
+        {'ok': '好'}
+    """
+    entries: dict[str, str] = {}
+    for fields, flags in _po_entries(text):
+        if "fuzzy" in flags or "msgid" not in fields:
+            continue
+        msgid = fields["msgid"]
+        if "msgctxt" in fields:
+            msgid = fields["msgctxt"] + "\x04" + msgid
+        if "msgid_plural" in fields:
+            forms = [fields[k] for k in sorted(fields) if k.startswith("msgstr[")]
+            if forms and all(forms):
+                entries[msgid + "\x00" + fields["msgid_plural"]] = "\x00".join(forms)
+        elif fields.get("msgstr") or msgid == "":
+            entries[msgid] = fields.get("msgstr", "")
+    return entries
+
+
+def _po_entries(text: str) -> list[tuple[dict[str, str], set[str]]]:
+    """Each entry of a ``.po`` text as ``({keyword: string}, {flags})``; entries are separated by blank lines."""
+    out: list[tuple[dict[str, str], set[str]]] = []
+    fields: dict[str, str] = {}
+    flags: set[str] = set()
+    current: str | None = None
+    for raw in [*text.splitlines(), ""]:
+        line = raw.strip()
+        if not line:
+            if fields:
+                out.append((fields, flags))
+            fields, flags, current = {}, set(), None
+        elif line.startswith("#,"):
+            flags |= {f.strip() for f in line[2:].split(",")}
+        elif line.startswith("#"):
+            continue
+        elif line.startswith('"'):
+            if current is None:
+                raise ValueError(f"a continued string with no keyword before it: {raw!r}")
+            fields[current] += ast.literal_eval(line)
+        else:
+            keyword, _, rest = line.partition(" ")
+            fields[keyword] = ast.literal_eval(rest.strip())
+            current = keyword
+    return out
+
+
+def _compile(entries: dict[str, str]) -> bytes:
+    """The gettext binary catalog (``.mo``) of ``entries``, as the standard ``msgfmt`` writes it."""
+    if "" not in entries:
+        entries = {"": "Content-Type: text/plain; charset=UTF-8\n", **entries}
+    keys = sorted(entries)
+    ids = b""
+    strs = b""
+    offsets = []
+    for key in keys:
+        k, v = key.encode("utf-8"), entries[key].encode("utf-8")
+        offsets.append((len(ids), len(k), len(strs), len(v)))
+        ids += k + b"\0"
+        strs += v + b"\0"
+    start = 7 * 4
+    key_table = start
+    value_table = key_table + len(keys) * 8
+    ids_start = value_table + len(keys) * 8
+    strs_start = ids_start + len(ids)
+    header = struct.pack("Iiiiiii", 0x950412DE, 0, len(keys), key_table, value_table, 0, 0)
+    key_index = b"".join(struct.pack("ii", length, ids_start + offset) for offset, length, _, _ in offsets)
+    value_index = b"".join(struct.pack("ii", length, strs_start + offset) for _, _, offset, length in offsets)
+    return header + key_index + value_index + ids + strs
