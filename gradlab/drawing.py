@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -102,10 +102,13 @@ def draw(
     tensor (``{"loss_1": loss_1, "loss_2": loss_2}``: the labels appear on the
     outputs). ``names`` names parameters (``{"n_1": n_1}``) as in :func:`gradlab.collect`.
     The picture shows parameters (blue, name and shape), operations (grey,
-    e.g. ``Addmm``), every saved tensor as a small orange box with its version
-    (``v1``), a saved tensor modified in place in red (``v1 -> v2``, ``by Adam.step()``),
-    buffers freed by a backward greyed and dashed, inputs without grad history
-    fed to a layer (data, or a ``.detach()``: the gradient stops there), and a legend.
+    e.g. ``Addmm``) and, stacked under each operation, the tensors it saved for
+    backward as small orange boxes with their version (``v1``): one modified in
+    place in red with a double frame (``v1 -> v2``, ``by Adam.step()``), buffers
+    freed by a backward greyed and dashed, inputs without grad history fed to a
+    layer (data, or a ``.detach()``: the gradient stops there) dotted; and a legend.
+    The data path runs straight down with the parameters beside it, so the
+    course's two-network graph fits a notebook column (about 800 px wide).
 
     ``collapse="module"`` groups nodes into nested boxes by module (``n_1`` >
     ``n_1.linear_1``): parameters by their name, an op by the parameters it uses
@@ -185,12 +188,63 @@ _PARAM_STYLE: _Style = (("fillcolor", _PARAM),)
 _OP_STYLE: _Style = (("fillcolor", _OP),)
 _CUSTOM_STYLE: _Style = (("fillcolor", _CUSTOM),)
 _ROOT: _Style = (("color", _OUT), ("penwidth", "2"))
-_SAVED_BOX: _Style = (("shape", "box"), ("fontsize", "9"), ("height", "0.2"))
-_SAVED_STYLE: _Style = (("style", "filled"), ("color", _GREY), ("fillcolor", _SAVED))
-_FREED_STYLE: _Style = (("style", "dashed,filled"), ("color", _GREY), ("fontcolor", _GREY), ("fillcolor", "white"))
-_STALE_STYLE: _Style = (("style", "filled,bold"), ("color", _STALE), ("fontcolor", _STALE), ("fillcolor", _STALE_FILL))
-_UNKNOWN_STYLE: _Style = (("style", "dashed,filled"), ("color", _GREY), ("fillcolor", "white"))
-_CUT_STYLE: _Style = (("style", "dashed,filled"), ("color", _CUT), ("fontcolor", _CUT), ("fillcolor", "white"))
+
+#: Saved-tensor labels wrap at about this many characters (a name in brackets is never split).
+_WRAP = 28
+#: Edge weight of the data path (op to op): kept straight and short, parameters beside it.
+_DATA_WEIGHT = "4"
+
+
+@dataclass(frozen=True)
+class _Look:
+    """How one saved tensor's cell is drawn: fill, border colour and line, text colour, double frame."""
+
+    fill: str
+    border: str
+    line: str = ""  # "" (solid), "dashed" or "dotted"
+    text: str | None = None
+    double: bool = False
+
+
+# NOTE [Saved tensors told apart without colour]
+# Greyscale print and colour-blind readers (#18): each status differs from an ok saved tensor
+# (thin solid frame) by more than its colour. Modified in place: a double frame and bold text;
+# freed by a backward: a dashed frame and grey text; without grad history (data or .detach()):
+# a dotted frame; unknown: dashed, "v?". The legend draws its entries with the same looks.
+_SAVED_LOOK = _Look(_SAVED, _GREY)
+_STALE_LOOK = _Look(_STALE_FILL, _STALE, text=_STALE, double=True)
+_FREED_LOOK = _Look("white", _GREY, line="dashed", text=_GREY)
+_UNKNOWN_LOOK = _Look("white", _GREY, line="dashed")
+_CUT_LOOK = _Look("white", _CUT, line="dotted", text=_CUT)
+
+
+def _h(text: str) -> str:
+    """Text for an HTML-like label: escaped, line breaks as ``<BR/>``."""
+    if "&" in text or "<" in text or ">" in text or '"' in text:
+        text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return text.replace("\n", "<BR/>")
+
+
+@cache
+def _cell_parts(look: _Look) -> tuple[str, str]:
+    """The opening and closing HTML of a saved tensor's table cell (rendered once per look)."""
+    line = f' STYLE="{look.line}"' if look.line else ""
+    font = '<FONT POINT-SIZE="9"' + (f' COLOR="{look.text}"' if look.text else "") + ">"
+    if look.double:
+        inner = (
+            f'<TABLE BORDER="1" COLOR="{look.border}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" '
+            f'BGCOLOR="{look.fill}"><TR><TD>'
+        )
+        return (
+            f'<TD BORDER="1" COLOR="{look.border}" CELLPADDING="1" BGCOLOR="white">{inner}{font}<B>',
+            "</B></FONT></TD></TR></TABLE></TD>",
+        )
+    return f'<TD BORDER="1" COLOR="{look.border}" BGCOLOR="{look.fill}"{line}>{font}', "</FONT></TD>"
+
+
+def _cell(text: str, look: _Look) -> str:
+    start, end = _cell_parts(look)
+    return f"{start}{_h(text)}{end}"
 
 
 def _shape(shape: tuple[int, ...] | None) -> str:
@@ -209,118 +263,142 @@ def _described(s: SavedTensor) -> str:
     return f"{s.attribute} = {s.name}" + ("" if shape in s.name else f" {shape}")
 
 
-def _saved_label(s: SavedTensor, cut: bool) -> tuple[str, _Style]:
+@lru_cache(maxsize=4096)
+def _wrap(text: str, width: int = _WRAP) -> str:
+    """Break ``text`` into lines of about ``width`` characters between words; ``(...)`` and ``[...]`` stay whole."""
+    if len(text) <= width:
+        return text
+    words: list[str] = []
+    depth = 0
+    for part in text.split(" "):
+        if depth > 0 and words:
+            words[-1] += " " + part
+        else:
+            words.append(part)
+        if "(" in part or "[" in part or ")" in part or "]" in part:
+            depth += part.count("(") + part.count("[") - part.count(")") - part.count("]")
+    lines = [words[0]]
+    for word in words[1:]:
+        if len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "\n".join(lines)
+
+
+def _saved_label(s: SavedTensor, cut: bool) -> tuple[str, _Look]:
     if s.status == "freed":
         label = f"{s.attribute}: freed"
         if s.where:
             label += f"\nby the backward at {s.where}"
-        return label, _FREED_STYLE
-    head = _described(s)
+        return label, _FREED_LOOK
+    head = _wrap(_described(s))
     if s.status == "modified_in_place":
         label = f"{head}\nv{s.saved_version} -> v{s.current_version}"
         if s.modified_by:
             label += f"\nby {s.modified_by}"
         if s.where:
             label += f"\nat {s.where}"
-        return label, _STALE_STYLE
+        return label, _STALE_LOOK
     if s.status == "unknown":
-        return f"{head}\nv?", _UNKNOWN_STYLE
+        return f"{head}\nv?", _UNKNOWN_LOOK
     if cut:
-        return f"{head}\nv{s.saved_version}\nno grad history (data or .detach())", _CUT_STYLE
-    return f"{head}\nv{s.saved_version}", _SAVED_STYLE
+        return f"{head}\nv{s.saved_version}\nno grad history\n(data or .detach())", _CUT_LOOK
+    return f"{head}\nv{s.saved_version}", _SAVED_LOOK
 
 
-@cache
-def _saved_edge(style: _Style) -> str:
-    """The dashed line from a saved tensor to its node, in the saved box's colour."""
-    return _attrs(style="dashed", arrowhead="none", color=dict(style).get("color", _GREY))
-
-
-def _node_line(n: GraphNode, roots: set[int]) -> str:
+def _node_text(n: GraphNode) -> tuple[str, _Style]:
     if n.kind == "leaf":
         label = n.label if n.leaf_name and n.leaf_name.startswith("leaf [") else f"{n.label}\n{_shape(n.shape)}"
-        style = _PARAM_STYLE
-    elif n.kind == "custom":
-        label, style = f"{n.label}\n(custom Function)", _CUSTOM_STYLE
-    else:
-        label, style = n.label, _OP_STYLE
-    if n.id in roots:
-        style += _ROOT
-    return f"n{n.id} {_labelled(label, style)};"
+        return label, _PARAM_STYLE
+    if n.kind == "custom":
+        return f"{n.label}\n(custom Function)", _CUSTOM_STYLE
+    return n.label, _OP_STYLE
 
 
-def _legend(graph: Graph, statuses: set[str], has_cut: bool, has_outputs: bool) -> list[str]:
-    entries = [
-        ("legend_param", "parameter\n(name, shape)", dict(fillcolor=_PARAM)),
-        ("legend_op", "operation\n(backward node)", dict(fillcolor=_OP)),
-        ("legend_saved", "saved tensor\n(shape, version)", dict(style="filled", fillcolor=_SAVED, color=_GREY)),
+def _node_line(n: GraphNode, roots: set[int], cells: Sequence[str] = ()) -> str:
+    """A node; one that saved tensors is a small table: the op on top, its saved tensors stacked under it."""
+    label, style = _node_text(n)
+    if not cells:
+        if n.id in roots:
+            style += _ROOT
+        return f"n{n.id} {_labelled(label, style)};"
+    frame = f' COLOR="{_OUT}" BORDER="2"' if n.id in roots else ' BORDER="1"'
+    head = f'<TR><TD STYLE="rounded" BGCOLOR="{dict(style)["fillcolor"]}"{frame}>{_h(label)}</TD></TR>'
+    rows = "".join(f"<TR>{c}</TR>" for c in cells)
+    table = f'<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="3">{head}{rows}</TABLE>'
+    return f'n{n.id} [shape="plain", style="", label=<{table}>];'
+
+
+def _plain_side(graph: Graph) -> set[int]:
+    """Parameters and the single-input ops right after them (``T`` of a weight): drawn beside the data path."""
+    by_id = {n.id: n for n in graph.nodes}
+    side: dict[int, bool] = {}
+    for start in by_id:
+        chain = [start]
+        while chain[-1] not in side:
+            n = by_id[chain[-1]]
+            if n.kind == "leaf" or len(n.next_ids) != 1:
+                side[n.id] = n.kind == "leaf"
+            else:
+                chain.append(n.next_ids[0])
+        known = side[chain[-1]]
+        for node_id in chain:
+            side[node_id] = known
+    return {i for i, s in side.items() if s}
+
+
+def _legend(statuses: set[str], has_cut: bool, has_outputs: bool) -> str:
+    """One node: a table of what each look means, each entry drawn the way the graph draws it."""
+    rows = [
+        f'<TD STYLE="rounded" BORDER="1" COLOR="black" BGCOLOR="{_PARAM}">parameter<BR/>(name, shape)</TD>',
+        f'<TD STYLE="rounded" BORDER="1" COLOR="black" BGCOLOR="{_OP}">operation<BR/>(backward node)</TD>',
+        _cell("saved tensor, under the\noperation that saved it\n(shape, version)", _SAVED_LOOK),
     ]
     if "modified_in_place" in statuses:
-        entries.append(
-            (
-                "legend_stale",
-                "modified in place\nbackward will fail",
-                dict(style="filled,bold", color=_STALE, fontcolor=_STALE, fillcolor=_STALE_FILL),
-            )
-        )
+        rows.append(_cell("modified in place\nbackward will fail", _STALE_LOOK))
     if "freed" in statuses:
-        entries.append(
-            (
-                "legend_freed",
-                "freed by a backward\n(normal afterwards)",
-                dict(style="dashed,filled", color=_GREY, fontcolor=_GREY, fillcolor="white"),
-            )
-        )
+        rows.append(_cell("freed by a backward\n(normal afterwards)", _FREED_LOOK))
     if has_cut:
-        entries.append(
-            (
-                "legend_cut",
-                "input without grad history\n(gradient stops here)",
-                dict(style="dashed,filled", color=_CUT, fontcolor=_CUT, fillcolor="white"),
-            )
-        )
+        rows.append(_cell("input without grad history\n(gradient stops here)", _CUT_LOOK))
     if has_outputs:
-        entries.append(
-            ("legend_output", "output", dict(shape="ellipse", style="filled,bold", color=_OUT, fillcolor=_OUT_FILL))
-        )
-    lines = [
-        "  subgraph cluster_legend {",
-        f"    graph {_attrs(label='legend', fontsize='10', style='dashed', color=_GREY)};",
-        f"    node {_attrs(fontsize='9')};",
-    ]
-    lines.extend(f"    {name} {_attrs(label=label, **kw)};" for name, label, kw in entries)
-    lines.extend(f"    {a} -> {b} {_attrs(style='invis')};" for (a, _, _), (b, _, _) in zip(entries, entries[1:]))
-    lines.append("  }")
-    return lines
+        rows.append(f'<TD STYLE="rounded" BORDER="2" COLOR="{_OUT}" BGCOLOR="{_OUT_FILL}">output</TD>')
+    table = (
+        f'<TABLE BORDER="1" STYLE="dashed" COLOR="{_GREY}" CELLBORDER="0" CELLSPACING="4" CELLPADDING="3">'
+        '<TR><TD><FONT POINT-SIZE="10">legend</FONT></TD></TR>' + "".join(f"<TR>{r}</TR>" for r in rows) + "</TABLE>"
+    )
+    return f'  legend [shape="plain", style="", fontsize="9", label=<{table}>];'
 
 
 def to_dot(graph: Graph, outputs: Sequence[_Output] = (), collapse: bool | str = False) -> str:
-    """DOT text for ``graph``: identical for identical records (ids ``n0, n1, ...``, saved ``s0, s1, ...``).
+    """DOT text for ``graph``: identical for identical records (node ids ``n0, n1, ...``).
 
     Arrows point the way data flowed forward (parameters at the top, the loss at
-    the bottom), as in ``torchviz.make_dot``; gradients flow against them.
+    the bottom), as in ``torchviz.make_dot``; gradients flow against them. The
+    tensors an operation saved for backward are stacked under it, in one box
+    with the operation, so a two-network graph stays narrow; the edges of the
+    data path are weighted so it runs straight down, with parameters beside it.
     """
     roots = {o.node_id for o in outputs} | set(graph.outputs)
     direct = direct_modules(graph)
     module = module_of_nodes(graph) if collapse == "module" else {}
     body: dict[str, list[str]] = {}  # module path ("" = top level) -> lines
 
-    for n in graph.nodes:
-        body.setdefault(module.get(n.id, ""), []).append(_node_line(n, roots))
     statuses: set[str] = set()
     has_cut = False
-    saved_edges: list[str] = []
-    for i, s in enumerate(graph.saved):
+    cells: dict[int, list[str]] = {}
+    for s in graph.saved:
         cut = _is_cut(s, direct)
         has_cut = has_cut or cut
         statuses.add(s.status)
-        label, style = _saved_label(s, cut)
-        body.setdefault(module.get(s.node_id, ""), []).append(f"s{i} {_labelled(label, _SAVED_BOX + style)};")
-        saved_edges.append(f"  s{i} -> n{s.node_id} {_saved_edge(style)};")
+        label, look = _saved_label(s, cut)
+        cells.setdefault(s.node_id, []).append(_cell(label, look))
+    for n in graph.nodes:
+        body.setdefault(module.get(n.id, ""), []).append(_node_line(n, roots, cells.get(n.id, ())))
 
     lines = [
         "digraph autograd {",
-        f"  graph {_attrs(fontname=FONT, rankdir='TB', nodesep='0.25', ranksep='0.35')};",
+        f"  graph {_attrs(fontname=FONT, rankdir='TB', nodesep='0.25', ranksep='0.3')};",
         f"  node {_attrs(fontname=FONT, fontsize='11', shape='box', style='rounded,filled', height='0.3')};",
         f"  edge {_attrs(fontname=FONT, fontsize='9', arrowsize='0.7')};",
     ]
@@ -341,14 +419,17 @@ def to_dot(graph: Graph, outputs: Sequence[_Output] = (), collapse: bool | str =
         open_paths.pop()
         lines.append("  " * (len(open_paths) + 1) + "}")
 
-    lines.extend(f"  n{m} -> n{n.id};" for n in graph.nodes for m in n.next_ids)
-    lines.extend(saved_edges)
+    side = _plain_side(graph)
+    data = f' [weight="{_DATA_WEIGHT}"]'
+    lines.extend(f"  n{m} -> n{n.id}{'' if m in side else data};" for n in graph.nodes for m in n.next_ids)
     for i, o in enumerate(outputs):
         label = o.label + "\n" + _shape(o.shape)
         out = _attrs(label=label, shape="ellipse", style="filled,bold", color=_OUT, fillcolor=_OUT_FILL)
         lines.append(f"  o{i} {out};")
         lines.append(f"  n{o.node_id} -> o{i} {_attrs(color=_OUT, penwidth='2')};")
-    lines.extend(_legend(graph, statuses, has_cut, bool(outputs)))
+    lines.append(_legend(statuses, has_cut, bool(outputs)))
+    if outputs:  # the legend below the first output, where the picture has room, not beside it
+        lines.append(f"  o0 -> legend {_attrs(style='invis')};")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -32,6 +32,8 @@ def line_style(index: int, points: int) -> dict[str, object]:
     """Matplotlib keyword arguments for the ``index``-th curve of ``points`` points."""
     marker, line = LINE_STYLES[index % len(LINE_STYLES)]
     return {"marker": marker, "linestyle": line, "markersize": 3, "markevery": max(1, points // 20)}
+
+
 _VIEW = re.compile(r" \((transposed )?view\)$")
 
 
@@ -223,11 +225,21 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
 # -- gradients --------------------------------------------------------------------------------------
 
 
+#: What plot_grads writes when no parameter has a nonzero gradient (by the statuses seen).
+_NOTHING_TO_LEARN = {
+    frozenset({"zero"}): "no bars: every gradient is all zero,\nso they cannot train any parameter",
+    frozenset({"none"}): "no bars: no parameter has a gradient (.grad is None):\nno backward reached them",
+    frozenset({"zero", "none"}): "no bars: every gradient is all zero or None,\nso they cannot train any parameter",
+}
+
+
 def plot_grads(report: GradReport) -> Figure:
     """One horizontal bar per parameter: its gradient norm; ``no gradient`` and ``all zero`` in red.
 
     A layer cut off by a ``.detach()`` (``.grad`` is None) and a layer whose
     gradient is all zeros (e.g. behind a softmax over one output) stand out.
+    When no parameter has a nonzero gradient there is no bar to draw, and the
+    picture says so in a box (``no bars: every gradient is all zero, ...``).
 
     Example::
 
@@ -269,6 +281,20 @@ def plot_grads(report: GradReport) -> Figure:
     ax.set_yticklabels([f"{r.name} {list(r.shape)}" for r in rows], fontsize=8)
     ax.set_xlim(0, top * 1.35)
     ax.set_xlabel("gradient norm")
+    if not report.learning:  # no bar has a length: say so in the picture, not with an empty chart
+        ax.set_xticks([0])
+        ax.text(
+            0.62,
+            0.5,
+            _NOTHING_TO_LEARN[frozenset(r.status for r in rows)],
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=9,
+            color=RED,
+            fontweight="bold",
+            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": RED},
+        )
     ax.set_title("gradient per parameter", fontsize=10)
     fig.tight_layout()
     return fig

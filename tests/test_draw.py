@@ -74,10 +74,11 @@ def test_two_networks_labelled_and_grouped_by_module_snapshot():
     pair, loss_1, loss_2 = two_losses(detach_input=True)
     view = draw({"loss_1": loss_1, "loss_2": loss_2}, pair.names, collapse="module")
     assert_snapshot("two_networks_modules.gv", view.source)
-    for cluster in ("cluster_n_1", "cluster_n_2", "cluster_n_1.linear_1", "cluster_n_2.linear_2", "cluster_legend"):
+    for cluster in ("cluster_n_1", "cluster_n_2", "cluster_n_1.linear_1", "cluster_n_2.linear_2"):
         assert f'"{cluster}"' in view.source or f"{cluster} " in view.source
     assert 'label="loss_1\\n[]"' in view.source
-    assert "no grad history (data or .detach())" in view.source
+    assert "no grad history<BR/>(data or .detach())" in view.source
+    assert "  legend [" in view.source and "gradient stops here" in view.source
 
 
 def test_freed_after_backward_snapshot_and_no_error():
@@ -85,7 +86,7 @@ def test_freed_after_backward_snapshot_and_no_error():
     loss.backward()
     view = draw(loss, {"mlp": mlp})
     assert_snapshot("mlp_after_backward.gv", view.source)
-    assert "freed" in view.source and "dashed" in view.source
+    assert "freed" in view.source and 'STYLE="dashed"' in view.source
     assert "5 freed" in repr(view)
     assert "freed by a backward" in view.source  # legend entry
 
@@ -103,10 +104,10 @@ def test_stale_weight_after_optimizer_step_is_red():
     with gradlab.track():
         s = scenarios.stepped_before_backward_2()
         view = draw({"loss_1": s.loss_1, "loss_2": s.loss_2}, names=s.names)
-    assert "v1 -> v2" in view.source
+    assert "v1 -&gt; v2" in view.source  # the picture reads "v1 -> v2"
     assert "Adam.step()" in view.source
-    stale = [line for line in view.source.splitlines() if "v1 -> v2" in line]
-    assert stale and all('color="#cc0000"' in line for line in stale)
+    stale = [line for line in view.source.splitlines() if "v1 -&gt; v2" in line]
+    assert stale and all('COLOR="#cc0000"' in line for line in stale)
     assert "modified in place" in repr(view)
     assert "MODIFIED IN PLACE by Adam.step()" in view.text()
 
@@ -118,15 +119,87 @@ def test_explicit_tracker_argument_fills_modified_by():
         with torch.no_grad():
             w.add_(1)
     view = draw(y, tracker=tracker)
-    assert "v0 -> v1" in view.source and "by add_" in view.source
+    assert "v0 -&gt; v1" in view.source and "by add_" in view.source
 
 
 def test_shared_node_is_drawn_once_and_text_refers_to_it():
     pair, loss_1, loss_2 = two_losses()
     view = draw({"loss_1": loss_1, "loss_2": loss_2}, pair.names)
-    assert view.source.count('label="Softmax"') == 2  # one per network, not one per loss
+    assert view.source.count(">Softmax</TD>") == 2  # one per network, not one per loss
     assert "(shown above)" in view.text()
     assert view.text().splitlines()[0] == view.graph.summary()
+
+
+# -- told apart without colour, readable at notebook width -------------------------------------------
+
+
+def _cells(source: str) -> dict[str, str]:
+    """Each saved tensor's cell (from ``<TD BORDER="1" COLOR=`` to its text) by the first word of its text."""
+    import re
+
+    found = {}
+    for match in re.finditer(
+        r'(<TD BORDER="1" COLOR="[^"]+"[^>]*>(?:<TABLE[^>]*><TR><TD>)?<FONT[^>]*>(?:<B>)?)([^<]+)', source
+    ):
+        found.setdefault(match.group(2), match.group(1))
+    return found
+
+
+def test_statuses_differ_by_more_than_colour_and_the_legend_matches():
+    with gradlab.track():
+        s = scenarios.stepped_before_backward_2()
+        stale_view = draw({"loss_1": s.loss_1, "loss_2": s.loss_2}, names=s.names)
+    mlp, loss = mlp_loss()
+    loss.backward()
+    freed_view = draw(loss, {"mlp": mlp})
+    pair, loss_1, loss_2 = two_losses(detach_input=True)
+    cut_view = draw({"loss_1": loss_1, "loss_2": loss_2}, pair.names)
+
+    stale = _cells(stale_view.source)["mat2 = n_1.linear_2.weight"]
+    ok = _cells(stale_view.source)["mat1 = output of Relu"]
+    freed = _cells(freed_view.source)["mat1: freed"]
+    cut = _cells(cut_view.source)["mat1 = tensor [10, 1]"]
+    assert "STYLE" not in ok and "<TABLE" not in ok  # ok: one thin solid frame
+    assert "<TABLE" in stale and "<B>" in stale  # modified in place: a double frame and bold text
+    assert 'STYLE="dashed"' in freed and 'STYLE="dotted"' in cut  # freed dashed, no grad history dotted
+    # The legend draws each entry exactly like the graph's cells.
+    assert _cells(stale_view.source)["modified in place"] == stale
+    assert _cells(stale_view.source)["saved tensor, under the"] == ok
+    assert _cells(freed_view.source)["freed by a backward"] == freed
+    assert _cells(cut_view.source)["input without grad history"] == cut
+
+
+def test_saved_tensors_sit_under_their_operation_and_the_data_path_is_weighted():
+    _, loss_1, loss_2 = two_losses()
+    source = draw({"loss_1": loss_1, "loss_2": loss_2}).source
+    addmm = [line for line in source.splitlines() if ">Addmm</TD>" in line]
+    assert len(addmm) == 4 and all("mat1 = " in line for line in addmm)
+    assert " -> s" not in source  # no separate saved-tensor nodes
+    parameter_edges = [line for line in source.splitlines() if line.strip().startswith(("n13 ->", "n16 ->"))]
+    assert parameter_edges and not any("weight" in line for line in parameter_edges)
+    assert '  n12 -> n7 [weight="4"];' in source  # Addmm -> Relu: the data path
+
+
+def test_long_labels_wrap_between_words_and_keep_brackets_whole():
+    from gradlab.drawing import _wrap
+
+    assert _wrap("mat2 = n_1.linear_2.weight (transposed view) [10, 1]") == (
+        "mat2 = n_1.linear_2.weight\n(transposed view) [10, 1]"
+    )
+    assert _wrap("self = tensor [10, 1] (no grad)") == "self = tensor [10, 1]\n(no grad)"
+    assert _wrap("short") == "short"
+    long_name = "encoder.layers.11.self_attn.out_proj.weight"
+    assert _wrap(f"mat2 = {long_name} [768, 768]").splitlines()[1] == long_name
+
+
+@needs_dot
+def test_the_two_network_graph_fits_a_notebook_column():
+    import struct
+
+    _, loss_1, loss_2 = two_losses()
+    png = draw({"loss_1": loss_1, "loss_2": loss_2}).png()
+    width = struct.unpack(">I", png[16:20])[0]
+    assert width <= 900, f"{width} px wide: saved-tensor labels would be shrunk below readable size"
 
 
 # -- rendering and the no-Graphviz fallback ---------------------------------------------------------

@@ -140,3 +140,14 @@ def test_plots_change_no_global_state(failing_tracker):
     assert plt.gcf() is mine
     assert dict(matplotlib.rcParams) == rc
     plt.close(mine)
+
+
+def test_plot_grads_says_when_there_is_no_bar_to_draw():
+    zero = plot_grads(_report(softmax=True))  # the softmax over one output: every gradient is zero
+    assert any(t.startswith("no bars: every gradient is all zero") for t in texts(zero))
+    assert all(p.get_width() == 0 for p in zero.axes[0].patches)
+    pair = course.make_pair(softmax=False)
+    untouched = texts(plot_grads(grad_report(pair.names)))  # no backward yet: every .grad is None
+    assert any(t.startswith("no bars: no parameter has a gradient") for t in untouched)
+    healthy = texts(plot_grads(_report(softmax=False)))
+    assert not any(t.startswith("no bars") for t in healthy)
