@@ -29,13 +29,15 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from .i18n import _, _t
+
 __all__ = [
     "Cause",
     "CAUSES",
     "Context",
     "Fix",
-    "PITFALLS",
     "Pitfall",
+    "pitfalls",
     "fixes_for",
     "rewrite_in_place",
     "detach_in",
@@ -62,21 +64,25 @@ CAUSES: tuple[Cause, ...] = (
     "unknown",
 )
 
-_CAUSE_SENTENCES: dict[Cause, str] = {
-    "optimizer_step": "an optimizer step changed a weight the graph saved, before that graph's backward ran",
-    "inplace_op": "an in-place operation in the forward code overwrote a tensor autograd saved",
-    "untracked_write": "a write autograd could not record (under torch.no_grad(), through .detach(), or to data) "
-    "overwrote a tensor autograd saved",
-    "carried_state": "state carried from one iteration to the next keeps the previous iteration's graph",
-    "shared_graph_freed": "a second backward went through a part of the graph an earlier backward freed",
-    "same_loss_twice": "the same loss was backwarded twice",
-    "unknown": "gradlab cannot tell what changed the tensor (it was not watching when it happened)",
-}
+
+def _cause_sentences() -> dict[Cause, str]:
+    return {
+        "optimizer_step": _("an optimizer step changed a weight the graph saved, before that graph's backward ran"),
+        "inplace_op": _("an in-place operation in the forward code overwrote a tensor autograd saved"),
+        "untracked_write": _(
+            "a write autograd could not record (under torch.no_grad(), through .detach(), or to data) "
+            "overwrote a tensor autograd saved"
+        ),
+        "carried_state": _("state carried from one iteration to the next keeps the previous iteration's graph"),
+        "shared_graph_freed": _("a second backward went through a part of the graph an earlier backward freed"),
+        "same_loss_twice": _("the same loss was backwarded twice"),
+        "unknown": _("gradlab cannot tell what changed the tensor (it was not watching when it happened)"),
+    }
 
 
 def cause_sentence(cause: Cause) -> str:
-    """One sentence saying what the cause means."""
-    return _CAUSE_SENTENCES[cause]
+    """One sentence saying what the cause means (in the language of :func:`gradlab.set_language`)."""
+    return _cause_sentences()[cause]
 
 
 @dataclass(frozen=True)
@@ -97,13 +103,17 @@ class Fix:
 
     def lines(self) -> list[str]:
         """The fix as text lines: the summary (with its intent), the code, what it trains."""
-        head = f"{self.intent[0].upper()}{self.intent[1:]}: {self.summary}" if self.intent else self.summary
+        head = (
+            _t("{intent}: {summary}", intent=self.intent[0].upper() + self.intent[1:], summary=self.summary)
+            if self.intent
+            else self.summary
+        )
         out = [head]
         if self.code:
             out += [f"    {line}" for line in self.code.splitlines()]
-        out.append(f"  trains: {self.trains}")
+        out.append("  " + _t("trains: {what}", what=self.trains))
         if self.cost:
-            out.append(f"  cost: {self.cost}")
+            out.append("  " + _t("cost: {what}", what=self.cost))
         return out
 
 
@@ -149,19 +159,19 @@ class Context:
     # -- the user's names, or descriptions ----------------------------------------------------------
     @property
     def m(self) -> str:
-        return self.model or "the upstream model"
+        return self.model or _("the upstream model")
 
     @property
     def o(self) -> str:
-        return " and ".join(self.others) if self.others else "the downstream model"
+        return _(" and ").join(self.others) if self.others else _("the downstream model")
 
     @property
     def l(self) -> str:  # noqa: E743 - the failing loss
-        return self.loss or "the failing loss"
+        return self.loss or _("the failing loss")
 
     @property
     def e(self) -> str:
-        return self.earlier or "the earlier loss"
+        return self.earlier or _("the earlier loss")
 
     @property
     def opt(self) -> str:
@@ -169,11 +179,11 @@ class Context:
 
     @property
     def step(self) -> str:
-        return f"{self.optimizer}.step()" if self.optimizer else "the optimizer step"
+        return f"{self.optimizer}.step()" if self.optimizer else _("the optimizer step")
 
     @property
     def zero(self) -> str:
-        return f"{self.optimizer}.zero_grad()" if self.optimizer else "the optimizer's zero_grad()"
+        return f"{self.optimizer}.zero_grad()" if self.optimizer else _("the optimizer's zero_grad()")
 
 
 # -- code rewriting ------------------------------------------------------------------------------------
@@ -291,27 +301,36 @@ def _loss_code(loss: str, call: str) -> str:
 
 # -- fixes per cause -------------------------------------------------------------------------------------
 
-_HATCH = (
-    "Or run the code as written inside torch.autograd.graph.allow_mutation_on_saved_tensors(): "
-    "autograd keeps a copy of each saved tensor before it is modified in place"
-)
-
 
 def _hatch(ctx: Context) -> Fix:
     return Fix(
-        summary=_HATCH,
-        trains=f"what the code says: {ctx.l} sends gradient into {ctx.m}, computed with {ctx.m}'s weights from before "
-        f"{ctx.step}",
-        code="with torch.autograd.graph.allow_mutation_on_saved_tensors():\n    ...  # the loop, unchanged",
-        cost="a copy of every saved tensor that is modified in place (memory and time)",
+        summary=_(
+            "Or run the code as written inside torch.autograd.graph.allow_mutation_on_saved_tensors(): "
+            "autograd keeps a copy of each saved tensor before it is modified in place"
+        ),
+        trains=_t(
+            "what the code says: {loss} sends gradient into {model}, computed with {model}'s weights from before "
+            "{step}",
+            loss=ctx.l,
+            model=ctx.m,
+            step=ctx.step,
+        ),
+        code="with torch.autograd.graph.allow_mutation_on_saved_tensors():\n    ...  # " + _("the loop, unchanged"),
+        cost=_("a copy of every saved tensor that is modified in place (memory and time)"),
     )
 
 
 def _same_as_failing(ctx: Context) -> str:
-    return (
-        f"{ctx.l} trains {ctx.o} only; {ctx.m} learns from {ctx.e} only: the training your loop would do if it "
-        f"ran, since {ctx.l}'s gradient for {ctx.m} would arrive after {ctx.step}, too late for that step (and "
-        f"{ctx.zero} before the next step discards it)"
+    return _t(
+        "{loss} trains {others} only; {model} learns from {earlier} only: the training your loop would do if it "
+        "ran, since {loss}'s gradient for {model} would arrive after {step}, too late for that step (and "
+        "{zero} before the next step discards it)",
+        loss=ctx.l,
+        others=ctx.o,
+        model=ctx.m,
+        earlier=ctx.e,
+        step=ctx.step,
+        zero=ctx.zero,
     )
 
 
@@ -320,50 +339,74 @@ def _chained(ctx: Context, freed: bool) -> list[Fix]:
     detach_code = None
     if ctx.entry and ctx.entry_line:
         detach_code = detach_in(ctx.entry_line, ctx.entry)
-    where = f" (at {ctx.entry_where})" if ctx.entry_where and detach_code else ""
-    entry = f": feed in {ctx.entry}.detach(){where}" if ctx.entry else ""
-    trains_same = (
-        _same_as_failing(ctx)
-        if ctx.optimizer or not freed
-        else (f"{ctx.l} trains {ctx.o} only; {ctx.m} learns from {ctx.e} only")
+    where = _t(" (at {where})", where=ctx.entry_where) if ctx.entry_where and detach_code else ""
+    entry = _t(": feed in {entry}.detach(){where}", entry=ctx.entry, where=where) if ctx.entry else ""
+    if ctx.optimizer or not freed:
+        trains_same = _same_as_failing(ctx)
+    else:
+        trains_same = _t(
+            "{loss} trains {others} only; {model} learns from {earlier} only",
+            loss=ctx.l,
+            others=ctx.o,
+            model=ctx.m,
+            earlier=ctx.e,
+        )
+    if len(ctx.others) == 1:
+        inputs = _loss_code(ctx.l, f"backward(inputs=list({ctx.others[0]}.parameters()))")
+    else:
+        models = ", ".join(ctx.others) or "model_2"
+        inputs = _loss_code(ctx.l, f"backward(inputs=[p for m in ({models},) for p in m.parameters()])")
+    step_code = (
+        f"{ctx.optimizer}.step()  # " + _("and the other optimizers' steps, after it")
+        if ctx.optimizer
+        else "optimizer.step()  # " + _("every optimizer, after the one backward")
     )
     fixes = [
         Fix(
-            intent=f"if {ctx.l} should not train {ctx.m}",
-            summary=f"detach {ctx.m}'s output where it enters {ctx.o}{entry}",
+            intent=_t("if {loss} should not train {model}", loss=ctx.l, model=ctx.m),
+            summary=_t(
+                "detach {model}'s output where it enters {others}{entry}", model=ctx.m, others=ctx.o, entry=entry
+            ),
             trains=trains_same,
             code=detach_code,
         ),
         Fix(
-            intent="the same, keeping the order and the graph",
-            summary=f"backward {ctx.l} into {ctx.o}'s parameters only",
-            trains=f"the same as detaching: {ctx.l} trains {ctx.o} only",
-            code=_loss_code(
-                ctx.l, f"backward(inputs=[p for m in ({', '.join(ctx.others) or 'model_2'},) for p in m.parameters()])"
-            )
-            if len(ctx.others) != 1
-            else _loss_code(ctx.l, f"backward(inputs=list({ctx.others[0]}.parameters()))"),
+            intent=_("the same, keeping the order and the graph"),
+            summary=_t("backward {loss} into {others}'s parameters only", loss=ctx.l, others=ctx.o),
+            trains=_t("the same as detaching: {loss} trains {others} only", loss=ctx.l, others=ctx.o),
+            code=inputs,
         ),
         Fix(
-            intent=f"if {ctx.l} should also train {ctx.m}",
-            summary="one backward of the sum, then the steps: zero every optimizer, backward "
-            f"({ctx.e} + {ctx.l}) once, then step every optimizer",
-            trains=f"{ctx.e} and {ctx.l} both train {ctx.m}, and {ctx.l} trains {ctx.o}: a different training from "
-            f"the failing code's, where {ctx.m} followed {ctx.e} only",
-            code=f"({ctx.e} + {ctx.l}).backward()\n"
-            + (
-                f"{ctx.optimizer}.step()  # and the other optimizers' steps, after it"
-                if ctx.optimizer
-                else "optimizer.step()  # every optimizer, after the one backward"
+            intent=_t("if {loss} should also train {model}", loss=ctx.l, model=ctx.m),
+            summary=_t(
+                "one backward of the sum, then the steps: zero every optimizer, backward ({earlier} + {loss}) once, "
+                "then step every optimizer",
+                earlier=ctx.e,
+                loss=ctx.l,
             ),
+            trains=_t(
+                "{earlier} and {loss} both train {model}, and {loss} trains {others}: a different training from the "
+                "failing code's, where {model} followed {earlier} only",
+                earlier=ctx.e,
+                loss=ctx.l,
+                model=ctx.m,
+                others=ctx.o,
+            ),
+            code=f"({ctx.e} + {ctx.l}).backward()\n" + step_code,
         ),
     ]
     if freed and ctx.step_between is False:
         fixes.append(
             Fix(
-                summary=f"or keep two backward calls: {ctx.e}.backward(retain_graph=True), then {ctx.l}.backward(), "
-                "and only then any optimizer step",
-                trains=f"like the sum: {ctx.e} and {ctx.l} both train {ctx.m}",
+                summary=_t(
+                    "or keep two backward calls: {earlier}.backward(retain_graph=True), then {loss}.backward(), "
+                    "and only then any optimizer step",
+                    earlier=ctx.e,
+                    loss=ctx.l,
+                ),
+                trains=_t(
+                    "like the sum: {earlier} and {loss} both train {model}", earlier=ctx.e, loss=ctx.l, model=ctx.m
+                ),
                 code=_loss_code(ctx.e, "backward(retain_graph=True)"),
             )
         )
@@ -377,19 +420,37 @@ def _judge(ctx: Context, freed: bool) -> list[Fix]:
     code = None
     if ctx.recompute:
         first, *rest = ctx.recompute
-        code = "\n".join([f"{ctx.opt}.step()", f"{first}  # again: a new graph with the stepped weights", *rest])
-    targets = ctx.o
+        again = _("again: a new graph with the stepped weights")
+        code = "\n".join([f"{ctx.opt}.step()", f"{first}  # {again}", *rest])
     fixes = [
         Fix(
-            summary=f"recompute {ctx.m}'s forward after {ctx.step}, and {ctx.l} from it",
-            trains=f"{ctx.l} trains {targets} through the updated {ctx.m} (the usual GAN order); {ctx.m} learns "
-            f"from {ctx.e} only, since {ctx.zero} clears what {ctx.l} leaves in {ctx.m}'s .grad",
+            summary=_t(
+                "recompute {model}'s forward after {step}, and {loss} from it", model=ctx.m, step=ctx.step, loss=ctx.l
+            ),
+            trains=_t(
+                "{loss} trains {others} through the updated {model} (the usual GAN order); {model} learns from "
+                "{earlier} only, since {zero} clears what {loss} leaves in {model}'s .grad",
+                loss=ctx.l,
+                others=ctx.o,
+                model=ctx.m,
+                earlier=ctx.e,
+                zero=ctx.zero,
+            ),
             code=code,
         ),
         Fix(
-            summary=f"or backward {ctx.l} before {ctx.step}, into {targets}'s parameters only",
-            trains=f"{ctx.l} trains {targets} through {ctx.m} as it was before its step; {ctx.m}'s gradient is "
-            "untouched",
+            summary=_t(
+                "or backward {loss} before {step}, into {others}'s parameters only",
+                loss=ctx.l,
+                step=ctx.step,
+                others=ctx.o,
+            ),
+            trains=_t(
+                "{loss} trains {others} through {model} as it was before its step; {model}'s gradient is untouched",
+                loss=ctx.l,
+                others=ctx.o,
+                model=ctx.m,
+            ),
             code=_loss_code(ctx.l, f"backward(inputs=list({ctx.others[0]}.parameters()))")
             if len(ctx.others) == 1
             else None,
@@ -405,73 +466,96 @@ _OP_NAMES = {**{k: f"{v}=" for k, v in _AUGMENTED.items()}, "__setitem__": "x[..
 
 def _in_place(ctx: Context) -> list[Fix]:
     rewritten = rewrite_in_place(ctx.code, ctx.op) if ctx.code and ctx.op else None
-    where = f" at {ctx.where}" if ctx.where else ""
-    op = _OP_NAMES.get(ctx.op, ctx.op) if ctx.op else "the in-place op"
+    where = _t(" at {where}", where=ctx.where) if ctx.where else ""
+    op = _OP_NAMES.get(ctx.op, ctx.op) if ctx.op else _("the in-place op")
     if ctx.op in _ACTIVATIONS:
-        summary = "use the activation without inplace=True (nn.ReLU() rather than nn.ReLU(inplace=True))"
+        summary = _("use the activation without inplace=True (nn.ReLU() rather than nn.ReLU(inplace=True))")
     else:
-        summary = f"use the out-of-place form of {op}{where}"
+        summary = _t("use the out-of-place form of {op}{where}", op=op, where=where)
+    tensor = ctx.tensor or _("the tensor")
+    name = ctx.tensor or "x"
     return [
         Fix(
             summary=summary,
-            trains=f"the same as intended: nothing changes in which loss trains which parameters; {ctx.tensor or 'the tensor'} "
-            "keeps the value autograd saved",
+            trains=_t(
+                "the same as intended: nothing changes in which loss trains which parameters; {tensor} keeps the "
+                "value autograd saved",
+                tensor=tensor,
+            ),
             code=rewritten,
         ),
         Fix(
-            summary=f"or write to a copy: {ctx.tensor or 'x'} = {ctx.tensor or 'x'}.clone() before the in-place write",
-            trains="the same as intended (the copy costs one tensor's memory)",
+            summary=_t("or write to a copy: {name} = {name}.clone() before the in-place write", name=name),
+            trains=_("the same as intended (the copy costs one tensor's memory)"),
         ),
     ]
 
 
 def _untracked(ctx: Context) -> list[Fix]:
-    where = f" at {ctx.where}" if ctx.where else ""
-    t = ctx.tensor or "the tensor"
+    where = _t(" at {where}", where=ctx.where) if ctx.where else ""
+    tensor = ctx.tensor or _("the tensor")
     return [
         Fix(
-            summary=f"do not write to {t} while a graph that saved it still needs it: move the write{where} after "
-            f"{ctx.l}.backward(), or write to a copy ({t}.clone())",
-            trains="the same as intended: the write changed values, not which loss trains which parameters",
+            summary=_t(
+                "do not write to {tensor} while a graph that saved it still needs it: move the write{where} after "
+                "{loss}.backward(), or write to a copy ({tensor}.clone())",
+                tensor=tensor,
+                where=where,
+                loss=ctx.l,
+            ),
+            trains=_("the same as intended: the write changed values, not which loss trains which parameters"),
         ),
         Fix(
-            summary="if the write is meant to be part of the model, make it an out-of-place op with grad enabled",
-            trains="the write's result then takes part in backward, so the gradient also flows through it",
+            summary=_("if the write is meant to be part of the model, make it an out-of-place op with grad enabled"),
+            trains=_("the write's result then takes part in backward, so the gradient also flows through it"),
         ),
     ]
 
 
 def _carried(ctx: Context) -> list[Fix]:
-    name = ctx.carried or "h"
     if ctx.total:
         name = ctx.carried or "total"
         loss = ctx.loss or "loss"
         return [
             Fix(
-                summary=f"keep the running total as a number: {name} += {loss}.item(), and call backward on each "
-                "iteration's loss",
-                trains=f"each iteration's loss trains the model, as intended; {name} is only for logging",
+                summary=_t(
+                    "keep the running total as a number: {name} += {loss}.item(), and call backward on each "
+                    "iteration's loss",
+                    name=name,
+                    loss=loss,
+                ),
+                trains=_t("each iteration's loss trains the model, as intended; {name} is only for logging", name=name),
                 code=f"{loss}.backward()\n{name} += {loss}.item()",
             ),
             Fix(
-                summary=f"if {name} should train the model, call {name}.backward() once, after the loop",
-                trains="every iteration's loss trains the model through one backward (memory grows with the loop)",
+                summary=_t("if {name} should train the model, call {name}.backward() once, after the loop", name=name),
+                trains=_("every iteration's loss trains the model through one backward (memory grows with the loop)"),
             ),
         ]
+    name = ctx.carried or "h"
     code = detach_in(ctx.entry_line, name) if ctx.entry_line else None
     return [
         Fix(
-            summary=f"detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
-            "iteration (truncated backpropagation through time)",
-            trains=f"each iteration's {ctx.loss or 'loss'} trains through the current iteration only; the previous "
-            "iteration's graph is released",
-            code=code or f"{name} = {name}.detach()  # at the start of each iteration",
+            summary=_t(
+                "detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
+                "iteration (truncated backpropagation through time)",
+                name=name,
+            ),
+            trains=_t(
+                "each iteration's {loss} trains through the current iteration only; the previous iteration's graph "
+                "is released",
+                loss=ctx.loss or "loss",
+            ),
+            code=code or f"{name} = {name}.detach()  # " + _("at the start of each iteration"),
         ),
         Fix(
-            summary="or backpropagate through the whole sequence: accumulate the losses and call backward once at "
-            "the end",
-            trains="full backpropagation through time: each loss trains through every earlier step (memory grows "
-            "with the sequence)",
+            summary=_(
+                "or backpropagate through the whole sequence: accumulate the losses and call backward once at the end"
+            ),
+            trains=_(
+                "full backpropagation through time: each loss trains through every earlier step (memory grows "
+                "with the sequence)"
+            ),
         ),
     ]
 
@@ -479,14 +563,17 @@ def _carried(ctx: Context) -> list[Fix]:
 def _twice(ctx: Context) -> list[Fix]:
     return [
         Fix(
-            summary=f"call {ctx.l}.backward() once; if you need two backward calls through it, pass "
-            "retain_graph=True to the first",
-            trains="unchanged; note that two backward calls add their gradients into .grad",
-            code=_loss_code(ctx.l, "backward(retain_graph=True)  # the first of the two calls"),
+            summary=_t(
+                "call {loss}.backward() once; if you need two backward calls through it, pass retain_graph=True to "
+                "the first",
+                loss=ctx.l,
+            ),
+            trains=_("unchanged; note that two backward calls add their gradients into .grad"),
+            code=_loss_code(ctx.l, "backward(retain_graph=True)  # " + _("the first of the two calls")),
         ),
         Fix(
-            summary="or recompute the forward before the second backward",
-            trains="unchanged, with a fresh graph",
+            summary=_("or recompute the forward before the second backward"),
+            trains=_("unchanged, with a fresh graph"),
         ),
     ]
 
@@ -519,26 +606,36 @@ class Pitfall:
     what_it_does: str
 
 
-#: What gradlab never recommends, and why (the cheat sheet and the course print these).
-PITFALLS: tuple[Pitfall, ...] = (
-    Pitfall(
-        attempt="retain_graph=True for the 'modified by an inplace operation' error",
-        what_it_does="keeps the graph, but the saved tensor is still at the wrong version: the error stays. "
-        "It only helps the 'backward through the graph a second time' error, when nothing is stepped in between.",
-    ),
-    Pitfall(
-        attempt=".detach() inside a network's forward",
-        what_it_does="the errors go away because the gradient is cut there: every layer before the detach "
-        "silently stops learning (gradlab.check_intent reports it as unreachable).",
-    ),
-    Pitfall(
-        attempt="adding the losses of two models with opposite goals (a GAN's) and stepping both",
-        what_it_does="it runs and check() says ok, but each loss now pushes the other model: the generator's "
-        "gradient points the wrong way (gradlab.check_intent reports it).",
-    ),
-    Pitfall(
-        attempt="softmax over a dimension of size 1 (one output per row)",
-        what_it_does="every output is exactly 1.0 and every gradient exactly zero: nothing learns, and nothing "
-        "raises an error (gradlab.check_intent reports zero gradients).",
-    ),
-)
+def pitfalls() -> tuple[Pitfall, ...]:
+    """What gradlab never recommends, and why (the cheat sheet and the course print these)."""
+    return (
+        Pitfall(
+            attempt=_("retain_graph=True for the 'modified by an inplace operation' error"),
+            what_it_does=_(
+                "keeps the graph, but the saved tensor is still at the wrong version: the error stays. "
+                "It only helps the 'backward through the graph a second time' error, when nothing is stepped in "
+                "between."
+            ),
+        ),
+        Pitfall(
+            attempt=_(".detach() inside a network's forward"),
+            what_it_does=_(
+                "the errors go away because the gradient is cut there: every layer before the detach "
+                "silently stops learning (gradlab.check_intent reports it as unreachable)."
+            ),
+        ),
+        Pitfall(
+            attempt=_("adding the losses of two models with opposite goals (a GAN's) and stepping both"),
+            what_it_does=_(
+                "it runs and check() says ok, but each loss now pushes the other model: the generator's "
+                "gradient points the wrong way (gradlab.check_intent reports it)."
+            ),
+        ),
+        Pitfall(
+            attempt=_("softmax over a dimension of size 1 (one output per row)"),
+            what_it_does=_(
+                "every output is exactly 1.0 and every gradient exactly zero: nothing learns, and nothing "
+                "raises an error (gradlab.check_intent reports zero gradients)."
+            ),
+        ),
+    )

@@ -28,6 +28,7 @@ import torch
 from . import internals, session
 from .advice import Cause, Context, Fix, cause_sentence, fixes_for
 from .graph import Graph, GraphNode, collect
+from .i18n import _, _t, ngettext_
 from .location import Location, frame_names
 from .names import NamesLike
 from .saved import SavedTensor, Write
@@ -73,19 +74,34 @@ class Problem:
     def sentence(self) -> str:
         """The problem in one sentence."""
         shape = f" {list(self.shape)}" if self.shape is not None and "[" not in self.tensor else ""
+        where = f"{self.where}: {self.code}" if self.where and self.code else (self.where or "")
         if self.kind == "graph_freed":
-            text = f"{self.node} needs {self.tensor}{shape}, but its saved tensors were freed"
-            if self.where:
-                text += f" by the backward at {self.where}" + (f": {self.code}" if self.code else "")
-            return text + "."
-        text = (
-            f"{self.tensor}{shape}, saved by {self.node} at version {self.saved_version}, "
-            f"is now at version {self.current_version}"
+            if where:
+                return _t(
+                    "{node} needs {tensor}{shape}, but its saved tensors were freed by the backward at {where}.",
+                    node=self.node,
+                    tensor=self.tensor,
+                    shape=shape,
+                    where=where,
+                )
+            return _t(
+                "{node} needs {tensor}{shape}, but its saved tensors were freed.",
+                node=self.node,
+                tensor=self.tensor,
+                shape=shape,
+            )
+        text = _t(
+            "{tensor}{shape}, saved by {node} at version {saved}, is now at version {now}",
+            tensor=self.tensor,
+            shape=shape,
+            node=self.node,
+            saved=self.saved_version,
+            now=self.current_version,
         )
         if self.modified_by:
-            text += f": modified by {self.modified_by}"
-        if self.where:
-            text += f" at {self.where}" + (f": {self.code}" if self.code else "")
+            text += _t(": modified by {writer}", writer=self.modified_by)
+        if where:
+            text += _t(" at {where}", where=where)
         return text + "."
 
 
@@ -120,25 +136,30 @@ class Diagnosis:
 
     def __str__(self) -> str:
         if self.ok:
-            return f"ok: backward() would succeed ({self.graph.summary()})."
+            return _t("ok: backward() would succeed ({summary}).", summary=self.graph.summary())
         return "\n".join(_short(self))
 
     def details(self) -> str:
         """Every problem, its cause, and every fix with what it trains."""
         if self.ok:
             return str(self)
-        verb = "failed" if self.failed else "would fail"
-        lines = [f"backward() {verb} ({self.graph.summary()})."]
-        for kind, title in (("modified_in_place", "Modified in place"), ("graph_freed", "Graph already freed")):
+        head = _("backward() failed ({summary}).") if self.failed else _("backward() would fail ({summary}).")
+        lines = [head.format(summary=self.graph.summary())]
+        for kind, title in (("modified_in_place", _("Modified in place")), ("graph_freed", _("Graph already freed"))):
             probs = [p for p in self.problems if p.kind == kind]
             if not probs:
                 continue
             lines += ["", f"{title}:"]
             lines += [f"  - {p.sentence()}" for p in probs[:8]]
             if len(probs) > 8:
-                lines.append(f"  - ... and {len(probs) - 8} more")
+                lines.append("  - " + _t("... and {n} more", n=len(probs) - 8))
         first = self.problems[0]
-        lines += ["", f"Cause: {cause_sentence(first.cause)}.", "", "Fixes, by what you want to train:"]
+        lines += [
+            "",
+            _t("Cause: {cause}.", cause=cause_sentence(first.cause)),
+            "",
+            _("Fixes, by what you want to train:"),
+        ]
         for i, fix in enumerate(first.fixes, 1):
             fix_lines = fix.lines()
             lines.append(f"  {i}. {fix_lines[0]}")
@@ -150,15 +171,16 @@ class Diagnosis:
 
     def _repr_html_(self) -> str:
         if self.ok:
-            return f"<p><b>ok</b>: backward() would succeed ({html.escape(self.graph.summary())}).</p>"
+            return f"<p>{html.escape(str(self))}</p>"
         short = html.escape(str(self))
         fixes = "".join(
             f"<li>{html.escape(fix.lines()[0])}"
             + (f"<pre>{html.escape(fix.code)}</pre>" if fix.code else "")
-            + f"<br><i>trains:</i> {html.escape(fix.trains)}</li>"
+            + f"<br>{html.escape(_t('trains: {what}', what=fix.trains))}</li>"
             for fix in self.fixes
         )
-        return f"<pre>{short}</pre><details><summary>All fixes, by what you want to train</summary><ol>{fixes}</ol></details>"
+        title = html.escape(_("All fixes, by what you want to train"))
+        return f"<pre>{short}</pre><details><summary>{title}</summary><ol>{fixes}</ol></details>"
 
 
 # -- the short form ---------------------------------------------------------------------------------------
@@ -166,45 +188,97 @@ class Diagnosis:
 
 def _short(d: Diagnosis) -> list[str]:
     p = d.problems[0]
-    verb = "" if d.failed else "would fail: "
+    verb = "" if d.failed else _("would fail: ")
     lines: list[str] = []
     if p.kind == "modified_in_place":
-        who = f" by {p.modified_by}" if p.modified_by else ""
-        lines.append(f"error[modified in place]: {verb}{p.tensor} was changed{who} after autograd saved it")
+        if p.modified_by:
+            head = _t(
+                "{verb}{tensor} was changed by {writer} after autograd saved it",
+                verb=verb,
+                tensor=p.tensor,
+                writer=p.modified_by,
+            )
+        else:
+            head = _t("{verb}{tensor} was changed after autograd saved it", verb=verb, tensor=p.tensor)
+        lines.append(_t("error[modified in place]: {what}", what=head))
         if p.location is not None:
-            label = f"{p.modified_by or 'this write'}: version {p.saved_version} -> {p.current_version}"
+            label = _t(
+                "{writer}: version {saved} -> {now}",
+                writer=p.modified_by or _("this write"),
+                saved=p.saved_version,
+                now=p.current_version,
+            )
             lines += _quote(p.location, _op_span(p.location.code, p.writes[0].op if p.writes else None), label)
         else:
             lines.append(
-                f"   = version {p.saved_version} when saved, {p.current_version} now (who wrote it is "
-                "unknown outside gradlab.track())"
+                "   = "
+                + _t(
+                    "version {saved} when saved, {now} now (who wrote it is unknown outside gradlab.track())",
+                    saved=p.saved_version,
+                    now=p.current_version,
+                )
             )
     else:
-        freed_by = f" by {p.code}" if p.code else ""
-        lines.append(f"error[graph freed]: {verb}{p.node} needs saved tensors that were already freed{freed_by}")
+        if p.code:
+            head = _t(
+                "{verb}{node} needs saved tensors that were already freed by {call}",
+                verb=verb,
+                node=p.node,
+                call=p.code,
+            )
+        else:
+            head = _t("{verb}{node} needs saved tensors that were already freed", verb=verb, node=p.node)
+        lines.append(_t("error[graph freed]: {what}", what=head))
         if p.location is not None:
-            lines += _quote(p.location, _op_span(p.location.code, "backward"), "freed them (no retain_graph=True)")
+            lines += _quote(p.location, _op_span(p.location.code, "backward"), _("freed them (no retain_graph=True)"))
     shape = f" {list(p.shape)}" if p.shape is not None and "[" not in p.tensor else ""
-    saved = f", at {p.saved_at}" if p.saved_at is not None else ""
     if p.kind == "modified_in_place":
-        lines.append(f"   = tensor: {p.tensor}{shape}, saved by {p.node} at version {p.saved_version}{saved}")
+        if p.saved_at is not None:
+            line = _t(
+                "tensor: {tensor}{shape}, saved by {node} at version {version}, at {where}",
+                tensor=p.tensor,
+                shape=shape,
+                node=p.node,
+                version=p.saved_version,
+                where=p.saved_at,
+            )
+        else:
+            line = _t(
+                "tensor: {tensor}{shape}, saved by {node} at version {version}",
+                tensor=p.tensor,
+                shape=shape,
+                node=p.node,
+                version=p.saved_version,
+            )
+        lines.append("   = " + line)
     if d.needed_by is not None:
-        lines.append(f"   = needed by: {d.needed_by.trail()}")
+        lines.append("   = " + _t("needed by: {call}", call=d.needed_by.trail()))
     more = len(d.problems) - 1
     if more:
-        lines.append(f"   = and {more} more problem{'s' if more > 1 else ''} of this graph (diagnosis.details())")
-    lines.append(f"   = cause: {cause_sentence(p.cause)}")
+        lines.append(
+            "   = "
+            + ngettext_(
+                "and {n} more problem of this graph (diagnosis.details())",
+                "and {n} more problems of this graph (diagnosis.details())",
+                more,
+            ).format(n=more)
+        )
+    lines.append("   = " + _t("cause: {cause}", cause=cause_sentence(p.cause)))
     if p.fixes:
         fix = p.fixes[0]
-        lines.append(f"help: {fix.lines()[0]}")
+        lines.append(_t("help: {fix}", fix=fix.lines()[0]))
         if fix.code:
             lines += [f"   |     {line}" for line in fix.code.splitlines()]
-        lines.append(f"   = trains: {fix.trains}")
+        lines.append("   = " + _t("trains: {what}", what=fix.trains))
         if len(p.fixes) > 1:
             n = len(p.fixes) - 1
             lines.append(
-                f"   = {n} other fix{'es' if n > 1 else ''}, for other intents: print(diagnosis.details()), "
-                "or python -m gradlab run --verbose"
+                "   = "
+                + ngettext_(
+                    "{n} other fix, for other intents: print(diagnosis.details()), or python -m gradlab run --verbose",
+                    "{n} other fixes, for other intents: print(diagnosis.details()), or python -m gradlab run --verbose",
+                    n,
+                ).format(n=n)
             )
     return lines
 
@@ -218,7 +292,7 @@ def _quote(loc: Location, span: tuple[int, int] | None, label: str) -> list[str]
     start, end = span if span is not None else (0, len(code))
     out.append(f"{pad} |     {' ' * start}{'^' * max(1, end - start)} {label}")
     for caller in loc.callers:
-        out.append(f"{pad} = called from {caller}")
+        out.append(f"{pad} = " + _t("called from {caller}", caller=caller))
     return out
 
 

@@ -28,7 +28,7 @@ import threading
 from functools import cache
 from pathlib import Path
 
-__all__ = ["set_language", "language", "languages", "gettext_", "_", "ngettext_"]
+__all__ = ["set_language", "language", "languages", "gettext_", "_", "_t", "ngettext_"]
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 DOMAIN = "gradlab"
@@ -101,6 +101,11 @@ def gettext_(message: str) -> str:
 
 
 _ = gettext_
+
+
+def _t(message: str, **fields: object) -> str:
+    """``message`` translated, then its ``{fields}`` filled in (a translation may reorder them)."""
+    return gettext_(message).format(**fields)
 
 
 def ngettext_(singular: str, plural: str, n: int) -> str:

@@ -767,7 +767,7 @@ def test_cheatsheet_is_one_page_with_the_key_lines(committed_handout: tuple[Path
 
 def test_cheat_sheet_fixes_come_from_gradlab_advice() -> None:
     """One source for fix advice: the cheat sheet renders gradlab.advice, it does not keep a copy."""
-    from gradlab.advice import PITFALLS, Context, fixes_for
+    from gradlab.advice import Context, fixes_for, pitfalls
 
     template = handout.CHEATSHEET.read_text(encoding="utf-8")
     page = handout.cheatsheet_html(template)
@@ -783,7 +783,7 @@ def test_cheat_sheet_fixes_come_from_gradlab_advice() -> None:
     for fix in fixes_for("optimizer_step", loop)[:1] + fixes_for("optimizer_step", loop)[2:3]:
         assert html.escape(fix.summary) in page and html.escape(fix.trains) in page
     assert "pred_2 = n_2(pred_1.detach())" in page
-    for pitfall in PITFALLS:
+    for pitfall in pitfalls():
         assert html.escape(pitfall.what_it_does) in page
         assert pitfall.what_it_does[:40] not in template  # no second copy in the template
     body = template.split("<body>", 1)[1]

@@ -53,7 +53,7 @@ import jinja2
 import nbformat
 from nbconvert import HTMLExporter
 
-from gradlab.advice import PITFALLS, Context, Fix, fixes_for
+from gradlab.advice import Context, Fix, fixes_for, pitfalls
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from execute_notebooks import title
@@ -460,14 +460,14 @@ def cheatsheet_html(template: str) -> str:
         ),
     ]
     fixes = "".join(f"<tr><td>{when}</td><td>{_fix_cell(fix)}</td></tr>" for when, fix in rows)
-    pitfalls = "".join(
+    donts = "".join(
         f"<tr><td>{html.escape(p.attempt[0].upper() + p.attempt[1:])}</td>"
         f'<td class="bad">{html.escape(p.what_it_does)}</td></tr>'
-        for p in PITFALLS
+        for p in pitfalls()
     )
     if "<!-- gradlab:fixes -->" not in template or "<!-- gradlab:pitfalls -->" not in template:
         raise ValueError("the cheat sheet template lost its <!-- gradlab:fixes --> or <!-- gradlab:pitfalls --> marker")
-    return template.replace("<!-- gradlab:fixes -->", fixes).replace("<!-- gradlab:pitfalls -->", pitfalls)
+    return template.replace("<!-- gradlab:fixes -->", fixes).replace("<!-- gradlab:pitfalls -->", donts)
 
 
 def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "gradlab"
 LOCALE = PACKAGE / "locale"
-MARKERS = {"_", "gettext_"}
+MARKERS = {"_", "_t", "gettext_"}
 PLURAL = "ngettext_"
 
 
