@@ -97,7 +97,16 @@ def _link(text: str, target: str) -> str:
     return f"[{text}]({target})"
 
 
-def navigation_source(names: Sequence[str], titles: Sequence[str], current: str) -> str:
+#: The index link's label in each edition's folder (notebooks/ is English, notebooks/zh/ Chinese).
+INDEX_LABELS = {"en": "Index", "zh": "目录"}
+
+
+def edition(folder: Path) -> str:
+    """``zh`` for notebooks/zh/, ``en`` otherwise."""
+    return "zh" if folder.name == "zh" else "en"
+
+
+def navigation_source(names: Sequence[str], titles: Sequence[str], current: str, index_label: str = "Index") -> str:
     """Markdown of the navigation cell of ``current`` among ``names``.
 
     The index link is left out where the previous link already points there.
@@ -111,13 +120,14 @@ def navigation_source(names: Sequence[str], titles: Sequence[str], current: str)
     """
     names = list(names)
     position = names.index(current)
-    index_title = titles[names.index(INDEX)] if INDEX in names else "Index"
+    index_title = titles[names.index(INDEX)] if INDEX in names else index_label
     parts = []
     if position > 0:
         parts.append(_link(f"← {titles[position - 1]}", names[position - 1]))
     previous = names[position - 1] if position > 0 else None
     if INDEX not in (current, previous):
-        parts.append(_link(f"Index: {index_title}", INDEX))
+        separator = "：" if index_label == INDEX_LABELS["zh"] else ": "
+        parts.append(_link(f"{index_label}{separator}{index_title}", INDEX))
     if position + 1 < len(names):
         parts.append(_link(f"{titles[position + 1]} →", names[position + 1]))
     return "---\n" + " | ".join(parts)
@@ -136,10 +146,11 @@ def is_navigation(cell: nbformat.NotebookNode) -> bool:
 
 def expected_navigation(path: Path, folder: Path | None = None) -> str:
     """Navigation source ``path`` should end with, from the notebooks next to it."""
-    paths = course_notebooks(folder or path.parent)
+    folder = folder or path.parent
+    paths = course_notebooks(folder)
     names = [p.name for p in paths]
     titles = [title(nbformat.read(p, as_version=4), p.stem) for p in paths]
-    return navigation_source(names, titles, path.name)
+    return navigation_source(names, titles, path.name, INDEX_LABELS[edition(folder)])
 
 
 def set_navigation(nb: nbformat.NotebookNode, source: str) -> None:
@@ -287,7 +298,9 @@ def execute(path: Path, navigation: str, rules: Sequence[tuple[str, str]], timeo
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("notebooks", nargs="*", type=Path, help="default: all notebooks/NN_*.ipynb")
+    parser.add_argument(
+        "notebooks", nargs="*", type=Path, help="default: every notebooks/NN_*.ipynb and notebooks/zh/NN_*.ipynb"
+    )
     parser.add_argument("--check", action="store_true", help="only report what is not clean")
     parser.add_argument(
         "--navigation-only", action="store_true", help="only regenerate the navigation cells (no execution)"
@@ -295,19 +308,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
     options = parser.parse_args(argv)
 
-    every = course_notebooks()
+    editions = [NOTEBOOKS, NOTEBOOKS / "zh"]
+    every = [p for folder in editions for p in course_notebooks(folder)]
     chosen = [p.resolve() for p in options.notebooks] or every
-    names = [p.name for p in every]
-    titles = [title(nbformat.read(p, as_version=4), p.stem) for p in every]
     rules = sanitize_rules()
     failed = 0
     for path in chosen:
-        if path.name not in names:
-            print(f"{path}: not a course notebook (notebooks/{PATTERN})", file=sys.stderr)
+        if path not in every:
+            print(f"{path}: not a course notebook (notebooks/{PATTERN} or notebooks/zh/{PATTERN})", file=sys.stderr)
             failed += 1
             continue
         shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
-        navigation = navigation_source(names, titles, path.name)
+        navigation = expected_navigation(path)
         if options.check:
             found = problems(path, navigation)
             for problem in found:

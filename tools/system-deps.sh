@@ -3,12 +3,14 @@
 #   dot (graphviz)      draws autograd graphs (gradlab falls back to text without it)
 #   chromium            real-browser test and the PDF handout
 #   pdftotext (poppler) checks the PDF handout
+#   fonts-noto-cjk      the Chinese edition: pictures, handout and cheat sheet in CJK glyphs
 set -uo pipefail
 missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v pdftotext >/dev/null 2>&1 || missing+=(poppler-utils)
 fc-list 2>/dev/null | grep -qi "DejaVu Sans" || missing+=(fonts-dejavu-core)
+fc-list :lang=zh 2>/dev/null | grep -qi "Noto Sans CJK" || missing+=(fonts-noto-cjk)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing system packages: ${missing[*]}"
