@@ -61,11 +61,19 @@ test-torch: setup
 	.venv-torch-$(TORCH)/bin/python -m pip install --quiet --no-deps -e .
 	.venv-torch-$(TORCH)/bin/python -m pytest -n auto --dist loadfile -m "library" -p no:cacheprovider tests
 
+# Re-execute both editions; the Chinese notebooks are first rebuilt from the English ones
+# and translations/zh_CN/notebooks/*.po (tools/translate_notebooks.py).
 notebooks: setup
-	$(BIN)/python tools/execute_notebooks.py
+	$(BIN)/python tools/execute_notebooks.py notebooks/[0-9][0-9]_*.ipynb
+	$(BIN)/python tools/translate_notebooks.py build
+	$(BIN)/python tools/execute_notebooks.py notebooks/zh/[0-9][0-9]_*.ipynb
 
+# Both editions by default; EDITION=en or EDITION=zh builds one (the Chinese one in build/handout/zh/).
+EDITION ?= all
 handout: system-deps setup
-	$(BIN)/python tools/handout.py
+	@if [ "$(EDITION)" != zh ]; then $(BIN)/python tools/handout.py; fi
+	@if [ "$(EDITION)" != en ] && [ -d notebooks/zh ]; then \
+		$(BIN)/python tools/handout.py --notebooks notebooks/zh --out build/handout/zh; fi
 
 # Regenerate binder/requirements.txt from the lock (after make lock).
 binder: setup
