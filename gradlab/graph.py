@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from . import internals, session
-from .names import Namer, NamesLike, op_name
+from .i18n import _, _t
+from .names import Namer, NamesLike, given_name, op_name
 from .saved import SavedTensor, inspect_node
 
 if TYPE_CHECKING:
@@ -81,14 +82,14 @@ class Graph:
     def summary(self) -> str:
         """One stable line, e.g. ``autograd graph: 14 nodes, 5 saved tensors, 1 modified in place``."""
         counts = {s: sum(1 for t in self.saved if t.status == s) for s in ("modified_in_place", "freed", "unknown")}
-        parts = [f"{len(self.nodes)} nodes", f"{len(self.saved)} saved tensors"]
+        parts = [_t("{n} nodes", n=len(self.nodes)), _t("{n} saved tensors", n=len(self.saved))]
         if counts["modified_in_place"]:
-            parts.append(f"{counts['modified_in_place']} modified in place")
+            parts.append(_t("{n} modified in place", n=counts["modified_in_place"]))
         if counts["freed"]:
-            parts.append(f"{counts['freed']} freed")
+            parts.append(_t("{n} freed", n=counts["freed"]))
         if counts["unknown"]:
-            parts.append(f"{counts['unknown']} unknown")
-        return "autograd graph: " + ", ".join(parts)
+            parts.append(_t("{n} unknown", n=counts["unknown"]))
+        return _t("autograd graph: {counts}", counts=", ".join(parts))
 
 
 def roots_of(outputs: object, what: str = "output") -> list[Any]:
@@ -137,7 +138,7 @@ def walk(roots: Sequence[Any]) -> list[Any]:
     while queue:
         fn = queue.popleft()
         order.append(fn)
-        for nxt, _ in fn.next_functions:
+        for nxt, _input_nr in fn.next_functions:
             if nxt is not None and nxt not in seen:
                 seen.add(nxt)
                 queue.append(nxt)
@@ -169,7 +170,7 @@ def collect_nodes(roots: Sequence[Any], namer: Namer, *, tracker: Tracker | None
     nodes: list[GraphNode] = []
     saved: list[SavedTensor] = []
     for i, fn in enumerate(order):
-        name = fn.name()
+        name = internals.node_name(fn)
         next_ids = tuple(ids[n] for n, _ in fn.next_functions if n is not None)
         seq = internals.sequence_nr(fn)
         if hasattr(fn, "variable"):
@@ -224,8 +225,9 @@ def direct_modules(graph: Graph) -> dict[int, str]:
     by_id = {n.id: n for n in graph.nodes}
     leaves: dict[int, str] = {}  # leaf id -> its module path, for named parameters in a module
     for n in graph.nodes:
-        if n.kind == "leaf" and n.leaf_name and not n.leaf_name.startswith("leaf ["):
-            path = _parent(n.leaf_name.split(" ", 1)[0])
+        given = given_name(n.leaf_name) if n.kind == "leaf" else None
+        if given:
+            path = _parent(given.split(" ", 1)[0])
             if path:
                 leaves[n.id] = path
     out = dict(leaves)
@@ -275,7 +277,12 @@ def module_of_nodes(graph: Graph) -> dict[int, str]:
     return out
 
 
-_COLUMNS = ("id", "node", "saved as", "tensor", "shape", "saved", "now", "status")
+def _columns(extra: bool) -> list[str]:
+    """The headers of :func:`saved_table`, in the language in effect."""
+    columns = [_("id"), _("node"), _("saved as"), _("tensor"), _("shape"), _("saved"), _("now"), _("status")]
+    if extra:
+        columns += [_("modified by"), _("where")]
+    return columns
 
 
 def saved_table(saved: Sequence[SavedTensor]) -> str:
@@ -305,11 +312,9 @@ def saved_table(saved: Sequence[SavedTensor]) -> str:
                 f"it contains a {type(item).__name__}"
             )
     if not saved:
-        return "(no saved tensors)"
-    columns = list(_COLUMNS)
+        return _("(no saved tensors)")
     extra = any(s.modified_by for s in saved) or any(s.where for s in saved)
-    if extra:
-        columns += ["modified by", "where"]
+    columns = _columns(extra)
     rows = []
     for s in saved:
         row = [

@@ -38,6 +38,7 @@ __all__ = [
     "is_view",
     "current_node",
     "sequence_nr",
+    "node_name",
     "saved_attributes",
     "raw_saved",
     "input_metadata",
@@ -91,8 +92,27 @@ def current_node() -> Any | None:
         return None
 
 
+# NOTE [Custom Function nodes whose output died]
+# Before torch 2.13, a custom autograd.Function's node whose output tensor is gone
+# answers name(), next_functions and _sequence_nr() with a RuntimeError (2.10-2.12),
+# and _sequence_nr() crashes the process on 2.4 (a segfault no except can catch;
+# measured with torch 2.4.1). 2.13 keeps the node alive. So on older torch the
+# sequence number of a custom node is not asked for at all.
+_CUSTOM_NODES_SAFE = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
+
+
+def node_name(fn: Any) -> str:
+    """``fn.name()``, or a description when torch cannot answer (see NOTE [Custom Function nodes ...])."""
+    try:
+        return str(fn.name())
+    except RuntimeError:
+        return f"{type(fn).__name__} (its output is gone)"
+
+
 def sequence_nr(fn: Any) -> int | None:
     """The node's sequence number (creation order within a thread), or None."""
+    if not _CUSTOM_NODES_SAFE and isinstance(fn, torch.autograd.function.BackwardCFunction):
+        return None
     try:
         return int(fn._sequence_nr())
     except AttributeError:

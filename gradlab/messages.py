@@ -198,9 +198,11 @@ class Wording:
 
     ``main`` has the fields ``{type}``, ``{shape}``, ``{which}``, ``{cur}``, ``{exp}``
     and ends with the hint; ``which`` (the ", which is output N of X," part) has
-    ``{nr}`` and ``{node}``. ``strip`` is what torch removes from a node's
-    ``name()`` when it prints it (``""`` for nothing, ``"Backward0"`` when
-    ``AsStridedBackward0`` prints as ``AsStrided``).
+    ``{nr}`` and ``{node}``. ``strip`` says whether torch shortens a node's
+    ``name()`` when it prints it: ``""`` (2.4 to 2.12: ``AsStridedBackward0``)
+    or ``"Backward<N>"`` (2.13 on: a trailing ``Backward0`` is dropped and a
+    trailing ``Backward<N>`` becomes ``<N>``: ``AsStrided``, ``LeakyRelu1``;
+    a custom Function's trailing ``Backward`` is dropped too).
     """
 
     main: str
@@ -209,10 +211,8 @@ class Wording:
 
     def node_name(self, name: str) -> str:
         """A node's ``name()`` as torch prints it in this message."""
-        if self.strip == "Backward":
-            return name.replace("Backward", "")
-        if self.strip == "Backward0":
-            return re.sub(r"Backward0$", "", name).replace("Backward", "")
+        if self.strip:
+            return re.sub(r"Backward(\d*)$", lambda m: "" if m[1] in ("", "0") else m[1], name)
         return name
 
 
@@ -245,7 +245,7 @@ def _provoke(build: str) -> str:
     return result[0]
 
 
-_STRIPS = ("", "Backward0", "Backward")
+_STRIPS = ("", "Backward<N>")
 
 
 @cache

@@ -83,6 +83,25 @@ class _nothing:
         return None
 
 
+@pytest.mark.parametrize(
+    ("name", "printed"),
+    [
+        ("AsStridedBackward0", "AsStrided"),
+        ("LeakyReluBackward1", "LeakyRelu1"),
+        ("PowBackward2", "Pow2"),
+        ("SaveOutputBackward", "SaveOutput"),
+        ("MyBackwardHelperBackward", "MyBackwardHelper"),
+        ("FooBackward0BarBackward", "FooBackward0Bar"),
+        ("SumBackwardAutogradNestedTensor1", "SumBackwardAutogradNestedTensor1"),
+        ("torch::autograd::CopySlices", "torch::autograd::CopySlices"),
+    ],
+)
+def test_node_names_are_shortened_as_torch_2_13_does(name: str, printed: str) -> None:
+    """torch 2.13+ only touches a trailing Backward<digits> (measured on 2.13, 2.14.1, 2.15.0)."""
+    assert messages.Wording("", "", "Backward<N>").node_name(name) == printed
+    assert messages.Wording("", "", "").node_name(name) == name  # 2.4 to 2.12 print name() as it is
+
+
 def test_wording_is_read_from_torch_not_copied() -> None:
     w = messages.wording(False)
     assert "{type}" in w.main and "{which}" in w.main
