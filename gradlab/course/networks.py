@@ -7,12 +7,13 @@ here so every notebook, the playground and the tests train exactly the same thin
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-__all__ = ["Net", "Pair", "make_pair", "batches"]
+__all__ = ["Net", "Pair", "make_pair", "batches", "TARGETS"]
 
 
 def _int(value: object, name: str, low: int, high: int | None = None) -> int:
@@ -97,13 +98,59 @@ def make_pair(seed: int = 0, softmax: bool = True, detach_inside: bool = False, 
     )
 
 
-def batches(steps: int = 10, seed: int = 0, size: int = 10) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """``steps`` batches of ``x = randn(size, 1)``, ``y = 2 * x``, from their own seeded generator."""
+#: The targets :func:`batches` knows by name: ``y`` as a function of ``x``.
+#: ``"2x"`` is the course's task; ``"2|x|"`` is a V, the same size as ``2x`` but
+#: not monotone: a network must bend its input at 0 to fit it.
+TARGETS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "2x": lambda x: 2 * x,
+    "2|x|": lambda x: 2 * x.abs(),
+}
+
+
+def _target(target: object) -> Callable[[torch.Tensor], torch.Tensor]:
+    if isinstance(target, str):
+        if target not in TARGETS:
+            raise ValueError(f"target must be one of {sorted(TARGETS)} or a function of x, got {target!r}")
+        return TARGETS[target]
+    if not callable(target):
+        raise TypeError(
+            f"target must be a name from {sorted(TARGETS)} or a function of x, not {type(target).__name__}; "
+            "pass e.g. target='2|x|' or target=lambda x: torch.sin(2 * x)"
+        )
+    return target
+
+
+def _targets_of(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    y = f(x)
+    if not isinstance(y, torch.Tensor):
+        raise TypeError(f"target(x) must return a tensor, not {type(y).__name__}; e.g. target=lambda x: 2 * x.abs()")
+    if y.shape != x.shape or not y.is_floating_point():
+        raise ValueError(
+            f"target(x) must return a float tensor of x's shape {list(x.shape)}, got {y.dtype} {list(y.shape)}; "
+            "apply it elementwise, e.g. target=lambda x: torch.sin(2 * x)"
+        )
+    return y
+
+
+def batches(
+    steps: int = 10, seed: int = 0, size: int = 10, target: str | Callable[[torch.Tensor], torch.Tensor] = "2x"
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """``steps`` batches of ``x = randn(size, 1)`` and ``y = target(x)``, from their own seeded generator.
+
+    ``target`` is a name from :data:`TARGETS` (``"2x"``, the default, or
+    ``"2|x|"``) or a function of ``x`` returning a float tensor of its shape.
+    The ``x`` are the same whatever the target. Example::
+
+        >>> x, y = batches(1, target="2|x|")[0]
+        >>> torch.equal(y, 2 * x.abs()), torch.equal(x, batches(1)[0][0])
+        (True, True)
+    """
     _int(steps, "steps", 1)
     _int(size, "size", 1)
+    f = _target(target)
     g = torch.Generator().manual_seed(_int(seed, "seed", _SEED_MIN, _SEED_MAX))
     out = []
     for _ in range(steps):
         x = torch.randn(size, 1, generator=g)
-        out.append((x, 2 * x))
+        out.append((x, _targets_of(f, x)))
     return out

@@ -6,6 +6,7 @@ networks and returns the losses (and the error that stopped it, if any).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -59,22 +60,34 @@ class TrainResult:
     pair: Pair | None = field(default=None, repr=False)
 
 
-def train(order: str = "joint", steps: int = 10, seed: int = 0, softmax: bool = True, lr: float = 1e-3) -> TrainResult:
+def train(
+    order: str = "joint",
+    steps: int = 10,
+    seed: int = 0,
+    softmax: bool = True,
+    lr: float = 1e-3,
+    target: str | Callable[[torch.Tensor], torch.Tensor] = "2x",
+) -> TrainResult:
     """Run one of :data:`ORDERS` for ``steps`` iterations; errors are caught and returned.
 
-    Example::
+    The data are :func:`batches` ``(steps, seed, target=target)``: ``y = 2x`` by
+    default; ``target="2|x|"`` (or any function of ``x``) changes what both
+    losses fit, not the ``x``. Example::
 
         >>> train("original", steps=1).error.startswith("Trying to backward")
         True
+        >>> len(train("detach_input", steps=3, softmax=False, target="2|x|").losses_2)
+        3
     """
     if not isinstance(order, str) or order not in ORDERS:
         raise ValueError(f"order must be one of {sorted(ORDERS)}, got {order!r}; pass e.g. order='joint'")
     _int(steps, "steps", 1)
+    data = batches(steps, seed, target=target)
     pair = make_pair(seed, softmax=softmax, detach_inside=(order == "detach_inside"), lr=lr)
     n_1, n_2, opt_1, opt_2, criterion = pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion
     result = TrainResult(order, pair=pair)
     try:
-        for x, y in batches(steps, seed):
+        for x, y in data:
             if order == "joint":
                 loss_1, loss_2 = joint_step(pair, x, y)
             else:
