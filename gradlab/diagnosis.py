@@ -30,7 +30,7 @@ from .advice import Cause, Context, Fix, cause_sentence, fixes_for
 from .graph import Graph, GraphNode, collect
 from .i18n import _, _t, ngettext_
 from .location import Location, frame_names
-from .names import NamesLike
+from .names import NamesLike, given_name
 from .saved import SavedTensor, Write
 
 if TYPE_CHECKING:
@@ -354,10 +354,10 @@ def _problem(s: SavedTensor) -> Problem:
 
 
 def _module(name: str | None) -> str | None:
-    """``n_1.linear_2.weight (transposed view)`` -> ``n_1``; descriptions -> None."""
-    if not name or name.startswith(("output of ", "leaf ", "tensor ", "its saved ")):
+    """``n_1.linear_2.weight (transposed view)`` -> ``n_1``; descriptions -> None (in any language)."""
+    head = given_name(name)
+    if head is None:
         return None
-    head = name.split(" (", 1)[0]
     return head.split(".", 1)[0] if "." in head else None
 
 
@@ -524,7 +524,8 @@ def _seq(fn: Any) -> int | None:
 
 
 def _short_name(name: str) -> str:
-    return name.split(" (", 1)[0] if not name.startswith(("output of", "leaf ", "tensor ")) else name
+    """The user's name without a view's suffix; a description unchanged (in any language)."""
+    return given_name(name) or name
 
 
 def _is_parameter(p: Problem) -> bool:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from . import messages
 from .advice import Fix, fixes_for
+from .i18n import _, _t, ngettext_
 from .messages import Message
 
 __all__ = ["Explanation", "explain", "KINDS"]
@@ -87,30 +88,30 @@ class Explanation:
     def __str__(self) -> str:
         lines = [f"gradlab: {self.kind}: {self.summary}"]
         if self.causes:
-            lines.append(f"   = likely cause: {self.causes[0]}")
+            lines.append("   = " + _t("likely cause: {cause}", cause=self.causes[0]))
         if self.fixes:
             fix = self.fixes[0]
-            lines.append(f"help: {fix.lines()[0]}")
+            lines.append(_t("help: {fix}", fix=fix.lines()[0]))
             if fix.code:
                 lines += [f"   |     {line}" for line in fix.code.splitlines()]
-            lines.append(f"   = trains: {fix.trains}")
+            lines.append("   = " + _t("trains: {what}", what=fix.trains))
         if len(self.fixes) > 1 or self.meaning:
-            lines.append("   = more: what each part of the message means, other causes and fixes: .details()")
+            lines.append("   = " + _("more: what each part of the message means, other causes and fixes: .details()"))
         return "\n".join(lines)
 
     def details(self) -> str:
         """Everything: what each part of the message means, the causes, every fix with what it trains."""
         lines = [f"gradlab: {self.kind}", self.summary]
         if self.torch_wording:
-            lines.append(f"Wording: {self.torch_wording}")
+            lines.append(_t("Wording: {wording}", wording=self.torch_wording))
         if self.meaning:
-            lines.append("What the message says:")
+            lines.append(_("What the message says:"))
             lines += [f"  - {s}" for s in self.meaning]
         if self.causes:
-            lines.append("Likely causes (most likely first):")
+            lines.append(_("Likely causes (most likely first):"))
             lines += [f"  {i}. {s}" for i, s in enumerate(self.causes, 1)]
         if self.fixes:
-            lines.append("Fixes, by what you want to train:")
+            lines.append(_("Fixes, by what you want to train:"))
             for i, fix in enumerate(self.fixes, 1):
                 fix_lines = fix.lines()
                 lines.append(f"  {i}. {fix_lines[0]}")
@@ -124,15 +125,15 @@ class Explanation:
             f"<p><b>{esc(self.kind)}</b>: {esc(self.summary)}</p>",
         ]
         if self.torch_wording:
-            parts.append(f"<p><i>Wording: {esc(self.torch_wording)}</i></p>")
+            parts.append(f"<p><i>{esc(_t('Wording: {wording}', wording=self.torch_wording))}</i></p>")
         for title, items, tag in (
-            ("What the message says", self.meaning, "ul"),
-            ("Likely causes (most likely first)", self.causes, "ol"),
-            ("Fixes, by what you want to train", tuple(" ".join(f.lines()) for f in self.fixes), "ol"),
+            (_("What the message says:"), self.meaning, "ul"),
+            (_("Likely causes (most likely first):"), self.causes, "ol"),
+            (_("Fixes, by what you want to train:"), tuple(" ".join(f.lines()) for f in self.fixes), "ol"),
         ):
             if items:
                 rows = "".join(f"<li>{esc(s)}</li>" for s in items)
-                parts.append(f"<p>{esc(title)}:</p><{tag}>{rows}</{tag}>")
+                parts.append(f"<p>{esc(title)}</p><{tag}>{rows}</{tag}>")
         parts.append("</div>")
         return "".join(parts)
 
@@ -226,54 +227,59 @@ def _nested(text: str) -> tuple[tuple[int, ...], ...] | None:
 
 def _wording(node: str | None, has_details: bool, hint: str) -> str:
     if not has_details:
-        return "torch 0.x (message without tensor details)"
+        return _("torch 0.x (message without tensor details)")
     if node is None:
-        family = "any torch >= 1.x; no node name is printed because the saved tensor has no grad_fn (a leaf)"
+        family = _("any torch >= 1.x; no node name is printed because the saved tensor has no grad_fn (a leaf)")
     elif re.search(r"Backward$", node):
-        family = "torch 1.x before 1.10 (node names like TBackward)"
+        family = _("torch 1.x before 1.10 (node names like TBackward)")
     elif re.search(r"Backward\d+$", node):
-        family = "torch 1.10 to 2.x (node names like AsStridedBackward0)"
+        family = _("torch 1.10 to 2.x (node names like AsStridedBackward0)")
     else:
-        family = "recent torch 2.x, e.g. 2.13 (node names without 'Backward', like AsStrided)"
+        family = _("recent torch 2.x, e.g. 2.13 (node names without 'Backward', like AsStrided)")
     if "check_nan" in hint:
-        family += "; the hint mentions check_nan, so torch 2.x"
+        family = _t("{releases}; the hint mentions check_nan, so torch 2.x", releases=family)
     return family
 
 
 def _shape_sentence(shape: tuple[int, ...], base: str | None) -> str:
     dims = ", ".join(str(d) for d in shape)
-    text = f"[{dims}] is the shape of the saved tensor."
+    text = _t("[{dims}] is the shape of the saved tensor.", dims=dims)
     if len(shape) == 2 and base in {"T", "Transpose", "AsStrided", None}:
         a, b = shape
-        text += (
-            f" A 2-D shape like this is often a transposed weight: nn.Linear({a}, {b})"
-            f" has weight of shape [{b}, {a}], and weight.t() of shape [{a}, {b}]"
-            " is what Linear's addmm/mm saves for the backward to its input."
+        text += _t(
+            " A 2-D shape like this is often a transposed weight: nn.Linear({a}, {b})"
+            " has weight of shape [{b}, {a}], and weight.t() of shape [{a}, {b}]"
+            " is what Linear's addmm/mm saves for the backward to its input.",
+            a=a,
+            b=b,
         )
     elif len(shape) == 0:
-        text = "[] means the saved tensor is a scalar (0-dimensional)."
+        text = _("[] means the saved tensor is a scalar (0-dimensional).")
     return text
 
 
 def _node_sentence(node: str, nr: int, base: str, two_d: bool) -> str:
-    head = (
-        f"'which is output {nr} of {node}' means the saved tensor was produced"
-        f" by the operation {base} (its grad_fn is {base}Backward)."
+    head = _t(
+        "'which is output {nr} of {node}' means the saved tensor was produced"
+        " by the operation {base} (its grad_fn is {base}Backward).",
+        nr=nr,
+        node=node,
+        base=base,
     )
     if base in {"T", "Transpose"}:
-        return head + (
+        return head + _(
             " That is a transpose: the saved tensor is a transposed view,"
             " typically weight.t() of an nn.Linear, saved by addmm/mm."
         )
     if base == "AsStrided":
-        text = (
+        text = _(
             " AsStrided is the node autograd puts on a view whose base was modified in place after the view was taken."
         )
         if two_d:
             return (
                 head
                 + text
-                + (
+                + _(
                     " Here it almost always means a transposed view of a weight (weight.t(),"
                     " which nn.Linear saves via addmm/mm) whose parameter was then changed,"
                     " e.g. by optimizer.step()."
@@ -282,19 +288,23 @@ def _node_sentence(node: str, nr: int, base: str, two_d: bool) -> str:
         return (
             head
             + text
-            + (" Typically the base is a parameter or buffer that was then changed in place, e.g. by optimizer.step().")
+            + _(
+                " Typically the base is a parameter or buffer that was then changed in place, e.g. by optimizer.step()."
+            )
         )
     if base in _VIEW_OPS:
-        return head + (
-            f" {base} makes a view, so the in-place write may have gone to the tensor it views, not to the view itself."
+        return head + _t(
+            " {base} makes a view, so the in-place write may have gone to the tensor it views, not to the view itself.",
+            base=base,
         )
     if base in _SAVES_OUTPUT:
-        return head + (
-            f" {base} keeps its own output for backward, so any in-place"
+        return head + _t(
+            " {base} keeps its own output for backward, so any in-place"
             " write to that output (nn.ReLU(inplace=True), +=, *=, slice"
-            " assignment) breaks its backward."
+            " assignment) breaks its backward.",
+            base=base,
         )
-    return head + (" A later operation saved this result for its backward, and then something wrote to it in place.")
+    return head + _(" A later operation saved this result for its backward, and then something wrote to it in place.")
 
 
 def _in_place(m: Message) -> Explanation:
@@ -324,57 +334,83 @@ def _in_place(m: Message) -> Explanation:
     meaning: list[str] = []
     if has_details:
         what = dtype or m.tensor_type
-        meaning.append(f"{m.tensor_type} is the saved tensor's type: {what}" + (f" on {device}." if device else "."))
+        if device:
+            meaning.append(
+                _t(
+                    "{type} is the saved tensor's type: {dtype} on {device}.",
+                    type=m.tensor_type,
+                    dtype=what,
+                    device=device,
+                )
+            )
+        else:
+            meaning.append(_t("{type} is the saved tensor's type: {dtype}.", type=m.tensor_type, dtype=what))
         if shape is not None:
             meaning.append(_shape_sentence(shape, base))
         elif nested is not None:
             listed = ", ".join(str(list(s)) for s in nested)
-            meaning.append(f"The saved tensor is a nested tensor with components of shapes {listed}.")
+            meaning.append(_t("The saved tensor is a nested tensor with components of shapes {shapes}.", shapes=listed))
         if node is not None and nr is not None and base is not None:
             meaning.append(_node_sentence(node, nr, base, shape is not None and len(shape) == 2))
         else:
             meaning.append(
-                "There is no 'which is output N of ...' part: the saved tensor has no"
-                " grad_fn, so it is a leaf (an nn.Parameter, or a tensor you created"
-                " such as an input batch), saved directly, e.g. by x * w or x @ w."
+                _(
+                    "There is no 'which is output N of ...' part: the saved tensor has no"
+                    " grad_fn, so it is a leaf (an nn.Parameter, or a tensor you created"
+                    " such as an input batch), saved directly, e.g. by x * w or x @ w."
+                )
             )
     if diff is not None:
         meaning.append(
-            "Every tensor has a version counter that each in-place write increments"
-            " (add_, +=, x[i] = ..., and optimizer.step() on parameters)."
-            f" Expected version {exp} is the version when autograd saved the tensor;"
-            f" version {cur} is the version now, at backward."
+            _t(
+                "Every tensor has a version counter that each in-place write increments"
+                " (add_, +=, x[i] = ..., and optimizer.step() on parameters)."
+                " Expected version {expected} is the version when autograd saved the tensor;"
+                " version {current} is the version now, at backward.",
+                expected=exp,
+                current=cur,
+            )
         )
         meaning.append(
-            f"The difference is {diff}: {diff} in-place write{'s' if diff != 1 else ''} since the save."
-            " One optimizer step writes each parameter once with SGD or Adam, and twice with AdamW"
-            " (weight decay, then the update), so the count of writes is not always the count of steps;"
-            " each +=, *=, add_ or x[i] = ... writes once."
+            ngettext_(
+                "The difference is {n}: {n} in-place write since the save.",
+                "The difference is {n}: {n} in-place writes since the save.",
+                diff,
+            ).format(n=diff)
+            + _(
+                " One optimizer step writes each parameter once with SGD or Adam, and twice with AdamW"
+                " (weight decay, then the update), so the count of writes is not always the count of steps;"
+                " each +=, *=, add_ or x[i] = ... writes once."
+            )
         )
     if anomaly:
         meaning.append(
-            "The Hint comes from anomaly mode: the extra traceback printed above"
-            " the error shows the forward line whose backward failed; the"
-            " in-place write happened there or later."
+            _(
+                "The Hint comes from anomaly mode: the extra traceback printed above"
+                " the error shows the forward line whose backward failed; the"
+                " in-place write happened there or later."
+            )
         )
     elif anomaly is False:
         meaning.append(
-            "The Hint suggests torch.autograd.set_detect_anomaly(True): it prints"
-            " the forward line whose saved tensor was overwritten, not the line"
-            " that wrote to it."
+            _(
+                "The Hint suggests torch.autograd.set_detect_anomaly(True): it prints"
+                " the forward line whose saved tensor was overwritten, not the line"
+                " that wrote to it."
+            )
         )
 
-    step = (
+    step = _(
         "optimizer.step() on a network whose output is still used by a graph you have"
         " not backwarded yet (two chained networks, GAN discriminator step before the"
         " generator backward, critic step before the actor backward)."
     )
-    aug = "+=, *= or slice assignment (x[i] = ...) on a tensor that was saved for backward."
-    relu = (
+    aug = _("+=, *= or slice assignment (x[i] = ...) on a tensor that was saved for backward.")
+    relu = _(
         "nn.ReLU(inplace=True) (or another inplace=True layer) right after an op that saves"
         " its output, such as sigmoid, tanh or exp."
     )
-    data = (
+    data = _(
         "A write through .detach() (or a view) of the saved tensor: it shares memory and the version"
         " counter. (A write through .data shares memory but not the counter: it raises nothing and"
         " silently gives wrong gradients.)"
@@ -393,16 +429,22 @@ def _in_place(m: Message) -> Explanation:
         fixes = (*fixes_for("optimizer_step"), *fixes_for("inplace_op")[:1])
 
     if diff is not None:
-        size = "x".join(str(d) for d in shape) if shape is not None else "nested"
-        where = f"({size} {dtype or m.tensor_type}"
-        where += f", output {nr} of {node})" if node else ", a leaf)"
-        summary = (
-            f"A tensor autograd saved for backward {where} was written in place"
-            f" {diff} time{'s' if diff != 1 else ''} after it was saved (version {exp} -> {cur}),"
-            " so backward cannot use it."
-        )
+        size = "x".join(str(d) for d in shape) if shape is not None else _("nested")
+        if node:
+            where = _t(
+                "({size} {dtype}, output {nr} of {node})", size=size, dtype=dtype or m.tensor_type, nr=nr, node=node
+            )
+        else:
+            where = _t("({size} {dtype}, a leaf)", size=size, dtype=dtype or m.tensor_type)
+        summary = ngettext_(
+            "A tensor autograd saved for backward {where} was written in place {n} time after it was saved"
+            " (version {expected} -> {current}), so backward cannot use it.",
+            "A tensor autograd saved for backward {where} was written in place {n} times after it was saved"
+            " (version {expected} -> {current}), so backward cannot use it.",
+            diff,
+        ).format(where=where, n=diff, expected=exp, current=cur)
     else:
-        summary = (
+        summary = _(
             "A tensor autograd saved for backward was modified in place after it was saved, so backward cannot use it."
         )
     return Explanation(
@@ -429,37 +471,43 @@ def _in_place(m: Message) -> Explanation:
 def _graph_freed(m: Message) -> Explanation:
     text = m.text
     if "retain_variables" in text:
-        wording = "torch 0.1-0.2 (retain_variables)"
+        wording = _("torch 0.1-0.2 (retain_variables)")
     elif "buffers have already been freed" in text:
-        wording = "torch 0.3 to 1.x (buffers have already been freed)"
+        wording = _("torch 0.3 to 1.x (buffers have already been freed)")
     elif "saved intermediate results" in text:
-        wording = "torch 1.x (saved intermediate results have already been freed)"
+        wording = _("torch 1.x (saved intermediate results have already been freed)")
     elif "directly access saved tensors" in text:
-        wording = "torch >= 1.10 (or directly access saved tensors ...)"
+        wording = _("torch >= 1.10 (or directly access saved tensors ...)")
     else:
-        wording = "unknown release (first sentence only)"
+        wording = _("unknown release (first sentence only)")
     return Explanation(
         kind="graph_freed",
-        summary=(
+        summary=_(
             "A backward went through part of a graph whose saved tensors were already freed"
             " by an earlier backward (or .grad_fn._saved_* was read after backward)."
         ),
         message=text.strip(),
         torch_wording=wording,
         meaning=(
-            "To save memory, backward frees the tensors each node saved as soon as it has used them.",
-            "A second backward that reaches any of those nodes finds nothing to use and stops with"
-            " this error, even if only a shared part of the graph is reached twice.",
-            "retain_graph=True on the first backward keeps the saved tensors alive instead.",
+            _("To save memory, backward frees the tensors each node saved as soon as it has used them."),
+            _(
+                "A second backward that reaches any of those nodes finds nothing to use and stops with"
+                " this error, even if only a shared part of the graph is reached twice."
+            ),
+            _("retain_graph=True on the first backward keeps the saved tensors alive instead."),
         ),
         causes=(
-            "Two losses built on one forward, each with its own backward (two chained networks,"
-            " GAN: the generator's fake batch used for the discriminator loss and again for the"
-            " generator loss; actor-critic sharing a trunk).",
-            "A tensor carried across iterations keeps the old graph: an RNN hidden state passed to"
-            " the next batch, a running sum of losses, a moving average that is not detached.",
-            "Calling backward twice on the same loss (e.g. once for logging, once for training).",
-            "Reading grad_fn._saved_* attributes after backward.",
+            _(
+                "Two losses built on one forward, each with its own backward (two chained networks,"
+                " GAN: the generator's fake batch used for the discriminator loss and again for the"
+                " generator loss; actor-critic sharing a trunk)."
+            ),
+            _(
+                "A tensor carried across iterations keeps the old graph: an RNN hidden state passed to"
+                " the next batch, a running sum of losses, a moving average that is not detached."
+            ),
+            _("Calling backward twice on the same loss (e.g. once for logging, once for training)."),
+            _("Reading grad_fn._saved_* attributes after backward."),
         ),
         fixes=(
             *fixes_for("shared_graph_freed")[:3],
@@ -472,58 +520,69 @@ def _graph_freed(m: Message) -> Explanation:
 def _no_grad_fn(m: Message) -> Explanation:
     return Explanation(
         kind="no_grad_fn",
-        summary=(
-            f"Element {m.index} of the tensors you called backward on has no graph:"
-            " it does not require grad, so there is nothing to differentiate."
+        summary=_t(
+            "Element {index} of the tensors you called backward on has no graph:"
+            " it does not require grad, so there is nothing to differentiate.",
+            index=m.index,
         ),
         message=m.text,
-        torch_wording="any torch release",
-        meaning=("The loss was computed from tensors none of which requires grad, or outside autograd's recording.",),
+        torch_wording=_("any torch release"),
+        meaning=(
+            _("The loss was computed from tensors none of which requires grad, or outside autograd's recording."),
+        ),
         causes=(
-            "The forward ran under torch.no_grad() or torch.inference_mode() (e.g. an eval loop).",
-            "The parameters have requires_grad=False (frozen) or the input was .detach()ed.",
-            "The loss was rebuilt from numbers: torch.tensor(loss.item()) or a numpy round trip.",
+            _("The forward ran under torch.no_grad() or torch.inference_mode() (e.g. an eval loop)."),
+            _("The parameters have requires_grad=False (frozen) or the input was .detach()ed."),
+            _("The loss was rebuilt from numbers: torch.tensor(loss.item()) or a numpy round trip."),
         ),
         fixes=(
             Fix(
-                summary="compute the loss outside no_grad(), from the model's output, without .item() or .detach()",
-                trains="the loss then trains every parameter it reaches",
+                summary=_("compute the loss outside no_grad(), from the model's output, without .item() or .detach()"),
+                trains=_("the loss then trains every parameter it reaches"),
             ),
             Fix(
-                summary="check that at least one parameter on the path has requires_grad=True",
-                trains="frozen parameters (requires_grad=False) never train",
+                summary=_("check that at least one parameter on the path has requires_grad=True"),
+                trains=_("frozen parameters (requires_grad=False) never train"),
             ),
         ),
     )
 
 
 def _leaf_in_place(m: Message) -> Explanation:
-    what = "a view of a leaf" if m.view else "a leaf"
+    if m.view:
+        summary = _(
+            "An in-place operation was applied to a view of a leaf tensor that requires grad"
+            " (a parameter or a tensor you created with requires_grad=True)."
+        )
+    else:
+        summary = _(
+            "An in-place operation was applied to a leaf tensor that requires grad"
+            " (a parameter or a tensor you created with requires_grad=True)."
+        )
     return Explanation(
         kind="leaf_in_place",
-        summary=(
-            f"An in-place operation was applied to {what} tensor that requires grad"
-            " (a parameter or a tensor you created with requires_grad=True)."
-        ),
+        summary=summary,
         message=m.text,
-        torch_wording="any torch release",
+        torch_wording=_("any torch release"),
         meaning=(
-            "autograd cannot record an in-place change to a leaf: its .grad is defined with"
-            " respect to the value you created, so overwriting it is refused.",
+            _(
+                "autograd cannot record an in-place change to a leaf: its .grad is defined with"
+                " respect to the value you created, so overwriting it is refused."
+            ),
         ),
         causes=(
-            "A manual parameter update written as w -= lr * w.grad outside torch.no_grad().",
-            "Initialising or clipping a parameter in place (w[0] = 0, w.clamp_()) with grad enabled.",
+            _("A manual parameter update written as w -= lr * w.grad outside torch.no_grad()."),
+            _("Initialising or clipping a parameter in place (w[0] = 0, w.clamp_()) with grad enabled."),
         ),
         fixes=(
             Fix(
-                summary="wrap manual updates in torch.no_grad()",
-                trains="the update is not part of the graph: the parameter still trains from its loss",
+                summary=_("wrap manual updates in torch.no_grad()"),
+                trains=_("the update is not part of the graph: the parameter still trains from its loss"),
                 code="with torch.no_grad():\n    w -= lr * w.grad",
             ),
             Fix(
-                summary="use the nn.init functions, or an out-of-place op on a non-leaf copy",
-                trains="unchanged",
+                summary=_("use the nn.init functions, or an out-of-place op on a non-leaf copy"),
+                trains=_("unchanged"),
             ),
         ),
     )
@@ -570,7 +629,7 @@ def explain(error: BaseException | str) -> Explanation:
     text = " ".join(str(error).split())
     return Explanation(
         kind="not_autograd",
-        summary=(
+        summary=_(
             "This is not one of the autograd errors gradlab decodes (graph freed,"
             " modified by an inplace operation, no grad_fn, leaf used in-place)."
         ),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from .graph import roots_of, walk
+from .i18n import _, _t
 from .names import Namer, NamesLike
 
 __all__ = ["GradReport", "GradRow", "grad_report"]
@@ -50,41 +51,52 @@ class GradReport:
         return [r.name for r in self.rows if r.status == "ok"]
 
     def __str__(self) -> str:
-        width = max([len(r.name) for r in self.rows] + [9])
+        parameter, shape, gradient, reached = _("parameter"), _("shape"), _("gradient"), _("reached by loss")
+        width = max([len(r.name) for r in self.rows] + [len(parameter)])
+        shape_width, grad_width = max(10, len(shape)), max(14, len(gradient))
         with_reach = any(r.reached is not None for r in self.rows)
-        head = f"{'parameter':<{width}}  {'shape':<10}  gradient"
-        lines = [head + ("        reached by loss" if with_reach else "")]
+        head = (
+            f"{parameter:<{width}}  {shape:<{shape_width}}  {gradient:<{grad_width}}  {reached if with_reach else ''}"
+        )
+        lines = [head.rstrip()]
         for r in self.rows:
-            grad = {"none": "None", "zero": "all zero"}.get(r.status) or f"norm {r.norm:.3g}"
-            line = f"{r.name:<{width}}  {list(r.shape)!s:<10}  {grad:<14}"
+            line = f"{r.name:<{width}}  {list(r.shape)!s:<{shape_width}}  {_gradient(r):<{grad_width}}"
             if with_reach:
-                line += "  " + ("yes" if r.reached else "NO")
+                line += "  " + (_("yes") if r.reached else _("NO"))
             lines.append(line.rstrip())
         verdicts = []
         if self.unreached:
-            verdicts.append(f"not reached by the loss: {', '.join(self.unreached)}")
+            verdicts.append(_t("not reached by the loss: {names}", names=", ".join(self.unreached)))
         if self.no_grad:
-            verdicts.append(f"no gradient: {', '.join(self.no_grad)}")
+            verdicts.append(_t("no gradient: {names}", names=", ".join(self.no_grad)))
         if self.zero:
-            verdicts.append(f"all-zero gradient: {', '.join(self.zero)}")
-        lines.append("=> " + ("; ".join(verdicts) if verdicts else "every parameter has a non-zero gradient"))
+            verdicts.append(_t("all-zero gradient: {names}", names=", ".join(self.zero)))
+        lines.append("=> " + ("; ".join(verdicts) if verdicts else _("every parameter has a non-zero gradient")))
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         rows = []
         for r in self.rows:
-            grad = {"none": "None", "zero": "all zero"}.get(r.status) or f"{r.norm:.3g}"
+            grad = f"{r.norm:.3g}" if r.status == "ok" else html.escape(_gradient(r))
             color = "" if r.status == "ok" and r.reached is not False else ' style="color:#c62828"'
-            reach = "" if r.reached is None else ("yes" if r.reached else "no")
+            reach = "" if r.reached is None else html.escape(_("yes") if r.reached else _("no"))
             rows.append(
                 f"<tr{color}><td>{html.escape(r.name)}</td><td>{list(r.shape)}</td><td>{grad}</td><td>{reach}</td></tr>"
             )
         text = html.escape(str(self).splitlines()[-1])
-        return (
-            "<table><tr><th>parameter</th><th>shape</th><th>gradient</th><th>reached by loss</th></tr>"
-            + "".join(rows)
-            + f"</table><p>{text}</p>"
+        headers = "".join(
+            f"<th>{html.escape(h)}</th>" for h in (_("parameter"), _("shape"), _("gradient"), _("reached by loss"))
         )
+        return f"<table><tr>{headers}</tr>" + "".join(rows) + f"</table><p>{text}</p>"
+
+
+def _gradient(r: GradRow) -> str:
+    """A row's gradient cell: ``None``, ``all zero`` or ``norm 0.123``."""
+    if r.status == "none":
+        return "None"
+    if r.status == "zero":
+        return _("all zero")
+    return _t("norm {norm}", norm=f"{r.norm:.3g}")
 
 
 def grad_report(names: NamesLike, loss: torch.Tensor | None = None) -> GradReport:

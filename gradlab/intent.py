@@ -29,6 +29,7 @@ import torch
 
 from . import session
 from .graph import roots_of, walk
+from .i18n import _, _t, ngettext_
 from .names import Namer, NamesLike
 
 __all__ = ["IntentReport", "Mismatch", "MismatchKind", "check_intent"]
@@ -66,24 +67,33 @@ class IntentReport:
 
     def __str__(self) -> str:
         if self.ok:
-            return f"ok: {', '.join(self.checked)} train what you declared."
-        lines = [f"{len(self.mismatches)} mismatch{'es' if len(self.mismatches) > 1 else ''} with what you declared:"]
+            return f"{_('ok')}: {self._all_declared()}"
+        n = len(self.mismatches)
+        lines = [
+            ngettext_("{n} mismatch with what you declared:", "{n} mismatches with what you declared:", n).format(n=n)
+        ]
         lines += [f"  - [{m.kind}] {m.sentence}" for m in self.mismatches]
         return "\n".join(lines)
+
+    def _all_declared(self) -> str:
+        return _t("{losses} train what you declared.", losses=", ".join(self.checked))
 
     def __repr__(self) -> str:
         return f"IntentReport(ok={self.ok}, mismatches={[m.kind for m in self.mismatches]})"
 
     def _repr_html_(self) -> str:
         if self.ok:
-            return f"<p><b>ok</b>: {html.escape(', '.join(self.checked))} train what you declared.</p>"
+            return f"<p><b>{html.escape(_('ok'))}</b>: {html.escape(self._all_declared())}</p>"
         items = "".join(f"<li><b>{m.kind}</b>: {html.escape(m.sentence)}</li>" for m in self.mismatches)
-        return f'<p style="color:#c62828"><b>Training does not match what you declared:</b></p><ul>{items}</ul>'
+        title = html.escape(_("Training does not match what you declared:"))
+        return f'<p style="color:#c62828"><b>{title}</b></p><ul>{items}</ul>'
 
 
 def _short(names: Sequence[str], limit: int = 4) -> str:
     shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    if len(names) <= limit:
+        return shown
+    return _t("{names} and {n} more", names=shown, n=len(names) - limit)
 
 
 def _declared(loss: str, spec: object, named: dict[str, torch.Tensor]) -> set[str]:
@@ -147,7 +157,7 @@ def _passed_through(roots: list[Any], declared_ids: set[int]) -> set[int]:
     for fn in order:
         if fn not in leads or hasattr(fn, "variable"):
             continue
-        for child, _ in fn.next_functions:
+        for child, _input_nr in fn.next_functions:
             if child is None or child in leads:
                 continue
             if hasattr(child, "variable"):
@@ -225,16 +235,26 @@ def check_intent(
         unwanted = sorted(reached - declared - through, key=list(named).index)
         if unwanted:
             owners = sorted({o for o, (_, _, d) in losses.items() if o != label and set(unwanted) & d})
-            for_whom = (
-                f"declared for {' and '.join(owners)} only"
-                if owners
-                else ("declared for no loss" if not set(unwanted) & declared_anywhere else "not declared for it")
-            )
-            mismatches.append(
-                Mismatch(
-                    "unwanted", label, tuple(unwanted), f"{label} sends gradient into {_short(unwanted)}, {for_whom}"
+            if owners:
+                sentence = _t(
+                    "{loss} sends gradient into {parameters}, declared for {owners} only",
+                    loss=label,
+                    parameters=_short(unwanted),
+                    owners=_(" and ").join(owners),
                 )
-            )
+            elif not set(unwanted) & declared_anywhere:
+                sentence = _t(
+                    "{loss} sends gradient into {parameters}, declared for no loss",
+                    loss=label,
+                    parameters=_short(unwanted),
+                )
+            else:
+                sentence = _t(
+                    "{loss} sends gradient into {parameters}, not declared for it",
+                    loss=label,
+                    parameters=_short(unwanted),
+                )
+            mismatches.append(Mismatch("unwanted", label, tuple(unwanted), sentence))
         unreachable = sorted(declared - reached, key=list(named).index)
         if unreachable:
             mismatches.append(
@@ -242,8 +262,12 @@ def check_intent(
                     "unreachable",
                     label,
                     tuple(unreachable),
-                    f"{label} cannot reach {_short(unreachable)}: no gradient path leads there (a .detach(), or the "
-                    "parameter is not used), so they never learn from it",
+                    _t(
+                        "{loss} cannot reach {parameters}: no gradient path leads there (a .detach(), or the "
+                        "parameter is not used), so they never learn from it",
+                        loss=label,
+                        parameters=_short(unreachable),
+                    ),
                 )
             )
         zero = _zero(loss, [named[n] for n in sorted(declared & reached, key=list(named).index)])
@@ -253,8 +277,11 @@ def check_intent(
                     "zero",
                     label,
                     (),
-                    f"{label}: gradients could not be computed (the graph was "
-                    "freed or a saved tensor changed: see gradlab.check)",
+                    _t(
+                        "{loss}: gradients could not be computed (the graph was freed or a saved tensor changed: "
+                        "see gradlab.check)",
+                        loss=label,
+                    ),
                 )
             )
         elif zero:
@@ -264,8 +291,12 @@ def check_intent(
                     "zero",
                     label,
                     tuple(zero_names),
-                    f"{label}'s gradient for {_short(zero_names)} is exactly zero on this batch: they will not learn "
-                    "(look for an op whose output cannot change, e.g. a softmax over a dimension of size 1)",
+                    _t(
+                        "{loss}'s gradient for {parameters} is exactly zero on this batch: they will not learn "
+                        "(look for an op whose output cannot change, e.g. a softmax over a dimension of size 1)",
+                        loss=label,
+                        parameters=_short(zero_names),
+                    ),
                 )
             )
     if backward is not None:
@@ -316,8 +347,13 @@ def _mixed(
                         "mixed",
                         label,
                         tuple(shared),
-                        f"one backward of the sum adds {label}'s gradient for {_short(shared)} to {other}'s: the step "
-                        f"of {other}'s models will use both",
+                        _t(
+                            "one backward of the sum adds {loss}'s gradient for {parameters} to {other}'s: the step "
+                            "of {other}'s models will use both",
+                            loss=label,
+                            parameters=_short(shared),
+                            other=other,
+                        ),
                     )
                 )
     return out

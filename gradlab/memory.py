@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .i18n import _, _t
 from .names import storage_key
 from .saved import Packed, unpack_hook
 
@@ -137,14 +138,20 @@ class MemoryTrace:
 
     def __str__(self) -> str:
         if not self.steps:
-            return f"{self.label}: no steps recorded"
+            return _t("{label}: no steps recorded", label=self.label)
         first, last = 0, self.steps - 1
         rate = self.graphs_per_step
-        trend = "flat" if rate <= 0 else f"+{rate:.3g} graph per step"
-        return (
-            f"{self.label}: graphs holding saved tensors {self.graphs[first]} -> {self.graphs[last]} ({trend}); "
-            f"saved tensors {self.saved_bytes[first] / MB:.1f} MB -> {self.saved_bytes[last] / MB:.1f} MB "
-            f"after {self.steps} steps"
+        trend = _("flat") if rate <= 0 else _t("+{rate} graph per step", rate=f"{rate:.3g}")
+        return _t(
+            "{label}: graphs holding saved tensors {first} -> {last} ({trend}); "
+            "saved tensors {first_mb} MB -> {last_mb} MB after {steps} steps",
+            label=self.label,
+            first=self.graphs[first],
+            last=self.graphs[last],
+            trend=trend,
+            first_mb=f"{self.saved_bytes[first] / MB:.1f}",
+            last_mb=f"{self.saved_bytes[last] / MB:.1f}",
+            steps=self.steps,
         )
 
     def __repr__(self) -> str:
@@ -215,8 +222,8 @@ def plot_memory(traces: Sequence[MemoryTrace] | dict[str, MemoryTrace]) -> Figur
         if t.rss and t.rss[0] is not None:
             rss = [(r - t.rss[0]) / MB if r is not None else float("nan") for r in t.rss]
             ax_rss.plot(steps, rss, label=t.label, **style)
-    ax_saved.set(title="bytes still saved by autograd graphs", xlabel="training step", ylabel="MB")
-    ax_rss.set(title="process memory (RSS) since step 1", xlabel="training step", ylabel="MB")
+    ax_saved.set(title=_("bytes still saved by autograd graphs"), xlabel=_("training step"), ylabel="MB")
+    ax_rss.set(title=_("process memory (RSS) since step 1"), xlabel=_("training step"), ylabel="MB")
     ax_saved.legend(fontsize="small")
     fig.tight_layout()
     plt.close(fig)

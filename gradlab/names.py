@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 
 import torch
 from torch import nn
+
+from .i18n import _, _t
 
 __all__ = ["NamesLike", "Namer", "modules_in"]
 
@@ -128,11 +132,11 @@ class Namer:
             if base is None:
                 continue
             if base.shape == t.shape and base.stride() == t.stride():
-                return name if base.storage_offset() == t.storage_offset() else f"{name} (view)"
+                return name if base.storage_offset() == t.storage_offset() else view_name(name)
             transposed = tuple(t.shape) == tuple(base.shape)[::-1] and t.stride() == base.stride()[::-1]
             if t.dim() == 2 and base.dim() == 2 and transposed:
-                return f"{name} (transposed view)"
-            return f"{name} (view)"
+                return view_name(name, transposed=True)
+            return view_name(name)
         return None
 
     def describe(self, t: torch.Tensor, grad_fn_name: str | None = None) -> str:
@@ -143,10 +147,100 @@ class Namer:
         shape = list(t.shape)
         op = grad_fn_name if grad_fn_name is not None else (t.grad_fn.name() if t.grad_fn is not None else None)
         if op:
-            return f"output of {op_name(op)} {shape}"
+            return output_description(op, shape)
         if t.requires_grad:
-            return f"leaf tensor {shape}"
-        return f"tensor {shape} (no grad)"
+            return _t("leaf tensor {shape}", shape=shape)
+        return _t("tensor {shape} (no grad)", shape=shape)
+
+
+# NOTE [Names and descriptions]
+# A tensor is shown by the name the user gave it (``n_1.linear_2.weight``), the
+# name of the named tensor it is a view of (``n_1.linear_2.weight (transposed
+# view)``), or, when it has no name, a description (``output of Sigmoid [3]``).
+# Views and descriptions are written in the language in effect, so code that
+# needs the user's name back (which model a tensor belongs to, the variable to
+# write in a fix) asks :func:`given_name` rather than looking for English words:
+# it recognises this module's texts in the language in effect and in English
+# (texts other modules still write in English, e.g. ``its saved 'x'``).
+
+
+def view_name(name: str, *, transposed: bool = False) -> str:
+    """The name of a view of the named tensor ``name``: ``w (view)``, ``w (transposed view)``.
+
+    Example::
+
+        >>> view_name("n_1.weight", transposed=True)
+        'n_1.weight (transposed view)'
+    """
+    if transposed:
+        return _t("{name} (transposed view)", name=name)
+    return _t("{name} (view)", name=name)
+
+
+def output_description(node_name: str, shape: Sequence[int]) -> str:
+    """An unnamed tensor described by the op that made it: ``output of Sigmoid [3]``.
+
+    Example::
+
+        >>> output_description("SigmoidBackward0", (3,))
+        'output of Sigmoid [3]'
+    """
+    return _t("output of {op} {shape}", op=op_name(node_name), shape=list(shape))
+
+
+def _view_templates() -> tuple[str, ...]:
+    return (_("{name} (transposed view)"), _("{name} (view)"), "{name} (transposed view)", "{name} (view)")
+
+
+def _description_templates() -> tuple[str, ...]:
+    return (_("output of {op} {shape}"), _("leaf tensor {shape}"), _("tensor {shape} (no grad)"))
+
+
+# English descriptions, including those other modules write (``leaf [3]``, ``its saved 'x'``).
+_ENGLISH_DESCRIPTIONS = ("output of ", "leaf ", "tensor ", "its saved ")
+
+
+@lru_cache(maxsize=64)
+def _pattern(template: str) -> re.Pattern[str]:
+    """A template's text as a regular expression: each ``{field}`` a named group (a repeated one must match again)."""
+    out, seen = [], set()
+    for i, part in enumerate(re.split(r"\{(\w+)\}", template)):
+        if i % 2 == 0:
+            out.append(re.escape(part))
+        else:
+            out.append(f"(?P={part})" if part in seen else f"(?P<{part}>.+?)")
+            seen.add(part)
+    return re.compile("".join(out), re.S)
+
+
+def base_name(text: str) -> str:
+    """The named tensor a view's name refers to (``w (transposed view)`` -> ``w``); other texts unchanged.
+
+    Example::
+
+        >>> base_name("n_1.weight (view)"), base_name("n_1.weight")
+        ('n_1.weight', 'n_1.weight')
+    """
+    for template in _view_templates():
+        m = _pattern(template).fullmatch(text)
+        if m is not None:
+            return m["name"]
+    return text
+
+
+def given_name(text: str | None) -> str | None:
+    """The user's name in a tensor's name, without a view's suffix; None for a description (NOTE [Names and descriptions]).
+
+    Example::
+
+        >>> given_name("n_1.linear_2.weight (transposed view)"), given_name("output of Sigmoid [3]")
+        ('n_1.linear_2.weight', None)
+    """
+    if not text or text.startswith(_ENGLISH_DESCRIPTIONS):
+        return None
+    if any(_pattern(t).fullmatch(text) for t in _description_templates()):
+        return None
+    return base_name(text)
 
 
 def op_name(node_name: str) -> str:

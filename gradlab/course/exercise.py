@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
+from gradlab.i18n import _, _t
+
 __all__ = ["Verdict", "verify", "pending", "check_running_total", "check_one_batch"]
 
 _UNSET = object()
@@ -141,15 +143,22 @@ def verify(value: object, expected: object = _UNSET, *, success: str, hint: str,
         if tol is not None and not (isinstance(tol, (int, float)) and tol >= 0):
             raise ValueError(f"tol must be a non-negative number, got {tol!r}")
         passed = _equal(value, expected, tol)
-    return Verdict(True, f"✓ {success}") if passed else Verdict(False, f"✗ not yet: {hint}")
+    return _right(success) if passed else _not_yet(hint)
 
 
-PENDING = "… your answer goes in the cell above: replace the ... there, then run this cell again."
+def _right(text: str) -> Verdict:
+    return Verdict(True, f"✓ {text}")
+
+
+def _not_yet(hint: str) -> Verdict:
+    return Verdict(False, "✗ " + _t("not yet: {hint}", hint=hint))
 
 
 def pending() -> Verdict:
     """The neutral line for an answer not given yet."""
-    return Verdict(False, PENDING, pending=True)
+    return Verdict(
+        False, _("… your answer goes in the cell above: replace the ... there, then run this cell again."), pending=True
+    )
 
 
 def check_running_total(total_loss: object, losses: Sequence[float], graphs: Sequence[int]) -> Verdict:
@@ -173,24 +182,35 @@ def check_running_total(total_loss: object, losses: Sequence[float], graphs: Seq
         raise TypeError("check_running_total(total_loss, losses, trace.graphs): pass the trace's graphs list")
     if isinstance(total_loss, torch.Tensor):
         if total_loss.grad_fn is not None:
-            return Verdict(False, "✗ not yet: total_loss is a tensor with a graph (its grad_fn is "
-                           f"{total_loss.grad_fn.name()}): adding loss_1 to it keeps every step's graph alive; "
-                           "add a number (loss_1.item()) or a tensor without history (loss_1.detach()).")
+            return _not_yet(
+                _t(
+                    "total_loss is a tensor with a graph (its grad_fn is {grad_fn}): adding loss_1 to it keeps every "
+                    "step's graph alive; add a number (loss_1.item()) or a tensor without history (loss_1.detach()).",
+                    grad_fn=total_loss.grad_fn.name(),
+                )
+            )
         if total_loss.numel() != 1:
-            return Verdict(False, "✗ not yet: total_loss should be one number, the sum of the losses.")
+            return _not_yet(_("total_loss should be one number, the sum of the losses."))
         value = float(total_loss.item())
     elif isinstance(total_loss, (int, float)) and not isinstance(total_loss, bool):
         value = float(total_loss)
     else:
         raise TypeError(f"total_loss is a {type(total_loss).__name__}; it should be a number or a tensor")
     if not math.isclose(value, sum(losses), rel_tol=1e-6, abs_tol=1e-9):
-        return Verdict(False, "✗ not yet: total_loss is not the sum of the losses: add each step's loss to it (+=), "
-                       "do not replace it.")
+        return _not_yet(
+            _("total_loss is not the sum of the losses: add each step's loss to it (+=), do not replace it.")
+        )
     if graphs and max(graphs) > 1:
-        return Verdict(False, f"✗ not yet: {max(graphs)} graphs were alive after a step: something still holds "
-                       "the old graphs (a list of loss tensors, or a total with a graph).")
-    return Verdict(True, "✓ at most one graph alive after every step, and total_loss is the sum of the losses, "
-                   "with no graph.")
+        return _not_yet(
+            _t(
+                "{n} graphs were alive after a step: something still holds the old graphs (a list of loss tensors, "
+                "or a total with a graph).",
+                n=max(graphs),
+            )
+        )
+    return _right(
+        _("at most one graph alive after every step, and total_loss is the sum of the losses, with no graph.")
+    )
 
 
 def check_one_batch(n_2: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, last_loss: object) -> Verdict:
@@ -205,16 +225,25 @@ def check_one_batch(n_2: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, last
     if not isinstance(n_2, torch.nn.Module):
         raise TypeError("check_one_batch(n_2, x, y, last_loss): pass network 2, the batch and the last loss")
     if not isinstance(last_loss, float):
-        return Verdict(False, "✗ not yet: store the last loss as a number: last_loss = loss_2.item().")
+        return _not_yet(_("store the last loss as a number: last_loss = loss_2.item()."))
     with torch.no_grad():
         on_target = float(torch.nn.functional.mse_loss(n_2(2 * x), y))
         on_x = float(torch.nn.functional.mse_loss(n_2(x), y))
     if on_target >= 0.05 and on_x < 0.05:
-        return Verdict(False, "✗ not yet: n_2 maps x to y: it was trained on input x. Its input is network 1's "
-                       "output, which a perfect network 1 makes 2 * x: train on n_2(2 * x).")
+        return _not_yet(
+            _(
+                "n_2 maps x to y: it was trained on input x. Its input is network 1's output, which a perfect "
+                "network 1 makes 2 * x: train on n_2(2 * x)."
+            )
+        )
     if on_target >= 0.05:
-        return Verdict(False, f"✗ not yet: on input 2 * x, n_2's loss is {on_target:.3f}, not below 0.05: train "
-                       "longer (200 steps of Adam, lr=0.01) on n_2(2 * x) against y.")
+        return _not_yet(
+            _t(
+                "on input 2 * x, n_2's loss is {loss}, not below 0.05: train longer (200 steps of Adam, lr=0.01) "
+                "on n_2(2 * x) against y.",
+                loss=f"{on_target:.3f}",
+            )
+        )
     if not math.isclose(last_loss, on_target, rel_tol=0.5, abs_tol=0.01):
-        return Verdict(False, "✗ not yet: last_loss is not the loss of n_2(2 * x) against y after training.")
-    return Verdict(True, "✓ network 2 drives the loss on one batch towards zero: it can learn.")
+        return _not_yet(_("last_loss is not the loss of n_2(2 * x) against y after training."))
+    return _right(_("network 2 drives the loss on one batch towards zero: it can learn."))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from gradlab.i18n import _, _t
 from gradlab.plots import RED, line_style, new_figure
 
 from .networks import Pair
@@ -76,15 +77,15 @@ def plot_losses(losses: Mapping[str, object], *, overlay: bool = False) -> Figur
         for curve, values in curves:
             label = f"{name}: {curve}" if overlay else curve
             if _flat(values):
-                label += " (flat: not learning)"
-                notes.append(f"{curve} flat: not learning")
+                label = _t("{label} (flat: not learning)", label=label)
+                notes.append(_t("{curve} flat: not learning", curve=curve))
             if values:
                 ax.plot(range(1, len(values) + 1), values, label=label, **line_style(len(ax.get_lines()), len(values)))
         if error is not None:
             first = error.split(";")[0].split(". ")[0]
-            notes.append("stopped: " + (first if len(first) <= 60 else first[:57] + "..."))
+            notes.append(_t("stopped: {error}", error=first if len(first) <= 60 else first[:57] + "..."))
         if not any(values for _, values in curves):
-            notes.append("no step completed")
+            notes.append(_("no step completed"))
         if not overlay:
             ax.set_title(name, fontsize=10)
         y = 0.95
@@ -99,10 +100,10 @@ def plot_losses(losses: Mapping[str, object], *, overlay: bool = False) -> Figur
                 va="top",
             )
             y -= 0.08
-        ax.set_xlabel("step")
+        ax.set_xlabel(_("step"))
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8, loc="upper right")
-    axes[0][0].set_ylabel("loss")
+    axes[0][0].set_ylabel(_("loss"))
     fig.tight_layout()
     return fig
 
@@ -141,12 +142,12 @@ def plot_predictions(
     fig, axes = new_figure(1, 1, (6.0, 3.6))
     ax = axes[0][0]
     xs = x.detach().flatten().tolist()
-    ax.plot(xs, [2 * v for v in xs], color="black", linestyle=(0, (1, 1)), linewidth=2, label="target y = 2x")
+    ax.plot(xs, [2 * v for v in xs], color="black", linestyle=(0, (1, 1)), linewidth=2, label=_("target y = 2x"))
     with torch.no_grad():
         for name, fn in models.items():
             ax.plot(xs, fn(x).detach().flatten().tolist(), label=name, **line_style(len(ax.get_lines()) - 1, len(xs)))
     ax.set_xlabel("x")
-    ax.set_ylabel("prediction")
+    ax.set_ylabel(_("prediction"))
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

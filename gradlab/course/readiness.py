@@ -17,6 +17,7 @@ import subprocess
 from dataclasses import dataclass
 
 from gradlab import __version__
+from gradlab.i18n import _, _t
 
 __all__ = ["EnvironmentReport", "environment", "setup", "GRAPHVIZ_INSTALL_LINES"]
 
@@ -82,24 +83,25 @@ class EnvironmentReport:
             'torch 2.13.0, gradlab 0.1.0: ready'
         """
         if self.torch is None:
-            return f"torch not installed, gradlab {self.gradlab}: not ready (run `make setup`)"
-        state = (
-            "ready"
-            if self.ready
-            else (
-                f"not ready (Python >= {MIN_PYTHON[0]}.{MIN_PYTHON[1]} and torch >= {MIN_TORCH[0]}.{MIN_TORCH[1]} "
-                "needed; run `make setup`)"
-            )
+            return _t("torch not installed, gradlab {gradlab}: not ready (run `make setup`)", gradlab=self.gradlab)
+        if self.ready:
+            return _t("torch {torch}, gradlab {gradlab}: ready", torch=self.torch, gradlab=self.gradlab)
+        return _t(
+            "torch {torch}, gradlab {gradlab}: not ready (Python >= {python} and torch >= {min_torch} needed; "
+            "run `make setup`)",
+            torch=self.torch,
+            gradlab=self.gradlab,
+            python=f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]}",
+            min_torch=f"{MIN_TORCH[0]}.{MIN_TORCH[1]}",
         )
-        return f"torch {self.torch}, gradlab {self.gradlab}: {state}"
 
     def _rows(self) -> list[tuple[str, str]]:
-        missing = "not installed"
+        missing = _("not installed")
         return [
             ("Python", self.python),
             ("torch", self.torch or missing),
             ("gradlab", self.gradlab),
-            ("Graphviz dot", self.dot_version or "not found (graphs are drawn as text)"),
+            ("Graphviz dot", self.dot_version or _("not found (graphs are drawn as text)")),
             ("ipywidgets", self.ipywidgets or missing),
         ]
 
@@ -108,7 +110,7 @@ class EnvironmentReport:
         lines = [f"{name:<{width}}  {value}" for name, value in self._rows()]
         lines.append(self.summary())
         if not self.graphviz_found:
-            lines.append("To draw graphs as pictures, install Graphviz, then restart the kernel:")
+            lines.append(_("To draw graphs as pictures, install Graphviz, then restart the kernel:"))
             lines.extend(f"    {line}" for line in GRAPHVIZ_INSTALL_LINES)
         return "\n".join(lines)
 
@@ -121,9 +123,8 @@ class EnvironmentReport:
         parts = [f"<table>{rows}</table>", f"<p>{html.escape(self.summary())}</p>"]
         if not self.graphviz_found:
             install = html.escape("\n".join(GRAPHVIZ_INSTALL_LINES))
-            parts.append(
-                f"<p>To draw graphs as pictures, install Graphviz, then restart the kernel:</p><pre>{install}</pre>"
-            )
+            advice = html.escape(_("To draw graphs as pictures, install Graphviz, then restart the kernel:"))
+            parts.append(f"<p>{advice}</p><pre>{install}</pre>")
         return "".join(parts)
 
 

@@ -1,0 +1,345 @@
+"""gradlab's own words through gettext: a catalog's translations show up at once, English comes back exactly.
+
+The tests use a small catalog of their own (a temporary copy of ``gradlab/locale``
+whose ``zh_CN`` ``gradlab.po`` translates one or more messages of each converted
+module), so they do not depend on how far the real translation has got.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import gradlab
+from gradlab import i18n
+from gradlab.i18n import language, set_language
+from gradlab.names import Namer, base_name, given_name
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: The modules whose words go through gettext (ipython.py has none of its own: it prints explain()'s).
+CONVERTED = (
+    "gradlab/explanation.py",
+    "gradlab/intent.py",
+    "gradlab/grads.py",
+    "gradlab/graph.py",
+    "gradlab/names.py",
+    "gradlab/memory.py",
+    "gradlab/course/readiness.py",
+    "gradlab/course/exercise.py",
+    "gradlab/course/plots.py",
+)
+
+#: msgid -> msgstr, or (msgid, msgid_plural) -> msgstr[0] (zh_CN has one plural form).
+TRANSLATIONS: dict[str | tuple[str, str], str] = {
+    # explanation.py
+    "What the message says:": "消息的意思：",
+    "likely cause: {cause}": "可能的原因：{cause}",
+    # intent.py
+    ("{n} mismatch with what you declared:", "{n} mismatches with what you declared:"): "与声明不符之处 {n} 处：",
+    "{loss} sends gradient into {parameters}, declared for {owners} only": "{loss} 把梯度送进了 {parameters}，它们只声明给 {owners}",
+    # grads.py
+    "parameter": "参数",
+    "every parameter has a non-zero gradient": "每个参数都有非零梯度",
+    # graph.py
+    "autograd graph: {counts}": "自动求导计算图：{counts}",
+    "{n} nodes": "{n} 个节点",
+    "saved as": "保存为",
+    # names.py
+    "{name} (transposed view)": "{name}（转置视图）",
+    "{name} (view)": "{name}（视图）",
+    "output of {op} {shape}": "{op} 的输出 {shape}",
+    "leaf tensor {shape}": "叶子张量 {shape}",
+    "tensor {shape} (no grad)": "张量 {shape}（无梯度）",
+    # memory.py
+    "{label}: no steps recorded": "{label}：没有记录任何步骤",
+    "training step": "训练步骤",
+    # course/readiness.py
+    "torch {torch}, gradlab {gradlab}: ready": "torch {torch}，gradlab {gradlab}：就绪",
+    "not installed": "未安装",
+    # course/exercise.py
+    "not yet: {hint}": "还没对：{hint}",
+    "… your answer goes in the cell above: replace the ... there, then run this cell again.": "…… 答案写在上面的单元格里。",
+    # course/plots.py
+    "no step completed": "一步也没有完成",
+    "{curve} flat: not learning": "{curve} 平坦：没有在学习",
+}
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _po(translations: dict[str | tuple[str, str], str]) -> str:
+    entries = [
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n"Language: zh_CN\\n"\n'
+        '"Plural-Forms: nplurals=1; plural=0;\\n"'
+    ]
+    for msgid, msgstr in translations.items():
+        if isinstance(msgid, tuple):
+            singular, plural = msgid
+            entries.append(f"msgid {_quote(singular)}\nmsgid_plural {_quote(plural)}\nmsgstr[0] {_quote(msgstr)}")
+        else:
+            entries.append(f"msgid {_quote(msgid)}\nmsgstr {_quote(msgstr)}")
+    return "\n\n".join(entries) + "\n"
+
+
+@pytest.fixture(autouse=True)
+def english_afterwards() -> Iterator[None]:
+    """Every test ends in English, so no other test sees another language."""
+    yield
+    set_language("en")
+    i18n._catalog.cache_clear()
+
+
+@pytest.fixture
+def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary copy of gradlab/locale whose zh_CN catalog holds :data:`TRANSLATIONS`."""
+    locale = tmp_path / "locale"
+    shutil.copytree(i18n.LOCALE_DIR, locale)
+    (locale / "zh_CN" / "LC_MESSAGES" / "gradlab.po").write_text(_po(TRANSLATIONS), encoding="utf-8")
+    monkeypatch.setattr(i18n, "LOCALE_DIR", locale)
+    i18n._catalog.cache_clear()
+    return locale
+
+
+@pytest.fixture
+def zh(catalog: Path) -> None:
+    assert set_language("zh_CN") == "zh_CN"
+
+
+# -- what each converted module shows ---------------------------------------------------------------
+
+
+def _explanation() -> str:
+    e = gradlab.explain("RuntimeError: Trying to backward through the graph a second time")
+    return str(e) + "\n" + e.details() + "\n" + e._repr_html_()
+
+
+def _two_models() -> tuple[torch.nn.Linear, torch.nn.Linear, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(0)
+    n_1, n_2 = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)
+    pred_1 = n_1(torch.ones(4, 1))
+    return n_1, n_2, pred_1.pow(2).mean(), n_2(pred_1).pow(2).mean()
+
+
+def _intent() -> str:
+    n_1, n_2, loss_1, loss_2 = _two_models()
+    report = gradlab.check_intent(
+        {"loss_1": (loss_1, "n_1"), "loss_2": (loss_2, "n_2")}, names={"n_1": n_1, "n_2": n_2}
+    )
+    return str(report) + "\n" + report._repr_html_()
+
+
+def _grads() -> str:
+    lin = torch.nn.Linear(2, 1)
+    lin(torch.ones(1, 2)).sum().backward()
+    report = gradlab.grad_report({"lin": lin})
+    return str(report) + "\n" + report._repr_html_()
+
+
+def _graph() -> str:
+    x = torch.ones(3, requires_grad=True)
+    loss = x.sigmoid().sum()
+    return gradlab.collect(loss).summary() + "\n" + gradlab.saved_table(gradlab.saved_tensors(loss, names={"x": x}))
+
+
+def _names() -> str:
+    w = torch.nn.Parameter(torch.ones(2, 3))
+    namer = Namer({"w": w})
+    tensors = (w.t(), w[0], torch.ones(2, requires_grad=True), torch.ones(2))
+    return "\n".join([*(namer.describe(t) for t in tensors), namer.describe(w.sigmoid())])
+
+
+def _memory() -> str:
+    empty = gradlab.MemoryTrace("empty")
+    with gradlab.measure_memory("kept") as trace:
+        trace.record()
+    fig = gradlab.plot_memory([trace])
+    labels = [ax.get_xlabel() + " " + ax.get_title() for ax in fig.axes]
+    return "\n".join([str(empty), str(trace), *labels])
+
+
+def _readiness() -> str:
+    from gradlab.course.readiness import EnvironmentReport
+
+    ready = EnvironmentReport("3.11.9", "2.13.0", "0.2.0", "2.43.0", None)
+    return ready.summary() + "\n" + str(ready) + "\n" + ready._repr_html_()
+
+
+def _exercise() -> str:
+    from gradlab.course.exercise import check_running_total, verify
+
+    verdicts = [
+        verify(3, expected=4, success="right", hint="count again"),
+        verify(..., expected=4, success="right", hint="count again"),
+        check_running_total(2.0, [1.0, 2.0], [1, 1]),
+    ]
+    return "\n".join(v.text for v in verdicts)
+
+
+def _course_plots() -> str:
+    from gradlab.course.plots import plot_losses
+
+    fig = plot_losses({"flat": [0.5, 0.5, 0.5], "none": []})
+    return "\n".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+OUTPUTS: dict[str, tuple[Callable[[], str], tuple[str, ...]]] = {
+    "gradlab/explanation.py": (_explanation, ("消息的意思：", "可能的原因：")),
+    "gradlab/intent.py": (
+        _intent,
+        ("与声明不符之处 1 处：", "loss_2 把梯度送进了 n_1.weight, n_1.bias，它们只声明给 loss_1"),
+    ),
+    "gradlab/grads.py": (_grads, ("参数", "=> 每个参数都有非零梯度", "<th>参数</th>")),
+    "gradlab/graph.py": (_graph, ("自动求导计算图：3 个节点", "保存为")),
+    "gradlab/names.py": (
+        _names,
+        ("w（转置视图）", "w（视图）", "叶子张量 [2]", "张量 [2]（无梯度）", "Sigmoid 的输出 [2, 3]"),
+    ),
+    "gradlab/memory.py": (_memory, ("empty：没有记录任何步骤", "训练步骤")),
+    "gradlab/course/readiness.py": (_readiness, ("torch 2.13.0，gradlab 0.2.0：就绪", "未安装")),
+    "gradlab/course/exercise.py": (
+        _exercise,
+        ("✗ 还没对：count again", "…… 答案写在上面的单元格里。", "✗ 还没对：total_loss"),
+    ),
+    "gradlab/course/plots.py": (_course_plots, ("loss 平坦：没有在学习", "一步也没有完成")),
+}
+
+
+def _render(path: str) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return OUTPUTS[path][0]()
+
+
+def test_every_converted_module_has_an_output_here() -> None:
+    assert set(OUTPUTS) == set(CONVERTED)
+
+
+@pytest.mark.parametrize("path", CONVERTED)
+def test_a_translated_message_shows_in_the_output(path: str, zh: None) -> None:
+    text = _render(path)
+    for expected in OUTPUTS[path][1]:
+        assert expected in text, f"{expected!r} not in:\n{text}"
+
+
+@pytest.mark.parametrize("path", CONVERTED)
+def test_english_comes_back_exactly(path: str, catalog: Path) -> None:
+    english = _render(path)
+    assert set_language("zh_CN") == "zh_CN"
+    chinese = _render(path)
+    assert chinese != english
+    assert set_language("en") == "en"
+    assert _render(path) == english
+
+
+def test_untranslated_messages_stay_english(zh: None) -> None:
+    """A message the catalog does not translate yet is shown in English, not left out."""
+    e = gradlab.explain("RuntimeError: Trying to backward through the graph a second time")
+    assert "Likely causes (most likely first):" in e.details()
+
+
+def test_a_description_is_recognised_in_either_language(zh: None) -> None:
+    assert given_name("n_1.linear_2.weight（转置视图）") == "n_1.linear_2.weight"
+    assert given_name("n_1.linear_2.weight (transposed view)") == "n_1.linear_2.weight"  # written by English code
+    assert given_name("Sigmoid 的输出 [3]") is None
+    assert given_name("叶子张量 [3]") is None
+    assert given_name("output of Sigmoid [3]") is None
+    assert base_name("w（视图）") == "w"
+    assert given_name("n_1.weight") == "n_1.weight"
+
+
+def _chained_step_before_backward() -> tuple[gradlab.Diagnosis, str]:
+    torch.manual_seed(0)
+    n_1 = torch.nn.Sequential(torch.nn.Linear(1, 4), torch.nn.Tanh(), torch.nn.Linear(4, 4))
+    n_2 = torch.nn.Linear(4, 1)
+    opt_1 = torch.optim.SGD(n_1.parameters(), lr=0.1)
+    pred_1 = n_1(torch.ones(3, 1))
+    loss_1 = pred_1.pow(2).mean()
+    loss_1.backward(retain_graph=True)
+    opt_1.step()
+    loss_2 = n_2(pred_1).pow(2).mean()
+    d = gradlab.check(loss_2, names={"n_1": n_1, "n_2": n_2})
+    return d, str(d)
+
+
+def test_the_diagnosis_decides_the_same_in_chinese(catalog: Path) -> None:
+    """The tensor's name is a translated view name; the model it belongs to is still found (n_1)."""
+    english, english_text = _chained_step_before_backward()
+    set_language("zh_CN")
+    chinese, chinese_text = _chained_step_before_backward()
+    assert english.problems[0].tensor == "n_1.2.weight (transposed view)"
+    assert chinese.problems[0].tensor == "n_1.2.weight（转置视图）"
+    assert [p.cause for p in chinese.problems] == [p.cause for p in english.problems] == ["optimizer_step"]
+    assert chinese.fixes[0].summary == english.fixes[0].summary  # advice is not in the test catalog: same English
+    assert "detach n_1's output where it enters n_2" in chinese.fixes[0].summary
+    assert "n_1.2.weight（转置视图）" in chinese_text
+    assert "n_1.2.weight (transposed view)" in english_text
+
+
+# -- choosing the language --------------------------------------------------------------------------
+
+
+def test_an_unknown_language_is_a_clear_error(catalog: Path) -> None:
+    with pytest.raises(ValueError, match=r"no 'xx_YY' catalog; choose one of \['en', 'zh_CN'\]"):
+        set_language("xx_YY")
+    assert language() == "en"
+
+
+def test_a_language_code_is_normalised(catalog: Path) -> None:
+    assert set_language("zh-cn") == "zh_CN"
+    assert set_language("zh") == "zh_CN"
+    assert set_language("en_US.UTF-8") == "en"
+
+
+@pytest.mark.parametrize(
+    "lang,expected", [("zh_CN.UTF-8", "zh_CN"), ("C", "en"), ("en_GB.UTF-8", "en"), ("fr_FR.UTF-8", "en")]
+)
+def test_none_follows_lang(lang: str, expected: str, catalog: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", lang)
+    assert set_language(None) == expected
+    assert language() == expected
+    summary = _render("gradlab/graph.py").splitlines()[0]
+    assert summary.startswith("自动求导计算图：" if expected == "zh_CN" else "autograd graph: ")
+
+
+def test_no_language_in_the_environment_is_english(catalog: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
+        monkeypatch.delenv(name, raising=False)
+    assert set_language(None) == "en"
+
+
+# -- extraction -------------------------------------------------------------------------------------
+
+
+def _tools_i18n(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """tools/i18n.py as a module (registered while the test runs: its dataclass looks itself up)."""
+    spec = importlib.util.spec_from_file_location("gradlab_tools_i18n", ROOT / "tools" / "i18n.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_extraction_finds_the_messages_of_every_converted_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    messages = _tools_i18n(monkeypatch).extract()
+    files = {where.rsplit(":", 1)[0] for message in messages.values() for where in message.where}
+    missing = [path for path in CONVERTED if path not in files]
+    assert not missing, f"no messages extracted from {missing}"
+    for msgid in TRANSLATIONS:
+        key = msgid[0] if isinstance(msgid, tuple) else msgid
+        assert key in messages, f"{key!r} is not extracted"
+    plural = messages["{n} mismatch with what you declared:"]
+    assert plural.plural == "{n} mismatches with what you declared:"
