@@ -63,8 +63,22 @@ def test_named_targets() -> None:
         (lambda x: x.sum(), ValueError),
         (lambda x: x.flatten(), ValueError),
         (lambda x: (2 * x).long(), ValueError),
+        (lambda: 2.0, TypeError),
+        (torch.nn.Linear(2, 2), ValueError),
     ],
-    ids=["unknown name", "empty name", "int", "None", "tensor", "returns float", "scalar", "flat", "integer"],
+    ids=[
+        "unknown name",
+        "empty name",
+        "int",
+        "None",
+        "tensor",
+        "returns float",
+        "scalar",
+        "flat",
+        "integer",
+        "no argument",
+        "raises inside",
+    ],
 )
 def test_bad_targets_are_documented_errors(target: object, error: type[Exception]) -> None:
     for call in (

@@ -121,7 +121,14 @@ def _target(target: object) -> Callable[[torch.Tensor], torch.Tensor]:
 
 
 def _targets_of(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    y = f(x)
+    try:
+        y = f(x)
+    except Exception as e:  # the learner's function: say which argument failed, and what it should be
+        kind = TypeError if isinstance(e, TypeError) else ValueError
+        raise kind(
+            f"target(x) raised {type(e).__name__}: {e}; target must be a function of one tensor x of shape "
+            f"{list(x.shape)} that returns y of the same shape, e.g. target=lambda x: torch.sin(2 * x)"
+        ) from e
     if not isinstance(y, torch.Tensor):
         raise TypeError(f"target(x) must return a tensor, not {type(y).__name__}; e.g. target=lambda x: 2 * x.abs()")
     if y.shape != x.shape or not y.is_floating_point():
