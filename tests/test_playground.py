@@ -15,6 +15,8 @@ N_2 = [f"n_2.linear_{i}.{p}" for i in (1, 2) for p in ("weight", "bias")]
 FREED = "Trying to backward through the graph a second time"
 STALE = "is at version 2; expected version 1"
 JOINT = "joint backward (both losses train n_1)"
+INPUTS = "loss_2 into n_2 only (inputs=)"
+RECOMPUTE = "recompute n_1 after its step"
 
 
 # ------------------------------------------------------------------ data layer
@@ -25,16 +27,32 @@ def test_steps_and_presets_are_consistent() -> None:
     assert STEPS["backward_1_retain"] == "loss_1.backward(retain_graph=True)"
     assert STEPS["forward_2_detached"] == "pred_2 = n_2(pred_1.detach())"
     assert STEPS["backward_joint"] == "(loss_1 + loss_2).backward()"
+    assert STEPS["backward_2_inputs"] == "loss_2.backward(inputs=list(n_2.parameters()))"
     assert list(PRESETS) == [
         "original loop",
         "retain_graph=True",
         "detach inside network 2",
         "n_2 on detached pred_1",
+        INPUTS,
         JOINT,
+        RECOMPUTE,
     ]
     for preset in PRESETS.values():
         assert all(step in STEPS for step in preset.steps)
     assert [name for name, p in PRESETS.items() if p.detach_inside] == ["detach inside network 2"]
+
+
+def test_preset_notes_say_what_each_order_trains() -> None:
+    notes = {name: preset.note for name, preset in PRESETS.items()}
+    assert all(notes.values())
+    # The corrected story (issue #14): the original loop never trains n_1 with loss_2, so (a) repairs it.
+    assert "would arrive after opt_1.step()" in notes["original loop"]
+    assert "n_2 on detached pred_1" in notes["original loop"]
+    assert notes["n_2 on detached pred_1"].startswith("fix (a), the original loop repaired")
+    assert "different training" in notes[JOINT]
+    assert "stays at its random initialization" in notes["detach inside network 2"]
+    for note in notes.values():
+        assert "stops training" not in note and "no longer trains" not in note
 
 
 def test_original_loop_frees_the_graph() -> None:
@@ -44,6 +62,8 @@ def test_original_loop_frees_the_graph() -> None:
     assert o.steps[o.failed_step] == "backward_2"
     assert o.diagnosis.startswith("error[graph freed]: ")
     assert "--> playground:4\n" in o.diagnosis and "loss_1.backward()" in o.diagnosis
+    assert o.diagnosis_details.startswith("backward() failed") or o.diagnosis_details.startswith("backward() would")
+    assert "loss_2.backward(inputs=list(n_2.parameters()))" in o.diagnosis_details  # every fix, not only the first
     assert list(o.changed) == N_1  # opt_1.step() ran, opt_2.step() never did
 
 
@@ -69,6 +89,30 @@ def test_detached_input_trains_both_and_n1_only_from_loss_1() -> None:
     assert list(o.changed) == N_1 + N_2
     assert all(o.grad_from[p] == ("loss_1",) for p in N_1)
     assert all(o.grad_from[p] == ("loss_2",) for p in N_2)
+
+
+def test_inputs_repairs_the_original_order_like_fix_a() -> None:
+    o = run_order(PRESETS[INPUTS])
+    a = run_order(PRESETS["n_2 on detached pred_1"])
+    assert o.ok and not o.no_grad and list(o.changed) == N_1 + N_2
+    assert o.grad_from == a.grad_from  # loss_2 reaches n_2 only: inputs= narrows the backward
+    assert o.losses == a.losses
+    assert PRESETS[INPUTS].steps[:8] == PRESETS["original loop"].steps[:8]  # every line in its place
+
+
+def test_recompute_trains_n1_from_loss_1_only() -> None:
+    o = run_order(PRESETS[RECOMPUTE])
+    assert o.ok and not o.no_grad and list(o.changed) == N_1 + N_2
+    assert all(o.grad_from[p] == ("loss_1",) for p in N_1)
+    assert all(o.grad_from[p] == ("loss_2",) for p in N_2)
+    assert PRESETS[RECOMPUTE].steps.count("forward_1") == 2
+
+
+def test_sum_in_place_of_loss_2_backward_still_fails() -> None:
+    steps = list(PRESETS["original loop"].steps)
+    steps[steps.index("backward_2")] = "backward_joint"
+    o = run_order(steps)
+    assert not o.ok and o.error.startswith(FREED)
 
 
 def test_joint_backward_trains_everything() -> None:
@@ -133,6 +177,7 @@ def test_outcome_table() -> None:
     assert table._repr_html_() == str(table)
     lines = table.text.splitlines()
     assert len(lines) == len(PRESETS)
+    assert all(html.escape(preset.note) in table for preset in PRESETS.values())
     assert lines[2].startswith(
         "detach inside network 2: ran all 10 lines of the iteration; no gradient: n_2.linear_1.weight"
     )
@@ -171,6 +216,30 @@ def test_playground_presets_from_the_widget() -> None:
     pg.preset.value = JOINT
     text = _press_run(pg)
     assert "✓ Success: ran all 9 lines of the iteration" in text and not pg.outcome.unchanged
+
+    pg.preset.value = INPUTS
+    _press_run(pg)
+    assert pg.outcome.ok and list(pg.outcome.changed) == N_1 + N_2
+
+
+def test_playground_shows_what_the_preset_trains() -> None:
+    pg = playground()
+    assert html.escape(PRESETS["original loop"].note) in pg.note.value
+    pg.preset.value = JOINT
+    assert html.escape(PRESETS[JOINT].note) in pg.note.value
+    pg.order.index = 0
+    pg.remove.click()  # editing makes it a custom order
+    assert pg.preset.value == "custom" and "your own order" in pg.note.value
+
+
+def test_playground_folds_the_full_diagnosis_under_the_note() -> None:
+    pg = playground()
+    pg.run.click()
+    page = pg.output.outputs[0]["data"]["text/html"]
+    note, folded = page.split("<details>")
+    assert "gradlab's diagnosis" in note and "error[graph freed]" in note
+    assert "diagnosis.details()" in folded and "Fixes, by what you want to train" in folded
+    assert html.escape("loss_2.backward(inputs=list(n_2.parameters()))") in folded
 
 
 def test_playground_output_has_html_and_a_graph() -> None:

@@ -47,6 +47,7 @@ STEPS: dict[str, str] = {
     "forward_2_detached": "pred_2 = n_2(pred_1.detach())",
     "loss_2": "loss_2 = criterion(y, pred_2)",
     "backward_2": "loss_2.backward()",
+    "backward_2_inputs": "loss_2.backward(inputs=list(n_2.parameters()))",
     "step_2": "opt_2.step()",
     "zero_grad_1": "opt_1.zero_grad()",
     "zero_grad_2": "opt_2.zero_grad()",
@@ -62,6 +63,7 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "forward_2_detached": ("pred_1",),
     "loss_2": ("pred_2",),
     "backward_2": ("loss_2",),
+    "backward_2_inputs": ("loss_2",),
     "backward_joint": ("loss_1", "loss_2"),
 }
 # The losses whose gradients a backward step sends into the parameters.
@@ -69,8 +71,11 @@ _BACKWARD_OF: dict[str, tuple[str, ...]] = {
     "backward_1": ("loss_1",),
     "backward_1_retain": ("loss_1",),
     "backward_2": ("loss_2",),
+    "backward_2_inputs": ("loss_2",),
     "backward_joint": ("loss_1", "loss_2"),
 }
+# A backward with inputs= sends gradient into those parameters only (the network named here).
+_ONLY_INTO: dict[str, str] = {"backward_2_inputs": "n_2"}
 _DEFINED_BY: dict[str, tuple[str, ...]] = {
     "pred_1": ("forward_1",),
     "loss_1": ("loss_1",),
@@ -91,24 +96,31 @@ class Preset:
 _LOOP_1 = ("forward_1", "zero_grad_1", "loss_1")
 _LOOP_2 = ("zero_grad_2", "loss_2", "backward_2", "step_2")
 
-#: The orders the course compares (the same loops as :data:`gradlab.course.ORDERS`).
+#: The orders the course compares: notebook 06's forms and the two "fixes" that are not.
+#: Each note says what the order trains.
 PRESETS: dict[str, Preset] = {
     "original loop": Preset(
         (*_LOOP_1, "backward_1", "step_1", "forward_2", *_LOOP_2),
-        note="step 1 before backward 2: the second backward needs the graph the first one freed",
+        note="fails: loss_2.backward() needs the part of the graph loss_1.backward() freed. Had it run, it would "
+        "train what 'n_2 on detached pred_1' trains: loss_2's gradient for n_1 would arrive after opt_1.step(), "
+        "and the next opt_1.zero_grad() clears it",
     ),
     "retain_graph=True": Preset(
         (*_LOOP_1, "backward_1_retain", "step_1", "forward_2", *_LOOP_2),
-        note="the graph is kept, but opt_1.step() changed a weight it saved",
+        note="fails: the graph is kept, but opt_1.step() changed a weight it saved; retain_graph is not the fix",
     ),
     "detach inside network 2": Preset(
         (*_LOOP_1, "backward_1", "step_1", "forward_2", *_LOOP_2),
         detach_inside=True,
-        note="runs, but n_2.linear_1 never learns: the detach cuts it off",
+        note="runs, but n_2.linear_1 gets no gradient from any loss: it stays at its random initialization",
     ),
     "n_2 on detached pred_1": Preset(
         (*_LOOP_1, "backward_1", "step_1", "forward_2_detached", *_LOOP_2),
-        note="runs: network 2 treats network 1's output as data; n_1 learns from loss_1 only",
+        note="fix (a), the original loop repaired: n_1 learns from loss_1, n_2 from loss_2 on n_1's output as data",
+    ),
+    "loss_2 into n_2 only (inputs=)": Preset(
+        (*_LOOP_1, "backward_1", "step_1", "forward_2", "zero_grad_2", "loss_2", "backward_2_inputs", "step_2"),
+        note="the original order, repaired in one line: trains exactly what 'n_2 on detached pred_1' trains",
     ),
     "joint backward (both losses train n_1)": Preset(
         (
@@ -122,7 +134,12 @@ PRESETS: dict[str, Preset] = {
             "step_1",
             "step_2",
         ),
-        note="runs: one backward through both graphs, then both steps",
+        note="fix (b), a different training: one backward of loss_1 + loss_2 before any step, so n_1 learns "
+        "from both losses",
+    ),
+    "recompute n_1 after its step": Preset(
+        (*_LOOP_1, "backward_1", "step_1", "forward_1", "forward_2_detached", *_LOOP_2),
+        note="fix (c): n_1 learns from loss_1 only, n_2 from network 1's output after this step's update",
     ),
 }
 
@@ -134,8 +151,9 @@ class Outcome:
     ``ok`` is True when every step ran. Otherwise ``failed_step`` is the index
     (0-based) of the step that raised, ``error_type`` the exception's class
     name (``OrderError`` for a step that uses a name no earlier step defined)
-    and ``error`` its exact message. ``diagnosis`` is gradlab's explanation of
-    an autograd error. ``got_grad`` lists the parameters whose ``.grad`` was set
+    and ``error`` its exact message. ``diagnosis`` is gradlab's short note on
+    an autograd error, ``diagnosis_details`` its full form (every problem, every
+    fix with what it trains). ``got_grad`` lists the parameters whose ``.grad`` was set
     at some point, ``grad_from`` which losses' backward reached each parameter,
     ``changed`` the parameters whose values differ after the iteration, and
     ``graph`` the summary of the losses' backward graph.
@@ -155,6 +173,7 @@ class Outcome:
     changed: tuple[str, ...]
     graph: str | None
     losses: dict[str, float] = field(repr=False)
+    diagnosis_details: str | None = field(default=None, repr=False)
 
     @property
     def no_grad(self) -> list[str]:
@@ -262,7 +281,7 @@ def _run(
     before = {name: p.detach().clone() for name, p in params}
     got_grad: set[str] = set()
     grad_from: dict[str, list[str]] = {name: [] for name, _ in params}
-    failed = error_type = error = diagnosis = None
+    failed = error_type = error = diagnosis = details = None
     program = _program(steps)
     with gradlab.track(pair.names, warn=False) as tracker:
         for i, step in enumerate(steps):
@@ -274,13 +293,17 @@ def _run(
             except Exception as e:
                 failed, error_type, error = i, type(e).__name__, str(e)
                 diag = tracker.diagnosis_for(e)
-                diagnosis = str(diag) if diag is not None else None
+                if diag is not None:
+                    diagnosis, details = str(diag), diag.details()
             got_grad.update(name for name, p in params if p.grad is not None)
             if failed is not None:
                 break
             for loss in _BACKWARD_OF.get(step, ()):
                 reached = {id(fn.variable) for fn in walk([scope[loss].grad_fn]) if hasattr(fn, "variable")}
+                only = _ONLY_INTO.get(step)
                 for name, p in params:
+                    if only is not None and not name.startswith(only + "."):
+                        continue
                     if id(p) in reached and loss not in grad_from[name]:
                         grad_from[name].append(loss)
         losses = {
@@ -307,6 +330,7 @@ def _run(
         changed=tuple(name for name, p in params if not torch.equal(before[name], p.detach())),
         graph=graph,
         losses={n: float(scope[n].item()) for n in ("loss_1", "loss_2") if isinstance(scope.get(n), torch.Tensor)},
+        diagnosis_details=details,
     )
     return outcome, view
 
@@ -423,6 +447,12 @@ def _outcome_html(o: Outcome) -> str:
         parts.append(_pre(f"{o.error_type}: {o.error}", "#c62828"))
     if o.diagnosis:
         parts.append("<p><b>gradlab's diagnosis</b></p>" + _pre(o.diagnosis))
+        if o.diagnosis_details:
+            parts.append(
+                "<details><summary>diagnosis.details(): every problem, every fix with what it trains</summary>"
+                + _pre(o.diagnosis_details)
+                + "</details>"
+            )
     rows = "".join(
         "<tr>"
         + _cell(f"<code>{html.escape(p)}</code>")

@@ -136,14 +136,54 @@ QUESTIONS: dict[str, Quiz] = {
     "detach_inside": Quiz(
         "Why is a .detach() inside network 2 (after its first layer) the wrong fix?",
         {
-            "It silences the errors by cutting the graph: n_2.linear_1 never gets a gradient": "The detach stops every gradient below it: network 2's first layer never learns and "
-            "loss_2 no longer reaches network 1. No error tells you so; the grad table does.",
-            "It is the same as n_2(pred_1.detach())": "Detaching the input only cuts the link to network 1; every layer of network 2 still learns. "
-            "Detaching inside cuts network 2's own first layer off.",
+            "It silences the errors by cutting the graph: n_2.linear_1 never gets a gradient": "The detach stops every gradient below it: network 2's first layer gets no gradient "
+            "from any loss and stays at its random initialization, a layer of capacity lost. No error tells "
+            "you so; the grad table does.",
+            "It is the same as n_2(pred_1.detach())": "Both cut loss_2 off from network 1, which the original loop never trained with loss_2 "
+            "anyway. But detaching the input leaves every layer of network 2 learning; detaching inside "
+            "cuts network 2's own first layer off.",
             "detach() copies the activations and doubles the memory": "detach() returns a tensor sharing the same storage, without grad history; it copies nothing.",
             "It makes the step sizes of Adam wrong": "Adam only sees the gradients it gets; the problem is that some parameters get none.",
         },
         answer="It silences the errors by cutting the graph: n_2.linear_1 never gets a gradient",
+    ),
+    "original_intent": Quiz(
+        "In the original loop, loss_2.backward() comes after opt_1.step(). Had it run, what would loss_2 "
+        "have done to network 1's training?",
+        {
+            "Nothing: its gradient for n_1 arrives after opt_1.step(), and opt_1.zero_grad() clears it before "
+            "the next step": "So the loop trains n_1 from loss_1 only: fix (a), n_2(pred_1.detach()), is the loop "
+            "repaired. Run with the version check off, the original loop is bitwise equal to (a) after 100 steps "
+            "(notebook 06).",
+            "n_1 would learn from loss_1 + loss_2, as with (loss_1 + loss_2).backward()": "That is fix (b), a "
+            "different training: there both gradients are in .grad before opt_1.step(). In the original order "
+            "loss_2's gradient arrives after the step.",
+            "n_1 would learn from loss_2 at the next iteration's step": "opt_1.zero_grad() runs before "
+            "loss_1.backward() in every iteration, so loss_2's gradient is cleared before any step uses it.",
+            "n_1 would learn wrong values, because the step changed its weights": "The step did change them, "
+            "which is why autograd refuses (failure 2); but even a correct gradient would arrive too late to "
+            "be used.",
+        },
+        answer="Nothing: its gradient for n_1 arrives after opt_1.step(), and opt_1.zero_grad() clears it "
+        "before the next step",
+    ),
+    "repair_in_place": Quiz(
+        "Which one-line change makes the original loop run, with every line in its place, and trains what "
+        "the loop meant?",
+        {
+            "loss_2.backward(inputs=list(n_2.parameters()))": "Backward then accumulates into network 2's "
+            "parameters only and never enters network 1's freed, stepped part of the graph. Same training as "
+            "n_2(pred_1.detach()), bitwise (notebook 06).",
+            "loss_1.backward(retain_graph=True)": "The graph is kept, but opt_1.step() still changes a weight it "
+            "saved: the error becomes '... is at version 2; expected version 1' (failure 2).",
+            "(loss_1 + loss_2).backward() instead of loss_2.backward()": "At that place loss_1's graph is "
+            "already freed by loss_1.backward() and stepped by opt_1.step(): it fails too. Fix (b) moves lines "
+            "(both forwards, one backward of the sum, then both steps), and it is a different training: loss_2 "
+            "then trains network 1.",
+            "x = self.linear_1(x).detach() inside network 2": "It runs, but network 2's first layer then gets "
+            "no gradient from any loss: not what the loop meant.",
+        },
+        answer="loss_2.backward(inputs=list(n_2.parameters()))",
     ),
     "softmax": Quiz(
         "What does torch.softmax(x, dim=1) return for x of shape [10, 1] (one output per row)?",

@@ -54,6 +54,13 @@ def _view_output(view: Any) -> dict[str, Any]:
 
 
 _HINT = "Pick a preset or edit the steps, then press Run."
+_CUSTOM_NOTE = "your own order: predict what it trains, then press Run."
+
+
+def _note_html(preset: str) -> str:
+    """The line under the preset menu: what the chosen preset trains."""
+    note = PRESETS[preset].note if preset in PRESETS else _CUSTOM_NOTE
+    return f'<p style="margin:0 0 4px 0"><i>{html.escape(note)}</i></p>'
 
 
 class Playground:
@@ -69,6 +76,7 @@ class Playground:
         *,
         widget: Any,
         preset: Any,
+        note: Any,
         order: Any,
         step_choice: Any,
         add: Any,
@@ -84,6 +92,7 @@ class Playground:
         self.widget = widget
         self.seed = seed
         self.preset = preset
+        self.note = note
         self.order = order
         self.step_choice = step_choice
         self.add = add
@@ -159,6 +168,7 @@ def playground(preset: str = "original loop", seed: int = 0) -> Playground:
         layout=w.Layout(width="28em"),
         style={"description_width": "4em"},
     )
+    note = w.HTML(_note_html(preset), layout=w.Layout(width="auto"))
     order = w.Select(options=[], rows=11, layout=w.Layout(width="28em"))
     order.add_class("gradlab-steps")
     step_choice = w.Dropdown(options=[(label, step) for step, label in STEPS.items()], layout=w.Layout(width="20em"))
@@ -180,16 +190,24 @@ def playground(preset: str = "original loop", seed: int = 0) -> Playground:
                 "<b>Training-loop playground</b>: one iteration, fresh networks each Run."
             ),
             preset_menu,
+            note,
             w.HBox([order, w.VBox([w.HBox([step_choice, add]), w.HBox([up, down, remove]), detach, softmax, run])]),
             output,
         ]
     )
     # Stable CSS classes: the browser test (and learners' custom CSS) find the controls by them.
-    for control, name in ((widget, "playground"), (preset_menu, "preset"), (run, "run"), (output, "output")):
+    for control, name in (
+        (widget, "playground"),
+        (preset_menu, "preset"),
+        (note, "note"),
+        (run, "run"),
+        (output, "output"),
+    ):
         control.add_class(f"gradlab-{name}")
     pg = Playground(
         widget=widget,
         preset=preset_menu,
+        note=note,
         order=order,
         step_choice=step_choice,
         add=add,
@@ -230,6 +248,7 @@ def _wire(pg: Playground, seed: int) -> None:
 
     @callback
     def on_preset(change: dict[str, Any]) -> None:
+        pg.note.value = _note_html(change["new"])
         if editing["quiet"] or change["new"] == "custom":
             return
         chosen = PRESETS[change["new"]]
