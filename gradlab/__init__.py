@@ -50,6 +50,9 @@ _EXPORTS: dict[str, str] = {
     "IntentReport": "intent",
     "Mismatch": "intent",
     "Fix": "advice",
+    "set_language": "i18n",
+    "language": "i18n",
+    "languages": "i18n",
     "GradlabWarning": "notices",
     "UnusedStepWarning": "notices",
     "load_ipython_extension": "ipython",
@@ -88,6 +91,9 @@ __all__ = [
     "IntentReport",
     "Mismatch",
     "Fix",
+    "set_language",
+    "language",
+    "languages",
     "GradlabWarning",
     "UnusedStepWarning",
     "load_ipython_extension",
@@ -101,6 +107,7 @@ if TYPE_CHECKING:
     from .explanation import Explanation, explain
     from .grads import GradReport, GradRow, grad_report
     from .graph import Graph, GraphNode, collect, saved_table, saved_tensors
+    from .i18n import language, languages, set_language
     from .intent import IntentReport, Mismatch, check_intent
     from .ipython import load_ipython_extension, unload_ipython_extension
     from .memory import MemoryTrace, measure_memory, plot_memory

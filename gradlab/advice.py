@@ -310,10 +310,12 @@ def _hatch(ctx: Context) -> Fix:
         ),
         trains=_t(
             "what the code says: {loss} sends gradient into {model}, computed with {model}'s weights from before "
-            "{step}",
+            "{step}; in a loop whose {zero} runs before the next step, that gradient is never used (the same "
+            "training as detaching)",
             loss=ctx.l,
             model=ctx.m,
             step=ctx.step,
+            zero=ctx.zero,
         ),
         code="with torch.autograd.graph.allow_mutation_on_saved_tensors():\n    ...  # " + _("the loop, unchanged"),
         cost=_("a copy of every saved tensor that is modified in place (memory and time)"),

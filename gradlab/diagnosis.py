@@ -529,7 +529,8 @@ def _short_name(name: str) -> str:
 
 
 def _is_parameter(p: Problem) -> bool:
-    return _module(p.tensor) is not None or p.tensor.startswith("leaf ")
+    leaf = _t("leaf tensor {shape}", shape=list(p.shape or ()))
+    return _module(p.tensor) is not None or p.tensor.startswith("leaf ") or p.tensor == leaf
 
 
 def _freeing_call(p: Problem, facts: _Facts) -> BackwardCall | None:

@@ -232,7 +232,7 @@ def test_make_pair_args(value: str, arg: str) -> None:
 
 
 @pytest.mark.parametrize("value", sorted(ODD))
-@pytest.mark.parametrize("arg", ["steps", "seed", "size"])
+@pytest.mark.parametrize("arg", ["steps", "seed", "size", "target"])
 def test_batches_args(value: str, arg: str) -> None:
     result = _call(lambda: course.batches(**{arg: ODD[value]()}), arg)
     if not isinstance(result, Exception):
@@ -240,7 +240,7 @@ def test_batches_args(value: str, arg: str) -> None:
 
 
 @pytest.mark.parametrize("value", sorted(ODD))
-@pytest.mark.parametrize("arg", ["order", "steps", "seed", "lr", "softmax"])
+@pytest.mark.parametrize("arg", ["order", "steps", "seed", "lr", "softmax", "target"])
 def test_train_args(value: str, arg: str) -> None:
     kwargs = {"steps": 2, arg: ODD[value]()}
     _call(lambda: course.train(**kwargs), arg)

@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "Pair": "networks",
     "make_pair": "networks",
     "batches": "networks",
+    "TARGETS": "networks",
     "ORDERS": "training",
     "TrainResult": "training",
     "joint_step": "training",
@@ -57,6 +58,7 @@ __all__ = [
     "Pair",
     "make_pair",
     "batches",
+    "TARGETS",
     "ORDERS",
     "TrainResult",
     "joint_step",
@@ -87,7 +89,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .exercise import Verdict, check_one_batch, check_running_total, verify
     from .iteration import PRESETS, STEPS, Outcome, Preset, outcome_table, run_order
-    from .networks import Net, Pair, batches, make_pair
+    from .networks import TARGETS, Net, Pair, batches, make_pair
     from .plots import plot_losses, plot_predictions
     from .questions import QUESTIONS, Quiz
     from .readiness import EnvironmentReport, environment, setup
