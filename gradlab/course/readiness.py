@@ -179,12 +179,14 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
 
 
-def setup(seed: int = 0, threads: int = 1) -> None:
+def setup(seed: int = 0, threads: int = 1, language: str | None = None) -> None:
     """Make a notebook reproducible: seed torch and fix the number of CPU threads.
 
     The course's networks are tiny: one thread is fastest for them, and a fixed
     thread count keeps floating-point results identical from run to run. Call it
     once at the top of a notebook; importing gradlab never does this for you.
+    ``language`` sets the language of gradlab's own words (``"en"``, ``"zh_CN"``;
+    see :func:`gradlab.set_language`): each edition of the course passes its own.
 
     Example::
 
@@ -199,5 +201,9 @@ def setup(seed: int = 0, threads: int = 1) -> None:
         raise TypeError(f"seed must be an int, not {type(seed).__name__}; pass e.g. setup(seed=0)")
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise ValueError(f"threads must be a positive int, got {threads!r}; pass e.g. setup(threads=1)")
+    if language is not None:
+        from gradlab.i18n import set_language
+
+        set_language(language)
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
