@@ -28,8 +28,6 @@ import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from .explanation import explain
-
 if TYPE_CHECKING:
     from .tracker import Tracker
 
@@ -227,6 +225,8 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
         import traceback
 
         traceback.print_exception(type(exc), exc, tb, file=stderr)
+    from .explanation import explain  # NOTE [Lazy imports] in tracker.py: only on a failure
+
     explanation = explain(exc)
     if explanation.kind != "not_autograd":
         diagnosis = tracker.diagnosis_for(exc) if tracker is not None else None
@@ -377,6 +377,8 @@ def explain_text(text: str, stdout: TextIO | None = None, verbose: bool = False)
         0
     """
     out = stdout if stdout is not None else sys.stdout
+    from .explanation import explain
+
     explanation = explain(text)
     print(explanation.details() if verbose else explanation, file=out)
     return 0 if explanation.kind != "not_autograd" else 1

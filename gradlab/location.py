@@ -6,7 +6,7 @@ import linecache
 import os
 import sys
 import sysconfig
-from types import FrameType
+from types import CodeType, FrameType
 
 import torch
 
@@ -17,7 +17,18 @@ _SKIP_DIRS = (
     os.path.dirname(os.path.abspath(__file__)) + os.sep,
     os.path.dirname(os.__file__) + os.sep + "contextlib.py",
 )
-_is_library: dict[object, bool] = {}
+# NOTE [Cheap save locations]
+# user_location() runs on every saved tensor, so it must cost little: the frame
+# walk asks one dict per frame, keyed by the frame's file name (a str, whose hash
+# Python caches; a code object's hash is recomputed from its contents on every
+# lookup). The user's frame is then looked up by (code object, instruction
+# offset): f_lineno scans the code's line table from its start, which costs
+# microseconds in a long script, and a line seen before returns the same Location
+# object (nothing allocated). Both caches are bounded: a notebook compiles new
+# cell code all day.
+_MAX_CACHED = 16_384
+_is_library: dict[str, bool] = {}  # file name -> library code (skipped by the walk)
+_interned: dict[tuple[int, int], tuple[CodeType, Location]] = {}  # (id(code), instruction) -> location
 # Installed packages and the standard library: never the user's own callers.
 _INSTALLED = tuple(
     sorted(
@@ -81,12 +92,27 @@ class Location:
         return str(self) + "".join(f" (called from {c})" for c in self.callers)
 
 
-def _library_code(code: object, filename: str) -> bool:
-    hit = _is_library.get(code)
+def _library_file(filename: str) -> bool:
+    hit = _is_library.get(filename)
     if hit is None:
         hit = filename.startswith(_SKIP_DIRS) or filename.startswith("<frozen")
-        _is_library[code] = hit
+        if len(_is_library) >= _MAX_CACHED:
+            _is_library.clear()
+        _is_library[filename] = hit
     return hit
+
+
+def _located(code: CodeType, lasti: int, frame: FrameType) -> Location:
+    """The :class:`Location` of ``frame``, which runs ``code`` at instruction ``lasti`` (cached)."""
+    key = (id(code), lasti)
+    hit = _interned.get(key)
+    if hit is not None and hit[0] is code:  # the cache holds the code object: its id is not reused
+        return hit[1]
+    if len(_interned) >= _MAX_CACHED:
+        _interned.clear()
+    loc = Location(code.co_filename, frame.f_lineno)
+    _interned[key] = (code, loc)
+    return loc
 
 
 _names: dict[str, str] = {}
@@ -120,18 +146,19 @@ def user_location(frame: FrameType | None = None, callers: int = 0) -> Location 
     line the learner wrote, e.g. ``train.py:12: opt_1.step()``. With ``callers=N``
     the next N user frames further out are kept in ``Location.callers``.
     """
-    # Hot path (every saved tensor under track()): one dict lookup per frame.
+    # Hot path (every saved tensor under track()): NOTE [Cheap save locations].
     f: FrameType | None = frame if frame is not None else sys._getframe(1)
     library = _is_library
     while f is not None:
         code = f.f_code
-        hit = library.get(code)
+        filename = code.co_filename
+        hit = library.get(filename)
         if hit is None:
-            hit = _library_code(code, code.co_filename)
+            hit = _library_file(filename)
         if not hit:
             if not callers:
-                return Location(code.co_filename, f.f_lineno)
-            return Location(code.co_filename, f.f_lineno, _callers(f, callers))
+                return _located(code, f.f_lasti, f)
+            return Location(filename, f.f_lineno, _callers(f, callers))
         f = f.f_back
     return None
 
@@ -140,8 +167,7 @@ def user_frame(frame: FrameType | None = None) -> FrameType | None:
     """The innermost frame of user code above ``frame`` (default: the caller), for looking up names."""
     f: FrameType | None = frame if frame is not None else sys._getframe(1)
     while f is not None:
-        code = f.f_code
-        if not _library_code(code, code.co_filename):
+        if not _library_file(f.f_code.co_filename):
             return f
         f = f.f_back
     return None
@@ -176,9 +202,8 @@ def _callers(f: FrameType, count: int) -> tuple[Location, ...]:
     outer: list[Location] = []
     g: FrameType | None = f.f_back
     while g is not None and len(outer) < count:
-        gcode = g.f_code
-        name = gcode.co_filename
-        if _library_code(gcode, name) or name.startswith(_INSTALLED):
+        name = g.f_code.co_filename
+        if _library_file(name) or name.startswith(_INSTALLED):
             break  # the caller is not the user's code (a runner, IPython, a library)
         outer.append(Location(name, g.f_lineno))
         g = g.f_back

@@ -76,9 +76,11 @@ class SavedTensor:
 # returns and no longer compares versions on unpack: an identity hook silently
 # disables the in-place check. gradlab's pack stores the version (Packed) and
 # its unpack re-checks it, raising PyTorch's own message (gradlab.messages).
-# Packed keeps a detach()ed alias: it shares the storage and version counter
-# but has no grad_fn, so an op's saved output does not form a reference cycle
-# with the node that saved it (an identity hook keeps such graphs alive forever).
+# For a tensor with a grad_fn, Packed keeps a detach()ed alias: it shares the
+# storage and version counter but has no grad_fn, so an op's saved output does not
+# form a reference cycle with the node that saved it (an identity hook keeps such
+# graphs alive forever). A tensor without a grad_fn (a parameter, an input) cannot
+# be in such a cycle, so Packed keeps the tensor itself, as torch does: no detach.
 class Packed:
     """What gradlab's pack hook stores in place of a saved tensor."""
 
@@ -97,19 +99,30 @@ class Packed:
     )
 
     def __init__(self, tensor: torch.Tensor, saved_at: Location | None = None) -> None:
+        # Hot path (every saved tensor under track()): read each fact once, only what
+        # the version check and torch's message need; names are found later.
         fn = tensor.grad_fn
+        self.version = _version(tensor)
+        self.saved_at = saved_at
+        self.writes: list[Write] | tuple[()] = ()  # a list from the first recorded write
+        if fn is None:
+            self.tensor = tensor
+            self.requires_grad = tensor.requires_grad
+            self.output_nr = 0
+            self.is_view = False
+            self.fn_name: str | None = None
+            self.fn_seq: int | None = None
+            self.source: weakref.ref[torch.Tensor] | None = None
+            return
         self.tensor = tensor.detach()
-        self.version = internals.version(tensor)
-        self.writes: list[Write] = []
+        self.requires_grad = True  # a tensor with a grad_fn requires grad
         self.output_nr = tensor.output_nr
         self.is_view = internals.is_view(tensor)
-        self.requires_grad = tensor.requires_grad
-        self.saved_at = saved_at
         # The grad_fn at save time: if the node that unpacks this is that very node,
         # the tensor is the op's own output (torch's message then names the node).
-        self.fn_name: str | None = fn.name() if fn is not None else None
-        self.fn_seq: int | None = internals.sequence_nr(fn) if fn is not None else None
-        self.source: weakref.ref[torch.Tensor] | None = weakref.ref(tensor) if fn is not None else None
+        self.fn_name = _node_name(fn)
+        self.fn_seq = internals.sequence_nr(fn)
+        self.source = weakref.ref(tensor)
 
     def message_node(self, unpacking: Any | None) -> str | None:
         """The node torch's in-place message would name for this tensor (None for a leaf).
@@ -132,6 +145,22 @@ class Packed:
             fn = original.grad_fn
             return fn.name() if fn is not None else None
         return "AsStridedBackward0" if self.is_view else self.fn_name
+
+
+_version = internals.version
+_names_by_type: dict[type, str] = {}
+
+
+def _node_name(fn: Any) -> str:
+    """``fn.name()``, from a cache by node class when the class fixes the name (it usually does)."""
+    cls = type(fn)
+    name = _names_by_type.get(cls)
+    if name is None:
+        name = fn.name()
+        short = cls.__name__
+        if name == short or name.endswith("::" + short):  # not a generic wrapper class
+            _names_by_type[cls] = name
+    return name
 
 
 def pack_hook(t: torch.Tensor) -> Packed:

@@ -9,18 +9,24 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType, TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from torch import nn
 
 from . import internals, messages, session, writes
-from .diagnosis import Diagnosis, check_graph
-from .graph import Graph, collect, collect_nodes, walk
 from .location import Location, user_frame, user_location
 from .names import Namer, NamesLike, resolve, storage_key
 from .notices import UnusedStepWarning
 from .saved import Packed, Write, _peek, unpack_hook
+
+if TYPE_CHECKING:
+    from .diagnosis import Diagnosis
+    from .graph import Graph
+
+# NOTE [Lazy imports]: diagnosing and graph walking (diagnosis, graph, advice) are
+# imported when a failure or a check needs them, not when a tracker starts, so
+# `python -m gradlab run` starts about as fast as `import torch`.
 
 __all__ = ["Event", "EventKind", "BackwardCall", "Tracker", "track"]
 
@@ -82,7 +88,7 @@ class Tracker:
     """
 
     MAX_EVENTS = 10_000
-    MAX_FREED = 100_000
+    MAX_FREED = 20_000  # nodes whose freeing backward is remembered (a few thousand steps)
     RECENT_CALLS = 4
     HISTORY = 64
 
@@ -100,13 +106,14 @@ class Tracker:
         self.warn = warn
         self.active = False
         self.notes: list[str] = []
-        self._events: deque[tuple[int, EventKind, str | None, int | None, int | None, str, Location | None]] = deque(
-            maxlen=self.MAX_EVENTS
-        )
+        self._events: deque[
+            tuple[int, EventKind, str | _LaterName | None, int | None, int | None, str, Location | None]
+        ] = deque(maxlen=self.MAX_EVENTS)
         self._root: Tracker | None = None
         # Recording state (used when this tracker is the outermost one).
         self._count = 0
-        self._registry: dict[int, list[weakref.ref[Packed]]] = {}
+        self._registry: dict[int, list[weakref.ref[Packed]]] = {}  # storage -> saved records (NOTE [The registry])
+        self._pending: list[weakref.ref[Packed]] = []  # saved records not in the registry yet
         self._packs = 0
         self._in_step = 0
         self._steps: dict[int, list[tuple[Packed, int]]] = {}
@@ -115,6 +122,7 @@ class Tracker:
         self._freed: dict[int, BackwardCall] = {}  # node sequence number -> the call that freed it
         self._lines: dict[int, Location | None] = {}  # node sequence number -> the forward line that saved for it
         self._freeing: BackwardCall | None = None
+        self._unpacking: Any = None  # the node whose saved tensors the engine unpacks now
         self._current: BackwardCall | None = None
         self._recent: deque[tuple[list[Any], BackwardCall]] = deque(maxlen=self.RECENT_CALLS)
         self._history: deque[BackwardCall] = deque(maxlen=self.HISTORY)
@@ -137,7 +145,13 @@ class Tracker:
         return Namer(names, fallback=chain) if names is not None else chain
 
     def _log(
-        self, kind: EventKind, tensor: str | None, before: int | None, after: int | None, op: str, loc: Location | None
+        self,
+        kind: EventKind,
+        tensor: str | _LaterName | None,
+        before: int | None,
+        after: int | None,
+        op: str,
+        loc: Location | None,
     ) -> None:
         entry = (self._count, kind, tensor, before, after, op, loc)
         self._count += 1
@@ -149,7 +163,16 @@ class Tracker:
         """The log, oldest first: at most ``MAX_EVENTS`` of the latest events."""
         return deque(
             (
-                Event(i, kind, tensor, before, after, op, loc.where if loc else None, loc.code if loc else None)
+                Event(
+                    i,
+                    kind,
+                    tensor.name() if isinstance(tensor, _LaterName) else tensor,
+                    before,
+                    after,
+                    op,
+                    loc.where if loc else None,
+                    loc.code if loc else None,
+                )
                 for i, kind, tensor, before, after, op, loc in self._events
             ),
             maxlen=self.MAX_EVENTS,
@@ -161,16 +184,26 @@ class Tracker:
         return [e for e in self.events if e.kind == "write"]
 
     # -- hooks -------------------------------------------------------------------------------------
+    # NOTE [What a save costs]
+    # _pack runs for every tensor autograd saves, so it does only what cannot be done
+    # later: the version and the user's line (user_location, NOTE [Cheap save
+    # locations]), in a Packed record, and a weak reference to that record. Which
+    # storage the record watches is worked out later, when an in-place write or an
+    # optimizer step needs it (NOTE [The registry]); the name of a named tensor, when
+    # the log is read (NOTE [Lazy names]).
     def _pack(self, t: torch.Tensor) -> Packed:
         p = Packed(t, user_location())
-        key = storage_key(t)
-        if key:
-            self._registry.setdefault(key, []).append(weakref.ref(p))
-            static = self._static
-            if static is not None and static.covers(key):
-                self._log("saved", static.name_of(t), p.version, p.version, "saved for backward", p.saved_at)
+        self._pending.append(weakref.ref(p))
+        static = self._static
+        if static is not None:
+            try:
+                key = t.untyped_storage().data_ptr()  # names.storage_key, inlined
+            except (RuntimeError, NotImplementedError):
+                key = 0
+            if key and static.covers(key):
+                self._log("saved", _LaterName.of(static, t), p.version, p.version, "saved for backward", p.saved_at)
         self._packs += 1
-        if self._packs % 1024 == 0:
+        if not self._packs & 1023:
             self._prune()
         return p
 
@@ -178,10 +211,13 @@ class Tracker:
         # NOTE [Who freed a node]: the engine unpacks every saved tensor of a node it
         # runs, then frees them unless retain_graph; so an unpack during a freeing
         # backward names the call that freed the node being run (no graph walk).
+        # The engine unpacks a node's saved tensors one after another: the node is
+        # looked up once (held until the backward call returns, never longer).
         __tracebackhide__ = True
         if self._freeing is not None and _peek.get() is None:
             node = internals.current_node()
-            if node is not None:
+            if node is not None and node is not self._unpacking:
+                self._unpacking = node
                 seq = internals.sequence_nr(node)
                 if seq is not None:
                     self._freed[seq] = self._freeing
@@ -189,7 +225,36 @@ class Tracker:
                         self._lines[seq] = p.saved_at
         return unpack_hook(p)
 
+    # NOTE [The registry]
+    # An in-place write or an optimizer step must find the saved records of the
+    # storages it writes. Records are indexed by storage lazily: a save only appends
+    # a weak reference to _pending; the first lookup after it (_watched) moves the
+    # records still alive into _registry and forgets the dead ones. In a training
+    # loop the backward frees every saved tensor before the step, so the step finds
+    # only dead references and no storage is ever looked up for them. Every 1,024
+    # saves _prune does the same, so neither list outgrows one pruning period of
+    # dead references.
+    def _index(self) -> None:
+        """Move the pending saved records into the registry, by storage; drop the dead ones."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        registry = self._registry
+        for ref in pending:
+            p = ref()
+            if p is None:
+                continue
+            key = storage_key(p.tensor)  # the storage the tensor had when saved (the alias keeps it)
+            if key:
+                refs = registry.get(key)
+                if refs is None:
+                    registry[key] = [ref]
+                else:
+                    refs.append(ref)
+
     def _prune(self) -> None:
+        self._index()
         for key in list(self._registry):
             alive = [r for r in self._registry[key] if r() is not None]
             if alive:
@@ -202,8 +267,11 @@ class Tracker:
                 self._lines.pop(seq, None)
 
     def _watched(self, tensors: Sequence[object]) -> list[tuple[Packed, int]]:
-        out = []
+        self._index()
+        out: list[tuple[Packed, int]] = []
         registry = self._registry
+        if not registry:
+            return out
         for t in tensors:
             if not isinstance(t, torch.Tensor):
                 continue
@@ -236,16 +304,21 @@ class Tracker:
         for p, before in watched:
             after = internals.version(p.tensor)
             if after != before:
-                p.writes.append(Write(op, before, after, loc, optimizer, grad_mode, self._count))
-                name = static.name_of(p.tensor) if static is not None else None
-                self._log("write", name or f"tensor {list(p.tensor.shape)}", before, after, op, loc)
+                write = Write(op, before, after, loc, optimizer, grad_mode, self._count)
+                if isinstance(p.writes, list):
+                    p.writes.append(write)
+                else:
+                    p.writes = [write]
+                tensor = p.tensor
+                name = _LaterName.of(static, tensor, unnamed=True) if static is not None else None
+                self._log("write", name or f"tensor {list(tensor.shape)}", before, after, op, loc)
 
     def record_inplace(
         self, original: Callable[..., Any], label: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """Run an in-place torch function and record the saved tensors it moved (from :mod:`gradlab.writes`)."""
         __tracebackhide__ = True
-        if self._in_step or not self._registry:
+        if self._in_step or not (self._registry or self._pending):
             return original(*args, **kwargs)
         target = args[0] if args else kwargs.get("input", kwargs.get("self"))
         targets = list(target) if isinstance(target, (list, tuple)) else [target]
@@ -308,6 +381,7 @@ class Tracker:
             raise
         finally:
             self._current, self._freeing = outer_current, outer_freeing
+            self._unpacking = None
             if not keep and roots:
                 self._recent.append((roots, call))
 
@@ -325,6 +399,8 @@ class Tracker:
 
     def failure_diagnosis(self, roots: list[Any], call: BackwardCall, frame: FrameType | None = None) -> Diagnosis:
         """The diagnosis of a failed backward call: only the problems that made it fail."""
+        from .diagnosis import check_graph
+
         graph = collect_roots(roots, self.namer(), self, failing=call)
         return check_graph(graph, failing=call, tracker=self._root or self, frame=frame)
 
@@ -342,7 +418,7 @@ class Tracker:
         """Before ``optimizer.step()``: note the versions of watched parameters (a step pre hook)."""
         self._in_step += 1
         params = [p for g in optimizer.param_groups for p in g["params"]]
-        self._steps[id(optimizer)] = self._watched(params) if self._registry else []
+        self._steps[id(optimizer)] = self._watched(params) if self._registry or self._pending else []
         count = self._step_counts.get(id(optimizer), 0) + 1
         self._step_counts[id(optimizer)] = count
         self._check_step_grads(optimizer, params, zeros=count & (count - 1) == 0)
@@ -397,6 +473,9 @@ class Tracker:
         self, output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None, *, frame: FrameType | None = None
     ) -> Diagnosis:
         """Like :func:`gradlab.check`, with who modified each tensor, and where, filled in."""
+        from .diagnosis import check_graph
+        from .graph import collect
+
         frame = frame if frame is not None else sys._getframe(1)
         return check_graph(collect(output, self.namer(names), tracker=self), tracker=self._root or self, frame=frame)
 
@@ -432,6 +511,8 @@ class Tracker:
             return call
         # A node whose only saved values bypass the hooks (a Python scalar: x * 2.0)
         # is found through the graphs of the latest freeing calls instead.
+        from .graph import walk
+
         for roots, earlier in reversed(root._recent):
             if any(node is fn for node in walk(roots)):
                 found: BackwardCall = earlier
@@ -471,6 +552,7 @@ class Tracker:
             session.pop(self)
         finally:
             self.active = False
+            _name_logged(self._events)  # while the named tensors are surely alive
             root = self._root
             if root is self:
                 self._stop()
@@ -501,6 +583,7 @@ class Tracker:
             finally:
                 self._hooks = None
                 self._registry.clear()
+                self._pending.clear()
                 self._steps.clear()
                 self._recent.clear()
                 self._freed.clear()
@@ -508,6 +591,98 @@ class Tracker:
                 self._lines.clear()
                 self._static = None
                 self._in_step = 0
+
+
+# NOTE [Lazy names]
+# With names=, every save of a named tensor (a Linear saves its weight, as a
+# transposed view, at every forward) is logged for gradlab.timeline. Working out
+# the name there ("n_1.linear_2.weight (transposed view)") compares the tensor with
+# its named base, which costs more than the save itself. So the log keeps what the
+# name depends on (the tensor's identity, storage, shape, strides and offset: no
+# reference to the tensor) and the name is worked out when the log is read, or when
+# the tracker exits (its named bases may be gone by the time somebody reads it).
+# The answer is the one Namer.name_of would have given at save time: a named
+# tensor alive now that has the saved tensor's id is that tensor (both were alive
+# at the save), and views are told apart by geometry, as in Namer.
+class _LaterName:
+    """The name of a tensor logged by the tracker, worked out on first use (NOTE [Lazy names])."""
+
+    __slots__ = ("namer", "tensor_id", "key", "shape", "stride", "offset", "unnamed", "_name", "_done")
+
+    def __init__(
+        self,
+        namer: Namer,
+        tensor_id: int,
+        key: int | None,
+        shape: tuple[int, ...],
+        stride: tuple[int, ...],
+        offset: int,
+        unnamed: bool,
+    ) -> None:
+        self.namer: Namer | None = namer
+        self.tensor_id = tensor_id
+        self.key = key
+        self.shape = shape
+        self.stride = stride
+        self.offset = offset
+        self.unnamed = unnamed  # with no name: "tensor [shape]" (a write) or None (a save)
+        self._name: str | None = None
+        self._done = False
+
+    @classmethod
+    def of(cls, namer: Namer, t: torch.Tensor, unnamed: bool = False) -> _LaterName:
+        try:
+            key: int | None = t.untyped_storage().data_ptr()
+            stride, offset = t.stride(), int(t.storage_offset())
+        except (RuntimeError, NotImplementedError):  # no storage, no strides: only its identity can name it
+            key, stride, offset = None, (), 0
+        return cls(namer, id(t), key, t.shape, stride, offset, unnamed)
+
+    def name(self) -> str | None:
+        if not self._done:
+            self._name = self._resolve()
+            self._done = True
+            self.namer = None
+        if self._name is None and self.unnamed:
+            return f"tensor {list(self.shape)}"
+        return self._name
+
+    def _resolve(self) -> str | None:
+        namer = self.namer
+        while namer is not None:
+            found = self._own(namer)
+            if found is not None:
+                return found
+            namer = namer.fallback
+        return None
+
+    def _own(self, namer: Namer) -> str | None:
+        # Namer._own_name, from what was kept of the tensor.
+        hit = namer._by_id.get(self.tensor_id)
+        if hit is not None:
+            base = hit[1]()
+            if base is not None and id(base) == self.tensor_id:
+                return hit[0]
+        shape, stride = tuple(self.shape), tuple(self.stride)
+        for name, ref in namer._by_storage.get(self.key, ()) if self.key else ():
+            base = ref()
+            if base is None:
+                continue
+            if tuple(base.shape) == shape and base.stride() == stride:
+                return name if base.storage_offset() == self.offset else f"{name} (view)"
+            transposed = shape == tuple(base.shape)[::-1] and stride == base.stride()[::-1]
+            if len(shape) == 2 and base.dim() == 2 and transposed:
+                return f"{name} (transposed view)"
+            return f"{name} (view)"
+        return None
+
+
+def _name_logged(events: deque[tuple[Any, ...]]) -> None:
+    """Work out every name still pending in ``events`` (NOTE [Lazy names])."""
+    for entry in events:
+        tensor = entry[2]
+        if isinstance(tensor, _LaterName):
+            tensor.name()
 
 
 def _chain_namers(namers: Sequence[Namer]) -> Namer:
@@ -526,6 +701,8 @@ def _chain(trackers: Sequence[Tracker]) -> Namer:
 
 def collect_roots(roots: list[Any], namer: Namer, tracker: Tracker, failing: BackwardCall | None = None) -> Graph:
     """:func:`gradlab.collect` from grad_fn roots (the tensors may be gone by now)."""
+    from .graph import collect_nodes
+
     return collect_nodes(roots, namer, tracker=tracker)
 
 

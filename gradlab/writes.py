@@ -100,7 +100,7 @@ def _inplace_wrapper(original: Callable[..., Any], label: str) -> Callable[..., 
     def inplace(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         stack = local.stack
-        if not stack:
+        if not stack or stack[0]._in_step:  # no tracker here, or inside optimizer.step()
             return original(*args, **kwargs)
         return stack[0].record_inplace(original, label, args, kwargs)
 
