@@ -103,7 +103,7 @@ def gettext_(message: str) -> str:
 _ = gettext_
 
 
-def _t(message: str, **fields: object) -> str:
+def _t(message: str, /, **fields: object) -> str:
     """``message`` translated, then its ``{fields}`` filled in (a translation may reorder them)."""
     return gettext_(message).format(**fields)
 
