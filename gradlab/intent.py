@@ -76,7 +76,9 @@ class IntentReport:
         return "\n".join(lines)
 
     def _all_declared(self) -> str:
-        return _t("{losses} train what you declared.", losses=", ".join(self.checked))
+        return ngettext_(
+            "{losses} trains what you declared.", "{losses} train what you declared.", len(self.checked)
+        ).format(losses=", ".join(self.checked))
 
     def __repr__(self) -> str:
         return f"IntentReport(ok={self.ok}, mismatches={[m.kind for m in self.mismatches]})"
