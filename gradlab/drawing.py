@@ -3,6 +3,8 @@
 :func:`draw` collects (once) and returns a :class:`GraphView`; the view only
 renders those records, as DOT text (:attr:`GraphView.source`), as a text tree
 (:meth:`GraphView.text`) or, when Graphviz's ``dot`` is installed, as SVG/PNG/PDF.
+Its words follow :func:`gradlab.set_language`; in Chinese the pictures name a CJK
+font after DejaVu Sans (NOTE [Fonts for the language in effect] in :mod:`gradlab.plots`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
@@ -20,24 +23,38 @@ import torch
 
 from . import session
 from .graph import Graph, GraphNode, collect, direct_modules, module_of_nodes, roots_of
+from .i18n import _, _t
 from .names import Namer, NamesLike
+from .plots import FONT, picture_language
 from .saved import SavedTensor
 
 if TYPE_CHECKING:
     from .tracker import Tracker
 
-__all__ = ["GraphView", "draw", "INSTALL_GRAPHVIZ", "DEFAULT_MAX_NODES"]
+__all__ = ["GraphView", "draw", "INSTALL_GRAPHVIZ", "DEFAULT_MAX_NODES", "install_graphviz"]
 
-#: The one line shown wherever a picture would need Graphviz's ``dot``.
-INSTALL_GRAPHVIZ = (
-    "Install Graphviz to see this graph drawn: sudo apt-get install graphviz | "
-    "brew install graphviz | conda install -c conda-forge graphviz"
-)
+#: The commands that install Graphviz, one per package manager.
+_INSTALL_COMMANDS = "sudo apt-get install graphviz | brew install graphviz | conda install -c conda-forge graphviz"
+
+#: The one line shown wherever a picture would need Graphviz's ``dot`` (English; :func:`install_graphviz`
+#: gives it in the language in effect).
+INSTALL_GRAPHVIZ = "Install Graphviz to see this graph drawn: " + _INSTALL_COMMANDS
+
+
+def install_graphviz() -> str:
+    """The line that says how to install Graphviz, in the language in effect.
+
+    Example::
+
+        >>> install_graphviz() == INSTALL_GRAPHVIZ      # in English
+        True
+    """
+    return _t("Install Graphviz to see this graph drawn: {commands}", commands=_INSTALL_COMMANDS)
+
 
 #: Above this many nodes a notebook shows the summary line only (render explicitly with .svg()/.save()).
 DEFAULT_MAX_NODES = 400
 
-FONT = "DejaVu Sans"
 MONO_FONT = "DejaVu Sans Mono"
 COLLAPSE_MODES = (False, "module")
 
@@ -51,18 +68,26 @@ _PNG_TREE_LINES = 60
 
 @dataclass(frozen=True)
 class _Output:
-    """One output handed to :func:`draw`: its label, root node id and shape."""
+    """One output handed to :func:`draw`: its label (None: ``output`` or ``output <number>``), root node id, shape."""
 
-    label: str
+    label: str | None
     node_id: int
     shape: tuple[int, ...]
+    number: int | None = None
+
+    @property
+    def text(self) -> str:
+        """The label, or the default one in the language in effect."""
+        if self.label is not None:
+            return self.label
+        return _("output") if self.number is None else _t("output {number}", number=self.number)
 
 
 # -- collecting -------------------------------------------------------------------------------------
 
 
-def _outputs_of(output_or_outputs: object) -> tuple[list[torch.Tensor], list[str]]:
-    """Split draw()'s first argument into tensors and their labels; validates like collect()."""
+def _outputs_of(output_or_outputs: object) -> tuple[list[torch.Tensor], list[str | None], list[int | None]]:
+    """Split draw()'s first argument into tensors, their labels (None: a default) and numbers; validates like collect()."""
     what = "draw() output"
     if isinstance(output_or_outputs, Mapping):
         if not output_or_outputs:
@@ -73,19 +98,21 @@ def _outputs_of(output_or_outputs: object) -> tuple[list[torch.Tensor], list[str
                     f"draw() dict keys must be strings (the labels), got {key!r}; "
                     "pass e.g. {'loss_1': loss_1, 'loss_2': loss_2}"
                 )
-        tensors, labels = list(output_or_outputs.values()), list(output_or_outputs)
+        tensors = list(output_or_outputs.values())
+        labels: list[str | None] = list(output_or_outputs)
+        numbers: list[int | None] = [None] * len(tensors)
     elif isinstance(output_or_outputs, torch.Tensor):
-        tensors, labels = [output_or_outputs], ["output"]
+        tensors, labels, numbers = [output_or_outputs], [None], [None]
     elif isinstance(output_or_outputs, Sequence) and not isinstance(output_or_outputs, (str, bytes)):
         if not output_or_outputs:
             raise ValueError("draw() got an empty list; pass a tensor such as the loss, or e.g. [loss_1, loss_2]")
         tensors = list(output_or_outputs)
-        labels = [f"output {i}" for i in range(len(tensors))]
+        labels, numbers = [None] * len(tensors), list(range(len(tensors)))
     else:
         roots_of(output_or_outputs, what)  # raises its TypeError
         raise AssertionError("unreachable")  # pragma: no cover
     roots_of(tensors, what)
-    return tensors, labels
+    return tensors, labels, numbers
 
 
 def draw(
@@ -140,13 +167,15 @@ def draw(
         raise TypeError(f"max_nodes must be an int, got {type(max_nodes).__name__}; pass e.g. max_nodes=400")
     if max_nodes < 1:
         raise ValueError(f"max_nodes must be at least 1, got {max_nodes}")
-    tensors, labels = _outputs_of(output_or_outputs)
+    tensors, labels, numbers = _outputs_of(output_or_outputs)
     if tracker is None:
         tracker = session.active()
     namer = tracker.namer(names) if tracker is not None else Namer(names)
-    graph = collect(tensors, namer, tracker=tracker)
+    with picture_language():  # the records' descriptions in words the picture can show
+        graph = collect(tensors, namer, tracker=tracker)
     outputs = tuple(
-        _Output(label, node_id, tuple(t.shape)) for label, node_id, t in zip(labels, graph.outputs, tensors)
+        _Output(label, node_id, tuple(t.shape), number)
+        for label, node_id, t, number in zip(labels, graph.outputs, tensors, numbers)
     )
     return GraphView(graph, outputs, collapse, max_nodes)
 
@@ -288,22 +317,22 @@ def _wrap(text: str, width: int = _WRAP) -> str:
 
 def _saved_label(s: SavedTensor, cut: bool) -> tuple[str, _Look]:
     if s.status == "freed":
-        label = f"{s.attribute}: freed"
+        label = _t("{attribute}: freed", attribute=s.attribute)
         if s.where:
-            label += f"\nby the backward at {s.where}"
+            label += "\n" + _t("by the backward at {where}", where=s.where)
         return label, _FREED_LOOK
     head = _wrap(_described(s))
     if s.status == "modified_in_place":
         label = f"{head}\nv{s.saved_version} -> v{s.current_version}"
         if s.modified_by:
-            label += f"\nby {s.modified_by}"
+            label += "\n" + _t("by {op}", op=s.modified_by)
         if s.where:
-            label += f"\nat {s.where}"
+            label += "\n" + _t("at {where}", where=s.where)
         return label, _STALE_LOOK
     if s.status == "unknown":
         return f"{head}\nv?", _UNKNOWN_LOOK
     if cut:
-        return f"{head}\nv{s.saved_version}\nno grad history\n(data or .detach())", _CUT_LOOK
+        return f"{head}\nv{s.saved_version}\n" + _("no grad history\n(data or .detach())"), _CUT_LOOK
     return f"{head}\nv{s.saved_version}", _SAVED_LOOK
 
 
@@ -312,7 +341,7 @@ def _node_text(n: GraphNode) -> tuple[str, _Style]:
         label = n.label if n.leaf_name and n.leaf_name.startswith("leaf [") else f"{n.label}\n{_shape(n.shape)}"
         return label, _PARAM_STYLE
     if n.kind == "custom":
-        return f"{n.label}\n(custom Function)", _CUSTOM_STYLE
+        return f"{n.label}\n" + _("(custom Function)"), _CUSTOM_STYLE
     return n.label, _OP_STYLE
 
 
@@ -350,22 +379,25 @@ def _plain_side(graph: Graph) -> set[int]:
 
 def _legend(statuses: set[str], has_cut: bool, has_outputs: bool) -> str:
     """One node: a table of what each look means, each entry drawn the way the graph draws it."""
+    parameter, operation = _h(_("parameter\n(name, shape)")), _h(_("operation\n(backward node)"))
     rows = [
-        f'<TD STYLE="rounded" BORDER="1" COLOR="black" BGCOLOR="{_PARAM}">parameter<BR/>(name, shape)</TD>',
-        f'<TD STYLE="rounded" BORDER="1" COLOR="black" BGCOLOR="{_OP}">operation<BR/>(backward node)</TD>',
-        _cell("saved tensor, under the\noperation that saved it\n(shape, version)", _SAVED_LOOK),
+        f'<TD STYLE="rounded" BORDER="1" COLOR="black" BGCOLOR="{_PARAM}">{parameter}</TD>',
+        f'<TD STYLE="rounded" BORDER="1" COLOR="black" BGCOLOR="{_OP}">{operation}</TD>',
+        _cell(_("saved tensor, under the\noperation that saved it\n(shape, version)"), _SAVED_LOOK),
     ]
     if "modified_in_place" in statuses:
-        rows.append(_cell("modified in place\nbackward will fail", _STALE_LOOK))
+        rows.append(_cell(_("modified in place\nbackward will fail"), _STALE_LOOK))
     if "freed" in statuses:
-        rows.append(_cell("freed by a backward\n(normal afterwards)", _FREED_LOOK))
+        rows.append(_cell(_("freed by a backward\n(normal afterwards)"), _FREED_LOOK))
     if has_cut:
-        rows.append(_cell("input without grad history\n(gradient stops here)", _CUT_LOOK))
+        rows.append(_cell(_("input without grad history\n(gradient stops here)"), _CUT_LOOK))
     if has_outputs:
-        rows.append(f'<TD STYLE="rounded" BORDER="2" COLOR="{_OUT}" BGCOLOR="{_OUT_FILL}">output</TD>')
+        rows.append(f'<TD STYLE="rounded" BORDER="2" COLOR="{_OUT}" BGCOLOR="{_OUT_FILL}">{_h(_("output"))}</TD>')
     table = (
         f'<TABLE BORDER="1" STYLE="dashed" COLOR="{_GREY}" CELLBORDER="0" CELLSPACING="4" CELLPADDING="3">'
-        '<TR><TD><FONT POINT-SIZE="10">legend</FONT></TD></TR>' + "".join(f"<TR>{r}</TR>" for r in rows) + "</TABLE>"
+        f'<TR><TD><FONT POINT-SIZE="10">{_h(_("legend"))}</FONT></TD></TR>'
+        + "".join(f"<TR>{r}</TR>" for r in rows)
+        + "</TABLE>"
     )
     return f'  legend [shape="plain", style="", fontsize="9", label=<{table}>];'
 
@@ -378,7 +410,14 @@ def to_dot(graph: Graph, outputs: Sequence[_Output] = (), collapse: bool | str =
     tensors an operation saved for backward are stacked under it, in one box
     with the operation, so a two-network graph stays narrow; the edges of the
     data path are weighted so it runs straight down, with parameters beside it.
+    In Chinese the font is a list, DejaVu Sans then a CJK family (NOTE [Fonts for
+    the language in effect] in :mod:`gradlab.plots`); in English it is DejaVu Sans.
     """
+    with picture_language() as cjk:
+        return _dot_text(graph, outputs, collapse, FONT if cjk is None else f"{FONT},{cjk}")
+
+
+def _dot_text(graph: Graph, outputs: Sequence[_Output], collapse: bool | str, font: str) -> str:
     roots = {o.node_id for o in outputs} | set(graph.outputs)
     direct = direct_modules(graph)
     module = module_of_nodes(graph) if collapse == "module" else {}
@@ -398,9 +437,9 @@ def to_dot(graph: Graph, outputs: Sequence[_Output] = (), collapse: bool | str =
 
     lines = [
         "digraph autograd {",
-        f"  graph {_attrs(fontname=FONT, rankdir='TB', nodesep='0.25', ranksep='0.3')};",
-        f"  node {_attrs(fontname=FONT, fontsize='11', shape='box', style='rounded,filled', height='0.3')};",
-        f"  edge {_attrs(fontname=FONT, fontsize='9', arrowsize='0.7')};",
+        f"  graph {_attrs(fontname=font, rankdir='TB', nodesep='0.25', ranksep='0.3')};",
+        f"  node {_attrs(fontname=font, fontsize='11', shape='box', style='rounded,filled', height='0.3')};",
+        f"  edge {_attrs(fontname=font, fontsize='9', arrowsize='0.7')};",
     ]
     lines.extend("  " + line for line in body.get("", []))
     # Nested clusters, parents before children, siblings sorted by name.
@@ -423,7 +462,7 @@ def to_dot(graph: Graph, outputs: Sequence[_Output] = (), collapse: bool | str =
     data = f' [weight="{_DATA_WEIGHT}"]'
     lines.extend(f"  n{m} -> n{n.id}{'' if m in side else data};" for n in graph.nodes for m in n.next_ids)
     for i, o in enumerate(outputs):
-        label = o.label + "\n" + _shape(o.shape)
+        label = o.text + "\n" + _shape(o.shape)
         out = _attrs(label=label, shape="ellipse", style="filled,bold", color=_OUT, fillcolor=_OUT_FILL)
         lines.append(f"  o{i} {out};")
         lines.append(f"  n{o.node_id} -> o{i} {_attrs(color=_OUT, penwidth='2')};")
@@ -444,18 +483,24 @@ def _prefixes(path: str) -> list[str]:
 
 def _saved_text(s: SavedTensor, cut: bool) -> str:
     if s.status == "freed":
-        return f"saved {s.attribute}: freed" + (f" by the backward at {s.where}" if s.where else "")
-    text = f"saved {_described(s)}, "
-    if s.status == "modified_in_place":
-        text += f"v{s.saved_version} -> v{s.current_version} MODIFIED IN PLACE"
-        if s.modified_by:
-            text += f" by {s.modified_by}"
         if s.where:
-            text += f" at {s.where}"
-        return text
+            return _t("saved {attribute}: freed by the backward at {where}", attribute=s.attribute, where=s.where)
+        return _t("saved {attribute}: freed", attribute=s.attribute)
+    tensor = _described(s)
+    if s.status == "modified_in_place":
+        versions = f"v{s.saved_version} -> v{s.current_version}"
+        parts = [_t("saved {tensor}, {versions} MODIFIED IN PLACE", tensor=tensor, versions=versions)]
+        if s.modified_by:
+            parts.append(_t("by {op}", op=s.modified_by))
+        if s.where:
+            parts.append(_t("at {where}", where=s.where))
+        return " ".join(parts)
     if s.status == "unknown":
-        return text + "version unknown"
-    return text + f"v{s.saved_version}" + ("  <- no grad history (data or .detach())" if cut else "")
+        return _t("saved {tensor}, version unknown", tensor=tensor)
+    text = _t("saved {tensor}, {version}", tensor=tensor, version=f"v{s.saved_version}")
+    if cut:
+        text += "  <- " + " ".join(_("no grad history\n(data or .detach())").split("\n"))
+    return text
 
 
 def to_text(graph: Graph, outputs: Sequence[_Output] = ()) -> str:
@@ -472,7 +517,7 @@ def to_text(graph: Graph, outputs: Sequence[_Output] = ()) -> str:
     direct = direct_modules(graph)
     labels: dict[int, list[str]] = {}
     for o in outputs:
-        labels.setdefault(o.node_id, []).append(o.label)
+        labels.setdefault(o.node_id, []).append(o.text)
     lines = [graph.summary()]
     shown: set[int] = set()
     stack: list[tuple[int, str, str, int]] = []  # (node id, prefix of this line, prefix of its children, depth)
@@ -484,11 +529,11 @@ def to_text(graph: Graph, outputs: Sequence[_Output] = ()) -> str:
         if n.kind == "leaf":
             text = f"{n.label} {_shape(n.shape)}" if not n.label.startswith("leaf [") else n.label
         else:
-            text = f"n{n.id} {n.label}" + (" (custom Function)" if n.kind == "custom" else "")
+            text = f"n{n.id} {n.label}" + (" " + _("(custom Function)") if n.kind == "custom" else "")
         if node_id in labels:
             text = f"[{', '.join(labels[node_id])}] " + text
         if node_id in shown and n.kind != "leaf":
-            lines.append(f"{prefix}{text} (shown above)")
+            lines.append(prefix + _t("{node} (shown above)", node=text))
             continue
         shown.add(node_id)
         lines.append(prefix + text)
@@ -519,8 +564,14 @@ def _dot_program() -> str:
     return dot
 
 
-def _render_text_png(text: str) -> bytes | None:
-    """A picture of ``text`` in a monospace font (matplotlib, Agg, no global state); None if unavailable."""
+def _columns(row: str) -> int:
+    """How many monospace columns ``row`` takes: a wide (CJK) character takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in row)
+
+
+def _render_text_png(text: str, cjk: str | None = None) -> bytes | None:
+    """A picture of ``text`` in a monospace font, then ``cjk`` for Chinese glyphs (matplotlib, Agg, no global
+    state); None if unavailable."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -529,10 +580,11 @@ def _render_text_png(text: str) -> bytes | None:
     import io
 
     rows = text.splitlines()
-    width = max(len(r) for r in rows) if rows else 1
+    width = max(_columns(r) for r in rows) if rows else 1
     fig = Figure(figsize=(max(2.0, 0.075 * width + 0.4), 0.19 * len(rows) + 0.3), dpi=100)
     FigureCanvasAgg(fig)
-    fig.text(0.02, 1 - 0.1 / (0.19 * len(rows) + 0.3), text, family=MONO_FONT, fontsize=9.5, va="top", ha="left")
+    family = MONO_FONT if cjk is None else [MONO_FONT, cjk]
+    fig.text(0.02, 1 - 0.1 / (0.19 * len(rows) + 0.3), text, family=family, fontsize=9.5, va="top", ha="left")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
@@ -617,8 +669,9 @@ class GraphView:
         """What a notebook shows without Graphviz: the install line, then the text tree (first lines)."""
         tree = self.text().splitlines()
         if len(tree) > _PNG_TREE_LINES:
-            tree = tree[:_PNG_TREE_LINES] + [f"... {len(tree) - _PNG_TREE_LINES} more lines: view.text()"]
-        return "\n".join([INSTALL_GRAPHVIZ, "", *tree])
+            more = _t("... {n} more lines: view.text()", n=len(tree) - _PNG_TREE_LINES)
+            tree = tree[:_PNG_TREE_LINES] + [more]
+        return "\n".join([install_graphviz(), "", *tree])
 
     def __repr__(self) -> str:
         return self.graph.summary()
@@ -648,7 +701,8 @@ class GraphView:
                 return bundle
             except RuntimeError:
                 pass
-        png = _render_text_png(self._fallback_text())
+        with picture_language() as cjk:
+            png = _render_text_png(self._fallback_text(), cjk)
         if png is not None:
             bundle["image/png"] = png
         return bundle

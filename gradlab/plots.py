@@ -6,15 +6,26 @@ returns a new ``matplotlib.figure.Figure`` and changes no global state: no
 rcParams, no style, no backend. The figure is closed in pyplot's registry before
 it is returned, so a notebook shows it once (as the cell's value) and nothing
 the caller created is touched.
+
+The labels are in the language of :func:`gradlab.set_language`; in Chinese the
+texts get a CJK font next to DejaVu Sans (:func:`picture_fonts`, NOTE [Fonts
+for the language in effect]).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .grads import GradReport
+from .i18n import _, _t, language, set_language
+from .names import base_name
+from .notices import GradlabWarning
 from .tracker import Event
 
 if TYPE_CHECKING:
@@ -34,9 +45,6 @@ def line_style(index: int, points: int) -> dict[str, object]:
     return {"marker": marker, "linestyle": line, "markersize": 3, "markevery": max(1, points // 20)}
 
 
-_VIEW = re.compile(r" \((transposed )?view\)$")
-
-
 def new_figure(rows: int, cols: int, size: tuple[float, float], **kw: Any) -> tuple[Figure, Any]:
     """A fresh figure and axes grid (``axes[row][col]``), already released from pyplot's registry."""
     import matplotlib.pyplot as plt
@@ -44,6 +52,158 @@ def new_figure(rows: int, cols: int, size: tuple[float, float], **kw: Any) -> tu
     fig, axes = plt.subplots(rows, cols, figsize=size, squeeze=False, **kw)
     plt.close(fig)
     return fig, axes
+
+
+# -- fonts ------------------------------------------------------------------------------------------
+
+# NOTE [Fonts for the language in effect]
+# DejaVu Sans (matplotlib's default family, and drawing.FONT for Graphviz) has no Chinese glyphs:
+# drawn with it alone, Chinese labels become empty boxes. In a language written with Han characters,
+# a picture's texts get a CJK family AFTER DejaVu Sans: Latin text looks exactly as in English, and
+# each glyph DejaVu lacks comes from the CJK font (matplotlib and Graphviz's pango both fall back
+# glyph by glyph along the family list). matplotlib reads rcParams["font.family"] when a text is
+# created, so the plotting functions create their figures inside a temporary rc_context and nothing
+# global changes; in English they never enter it, so English pictures stay byte-identical.
+# The family is looked up once per process in matplotlib's font list. matplotlib caches that list on
+# disk the first time it runs, so a font installed afterwards (fonts-noto-cjk after pip install
+# matplotlib) is not in it: the system's CJK font files are then added to the running font manager
+# (FontManager.addfont; rcParams and the cache on disk are left alone). With no CJK font at all, the
+# picture is made in English (the language is switched for the duration of the call) and gradlab
+# warns once, naming the package to install, rather than drawing boxes without a word.
+
+#: Families with Chinese glyphs, preferred first (Noto Sans CJK is Debian's fonts-noto-cjk).
+CJK_FAMILIES: tuple[str, ...] = (
+    "Noto Sans CJK SC",
+    "Source Han Sans SC",
+    "Noto Sans SC",
+    "Noto Sans CJK JP",
+    "Noto Sans CJK TC",
+    "Noto Sans CJK HK",
+    "Noto Sans CJK KR",
+    "Source Han Sans CN",
+    "Source Han Sans",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "Droid Sans Fallback",
+    "PingFang SC",
+    "Hiragino Sans GB",
+    "Microsoft YaHei",
+    "SimHei",
+    "Arial Unicode MS",
+)
+#: The Debian/Ubuntu package that provides the first of :data:`CJK_FAMILIES`.
+CJK_PACKAGE = "fonts-noto-cjk"
+#: Text font of the pictures; the CJK family comes after it.
+FONT = "DejaVu Sans"
+
+_CJK_FILE = re.compile(r"cjk|sourcehan|wqy|wenquanyi|droidsansfallback|simhei|msyh|pingfang|hiragino", re.I)
+#: Languages written with Han characters (language codes before the ``_``).
+_HAN_LANGUAGES = ("zh",)
+
+
+def needs_cjk_font() -> bool:
+    """Whether the language in effect is written with Han characters (``zh_CN``), so pictures need a CJK font."""
+    return language().split("_", 1)[0].lower() in _HAN_LANGUAGES
+
+
+def _installed_cjk_family() -> str | None:
+    from matplotlib import font_manager
+
+    known = {f.name for f in font_manager.fontManager.ttflist}
+    return next((family for family in CJK_FAMILIES if family in known), None)
+
+
+@cache
+def cjk_family() -> str | None:
+    """The first of :data:`CJK_FAMILIES` matplotlib can draw with, or None; looked up once per process.
+
+    Example::
+
+        >>> cjk_family()                         # doctest: +SKIP
+        'Noto Sans CJK SC'
+    """
+    found = _installed_cjk_family()
+    if found is None:  # NOTE [Fonts for the language in effect]: installed after matplotlib's cache was made
+        from matplotlib import font_manager
+
+        for path in font_manager.findSystemFonts():
+            if _CJK_FILE.search(Path(path).name):
+                try:
+                    font_manager.fontManager.addfont(path)
+                except (OSError, RuntimeError, ValueError):  # pragma: no cover - an unreadable font file
+                    continue
+        found = _installed_cjk_family()
+    return found
+
+
+@cache
+def _warn_no_cjk_font() -> None:
+    """Warn, once per process, that pictures are drawn in English for want of a CJK font."""
+    warnings.warn(
+        _t(
+            "no font with Chinese glyphs is installed, so gradlab draws its pictures with English labels; "
+            "install one (Debian/Ubuntu: {command}) and restart the kernel",
+            command=f"sudo apt-get install {CJK_PACKAGE}",
+        ),
+        GradlabWarning,
+        stacklevel=2,
+    )
+
+
+@contextmanager
+def _in_english() -> Iterator[None]:
+    before = language()
+    set_language("en")
+    try:
+        yield
+    finally:
+        set_language(before)
+
+
+@contextmanager
+def picture_language() -> Iterator[str | None]:
+    """Inside: the words of a picture are in a language its fonts can show; yields the CJK family to add.
+
+    English (or any language written without Han characters): changes nothing,
+    yields None. Chinese: yields the CJK family (:func:`cjk_family`), or, when
+    none is installed, warns once (:class:`gradlab.GradlabWarning`, naming
+    ``fonts-noto-cjk``), switches the words to English inside the block and
+    yields None. NOTE [Fonts for the language in effect].
+    """
+    if not needs_cjk_font():
+        yield None
+        return
+    family = cjk_family()
+    if family is not None:
+        yield family
+        return
+    _warn_no_cjk_font()
+    with _in_english():
+        yield None
+
+
+@contextmanager
+def picture_fonts(*families: str) -> Iterator[None]:
+    """matplotlib texts created inside can show the language in effect: a temporary ``font.family``.
+
+    In Chinese the texts' family is ``families`` (default DejaVu Sans) followed by
+    the CJK family; in English nothing changes. The rcParams are restored on
+    exit (``matplotlib.rc_context``); a text keeps the family it was created
+    with, so a figure made inside renders the same later. Also a decorator.
+
+    Example::
+
+        >>> with picture_fonts():                # doctest: +SKIP
+        ...     fig, axes = new_figure(1, 1, (4.0, 3.0))
+    """
+    with picture_language() as cjk:
+        if cjk is None:
+            yield
+            return
+        import matplotlib
+
+        with matplotlib.rc_context({"font.family": [*(families or (FONT,)), cjk]}):
+            yield
 
 
 # -- timeline ---------------------------------------------------------------------------------------
@@ -63,19 +223,22 @@ def _events_of(tracker: object) -> list[Event]:
 
 
 def _base(name: str) -> str:
-    """Views share their base's version counter: ``w (transposed view)`` is plotted as ``w``."""
-    return _VIEW.sub("", name)
+    """Views share their base's version counter: ``w (transposed view)`` is plotted as ``w`` (in any language)."""
+    return base_name(name)
 
 
 def _error_text(e: Event, versions: dict[str, int], saved_at: dict[str, int]) -> tuple[str, list[str]]:
     """The failing backward's label and the tensors it names, from the event or from the versions seen."""
     if e.version_before is not None and e.version_after is not None:
-        return f"expected version {e.version_before}, is at version {e.version_after}", [e.tensor] if e.tensor else []
+        text = _t(
+            "expected version {expected}, is at version {found}", expected=e.version_before, found=e.version_after
+        )
+        return text, [e.tensor] if e.tensor else []
     stale = [t for t in saved_at if versions.get(t, saved_at[t]) != saved_at[t]]
     if stale:
         t = stale[0]
-        return f"expected version {saved_at[t]}, is at version {versions[t]}", stale
-    return "backward raised", []
+        return _t("expected version {expected}, is at version {found}", expected=saved_at[t], found=versions[t]), stale
+    return _("backward raised"), []
 
 
 def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
@@ -101,10 +264,12 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
         >>> fig = timeline(tracker)              # doctest: +SKIP
     """
     events = _events_of(tracker)
+    # Rows are keyed by base name, decided here in the language the names were written in (views in any language).
+    bases = {e.tensor: _base(e.tensor) for e in events if e.tensor}
     names: list[str] = []
     for e in events:
-        if e.kind in ("saved", "write") and e.tensor and _base(e.tensor) not in names:
-            names.append(_base(e.tensor))
+        if e.kind in ("saved", "write") and e.tensor and bases[e.tensor] not in names:
+            names.append(bases[e.tensor])
     if tensors is not None:
         if (
             isinstance(tensors, str)
@@ -124,7 +289,11 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
             "the tracker saw no named tensor being saved or modified; run the forward, step and "
             "backward inside `with gradlab.track(names={'n_1': n_1, ...}) as tracker:`"
         )
+    with picture_fonts():
+        return _draw_timeline(events, names, bases)
 
+
+def _draw_timeline(events: list[Event], names: list[str], bases: dict[str, str]) -> Figure:
     fig, axes = new_figure(len(names), 1, (9.0, 1.2 + 1.5 * len(names)), sharex=True)
     xs = [e.index for e in events]
     x_end = (max(xs) if xs else 0) + 1
@@ -133,7 +302,7 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
     rows = {name: axes[i][0] for i, name in enumerate(names)}
     steps: dict[str, tuple[list[float], list[int]]] = {name: ([], []) for name in names}
     for e in events:
-        name = _base(e.tensor) if e.tensor else None
+        name = bases[e.tensor] if e.tensor else None
         if e.kind == "saved" and name is not None and e.version_after is not None:
             saved_at[name] = e.version_after
             versions.setdefault(name, e.version_after)
@@ -141,7 +310,7 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
                 ax = rows[name]
                 ax.plot([e.index], [e.version_after], "o", color=BLUE, zorder=3)
                 ax.annotate(
-                    f"saved (v{e.version_after})",
+                    _t("saved (v{version})", version=e.version_after),
                     (e.index, e.version_after),
                     textcoords="offset points",
                     xytext=(4, 6),
@@ -186,9 +355,9 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
             text, stale = _error_text(e, versions, saved_at)
             for ax in rows.values():
                 ax.axvline(e.index, color=RED, linewidth=2)
-            label_ax = rows.get(_base(stale[0]), axes[0][0]) if stale else axes[0][0]
+            label_ax = rows.get(bases.get(stale[0], stale[0]), axes[0][0]) if stale else axes[0][0]
             label_ax.annotate(
-                f"backward failed:\n{text}",
+                _t("backward failed:\n{reason}", reason=text),
                 (e.index, 0.5),
                 xycoords=("data", "axes fraction"),
                 textcoords="offset points",
@@ -211,13 +380,13 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
         high = max([*ys_, saved_at.get(name, 0), versions.get(name, 0)])
         ax.set_ylim(low - 0.8, high + 0.8)
         ax.set_yticks(range(low, high + 1))
-        ax.set_ylabel("version", fontsize=8)
+        ax.set_ylabel(_("version"), fontsize=8)
         ax.set_title(name, loc="left", fontsize=10)
     bottom = axes[-1][0]
     bottom.set_xlim((xs[0] if xs else 0) - 0.5, x_end)
     bottom.set_xticks(xs)
-    bottom.set_xlabel("tracker event")
-    fig.suptitle("version counters of the saved tensors", fontsize=11)
+    bottom.set_xlabel(_("tracker event"))
+    fig.suptitle(_("version counters of the saved tensors"), fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -225,12 +394,13 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
 # -- gradients --------------------------------------------------------------------------------------
 
 
-#: What plot_grads writes when no parameter has a nonzero gradient (by the statuses seen).
-_NOTHING_TO_LEARN = {
-    frozenset({"zero"}): "no bars: every gradient is all zero,\nso they cannot train any parameter",
-    frozenset({"none"}): "no bars: no parameter has a gradient (.grad is None):\nno backward reached them",
-    frozenset({"zero", "none"}): "no bars: every gradient is all zero or None,\nso they cannot train any parameter",
-}
+def _nothing_to_learn(statuses: frozenset[str]) -> str:
+    """What plot_grads writes when no parameter has a nonzero gradient (by the statuses seen)."""
+    if statuses == {"zero"}:
+        return _("no bars: every gradient is all zero,\nso they cannot train any parameter")
+    if statuses == {"none"}:
+        return _("no bars: no parameter has a gradient (.grad is None):\nno backward reached them")
+    return _("no bars: every gradient is all zero or None,\nso they cannot train any parameter")
 
 
 def plot_grads(report: GradReport) -> Figure:
@@ -251,6 +421,11 @@ def plot_grads(report: GradReport) -> Figure:
         )
     if not report.rows:
         raise ValueError("the GradReport has no rows; pass grad_report({'n_1': n_1, ...}) after a backward")
+    with picture_fonts():
+        return _draw_grads(report)
+
+
+def _draw_grads(report: GradReport) -> Figure:
     rows = list(report.rows)
     fig, axes = new_figure(1, 1, (7.5, 0.9 + 0.38 * len(rows)))
     ax = axes[0][0]
@@ -261,13 +436,13 @@ def plot_grads(report: GradReport) -> Figure:
     top = max(norms) if any(norms) else 1.0
     for y, r, n in zip(ys, rows, norms):
         if r.status == "none":
-            text = "no gradient"
+            text = _("no gradient")
         elif r.status == "zero":
-            text = "all zero"
+            text = _("all zero")
         else:
             text = f"{n:.3g}"
         if r.reached is False:
-            text += " (not reached by the loss)"
+            text = _t("{gradient} (not reached by the loss)", gradient=text)
         ax.text(
             n + 0.01 * top,
             y,
@@ -280,13 +455,13 @@ def plot_grads(report: GradReport) -> Figure:
     ax.set_yticks(ys)
     ax.set_yticklabels([f"{r.name} {list(r.shape)}" for r in rows], fontsize=8)
     ax.set_xlim(0, top * 1.35)
-    ax.set_xlabel("gradient norm")
+    ax.set_xlabel(_("gradient norm"))
     if not report.learning:  # no bar has a length: say so in the picture, not with an empty chart
         ax.set_xticks([0])
         ax.text(
             0.62,
             0.5,
-            _NOTHING_TO_LEARN[frozenset(r.status for r in rows)],
+            _nothing_to_learn(frozenset(r.status for r in rows)),
             transform=ax.transAxes,
             ha="center",
             va="center",
@@ -295,6 +470,6 @@ def plot_grads(report: GradReport) -> Figure:
             fontweight="bold",
             bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": RED},
         )
-    ax.set_title("gradient per parameter", fontsize=10)
+    ax.set_title(_("gradient per parameter"), fontsize=10)
     fig.tight_layout()
     return fig

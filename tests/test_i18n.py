@@ -12,8 +12,10 @@ import shutil
 import sys
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import torch
@@ -36,6 +38,12 @@ CONVERTED = (
     "gradlab/course/readiness.py",
     "gradlab/course/exercise.py",
     "gradlab/course/plots.py",
+    "gradlab/drawing.py",
+    "gradlab/plots.py",
+    "gradlab/course/iteration.py",
+    "gradlab/course/widgets.py",
+    "gradlab/course/questions.py",
+    "gradlab/course/training.py",
 )
 
 #: msgid -> msgstr, or (msgid, msgid_plural) -> msgstr[0] (zh_CN has one plural form).
@@ -71,6 +79,29 @@ TRANSLATIONS: dict[str | tuple[str, str], str] = {
     # course/plots.py
     "no step completed": "一步也没有完成",
     "{curve} flat: not learning": "{curve} 平坦：没有在学习",
+    # drawing.py
+    "legend": "图例",
+    "operation\n(backward node)": "运算\n（反向节点）",
+    "saved {tensor}, {version}": "已保存 {tensor}，{version}",
+    "{node} (shown above)": "{node}（见上文）",
+    # plots.py
+    "gradient per parameter": "每个参数的梯度",
+    "no bars: every gradient is all zero,\nso they cannot train any parameter": "没有柱条：每个梯度都全为零，\n无法训练任何参数",
+    # course/iteration.py
+    "ran all {n} lines of the iteration": "本次迭代的 {n} 行全部运行",
+    "got a gradient": "得到梯度",
+    "fix (c): n_1 learns from loss_1 only, n_2 from network 1's output after this step's update": "修复 (c)：n_1 只从 loss_1 学习，n_2 从网络 1 本步更新后的输出学习",
+    "recompute n_1 after its step": "在 n_1 的更新之后重新计算",
+    # course/widgets.py
+    "Run": "运行",
+    "Pick a preset or edit the steps, then press Run.": "选择一个预设或编辑步骤，然后按“运行”。",
+    # course/questions.py
+    "What does torch.softmax(x, dim=1) return for x of shape [10, 1] (one output per row)?": "对形状为 [10, 1] 的 x（每行一个输出），torch.softmax(x, dim=1) 返回什么？",
+    "All ones: its gradient is zero, so nothing before it learns": "全是 1：它的梯度为零，所以它之前的层什么也学不到",
+    "x unchanged": "原样返回 x",
+    "Right: {explanation}": "正确：{explanation}",
+    # course/training.py
+    "forward both, zero both, (loss_1 + loss_2).backward(), step both": "两个都前向，两个都清零，(loss_1 + loss_2).backward()，两个都更新",
 }
 
 
@@ -193,6 +224,61 @@ def _course_plots() -> str:
     return "\n".join(t.get_text() for ax in fig.axes for t in ax.texts)
 
 
+@contextmanager
+def _any_font() -> Iterator[None]:
+    """Pictures translated whatever fonts are installed (tests/test_fonts.py checks the fonts)."""
+    from gradlab import plots
+
+    with mock.patch.object(plots, "cjk_family", lambda: "DejaVu Sans"):
+        yield
+
+
+def _drawing() -> str:
+    x = torch.ones(3, requires_grad=True)
+    y = x.sigmoid()
+    with _any_font():
+        view = gradlab.draw({"y": y * y}, names={"x": x})
+        return view.source + "\n" + view.text()
+
+
+def _plots() -> str:
+    lin = torch.nn.Linear(2, 1)
+    (lin(torch.ones(1, 2)) * 0).sum().backward()
+    with _any_font():
+        fig = gradlab.plot_grads(gradlab.grad_report({"lin": lin}))
+    return "\n".join([*(t.get_text() for t in fig.axes[0].texts), fig.axes[0].get_title()])
+
+
+def _iteration() -> str:
+    from gradlab.course import PRESETS, outcome_table, run_order
+
+    outcome = run_order(PRESETS["recompute n_1 after its step"])
+    table = outcome_table({"recompute n_1 after its step": PRESETS["recompute n_1 after its step"]})
+    return "\n".join([str(outcome), outcome._repr_html_(), table, table.text])
+
+
+def _widgets() -> str:
+    from gradlab.course import playground
+
+    pg = playground()
+    return "\n".join([pg.run.description, pg.output_text(), pg.widget.children[0].value])
+
+
+def _questions() -> str:
+    from gradlab.course import QUESTIONS, quiz
+
+    q = QUESTIONS["softmax"]
+    widget = quiz("softmax")
+    widget.buttons[q.answer].click()
+    return "\n".join([str(q), q._repr_html_(), widget.feedback_text()])
+
+
+def _training() -> str:
+    from gradlab.course import ORDERS
+
+    return "\n".join(f"{order}: {what}" for order, what in ORDERS.items())
+
+
 OUTPUTS: dict[str, tuple[Callable[[], str], tuple[str, ...]]] = {
     "gradlab/explanation.py": (_explanation, ("消息的意思：", "可能的原因：")),
     "gradlab/intent.py": (
@@ -212,6 +298,30 @@ OUTPUTS: dict[str, tuple[Callable[[], str], tuple[str, ...]]] = {
         ("✗ 还没对：count again", "…… 答案写在上面的单元格里。", "✗ 还没对：total_loss"),
     ),
     "gradlab/course/plots.py": (_course_plots, ("loss 平坦：没有在学习", "一步也没有完成")),
+    "gradlab/drawing.py": (
+        _drawing,
+        ("图例", "运算<BR/>（反向节点）", 'fontname="DejaVu Sans,DejaVu Sans"', "已保存 result = ", "（见上文）"),
+    ),
+    "gradlab/plots.py": (_plots, ("每个参数的梯度", "没有柱条：每个梯度都全为零，\n无法训练任何参数")),
+    "gradlab/course/iteration.py": (
+        _iteration,
+        (
+            "✓ Success: 本次迭代的 11 行全部运行",
+            "<th",
+            "得到梯度",
+            "修复 (c)：n_1 只从 loss_1 学习",
+            "在 n_1 的更新之后重新计算: ",
+        ),
+    ),
+    "gradlab/course/widgets.py": (_widgets, ("运行", "选择一个预设或编辑步骤，然后按“运行”。")),
+    "gradlab/course/questions.py": (
+        _questions,
+        ("对形状为 [10, 1] 的 x", "  c) 原样返回 x", "正确：Each row is normalized over a single value"),
+    ),
+    "gradlab/course/training.py": (
+        _training,
+        ("joint: 两个都前向，两个都清零，(loss_1 + loss_2).backward()，两个都更新",),
+    ),
 }
 
 
@@ -240,6 +350,23 @@ def test_english_comes_back_exactly(path: str, catalog: Path) -> None:
     assert chinese != english
     assert set_language("en") == "en"
     assert _render(path) == english
+
+
+def test_a_translated_quiz_grades_its_translated_options(zh: None) -> None:
+    """The buttons show the translated options; each still gives its own explanation, and the answer is right."""
+    from gradlab.course import QUESTIONS, quiz
+
+    q = QUESTIONS["softmax"]
+    assert q.answer == "全是 1：它的梯度为零，所以它之前的层什么也学不到" and q.answer in q.options
+    assert q.options["原样返回 x"].startswith("softmax never returns its input")  # not translated yet: English
+    widget = quiz("softmax")
+    assert sorted(widget.buttons) == sorted(q.options)
+    for option, button in widget.buttons.items():
+        button.click()
+        verdict = "正确：" if option == q.answer else "Not quite: "
+        assert widget.feedback_text() == verdict + q.options[option]
+    set_language("en")
+    assert "x unchanged" in QUESTIONS["softmax"].options and "原样返回 x" not in QUESTIONS["softmax"].options
 
 
 def test_untranslated_messages_stay_english(zh: None) -> None:

@@ -20,8 +20,10 @@ import torch
 import gradlab
 from gradlab.drawing import GraphView
 from gradlab.graph import walk
+from gradlab.i18n import _, _t
 
 from .networks import Pair, batches, make_pair
+from .questions import Localized
 
 __all__ = [
     "STEPS",
@@ -33,6 +35,7 @@ __all__ = [
     "run_iteration",
     "outcome_table",
     "HTMLText",
+    "preset_title",
 ]
 
 #: The lines of the training loop, by step id, in the order the menu lists them.
@@ -96,52 +99,82 @@ class Preset:
 _LOOP_1 = ("forward_1", "zero_grad_1", "loss_1")
 _LOOP_2 = ("zero_grad_2", "loss_2", "backward_2", "step_2")
 
-#: The orders the course compares: notebook 06's forms and the two "fixes" that are not.
-#: Each note says what the order trains.
-PRESETS: dict[str, Preset] = {
-    "original loop": Preset(
-        (*_LOOP_1, "backward_1", "step_1", "forward_2", *_LOOP_2),
-        note="fails: loss_2.backward() needs the part of the graph loss_1.backward() freed. Had it run, it would "
-        "train what 'n_2 on detached pred_1' trains: loss_2's gradient for n_1 would arrive after opt_1.step(), "
-        "and the next opt_1.zero_grad() clears it",
-    ),
-    "retain_graph=True": Preset(
-        (*_LOOP_1, "backward_1_retain", "step_1", "forward_2", *_LOOP_2),
-        note="fails: the graph is kept, but opt_1.step() changed a weight it saved; retain_graph is not the fix",
-    ),
-    "detach inside network 2": Preset(
-        (*_LOOP_1, "backward_1", "step_1", "forward_2", *_LOOP_2),
-        detach_inside=True,
-        note="runs, but n_2.linear_1 gets no gradient from any loss: it stays at its random initialization",
-    ),
-    "n_2 on detached pred_1": Preset(
-        (*_LOOP_1, "backward_1", "step_1", "forward_2_detached", *_LOOP_2),
-        note="fix (a), the original loop repaired: n_1 learns from loss_1, n_2 from loss_2 on n_1's output as data",
-    ),
-    "loss_2 into n_2 only (inputs=)": Preset(
-        (*_LOOP_1, "backward_1", "step_1", "forward_2", "zero_grad_2", "loss_2", "backward_2_inputs", "step_2"),
-        note="the original order, repaired in one line: trains exactly what 'n_2 on detached pred_1' trains",
-    ),
-    "joint backward (both losses train n_1)": Preset(
-        (
-            "forward_1",
-            "forward_2",
-            "zero_grad_1",
-            "zero_grad_2",
-            "loss_1",
-            "loss_2",
-            "backward_joint",
-            "step_1",
-            "step_2",
+
+def _presets() -> dict[str, Preset]:
+    return {
+        "original loop": Preset(
+            (*_LOOP_1, "backward_1", "step_1", "forward_2", *_LOOP_2),
+            note=_(
+                "fails: loss_2.backward() needs the part of the graph loss_1.backward() freed. Had it run, it "
+                "would train what 'n_2 on detached pred_1' trains: loss_2's gradient for n_1 would arrive after "
+                "opt_1.step(), and the next opt_1.zero_grad() clears it"
+            ),
         ),
-        note="fix (b), a different training: one backward of loss_1 + loss_2 before any step, so n_1 learns "
-        "from both losses",
-    ),
-    "recompute n_1 after its step": Preset(
-        (*_LOOP_1, "backward_1", "step_1", "forward_1", "forward_2_detached", *_LOOP_2),
-        note="fix (c): n_1 learns from loss_1 only, n_2 from network 1's output after this step's update",
-    ),
-}
+        "retain_graph=True": Preset(
+            (*_LOOP_1, "backward_1_retain", "step_1", "forward_2", *_LOOP_2),
+            note=_("fails: the graph is kept, but opt_1.step() changed a weight it saved; retain_graph is not the fix"),
+        ),
+        "detach inside network 2": Preset(
+            (*_LOOP_1, "backward_1", "step_1", "forward_2", *_LOOP_2),
+            detach_inside=True,
+            note=_("runs, but n_2.linear_1 gets no gradient from any loss: it stays at its random initialization"),
+        ),
+        "n_2 on detached pred_1": Preset(
+            (*_LOOP_1, "backward_1", "step_1", "forward_2_detached", *_LOOP_2),
+            note=_(
+                "fix (a), the original loop repaired: n_1 learns from loss_1, n_2 from loss_2 on n_1's output as data"
+            ),
+        ),
+        "loss_2 into n_2 only (inputs=)": Preset(
+            (*_LOOP_1, "backward_1", "step_1", "forward_2", "zero_grad_2", "loss_2", "backward_2_inputs", "step_2"),
+            note=_("the original order, repaired in one line: trains exactly what 'n_2 on detached pred_1' trains"),
+        ),
+        "joint backward (both losses train n_1)": Preset(
+            (
+                "forward_1",
+                "forward_2",
+                "zero_grad_1",
+                "zero_grad_2",
+                "loss_1",
+                "loss_2",
+                "backward_joint",
+                "step_1",
+                "step_2",
+            ),
+            note=_(
+                "fix (b), a different training: one backward of loss_1 + loss_2 before any step, so n_1 learns "
+                "from both losses"
+            ),
+        ),
+        "recompute n_1 after its step": Preset(
+            (*_LOOP_1, "backward_1", "step_1", "forward_1", "forward_2_detached", *_LOOP_2),
+            note=_("fix (c): n_1 learns from loss_1 only, n_2 from network 1's output after this step's update"),
+        ),
+    }
+
+
+#: The orders the course compares: notebook 06's forms and the two "fixes" that are not.
+#: Each note says what the order trains, in the language in effect (NOTE [Texts in the language in
+#: effect] in questions.py); the keys are the presets' ids.
+PRESETS: Mapping[str, Preset] = Localized(_presets)
+
+
+def _preset_titles() -> dict[str, str]:
+    return {
+        "original loop": _("original loop"),
+        "retain_graph=True": "retain_graph=True",
+        "detach inside network 2": _("detach inside network 2"),
+        "n_2 on detached pred_1": _("n_2 on detached pred_1"),
+        "loss_2 into n_2 only (inputs=)": _("loss_2 into n_2 only (inputs=)"),
+        "joint backward (both losses train n_1)": _("joint backward (both losses train n_1)"),
+        "recompute n_1 after its step": _("recompute n_1 after its step"),
+        "custom": _("custom"),
+    }
+
+
+def preset_title(name: str) -> str:
+    """A preset's name as the menu and the table show it, in the language in effect (its id otherwise)."""
+    return _preset_titles().get(name, name)
 
 
 @dataclass(frozen=True)
@@ -192,13 +225,19 @@ class Outcome:
         from 1, as in the listing and in gradlab's ``playground:L`` locations.
         """
         if self.ok:
-            return f"ran all {len(self.steps)} lines of the iteration"
+            return _t("ran all {n} lines of the iteration", n=len(self.steps))
         i = self.failed_step or 0
         first = (self.error or "").split(". ")[0].split("\n")[0]
-        return f"line {i + 1} `{STEPS[self.steps[i]]}` raised {self.error_type}: {first}"
+        return _t(
+            "line {line} `{code}` raised {error_type}: {error}",
+            line=i + 1,
+            code=STEPS[self.steps[i]],
+            error_type=self.error_type,
+            error=first,
+        )
 
     def __str__(self) -> str:
-        mark = "✓ Success: " if self.ok else "✗ "
+        mark = _("✓ Success:") + " " if self.ok else "✗ "
         lines = [_listing(self.steps, self.failed_step), "", mark + self.headline()]
         if not self.ok:
             lines += ["", f"{self.error_type}: {self.error}"]
@@ -280,7 +319,7 @@ def _run(
     params = _param_names(pair)
     before = {name: p.detach().clone() for name, p in params}
     got_grad: set[str] = set()
-    grad_from: dict[str, list[str]] = {name: [] for name, _ in params}
+    grad_from: dict[str, list[str]] = {name: [] for name, _p in params}
     failed = error_type = error = diagnosis = details = None
     program = _program(steps)
     with gradlab.track(pair.names, warn=False) as tracker:
@@ -314,7 +353,7 @@ def _run(
         # Collected while the tracker is active: it knows who modified what, and where.
         graph = gradlab.collect(list(losses.values()), tracker.namer(), tracker=tracker).summary() if losses else None
         view = _view(losses, pair.names) if losses and want_view else None
-    names = [name for name, _ in params]
+    names = [name for name, _p in params]
     outcome = Outcome(
         steps=steps,
         detach_inside=detach_inside,
@@ -381,13 +420,13 @@ def _listing(steps: Sequence[str], failed: int | None = None) -> str:
 def _compact(names: Sequence[str], every: Sequence[str]) -> str:
     """``n_1 (all)``, ``n_2.linear_1.weight, n_2.linear_1.bias`` or ``none``."""
     if not names:
-        return "none"
+        return _("none")
     parts = []
     for net in dict.fromkeys(n.split(".")[0] for n in every):
         mine = [n for n in every if n.split(".")[0] == net]
         chosen = [n for n in mine if n in names]
         if chosen and chosen == mine:
-            parts.append(f"{net} (all)")
+            parts.append(_t("{network} (all)", network=net))
         else:
             parts.extend(chosen)
     return ", ".join(parts)
@@ -398,12 +437,14 @@ def _grad_from_text(losses: Sequence[str]) -> str:
 
 
 def _params_text(o: Outcome) -> str:
+    parameter, got, source, changed = _("parameter"), _("got grad"), _("grad from"), _("changed")
     width = max(len(p) for p in o.parameters)
-    lines = [f"{'parameter':<{width}}  got grad  grad from        changed"]
+    got_width, source_width = max(8, len(got)), max(15, len(source))
+    lines = [f"{parameter:<{width}}  {got:<{got_width}}  {source:<{source_width}}  {changed}"]
     for p in o.parameters:
         lines.append(
-            f"{p:<{width}}  {'yes' if p in o.got_grad else 'NO':<8}  "
-            f"{_grad_from_text(o.grad_from.get(p, ())):<15}  {'yes' if p in o.changed else 'no'}"
+            f"{p:<{width}}  {_('yes') if p in o.got_grad else _('NO'):<{got_width}}  "
+            f"{_grad_from_text(o.grad_from.get(p, ())):<{source_width}}  {_('yes') if p in o.changed else _('no')}"
         )
     return "\n".join(lines)
 
@@ -430,39 +471,41 @@ def _outcome_html(o: Outcome) -> str:
     )
     flags = []
     if o.detach_inside:
-        flags.append("network 2 detaches inside")
+        flags.append(_("network 2 detaches inside"))
     if o.softmax:
-        flags.append("softmax over dim=1")
+        flags.append(_("softmax over dim=1"))
     parts = [f"<ol>{items}</ol>"]
     if flags:
         parts.append(f"<p><i>{html.escape(', '.join(flags))}</i></p>")
     if o.ok:
-        parts.append(f'<p style="color:#2e7d32"><b>✓ Success:</b> {html.escape(o.headline())}.</p>')
+        parts.append(f'<p style="color:#2e7d32"><b>{html.escape(_("✓ Success:"))}</b> {html.escape(o.headline())}.</p>')
     else:
         step = o.steps[o.failed_step or 0]
-        parts.append(
-            f'<p style="color:#c62828"><b>✗ line {(o.failed_step or 0) + 1} '
-            f"<code>{html.escape(STEPS[step])}</code> raised {html.escape(str(o.error_type))}</b></p>"
+        raised = html.escape(_("✗ line {line} {code} raised {error_type}")).format(
+            line=(o.failed_step or 0) + 1,
+            code=f"<code>{html.escape(STEPS[step])}</code>",
+            error_type=html.escape(str(o.error_type)),
         )
+        parts.append(f'<p style="color:#c62828"><b>{raised}</b></p>')
         parts.append(_pre(f"{o.error_type}: {o.error}", "#c62828"))
     if o.diagnosis:
-        parts.append("<p><b>gradlab's diagnosis</b></p>" + _pre(o.diagnosis))
+        heading = html.escape(_("gradlab's diagnosis"), quote=False)
+        parts.append(f"<p><b>{heading}</b></p>" + _pre(o.diagnosis))
         if o.diagnosis_details:
-            parts.append(
-                "<details><summary>diagnosis.details(): every problem, every fix with what it trains</summary>"
-                + _pre(o.diagnosis_details)
-                + "</details>"
-            )
+            summary = html.escape(_("diagnosis.details(): every problem, every fix with what it trains"))
+            parts.append(f"<details><summary>{summary}</summary>" + _pre(o.diagnosis_details) + "</details>")
+    yes, no = html.escape(_("yes")), html.escape(_("no"))
     rows = "".join(
         "<tr>"
         + _cell(f"<code>{html.escape(p)}</code>")
-        + _cell("yes" if p in o.got_grad else "no", None if p in o.got_grad else _RED)
+        + _cell(yes if p in o.got_grad else no, None if p in o.got_grad else _RED)
         + _cell(html.escape(_grad_from_text(o.grad_from.get(p, ()))))
-        + _cell("yes" if p in o.changed else "no", None if p in o.changed else _RED)
+        + _cell(yes if p in o.changed else no, None if p in o.changed else _RED)
         + "</tr>"
         for p in o.parameters
     )
-    head = "".join(_cell(h, tag="th") for h in ("parameter", "got a gradient", "gradient from", "changed"))
+    headers = (_("parameter"), _("got a gradient"), _("gradient from"), _("changed"))
+    head = "".join(_cell(html.escape(h), tag="th") for h in headers)
     parts.append(f"<table><tr>{head}</tr>{rows}</table>")
     return "".join(parts)
 
@@ -507,20 +550,23 @@ def outcome_table(presets: Mapping[str, Preset] = PRESETS, seed: int = 0) -> HTM
     rows, lines = [], []
     for name, preset in presets.items():
         o = run_order(preset, seed=seed)
+        title = preset_title(name)
         if o.ok:
-            result = '<span style="color:#2e7d32">✓ runs</span>'
+            result = f'<span style="color:#2e7d32">{html.escape(_("✓ runs"))}</span>'
         else:
             step = o.steps[o.failed_step or 0]
-            result = (
-                f'<span style="color:#c62828">✗ line {(o.failed_step or 0) + 1} '
-                f"<code>{html.escape(STEPS[step])}</code>: {html.escape(str(o.error_type))}</span>" + _pre(str(o.error))
+            failed = html.escape(_("✗ line {line} {code}: {error_type}")).format(
+                line=(o.failed_step or 0) + 1,
+                code=f"<code>{html.escape(STEPS[step])}</code>",
+                error_type=html.escape(str(o.error_type)),
             )
+            result = f'<span style="color:#c62828">{failed}</span>' + _pre(str(o.error))
         diagnosis = _pre(o.diagnosis) if o.diagnosis else ""
         code = html.escape("\n".join(STEPS[s] for s in o.steps))
-        flag = "<br><i>network 2 detaches inside</i>" if o.detach_inside else ""
+        flag = f"<br><i>{html.escape(_('network 2 detaches inside'))}</i>" if o.detach_inside else ""
         rows.append(
             "<tr>"
-            + _cell(f"<b>{html.escape(name)}</b>{flag}<br>{html.escape(preset.note)}")
+            + _cell(f"<b>{html.escape(title)}</b>{flag}<br>{html.escape(preset.note)}")
             + _cell(f"<pre>{code}</pre>")
             + _cell(result + diagnosis)
             + _cell(html.escape(_compact(o.no_grad, o.parameters)))
@@ -528,9 +574,15 @@ def outcome_table(presets: Mapping[str, Preset] = PRESETS, seed: int = 0) -> HTM
             + "</tr>"
         )
         lines.append(
-            f"{name}: {o.headline()}; no gradient: {_compact(o.no_grad, o.parameters)}; "
-            f"changed: {_compact(o.changed, o.parameters)}"
+            _t(
+                "{preset}: {headline}; no gradient: {no_gradient}; changed: {changed}",
+                preset=title,
+                headline=o.headline(),
+                no_gradient=_compact(o.no_grad, o.parameters),
+                changed=_compact(o.changed, o.parameters),
+            )
         )
-    head = "".join(_cell(h, tag="th") for h in ("preset", "one iteration", "result", "no gradient", "changed"))
+    headers = (_("preset"), _("one iteration"), _("result"), _("no gradient"), _("changed"))
+    head = "".join(_cell(html.escape(h), tag="th") for h in headers)
     table = f'<table class="gradlab-outcomes"><tr>{head}</tr>' + "".join(rows) + "</table>"
     return HTMLText(table, "\n".join(lines))

@@ -1,7 +1,8 @@
 """The course's plots: loss curves of training runs and predictions against ``y = 2x``.
 
 Like :mod:`gradlab.plots`, each function returns a new ``matplotlib.figure.Figure``,
-closed in pyplot's registry, and changes no global state.
+closed in pyplot's registry, and changes no global state; in Chinese its texts get a
+CJK font (:func:`gradlab.plots.picture_fonts`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from gradlab.i18n import _, _t
-from gradlab.plots import RED, line_style, new_figure
+from gradlab.plots import RED, line_style, new_figure, picture_fonts
 
 from .networks import Pair
 from .training import TrainResult
@@ -48,6 +49,7 @@ def _flat(values: Sequence[float]) -> bool:
     return (max(values) - min(values)) <= 1e-6 * scale
 
 
+@picture_fonts()
 def plot_losses(losses: Mapping[str, object], *, overlay: bool = False) -> Figure:
     """Loss curves of several training variants, one panel each (or all on one with ``overlay=True``).
 
@@ -111,6 +113,7 @@ def plot_losses(losses: Mapping[str, object], *, overlay: bool = False) -> Figur
 # -- predictions ------------------------------------------------------------------------------------
 
 
+@picture_fonts()
 def plot_predictions(
     models: Pair | Mapping[str, Callable[[torch.Tensor], torch.Tensor]], x: torch.Tensor | None = None
 ) -> Figure:

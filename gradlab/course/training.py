@@ -6,23 +6,32 @@ networks and returns the losses (and the error that stopped it, if any).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import torch
 
+from gradlab.i18n import _
+
 from .networks import Pair, _int, batches, make_pair
+from .questions import Localized
 
 __all__ = ["ORDERS", "joint_step", "train", "TrainResult"]
 
 
-ORDERS = {
-    "original": "step 1 before backward 2 (the original loop)",
-    "retain_graph": "original loop with loss_1.backward(retain_graph=True)",
-    "detach_inside": "detach inside network 2 (the fix that circulates)",
-    "detach_input": "n_2(pred_1.detach()): network 2 trains on network 1's output as data",
-    "joint": "forward both, zero both, (loss_1 + loss_2).backward(), step both",
-}
+def _orders() -> dict[str, str]:
+    return {
+        "original": _("step 1 before backward 2 (the original loop)"),
+        "retain_graph": _("original loop with loss_1.backward(retain_graph=True)"),
+        "detach_inside": _("detach inside network 2 (the fix that circulates)"),
+        "detach_input": _("n_2(pred_1.detach()): network 2 trains on network 1's output as data"),
+        "joint": _("forward both, zero both, (loss_1 + loss_2).backward(), step both"),
+    }
+
+
+#: Each order's id and what it does, in the language in effect (NOTE [Texts in the language in effect]
+#: in questions.py).
+ORDERS: Mapping[str, str] = Localized(_orders)
 
 
 def joint_step(pair: Pair, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -4,7 +4,9 @@ Thin controls over plain data: :mod:`gradlab.course.iteration` runs the
 iterations and :mod:`gradlab.course.questions` holds the questions; these classes only
 wire buttons to them. Every callback writes into an ``ipywidgets.Output``, and any
 exception it raises is shown there (:func:`errors_shown_in`), never lost in the
-browser console. ipywidgets is imported only when a widget is built.
+browser console. ipywidgets is imported only when a widget is built. The labels are
+in the language of :func:`gradlab.set_language` when the widget is built; the code
+of the steps is never translated.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from .iteration import PRESETS, STEPS, Outcome, _check_steps, outcome_table, run_iteration
+from gradlab.i18n import _
+
+from .iteration import PRESETS, STEPS, Outcome, _check_steps, outcome_table, preset_title, run_iteration
 from .questions import Quiz
 from .questions import question as quiz_question
 
@@ -25,7 +29,7 @@ __all__ = ["Playground", "playground", "QuizWidget", "quiz", "errors_shown_in"]
 
 def _traceback_output(error: BaseException) -> dict[str, Any]:
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-    return {"output_type": "stream", "name": "stderr", "text": "Error in the widget callback:\n" + text}
+    return {"output_type": "stream", "name": "stderr", "text": _("Error in the widget callback:") + "\n" + text}
 
 
 @contextmanager
@@ -53,13 +57,9 @@ def _view_output(view: Any) -> dict[str, Any]:
     return _display(data)
 
 
-_HINT = "Pick a preset or edit the steps, then press Run."
-_CUSTOM_NOTE = "your own order: predict what it trains, then press Run."
-
-
 def _note_html(preset: str) -> str:
     """The line under the preset menu: what the chosen preset trains."""
-    note = PRESETS[preset].note if preset in PRESETS else _CUSTOM_NOTE
+    note = PRESETS[preset].note if preset in PRESETS else _("your own order: predict what it trains, then press Run.")
     return f'<p style="margin:0 0 4px 0"><i>{html.escape(note)}</i></p>'
 
 
@@ -108,7 +108,7 @@ class Playground:
     @property
     def steps(self) -> list[str]:
         """The step ids currently listed, in order."""
-        return [value for _, value in self.order.options]
+        return [value for _label, value in self.order.options]
 
     @steps.setter
     def steps(self, steps: Sequence[str]) -> None:
@@ -131,11 +131,11 @@ class Playground:
         # widget-view entry: its model id is random).
         data = dict(self.widget._repr_mimebundle_())
         table = outcome_table(seed=self.seed)
-        data["text/plain"] = "gradlab playground (a widget: run the cell in a live kernel)\n" + table.text
-        data["text/html"] = (
-            "<p><b>gradlab playground</b>: run this cell in a live kernel to edit the steps. "
-            "One iteration of each preset:</p>" + table
-        )
+        data["text/plain"] = _("gradlab playground (a widget: run the cell in a live kernel)") + "\n" + table.text
+        intro = html.escape(
+            _("{title}: run this cell in a live kernel to edit the steps. One iteration of each preset:"), quote=False
+        ).format(title="<b>" + html.escape(_("gradlab playground"), quote=False) + "</b>")
+        data["text/html"] = f"<p>{intro}</p>" + table
         return data
 
 
@@ -162,9 +162,9 @@ def playground(preset: str = "original loop", seed: int = 0) -> Playground:
 
     wide = w.Layout(width="auto")
     preset_menu = w.Dropdown(
-        options=[*PRESETS, "custom"],
+        options=[(preset_title(name), name) for name in (*PRESETS, "custom")],
         value=preset,
-        description="Preset",
+        description=_("Preset"),
         layout=w.Layout(width="28em"),
         style={"description_width": "4em"},
     )
@@ -173,22 +173,26 @@ def playground(preset: str = "original loop", seed: int = 0) -> Playground:
     order.add_class("gradlab-steps")
     step_choice = w.Dropdown(options=[(label, step) for step, label in STEPS.items()], layout=w.Layout(width="20em"))
     add = w.Button(
-        description="Insert", tooltip="insert the chosen step after the selected one", icon="plus", layout=wide
+        description=_("Insert"),
+        tooltip=_("insert the chosen step after the selected one"),
+        icon="plus",
+        layout=wide,
     )
-    remove = w.Button(description="Remove", icon="trash", layout=wide)
-    up = w.Button(description="Up", icon="arrow-up", layout=wide)
-    down = w.Button(description="Down", icon="arrow-down", layout=wide)
-    detach = w.Checkbox(value=PRESETS[preset].detach_inside, description="detach inside network 2", indent=False)
-    softmax = w.Checkbox(value=False, description="softmax over dim=1 (the original Net)", indent=False)
-    run = w.Button(description="Run", button_style="primary", icon="play")
+    remove = w.Button(description=_("Remove"), icon="trash", layout=wide)
+    up = w.Button(description=_("Up"), icon="arrow-up", layout=wide)
+    down = w.Button(description=_("Down"), icon="arrow-down", layout=wide)
+    detach = w.Checkbox(value=PRESETS[preset].detach_inside, description=_("detach inside network 2"), indent=False)
+    softmax = w.Checkbox(value=False, description=_("softmax over dim=1 (the original Net)"), indent=False)
+    run = w.Button(description=_("Run"), button_style="primary", icon="play")
     output = w.Output(layout=w.Layout(border="1px solid #ddd", padding="4px"))
-    output.outputs = (_display({"text/plain": _HINT, "text/html": f"<p><i>{_HINT}</i></p>"}),)
+    hint = _("Pick a preset or edit the steps, then press Run.")
+    output.outputs = (_display({"text/plain": hint, "text/html": f"<p><i>{html.escape(hint, quote=False)}</i></p>"}),)
+    title = html.escape(_("{title}: one iteration, fresh networks each Run."), quote=False).format(
+        title="<b>" + html.escape(_("Training-loop playground"), quote=False) + "</b>"
+    )
     widget = w.VBox(
         [
-            w.HTML(
-                "<style>.gradlab-steps select { font-family: monospace; }</style>"
-                "<b>Training-loop playground</b>: one iteration, fresh networks each Run."
-            ),
+            w.HTML("<style>.gradlab-steps select { font-family: monospace; }</style>" + title),
             preset_menu,
             note,
             w.HBox([order, w.VBox([w.HBox([step_choice, add]), w.HBox([up, down, remove]), detach, softmax, run])]),
@@ -256,14 +260,14 @@ def _wire(pg: Playground, seed: int) -> None:
         pg.detach.value = chosen.detach_inside
 
     @callback
-    def on_add(_: Any) -> None:
+    def on_add(_click: Any) -> None:
         steps = pg.steps
         at = pg.order.index + 1 if pg.order.index is not None else len(steps)
         steps.insert(at, pg.step_choice.value)
         edit(steps, at)
 
     @callback
-    def on_remove(_: Any) -> None:
+    def on_remove(_click: Any) -> None:
         i = pg.order.index
         if i is None:
             return
@@ -273,7 +277,7 @@ def _wire(pg: Playground, seed: int) -> None:
 
     def mover(delta: int) -> Callable[[Any], None]:
         @callback
-        def on_move(_: Any) -> None:
+        def on_move(_click: Any) -> None:
             i = pg.order.index
             steps = pg.steps
             if i is None or not 0 <= i + delta < len(steps):
@@ -284,11 +288,11 @@ def _wire(pg: Playground, seed: int) -> None:
         return on_move
 
     @callback
-    def on_run(_: Any) -> None:
+    def on_run(_click: Any) -> None:
         pg.output.outputs = ()
         steps = pg.steps
         if not steps:
-            pg.output.outputs = (_display({"text/plain": "No steps: add some, or pick a preset."}),)
+            pg.output.outputs = (_display({"text/plain": _("No steps: add some, or pick a preset.")}),)
             return
         outcome, view = run_iteration(steps, bool(pg.detach.value), seed, bool(pg.softmax.value), draw=True)
         pg.outcome = outcome
@@ -369,20 +373,20 @@ def quiz(
     }
 
     def on_click(option: str) -> Any:
-        def handler(_: Any) -> None:
+        def handler(_click: Any) -> None:
             with errors_shown_in(output):
                 correct, why = q.check(option)
                 for name, button in buttons.items():
                     button.button_style = ("success" if correct else "danger") if name == option else ""
                 color = "#2e7d32" if correct else "#c62828"
-                head = "✓ Right" if correct else "✗ Not quite"
+                head = _("✓ Right:") if correct else _("✗ Not quite:")
                 output.outputs = (
                     {
                         "output_type": "display_data",
                         "metadata": {},
                         "data": {
                             "text/plain": q.feedback(option),
-                            "text/html": f'<p style="color:{color}"><b>{head}:</b> {html.escape(why)}</p>',
+                            "text/html": f'<p style="color:{color}"><b>{html.escape(head)}</b> {html.escape(why)}</p>',
                         },
                     },
                 )
@@ -391,6 +395,7 @@ def quiz(
 
     for option, button in buttons.items():
         button.on_click(on_click(option))
-    widget = w.VBox([w.HTML(f"<b>Quiz:</b> {html.escape(q.question)}"), w.VBox(list(buttons.values())), output])
+    heading = f"<b>{html.escape(_('Quiz:'))}</b> {html.escape(q.question)}"
+    widget = w.VBox([w.HTML(heading), w.VBox(list(buttons.values())), output])
     widget.add_class("gradlab-quiz")  # a stable hook for CSS and the browser test
     return QuizWidget(q, widget, buttons, output)
