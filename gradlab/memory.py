@@ -209,22 +209,23 @@ def plot_memory(traces: Sequence[MemoryTrace] | dict[str, MemoryTrace]) -> Figur
     """
     import matplotlib.pyplot as plt
 
-    from .plots import line_style
+    from .plots import line_style, picture_fonts
 
     items = list(traces.values()) if isinstance(traces, dict) else list(traces)
     if not items or not all(isinstance(t, MemoryTrace) for t in items):
         raise TypeError("plot_memory() needs MemoryTrace objects from gradlab.measure_memory()")
-    fig, (ax_saved, ax_rss) = plt.subplots(1, 2, figsize=(10, 3.6))
-    for t in items:
-        steps = range(1, t.steps + 1)
-        style = line_style(items.index(t), t.steps)
-        ax_saved.plot(steps, [b / MB for b in t.saved_bytes], label=t.label, **style)
-        if t.rss and t.rss[0] is not None:
-            rss = [(r - t.rss[0]) / MB if r is not None else float("nan") for r in t.rss]
-            ax_rss.plot(steps, rss, label=t.label, **style)
-    ax_saved.set(title=_("bytes still saved by autograd graphs"), xlabel=_("training step"), ylabel="MB")
-    ax_rss.set(title=_("process memory (RSS) since step 1"), xlabel=_("training step"), ylabel="MB")
-    ax_saved.legend(fontsize="small")
-    fig.tight_layout()
+    with picture_fonts():
+        fig, (ax_saved, ax_rss) = plt.subplots(1, 2, figsize=(10, 3.6))
+        for t in items:
+            steps = range(1, t.steps + 1)
+            style = line_style(items.index(t), t.steps)
+            ax_saved.plot(steps, [b / MB for b in t.saved_bytes], label=t.label, **style)
+            if t.rss and t.rss[0] is not None:
+                rss = [(r - t.rss[0]) / MB if r is not None else float("nan") for r in t.rss]
+                ax_rss.plot(steps, rss, label=t.label, **style)
+        ax_saved.set(title=_("bytes still saved by autograd graphs"), xlabel=_("training step"), ylabel="MB")
+        ax_rss.set(title=_("process memory (RSS) since step 1"), xlabel=_("training step"), ylabel="MB")
+        ax_saved.legend(fontsize="small")
+        fig.tight_layout()
     plt.close(fig)
     return fig
