@@ -16,7 +16,7 @@ from torch import nn
 
 from . import internals, messages, session, writes
 from .location import Location, user_frame, user_location
-from .names import Namer, NamesLike, resolve, storage_key
+from .names import Namer, NamesLike, resolve, storage_key, view_name
 from .notices import UnusedStepWarning
 from .saved import Packed, Write, _peek, unpack_hook
 
@@ -603,7 +603,8 @@ class Tracker:
 # the tracker exits (its named bases may be gone by the time somebody reads it).
 # The answer is the one Namer.name_of would have given at save time: a named
 # tensor alive now that has the saved tensor's id is that tensor (both were alive
-# at the save), and views are told apart by geometry, as in Namer.
+# at the save), and views are told apart by geometry, as in Namer (view_name
+# words them in the language in effect when the name is worked out).
 class _LaterName:
     """The name of a tensor logged by the tracker, worked out on first use (NOTE [Lazy names])."""
 
@@ -669,11 +670,11 @@ class _LaterName:
             if base is None:
                 continue
             if tuple(base.shape) == shape and base.stride() == stride:
-                return name if base.storage_offset() == self.offset else f"{name} (view)"
+                return name if base.storage_offset() == self.offset else view_name(name)
             transposed = shape == tuple(base.shape)[::-1] and stride == base.stride()[::-1]
             if len(shape) == 2 and base.dim() == 2 and transposed:
-                return f"{name} (transposed view)"
-            return f"{name} (view)"
+                return view_name(name, transposed=True)
+            return view_name(name)
         return None
 
 
