@@ -463,6 +463,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    from .i18n import set_language
+
+    set_language(None)  # gradlab's own words in the language of LANG, when it has a catalog for it
     if any(not isinstance(a, str) for a in args):
         raise TypeError("main() takes a list of str arguments, like sys.argv[1:]")
     if not args:

@@ -193,7 +193,13 @@ def _view_templates() -> tuple[str, ...]:
 
 
 def _description_templates() -> tuple[str, ...]:
-    return (_("output of {op} {shape}"), _("leaf tensor {shape}"), _("tensor {shape} (no grad)"))
+    return (
+        _("output of {op} {shape}"),
+        _("leaf tensor {shape}"),
+        _("tensor {shape} (no grad)"),
+        _("tensor {shape}"),
+        _("its saved {attribute}"),
+    )
 
 
 # English descriptions, including those other modules write (``leaf [3]``, ``its saved 'x'``).

@@ -11,8 +11,9 @@ from typing import Any, Literal
 import torch
 
 from . import internals, messages
+from .i18n import _t
 from .location import Location, user_location
-from .names import Namer, op_name
+from .names import Namer, base_name, output_description, view_name
 
 __all__ = ["SavedTensor", "Write", "Status"]
 
@@ -247,7 +248,7 @@ def inspect_node(
     :func:`gradlab.track`; otherwise from the accessors themselves or a dry run of
     the node on zero gradients (see NOTE [Dry run]).
     """
-    node = fn.name()
+    node = internals.node_name(fn)
     out: list[dict[str, Any]] = []
     unknown: list[int] = []
     refused = False  # an accessor raised (stale, freed or other): only then can a dry run add anything
@@ -263,7 +264,7 @@ def inspect_node(
                 out.append(
                     dict(
                         attribute=label,
-                        name=f"its saved {label!r}",
+                        name=_t("its saved {attribute}", attribute=repr(label)),
                         shape=None,
                         saved_version=None,
                         current_version=None,
@@ -356,7 +357,7 @@ def _stale_entries(fn: Any, attr: str, label: str, m: messages.Message, namer: N
         if found:
             return found[:1]  # the accessor stops at the first stale tensor, as the engine does
     name = _stale_name(fn, namer, shape, cur, label) if cur is not None else None
-    desc = name or (f"output of {op_name(m.node)} {list(shape)}" if m.node else f"tensor {list(shape)}")
+    desc = name or (output_description(m.node, shape) if m.node else _t("tensor {shape}", shape=list(shape)))
     return [
         dict(
             attribute=label,
@@ -395,13 +396,13 @@ def _stale_name(fn: Any, namer: Namer, shape: tuple[int, ...], version: int, att
     saved attribute's name (``weight``); otherwise the answer is None.
     """
 
-    def fits(var: torch.Tensor) -> str | None:
+    def fits(var: torch.Tensor, name: str) -> str | None:
         if internals.version(var) != version:
             return None
         if tuple(var.shape) == shape:
-            return ""
+            return name
         if var.dim() == 2 and tuple(var.shape)[::-1] == shape:
-            return " (transposed view)"
+            return view_name(name, transposed=True) if base_name(name) == name else name
         return None
 
     near: dict[int, str] = {}
@@ -415,22 +416,22 @@ def _stale_name(fn: Any, namer: Namer, shape: tuple[int, ...], version: int, att
                 var = getattr(child, "variable", None)
                 if var is not None:
                     name = namer.name_of(var)
-                    suffix = fits(var)
-                    if name and suffix is not None:
-                        near[id(var)] = f"{name}{suffix}" if " (" not in name else name
+                    fitted = fits(var, name) if name else None
+                    if fitted is not None:
+                        near[id(var)] = fitted
                 nxt.append(child)
         frontier = nxt
     if len(near) > 1 and attribute:
-        near = {k: v for k, v in near.items() if v.split(" (")[0].rsplit(".", 1)[-1] == attribute}
+        near = {k: v for k, v in near.items() if base_name(v).rsplit(".", 1)[-1] == attribute}
     if len(near) == 1:
         return next(iter(near.values()))
     if near:
         return None
     found: dict[int, str] = {}
     for name, t in namer.named():
-        suffix = fits(t)
-        if suffix is not None:
-            found.setdefault(id(t), f"{name}{suffix}")
+        fitted = fits(t, name)
+        if fitted is not None:
+            found.setdefault(id(t), fitted)
     return next(iter(found.values())) if len(found) == 1 else None
 
 

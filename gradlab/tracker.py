@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 import weakref
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 
 from . import internals, messages, session, writes
+from .i18n import _t
 from .location import Location, user_frame, user_location
 from .names import Namer, NamesLike, resolve, storage_key, view_name
 from .notices import UnusedStepWarning
@@ -378,6 +380,7 @@ class Tracker:
                 else:
                     self._log("error", None, None, None, messages.FREED_HEAD, loc)
                 self._annotate(e, roots, call, user_frame())
+                raise e.with_traceback(_without_hook_frames(e.__traceback__))  # noqa: B904 - the same error, re-raised
             raise
         finally:
             self._current, self._freeing = outer_current, outer_freeing
@@ -458,7 +461,7 @@ class Tracker:
             if not found:
                 continue
             self._reported.update(id(p) for p in found)
-            labels = ", ".join(namer.name_of(p) or f"parameter {list(p.shape)}" for p in found)
+            labels = ", ".join(namer.name_of(p) or _t("parameter {shape}", shape=list(p.shape)) for p in found)
             note = f"{name}.step(){where}: {labels} had {what}, so this step cannot train them."
             self.notes.append(note)
             self._log("note", labels, None, None, note, loc)
@@ -705,6 +708,30 @@ def collect_roots(roots: list[Any], namer: Namer, tracker: Tracker, failing: Bac
     from .graph import collect_nodes
 
     return collect_nodes(roots, namer, tracker=tracker)
+
+
+_HOOK_FILES = frozenset(
+    os.path.realpath(os.path.join(os.path.dirname(__file__), name))
+    for name in ("tracker.py", "saved.py", "writes.py", "location.py")
+)
+
+
+def _without_hook_frames(tb: TracebackType | None) -> TracebackType | None:
+    """``tb`` without gradlab's hook frames below the backward call (the unpack hook that raised).
+
+    IPython hides frames marked ``__tracebackhide__`` except the last one, which it
+    always shows; so the unpack hook's frame, where the in-place error is raised, is
+    taken out here, and the traceback ends in torch's backward engine as without gradlab.
+    """
+    kept: list[TracebackType] = []
+    while tb is not None:
+        if os.path.realpath(tb.tb_frame.f_code.co_filename) not in _HOOK_FILES:
+            kept.append(tb)
+        tb = tb.tb_next
+    out: TracebackType | None = None
+    for entry in reversed(kept):
+        out = TracebackType(out, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return out
 
 
 def track(names: NamesLike = None, *, warn: bool = True) -> Tracker:

@@ -142,3 +142,15 @@ def test_a_name_that_cannot_be_known_is_a_description_never_a_wrong_name() -> No
         h.add_(1)
     d = gradlab.check(out, names={"a": a, "b": b})
     assert d.problems[0].tensor == "output of Mul [3]"
+
+
+def test_the_traceback_has_no_frame_of_gradlab_below_the_backward_call() -> None:
+    """The frames under gradlab's backward wrapper are torch's only: the unpack hook that raised is taken out."""
+    import traceback
+
+    _, error = _stale_loop(lambda out, x: out.backward())
+    frames = traceback.extract_tb(error.__traceback__)
+    names = [f.name for f in frames]
+    below = frames[names.index("record_backward") + 1 :]
+    assert below and not any(f.filename.endswith(("saved.py", "tracker.py", "writes.py")) for f in below)
+    assert below[-1].filename.endswith("graph.py")  # torch's backward engine raised it, as without gradlab
