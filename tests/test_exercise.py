@@ -249,7 +249,9 @@ def _running_total(update) -> tuple[object, list[float], list[int]]:
     return total_loss, losses, trace.graphs
 
 
-@pytest.mark.parametrize("update", [lambda t, l: t + l.item(), lambda t, l: t + l.detach()], ids=["item", "detach"])
+@pytest.mark.parametrize(
+    "update", [lambda t, loss: t + loss.item(), lambda t, loss: t + loss.detach()], ids=["item", "detach"]
+)
 def test_running_total_right_answers_pass(update) -> None:
     assert course.check_running_total(*_running_total(update)).passed
 
@@ -257,8 +259,8 @@ def test_running_total_right_answers_pass(update) -> None:
 @pytest.mark.parametrize(
     ("update", "hint"),
     [
-        (lambda t, l: t + l, "keeps every step's graph alive"),
-        (lambda t, l: l.item(), "is not the sum of the losses"),
+        (lambda t, loss: t + loss, "keeps every step's graph alive"),
+        (lambda t, loss: loss.item(), "is not the sum of the losses"),
     ],
     ids=["keeps-graph", "replaces"],
 )
