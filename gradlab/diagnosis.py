@@ -102,7 +102,7 @@ class Problem:
             text += _t(": modified by {writer}", writer=self.modified_by)
         if where:
             text += _t(" at {where}", where=where)
-        return text + "."
+        return _t("{sentence}.", sentence=text)
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ class Diagnosis:
             probs = [p for p in self.problems if p.kind == kind]
             if not probs:
                 continue
-            lines += ["", f"{title}:"]
+            lines += ["", _t("{section}:", section=title)]
             lines += [f"  - {p.sentence()}" for p in probs[:8]]
             if len(probs) > 8:
                 lines.append("  - " + _t("... and {n} more", n=len(probs) - 8))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from .graph import roots_of, walk
-from .i18n import _, _t
+from .i18n import _, _t, ljust, width
 from .names import Namer, NamesLike
 
 __all__ = ["GradReport", "GradRow", "grad_report"]
@@ -52,15 +52,14 @@ class GradReport:
 
     def __str__(self) -> str:
         parameter, shape, gradient, reached = _("parameter"), _("shape"), _("gradient"), _("reached by loss")
-        width = max([len(r.name) for r in self.rows] + [len(parameter)])
-        shape_width, grad_width = max(10, len(shape)), max(14, len(gradient))
+        name_width = max([width(r.name) for r in self.rows] + [width(parameter)])
+        shape_width, grad_width = max(10, width(shape)), max(14, width(gradient))
         with_reach = any(r.reached is not None for r in self.rows)
-        head = (
-            f"{parameter:<{width}}  {shape:<{shape_width}}  {gradient:<{grad_width}}  {reached if with_reach else ''}"
-        )
-        lines = [head.rstrip()]
+        head = ljust(parameter, name_width) + "  " + ljust(shape, shape_width) + "  " + ljust(gradient, grad_width)
+        lines = [(head + "  " + (reached if with_reach else "")).rstrip()]
         for r in self.rows:
-            line = f"{r.name:<{width}}  {list(r.shape)!s:<{shape_width}}  {_gradient(r):<{grad_width}}"
+            line = ljust(r.name, name_width) + "  " + ljust(str(list(r.shape)), shape_width)
+            line += "  " + ljust(_gradient(r), grad_width)
             if with_reach:
                 line += "  " + (_("yes") if r.reached else _("NO"))
             lines.append(line.rstrip())

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from . import internals, session
-from .i18n import _, _t
+from .i18n import _, _t, ljust, width
 from .names import Namer, NamesLike, given_name, op_name
 from .saved import SavedTensor, inspect_node
 
@@ -330,6 +330,6 @@ def saved_table(saved: Sequence[SavedTensor]) -> str:
         if extra:
             row += [s.modified_by or "", (s.where or "") + (f": {s.code}" if s.code else "")]
         rows.append(row)
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [columns, *rows]]
+    widths = [max(width(c), *(width(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    lines = ["  ".join(ljust(cell, w) for cell, w in zip(line, widths)).rstrip() for line in [columns, *rows]]
     return "\n".join(lines)

@@ -25,10 +25,11 @@ import io
 import os
 import struct
 import threading
+import unicodedata
 from functools import cache
 from pathlib import Path
 
-__all__ = ["set_language", "language", "languages", "gettext_", "_", "_t", "ngettext_"]
+__all__ = ["set_language", "language", "languages", "gettext_", "_", "_t", "ngettext_", "width", "ljust"]
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 DOMAIN = "gradlab"
@@ -114,6 +115,16 @@ def ngettext_(singular: str, plural: str, n: int) -> str:
 
 
 @cache
+def width(text: str) -> int:
+    """Columns ``text`` takes in a terminal or a monospace font: a Chinese character takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def ljust(text: str, columns: int) -> str:
+    """``text`` padded with spaces to ``columns`` display columns (``str.ljust`` counts a Chinese character as one)."""
+    return text + " " * max(0, columns - width(text))
+
+
 def _catalog(lang: str) -> gettext.GNUTranslations:
     path = LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
     return gettext.GNUTranslations(io.BytesIO(_compile(read_po(path.read_text(encoding="utf-8")))))

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from . import internals, messages, session, writes
-from .i18n import _t
+from .i18n import _, _t
 from .location import Location, user_frame, user_location
 from .names import Namer, NamesLike, resolve, storage_key, view_name
 from .notices import UnusedStepWarning
@@ -455,14 +455,20 @@ class Tracker:
             return
         namer = self.namer()
         loc = user_location()
-        where = f" at {loc}" if loc else ""
+        where = _t(" at {where}", where=loc) if loc else ""
         name = type(optimizer).__name__
-        for found, what in ((missing, "no gradient (.grad is None)"), (zero, "an all-zero gradient")):
+        for found, what in ((missing, _("no gradient (.grad is None)")), (zero, _("an all-zero gradient"))):
             if not found:
                 continue
             self._reported.update(id(p) for p in found)
             labels = ", ".join(namer.name_of(p) or _t("parameter {shape}", shape=list(p.shape)) for p in found)
-            note = f"{name}.step(){where}: {labels} had {what}, so this step cannot train them."
+            note = _t(
+                "{step}{where}: {labels} had {what}, so this step cannot train them.",
+                step=f"{name}.step()",
+                where=where,
+                labels=labels,
+                what=what,
+            )
             self.notes.append(note)
             self._log("note", labels, None, None, note, loc)
             if self.warn:

@@ -240,3 +240,33 @@ def test_a_summary_heading_stands_in_for_a_missing_summary_tag() -> None:
     assert sources(workbook.workbook_notebook(nb, LABELS)) == ["# Title", "## Summary\n\n- the end"]
     nb.cells[2].metadata["tags"] = ["summary"]
     assert sources(workbook.workbook_notebook(nb, LABELS)) == ["# Title", "middle"], "a tag wins"
+
+
+def test_frames_a_cell_prints_are_cut_like_a_traceback() -> None:
+    """Anomaly mode's forward trace, printed by a cell: the cell's and course code's frames stay, torch's are counted."""
+    printed = (
+        "Error detected in AddmmBackward0. Traceback of forward call that caused the error:\n"
+        '  File "<cell>", line 3, in <module>\n'
+        "    pred_1 = n_1(x)\n"
+        '  File "<site-packages>/torch/nn/modules/module.py", line 1778, in _wrapped_call_impl\n'
+        "    return self._call_impl(*args, **kwargs)\n"
+        '  File "<site-packages>/torch/nn/modules/module.py", line 1789, in _call_impl\n'
+        "    return forward_call(*args, **kwargs)\n"
+        '  File "<gradlab>/course/networks.py", line 66, in forward\n'
+        "    x = self.linear_2(x)\n"
+        '  File "/usr/lib/python3/dist-packages/torch/nn/modules/linear.py", line 134, in forward\n'
+        "    return F.linear(input, self.weight, self.bias)\n"
+        " (Triggered internally at python_anomaly_mode.cpp:122.)\n"
+    )
+    assert tracebacks.cut_printed_frames(printed) == (
+        "Error detected in AddmmBackward0. Traceback of forward call that caused the error:\n"
+        '  File "<cell>", line 3, in <module>\n'
+        "    pred_1 = n_1(x)\n"
+        "  … 2 library frames omitted (torch)\n"
+        '  File "<gradlab>/course/networks.py", line 66, in forward\n'
+        "    x = self.linear_2(x)\n"
+        "  … 1 library frame omitted (torch)\n"
+        " (Triggered internally at python_anomaly_mode.cpp:122.)\n"
+    )
+    plain = "loss 0.25\nFile names are not frames\n"
+    assert tracebacks.cut_printed_frames(plain) == plain

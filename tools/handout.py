@@ -73,7 +73,7 @@ from handout_book import (  # noqa: F401  (tests reach these through this module
     workbook_cover,
 )
 from handout_print import APT_LINE, Printer, PrintError, find_chromium  # noqa: F401
-from handout_tracebacks import cut_traceback
+from handout_tracebacks import cut_printed_frames, cut_traceback
 from workbook import workbook_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -222,7 +222,7 @@ def static_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def print_outputs(notebook: nbformat.NotebookNode, *, context: bool = True) -> nbformat.NotebookNode:
-    """:func:`static_outputs`, and every error's traceback cut to the reader's frames.
+    """:func:`static_outputs`, and every error's traceback (and frames a cell prints) cut to the reader's frames.
 
     ``context=False``: a cell frame keeps only its failing line (see :func:`cut_traceback`).
     """
@@ -231,6 +231,8 @@ def print_outputs(notebook: nbformat.NotebookNode, *, context: bool = True) -> n
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
             if output.get("output_type") == "error":
                 output["traceback"] = cut_traceback(output.get("traceback", []), context=context)
+            elif output.get("output_type") == "stream":
+                output["text"] = cut_printed_frames(output.get("text", ""))
     return notebook
 
 

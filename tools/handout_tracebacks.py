@@ -123,3 +123,52 @@ def cut_traceback(traceback: Sequence[str], *, context: bool = True) -> list[str
         kept.append(entry if context or path != "<cell>" else failing_line_only(entry))
     flush()
     return kept
+
+
+_PRINTED_FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<path>[^"]+)", line \d+, in \S+\s*$')
+
+
+def cut_printed_frames(text: str) -> str:
+    """Printed text (a warning, a traceback a cell prints) with each run of library frames as one line.
+
+    A printed frame is Python's two lines, ``File "...", line N, in f`` and its indented code.
+
+    Example::
+
+        >>> print(cut_printed_frames(
+        ...     'Error in AddmmBackward0\\n  File "<cell>", line 3, in <module>\\n    pred = net(x)\\n'
+        ...     '  File "<site-packages>/torch/nn/modules/module.py", line 1778, in _call\\n    return f()\\n'
+        ...     '  File "<site-packages>/torch/nn/modules/linear.py", line 134, in forward\\n    return F.linear(x)\\n'
+        ... ), end="")
+        Error in AddmmBackward0
+          File "<cell>", line 3, in <module>
+            pred = net(x)
+          … 2 library frames omitted (torch)
+    """
+    lines = text.split("\n")
+    kept: list[str] = []
+    run: list[str] = []
+    indent = ""
+
+    def flush() -> None:
+        if run:
+            kept.append(indent + omitted_line(len(run), list(dict.fromkeys(run))).rstrip("\n"))
+            run.clear()
+
+    i = 0
+    while i < len(lines):
+        frame = _PRINTED_FRAME.match(lines[i])
+        library = library_of(frame.group("path")) if frame else None
+        if frame and library is not None:
+            indent = frame.group("indent")
+            run.append(library)
+            code = (
+                i + 1 < len(lines) and not _PRINTED_FRAME.match(lines[i + 1]) and lines[i + 1].startswith(indent + " ")
+            )
+            i += 2 if code else 1
+            continue
+        flush()
+        kept.append(lines[i])
+        i += 1
+    flush()
+    return "\n".join(kept)

@@ -95,8 +95,12 @@ def placeholders(text: str) -> set[str]:
     return set(re.findall(r"(?<!\{)\{(\w+)(?:[:!][^}]*)?\}", text))
 
 
-def update(lang_dir: Path, messages: dict[str, Message]) -> Path:
-    """Write ``lang_dir``'s gradlab.po: existing translations kept, new messages added empty."""
+def update(lang_dir: Path, messages: dict[str, Message], translations: dict[str, str] | None = None) -> Path:
+    """Write ``lang_dir``'s gradlab.po: existing translations kept, new messages added empty.
+
+    ``translations`` (msgid -> translation, e.g. from a translator's file) fill or replace entries.
+    """
+    translations = translations or {}
     path = lang_dir / "LC_MESSAGES" / "gradlab.po"
     entries = _entries(path)
     header = next((e for e in entries if e[0].get("msgid") == ""), None)
@@ -112,9 +116,10 @@ def update(lang_dir: Path, messages: dict[str, Message]) -> Path:
         lines.append("msgid " + _quote(msgid))
         if message.plural is not None:
             lines.append("msgid_plural " + _quote(message.plural))
-            lines.append("msgstr[0] " + _quote(old[0].get("msgstr[0]", "") if old else ""))
+            given = translations.get(msgid, old[0].get("msgstr[0]", "") if old else "")
+            lines.append("msgstr[0] " + _quote(given))
         else:
-            lines.append("msgstr " + _quote(old[0].get("msgstr", "") if old else ""))
+            lines.append("msgstr " + _quote(translations.get(msgid, old[0].get("msgstr", "") if old else "")))
         blocks.append("\n".join(lines))
     path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
     return path

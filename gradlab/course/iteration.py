@@ -20,7 +20,7 @@ import torch
 import gradlab
 from gradlab.drawing import GraphView
 from gradlab.graph import walk
-from gradlab.i18n import _, _t
+from gradlab.i18n import _, _t, ljust, width
 
 from .networks import Pair, batches, make_pair
 from .questions import Localized
@@ -438,13 +438,14 @@ def _grad_from_text(losses: Sequence[str]) -> str:
 
 def _params_text(o: Outcome) -> str:
     parameter, got, source, changed = _("parameter"), _("got grad"), _("grad from"), _("changed")
-    width = max(len(p) for p in o.parameters)
-    got_width, source_width = max(8, len(got)), max(15, len(source))
-    lines = [f"{parameter:<{width}}  {got:<{got_width}}  {source:<{source_width}}  {changed}"]
+    name_width = max(width(p) for p in [*o.parameters, parameter])
+    got_width, source_width = max(8, width(got)), max(15, width(source))
+    lines = [f"{ljust(parameter, name_width)}  {ljust(got, got_width)}  {ljust(source, source_width)}  {changed}"]
     for p in o.parameters:
+        got_it = _("yes") if p in o.got_grad else _("NO")
         lines.append(
-            f"{p:<{width}}  {_('yes') if p in o.got_grad else _('NO'):<{got_width}}  "
-            f"{_grad_from_text(o.grad_from.get(p, ())):<{source_width}}  {_('yes') if p in o.changed else _('no')}"
+            f"{ljust(p, name_width)}  {ljust(got_it, got_width)}  "
+            f"{ljust(_grad_from_text(o.grad_from.get(p, ())), source_width)}  {_('yes') if p in o.changed else _('no')}"
         )
     return "\n".join(lines)
 
