@@ -30,7 +30,7 @@ system-deps:
 	@bash tools/system-deps.sh
 
 lab: system-deps setup
-	$(BIN)/python -m gradlab.course lab --port $(PORT)
+	$(BIN)/python -m gradlab.course lab --port $(PORT) $(if $(filter zh,$(EDITION)),--edition zh,)
 
 # Lint and format check (ruff) and the type check (mypy, strict on the library).
 lint: setup

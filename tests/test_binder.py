@@ -108,3 +108,16 @@ def test_repo2docker_dockerfile_installs_the_course() -> None:
     assert re.search(r"apt-get install --yes --no-install-recommends .*\bgraphviz\b", dockerfile)
     assert 'pip install --no-cache-dir -r "binder/requirements.txt"' in dockerfile
     assert "./binder/postBuild" in dockerfile
+
+
+def test_every_binder_link_opens_a_committed_notebook() -> None:
+    """The badges of both READMEs open a notebook that exists (English and Chinese editions)."""
+    import re
+
+    opened = []
+    for readme in ["README.md", "README.zh-CN.md"]:
+        text = (ROOT / readme).read_text(encoding="utf-8")
+        for path in re.findall(r"mybinder\.org/v2/gh/[^)\s]*?urlpath=lab/tree/([^)\s&]+)", text):
+            assert (ROOT / path).is_file(), f"{readme}: Binder opens {path}, which is not in the repository"
+            opened.append(path)
+    assert "notebooks/00_start_here.ipynb" in opened and "notebooks/zh/00_start_here.ipynb" in opened

@@ -132,3 +132,19 @@ def test_lab_serves_only_with_token(tmp_path: Path, notebooks: Path) -> None:
             server.kill()
             output, _ = server.communicate()
     assert lab.course_url(port, token) in output, "the URL with token is printed"
+
+
+def test_the_chinese_edition_opens_its_own_first_notebook() -> None:
+    argv = lab.build_argv(Path("notebooks"), 8890, open_browser=False, start=lab.EDITIONS["zh"])
+    assert "--LabApp.default_url=/lab/tree/zh/00_start_here.ipynb" in argv
+    assert (
+        lab.course_url(8890, "t", lab.EDITIONS["zh"]) == "http://127.0.0.1:8890/lab/tree/zh/00_start_here.ipynb?token=t"
+    )
+    for start in lab.EDITIONS.values():
+        assert (Path(lab.__file__).resolve().parents[2] / "notebooks" / start).is_file(), f"{start} is committed"
+
+
+def test_an_edition_without_its_notebooks_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / lab.START_NOTEBOOK).write_text("{}", encoding="utf-8")
+    assert lab.main(["--no-browser", "--edition", "zh", "--notebooks-dir", str(tmp_path)]) != 0
+    assert "zh/00_start_here.ipynb not found" in capsys.readouterr().err

@@ -1,7 +1,7 @@
-"""Open the course in JupyterLab: ``python -m gradlab.course.lab [--port N] [--no-browser]``.
+"""Open the course in JupyterLab: ``python -m gradlab.course.lab [--port N] [--edition zh] [--no-browser]``.
 
 JupyterLab serves the repository's ``notebooks/`` folder and opens
-``00_start_here.ipynb``. The server listens on 127.0.0.1 only and always
+``00_start_here.ipynb`` (``--edition zh``: the Chinese edition's, ``zh/00_start_here.ipynb``). The server listens on 127.0.0.1 only and always
 requires a token; the full URL with the token is printed so the course can
 be opened from another browser (or through an SSH tunnel) on a headless
 machine.
@@ -17,10 +17,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["HOST", "START_NOTEBOOK", "build_argv", "course_url", "main", "port_in_use"]
+__all__ = ["EDITIONS", "HOST", "START_NOTEBOOK", "build_argv", "course_url", "main", "port_in_use"]
 
 HOST = "127.0.0.1"
 START_NOTEBOOK = "00_start_here.ipynb"
+#: Each edition's first notebook, relative to ``notebooks/``.
+EDITIONS = {"en": START_NOTEBOOK, "zh": f"zh/{START_NOTEBOOK}"}
 
 
 def build_argv(
@@ -29,6 +31,7 @@ def build_argv(
     *,
     open_browser: bool = True,
     allow_root: bool = False,
+    start: str = START_NOTEBOOK,
 ) -> list[str]:
     """Command line that starts JupyterLab on the course notebooks.
 
@@ -41,6 +44,7 @@ def build_argv(
             another port, so the printed URL is always right.
         open_browser: open the start notebook in the default browser.
         allow_root: add ``--allow-root`` (JupyterLab refuses root without it).
+        start: the notebook to open, relative to ``notebooks_dir`` (one of :data:`EDITIONS`).
 
     Example::
 
@@ -53,7 +57,7 @@ def build_argv(
         "-m",
         "jupyterlab",
         f"--ServerApp.root_dir={notebooks_dir}",
-        f"--LabApp.default_url=/lab/tree/{START_NOTEBOOK}",
+        f"--LabApp.default_url=/lab/tree/{start}",
         f"--ServerApp.ip={HOST}",
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
@@ -64,9 +68,9 @@ def build_argv(
     return argv
 
 
-def course_url(port: int, token: str) -> str:
+def course_url(port: int, token: str, start: str = START_NOTEBOOK) -> str:
     """URL of the start notebook, with the token that logs the browser in."""
-    return f"http://{HOST}:{port}/lab/tree/{START_NOTEBOOK}?token={token}"
+    return f"http://{HOST}:{port}/lab/tree/{start}?token={token}"
 
 
 def port_in_use(port: int, host: str = HOST) -> bool:
@@ -94,6 +98,12 @@ def _parse_args(args: Sequence[str] | None) -> argparse.Namespace:
         description="Open the gradlab course in JupyterLab (127.0.0.1, token required).",
     )
     parser.add_argument("--port", type=int, default=8888, help="port on 127.0.0.1 (default 8888)")
+    parser.add_argument(
+        "--edition",
+        choices=sorted(EDITIONS),
+        default="en",
+        help="which edition's first notebook to open: en (English, default) or zh (Chinese, notebooks/zh/)",
+    )
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.add_argument(
         "--token",
@@ -117,9 +127,10 @@ def main(args: Sequence[str] | None = None) -> int:
     """
     options = _parse_args(args)
     notebooks_dir = (options.notebooks_dir or _default_notebooks_dir()).resolve()
-    if not (notebooks_dir / START_NOTEBOOK).is_file():
+    start = EDITIONS[options.edition]
+    if not (notebooks_dir / start).is_file():
         print(
-            f"gradlab.lab: {START_NOTEBOOK} not found in {notebooks_dir}; "
+            f"gradlab.lab: {start} not found in {notebooks_dir}; "
             "pass --notebooks-dir pointing at the course's notebooks/ folder.",
             file=sys.stderr,
         )
@@ -141,11 +152,12 @@ def main(args: Sequence[str] | None = None) -> int:
         options.port,
         open_browser=not options.no_browser,
         allow_root=_running_as_root(),
+        start=start,
     )
     print(
         f"gradlab: starting JupyterLab on {notebooks_dir} (Ctrl-C twice to stop).\n"
         "Open the course at this URL (it contains the access token):\n\n"
-        f"    {course_url(options.port, token)}\n",
+        f"    {course_url(options.port, token, start)}\n",
         flush=True,
     )
     # Replace this process so Ctrl-C and signals reach JupyterLab directly.
