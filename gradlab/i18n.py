@@ -114,9 +114,14 @@ def ngettext_(singular: str, plural: str, n: int) -> str:
     return _translation.ngettext(singular, plural, n)
 
 
-@cache
 def width(text: str) -> int:
-    """Columns ``text`` takes in a terminal or a monospace font: a Chinese character takes two."""
+    """Columns ``text`` takes in a terminal or a monospace font: a Chinese character takes two.
+
+    Example::
+
+        >>> width("grad"), width("梯度"), ljust("梯度", 6) + "|"
+        (4, 4, '梯度  |')
+    """
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
@@ -125,6 +130,7 @@ def ljust(text: str, columns: int) -> str:
     return text + " " * max(0, columns - width(text))
 
 
+@cache
 def _catalog(lang: str) -> gettext.GNUTranslations:
     path = LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
     return gettext.GNUTranslations(io.BytesIO(_compile(read_po(path.read_text(encoding="utf-8")))))
