@@ -70,7 +70,7 @@ class GradReport:
             verdicts.append(_t("no gradient: {names}", names=", ".join(self.no_grad)))
         if self.zero:
             verdicts.append(_t("all-zero gradient: {names}", names=", ".join(self.zero)))
-        lines.append("=> " + ("; ".join(verdicts) if verdicts else _("every parameter has a non-zero gradient")))
+        lines.append("=> " + (_("; ").join(verdicts) if verdicts else _("every parameter has a non-zero gradient")))
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

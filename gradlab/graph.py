@@ -89,7 +89,7 @@ class Graph:
             parts.append(_t("{n} freed", n=counts["freed"]))
         if counts["unknown"]:
             parts.append(_t("{n} unknown", n=counts["unknown"]))
-        return _t("autograd graph: {counts}", counts=", ".join(parts))
+        return _t("autograd graph: {counts}", counts=_(", ").join(parts))
 
 
 def roots_of(outputs: object, what: str = "output") -> list[Any]:

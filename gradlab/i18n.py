@@ -23,6 +23,7 @@ import ast
 import gettext
 import io
 import os
+import re
 import struct
 import threading
 import unicodedata
@@ -104,9 +105,28 @@ def gettext_(message: str) -> str:
 _ = gettext_
 
 
+# A space between two Chinese characters (or Chinese punctuation): English templates put
+# spaces around the names they fill in, which Chinese text does not have ("如果 出错的损失 不应训练").
+_CJK_GAP = re.compile(r"(?<=[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]) (?=[\u3000-\u303f\u3400-\u9fff\uff00-\uffef])")
+
+
 def _t(message: str, /, **fields: object) -> str:
-    """``message`` translated, then its ``{fields}`` filled in (a translation may reorder them)."""
-    return gettext_(message).format(**fields)
+    """``message`` translated, then its ``{fields}`` filled in (a translation may reorder them).
+
+    In Chinese, a single space left between two Chinese characters where a field was filled
+    in is dropped; spaces next to code (``loss_2``, ``n_1``) stay.
+
+    Example::
+
+        >>> set_language("zh_CN") and _t("if {loss} should not train {model}", loss="loss_2", model="n_1")
+        '如果 loss_2 不应训练 n_1'
+        >>> _t("if {loss} should not train {model}", loss=_("the failing loss"), model=_("the upstream model"))
+        '如果出错的损失不应训练上游模型'
+        >>> set_language("en")
+        'en'
+    """
+    text = gettext_(message).format(**fields)
+    return _CJK_GAP.sub("", text) if _current.startswith("zh") else text
 
 
 def ngettext_(singular: str, plural: str, n: int) -> str:

@@ -67,7 +67,7 @@ class IntentReport:
 
     def __str__(self) -> str:
         if self.ok:
-            return f"{_('ok')}: {self._all_declared()}"
+            return _t("ok: {summary}", summary=self._all_declared())
         n = len(self.mismatches)
         lines = [
             ngettext_("{n} mismatch with what you declared:", "{n} mismatches with what you declared:", n).format(n=n)

@@ -203,7 +203,7 @@ class Tracker:
             except (RuntimeError, NotImplementedError):
                 key = 0
             if key and static.covers(key):
-                self._log("saved", _LaterName.of(static, t), p.version, p.version, "saved for backward", p.saved_at)
+                self._log("saved", _LaterName.of(static, t), p.version, p.version, _("saved for backward"), p.saved_at)
         self._packs += 1
         if not self._packs & 1023:
             self._prune()

@@ -62,7 +62,7 @@ def _learner_words(source: str) -> bool:
     for tok in tokens:
         if tok.type == tokenize.COMMENT:
             return True
-        if tok.type == tokenize.STRING and re.search(r"[A-Za-z]{2,}\s+[A-Za-z]", tok.string):
+        if tok.type == tokenize.STRING and re.search(r"[A-Za-z]{2,}\s+[A-Za-z{]", tok.string):
             return True
     return "language=" in source
 

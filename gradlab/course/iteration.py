@@ -272,8 +272,8 @@ def _check_steps(steps: object) -> tuple[str, ...]:
 
 
 def _missing_message(name: str, step: str) -> str:
-    fixes = " or ".join(f"'{STEPS[d]}'" for d in _DEFINED_BY[name])
-    return f"{name} is not defined yet: add {fixes} before '{STEPS[step]}'"
+    fixes = _(" or ").join(f"'{STEPS[d]}'" for d in _DEFINED_BY[name])
+    return _t("{name} is not defined yet: add {fixes} before '{step}'", name=name, fixes=fixes, step=STEPS[step])
 
 
 def _program(steps: Sequence[str]) -> list[Any]:

@@ -35,7 +35,7 @@ def _curves(name: str, value: object) -> tuple[list[tuple[str, list[float]]], st
         and not isinstance(value, (str, bytes))
         and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
     ):
-        return [("loss", [float(v) for v in value])], None
+        return [(_("loss"), [float(v) for v in value])], None
     raise TypeError(
         f"losses[{name!r}] is a {type(value).__name__}; pass a list of floats or a TrainResult, "
         "e.g. {'joint': gradlab.train('joint')}"

@@ -100,7 +100,7 @@ class Quiz:
         options = "".join(f"<li>{html.escape(o)}</li>" for o in self.options)
         mark = " " + html.escape(_("✓ (the answer)"))
         answers = "".join(
-            f"<li><b>{html.escape(o)}</b>{mark if o == self.answer else ''}: {html.escape(why)}</li>"
+            f"<li><b>{html.escape(o)}</b>{mark if o == self.answer else ''}{html.escape(_(': '))}{html.escape(why)}</li>"
             for o, why in self.options.items()
         )
         return (
