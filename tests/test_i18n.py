@@ -19,6 +19,7 @@ from unittest import mock
 
 import pytest
 import torch
+from conftest import needs_raw_saved
 
 import gradlab
 from gradlab import i18n
@@ -399,6 +400,7 @@ def _chained_step_before_backward() -> tuple[gradlab.Diagnosis, str]:
     return d, str(d)
 
 
+@needs_raw_saved
 def test_the_diagnosis_decides_the_same_in_chinese(catalog: Path) -> None:
     """The tensor's name is a translated view name; the model it belongs to is still found (n_1)."""
     english, english_text = _chained_step_before_backward()

@@ -8,6 +8,7 @@ import weakref
 
 import pytest
 import torch
+from conftest import needs_hooks_stack
 from torch import nn
 
 import gradlab
@@ -406,6 +407,7 @@ def test_bad_names():
         grad_report(None)
 
 
+@needs_hooks_stack
 def test_track_releases_everything_on_exit():
     lin = nn.Linear(4, 4)
     with track(names={"lin": lin}) as tracker:

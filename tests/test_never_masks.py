@@ -16,6 +16,7 @@ from collections.abc import Callable
 import pytest
 import scenarios
 import torch
+from conftest import needs_hooks_stack
 from torch import nn
 
 import gradlab
@@ -120,6 +121,7 @@ def test_identity_hooks_mask_the_error(name: str) -> None:
         SCENARIOS[name]()  # no error: the stale tensor is used as if nothing happened
 
 
+@needs_hooks_stack
 def test_tracker_is_undone_after_the_error() -> None:
     """An error inside track() leaves no hook behind: the next plain run behaves like torch."""
     with pytest.raises(RuntimeError), gradlab.track():

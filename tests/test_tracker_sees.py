@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import needs_raw_saved
 from torch import nn
 
 import gradlab
@@ -94,6 +95,7 @@ def test_calls_through_a_helper_are_told_apart_by_their_callers() -> None:
 # -- names outside a tracker --------------------------------------------------------------------------
 
 
+@needs_raw_saved
 def test_outside_track_a_stale_view_of_a_buffer_is_named() -> None:
     class Embed(nn.Module):
         def __init__(self) -> None:
