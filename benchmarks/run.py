@@ -410,18 +410,102 @@ def bench_startup(reps: int) -> dict:
 
 
 def profile_track(steps: int) -> str:
-    """cProfile of the tracked loop: gradlab's own functions, by internal time."""
+    """Where ``track()`` spends its time on the tiny loop: a breakdown, then a cProfile."""
     data = course.batches(steps, seed=0)
+    out = io.StringIO()
+    out.write(breakdown_track(data) + "\n\n")
     pair = course.make_pair(0, softmax=False)
     prof = cProfile.Profile()
     with gradlab.track():
         prof.enable()
         corrected_loop(pair, data)
         prof.disable()
-    out = io.StringIO()
     stats = pstats.Stats(prof, stream=out)
     stats.sort_stats("tottime").print_stats(r"gradlab|overrides|TorchFunctionMode", 25)
     return out.getvalue()
+
+
+# The tracker's entry points timed by breakdown_track: what autograd and the
+# optimizer call on every step.
+_TIMED = ("_pack", "_unpack", "step_started", "step_finished", "record_inplace")
+
+
+def breakdown_track(data: list[tuple[torch.Tensor, torch.Tensor]], rounds: int = 5) -> str:
+    """Microseconds per step of the tiny loop: plain, tracked, and inside each of the tracker's hooks.
+
+    cProfile's own cost per call distorts a loop of microsecond calls; here each
+    entry point is timed with ``perf_counter_ns`` (about 0.1 us per call of its own,
+    included), and ``record_backward`` without the engine's time. What is left is
+    torch's cost of running with saved-tensor hooks and the in-place wrappers'
+    pass-through calls (inside optimizer steps). Medians of ``rounds`` interleaved
+    rounds, CPU time of one thread.
+    """
+    from gradlab.tracker import Tracker
+
+    spent: dict[str, int] = {}
+    calls: dict[str, int] = {}
+
+    def timed(name: str, method: Callable[..., object]) -> Callable[..., object]:
+        def run(*args: object, **kwargs: object) -> object:
+            start = time.perf_counter_ns()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0) + time.perf_counter_ns() - start
+                calls[name] = calls.get(name, 0) + 1
+
+        return run
+
+    originals = {name: getattr(Tracker, name) for name in (*_TIMED, "record_backward")}
+
+    def record_backward(self: Tracker, original: Callable[..., object], *rest: object) -> object:
+        return originals["record_backward"](self, timed("engine", original), *rest)
+
+    def loop(context: contextlib.AbstractContextManager) -> float:
+        pair = course.make_pair(0, softmax=False)
+        with context:
+            gc.collect()
+            start = time.thread_time()
+            corrected_loop(pair, data)
+            return time.thread_time() - start
+
+    plain, tracked, inside = [], [], []
+    per_round: list[dict[str, float]] = []
+    for rnd in range(rounds + 1):
+        plain_s = loop(contextlib.nullcontext())
+        track_s = loop(gradlab.track())
+        spent.clear()
+        calls.clear()
+        try:
+            for name in _TIMED:
+                setattr(Tracker, name, timed(name, originals[name]))
+            Tracker.record_backward = timed("record_backward", record_backward)  # type: ignore[method-assign]
+            loop(gradlab.track())
+        finally:
+            for name, method in originals.items():
+                setattr(Tracker, name, method)
+        if rnd:  # round 0 warms up
+            plain.append(plain_s)
+            tracked.append(track_s)
+            own = dict(spent)
+            own["record_backward"] = own.get("record_backward", 0) - own.pop("engine", 0)
+            per_round.append({k: v / 1e3 / len(data) for k, v in own.items()})
+            inside.append(sum(own.values()) / 1e9)
+    n = len(data)
+    rows = [
+        "| tiny loop, per step | us | calls |",
+        "|---|---:|---:|",
+        f"| plain | {1e6 * _median(plain) / n:.0f} | |",
+        f"| track() | {1e6 * _median(tracked) / n:.0f} ({_median([t / p for t, p in zip(tracked, plain)]):.2f}x) | |",
+    ]
+    for name in ("_pack", "_unpack", "record_backward", "step_started", "step_finished", "record_inplace"):
+        if name in calls:
+            label = "record_backward (without the engine)" if name == "record_backward" else name
+            us = _median([r.get(name, 0.0) for r in per_round])
+            rows.append(f"| inside {label} | {us:.1f} | {calls[name] / n:.1f} |")
+    rest = _median([(t - p - i) / n * 1e6 for t, p, i in zip(tracked, plain, inside)])
+    rows.append(f"| the rest: torch with hooks on, wrappers passing through | {rest:.0f} | |")
+    return "\n".join(rows)
 
 
 # ----------------------------------------------------------------------------- 6. drawing

@@ -1,0 +1,43 @@
+"""The benchmark's per-step breakdown of track() (``benchmarks/run.py --profile``).
+
+No timing is asserted (timings live in benchmarks/): this checks that the tool
+counts the tracker's calls as autograd makes them and leaves the tracker as it was.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+from gradlab import course
+from gradlab.tracker import Tracker
+
+RUN = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
+
+
+def _run_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gradlab_benchmarks_run", RUN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_breakdown_counts_each_hook_per_step_and_restores_the_tracker() -> None:
+    run = _run_module()
+    before = {name: Tracker.__dict__[name] for name in (*run._TIMED, "record_backward")}
+    table = run.breakdown_track(course.batches(4, seed=0), rounds=1)
+    calls = dict(re.findall(r"^\| inside (\S+)[^|]*\| [\d.]+ \| ([\d.]+) \|$", table, re.M))
+    # The corrected loop, per step: two small networks save 13 tensors, which one
+    # backward unpacks; two optimizers step once each.
+    assert calls == {
+        "_pack": "13.0",
+        "_unpack": "13.0",
+        "record_backward": "1.0",
+        "step_started": "2.0",
+        "step_finished": "2.0",
+    }
+    assert "| the rest:" in table
+    assert {name: Tracker.__dict__[name] for name in before} == before
