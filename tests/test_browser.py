@@ -22,6 +22,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,91 +138,92 @@ def jupyterlab(tmp: Path) -> Iterator[tuple[str, str]]:
         _stop(proc, base, token)
 
 
-def test_playground_in_jupyterlab(tmp_path: Path) -> None:
+@contextmanager
+def lab_page(tmp: Path, failure: str) -> Iterator[tuple[Any, str, str]]:
+    """A Chromium page beside a fresh JupyterLab: ``(page, base, token)``.
+
+    If the block raises, a full-page screenshot goes to ``artifacts/<failure>``.
+    """
     sync_api = pytest.importorskip("playwright.sync_api")
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (base, token), sync_api.sync_playwright() as pw:
+    with jupyterlab(tmp) as (base, token), sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(60_000)
             try:
-                page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}")
-                page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for()
-                page.get_by_text(re.compile(r"Python 3 \(ipykernel\) \| Idle")).first.wait_for()
-                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-
-                widget = page.locator(".gradlab-playground")
-                widget.wait_for()
-                output = widget.locator(".gradlab-output")
-                widget.locator(".gradlab-preset select").select_option(label="original loop")
-                widget.locator("button.gradlab-run").click()
-                output.get_by_text(FREED).first.wait_for()
-                widget.screenshot(path=ARTIFACTS / "playground-original-loop.png")
-
-                widget.locator(".gradlab-preset select").select_option(label=JOINT)
-                widget.locator("button.gradlab-run").click()
-                output.get_by_text("✓ Success").first.wait_for()
-                assert FREED not in output.inner_text()
-                widget.screenshot(path=ARTIFACTS / "playground-joint.png")
-
-                first_quiz = page.locator(".gradlab-quiz").first
-                first_quiz.scroll_into_view_if_needed()
-                first_quiz.locator("button", has_text="opt_1.step() deleted the graph").click()
-                first_quiz.get_by_text("✗ Not quite").wait_for()
-                first_quiz.screenshot(path=ARTIFACTS / "quiz.png")
-                assert page.get_by_text("Error displaying widget").count() == 0
+                yield page, base, token
             except Exception:
-                page.screenshot(path=ARTIFACTS / "playground-failure.png", full_page=True)
+                page.screenshot(path=ARTIFACTS / failure, full_page=True)
                 raise
         finally:
             browser.close()
+
+
+def run_all_cells(page: Any) -> None:
+    """Wait for the kernel to be idle, then Run > Run All Cells."""
+    page.get_by_text(re.compile(r"Python 3 \(ipykernel\) \| Idle")).first.wait_for()
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+
+
+def test_playground_in_jupyterlab(tmp_path: Path) -> None:
+    with lab_page(tmp_path, "playground-failure.png") as (page, base, token):
+        page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}")
+        page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for()
+        run_all_cells(page)
+
+        widget = page.locator(".gradlab-playground")
+        widget.wait_for()
+        output = widget.locator(".gradlab-output")
+        widget.locator(".gradlab-preset select").select_option(label="original loop")
+        widget.locator("button.gradlab-run").click()
+        output.get_by_text(FREED).first.wait_for()
+        widget.screenshot(path=ARTIFACTS / "playground-original-loop.png")
+
+        widget.locator(".gradlab-preset select").select_option(label=JOINT)
+        widget.locator("button.gradlab-run").click()
+        output.get_by_text("✓ Success").first.wait_for()
+        assert FREED not in output.inner_text()
+        widget.screenshot(path=ARTIFACTS / "playground-joint.png")
+
+        first_quiz = page.locator(".gradlab-quiz").first
+        first_quiz.scroll_into_view_if_needed()
+        first_quiz.locator("button", has_text="opt_1.step() deleted the graph").click()
+        first_quiz.get_by_text("✗ Not quite").wait_for()
+        first_quiz.screenshot(path=ARTIFACTS / "quiz.png")
+        assert page.get_by_text("Error displaying widget").count() == 0
 
 
 def test_the_chinese_edition_in_jupyterlab(tmp_path: Path) -> None:
     """notebooks/zh/10_playground.ipynb: Chinese markdown rendered, the playground in Chinese, PyTorch's error in English."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout.strip()
-    assert fonts, (
-        "no CJK font: apt-get install fonts-noto-cjk (make system-deps installs it); Chinese would show as boxes"
-    )
-    ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (base, token), sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            try:
-                page.goto(f"{base}/lab/tree/zh/{NOTEBOOK}?token={token}")
-                heading = page.locator(".jp-RenderedMarkdown h1", has_text="实验场与小测验").first
-                heading.wait_for()
-                # A glyph the page's fonts cannot draw would take the width of a box, whatever the character;
-                # drawn Chinese characters are as wide as each other and wider than a Latin "i".
-                widths = page.evaluate(
-                    """(el) => { const c = document.createElement('canvas').getContext('2d');
-                                 c.font = getComputedStyle(el).font;
-                                 return ['实', '验', 'i'].map(t => c.measureText(t).width); }""",
-                    heading.element_handle(),
-                )
-                assert widths[0] == widths[1] > 1.5 * widths[2], f"Chinese glyph widths {widths}"
-                page.get_by_text(re.compile(r"Python 3 \(ipykernel\) \| Idle")).first.wait_for()
-                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    with lab_page(tmp_path, "zh-failure.png") as (page, base, token):
+        fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout.strip()
+        assert fonts, (
+            "no CJK font: apt-get install fonts-noto-cjk (make system-deps installs it); Chinese would show as boxes"
+        )
+        page.goto(f"{base}/lab/tree/zh/{NOTEBOOK}?token={token}")
+        heading = page.locator(".jp-RenderedMarkdown h1", has_text="实验场与小测验").first
+        heading.wait_for()
+        # A glyph the page's fonts cannot draw would take the width of a box, whatever the character;
+        # drawn Chinese characters are as wide as each other and wider than a Latin "i".
+        widths = page.evaluate(
+            """(el) => { const c = document.createElement('canvas').getContext('2d');
+                         c.font = getComputedStyle(el).font;
+                         return ['实', '验', 'i'].map(t => c.measureText(t).width); }""",
+            heading.element_handle(),
+        )
+        assert widths[0] == widths[1] > 1.5 * widths[2], f"Chinese glyph widths {widths}"
+        run_all_cells(page)
 
-                widget = page.locator(".gradlab-playground")
-                widget.wait_for()
-                widget.locator(".gradlab-preset select").select_option(label="原始循环")
-                widget.locator("button.gradlab-run", has_text="运行").click()
-                output = widget.locator(".gradlab-output")
-                output.get_by_text(FREED).first.wait_for()  # PyTorch's words stay as PyTorch prints them
-                assert re.search(r"[\u4e00-\u9fff]", output.inner_text()), "gradlab's words in Chinese"
-                heading.scroll_into_view_if_needed()
-                page.screenshot(path=ARTIFACTS / "zh-notebook.png")
-                widget.screenshot(path=ARTIFACTS / "zh-playground.png")
-                assert page.get_by_text("Error displaying widget").count() == 0
-            except Exception:
-                page.screenshot(path=ARTIFACTS / "zh-failure.png", full_page=True)
-                raise
-        finally:
-            browser.close()
+        widget = page.locator(".gradlab-playground")
+        widget.wait_for()
+        widget.locator(".gradlab-preset select").select_option(label="原始循环")
+        widget.locator("button.gradlab-run", has_text="运行").click()
+        output = widget.locator(".gradlab-output")
+        output.get_by_text(FREED).first.wait_for()  # PyTorch's words stay as PyTorch prints them
+        assert re.search(r"[\u4e00-\u9fff]", output.inner_text()), "gradlab's words in Chinese"
+        heading.scroll_into_view_if_needed()
+        page.screenshot(path=ARTIFACTS / "zh-notebook.png")
+        widget.screenshot(path=ARTIFACTS / "zh-playground.png")
+        assert page.get_by_text("Error displaying widget").count() == 0
