@@ -6,10 +6,11 @@ counts the tracker's calls as autograd makes them and leaves the tracker as it w
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
-from types import ModuleType
+
+import pytest
+from loading import load_module
 
 from gradlab import course
 from gradlab.tracker import Tracker
@@ -17,16 +18,8 @@ from gradlab.tracker import Tracker
 RUN = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
 
 
-def _run_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gradlab_benchmarks_run", RUN)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_breakdown_counts_each_hook_per_step_and_restores_the_tracker() -> None:
-    run = _run_module()
+def test_the_breakdown_counts_each_hook_per_step_and_restores_the_tracker(monkeypatch: pytest.MonkeyPatch) -> None:
+    run = load_module(RUN, "gradlab_benchmarks_run", monkeypatch)
     before = {name: Tracker.__dict__[name] for name in (*run._TIMED, "record_backward")}
     table = run.breakdown_track(course.batches(4, seed=0), rounds=1)
     calls = dict(re.findall(r"^\| inside (\S+)[^|]*\| [\d.]+ \| ([\d.]+) \|$", table, re.M))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import html
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from loading import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -45,15 +45,7 @@ PNG = base64.b64encode(
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><text x="2" y="14">MulBackward0</text></svg>'
 
 
-def load_handout():
-    spec = importlib.util.spec_from_file_location("handout", HANDOUT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["handout"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-handout = load_handout()
+handout = load_module(HANDOUT, "handout")
 import handout_print  # noqa: E402  (tools/ is on sys.path once handout is loaded)
 import handout_tracebacks  # noqa: E402
 import workbook  # noqa: E402

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from loading import load_module
 
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
 
 
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-tracebacks = load("handout_tracebacks")
-workbook = load("workbook")
+tracebacks = load_module(TOOLS / "handout_tracebacks.py", "handout_tracebacks")
+workbook = load_module(TOOLS / "workbook.py", "workbook")
 LABELS = {"prediction": "Your prediction", "answer": "Your answer"}
 
 

@@ -9,15 +9,14 @@ must say which package to install.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from loading import load_module
 
 HANDOUT = Path(__file__).resolve().parent.parent / "tools" / "handout.py"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -38,15 +37,7 @@ pytestmark = [
 ]
 
 
-def load_handout():
-    spec = importlib.util.spec_from_file_location("handout", HANDOUT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["handout"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-handout = load_handout()
+handout = load_module(HANDOUT, "handout")
 import handout_print  # noqa: E402  (tools/ is on sys.path once handout is loaded)
 
 

@@ -7,9 +7,7 @@ module), so they do not depend on how far the real translation has got.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +18,7 @@ from unittest import mock
 import pytest
 import torch
 from conftest import needs_raw_saved
+from loading import load_module
 
 import gradlab
 from gradlab import i18n
@@ -454,12 +453,7 @@ def test_no_language_in_the_environment_is_english(catalog: Path, monkeypatch: p
 
 def _tools_i18n(monkeypatch: pytest.MonkeyPatch) -> Any:
     """tools/i18n.py as a module (registered while the test runs: its dataclass looks itself up)."""
-    spec = importlib.util.spec_from_file_location("gradlab_tools_i18n", ROOT / "tools" / "i18n.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(ROOT / "tools" / "i18n.py", "gradlab_tools_i18n", monkeypatch)
 
 
 def test_extraction_finds_the_messages_of_every_converted_module(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,27 +6,16 @@ that makes notebooks clean; fix a failure with `make notebooks`.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import nbformat
 import pytest
+from loading import load_module
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _load_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("execute_notebooks", REPO / "tools" / "execute_notebooks.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-tool = _load_tool()
+tool = load_module(REPO / "tools" / "execute_notebooks.py", "execute_notebooks")
 NOTEBOOKS = tool.course_notebooks(REPO / "notebooks")
 
 

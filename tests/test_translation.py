@@ -12,14 +12,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
+from loading import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 ZH = ROOT / "notebooks" / "zh"
@@ -29,12 +28,7 @@ PO = ROOT / "gradlab" / "locale" / "zh_CN" / "LC_MESSAGES" / "gradlab.po"
 def _tool(name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     """tools/<name>.py as a module, registered while the test runs (its dataclasses look themselves up)."""
     monkeypatch.syspath_prepend(str(ROOT / "tools"))
-    spec = importlib.util.spec_from_file_location(f"gradlab_tools_{name}", ROOT / "tools" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(ROOT / "tools" / f"{name}.py", f"gradlab_tools_{name}", monkeypatch)
 
 
 def test_every_gradlab_message_is_translated(monkeypatch: pytest.MonkeyPatch) -> None:

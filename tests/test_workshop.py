@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import importlib.util
 import os
 import re
 import shutil
@@ -21,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 import jsonschema
 import pytest
 import yaml
+from loading import load_module
 from tornado import web
 from traitlets.config import Config
 
@@ -310,12 +310,9 @@ def test_existing_unix_accounts_cannot_be_claimed(tmp_path: Path) -> None:
     assert local.name_is_available("nobody-such-learner-x")
 
 
-def test_accounts_module_runs_alone_as_mounted_on_zero_to_jupyterhub() -> None:
+def test_accounts_module_runs_alone_as_mounted_on_zero_to_jupyterhub(monkeypatch: pytest.MonkeyPatch) -> None:
     # The chart mounts workshop/gradlab_hub/accounts.py as a single module file.
-    spec = importlib.util.spec_from_file_location("gradlab_workshop_accounts", WORKSHOP / "gradlab_hub" / "accounts.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(WORKSHOP / "gradlab_hub" / "accounts.py", "gradlab_workshop_accounts", monkeypatch)
     assert issubclass(module.WorkshopAuthenticator, __import__("jupyterhub.auth").auth.Authenticator)
 
 
