@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from .edits import Applicability, Edit
 from .i18n import _, _t
 
 __all__ = [
@@ -93,6 +94,13 @@ class Fix:
     which model (and whether that differs from what the failing code did);
     ``code`` is the code to write, in the user's names when gradlab knows them;
     ``intent`` the question that picks this fix (``if loss_2 should not train n_1``).
+
+    As data for tools (``gradlab fix``): ``edits`` are the checked edits of the
+    user's file that ``code`` prints (:mod:`gradlab.edits`; empty when the fix is
+    a sentence), ``applicability`` how sure the fix is (NOTE [Applicability] in
+    :mod:`gradlab.edits`), and ``claims`` what ``trains`` says as pairs
+    ``(loss, modules)``: after the fix, ``loss``'s gradient reaches exactly those
+    modules' parameters (in the user's names; empty when gradlab cannot name them).
     """
 
     summary: str
@@ -100,6 +108,9 @@ class Fix:
     code: str | None = None
     intent: str | None = None
     cost: str | None = None
+    edits: tuple[Edit, ...] = ()
+    applicability: Applicability = "sentence"
+    claims: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def lines(self) -> list[str]:
         """The fix as text lines: the summary (with its intent), the code, what it trains."""

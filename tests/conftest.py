@@ -23,6 +23,7 @@ LIBRARY_TESTS = frozenset(
     {
         "test_cli.py",
         "test_double_backward_custom.py",
+        "test_edits.py",
         "test_draw.py",
         "test_explain.py",
         "test_fonts.py",
