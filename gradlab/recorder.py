@@ -31,7 +31,7 @@ from torch import nn
 from . import internals, messages, session
 from .i18n import _, _t
 from .location import Location, user_frame, user_location
-from .names import Namer, NamesLike, resolve, storage_key, view_name
+from .names import Name, Namer, NamesLike, ViewKind, resolve, storage_key
 from .notices import UnusedStepWarning
 from .saved import Packed, Write, _peek, unpack_hook
 
@@ -48,6 +48,11 @@ class Event:
     in-place write moved a saved tensor's version), ``backward``, ``error`` (a
     backward raised) or ``note`` (an optimizer step that cannot train some
     parameters, see :class:`gradlab.UnusedStepWarning`).
+
+    ``tensor`` is the tensor's name as shown (worded when the log is read);
+    ``given`` and ``view`` are that name as data: the name the user gave and
+    which view of it the tensor is (None, ``"view"`` or ``"transposed"``), or
+    None for a tensor without a name.
     """
 
     index: int
@@ -58,6 +63,8 @@ class Event:
     op: str
     where: str | None
     code: str | None
+    given: str | None = None
+    view: ViewKind = None
 
 
 @dataclass(frozen=True)
@@ -244,7 +251,7 @@ class Recorder:
         if callables_only and not any(s._names_arg is not None for s in active):
             return
         own = [namer for namer in (s._static_namer() for s in active) if namer]
-        self.static = _chain_namers(own) if own else None
+        self.static = Namer.chained(own) if own else None
 
     # -- the log -----------------------------------------------------------------------------------
     def log(
@@ -563,10 +570,11 @@ class Recorder:
 # name depends on (the tensor's identity, storage, shape, strides and offset: no
 # reference to the tensor) and the name is worked out when the log is read, or when
 # the tracker exits (its named bases may be gone by the time somebody reads it).
-# The answer is the one Namer.name_of would have given at save time: a named
-# tensor alive now that has the saved tensor's id is that tensor (both were alive
-# at the save), and views are told apart by geometry, as in Namer (view_name
-# words them in the language in effect when the name is worked out).
+# The answer is the one Namer.lookup would have given at save time
+# (Namer.lookup_kept): a named tensor alive now that has the saved tensor's id is
+# that tensor (both were alive at the save), and views are told apart by
+# geometry. The name is kept as data (a Name) and worded when the log is read, in
+# the language in effect then.
 class _LaterName:
     """The name of a tensor logged by the tracker, worked out on first use (NOTE [Lazy names])."""
 
@@ -589,7 +597,7 @@ class _LaterName:
         self.stride = stride
         self.offset = offset
         self.unnamed = unnamed  # with no name: "tensor [shape]" (a write) or None (a save)
-        self._name: str | None = None
+        self._name: Name | None = None
         self._done = False
 
     @classmethod
@@ -606,43 +614,25 @@ class _LaterName:
         """Whether the name is still to be worked out."""
         return not self._done
 
-    def name(self) -> str | None:
+    def data(self) -> Name | None:
+        """The name as data, worked out on first use (the same answer Namer.lookup gave at save time)."""
         if not self._done:
-            self._name = self._resolve()
+            namer = self.namer
+            self._name = (
+                namer.lookup_kept(self.tensor_id, self.key, tuple(self.shape), tuple(self.stride), self.offset)
+                if namer is not None
+                else None
+            )
             self._done = True
             self.namer = None
-        if self._name is None and self.unnamed:
-            return f"tensor {list(self.shape)}"
         return self._name
 
-    def _resolve(self) -> str | None:
-        namer = self.namer
-        while namer is not None:
-            found = self._own(namer)
-            if found is not None:
-                return found
-            namer = namer.fallback
-        return None
-
-    def _own(self, namer: Namer) -> str | None:
-        # Namer._own_name, from what was kept of the tensor.
-        hit = namer._by_id.get(self.tensor_id)
-        if hit is not None:
-            base = hit[1]()
-            if base is not None and id(base) == self.tensor_id:
-                return hit[0]
-        shape, stride = tuple(self.shape), tuple(self.stride)
-        for name, ref in namer._by_storage.get(self.key, ()) if self.key else ():
-            base = ref()
-            if base is None:
-                continue
-            if tuple(base.shape) == shape and base.stride() == stride:
-                return name if base.storage_offset() == self.offset else view_name(name)
-            transposed = shape == tuple(base.shape)[::-1] and stride == base.stride()[::-1]
-            if len(shape) == 2 and base.dim() == 2 and transposed:
-                return view_name(name, transposed=True)
-            return view_name(name)
-        return None
+    def name(self) -> str | None:
+        """The name as shown, in the language in effect now."""
+        found = self.data()
+        if found is None:
+            return f"tensor {list(self.shape)}" if self.unnamed else None
+        return str(found)
 
 
 def name_logged(entries: deque[Entry]) -> None:
@@ -650,7 +640,7 @@ def name_logged(entries: deque[Entry]) -> None:
     for entry in entries:
         tensor = entry[2]
         if isinstance(tensor, _LaterName):
-            tensor.name()
+            tensor.data()
 
 
 def pending_names(entries: deque[Entry]) -> int:
@@ -659,34 +649,19 @@ def pending_names(entries: deque[Entry]) -> int:
 
 
 def events_of(entries: deque[Entry]) -> deque[Event]:
-    """The log as :class:`Event` records, oldest first."""
-    return deque(
-        (
-            Event(
-                i,
-                kind,
-                tensor.name() if isinstance(tensor, _LaterName) else tensor,
-                before,
-                after,
-                op,
-                loc.where if loc else None,
-                loc.code if loc else None,
-            )
-            for i, kind, tensor, before, after, op, loc in entries
-        ),
-        maxlen=Scope.MAX_EVENTS,
-    )
+    """The log as :class:`Event` records, oldest first (names worded in the language in effect now)."""
 
+    def event(entry: Entry) -> Event:
+        i, kind, tensor, before, after, op, loc = entry
+        where, code = (loc.where, loc.code) if loc else (None, None)
+        if isinstance(tensor, _LaterName):
+            found = tensor.data()
+            given, view = (found.given, found.view) if found is not None else (None, None)
+            return Event(i, kind, tensor.name(), before, after, op, where, code, given, view)
+        return Event(i, kind, tensor, before, after, op, where, code)
 
-def _chain_namers(namers: Sequence[Namer]) -> Namer:
-    """One namer asking ``namers[-1]`` first, then the ones before it."""
-    chain: Namer | None = None
-    for own in namers:
-        link = Namer()
-        link._by_id, link._by_storage, link.fallback = own._by_id, own._by_storage, chain
-        chain = link
-    return chain or Namer()
+    return deque((event(entry) for entry in entries), maxlen=Scope.MAX_EVENTS)
 
 
 def _chain(scopes: Sequence[Scope]) -> Namer:
-    return _chain_namers([s._own_namer() for s in scopes])
+    return Namer.chained([s._own_namer() for s in scopes])
