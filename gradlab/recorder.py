@@ -32,7 +32,7 @@ from . import internals, messages, session
 from .i18n import _, _t
 from .location import Location, user_frame, user_location
 from .names import Name, Namer, NamesLike, ViewKind, resolve, storage_key
-from .notices import UnusedStepWarning
+from .notices import UnusedStepWarning, warn_once
 from .saved import Packed, Write, _peek, unpack_hook
 
 __all__ = ["Event", "EventKind", "BackwardCall", "Recorder", "Scope", "active", "current", "scopes"]
@@ -277,19 +277,27 @@ class Recorder:
     # optimizer step needs it (NOTE [The registry]); the name of a named tensor, when
     # the log is read (NOTE [Lazy names]).
     def pack(self, t: torch.Tensor) -> Packed:
-        p = Packed(t, user_location())
-        self._pending.append(weakref.ref(p))
-        static = self.static
-        if static is not None:
-            try:
-                key = t.untyped_storage().data_ptr()  # names.storage_key, inlined
-            except (RuntimeError, NotImplementedError):
-                key = 0
-            if key and static.covers(key):
-                self.log("saved", _LaterName.of(static, t), p.version, p.version, _("saved for backward"), p.saved_at)
-        self._packs += 1
-        if not self._packs & 1023:
-            self._prune()
+        try:
+            loc = user_location()
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+            loc = None
+        p = Packed(t, loc)
+        try:
+            self._pending.append(weakref.ref(p))
+            static = self.static
+            if static is not None:
+                try:
+                    key = t.untyped_storage().data_ptr()  # names.storage_key, inlined
+                except (RuntimeError, NotImplementedError):
+                    key = 0
+                if key and static.covers(key):
+                    self.log("saved", _LaterName.of(static, t), p.version, p.version, _("saved for backward"), loc)
+            self._packs += 1
+            if not self._packs & 1023:
+                self._prune()
+        except Exception as e:
+            _failed(e)
         return p
 
     def unpack(self, p: Packed) -> torch.Tensor:
@@ -300,15 +308,18 @@ class Recorder:
         # looked up once (held until the backward call returns, never longer).
         __tracebackhide__ = True
         if self._freeing is not None and _peek.get() is None:
-            node = internals.current_node()
-            if node is not None and node is not self._unpacking:
-                self._unpacking = node
-                seq = internals.sequence_nr(node)
-                if seq is not None:
-                    self._freed[seq] = self._freeing
-                    if p.saved_at is not None:
-                        self._lines[seq] = p.saved_at
-        return unpack_hook(p)
+            try:
+                node = internals.current_node()
+                if node is not None and node is not self._unpacking:
+                    self._unpacking = node
+                    seq = internals.sequence_nr(node)
+                    if seq is not None:
+                        self._freed[seq] = self._freeing
+                        if p.saved_at is not None:
+                            self._lines[seq] = p.saved_at
+            except Exception as e:  # NOTE [Hooks fail open]
+                _failed(e)
+        return unpack_hook(p)  # raises torch's in-place error for a stale tensor, as torch would
 
     # NOTE [The registry]
     # An in-place write or an optimizer step must find the saved records of the
@@ -406,20 +417,27 @@ class Recorder:
         __tracebackhide__ = True
         if self.in_step or not (self._registry or self._pending):
             return original(*args, **kwargs)
-        target = args[0] if args else kwargs.get("input", kwargs.get("self"))
-        targets = list(target) if isinstance(target, (list, tuple)) else [target]
-        watched = self._watched(targets)
+        try:
+            target = args[0] if args else kwargs.get("input", kwargs.get("self"))
+            targets = list(target) if isinstance(target, (list, tuple)) else [target]
+            watched = self._watched(targets)
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+            watched = []
         if not watched:
             return original(*args, **kwargs)
         result = original(*args, **kwargs)
-        if any(internals.version(p.tensor) != v for p, v in watched):
-            tracked = torch.is_grad_enabled() and all(
-                t.requires_grad or not p.requires_grad
-                for t in targets
-                if isinstance(t, torch.Tensor)
-                for p, _ in watched
-            )
-            self._record(watched, label, user_location(), grad_mode=tracked)
+        try:
+            if any(internals.version(p.tensor) != v for p, v in watched):
+                tracked = torch.is_grad_enabled() and all(
+                    t.requires_grad or not p.requires_grad
+                    for t in targets
+                    if isinstance(t, torch.Tensor)
+                    for p, _ in watched
+                )
+                self._record(watched, label, user_location(), grad_mode=tracked)
+        except Exception as e:
+            _failed(e)
         return result
 
     def record_backward(
@@ -429,28 +447,23 @@ class Recorder:
         __tracebackhide__ = True
         if self.internal:
             return original(*args, **kwargs)
-        self.refresh_names(callables_only=True)
-        first, retain_at, create_at = ("tensors", 2, 3) if kind == "autograd.backward" else ("outputs", 3, 4)
-        outputs = args[0] if args else kwargs.get(first)
-        retain = kwargs.get("retain_graph", args[retain_at] if len(args) > retain_at else None)
-        create = kwargs.get("create_graph", args[create_at] if len(args) > create_at else False)
-        keep = bool(create if retain is None else retain)
-        tensors = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs or ())
-        roots = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-        seqs = [s for s in (internals.sequence_nr(r) for r in roots) if s is not None]
-        loc = user_location(callers=2)
-        call = BackwardCall(self._ncalls, kind, loc, keep, max(seqs) if seqs else None, self.count)
-        self._ncalls += 1
-        self.history.append(call)
-        label = {"autograd.grad": "autograd.grad"}.get(kind, "backward")
-        self.log("backward", None, None, None, f"{label}(retain_graph=True)" if keep else f"{label}()", loc)
+        try:
+            call, roots = self._backward_call(kind, args, kwargs)
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+            return original(*args, **kwargs)
+        keep, loc = call.keeps_graph, call.location
         outer_current, outer_freeing = self._current, self._freeing
         self._current, self._freeing = call, (None if keep else call)
         self.in_step = 0  # a step that raised never ran its post hook
         try:
             return original(*args, **kwargs)
         except RuntimeError as e:
-            m = messages.find(e)
+            try:
+                m = messages.find(e)
+            except Exception as failure:  # NOTE [Hooks fail open]: the user's error goes on as it is
+                _failed(failure)
+                raise e from None
             if m is not None and m.kind in ("graph_freed", "modified_in_place"):
                 if m.kind == "modified_in_place":
                     tensor = f"tensor {list(m.shape)}" if m.shape is not None else None
@@ -474,12 +487,41 @@ class Recorder:
             if not keep and roots:
                 self.recent.append((roots, call))
 
+    def _backward_call(
+        self, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[BackwardCall, list[Any]]:
+        """Record a backward call about to run: its :class:`BackwardCall` and its roots (the outputs' grad_fns)."""
+        self.refresh_names(callables_only=True)
+        first, retain_at, create_at = ("tensors", 2, 3) if kind == "autograd.backward" else ("outputs", 3, 4)
+        outputs = args[0] if args else kwargs.get(first)
+        retain = kwargs.get("retain_graph", args[retain_at] if len(args) > retain_at else None)
+        create = kwargs.get("create_graph", args[create_at] if len(args) > create_at else False)
+        keep = bool(create if retain is None else retain)
+        tensors = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs or ())
+        roots = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        seqs = [s for s in (internals.sequence_nr(r) for r in roots) if s is not None]
+        loc = user_location(callers=2)
+        call = BackwardCall(self._ncalls, kind, loc, keep, max(seqs) if seqs else None, self.count)
+        self._ncalls += 1
+        self.history.append(call)
+        label = {"autograd.grad": "autograd.grad"}.get(kind, "backward")
+        self.log("backward", None, None, None, f"{label}(retain_graph=True)" if keep else f"{label}()", loc)
+        return call, roots
+
     # NOTE [Optimizer steps]: an optimizer step runs ~20 torch calls per parameter.
     # The step hooks compare the watched parameters' versions before and after the
     # step instead, and the in-place wrappers pass straight through during a step.
     def step_started(self, optimizer: torch.optim.Optimizer) -> None:
         """Before ``optimizer.step()``: note the versions of watched parameters (a step pre hook)."""
         self.in_step += 1
+        try:
+            self._step_started(optimizer)
+        except Warning:  # an UnusedStepWarning the user turned into an error (-W error) is theirs
+            raise
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+
+    def _step_started(self, optimizer: torch.optim.Optimizer) -> None:
         params = [p for g in optimizer.param_groups for p in g["params"]]
         self._steps[id(optimizer)] = self._watched(params) if self._registry or self._pending else []
         count = self._step_counts.get(id(optimizer), 0) + 1
@@ -490,11 +532,14 @@ class Recorder:
         """After ``optimizer.step()``: record the watched parameters it wrote (a step post hook)."""
         watched = self._steps.pop(id(optimizer), None)
         self.in_step = max(0, self.in_step - 1)
-        self.step_events.append((self.count, user_location(), type(optimizer).__name__))
-        if watched and any(internals.version(p.tensor) != v for p, v in watched):
-            self._record(
-                watched, f"{type(optimizer).__name__}.step()", user_location(), optimizer=True, grad_mode=False
-            )
+        try:
+            self.step_events.append((self.count, user_location(), type(optimizer).__name__))
+            if watched and any(internals.version(p.tensor) != v for p, v in watched):
+                self._record(
+                    watched, f"{type(optimizer).__name__}.step()", user_location(), optimizer=True, grad_mode=False
+                )
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
 
     def _check_step_grads(self, optimizer: torch.optim.Optimizer, params: list[torch.Tensor], zeros: bool) -> None:
         """Note (once per parameter) a step that cannot train some parameters: no gradient or all zero.
@@ -560,6 +605,25 @@ class Recorder:
         self._lines.clear()
         self.static = None
         self.in_step = 0
+
+
+# NOTE [Hooks fail open]
+# The hooks run inside the user's forward, in-place ops, backward calls and
+# optimizer steps. A failure of gradlab's own bookkeeping there (a bug, or a torch
+# it does not know) must not become the user's error: it is warned about once and
+# the user's call runs on as without gradlab. What the hooks raise on purpose is
+# torch's own in-place error (saved.unpack_hook), and the user's errors pass
+# through unchanged.
+def _failed(error: BaseException) -> None:
+    warn_once(
+        "recording",
+        _t(
+            "gradlab failed while recording ({error}); your code runs as usual, and gradlab's notes may be "
+            "missing. Please report it with your torch version.",
+            error=f"{type(error).__name__}: {error}",
+        ),
+        stacklevel=5,
+    )
 
 
 # NOTE [Lazy names]

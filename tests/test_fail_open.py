@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import gradlab
-from gradlab import internals, messages, notices, writes
+from gradlab import internals, messages, notices, recorder, writes
 from gradlab.cli import run_script
 
 
@@ -110,6 +110,30 @@ def test_wrappers_that_cannot_be_installed_do_not_stop_track(monkeypatch: pytest
     _trains_the_same_with_one_warning("cannot watch in-place writes")
     assert not writes.installed()
     assert dict(vars(torch.Tensor)) == before
+
+
+@pytest.mark.parametrize("broken", ["user_location", "_watched", "_backward_call", "_step_started"])
+def test_a_failure_inside_gradlabs_hooks_does_not_reach_the_users_code(
+    monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    """A bug in gradlab's bookkeeping (simulated) leaves the user's forward, writes, backward and steps as they were."""
+
+    def bug(*args: object, **kwargs: object) -> None:
+        raise KeyError("a bug in gradlab's bookkeeping")
+
+    if broken == "user_location":
+        monkeypatch.setattr(recorder, "user_location", bug)
+    else:
+        monkeypatch.setattr(recorder.Recorder, broken, bug)
+    _trains_the_same_with_one_warning("failed while recording")
+    w = torch.ones(2, requires_grad=True)
+    with gradlab.track():
+        y = (w * w).sum()  # saves w: the in-place write below goes through the recorder
+        with torch.no_grad():
+            w.add_(1)
+        assert w.tolist() == [2.0, 2.0]
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()  # torch's error still reaches the user
 
 
 def test_gradlab_run_runs_the_script_when_the_tracker_cannot_start(
