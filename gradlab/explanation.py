@@ -597,6 +597,18 @@ _BUILDERS = {
 }
 
 
+# The last "Name: message" line of a pasted traceback, as python prints it.
+_LAST_ERROR = re.compile(r"^([A-Za-z_][\w.]*): ", re.M)
+
+
+def _is_gradlab_error(error: BaseException | str) -> bool:
+    """Whether a pasted traceback ends in gradlab's own :class:`~gradlab.GradlabError`."""
+    if not isinstance(error, str):
+        return False
+    found = _LAST_ERROR.findall(error)
+    return bool(found) and found[-1].rsplit(".", 1)[-1] == "GradlabError"
+
+
 def explain(error: BaseException | str) -> Explanation:
     """Explain an autograd error in plain language.
 
@@ -624,7 +636,7 @@ def explain(error: BaseException | str) -> Explanation:
             f"explain() got {type(error).__name__}; pass an exception or the text of its"
             " message (a str, for example a pasted traceback)."
         )
-    if isinstance(error, GradlabError):  # gradlab's own error, even if it quotes torch's message
+    if isinstance(error, GradlabError) or _is_gradlab_error(error):  # gradlab's own, even if it quotes torch
         return Explanation(
             kind="not_autograd",
             summary=_(

@@ -192,3 +192,6 @@ def test_explain_does_not_decode_gradlabs_own_error() -> None:
     assert gradlab.explain(RuntimeError(quoted)).kind == "modified_in_place"  # the text alone would be decoded
     own = gradlab.explain(gradlab.GradlabError(quoted))
     assert own.kind == "not_autograd" and "gradlab itself" in own.summary
+    pasted = f'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\ngradlab.notices.GradlabError: {quoted}'
+    assert gradlab.explain(pasted).kind == "not_autograd"
+    assert gradlab.explain(pasted.replace("gradlab.notices.GradlabError", "RuntimeError")).kind == "modified_in_place"
