@@ -360,7 +360,9 @@ class _Observer:
                         attrs = list(vars(value).items())
                     except TypeError:
                         continue
-                    out += [(f"{name}.{k}", v) for k, v in attrs if isinstance(v, (torch.nn.Module, torch.optim.Optimizer))]
+                    out += [
+                        (f"{name}.{k}", v) for k, v in attrs if isinstance(v, (torch.nn.Module, torch.optim.Optimizer))
+                    ]
         return out
 
     def names(self) -> tuple[dict[int, str], dict[int, str], dict[int, str]]:
@@ -451,7 +453,11 @@ class _Observer:
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr == "backward" and not _is_torch_autograd(func.value):
                 return ast.unparse(func.value), where
-            first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg in ("tensors", "outputs")), None)
+            first = (
+                call.args[0]
+                if call.args
+                else next((k.value for k in call.keywords if k.arg in ("tensors", "outputs")), None)
+            )
             if first is not None:
                 return ast.unparse(first), where
         return ast.unparse(call), where
@@ -491,9 +497,10 @@ def _is_torch_autograd(node: ast.expr) -> bool:
 
 def _child(steps: int, timeout: float, pairs: list[tuple[str, str]]) -> None:
     import runpy
-    import torch.optim.optimizer as _optim
     import signal
     import traceback
+
+    import torch.optim.optimizer as _optim
 
     torch.set_num_threads(1)
     originals = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad, torch.optim.Optimizer.__init__)
@@ -533,7 +540,9 @@ def _child(steps: int, timeout: float, pairs: list[tuple[str, str]]) -> None:
                 rec.error_type, rec.error_message = "SystemExit", str(err.code)
         except BaseException as err:
             rec.status, rec.error_type, rec.error_message = "error", type(err).__name__, str(err)
-            frames = [fs for fs in traceback.extract_tb(err.__traceback__) if os.path.realpath(fs.filename) == obs.script]
+            frames = [
+                fs for fs in traceback.extract_tb(err.__traceback__) if os.path.realpath(fs.filename) == obs.script
+            ]
             if frames:
                 rec.error_line = f"{frames[-1].lineno}: {frames[-1].line}"
         finally:
@@ -558,4 +567,13 @@ if __name__ == "__main__":
         _child(int(sys.argv[2]), float(sys.argv[3]), list(zip(rest[::2], rest[1::2])))
     else:
         for rec in run_many(sys.argv[1:]):
-            print(json.dumps({"script": rec.script, "run": rec.summary(), "trained": {k: sorted(v) for k, v in trained(rec).items()}, "seconds": round(rec.seconds, 3)}))
+            print(
+                json.dumps(
+                    {
+                        "script": rec.script,
+                        "run": rec.summary(),
+                        "trained": {k: sorted(v) for k, v in trained(rec).items()},
+                        "seconds": round(rec.seconds, 3),
+                    }
+                )
+            )

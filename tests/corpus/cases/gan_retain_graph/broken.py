@@ -7,7 +7,9 @@ from torch import nn
 class Generator(nn.Module):
     def __init__(self, nz=8, width=32, out=16):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(nz, width), nn.BatchNorm1d(width), nn.ReLU(), nn.Linear(width, out), nn.Tanh())
+        self.net = nn.Sequential(
+            nn.Linear(nz, width), nn.BatchNorm1d(width), nn.ReLU(), nn.Linear(width, out), nn.Tanh()
+        )
 
     def forward(self, z):
         return self.net(z)

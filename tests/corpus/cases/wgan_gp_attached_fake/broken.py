@@ -17,7 +17,9 @@ def gradient_penalty(critic, real, fake):
     interpolates = alpha * real + (1 - alpha) * fake
     interpolates.requires_grad_(True)
     scores = critic(interpolates)
-    grads = autograd.grad(outputs=scores, inputs=interpolates, grad_outputs=torch.ones_like(scores), create_graph=True)[0]
+    grads = autograd.grad(outputs=scores, inputs=interpolates, grad_outputs=torch.ones_like(scores), create_graph=True)[
+        0
+    ]
     return ((grads.norm(2, dim=1) - 1) ** 2).mean()
 
 
