@@ -90,7 +90,7 @@ def _edits_from(case: Case, variant: str) -> list[dict[str, object]]:
 
 
 def _hand_made_fixes() -> list[tuple[Case, dict[str, object]]]:
-    gan, multi = BY_NAME["gan_no_retain"], BY_NAME["multitask_two_adamw"]
+    gan, multi, sbb = BY_NAME["gan_no_retain"], BY_NAME["multitask_two_adamw"], BY_NAME["step_before_backward"]
     line = multi.broken.read_text().splitlines().index("        feats = encoder(xb)") + 1
     return [
         (gan, {"edits": _edits_from(gan, "intended"), "claims": [["loss_d", ["disc"]], ["loss_g", ["gen"]]]}),
@@ -110,6 +110,8 @@ def _hand_made_fixes() -> list[tuple[Case, dict[str, object]]]:
             },
         ),
         (BY_NAME["double_backward_plain"], {"edits": [], "claims": [["out", ["net"]]]}),
+        # the claim names the module as the training function calls it: model, main's classifier
+        (sbb, {"edits": _edits_from(sbb, "intended"), "claims": [["loss", ["model"]]]}),
     ]
 
 
@@ -192,7 +194,7 @@ def test_loss_terms_split_sums_into_named_losses() -> None:
 
 def test_the_judge_itself_accepts_a_right_fix_and_rejects_wrong_ones(evaluation: Evaluation) -> None:
     # hand-made fixes (HAND_MADE_FIXES), so the judge is tested whatever gradlab prints today
-    right, false_claim, detach, no_edits = evaluation.extra_verdicts
+    right, false_claim, detach, no_edits, alias = evaluation.extra_verdicts
     assert (right.fits, right.trains_true) == (True, True), right.why
     assert (false_claim.fits, false_claim.trains_true) == (True, False)
     # detaching the encoder's output runs clean, but reg_loss no longer trains the encoder opt_reg holds
@@ -200,6 +202,8 @@ def test_the_judge_itself_accepts_a_right_fix_and_rejects_wrong_ones(evaluation:
     assert not detach.fits and "encoder.0." in detach.why and "has no gradient" in detach.why, detach.why
     assert detach.trains_true  # its claim (reg_loss trains reg_head only) is true of what it does
     assert not no_edits.fits and "no edits" in no_edits.why
+    assert (alias.fits, alias.trains_true) == (True, True), alias.why
+    assert evaluation.records["step_before_backward/intended"].aliases["classifier"] == ["model"]
 
 
 @pytest.mark.parametrize(
@@ -224,3 +228,11 @@ def test_gradlab_first_fix_fits_the_intent_and_trains_what_it_claims(case: Case,
 
 def test_the_xfail_table_names_only_cases() -> None:
     assert set(JUDGE_XFAIL) <= set(BY_NAME)
+
+
+def test_the_oracle_refuses_bad_input_with_a_sentence(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="pass the path of a Python file"):
+        oracle.run(tmp_path / "missing.py")
+    (tmp_path / "train.py").write_text("pass\n")
+    with pytest.raises(ValueError, match="steps must be a positive int"):
+        oracle.run(tmp_path / "train.py", steps=0)

@@ -48,6 +48,9 @@ class Verdict:
     trains_true: bool = False
     why: str = ""  # one sentence: why it does not fit (or which variant it fits)
 
+    def __repr__(self) -> str:
+        return f"Verdict({self.case}: fits={self.fits}, trains_true={self.trains_true}, {self.why})"
+
     @property
     def has_edits(self) -> bool:
         return bool(self.fix and self.fix["edits"])
@@ -61,6 +64,9 @@ class Evaluation:
     verdicts: dict[str, Verdict]
     seconds: dict[str, float]  # phase -> wall seconds
     extra_verdicts: list[Verdict] = field(default_factory=list)  # of evaluate()'s extra_fixes, in order
+
+    def __repr__(self) -> str:
+        return f"Evaluation({len(self.records)} records; {self.figure_line()})"
 
     def figures(self) -> dict[str, int]:
         v = self.verdicts.values()
@@ -148,7 +154,10 @@ def judge_fixes(
             v.differences[variant] = oracle.compare(records[f"{case.name}/{variant}"], rec)
         fitting = [k for k, d in v.differences.items() if not d]
         v.fits = bool(fitting)
-        claims = {loss: set(modules) for loss, modules in fix.get("claims", [])}
+        # a claim may call a module by another of its names (``model`` in the training function)
+        claims = {
+            loss: {oracle.canonical(rec, m) for m in modules} for loss, modules in fix.get("claims", []) if modules
+        }
         v.trains_true = bool(claims) and rec.status in ("budget", "finished") and claims == oracle.trained(rec)
         if fitting:
             v.why = f"fits {fitting[0]}.py"

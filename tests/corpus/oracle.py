@@ -30,7 +30,9 @@ plain objects: ``self.actor``), taking the most specific module that holds it
 (``encoder.0.weight`` rather than ``model.encoder.0.weight`` when both variables
 exist), outermost scope first; a raw tensor held in a variable is named by it; an
 optimizer is named by its variable, else ``optimizer<N>`` in creation order, and
-a parameter nobody names is ``<optimizer>.param<J>``.
+a parameter nobody names is ``<optimizer>.param<J>``. The other names a module
+has on the stack (``model`` inside ``train_one_epoch(model, ...)`` for the
+``classifier`` of ``main``) are kept as its aliases (:func:`canonical`).
 
 The record is written with ``torch.save`` (plain dicts, lists and tensors, so
 ``torch.load(weights_only=True)`` reads it) and returned as a :class:`Record`.
@@ -60,7 +62,18 @@ from typing import Any
 
 import torch
 
-__all__ = ["ERROR_KINDS", "Record", "Step", "Backward", "run", "run_many", "compare", "trained", "loss_terms"]
+__all__ = [
+    "ERROR_KINDS",
+    "Record",
+    "Step",
+    "Backward",
+    "run",
+    "run_many",
+    "compare",
+    "trained",
+    "loss_terms",
+    "canonical",
+]
 
 #: An optimizer that steps this many times the budget stops the run even if another never stepped.
 CAP = 4
@@ -117,8 +130,12 @@ class Record:
     backwards: list[Backward] = field(default_factory=list)
     optimizers: dict[str, list[str]] = field(default_factory=dict)  # name -> its parameters' names
     modules: dict[str, str] = field(default_factory=dict)  # parameter name -> module name
+    aliases: dict[str, list[str]] = field(default_factory=dict)  # module name -> its other names in the script
     seconds: float = 0.0
     path: str | None = None  # the torch.save file
+
+    def __repr__(self) -> str:  # short: pytest prints it in assertion messages, and tensors print slowly
+        return f"Record({Path(self.script).parent.name}/{Path(self.script).name}: {self.summary()})"
 
     def error_kind(self) -> str | None:
         """The :data:`ERROR_KINDS` key of the error the script raised, or None."""
@@ -264,6 +281,13 @@ def trained(record: Record) -> dict[str, set[str]]:
     return table
 
 
+def canonical(record: Record, module: str) -> str:
+    """The name the record uses for a module the script also calls ``module`` (``model`` in a helper -> ``classifier``)."""
+    if module in record.aliases:
+        return module
+    return next((name for name, others in record.aliases.items() if module in others), module)
+
+
 def optimizer_modules(record: Record) -> dict[str, set[str]]:
     """For each optimizer, the modules whose parameters it holds."""
     return {name: {record.modules.get(p, p) for p in params} for name, params in record.optimizers.items()}
@@ -369,20 +393,26 @@ class _Observer:
         """(parameter id -> name, parameter id -> module name, optimizer id -> name), from the stack now."""
         bindings = self._bindings(self._scopes())
         opt_names: dict[int, str] = {}
-        best: dict[int, tuple[int, int, str, str]] = {}
+        best: dict[int, tuple[int, int, str, str, int]] = {}
+        bound: dict[int, list[str]] = {}  # module or tensor id -> every name it has on the stack now
         for order, (name, value) in enumerate(bindings):
             if isinstance(value, torch.optim.Optimizer):
                 opt_names.setdefault(id(value), name)
             elif isinstance(value, torch.nn.Module):
+                bound.setdefault(id(value), []).append(name)
                 params = list(value.named_parameters())
                 for pname, p in params:
-                    cand = (len(params), order, f"{name}.{pname}", name)
+                    cand = (len(params), order, f"{name}.{pname}", name, id(value))
                     if id(p) not in best or cand[:2] < best[id(p)][:2]:
                         best[id(p)] = cand
             elif isinstance(value, torch.Tensor) and value.requires_grad:
-                cand = (0, order, name, name)
+                bound.setdefault(id(value), []).append(name)
+                cand = (0, order, name, name, id(value))
                 if id(value) not in best or cand[:2] < best[id(value)][:2]:
                     best[id(value)] = cand
+        for _, _, _, module, owner in best.values():
+            known = self.record.aliases.setdefault(module, [])
+            known += [n for n in bound.get(owner, []) if n != module and n not in known]
         for i, opt in enumerate(self.optimizers):
             opt_names.setdefault(id(opt), f"optimizer{i}")
         pnames = {k: v[2] for k, v in best.items()}
