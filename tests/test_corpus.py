@@ -66,16 +66,46 @@ WRONG = [
 ]
 
 
+# Variants that train exactly what intended.py trains, in another floating-point order (NOTE [Tolerance]
+# in oracle.py): the oracle must find them equal.
+EQUIVALENT = [
+    (
+        "a2c_shared_trunk",
+        "intended",
+        "        actor_loss.backward(retain_graph=True)\n        critic_loss.backward()\n",
+        "        (actor_loss + critic_loss).backward()\n",
+    ),
+    (
+        "epoch_forward_scheduler",
+        "broken",
+        "    logits = mlp(X_train)\n    for start in range(0, N, BS):\n",
+        "    for start in range(0, N, BS):\n        logits = mlp(X_train)\n",
+    ),
+]
+
+
+def _variant(case: str, of: str, old: str, new: str, folder: Path) -> Path:
+    source = BY_NAME[case].variant_path(of).read_text()
+    assert old in source, f"{case}/{of}.py no longer has {old!r}"
+    path = folder / f"{of}.py"
+    path.write_text(source.replace(old, new))
+    return path
+
+
+@pytest.fixture(scope="session")
+def equivalent_scripts(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return [
+        _variant(c, of, old, new, tmp_path_factory.mktemp(f"equivalent{i}"))
+        for i, (c, of, old, new) in enumerate(EQUIVALENT)
+    ]
+
+
 @pytest.fixture(scope="session")
 def wrong_scripts(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    out = []
-    for i, (name, old, new, _) in enumerate(WRONG):
-        source = BY_NAME[name].variant_path("intended").read_text()
-        assert old in source, f"{name}/intended.py no longer has {old!r}"
-        path = tmp_path_factory.mktemp(f"wrong{i}") / "intended.py"
-        path.write_text(source.replace(old, new))
-        out.append(path)
-    return out
+    return [
+        _variant(name, "intended", old, new, tmp_path_factory.mktemp(f"wrong{i}"))
+        for i, (name, old, new, _) in enumerate(WRONG)
+    ]
 
 
 def _edits_from(case: Case, variant: str) -> list[dict[str, object]]:
@@ -116,10 +146,12 @@ def _hand_made_fixes() -> list[tuple[Case, dict[str, object]]]:
 
 
 @pytest.fixture(scope="session")
-def evaluation(wrong_scripts: list[Path], summary_lines: list[str]) -> Evaluation:
+def evaluation(wrong_scripts: list[Path], equivalent_scripts: list[Path], summary_lines: list[str]) -> Evaluation:
     # The intended variant of one case runs twice: two runs of one script must compare equal.
     again = BY_NAME["gan_retain_graph"].variant_path("intended")
-    ev = evaluate(CASES, steps=STEPS, extra=[*wrong_scripts, again], extra_fixes=_hand_made_fixes())
+    ev = evaluate(
+        CASES, steps=STEPS, extra=[*wrong_scripts, *equivalent_scripts, again], extra_fixes=_hand_made_fixes()
+    )
     for phase, seconds in ev.seconds.items():
         summary_lines.append(f"corpus: {phase}: {seconds:.1f} s")
     summary_lines.append(ev.figure_line())
@@ -171,6 +203,16 @@ def test_the_oracle_reports_a_wrong_variant(index: int, wrong_scripts: list[Path
     differences = oracle.compare(right, wrong)
     assert differences, f"the oracle saw no difference between {name}/intended.py and its wrong variant"
     assert any(words in d for d in differences), differences
+
+
+@pytest.mark.parametrize("index", range(len(EQUIVALENT)), ids=[e[0] for e in EQUIVALENT])
+def test_the_oracle_finds_the_same_training_in_another_order_equal(
+    index: int, equivalent_scripts: list[Path], evaluation: Evaluation
+) -> None:
+    name = EQUIVALENT[index][0]
+    rec = evaluation.records[str(equivalent_scripts[index])]
+    assert rec.status == "budget", rec.summary()
+    assert oracle.compare(evaluation.records[f"{name}/intended"], rec) == []
 
 
 def test_two_runs_of_one_script_compare_equal(evaluation: Evaluation) -> None:
