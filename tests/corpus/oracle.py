@@ -55,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,7 +221,7 @@ def run_many(
     args = [sys.executable, str(Path(__file__).resolve()), "--child", str(steps), str(timeout)]
     for p, o in zip(paths, outs):
         args += [p, o]
-    subprocess.run(
+    done = subprocess.run(
         args,
         cwd=cwd,
         timeout=timeout * len(paths) + 60,
@@ -236,7 +237,9 @@ def run_many(
             records.append(run_many([p], steps=steps, cwd=cwd, timeout=timeout, out_dir=folder)[0])
             continue
         if not Path(o).exists():
-            records.append(Record(script=p, status="error", error_type="crash", error_message="the process died"))
+            tail = done.stderr.decode(errors="replace").strip().splitlines()[-3:]
+            message = "the oracle's process died" + (": " + " / ".join(tail) if tail else "")
+            records.append(Record(script=p, status="error", error_type="crash", error_message=message))
             continue
         rec = Record.from_dict(torch.load(o, weights_only=True))
         rec.path = o
@@ -346,6 +349,19 @@ class _Timeout(BaseException):
     """Raised by the alarm: the script used its time."""
 
 
+# Values whose attributes are not looked into for modules and optimizers (one level into plain objects only).
+_NOT_HOLDERS = (
+    torch.nn.Module,
+    torch.optim.Optimizer,
+    torch.Tensor,
+    type,
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+)
+
+
 class _Observer:
     def __init__(self, script: str, steps: int) -> None:
         self.script = os.path.realpath(script)
@@ -379,9 +395,7 @@ class _Observer:
                 if name.startswith("__"):
                     continue
                 out.append((name, value))
-                if not isinstance(value, (torch.nn.Module, torch.optim.Optimizer, torch.Tensor, type)) and hasattr(
-                    value, "__dict__"
-                ):
+                if not isinstance(value, _NOT_HOLDERS) and hasattr(value, "__dict__"):
                     try:
                         attrs = list(vars(value).items())
                     except TypeError:
@@ -535,6 +549,11 @@ def _child(steps: int, timeout: float, pairs: list[tuple[str, str]]) -> None:
     import torch.optim.optimizer as _optim
 
     torch.set_num_threads(1)
+    # Warm up torch's lazy initialisation (first kernels, the optimizers' modules) before any hook exists,
+    # so that the first script's seconds are its own.
+    warm = torch.nn.Linear(2, 1)
+    warm(torch.ones(1, 2)).sum().backward()
+    torch.optim.SGD(warm.parameters(), lr=0.1).step()
     originals = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad, torch.optim.Optimizer.__init__)
     state: dict[str, _Observer] = {}
 
