@@ -73,6 +73,7 @@ class Evaluation:
         return {
             "cases": len(self.verdicts),
             "first fix has edits": sum(x.has_edits for x in v),
+            "first fix has claims": sum(bool(x.fix and x.fix.get("claims")) for x in v),
             "first fix fits": sum(x.fits for x in v),
             "trains true": sum(x.trains_true for x in v),
         }
@@ -81,7 +82,7 @@ class Evaluation:
         f = self.figures()
         return (
             f"corpus judge: {f['cases']} cases; first fix has edits {f['first fix has edits']}, "
-            f"fits {f['first fix fits']}, trains true {f['trains true']}"
+            f"has claims {f['first fix has claims']}, fits {f['first fix fits']}, trains true {f['trains true']}"
         )
 
 

@@ -20,7 +20,7 @@ from .judge import evaluate
 def main() -> int:
     cases = all_cases()
     ev = evaluate(cases)
-    rows = [("case", "error", "broken", "intended", "oracle s", "first fix", "edits", "fits", "trains true")]
+    rows = [("case", "error", "broken", "intended", "oracle s", "first fix", "edits", "claims", "fits", "trains true")]
     for case in cases:
         broken = ev.records[f"{case.name}/broken"]
         ok_broken = broken.status == "error" and broken.error_kind() == case.error
@@ -40,6 +40,7 @@ def main() -> int:
                 f"{secs:.2f}",
                 summary[:60],
                 str(len((v.fix or {}).get("edits", []))),
+                str(len((v.fix or {}).get("claims", []))),
                 "yes" if v.fits else "no",
                 "yes" if v.trains_true else "no",
             )
