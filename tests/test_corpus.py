@@ -232,6 +232,7 @@ def test_loss_terms_split_sums_into_named_losses() -> None:
     assert oracle.loss_terms("actor_loss + 0.5 * critic_loss") == ["actor_loss", "critic_loss"]
     assert oracle.loss_terms("(loss / ACCUM_STEPS)") == ["loss"]
     assert oracle.loss_terms("scaler.scale(loss)") == ["scaler.scale(loss)"]
+    assert oracle.loss_terms("[loss_a, -loss_b]") == ["loss_a", "loss_b"]
 
 
 def test_the_judge_itself_accepts_a_right_fix_and_rejects_wrong_ones(evaluation: Evaluation) -> None:

@@ -251,13 +251,18 @@ _BINOPS_KEEP_LEFT = (ast.Div,)
 
 
 def loss_terms(expr: str) -> list[str]:
-    """The named losses in a backward's expression: ``a + 0.5 * b`` -> ``["a", "b"]``; ``loss / ACCUM`` -> ``["loss"]``."""
+    """The named losses in a backward's expression.
+
+    ``a + 0.5 * b`` -> ``["a", "b"]``; ``loss / ACCUM`` -> ``["loss"]``; ``[a, b]`` -> ``["a", "b"]``.
+    """
     try:
         node = ast.parse(expr.strip(), mode="eval").body
     except SyntaxError:
         return [expr.strip()]
 
     def terms(n: ast.expr) -> list[str]:
+        if isinstance(n, (ast.List, ast.Tuple)):  # torch.autograd.backward([loss_a, loss_b])
+            return [t for e in n.elts for t in terms(e)]
         if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub)):
             return terms(n.left) + terms(n.right)
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):
