@@ -279,3 +279,38 @@ def test_the_oracle_refuses_bad_input_with_a_sentence(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("pass\n")
     with pytest.raises(ValueError, match="steps must be a positive int"):
         oracle.run(tmp_path / "train.py", steps=0)
+
+
+@pytest.mark.parametrize("name", ["forward_once_reused", "gan_retain_graph", "maml_fast_weights_sub"])
+def test_the_oracle_records_the_gradients_a_plain_run_steps_with(
+    name: str, evaluation: Evaluation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the script run here, in this process, with nothing but a step hook of the test's own
+    import runpy
+
+    import torch
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    seen: list[list[torch.Tensor | None]] = []
+
+    def hook(opt: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        seen.append([None if p.grad is None else p.grad.clone() for g in opt.param_groups for p in g["params"]])
+
+    script = BY_NAME[name].variant_path("intended")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the oracle's process runs
+    handle = register_optimizer_step_pre_hook(hook)
+    monkeypatch.setattr("sys.argv", [str(script)])
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    finally:
+        handle.remove()
+        torch.set_num_threads(threads)
+    rec = evaluation.records[f"{name}/intended"]
+    assert len(seen) >= len(rec.steps)
+    for step, plain in zip(rec.steps, seen):
+        recorded = [step.grads[p] for p in rec.optimizers[step.optimizer]]
+        assert len(recorded) == len(plain)
+        for a, b in zip(recorded, plain):
+            assert (a is None) == (b is None)
+            assert a is None or b is None or torch.equal(a, b), f"{step.optimizer} step {step.index}"
