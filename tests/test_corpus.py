@@ -84,6 +84,52 @@ EQUIVALENT = [
 ]
 
 
+# Small scripts that pin the oracle's rules down (run in the same oracle process as the corpus).
+RULES = {
+    "never_steps": """
+import torch
+torch.manual_seed(0)
+net = torch.nn.Linear(3, 1)
+opt_used = torch.optim.SGD(net.parameters(), lr=0.1)
+opt_unused = torch.optim.SGD(torch.nn.Linear(3, 1).parameters(), lr=0.1)
+for i in range(100):
+    opt_used.zero_grad()
+    net(torch.randn(4, 3)).pow(2).mean().backward()
+    opt_used.step()
+""",
+    "list_and_zeroed": """
+import torch
+torch.manual_seed(0)
+net_a, net_b = torch.nn.Linear(3, 1), torch.nn.Linear(3, 1)
+w = torch.zeros(3, requires_grad=True)
+opt = torch.optim.SGD([*net_a.parameters(), *net_b.parameters(), w], lr=0.1)
+x = torch.randn(4, 3)
+loss_c = net_a(x).sum()
+loss_c.backward()
+opt.zero_grad(set_to_none=False)  # zeroes loss_c's gradient: loss_c trains nothing
+loss_a = net_a(x).pow(2).mean() + (x @ w).sum()
+loss_b = net_b(x).abs().mean()
+torch.autograd.backward([loss_a, loss_b])
+opt.step()
+""",
+    "finishes": """
+import torch
+net = torch.nn.Linear(2, 1)
+opt = torch.optim.Adam(net.parameters())
+net(torch.ones(1, 2)).sum().backward()
+opt.step()
+""",
+}
+
+
+@pytest.fixture(scope="session")
+def rule_scripts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("rules")
+    for name, text in RULES.items():
+        (folder / f"{name}.py").write_text(text.lstrip())
+    return {name: folder / f"{name}.py" for name in RULES}
+
+
 def _variant(case: str, of: str, old: str, new: str, folder: Path) -> Path:
     source = BY_NAME[case].variant_path(of).read_text()
     assert old in source, f"{case}/{of}.py no longer has {old!r}"
@@ -146,11 +192,16 @@ def _hand_made_fixes() -> list[tuple[Case, dict[str, object]]]:
 
 
 @pytest.fixture(scope="session")
-def evaluation(wrong_scripts: list[Path], equivalent_scripts: list[Path], summary_lines: list[str]) -> Evaluation:
+def evaluation(
+    wrong_scripts: list[Path], equivalent_scripts: list[Path], rule_scripts: dict[str, Path], summary_lines: list[str]
+) -> Evaluation:
     # The intended variant of one case runs twice: two runs of one script must compare equal.
     again = BY_NAME["gan_retain_graph"].variant_path("intended")
     ev = evaluate(
-        CASES, steps=STEPS, extra=[*wrong_scripts, *equivalent_scripts, again], extra_fixes=_hand_made_fixes()
+        CASES,
+        steps=STEPS,
+        extra=[*wrong_scripts, *equivalent_scripts, *rule_scripts.values(), again],
+        extra_fixes=_hand_made_fixes(),
     )
     for phase, seconds in ev.seconds.items():
         summary_lines.append(f"corpus: {phase}: {seconds:.1f} s")
@@ -226,6 +277,32 @@ def test_what_trained_what_counts_only_gradients_a_step_used(evaluation: Evaluat
     reached = {p for b in rec.backwards if b.loss == "loss_g" for p in b.changed}
     assert any(p.startswith("disc.") for p in reached)
     assert oracle.trained(rec)["loss_g"] == {"gen"}
+
+
+def test_an_optimizer_that_never_steps_stops_the_run_at_the_cap(
+    rule_scripts: dict[str, Path], evaluation: Evaluation
+) -> None:
+    rec = evaluation.records[str(rule_scripts["never_steps"])]
+    assert rec.status == "budget"
+    assert rec.step_counts() == {"opt_used": oracle.CAP * STEPS}
+
+
+def test_a_list_of_losses_a_zeroed_gradient_and_a_raw_tensor(
+    rule_scripts: dict[str, Path], evaluation: Evaluation
+) -> None:
+    rec = evaluation.records[str(rule_scripts["list_and_zeroed"])]
+    assert rec.status == "finished"
+    assert oracle.trained(rec) == {"loss_a": {"net_a", "w"}, "loss_b": {"net_b"}}
+    assert rec.optimizers["opt"][-1] == "w"
+    assert [b.loss for b in rec.backwards] == ["loss_c", "[loss_a, loss_b]"]
+
+
+def test_a_script_that_ends_before_the_budget_is_finished(
+    rule_scripts: dict[str, Path], evaluation: Evaluation
+) -> None:
+    rec = evaluation.records[str(rule_scripts["finishes"])]
+    assert rec.status == "finished" and rec.step_counts() == {"opt": 1}
+    assert oracle.trained(rec) == {"net(torch.ones(1, 2)).sum()": {"net"}}
 
 
 def test_loss_terms_split_sums_into_named_losses() -> None:

@@ -21,8 +21,9 @@ observers installed before the script's first line:
 backward changed the ``.grad`` of one of the module's parameters and an
 optimizer step then used that gradient (no ``zero_grad()`` or ``grad = None`` in
 between: a gradient observed to be ``None`` or all zero forgets the losses that
-made it). A loss that is a sum (``actor_loss + 0.5 * critic_loss``) counts for
-each of its named terms.
+made it). A backward of several named losses (``(actor_loss + 0.5 * critic_loss)``,
+``torch.autograd.backward([loss_a, loss_b])``) credits each term with the changed
+parameters its own graph reaches.
 
 Names are the script's: a parameter is ``<module var>.<param name>`` from the
 script's module-level or function-local ``nn.Module`` variables (one level into
@@ -480,13 +481,13 @@ class _Observer:
         if done or max(self.counts.values(), default=0) >= CAP * self.budget:
             raise _BudgetReached
 
-    def caller_expression(self, kind: str) -> tuple[str, str]:
-        """(the loss's source text, the caller's line) of the backward call being made."""
+    def caller_expression(self, kind: str) -> tuple[str, str, Any]:
+        """(the loss's source text, the caller's line, the caller's frame) of the backward call being made."""
         f = sys._getframe(2)
         while f is not None and os.path.realpath(f.f_code.co_filename) == os.path.realpath(__file__):
             f = f.f_back
         if f is None:
-            return "?", "?"
+            return "?", "?", None
         where = f"{Path(f.f_code.co_filename).name}:{f.f_lineno}"
         try:
             positions = list(f.f_code.co_positions())[f.f_lasti // 2]
@@ -499,19 +500,19 @@ class _Observer:
                 text = "\n".join([lines[l0 - 1][c0:], *lines[l0 : l1 - 1], lines[l1 - 1][:c1]])
             call = ast.parse(text.strip(), mode="eval").body
         except Exception:
-            return "?", where
+            return "?", where, f
         if isinstance(call, ast.Call):
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr == "backward" and not _is_torch_autograd(func.value):
-                return ast.unparse(func.value), where
+                return ast.unparse(func.value), where, f
             first = (
                 call.args[0]
                 if call.args
                 else next((k.value for k in call.keywords if k.arg in ("tensors", "outputs")), None)
             )
             if first is not None:
-                return ast.unparse(first), where
-        return ast.unparse(call), where
+                return ast.unparse(first), where, f
+        return ast.unparse(call), where, f
 
     def wrap_backward(self, kind: str, fn: Any) -> Any:
         observer = self
@@ -519,7 +520,9 @@ class _Observer:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if observer.depth:
                 return fn(*args, **kwargs)
-            loss, where = observer.caller_expression(kind)
+            loss, where, frame = observer.caller_expression(kind)
+            reach = _term_leaves(loss, frame)
+            del frame
             observer._forget_cleared()
             params = observer._all_params()
             before = {pid: (None if p.grad is None else p.grad.detach().clone()) for pid, p in params.items()}
@@ -535,11 +538,65 @@ class _Observer:
                         continue
                     if (old is None and bool(new.any())) or (old is not None and not torch.equal(old, new)):
                         changed.append(pid)
-                        observer.pending.setdefault(pid, set()).add(loss)
+                        credit = [t for t, leaves in reach.items() if pid in leaves] if reach else [loss]
+                        observer.pending.setdefault(pid, set()).update(credit)
                 pnames = observer.names()[0] if changed else {}
                 observer.record.backwards.append(Backward(loss, kind, where, [pnames[pid] for pid in changed]))
 
         return wrapper
+
+
+def _term_leaves(loss: str, frame: Any) -> dict[str, set[int]] | None:
+    """For a backward of several named losses (``a + 0.5 * b``, ``[a, b]``): the leaf tensors each one reaches.
+
+    One backward call changes the gradients of all its terms at once; the graph
+    tells which term reached which parameter. None when there is one term, or a
+    term is not a tensor held in a variable of the caller (then the whole
+    expression is credited).
+    """
+    terms = loss_terms(loss)
+    if len(terms) < 2 or frame is None:
+        return None
+    out: dict[str, set[int]] = {}
+    for term in terms:
+        value = _lookup(term, frame)
+        if not isinstance(value, torch.Tensor) or not value.requires_grad:
+            return None
+        leaves: set[int] = set()
+        if value.grad_fn is None:
+            leaves.add(id(value))
+        seen: set[Any] = set()
+        stack = [value.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            variable = getattr(node, "variable", None)
+            if isinstance(variable, torch.Tensor):
+                leaves.add(id(variable))
+            stack.extend(n for n, _ in node.next_functions)
+        out[term] = leaves
+    return out
+
+
+def _lookup(term: str, frame: Any) -> Any:
+    """The value of a name or an attribute chain (``self.loss``) in ``frame``, without running any code; None if none."""
+    try:
+        node = ast.parse(term, mode="eval").body
+    except SyntaxError:
+        return None
+    chain: list[str] = []
+    while isinstance(node, ast.Attribute):
+        chain.insert(0, node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    scopes = (frame.f_locals, frame.f_globals)
+    value = next((scope[node.id] for scope in scopes if node.id in scope), None)
+    for attr in chain:
+        value = vars(value).get(attr) if hasattr(value, "__dict__") else None
+    return value
 
 
 def _is_torch_autograd(node: ast.expr) -> bool:
