@@ -222,23 +222,29 @@ def run_many(
     args = [sys.executable, str(Path(__file__).resolve()), "--child", str(steps), str(timeout)]
     for p, o in zip(paths, outs):
         args += [p, o]
-    done = subprocess.run(
-        args,
-        cwd=cwd,
-        timeout=timeout * len(paths) + 60,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
-        check=False,
-    )
+    try:
+        stderr = subprocess.run(
+            args,
+            cwd=cwd,
+            timeout=timeout * len(paths) + 60,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+            check=False,
+        ).stderr
+    except subprocess.TimeoutExpired:  # the child's own alarms failed to stop a script (stuck in C code)
+        return [
+            Record.from_dict(torch.load(o, weights_only=True)) if Path(o).exists() else Record(p, "timeout")
+            for p, o in zip(paths, outs)
+        ]
     records = []
     for p, o in zip(paths, outs):
         if not Path(o).exists() and len(paths) > 1:
             records.append(run_many([p], steps=steps, cwd=cwd, timeout=timeout, out_dir=folder)[0])
             continue
         if not Path(o).exists():
-            tail = done.stderr.decode(errors="replace").strip().splitlines()[-3:]
+            tail = stderr.decode(errors="replace").strip().splitlines()[-3:]
             message = "the oracle's process died" + (": " + " / ".join(tail) if tail else "")
             records.append(Record(script=p, status="error", error_type="crash", error_message=message))
             continue
