@@ -54,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "language": "i18n",
     "languages": "i18n",
     "GradlabWarning": "notices",
+    "SilentWriteWarning": "notices",
     "UnusedStepWarning": "notices",
     "load_ipython_extension": "ipython",
     "unload_ipython_extension": "ipython",
@@ -95,6 +96,7 @@ __all__ = [
     "language",
     "languages",
     "GradlabWarning",
+    "SilentWriteWarning",
     "UnusedStepWarning",
     "load_ipython_extension",
     "unload_ipython_extension",
@@ -112,7 +114,7 @@ if TYPE_CHECKING:
     from .ipython import load_ipython_extension, unload_ipython_extension
     from .memory import MemoryTrace, measure_memory, plot_memory
     from .names import modules_in
-    from .notices import GradlabWarning, UnusedStepWarning
+    from .notices import GradlabWarning, SilentWriteWarning, UnusedStepWarning
     from .plots import plot_grads, timeline
     from .saved import SavedTensor, Write
     from .tracker import Event, Tracker, track

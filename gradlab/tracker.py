@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 from torch import nn
 
-from . import internals, messages, session, writes
+from . import fingerprint, internals, messages, session, writes
 from .i18n import _, _t
 from .location import Location, user_frame, user_location
 from .names import Namer, NamesLike, resolve, storage_key, view_name
-from .notices import UnusedStepWarning
-from .saved import Packed, Write, _peek, unpack_hook
+from .notices import SilentWriteWarning, UnusedStepWarning
+from .saved import Packed, Write, _peek, silently_changed, unpack_hook
 
 if TYPE_CHECKING:
     from .diagnosis import Diagnosis
@@ -94,12 +94,25 @@ class Tracker:
     RECENT_CALLS = 4
     HISTORY = 64
 
-    def __init__(self, names: NamesLike = None, *, warn: bool = True) -> None:
+    def __init__(
+        self, names: NamesLike = None, *, warn: bool = True, strict: bool = False, verify_saved: bool = False
+    ) -> None:
         if not isinstance(warn, bool):
             raise TypeError(
                 f"warn must be True or False, not {type(warn).__name__}; pass warn=False to silence "
                 "gradlab.UnusedStepWarning"
             )
+        for flag, value in (("strict", strict), ("verify_saved", verify_saved)):
+            if not isinstance(value, bool):
+                raise TypeError(
+                    _t(
+                        "{flag} must be True or False, not {type}; pass {flag}=True to turn it on",
+                        flag=flag,
+                        type=type(value).__name__,
+                    )
+                )
+        self.strict = strict
+        self.verify_saved = verify_saved
         lazy = callable(names) and not isinstance(names, (Mapping, nn.Module))
         if names is not None and not lazy:
             resolve(names)  # validate now: a clear error at the with-statement
@@ -118,7 +131,12 @@ class Tracker:
         self._pending: list[weakref.ref[Packed]] = []  # saved records not in the registry yet
         self._packs = 0
         self._in_step = 0
-        self._steps: dict[int, list[tuple[Packed, int]]] = {}
+        self._steps: dict[int, tuple[list[tuple[Packed, int]], list[int | None]]] = {}
+        self._strict = False  # any active tracker's strict= (NOTE [Nested trackers])
+        self._verify = False  # any active tracker's verify_saved=
+        self._current_roots: list[Any] = []
+        self._silent_used: list[Packed] = []  # saved records the running backward used, changed behind the counter
+        self._silent_diagnosis: Diagnosis | None = None
         self._step_counts: dict[int, int] = {}
         self._reported: set[int] = set()
         self._freed: dict[int, BackwardCall] = {}  # node sequence number -> the call that freed it
@@ -195,6 +213,8 @@ class Tracker:
     # the log is read (NOTE [Lazy names]).
     def _pack(self, t: torch.Tensor) -> Packed:
         p = Packed(t, user_location())
+        if self._verify:
+            p.fingerprint = fingerprint.fingerprint(t)
         self._pending.append(weakref.ref(p))
         static = self._static
         if static is not None:
@@ -225,7 +245,40 @@ class Tracker:
                     self._freed[seq] = self._freeing
                     if p.saved_at is not None:
                         self._lines[seq] = p.saved_at
-        return unpack_hook(p)
+        t = unpack_hook(p)
+        if (p.writes or p.fingerprint is not None) and _peek.get() is None and silently_changed(p):
+            self._silent_use(p)
+        return t
+
+    def _silent_use(self, p: Packed) -> None:
+        """The engine unpacked a saved tensor changed behind its version counter (gradlab.fingerprint)."""
+        __tracebackhide__ = True
+        if self._strict:
+            raise fingerprint.missed_error(p, p.message_node(internals.current_node()))
+        if any(q is p for q in self._silent_used):
+            return
+        self._silent_used.append(p)
+        if self._silent_diagnosis is None and self._current is not None and self._current_roots:
+            try:  # while the graph still holds what the backward has not run yet
+                graph = collect_roots(self._current_roots, self.namer(), self, failing=self._current)
+                from .diagnosis import check_graph
+
+                self._silent_diagnosis = check_graph(graph, failing=self._current, tracker=self, frame=user_frame())
+            except Exception:  # never let a diagnosis break the user's backward
+                self._silent_diagnosis = None
+
+    def _warn_silent(self, call: BackwardCall) -> None:
+        """After a backward that used silently changed saved tensors: the SilentWriteWarning."""
+        text = fingerprint.warning_text(self._silent_diagnosis)
+        self._silent_used = []
+        self._silent_diagnosis = None
+        self.notes.append(text)
+        self._log("note", None, None, None, text, call.location)
+        loc = call.location
+        if loc is not None:
+            warnings.warn_explicit(text, SilentWriteWarning, loc.filename, loc.lineno)
+        else:
+            warnings.warn(text, SilentWriteWarning, stacklevel=3)
 
     # NOTE [The registry]
     # An in-place write or an optimizer step must find the saved records of the
@@ -301,12 +354,13 @@ class Tracker:
         *,
         optimizer: bool = False,
         grad_mode: bool = True,
+        counted: bool = True,
     ) -> None:
         static = self._static
         for p, before in watched:
             after = internals.version(p.tensor)
-            if after != before:
-                write = Write(op, before, after, loc, optimizer, grad_mode, self._count)
+            if after != before or not counted:
+                write = Write(op, before, after, loc, optimizer, grad_mode, self._count, counted)
                 if isinstance(p.writes, list):
                     p.writes.append(write)
                 else:
@@ -327,6 +381,7 @@ class Tracker:
         watched = self._watched(targets)
         if not watched:
             return original(*args, **kwargs)
+        before = fingerprint.snapshot(watched)  # a write through .data moves only its own counter
         result = original(*args, **kwargs)
         if any(internals.version(p.tensor) != v for p, v in watched):
             tracked = torch.is_grad_enabled() and all(
@@ -336,6 +391,10 @@ class Tracker:
                 for p, _ in watched
             )
             self._record(watched, label, user_location(), grad_mode=tracked)
+        else:
+            missed = fingerprint.missed(watched, before)
+            if missed:
+                self._record(missed, label, user_location(), grad_mode=False, counted=False)
         return result
 
     def record_backward(
@@ -359,11 +418,15 @@ class Tracker:
         self._history.append(call)
         label = {"autograd.grad": "autograd.grad"}.get(kind, "backward")
         self._log("backward", None, None, None, f"{label}(retain_graph=True)" if keep else f"{label}()", loc)
-        outer_current, outer_freeing = self._current, self._freeing
+        outer = self._current, self._freeing, self._current_roots, self._silent_used, self._silent_diagnosis
         self._current, self._freeing = call, (None if keep else call)
+        self._current_roots, self._silent_used, self._silent_diagnosis = roots, [], None
         self._in_step = 0  # a step that raised never ran its post hook
         try:
-            return original(*args, **kwargs)
+            result = original(*args, **kwargs)
+            if self._silent_used:
+                self._warn_silent(call)
+            return result
         except RuntimeError as e:
             m = messages.find(e)
             if m is not None and m.kind in ("graph_freed", "modified_in_place"):
@@ -383,7 +446,7 @@ class Tracker:
                 raise e.with_traceback(_without_hook_frames(e.__traceback__))  # noqa: B904 - the same error, re-raised
             raise
         finally:
-            self._current, self._freeing = outer_current, outer_freeing
+            self._current, self._freeing, self._current_roots, self._silent_used, self._silent_diagnosis = outer
             self._unpacking = None
             if not keep and roots:
                 self._recent.append((roots, call))
@@ -421,20 +484,27 @@ class Tracker:
         """Before ``optimizer.step()``: note the versions of watched parameters (a step pre hook)."""
         self._in_step += 1
         params = [p for g in optimizer.param_groups for p in g["params"]]
-        self._steps[id(optimizer)] = self._watched(params) if self._registry or self._pending else []
+        watched = self._watched(params) if self._registry or self._pending else []
+        # NOTE [Fused steps]: a fused kernel writes every parameter without moving its
+        # version counter; the fingerprints of the watched ones tell whether it wrote.
+        self._steps[id(optimizer)] = (watched, fingerprint.snapshot(watched) if watched else [])
         count = self._step_counts.get(id(optimizer), 0) + 1
         self._step_counts[id(optimizer)] = count
         self._check_step_grads(optimizer, params, zeros=count & (count - 1) == 0)
 
     def step_finished(self, optimizer: torch.optim.Optimizer) -> None:
         """After ``optimizer.step()``: record the watched parameters it wrote (a step post hook)."""
-        watched = self._steps.pop(id(optimizer), None)
+        watched, before = self._steps.pop(id(optimizer), ([], []))
         self._in_step = max(0, self._in_step - 1)
         self._step_events.append((self._count, user_location(), type(optimizer).__name__))
-        if watched and any(internals.version(p.tensor) != v for p, v in watched):
-            self._record(
-                watched, f"{type(optimizer).__name__}.step()", user_location(), optimizer=True, grad_mode=False
-            )
+        if not watched:
+            return
+        label = f"{type(optimizer).__name__}.step()"
+        if any(internals.version(p.tensor) != v for p, v in watched):
+            self._record(watched, label, user_location(), optimizer=True, grad_mode=False)
+        missed = fingerprint.missed(watched, before)
+        if missed:
+            self._record(missed, label, user_location(), optimizer=True, grad_mode=False, counted=False)
 
     def _check_step_grads(self, optimizer: torch.optim.Optimizer, params: list[torch.Tensor], zeros: bool) -> None:
         """Note (once per parameter) a step that cannot train some parameters: no gradient or all zero.
@@ -569,9 +639,15 @@ class Tracker:
                 root._refresh_static()
 
     def _refresh_static(self) -> None:
-        """The names consulted at save time: every active tracker's static names (no callables)."""
-        static = [t._own for t in session.trackers() if t._own is not None and t._own]
+        """The names consulted at save time: every active tracker's static names (no callables).
+
+        Also the modes: ``strict`` and ``verify_saved`` hold while any active tracker asks for them.
+        """
+        trackers = session.trackers()
+        static = [t._own for t in trackers if t._own is not None and t._own]
         self._static = _chain_namers(static) if static else None
+        self._strict = any(t.strict for t in trackers)
+        self._verify = any(t.verify_saved for t in trackers)
 
     def _start(self) -> None:
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
@@ -600,6 +676,10 @@ class Tracker:
                 self._lines.clear()
                 self._static = None
                 self._in_step = 0
+                self._strict = self._verify = False
+                self._silent_used = []
+                self._silent_diagnosis = None
+                self._current_roots = []
 
 
 # NOTE [Lazy names]
@@ -740,7 +820,7 @@ def _without_hook_frames(tb: TracebackType | None) -> TracebackType | None:
     return out
 
 
-def track(names: NamesLike = None, *, warn: bool = True) -> Tracker:
+def track(names: NamesLike = None, *, warn: bool = True, strict: bool = False, verify_saved: bool = False) -> Tracker:
     """Record save-time versions, every in-place write to a saved tensor, and every backward call.
 
     Use it as ``with gradlab.track(names={"n_1": n_1}) as tracker:``. While
@@ -751,6 +831,17 @@ def track(names: NamesLike = None, *, warn: bool = True) -> Tracker:
     (:class:`gradlab.UnusedStepWarning`; ``warn=False`` keeps only the notes).
     Everything is undone on exit. Inside another tracker, it joins that one
     (NOTE [Nested trackers] in :class:`Tracker`).
+
+    An optimizer step is recorded as a write to each saved parameter it changed,
+    even when its version counter did not move (fused optimizers such as
+    ``Adam(fused=True)``); so is a write through ``.data``. A backward that then
+    uses such a tensor runs as in PyTorch (it computes with the new values) and
+    gradlab warns (:class:`gradlab.SilentWriteWarning`, with the note); with
+    ``strict=True`` it raises PyTorch's in-place error instead, as PyTorch does
+    when the counter counts the write. ``verify_saved=True`` also fingerprints
+    every saved tensor when it is saved and checks it when backward uses it, so a
+    change by anyone is caught (a custom kernel, an extension); it costs one
+    reduction per saved tensor at save and at use (``benchmarks/``).
 
     Example::
 
@@ -765,4 +856,4 @@ def track(names: NamesLike = None, *, warn: bool = True) -> Tracker:
         >>> problem.tensor, problem.modified_by
         ('lin.weight (transposed view)', 'SGD.step()')
     """
-    return Tracker(names, warn=warn)
+    return Tracker(names, warn=warn, strict=strict, verify_saved=verify_saved)

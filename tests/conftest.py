@@ -41,6 +41,7 @@ LIBRARY_TESTS = frozenset(
         "test_plots.py",
         "test_properties.py",
         "test_session.py",
+        "test_silent_writes.py",
         "test_tracker_sees.py",
     }
 )
