@@ -42,6 +42,7 @@ LIBRARY_TESTS = frozenset(
         "test_properties.py",
         "test_session.py",
         "test_silent_writes.py",
+        "test_silent_writes_cli.py",
         "test_tracker_sees.py",
     }
 )
@@ -54,6 +55,7 @@ SLOW_TESTS = frozenset(
         "test_cli.py",
         "test_handout.py",
         "test_lab.py",
+        "test_silent_writes_cli.py",
         "test_workshop.py",
     }
 )
