@@ -144,7 +144,9 @@ _RUNNER_FILES = frozenset(
         os.path.join(_HERE, "__main__.py"),
     )
 )
-_HOOK_FILES = frozenset(os.path.normcase(os.path.join(_HERE, name)) for name in ("tracker.py", "saved.py", "writes.py"))
+_HOOK_FILES = frozenset(
+    os.path.normcase(os.path.join(_HERE, name)) for name in ("tracker.py", "recorder.py", "saved.py", "writes.py")
+)
 
 
 def _file_key(filename: str) -> str:

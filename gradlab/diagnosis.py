@@ -25,16 +25,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from . import internals, session
+from . import internals
 from .advice import Cause, Context, Fix, cause_sentence, fixes_for
-from .graph import Graph, GraphNode, collect
+from .graph import Graph, GraphNode, collect_active
 from .i18n import _, _t, ngettext_
 from .location import Location, frame_names
 from .names import NamesLike, given_name
 from .saved import SavedTensor, Write
 
 if TYPE_CHECKING:
-    from .tracker import BackwardCall, Tracker
+    from .recorder import BackwardCall, Recorder
 
 __all__ = ["Diagnosis", "Problem", "ProblemKind", "check", "check_graph"]
 
@@ -468,7 +468,7 @@ def _saved_line(graph: Graph, node_ids: Iterable[int]) -> Location | None:
 class _Facts:
     """What the tracker knows about the failure (all optional)."""
 
-    tracker: Tracker | None = None
+    tracker: Recorder | None = None
     failing: BackwardCall | None = None
     namespace: dict[str, Any] = field(default_factory=dict)
 
@@ -574,7 +574,7 @@ def _freeing_call(p: Problem, facts: _Facts) -> BackwardCall | None:
 
 
 def _steps_between(
-    tracker: Tracker, call: BackwardCall, failing: BackwardCall | None
+    tracker: Recorder, call: BackwardCall, failing: BackwardCall | None
 ) -> list[tuple[Location | None, str]]:
     """The optimizer steps that ran between the freeing backward and the failing one."""
     end = failing.event if failing is not None else None
@@ -681,7 +681,11 @@ def _carried_context(base: Context, graph: Graph, topo: _Topology, facts: _Facts
 
 
 def check_graph(
-    graph: Graph, failing: BackwardCall | None = None, *, tracker: Tracker | None = None, frame: FrameType | None = None
+    graph: Graph,
+    failing: BackwardCall | None = None,
+    *,
+    tracker: Recorder | None = None,
+    frame: FrameType | None = None,
 ) -> Diagnosis:
     """Turn a collected graph into a Diagnosis (one Problem per freed node or stale tensor).
 
@@ -729,8 +733,5 @@ def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
         >>> d.ok, d.problems[0].kind, d.problems[0].tensor
         (False, 'modified_in_place', 'w')
     """
-    frame = sys._getframe(1)
-    tracker = session.active()
-    if tracker is not None:
-        return tracker.check(output, names, frame=frame)
-    return check_graph(collect(output, names), frame=frame)
+    graph, recording = collect_active(output, names)
+    return check_graph(graph, tracker=recording, frame=sys._getframe(1))

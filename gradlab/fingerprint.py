@@ -32,18 +32,29 @@ meta tensor has no fingerprint (None: never reported as changed).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, TypeVar
 
 import torch
 
 from . import internals, messages
 from .i18n import _
-from .saved import Packed
 
-if TYPE_CHECKING:
-    from .diagnosis import Diagnosis
 
-__all__ = ["fingerprint", "snapshot", "missed", "missed_error", "warning_text"]
+class Saved(Protocol):
+    """What these functions read of a saved record (:class:`gradlab.saved.Packed`)."""
+
+    tensor: torch.Tensor
+    version: int
+    output_nr: int
+
+    @property
+    def writes(self) -> Sequence[Any]: ...
+
+
+_S = TypeVar("_S", bound=Saved)
+
+
+__all__ = ["Saved", "fingerprint", "snapshot", "missed", "missed_error", "warning_text"]
 
 _INT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
@@ -90,7 +101,7 @@ def _geometry(t: torch.Tensor) -> _Geometry | None:
         return None
 
 
-def snapshot(watched: Sequence[tuple[Packed, int]]) -> list[int | None]:
+def snapshot(watched: Sequence[tuple[Saved, int]]) -> list[int | None]:
     """The fingerprint of each watched saved tensor (one reduction per distinct view of a storage).
 
     Taken before an optimizer step (or another write) that gradlab wraps, and compared
@@ -110,7 +121,7 @@ def snapshot(watched: Sequence[tuple[Packed, int]]) -> list[int | None]:
     return out
 
 
-def missed(watched: Sequence[tuple[Packed, int]], before: Sequence[int | None]) -> list[tuple[Packed, int]]:
+def missed(watched: Sequence[tuple[_S, int]], before: Sequence[int | None]) -> list[tuple[_S, int]]:
     """The watched records whose tensor a write changed while its version counter stayed put.
 
     ``watched`` pairs each record with its version before the write, ``before`` is
@@ -118,7 +129,7 @@ def missed(watched: Sequence[tuple[Packed, int]], before: Sequence[int | None]) 
     (torch's own check sees that write).
     """
     seen: dict[_Geometry, int | None] = {}
-    out: list[tuple[Packed, int]] = []
+    out: list[tuple[_S, int]] = []
     for (p, version), fp in zip(watched, before, strict=True):
         if fp is None or internals.version(p.tensor) != version:
             continue
@@ -132,7 +143,7 @@ def missed(watched: Sequence[tuple[Packed, int]], before: Sequence[int | None]) 
     return out
 
 
-def missed_error(p: Packed, node: str | None) -> RuntimeError:
+def missed_error(p: Saved, node: str | None) -> RuntimeError:
     """torch's in-place error for ``p``, as torch raises it when the counter counts the write.
 
     The version shown is the one the counter would read had it counted each write
@@ -145,13 +156,11 @@ def missed_error(p: Packed, node: str | None) -> RuntimeError:
     )
 
 
-def warning_text(diagnosis: Diagnosis | None) -> str:
-    """The text of :class:`gradlab.SilentWriteWarning`: what happened, then the note."""
+def warning_text(note: str | None) -> str:
+    """The text of :class:`gradlab.SilentWriteWarning`: what happened, then gradlab's note (if any)."""
     head = _(
         "this backward used a saved tensor that changed after autograd saved it, and torch raised nothing: "
         "the write did not move the tensor's version counter. The gradients were computed from the new values, "
         "not from the ones the forward used. gradlab.track(strict=True) raises PyTorch's in-place error instead."
     )
-    if diagnosis is None or diagnosis.ok:
-        return head
-    return head + "\ngradlab: " + str(diagnosis)
+    return head if not note else head + "\ngradlab: " + note

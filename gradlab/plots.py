@@ -26,7 +26,7 @@ from .grads import GradReport
 from .i18n import _, _t, language, set_language
 from .names import base_name
 from .notices import GradlabWarning
-from .tracker import Event
+from .recorder import Event
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import torch
 
 from . import internals, messages
+from .fingerprint import fingerprint
 from .i18n import _t
 from .location import Location, user_location
 from .names import Namer, base_name, output_description, view_name
@@ -224,8 +225,6 @@ def silently_changed(p: Packed) -> bool:
     if p.writes and internals.version(p.tensor) == p.version:
         return True
     if p.fingerprint is not None:
-        from .fingerprint import fingerprint  # fingerprint imports this module
-
         return fingerprint(p.tensor) != p.fingerprint
     return False
 

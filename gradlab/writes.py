@@ -99,10 +99,10 @@ def _inplace_wrapper(original: Callable[..., Any], label: str) -> Callable[..., 
     @functools.wraps(original)
     def inplace(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        stack = local.stack
-        if not stack or stack[0]._in_step:  # no tracker here, or inside optimizer.step()
+        recording = local.recording
+        if recording is None or recording.in_step:  # no tracker here, or inside optimizer.step()
             return original(*args, **kwargs)
-        return stack[0].record_inplace(original, label, args, kwargs)
+        return recording.record_inplace(original, label, args, kwargs)
 
     return inplace
 
@@ -113,24 +113,24 @@ def _backward_wrapper(original: Callable[..., Any], kind: str) -> Callable[..., 
     @functools.wraps(original)
     def backward(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        stack = local.stack
-        if not stack:
+        recording = local.recording
+        if recording is None:
             return original(*args, **kwargs)
-        return stack[0].record_backward(original, kind, args, kwargs)
+        return recording.record_backward(original, kind, args, kwargs)
 
     return backward
 
 
 def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-    tracker = session.outermost()
-    if tracker is not None:
-        tracker.step_started(optimizer)
+    recording = session.recording()
+    if recording is not None:
+        recording.step_started(optimizer)
 
 
 def _step_post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-    tracker = session.outermost()
-    if tracker is not None:
-        tracker.step_finished(optimizer)
+    recording = session.recording()
+    if recording is not None:
+        recording.step_finished(optimizer)
 
 
 def install() -> None:

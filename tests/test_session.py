@@ -33,6 +33,32 @@ def test_nested_track_joins_the_outer_one_and_notes_once() -> None:
     assert problem.tensor == "n_1.linear_2.weight (transposed view)" and problem.modified_by == "Adam.step()"
 
 
+def test_callable_names_name_the_log_like_a_dict() -> None:
+    """``names=`` a callable (what ``%load_ext gradlab`` and ``gradlab run`` pass) names saves and writes too."""
+    logs = {}
+    for how in ("dict", "callable"):
+        s = scenarios.fresh()
+        names = s.names if how == "dict" else (lambda s=s: s.names)
+        with gradlab.track(names=names) as tracker, pytest.raises(RuntimeError):
+            scenarios.original_loop(retain_graph=True, state=s)
+        logs[how] = [(e.kind, e.tensor) for e in tracker.events if e.kind in ("saved", "write")]
+    assert ("write", "n_1.linear_2.weight (transposed view)") in logs["dict"]
+    assert logs["callable"] == logs["dict"]
+
+
+def test_callable_names_see_modules_made_after_the_tracker_started() -> None:
+    """The session tracker starts before the notebook defines its model: the next backward picks it up."""
+    namespace: dict[str, object] = {}
+    with gradlab.track(names=lambda: gradlab.modules_in(namespace)) as tracker:
+        lin = torch.nn.Linear(2, 1)
+        namespace["lin"] = lin
+        x = torch.ones(3, 2, requires_grad=True)
+        lin(x).sum().backward()  # the first forward's saves are not named yet; this backward looks again
+        lin(x).sum().backward()
+    saved = [e.tensor for e in tracker.events if e.kind == "saved"]
+    assert saved == ["lin.weight (transposed view)"]
+
+
 def test_inner_names_take_precedence_inside_its_block() -> None:
     lin = torch.nn.Linear(2, 1)
     x = torch.ones(3, 2, requires_grad=True)
@@ -107,7 +133,9 @@ def test_ipython_session_tracker_and_a_cell_tracker_note_once(ipython, capsys: p
         assert "unpack_hook" not in out and "record_backward" not in out  # gradlab's frames are not shown
         assert "n_1.linear_2.weight (transposed view)" in out
         session_tracker = ip.user_ns["gradlab_tracker"]
-        assert [e.op for e in session_tracker.writes] == ["Adam.step()"]
+        assert [(e.op, e.tensor) for e in session_tracker.writes] == [
+            ("Adam.step()", "n_1.linear_2.weight (transposed view)")
+        ]
         assert [e.op for e in ip.user_ns["cell_tracker"].writes] == ["Adam.step()"]
     finally:
         ip.run_cell("%unload_ext gradlab")
