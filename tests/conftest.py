@@ -32,6 +32,7 @@ LIBRARY_TESTS = frozenset(
         "test_intent.py",
         "test_notes.py",
         "test_internals.py",
+        "test_inplace_coverage.py",
         "test_layout.py",
         "test_memory.py",
         "test_messages.py",
