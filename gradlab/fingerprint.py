@@ -19,14 +19,17 @@ write changed the bits even though the counter did not move.
 saved and again when backward uses it, which catches a change by anyone.
 
 NOTE [Fingerprints]
-A fingerprint is the sum of the tensor's elements read as integers of their own
-width (a float32 as an int32, bit for bit), added up in int64: any change of a
-single element's bits changes it, and so does nearly every real write (an
-optimizer step, ``mul_``, ``copy_``). It is one reduction over the tensor
-(about 5 microseconds for a small tensor on one CPU thread, a millisecond per
-million elements). It cannot tell a write that only reorders the elements, or
-changes several of them by bit patterns that cancel exactly; a sparse, nested or
-meta tensor has no fingerprint (None: never reported as changed).
+A fingerprint is the sum of the tensor's memory read as 64-bit integers (the
+sum wraps, so it is exact and the same in any order); a tensor whose bytes do
+not split into whole words (a float32 tensor of odd length, a strided view) is
+read element by element as integers of its own width, added up in int64. Any
+change of a single element's bits changes it, and so does nearly every real
+write (an optimizer step, ``mul_``, ``copy_``). It is one reduction over the
+tensor (a few microseconds for a small tensor on one CPU thread, about 0.1 ms
+per million float32 elements read as words). It cannot tell a write that only
+reorders the elements, or changes several of them by bit patterns that cancel
+exactly; a sparse, nested or meta tensor has no fingerprint (None: never
+reported as changed).
 """
 
 from __future__ import annotations
@@ -81,6 +84,11 @@ def fingerprint(t: torch.Tensor) -> int | None:
     try:
         with torch.no_grad():
             bits = t.detach()
+            if bits.dim() == 2 and not bits.is_contiguous() and bits.mT.is_contiguous():
+                bits = bits.mT  # a Linear's saved weight: the same elements, in memory order
+            if bits.is_contiguous() and (bits.numel() * bits.element_size()) % 8 == 0 and bits.data_ptr() % 8 == 0:
+                # Read as 64-bit words: the fast reduction (a sum of words wraps, exactly, in any order).
+                return int(bits.reshape(-1).view(torch.int64).sum())
             if bits.is_complex():
                 bits = torch.view_as_real(bits)
                 as_int = _INT_OF_SIZE.get(bits.element_size(), as_int)
