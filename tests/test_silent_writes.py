@@ -22,6 +22,7 @@ import contextlib
 import inspect
 import warnings
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -429,3 +430,27 @@ def test_a_fingerprint_changes_nothing_and_has_none_for_sparse() -> None:
     fingerprint(w)
     assert w._version == 0 and w.grad is None and y.grad_fn is not None
     assert fingerprint(torch.eye(3).to_sparse()) is None
+
+
+def test_load_ext_warns_about_a_fused_step_in_a_notebook(ipython: Any) -> None:
+    ip = ipython
+    ip.run_cell("%load_ext gradlab")
+    try:
+        with pytest.warns(gradlab.SilentWriteWarning) as record:
+            result = ip.run_cell(
+                "import torch\n"
+                "from torch import nn\n"
+                "critic = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))\n"
+                "actor = nn.Linear(2, 3)\n"
+                "opt_critic = torch.optim.AdamW(critic.parameters(), lr=1e-2, fused=True)\n"
+                "value = critic(actor(torch.randn(5, 2))).mean()\n"
+                "opt_critic.zero_grad()\n"
+                "value.backward(retain_graph=True)\n"
+                "opt_critic.step()\n"
+                "(-value).backward()\n"
+            )
+        assert result.success  # the cell runs as in plain torch
+        assert "critic.2.weight (transposed view)" in str(record[0].message)  # named from the notebook's modules
+        assert "AdamW.step()" in str(record[0].message)
+    finally:
+        ip.run_cell("%unload_ext gradlab")
