@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 import weakref
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
@@ -221,6 +221,7 @@ class Recorder:
         self._silent: list[Packed] = []  # records the running backward used, changed behind their counter
         self._silent_note: str | None = None
         self._warned: dict[Any, Any] = {}  # the SilentWriteWarning registry: each note once per line
+        self._noted: OrderedDict[tuple[str, str | None], None] = OrderedDict()  # notes kept, latest last
         self._step_counts: dict[int, int] = {}
         self._reported: set[int] = set()
         self._freed: dict[int, BackwardCall] = {}  # node sequence number -> the call that freed it
@@ -358,9 +359,18 @@ class Recorder:
     def _warn_silent(self, call: BackwardCall) -> None:
         """After a backward that used tensors changed behind their counter: the SilentWriteWarning."""
         text = fingerprint.warning_text(self._silent_note)
-        self.owner.notes.append(text)
-        self.log("note", None, None, None, text, call.location)
+        if len(self._warned) > 256:  # a long loop whose notes differ: keep the registry bounded
+            self._warned.clear()
         loc = call.location
+        key = (text, loc.where if loc is not None else None)
+        if key in self._noted:  # the same note at the same line: once in notes (the warning filter decides the rest)
+            self._noted.move_to_end(key)
+        else:
+            self._noted[key] = None
+            if len(self._noted) > self.HISTORY:
+                self._noted.popitem(last=False)
+            self.owner.notes.append(text)
+            self.log("note", None, None, None, text, loc)
         if loc is not None:
             warnings.warn_explicit(text, SilentWriteWarning, loc.filename, loc.lineno, registry=self._warned)
         else:

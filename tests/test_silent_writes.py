@@ -454,3 +454,16 @@ def test_load_ext_warns_about_a_fused_step_in_a_notebook(ipython: Any) -> None:
         assert "AdamW.step()" in str(record[0].message)
     finally:
         ip.run_cell("%unload_ext gradlab")
+
+
+def test_a_long_stale_fused_loop_keeps_one_note_and_warns_once_per_line() -> None:
+    pair = Pair()
+    opt_1 = torch.optim.Adam(pair.n_1.parameters(), lr=1e-3, fused=True)
+    with gradlab.track(names=pair.names) as tracker, warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("default")  # Python's default: a warning once per text and line
+        for _ in range(20):
+            _, backward = _stale_loop(pair, opt_1)
+            backward()
+    silent = [r for r in record if issubclass(r.category, gradlab.SilentWriteWarning)]
+    assert len(silent) == 1
+    assert len([n for n in tracker.notes if "torch raised nothing" in n]) == 1
