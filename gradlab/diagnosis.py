@@ -30,7 +30,7 @@ from .advice import Cause, Context, Fix, cause_sentence, fixes_for
 from .graph import Graph, GraphNode, collect_active
 from .i18n import _, _t, ngettext_
 from .location import Location, frame_names
-from .names import NamesLike, given_name
+from .names import NamesLike, ViewKind
 from .saved import SavedTensor, Write
 
 if TYPE_CHECKING:
@@ -52,7 +52,9 @@ class Problem:
     node that needs the tensor; ``tensor`` a readable name; ``where``/``code`` the
     user line that modified it (or, for a freed graph, the backward call that
     freed it). ``cause`` is what gradlab decided caused it, ``fixes`` the fixes
-    for that cause, the likeliest first, each saying what it trains.
+    for that cause, the likeliest first, each saying what it trains. ``given``
+    and ``view`` are the tensor's name as data: the name the user gave and which
+    view of it the tensor is (None without a name).
     """
 
     kind: ProblemKind
@@ -70,6 +72,8 @@ class Problem:
     saved_at: Location | None = field(default=None, repr=False)
     location: Location | None = field(default=None, repr=False)
     writes: tuple[Write, ...] = field(default=(), repr=False)
+    given: str | None = field(default=None, repr=False)
+    view: ViewKind = field(default=None, repr=False)
 
     def sentence(self) -> str:
         """The problem in one sentence."""
@@ -378,15 +382,16 @@ def _problem(s: SavedTensor) -> Problem:
         saved_at=s.saved_at,
         location=location,
         writes=s.writes,
+        given=s.given,
+        view=s.view,
     )
 
 
-def _module(name: str | None) -> str | None:
-    """``n_1.linear_2.weight (transposed view)`` -> ``n_1``; descriptions -> None (in any language)."""
-    head = given_name(name)
-    if head is None:
+def _module(given: str | None) -> str | None:
+    """The model a given name belongs to: ``n_1.linear_2.weight`` -> ``n_1``; None without a model."""
+    if given is None:
         return None
-    return head.split(".", 1)[0] if "." in head else None
+    return given.split(".", 1)[0] if "." in given else None
 
 
 class _Topology:
@@ -412,7 +417,7 @@ class _Topology:
         while stack:
             n = self.by_id[stack.pop()]
             if n.kind == "leaf":
-                module = _module(n.leaf_name)
+                module = _module(n.given)
                 if module:
                     found.add(module)
             for m in n.next_ids:
@@ -499,7 +504,7 @@ def _cause(p: Problem, graph: Graph, topo: _Topology, facts: _Facts) -> tuple[Ca
             lambda t: t.grad_fn is not None and _seq(t.grad_fn) == root.seq and t.grad_fn.name() == root.name,
         )
     node_id = p.node_id if p.node_id is not None else graph.outputs[0]
-    model = _module(p.tensor)
+    model = _module(p.given)
     if model is None and p.kind == "graph_freed":
         owners = topo.models_below(node_id)
         model = next(iter(owners)) if len(owners) == 1 else None
@@ -509,7 +514,7 @@ def _cause(p: Problem, graph: Graph, topo: _Topology, facts: _Facts) -> tuple[Ca
     if p.kind == "modified_in_place":
         writes = p.writes
         if not writes and p.counter_missed:  # changed behind the counter by a writer gradlab did not see
-            return "untracked_write", Context(tensor=_short_name(p.tensor), loss=loss, op=None)
+            return "untracked_write", Context(tensor=_short_name(p), loss=loss, op=None)
         optimizer_write = next((w for w in writes if w.optimizer), None)
         if optimizer_write is not None or (not writes and _is_parameter(p)):
             if _carried_over(graph, node_id, facts):
@@ -518,10 +523,10 @@ def _cause(p: Problem, graph: Graph, topo: _Topology, facts: _Facts) -> tuple[Ca
         if writes:
             w = writes[0]
             code = w.location.code if w.location else None
-            ctx = Context(tensor=_short_name(p.tensor), op=w.op, code=code, where=w.where, loss=loss)
+            ctx = Context(tensor=_short_name(p), op=w.op, code=code, where=w.where, loss=loss)
             return ("inplace_op" if all(x.grad_mode for x in writes) else "untracked_write"), ctx
         # Outside a tracker: the writer is unknown. A non-parameter was changed by the user's own code.
-        return "inplace_op", Context(tensor=_short_name(p.tensor), loss=loss, op=None)
+        return "inplace_op", Context(tensor=_short_name(p), loss=loss, op=None)
 
     # graph freed
     call = _freeing_call(p, facts)
@@ -553,14 +558,14 @@ def _seq(fn: Any) -> int | None:
     return internals.sequence_nr(fn)
 
 
-def _short_name(name: str) -> str:
-    """The user's name without a view's suffix; a description unchanged (in any language)."""
-    return given_name(name) or name
+def _short_name(p: Problem) -> str:
+    """The user's name for the problem's tensor (a view's base name); else its description."""
+    return p.given or p.tensor
 
 
 def _is_parameter(p: Problem) -> bool:
     leaf = _t("leaf tensor {shape}", shape=list(p.shape or ()))
-    return _module(p.tensor) is not None or p.tensor.startswith("leaf ") or p.tensor == leaf
+    return _module(p.given) is not None or p.tensor == leaf
 
 
 def _freeing_call(p: Problem, facts: _Facts) -> BackwardCall | None:

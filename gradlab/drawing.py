@@ -334,7 +334,9 @@ def _saved_label(s: SavedTensor, cut: bool) -> tuple[str, _Look]:
 
 def _node_text(n: GraphNode) -> tuple[str, _Style]:
     if n.kind == "leaf":
-        label = n.label if n.leaf_name and n.leaf_name.startswith("leaf [") else f"{n.label}\n{_shape(n.shape)}"
+        label = (
+            n.label if n.given is None else f"{n.label}\n{_shape(n.shape)}"
+        )  # an unnamed leaf ("leaf [3]") shows it already
         return label, _PARAM_STYLE
     if n.kind == "custom":
         return f"{n.label}\n" + _("(custom Function)"), _CUSTOM_STYLE
@@ -523,7 +525,7 @@ def to_text(graph: Graph, outputs: Sequence[_Output] = ()) -> str:
         node_id, prefix, child_prefix, depth = stack.pop()
         n = by_id[node_id]
         if n.kind == "leaf":
-            text = f"{n.label} {_shape(n.shape)}" if not n.label.startswith("leaf [") else n.label
+            text = f"{n.label} {_shape(n.shape)}" if n.given is not None else n.label
         else:
             text = f"n{n.id} {n.label}" + (" " + _("(custom Function)") if n.kind == "custom" else "")
         if node_id in labels:

@@ -12,7 +12,7 @@ import torch
 from . import internals, recorder
 from .i18n import _, _t, ljust, width
 from .location import Location
-from .names import Namer, NamesLike, given_name, op_name
+from .names import Namer, NamesLike, op_name
 from .recorder import BackwardCall, Recorder, Scope
 from .saved import SavedTensor, inspect_node
 
@@ -60,6 +60,8 @@ class GraphNode:
     leaf's ``.grad`` accumulates) or ``custom`` (a custom ``autograd.Function``).
     ``next_ids`` are the nodes its gradients flow to, in ``next_functions`` order;
     ``seq`` is torch's sequence number of the node (creation order in its thread).
+    For a leaf, ``leaf_name`` is its name as shown and ``given`` the name the user
+    gave it (or the named tensor it is a view of), None without one.
     """
 
     id: int
@@ -70,6 +72,7 @@ class GraphNode:
     leaf_name: str | None = None
     shape: tuple[int, ...] | None = None
     seq: int | None = None
+    given: str | None = None
 
 
 @dataclass(frozen=True)
@@ -216,9 +219,21 @@ def collect_nodes(roots: Sequence[Any], namer: Namer, *, tracker: Scope | None =
         seq = internals.sequence_nr(fn)
         if hasattr(fn, "variable"):
             var = fn.variable
-            leaf = namer.name_of(var) or f"leaf {list(var.shape)}"
+            found = namer.lookup(var)
+            leaf = str(found) if found else f"leaf {list(var.shape)}"
+            given = found.given if found else None
             nodes.append(
-                GraphNode(i, "AccumulateGrad", leaf, "leaf", next_ids, leaf_name=leaf, shape=tuple(var.shape), seq=seq)
+                GraphNode(
+                    i,
+                    "AccumulateGrad",
+                    leaf,
+                    "leaf",
+                    next_ids,
+                    leaf_name=leaf,
+                    shape=tuple(var.shape),
+                    seq=seq,
+                    given=given,
+                )
             )
             continue
         records = inspect_node(fn, i, namer, freed_by, saved_line)
@@ -264,9 +279,9 @@ def direct_modules(graph: Graph) -> dict[int, str]:
     by_id = {n.id: n for n in graph.nodes}
     leaves: dict[int, str] = {}  # leaf id -> its module path, for named parameters in a module
     for n in graph.nodes:
-        given = given_name(n.leaf_name) if n.kind == "leaf" else None
+        given = n.given if n.kind == "leaf" else None
         if given:
-            path = _parent(given.split(" ", 1)[0])
+            path = _parent(given)
             if path:
                 leaves[n.id] = path
     out = dict(leaves)

@@ -30,13 +30,12 @@ import inspect
 import operator
 import sys
 import types
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-from .notices import GradlabWarning
+from .notices import warn_once
 
 __all__ = [
     "version",
@@ -53,8 +52,6 @@ __all__ = [
     "check_all",
 ]
 
-_warned: set[str] = set()
-
 _FUNCTION_TYPES = (
     types.FunctionType,
     types.BuiltinFunctionType,
@@ -65,14 +62,11 @@ _FUNCTION_TYPES = (
 
 def _missing(feature: str, consequence: str) -> None:
     """Warn once per process that ``feature`` is missing from this torch."""
-    if feature in _warned:
-        return
-    _warned.add(feature)
-    warnings.warn(
+    warn_once(
+        feature,
         f"gradlab: this torch ({torch.__version__}) has no {feature}; {consequence}. "
         "Please report it with your torch version.",
-        GradlabWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
 
 

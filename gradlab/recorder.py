@@ -31,8 +31,8 @@ from torch import nn
 from . import fingerprint, internals, messages, session
 from .i18n import _, _t
 from .location import Location, user_frame, user_location
-from .names import Namer, NamesLike, resolve, storage_key, view_name
-from .notices import SilentWriteWarning, UnusedStepWarning
+from .names import Name, Namer, NamesLike, ViewKind, resolve, storage_key
+from .notices import SilentWriteWarning, UnusedStepWarning, warn_once
 from .saved import Packed, Write, _peek, silently_changed, unpack_hook
 
 __all__ = ["Event", "EventKind", "BackwardCall", "Recorder", "Scope", "active", "current", "scopes"]
@@ -48,6 +48,11 @@ class Event:
     in-place write moved a saved tensor's version), ``backward``, ``error`` (a
     backward raised) or ``note`` (an optimizer step that cannot train some
     parameters, see :class:`gradlab.UnusedStepWarning`).
+
+    ``tensor`` is the tensor's name as shown (worded when the log is read);
+    ``given`` and ``view`` are that name as data: the name the user gave and
+    which view of it the tensor is (None, ``"view"`` or ``"transposed"``), or
+    None for a tensor without a name.
     """
 
     index: int
@@ -58,6 +63,8 @@ class Event:
     op: str
     where: str | None
     code: str | None
+    given: str | None = None
+    view: ViewKind = None
 
 
 @dataclass(frozen=True)
@@ -273,7 +280,7 @@ class Recorder:
         if callables_only and not any(s._names_arg is not None for s in active):
             return
         own = [namer for namer in (s._static_namer() for s in active) if namer]
-        self.static = _chain_namers(own) if own else None
+        self.static = Namer.chained(own) if own else None
 
     # -- the log -----------------------------------------------------------------------------------
     def log(
@@ -299,21 +306,29 @@ class Recorder:
     # optimizer step needs it (NOTE [The registry]); the name of a named tensor, when
     # the log is read (NOTE [Lazy names]).
     def pack(self, t: torch.Tensor) -> Packed:
-        p = Packed(t, user_location())
-        if self.verify:
-            p.fingerprint = fingerprint.fingerprint(t)
-        self._pending.append(weakref.ref(p))
-        static = self.static
-        if static is not None:
-            try:
-                key = t.untyped_storage().data_ptr()  # names.storage_key, inlined
-            except (RuntimeError, NotImplementedError):
-                key = 0
-            if key and static.covers(key):
-                self.log("saved", _LaterName.of(static, t), p.version, p.version, _("saved for backward"), p.saved_at)
-        self._packs += 1
-        if not self._packs & 1023:
-            self._prune()
+        try:
+            loc = user_location()
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+            loc = None
+        p = Packed(t, loc)
+        try:
+            if self.verify:
+                p.fingerprint = fingerprint.fingerprint(t)
+            self._pending.append(weakref.ref(p))
+            static = self.static
+            if static is not None:
+                try:
+                    key = t.untyped_storage().data_ptr()  # names.storage_key, inlined
+                except (RuntimeError, NotImplementedError):
+                    key = 0
+                if key and static.covers(key):
+                    self.log("saved", _LaterName.of(static, t), p.version, p.version, _("saved for backward"), loc)
+            self._packs += 1
+            if not self._packs & 1023:
+                self._prune()
+        except Exception as e:
+            _failed(e)
         return p
 
     def unpack(self, p: Packed) -> torch.Tensor:
@@ -324,17 +339,26 @@ class Recorder:
         # looked up once (held until the backward call returns, never longer).
         __tracebackhide__ = True
         if self._freeing is not None and _peek.get() is None:
-            node = internals.current_node()
-            if node is not None and node is not self._unpacking:
-                self._unpacking = node
-                seq = internals.sequence_nr(node)
-                if seq is not None:
-                    self._freed[seq] = self._freeing
-                    if p.saved_at is not None:
-                        self._lines[seq] = p.saved_at
-        t = unpack_hook(p)
-        if (p.writes or p.fingerprint is not None) and _peek.get() is None and silently_changed(p):
-            self._silent_use(p)
+            try:
+                node = internals.current_node()
+                if node is not None and node is not self._unpacking:
+                    self._unpacking = node
+                    seq = internals.sequence_nr(node)
+                    if seq is not None:
+                        self._freed[seq] = self._freeing
+                        if p.saved_at is not None:
+                            self._lines[seq] = p.saved_at
+            except Exception as e:  # NOTE [Hooks fail open]
+                _failed(e)
+        t = unpack_hook(p)  # raises torch's in-place error for a stale tensor, as torch would
+        if (p.writes or p.fingerprint is not None) and _peek.get() is None:
+            try:
+                changed = silently_changed(p)
+            except Exception as e:  # NOTE [Hooks fail open]
+                _failed(e)
+                changed = False
+            if changed:
+                self._silent_use(p)
         return t
 
     # NOTE [Silent writes]: a write that changes a saved tensor without moving its
@@ -353,7 +377,8 @@ class Recorder:
         if self._silent_note is None and call is not None and self.on_silent is not None:
             try:
                 self._silent_note = self.on_silent(self._roots, call, user_frame())
-            except Exception:  # never let a note break the user's backward
+            except Exception as e:  # NOTE [Hooks fail open]: never let a note break the user's backward
+                _failed(e)
                 self._silent_note = None
 
     def _warn_silent(self, call: BackwardCall) -> None:
@@ -473,25 +498,36 @@ class Recorder:
         __tracebackhide__ = True
         if self.in_step or not (self._registry or self._pending):
             return original(*args, **kwargs)
-        target = args[0] if args else kwargs.get("input", kwargs.get("self"))
-        targets = list(target) if isinstance(target, (list, tuple)) else [target]
-        watched = self._watched(targets)
+        try:
+            target = args[0] if args else kwargs.get("input", kwargs.get("self"))
+            targets = list(target) if isinstance(target, (list, tuple)) else [target]
+            watched = self._watched(targets)
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+            watched = []
         if not watched:
             return original(*args, **kwargs)
-        before = fingerprint.snapshot(watched)  # a write through .data moves only its own counter
+        try:
+            before = fingerprint.snapshot(watched)  # a write through .data moves only its own counter
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+            return original(*args, **kwargs)
         result = original(*args, **kwargs)
-        if any(internals.version(p.tensor) != v for p, v in watched):
-            tracked = torch.is_grad_enabled() and all(
-                t.requires_grad or not p.requires_grad
-                for t in targets
-                if isinstance(t, torch.Tensor)
-                for p, _ in watched
-            )
-            self._record(watched, label, user_location(), grad_mode=tracked)
-        else:
-            missed = fingerprint.missed(watched, before)
-            if missed:
-                self._record(missed, label, user_location(), grad_mode=False, counted=False)
+        try:
+            if any(internals.version(p.tensor) != v for p, v in watched):
+                tracked = torch.is_grad_enabled() and all(
+                    t.requires_grad or not p.requires_grad
+                    for t in targets
+                    if isinstance(t, torch.Tensor)
+                    for p, _ in watched
+                )
+                self._record(watched, label, user_location(), grad_mode=tracked)
+            else:
+                missed = fingerprint.missed(watched, before)
+                if missed:
+                    self._record(missed, label, user_location(), grad_mode=False, counted=False)
+        except Exception as e:
+            _failed(e)
         return result
 
     def record_backward(
@@ -501,21 +537,12 @@ class Recorder:
         __tracebackhide__ = True
         if self.internal:
             return original(*args, **kwargs)
-        self.refresh_names(callables_only=True)
-        first, retain_at, create_at = ("tensors", 2, 3) if kind == "autograd.backward" else ("outputs", 3, 4)
-        outputs = args[0] if args else kwargs.get(first)
-        retain = kwargs.get("retain_graph", args[retain_at] if len(args) > retain_at else None)
-        create = kwargs.get("create_graph", args[create_at] if len(args) > create_at else False)
-        keep = bool(create if retain is None else retain)
-        tensors = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs or ())
-        roots = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-        seqs = [s for s in (internals.sequence_nr(r) for r in roots) if s is not None]
-        loc = user_location(callers=2)
-        call = BackwardCall(self._ncalls, kind, loc, keep, max(seqs) if seqs else None, self.count)
-        self._ncalls += 1
-        self.history.append(call)
-        label = {"autograd.grad": "autograd.grad"}.get(kind, "backward")
-        self.log("backward", None, None, None, f"{label}(retain_graph=True)" if keep else f"{label}()", loc)
+        try:
+            call, roots = self._backward_call(kind, args, kwargs)
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+            return original(*args, **kwargs)
+        keep, loc = call.keeps_graph, call.location
         outer = self._current, self._freeing, self._roots, self._silent, self._silent_note
         self._current, self._freeing = call, (None if keep else call)
         self._roots, self._silent, self._silent_note = roots, [], None
@@ -523,10 +550,19 @@ class Recorder:
         try:
             result = original(*args, **kwargs)
             if self._silent:
-                self._warn_silent(call)
+                try:
+                    self._warn_silent(call)
+                except Warning:  # a SilentWriteWarning the user turned into an error (-W error) is theirs
+                    raise
+                except Exception as e:  # NOTE [Hooks fail open]
+                    _failed(e)
             return result
         except RuntimeError as e:
-            m = messages.find(e)
+            try:
+                m = messages.find(e)
+            except Exception as failure:  # NOTE [Hooks fail open]: the user's error goes on as it is
+                _failed(failure)
+                raise e from None
             if m is not None and m.kind in ("graph_freed", "modified_in_place"):
                 if m.kind == "modified_in_place":
                     tensor = f"tensor {list(m.shape)}" if m.shape is not None else None
@@ -550,12 +586,41 @@ class Recorder:
             if not keep and roots:
                 self.recent.append((roots, call))
 
+    def _backward_call(
+        self, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[BackwardCall, list[Any]]:
+        """Record a backward call about to run: its :class:`BackwardCall` and its roots (the outputs' grad_fns)."""
+        self.refresh_names(callables_only=True)
+        first, retain_at, create_at = ("tensors", 2, 3) if kind == "autograd.backward" else ("outputs", 3, 4)
+        outputs = args[0] if args else kwargs.get(first)
+        retain = kwargs.get("retain_graph", args[retain_at] if len(args) > retain_at else None)
+        create = kwargs.get("create_graph", args[create_at] if len(args) > create_at else False)
+        keep = bool(create if retain is None else retain)
+        tensors = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs or ())
+        roots = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        seqs = [s for s in (internals.sequence_nr(r) for r in roots) if s is not None]
+        loc = user_location(callers=2)
+        call = BackwardCall(self._ncalls, kind, loc, keep, max(seqs) if seqs else None, self.count)
+        self._ncalls += 1
+        self.history.append(call)
+        label = {"autograd.grad": "autograd.grad"}.get(kind, "backward")
+        self.log("backward", None, None, None, f"{label}(retain_graph=True)" if keep else f"{label}()", loc)
+        return call, roots
+
     # NOTE [Optimizer steps]: an optimizer step runs ~20 torch calls per parameter.
     # The step hooks compare the watched parameters' versions before and after the
     # step instead, and the in-place wrappers pass straight through during a step.
     def step_started(self, optimizer: torch.optim.Optimizer) -> None:
         """Before ``optimizer.step()``: note the versions of watched parameters (a step pre hook)."""
         self.in_step += 1
+        try:
+            self._step_started(optimizer)
+        except Warning:  # an UnusedStepWarning the user turned into an error (-W error) is theirs
+            raise
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+
+    def _step_started(self, optimizer: torch.optim.Optimizer) -> None:
         params = [p for g in optimizer.param_groups for p in g["params"]]
         watched = self._watched(params) if self._registry or self._pending else []
         # NOTE [Fused steps]: a fused kernel writes every parameter without moving its
@@ -569,15 +634,18 @@ class Recorder:
         """After ``optimizer.step()``: record the watched parameters it wrote (a step post hook)."""
         watched, before = self._steps.pop(id(optimizer), ([], []))
         self.in_step = max(0, self.in_step - 1)
-        self.step_events.append((self.count, user_location(), type(optimizer).__name__))
-        if not watched:
-            return
-        label = f"{type(optimizer).__name__}.step()"
-        if any(internals.version(p.tensor) != v for p, v in watched):
-            self._record(watched, label, user_location(), optimizer=True, grad_mode=False)
-        missed = fingerprint.missed(watched, before)
-        if missed:
-            self._record(missed, label, user_location(), optimizer=True, grad_mode=False, counted=False)
+        try:
+            self.step_events.append((self.count, user_location(), type(optimizer).__name__))
+            if not watched:
+                return
+            label = f"{type(optimizer).__name__}.step()"
+            if any(internals.version(p.tensor) != v for p, v in watched):
+                self._record(watched, label, user_location(), optimizer=True, grad_mode=False)
+            missed = fingerprint.missed(watched, before)
+            if missed:
+                self._record(missed, label, user_location(), optimizer=True, grad_mode=False, counted=False)
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
 
     def _check_step_grads(self, optimizer: torch.optim.Optimizer, params: list[torch.Tensor], zeros: bool) -> None:
         """Note (once per parameter) a step that cannot train some parameters: no gradient or all zero.
@@ -647,6 +715,25 @@ class Recorder:
         self._roots, self._silent, self._silent_note = [], [], None
 
 
+# NOTE [Hooks fail open]
+# The hooks run inside the user's forward, in-place ops, backward calls and
+# optimizer steps. A failure of gradlab's own bookkeeping there (a bug, or a torch
+# it does not know) must not become the user's error: it is warned about once and
+# the user's call runs on as without gradlab. What the hooks raise on purpose is
+# torch's own in-place error (saved.unpack_hook), and the user's errors pass
+# through unchanged.
+def _failed(error: BaseException) -> None:
+    warn_once(
+        "recording",
+        _t(
+            "gradlab failed while recording ({error}); your code runs as usual, and gradlab's notes may be "
+            "missing. Please report it with your torch version.",
+            error=f"{type(error).__name__}: {error}",
+        ),
+        stacklevel=5,
+    )
+
+
 # NOTE [Lazy names]
 # With names=, every save of a named tensor (a Linear saves its weight, as a
 # transposed view, at every forward) is logged for gradlab.timeline. Working out
@@ -655,10 +742,11 @@ class Recorder:
 # name depends on (the tensor's identity, storage, shape, strides and offset: no
 # reference to the tensor) and the name is worked out when the log is read, or when
 # the tracker exits (its named bases may be gone by the time somebody reads it).
-# The answer is the one Namer.name_of would have given at save time: a named
-# tensor alive now that has the saved tensor's id is that tensor (both were alive
-# at the save), and views are told apart by geometry, as in Namer (view_name
-# words them in the language in effect when the name is worked out).
+# The answer is the one Namer.lookup would have given at save time
+# (Namer.lookup_kept): a named tensor alive now that has the saved tensor's id is
+# that tensor (both were alive at the save), and views are told apart by
+# geometry. The name is kept as data (a Name) and worded when the log is read, in
+# the language in effect then.
 class _LaterName:
     """The name of a tensor logged by the tracker, worked out on first use (NOTE [Lazy names])."""
 
@@ -681,7 +769,7 @@ class _LaterName:
         self.stride = stride
         self.offset = offset
         self.unnamed = unnamed  # with no name: "tensor [shape]" (a write) or None (a save)
-        self._name: str | None = None
+        self._name: Name | None = None
         self._done = False
 
     @classmethod
@@ -698,43 +786,25 @@ class _LaterName:
         """Whether the name is still to be worked out."""
         return not self._done
 
-    def name(self) -> str | None:
+    def data(self) -> Name | None:
+        """The name as data, worked out on first use (the same answer Namer.lookup gave at save time)."""
         if not self._done:
-            self._name = self._resolve()
+            namer = self.namer
+            self._name = (
+                namer.lookup_kept(self.tensor_id, self.key, tuple(self.shape), tuple(self.stride), self.offset)
+                if namer is not None
+                else None
+            )
             self._done = True
             self.namer = None
-        if self._name is None and self.unnamed:
-            return f"tensor {list(self.shape)}"
         return self._name
 
-    def _resolve(self) -> str | None:
-        namer = self.namer
-        while namer is not None:
-            found = self._own(namer)
-            if found is not None:
-                return found
-            namer = namer.fallback
-        return None
-
-    def _own(self, namer: Namer) -> str | None:
-        # Namer._own_name, from what was kept of the tensor.
-        hit = namer._by_id.get(self.tensor_id)
-        if hit is not None:
-            base = hit[1]()
-            if base is not None and id(base) == self.tensor_id:
-                return hit[0]
-        shape, stride = tuple(self.shape), tuple(self.stride)
-        for name, ref in namer._by_storage.get(self.key, ()) if self.key else ():
-            base = ref()
-            if base is None:
-                continue
-            if tuple(base.shape) == shape and base.stride() == stride:
-                return name if base.storage_offset() == self.offset else view_name(name)
-            transposed = shape == tuple(base.shape)[::-1] and stride == base.stride()[::-1]
-            if len(shape) == 2 and base.dim() == 2 and transposed:
-                return view_name(name, transposed=True)
-            return view_name(name)
-        return None
+    def name(self) -> str | None:
+        """The name as shown, in the language in effect now."""
+        found = self.data()
+        if found is None:
+            return f"tensor {list(self.shape)}" if self.unnamed else None
+        return str(found)
 
 
 def name_logged(entries: deque[Entry]) -> None:
@@ -742,7 +812,7 @@ def name_logged(entries: deque[Entry]) -> None:
     for entry in entries:
         tensor = entry[2]
         if isinstance(tensor, _LaterName):
-            tensor.name()
+            tensor.data()
 
 
 def pending_names(entries: deque[Entry]) -> int:
@@ -751,34 +821,19 @@ def pending_names(entries: deque[Entry]) -> int:
 
 
 def events_of(entries: deque[Entry]) -> deque[Event]:
-    """The log as :class:`Event` records, oldest first."""
-    return deque(
-        (
-            Event(
-                i,
-                kind,
-                tensor.name() if isinstance(tensor, _LaterName) else tensor,
-                before,
-                after,
-                op,
-                loc.where if loc else None,
-                loc.code if loc else None,
-            )
-            for i, kind, tensor, before, after, op, loc in entries
-        ),
-        maxlen=Scope.MAX_EVENTS,
-    )
+    """The log as :class:`Event` records, oldest first (names worded in the language in effect now)."""
 
+    def event(entry: Entry) -> Event:
+        i, kind, tensor, before, after, op, loc = entry
+        where, code = (loc.where, loc.code) if loc else (None, None)
+        if isinstance(tensor, _LaterName):
+            found = tensor.data()
+            given, view = (found.given, found.view) if found is not None else (None, None)
+            return Event(i, kind, tensor.name(), before, after, op, where, code, given, view)
+        return Event(i, kind, tensor, before, after, op, where, code)
 
-def _chain_namers(namers: Sequence[Namer]) -> Namer:
-    """One namer asking ``namers[-1]`` first, then the ones before it."""
-    chain: Namer | None = None
-    for own in namers:
-        link = Namer()
-        link._by_id, link._by_storage, link.fallback = own._by_id, own._by_storage, chain
-        chain = link
-    return chain or Namer()
+    return deque((event(entry) for entry in entries), maxlen=Scope.MAX_EVENTS)
 
 
 def _chain(scopes: Sequence[Scope]) -> Namer:
-    return _chain_namers([s._own_namer() for s in scopes])
+    return Namer.chained([s._own_namer() for s in scopes])

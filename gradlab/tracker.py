@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from . import messages, session, writes
+from .i18n import _, _t
 from .location import Location
 from .names import NamesLike
+from .notices import warn_once
 from .recorder import BackwardCall, Event, EventKind, Recorder, Scope, events_of, name_logged, pending_names
 
 if TYPE_CHECKING:
@@ -55,6 +57,7 @@ class Tracker(Scope):
         super().__init__(names, warn=warn, strict=strict, verify_saved=verify_saved)
         self.active = False
         self._hooks: Any = None
+        self._installed = False  # whether this tracker's writes.install() succeeded
 
     # -- what was recorded -------------------------------------------------------------------------
     @property
@@ -209,19 +212,29 @@ class Tracker(Scope):
             elif recorder is not None:
                 recorder.refresh_names()
 
+    # NOTE [Fail open] (in messages.py): gradlab never stops the user's code from
+    # running. If the hooks or the wrappers cannot be installed on this torch, the
+    # block runs without them (what gradlab cannot see, it says once, as a warning).
     def _start(self, recorder: Recorder) -> None:
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack)
-        self._hooks.__enter__()
+        try:
+            hooks = torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack)
+            hooks.__enter__()
+        except Exception as e:
+            _cannot(_("gradlab cannot watch saved tensors on this torch"), e)
+            return
+        self._hooks = hooks
         try:
             writes.install()
-        except BaseException:
-            self._hooks.__exit__(None, None, None)
-            self._hooks = None
-            raise
+        except Exception as e:
+            _cannot(_("gradlab cannot watch in-place writes and backward calls on this torch"), e)
+            return
+        self._installed = True
 
     def _stop(self, recorder: Recorder) -> None:
         try:
-            writes.uninstall()
+            if self._installed:
+                self._installed = False
+                writes.uninstall()
         finally:
             try:
                 if self._hooks is not None:
@@ -229,6 +242,19 @@ class Tracker(Scope):
             finally:
                 self._hooks = None
                 recorder.clear()
+
+
+def _cannot(what: str, error: BaseException) -> None:
+    """Warn once what gradlab cannot do here; the user's code runs on without it."""
+    warn_once(
+        what,
+        _t(
+            "{what} ({error}); your code runs as usual, and gradlab's notes may be missing.",
+            what=what,
+            error=f"{type(error).__name__}: {error}",
+        ),
+        stacklevel=4,
+    )
 
 
 _HOOK_FILES = frozenset(

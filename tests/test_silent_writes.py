@@ -454,6 +454,7 @@ def test_load_ext_warns_about_a_fused_step_in_a_notebook(ipython: Any) -> None:
         assert "AdamW.step()" in str(record[0].message)
     finally:
         ip.run_cell("%unload_ext gradlab")
+        ip.user_ns.pop("gradlab_tracker", None)  # the shell is shared: the next %load_ext starts afresh
 
 
 def test_a_long_stale_fused_loop_keeps_one_note_and_warns_once_per_line() -> None:
