@@ -106,7 +106,18 @@ class Problem:
             text += _t(": modified by {writer}", writer=self.modified_by)
         if where:
             text += _t(" at {where}", where=where)
+        if self.counter_missed:
+            text += _(" (its version counter missed the write)")
         return _t("{sentence}.", sentence=text)
+
+    @property
+    def counter_missed(self) -> bool:
+        """True for a tensor changed by a write that did not move its version counter (torch cannot see it)."""
+        return (
+            self.kind == "modified_in_place"
+            and self.saved_version is not None
+            and self.saved_version == self.current_version
+        )
 
 
 @dataclass(frozen=True)
@@ -193,6 +204,8 @@ class Diagnosis:
 def _short(d: Diagnosis) -> list[str]:
     p = d.problems[0]
     verb = "" if d.failed else _("would fail: ")
+    if not d.failed and p.counter_missed:  # torch would not raise: backward would run on the new values
+        verb = _("backward would use the changed values: ")
     lines: list[str] = []
     if p.kind == "modified_in_place":
         if p.modified_by:
@@ -212,7 +225,22 @@ def _short(d: Diagnosis) -> list[str]:
                 saved=p.saved_version,
                 now=p.current_version,
             )
+            if p.counter_missed:
+                label = _t(
+                    "{writer} wrote it; the version counter missed the write (still {now})",
+                    writer=p.modified_by or _("this write"),
+                    now=p.current_version,
+                )
             lines += _quote(p.location, _op_span(p.location.code, p.writes[0].op if p.writes else None), label)
+        elif p.counter_missed:
+            lines.append(
+                "   = "
+                + _t(
+                    "its data differs from when it was saved, but its version counter did not move ({now}): "
+                    "a write gradlab did not see (a custom kernel, an extension, C++ code)",
+                    now=p.current_version,
+                )
+            )
         else:
             lines.append(
                 "   = "
@@ -485,6 +513,8 @@ def _cause(p: Problem, graph: Graph, topo: _Topology, facts: _Facts) -> tuple[Ca
 
     if p.kind == "modified_in_place":
         writes = p.writes
+        if not writes and p.counter_missed:  # changed behind the counter by a writer gradlab did not see
+            return "untracked_write", Context(tensor=_short_name(p), loss=loss, op=None)
         optimizer_write = next((w for w in writes if w.optimizer), None)
         if optimizer_write is not None or (not writes and _is_parameter(p)):
             if _carried_over(graph, node_id, facts):

@@ -51,8 +51,10 @@ class Tracker(Scope):
     gets exactly one note.
     """
 
-    def __init__(self, names: NamesLike = None, *, warn: bool = True) -> None:
-        super().__init__(names, warn=warn)
+    def __init__(
+        self, names: NamesLike = None, *, warn: bool = True, strict: bool = False, verify_saved: bool = False
+    ) -> None:
+        super().__init__(names, warn=warn, strict=strict, verify_saved=verify_saved)
         self.active = False
         self._hooks: Any = None
         self._installed = False  # whether this tracker's writes.install() succeeded
@@ -156,6 +158,17 @@ class Tracker(Scope):
             del frame
             e.with_traceback(_without_hook_frames(e.__traceback__))
 
+    def _silent_note(self, roots: list[Any], call: BackwardCall, frame: FrameType | None) -> str | None:
+        """The note of a backward that used saved tensors changed behind their counter (NOTE [Silent writes])."""
+        recorder = self._recorder
+        try:
+            if recorder is None:
+                return None
+            diag = self._failure_diagnosis(recorder, roots, call, frame)
+            return None if diag.ok else str(diag)
+        finally:
+            del frame
+
     def _failure_diagnosis(
         self, recorder: Recorder, roots: list[Any], call: BackwardCall, frame: FrameType | None
     ) -> Diagnosis:
@@ -176,7 +189,7 @@ class Tracker(Scope):
             session.push(self)
         else:
             messages.wording(torch.is_anomaly_enabled())  # read torch's wording before our hooks exist
-            recorder = Recorder(self, on_failure=self._on_failure)
+            recorder = Recorder(self, on_failure=self._on_failure, on_silent=self._silent_note)
             self._start(recorder)
             session.push(self, recorder)
         self._recorder = self._last = recorder
@@ -268,7 +281,7 @@ def _without_hook_frames(tb: TracebackType | None) -> TracebackType | None:
     return out
 
 
-def track(names: NamesLike = None, *, warn: bool = True) -> Tracker:
+def track(names: NamesLike = None, *, warn: bool = True, strict: bool = False, verify_saved: bool = False) -> Tracker:
     """Record save-time versions, every in-place write to a saved tensor, and every backward call.
 
     Use it as ``with gradlab.track(names={"n_1": n_1}) as tracker:``. While
@@ -279,6 +292,18 @@ def track(names: NamesLike = None, *, warn: bool = True) -> Tracker:
     (:class:`gradlab.UnusedStepWarning`; ``warn=False`` keeps only the notes).
     Everything is undone on exit. Inside another tracker, it joins that one
     (NOTE [Nested trackers] in :class:`Tracker`).
+
+    An optimizer step is recorded as a write to each saved parameter it changed,
+    even when its version counter did not move (fused optimizers such as
+    ``Adam(fused=True)``); so is a write through ``.data``. A backward that then
+    uses such a tensor runs as in PyTorch (it computes with the new values) and
+    gradlab warns (:class:`gradlab.SilentWriteWarning`, with the note); with
+    ``strict=True`` it raises PyTorch's in-place error instead, as PyTorch does
+    when the counter counts the write. ``verify_saved=True`` also fingerprints
+    every saved tensor when it is saved and checks it when backward uses it, so a
+    change by anyone is caught (a custom kernel, an extension); it costs one
+    reduction per saved tensor at save and at use (``benchmarks/``). Either mode
+    holds while any tracker that asks for it is open.
 
     Example::
 
@@ -293,4 +318,4 @@ def track(names: NamesLike = None, *, warn: bool = True) -> Tracker:
         >>> problem.tensor, problem.modified_by
         ('lin.weight (transposed view)', 'SGD.step()')
     """
-    return Tracker(names, warn=warn)
+    return Tracker(names, warn=warn, strict=strict, verify_saved=verify_saved)

@@ -35,6 +35,7 @@ LIBRARY_TESTS = frozenset(
         "test_intent.py",
         "test_notes.py",
         "test_internals.py",
+        "test_inplace_coverage.py",
         "test_layout.py",
         "test_memory.py",
         "test_messages.py",
@@ -44,6 +45,8 @@ LIBRARY_TESTS = frozenset(
         "test_plots.py",
         "test_properties.py",
         "test_session.py",
+        "test_silent_writes.py",
+        "test_silent_writes_cli.py",
         "test_tracker_sees.py",
     }
 )
@@ -57,6 +60,7 @@ SLOW_TESTS = frozenset(
         "test_corpus.py",
         "test_handout.py",
         "test_lab.py",
+        "test_silent_writes_cli.py",
         "test_workshop.py",
     }
 )

@@ -74,6 +74,7 @@ ORDER = (
     "edits",
     "names",
     "internals",
+    "fingerprint",
     "writes",
     # records
     "saved",
