@@ -542,13 +542,11 @@ def _trains_text(ctx: Context, claimed: set[str]) -> str:
         for m in dropped:
             zero = intent.zeroer(m)
             if zero:
-                cleared.append(
-                    _t("{model} ({optimizer}.zero_grad() clears it before {optimizer}.step())", model=m, optimizer=zero)
-                )
+                cleared.append(_t("{optimizer}.zero_grad() clears it before {optimizer}.step()", optimizer=zero))
             else:
-                cleared.append(_t("{model} (no optimizer steps it on this loss)", model=m))
+                cleared.append(_t("no optimizer steps {model} on it", model=m))
         return _t(
-            "{loss} trains {models}, as your loop's optimizers ask; its gradient for {others} is not used: {why}",
+            "{loss} trains {models}, as your loop's optimizers ask; its gradient for {others} is not used ({why})",
             loss=ctx.l,
             models=trained,
             others=_(" and ").join(dropped),
@@ -561,14 +559,21 @@ def _gives_up(ctx: Context, claimed: set[str], given_up: list[str]) -> str:
     intent = ctx.intent
     stepping = {intent.stepper(m) or "" for m in given_up} - {""} if intent is not None else set()
     steps = ", ".join(f"{opt}.step()" for opt in sorted(stepping))
-    trained = _(" and ").join(sorted(claimed)) if claimed else _("nothing")
-    return _t(
-        "{loss} trains {models} only. It gives up what your loop asks for: {steps} follows {loss}.backward(), "
-        "so {lost} are meant to learn from {loss}, and with this fix they do not",
-        loss=ctx.l,
-        models=trained,
-        steps=steps or _("an optimizer step"),
-        lost=_(" and ").join(given_up),
+    lost = _(" and ").join(given_up)
+    if claimed:
+        head = _t("{loss} trains {models} only.", loss=ctx.l, models=_(" and ").join(sorted(claimed)))
+    else:
+        head = _t("{loss} trains nothing.", loss=ctx.l)
+    return (
+        head
+        + " "
+        + _t(
+            "It gives up what your loop asks for: {steps} follows {loss}.backward(), so your loop means {lost} to "
+            "learn from {loss}; with this fix {loss} no longer trains {lost}",
+            loss=ctx.l,
+            steps=steps or _("an optimizer step"),
+            lost=lost,
+        )
     )
 
 
@@ -646,6 +651,32 @@ def _recompute(ctx: Context) -> _Proposal | None:
     )
 
 
+def _sum(ctx: Context, others: tuple[str, ...]) -> _Proposal:
+    """One backward of the sum, then every step: the other intent, where the loss also trains the model."""
+    return _Proposal(
+        Fix(
+            intent=_t("if {loss} should also train {model}", loss=ctx.l, model=ctx.m),
+            summary=_t(
+                "one backward of the sum, then the steps: zero every optimizer, backward ({earlier} + {loss}) "
+                "once, then step every optimizer",
+                earlier=ctx.e,
+                loss=ctx.l,
+            ),
+            trains=_t(
+                "{earlier} and {loss} both train {model}, and {loss} trains {others}: a different training from "
+                "the failing code's, where {model} followed {earlier} only",
+                earlier=ctx.e,
+                loss=ctx.l,
+                model=ctx.m,
+                others=ctx.o,
+            ),
+            claims=_claim(ctx, (*others, *([ctx.model] if ctx.model else []))),
+        ),
+        None,
+        False,
+    )
+
+
 def _chained(ctx: Context, freed: bool) -> list[_Proposal]:
     """An upstream model's output feeds the failing loss's models (two chained networks, actor-critic)."""
     detach_edit = None
@@ -699,30 +730,8 @@ def _chained(ctx: Context, freed: bool) -> list[_Proposal]:
     again = _recompute(ctx)
     if again is not None:
         proposals.append(again)
-    proposals.append(
-        _Proposal(
-            Fix(
-                intent=_t("if {loss} should also train {model}", loss=ctx.l, model=ctx.m),
-                summary=_t(
-                    "one backward of the sum, then the steps: zero every optimizer, backward ({earlier} + {loss}) "
-                    "once, then step every optimizer",
-                    earlier=ctx.e,
-                    loss=ctx.l,
-                ),
-                trains=_t(
-                    "{earlier} and {loss} both train {model}, and {loss} trains {others}: a different training from "
-                    "the failing code's, where {model} followed {earlier} only",
-                    earlier=ctx.e,
-                    loss=ctx.l,
-                    model=ctx.m,
-                    others=ctx.o,
-                ),
-                claims=_claim(ctx, (*others, *([ctx.model] if ctx.model else []))),
-            ),
-            None,
-            False,
-        )
-    )
+    if ctx.intent is None or ctx.model not in ctx.intent.trained:  # its premise: the loop does not train it
+        proposals.append(_sum(ctx, others))
     if freed and ctx.step_between is False:
         retain_edit = None
         if ctx.site is not None and ctx.earlier_line is not None:

@@ -231,17 +231,14 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         return "same_loss_twice", base
     earlier = _receiver(call.location.code, "backward") if call is not None and call.location else None
     ctx = replace(base, earlier=earlier, earlier_line=_in_site(facts, call.location) if call is not None else None)
+    steps = _steps_between(facts.tracker, call, failing) if facts.tracker is not None and call is not None else []
+    if steps and steps[0][0] is not None:
+        ctx = replace(ctx, step_line=_in_site(facts, steps[0][0]))
     ctx = _step_context(ctx, p, graph, topo, facts, None, node_id)
     if facts.tracker is not None and call is not None:
-        steps = _steps_between(facts.tracker, call, failing)
         ctx = replace(ctx, step_between=bool(steps))
         if steps and steps[0][0] is not None:
-            ctx = replace(
-                ctx,
-                optimizer=_receiver(steps[0][0].code, "step"),
-                optimizer_class=steps[0][1],
-                step_line=_in_site(facts, steps[0][0]),
-            )
+            ctx = replace(ctx, optimizer=_receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
     return "shared_graph_freed", ctx
 
 
@@ -598,7 +595,8 @@ def _fast_weights(ctx: Context, w: Write, facts: Facts) -> Context | None:
         if new is None:
             return None
         fast = node.iter.args[0].id
-        text = f"{fast} = [{new} for {ast.unparse(node.target)} in {ast.unparse(node.iter)}]"
+        target = ", ".join(ast.unparse(e) for e in node.target.elts)
+        text = f"{fast} = [{new} for {target} in {ast.unparse(node.iter)}]"
         return replace(ctx, fast=fast, fast_lines=(node.lineno, node.end_lineno or node.lineno), fast_text=text)
     return None
 
