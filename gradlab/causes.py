@@ -21,7 +21,7 @@ import ast
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -31,22 +31,41 @@ from .graph import Graph, GraphNode
 from .i18n import _t
 from .location import Location
 from .loop import Site, loop_body_of, next_backward, site_intent, statement_at
-from .names import given_name
 from .saved import Write
 
 if TYPE_CHECKING:
-    from .diagnosis import Problem
-    from .tracker import BackwardCall, Tracker
+    from .recorder import BackwardCall, Recorder
+
+
+class Problem(Protocol):
+    """What :func:`decide` reads of a :class:`gradlab.Problem` (this module sits below diagnosis.py)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def node_id(self) -> int | None: ...
+    @property
+    def tensor(self) -> str: ...
+    @property
+    def given(self) -> str | None: ...
+    @property
+    def shape(self) -> tuple[int, ...] | None: ...
+    @property
+    def saved_at(self) -> Location | None: ...
+    @property
+    def location(self) -> Location | None: ...
+    @property
+    def writes(self) -> tuple[Write, ...]: ...
+
 
 __all__ = ["Facts", "Topology", "decide", "backward_line_after"]
 
 
-def _module(name: str | None) -> str | None:
-    """``n_1.linear_2.weight (transposed view)`` -> ``n_1``; descriptions -> None (in any language)."""
-    head = given_name(name)
-    if head is None:
+def _module(given: str | None) -> str | None:
+    """The model a given name belongs to: ``n_1.linear_2.weight`` -> ``n_1``; None without a model."""
+    if given is None:
         return None
-    return head.split(".", 1)[0] if "." in head else None
+    return given.split(".", 1)[0] if "." in given else None
 
 
 class Topology:
@@ -72,7 +91,7 @@ class Topology:
         while stack:
             n = self.by_id[stack.pop()]
             if n.kind == "leaf":
-                module = _module(n.leaf_name)
+                module = _module(n.given)
                 if module:
                     found.add(module)
             for m in n.next_ids:
@@ -103,7 +122,7 @@ class Facts:
     next backward after the call).
     """
 
-    tracker: Tracker | None = None
+    tracker: Recorder | None = None
     failing: BackwardCall | None = None
     namespace: dict[str, Any] = field(default_factory=dict)
     site: Site | None = None
@@ -144,14 +163,14 @@ def _seq(fn: Any) -> int | None:
     return internals.sequence_nr(fn)
 
 
-def _short_name(name: str) -> str:
-    """The user's name without a view's suffix; a description unchanged (in any language)."""
-    return given_name(name) or name
+def _short_name(p: Problem) -> str:
+    """The user's name for the problem's tensor (a view's base name); else its description."""
+    return p.given or p.tensor
 
 
 def _is_parameter(p: Problem) -> bool:
     leaf = _t("leaf tensor {shape}", shape=list(p.shape or ()))
-    return _module(p.tensor) is not None or p.tensor.startswith("leaf ") or p.tensor == leaf
+    return _module(p.given) is not None or p.tensor == leaf
 
 
 def _in_site(facts: Facts, loc: Location | None) -> int | None:
@@ -175,7 +194,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             lambda t: t.grad_fn is not None and _seq(t.grad_fn) == root.seq and t.grad_fn.name() == root.name,
         )
     node_id = p.node_id if p.node_id is not None else graph.outputs[0]
-    model = _module(p.tensor)
+    model = _module(p.given)
     if model is None and p.kind == "graph_freed":
         owners = topo.models_below(node_id)
         model = next(iter(owners)) if len(owners) == 1 else None
@@ -207,13 +226,13 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if writes:
             w = writes[0]
             code = w.location.code if w.location else None
-            ctx = replace(base, tensor=_short_name(p.tensor), op=w.op, code=code, where=w.where, write_at=w.location)
+            ctx = replace(base, tensor=_short_name(p), op=w.op, code=code, where=w.where, write_at=w.location)
             fast = _fast_weights(ctx, w, facts)
             if fast is not None:
                 return "fast_weights_in_place", fast
             return ("inplace_op" if all(x.grad_mode for x in writes) else "untracked_write"), ctx
         # Outside a tracker: the writer is unknown. A non-parameter was changed by the user's own code.
-        return "inplace_op", replace(base, tensor=_short_name(p.tensor), op=None)
+        return "inplace_op", replace(base, tensor=_short_name(p), op=None)
 
     # graph freed
     call = _freeing_call(p, facts)
@@ -297,7 +316,7 @@ def _freeing_call(p: Problem, facts: Facts) -> BackwardCall | None:
 
 
 def _steps_between(
-    tracker: Tracker, call: BackwardCall, failing: BackwardCall | None
+    tracker: Recorder, call: BackwardCall, failing: BackwardCall | None
 ) -> list[tuple[Location | None, str]]:
     """The optimizer steps that ran between the freeing backward and the failing one."""
     end = failing.event if failing is not None else None

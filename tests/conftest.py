@@ -27,6 +27,7 @@ LIBRARY_TESTS = frozenset(
         "test_edits.py",
         "test_draw.py",
         "test_explain.py",
+        "test_fail_open.py",
         "test_fonts.py",
         "test_i18n.py",
         "test_inspectors.py",
