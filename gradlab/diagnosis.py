@@ -33,7 +33,7 @@ from .graph import Graph, collect_active
 from .i18n import _, _t, ngettext_
 from .location import Location, frame_names
 from .loop import read_site
-from .names import NamesLike, ViewKind
+from .names import NamesLike, ViewKind, modules_in
 from .saved import SavedTensor, Write
 
 if TYPE_CHECKING:
@@ -511,5 +511,11 @@ def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
         >>> d.ok, d.problems[0].kind, d.problems[0].tensor
         (False, 'modified_in_place', 'w')
     """
+    frame = sys._getframe(1)
     graph, recording = collect_active(output, names)
-    return check_graph(graph, tracker=recording, frame=sys._getframe(1))
+    if names is None and recording is not None and not recording.owner.namer():
+        # no names anywhere: the caller's models name the parameters, as in the note after a failure
+        found = modules_in(frame_names(frame))
+        if found:
+            graph, recording = collect_active(output, found)
+    return check_graph(graph, tracker=recording, frame=frame)
