@@ -467,9 +467,10 @@ def checked(fix: Fix, ctx: Context) -> Fix:
         and all(site.holds(e.start if not e.inserts else e.start - 1) or site.holds(e.start) for e in fix.edits)
     ):
         source, names = site.source, set(site.names)
-    elif len(fix.edits) == 1 and not fix.edits[0].inserts and fix.edits[0].start == fix.edits[0].end:
+    elif all(not e.inserts and e.start == e.end for e in fix.edits):
+        # one-line rewrites elsewhere (an in-place op in a model's code): only the names those lines read
         source = site.source if site is not None and filename == site.filename else _source_of(filename)
-        names = _read_on(source, fix.edits[0].start)
+        names = set().union(*(_read_on(source, e.start) for e in fix.edits))
     else:
         return replace(fix, code=None, edits=(), applicability="sentence")
     if not source or check_edits(source, fix.edits, names) is not None:
@@ -848,8 +849,58 @@ def _replace_other(site: Site | None, loc: Location, new: str) -> Edit | None:
     return Edit(loc.filename, loc.lineno, loc.lineno, text[: len(text) - len(text.lstrip())] + new.strip())
 
 
+_ACTIVATION_NAMES = {
+    "relu_": ("ReLU", "relu"),
+    "leaky_relu_": ("LeakyReLU", "leaky_relu"),
+    "elu_": ("ELU", "elu"),
+    "hardtanh_": ("Hardtanh", "hardtanh", "ReLU6", "relu6"),
+    "silu_": ("SiLU", "silu"),
+    "hardsigmoid_": ("Hardsigmoid", "hardsigmoid"),
+    "hardswish_": ("Hardswish", "hardswish"),
+    "mish_": ("Mish", "mish"),
+    "threshold_": ("Threshold", "threshold"),
+    "dropout_": ("Dropout", "dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "alpha_dropout"),
+    "selu_": ("SELU", "selu"),
+    "celu_": ("CELU", "celu"),
+    "rrelu_with_noise_": ("RReLU", "rrelu"),
+}
+
+
+def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
+    """Every ``inplace=True`` of the activation ``ctx.op`` in the file that ran it, removed (an exact rewrite:
+    the out-of-place activation computes the same values and gradients)."""
+    names = _ACTIVATION_NAMES.get(ctx.op or "")
+    loc = ctx.write_at
+    site = ctx.site
+    if names is None or loc is None:
+        return ()
+    filename = site.filename if site is not None else loc.filename
+    source = site.source if site is not None else _source_of(filename)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    lines = source.splitlines()
+    found = sorted(
+        {
+            k.lineno
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call)
+            and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) in names
+            for k in n.keywords
+            if k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+        }
+    )
+    edits = []
+    for i in found:
+        new = re.sub(r",?\s*inplace\s*=\s*True", "", lines[i - 1], count=1).replace("(, ", "(")
+        edits.append(Edit(filename, i, i, new))
+    return tuple(edits)
+
+
 def _in_place(ctx: Context) -> list[_Proposal]:
     rewritten = rewrite_in_place(ctx.code, ctx.op) if ctx.code and ctx.op else None
+    flags = _inplace_flags(ctx) if ctx.op in _ACTIVATIONS and not (rewritten and "inplace" in (ctx.code or "")) else ()
     where = _t(" at {where}", where=ctx.where) if ctx.where else ""
     op = _OP_NAMES.get(ctx.op, ctx.op) if ctx.op else _("the in-place op")
     if ctx.op in _ACTIVATIONS:
@@ -867,7 +918,7 @@ def _in_place(ctx: Context) -> list[_Proposal]:
                     "value autograd saved",
                     tensor=tensor,
                 ),
-                edits=_edits(_write_edit(ctx, rewritten)),
+                edits=flags or _edits(_write_edit(ctx, rewritten)),
                 claims=_claim(ctx, ctx.reach),
             ),
             ctx.reach,

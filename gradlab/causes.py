@@ -464,6 +464,20 @@ def _carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) 
         return replace(base, carried=base.loss, loss=part, total=True, entry_lineno=line)
     site = facts.site
     tree = site.tree() if site is not None else None
+    found = _carried_in_loop(facts)
+    if found is not None and site is not None:
+        line, carried = found
+        return replace(
+            base,
+            carried=carried[-1],
+            carried_all=tuple(carried),
+            carried_kind=site.kinds.get(carried[-1]),
+            carried_none=_may_be_none(site, carried),
+            total=total,
+            entry_line=site.text(line).strip(),
+            entry_where=f"{Location(site.filename, line).where}",
+            entry_lineno=line,
+        )
     for s in graph.saved:
         loc = s.saved_at
         if loc is None:
@@ -504,6 +518,29 @@ def _carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) 
     return replace(base, total=total)
 
 
+def _may_be_none(site: Site, names: Iterable[str]) -> bool:
+    """Some name of ``names`` is set to None somewhere in the file (the state before the first pass)."""
+    return any(re.search(rf"(?<![\w.]){re.escape(c)}\s*(?::[^=]*)?=\s*None\b", site.source) for c in names)
+
+
+def _carried_in_loop(facts: Facts) -> tuple[int, list[str]] | None:
+    """The statement of the failing loop's body that reads and assigns the same tensor state (``pred, h = model(x, h)``)."""
+    site = facts.site
+    if site is None or facts.backward_line is None:
+        return None
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    for st in body or []:
+        if not isinstance(st, ast.Assign) or not site.holds(st.lineno):
+            continue
+        stored = [n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        read = _names(st.value, ast.Load)
+        carried = [t for t in stored if t in read and site.kinds.get(t) in ("tensor", "tuple", "none")]
+        if carried:
+            return st.lineno, carried
+    return None
+
+
 def _accumulates(facts: Facts, total: str | None, part: str | None) -> int | None:
     """The line of the loop body that adds ``part`` into ``total`` (``total = total + loss``, ``total += loss``)."""
     site = facts.site
@@ -524,8 +561,18 @@ def _buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCal
     seqs = {n.seq for n in graph.nodes if n.seq is not None}
     limit = call.newest_node if call is not None else None
     found: list[str] = []
+    lists: dict[str, list[Any]] = {}
     for key, value in facts.namespace.items():
-        if not isinstance(key, str) or key.startswith("_") or not isinstance(value, list) or len(value) < 2:
+        if not isinstance(key, str) or key.startswith("_"):
+            continue
+        if isinstance(value, list):
+            lists[key] = value
+        elif isinstance(value, torch.nn.Module):
+            for attr, inner in vars(value).items():
+                if isinstance(inner, list) and not attr.startswith("_"):
+                    lists[f"{key}.{attr}"] = inner
+    for key, value in lists.items():
+        if len(value) < 2:
             continue
         old = [
             t
@@ -540,19 +587,20 @@ def _buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCal
     if not found:
         return None
     buffer = sorted(found)[0]
-    length = len(facts.namespace[buffer])
+    length = len(lists[buffer])
     site = facts.site
     partners: list[str] = []
     if site is not None and facts.backward_line is not None:
         tree = site.tree()
         body = loop_body_of(tree, facts.backward_line) if tree is not None else None
         appended = _appended_in(body or [])
+        owner = buffer.rsplit(".", 1)[0] if "." in buffer else None
         partners = sorted(
             k
-            for k in appended
-            if k != buffer and isinstance(facts.namespace.get(k), list) and len(facts.namespace[k]) == length
+            for k, v in lists.items()
+            if k != buffer and len(v) == length and (k in appended or (owner is not None and k.startswith(owner + ".")))
         )
-        if buffer not in appended:
+        if buffer not in appended and owner is None:
             partners = []
     return replace(base, buffer=buffer, buffers=(buffer, *partners))
 
@@ -561,13 +609,8 @@ def _appended_in(body: list[ast.stmt]) -> set[str]:
     out: set[str] = set()
     for st in body:
         for n in ast.walk(st):
-            if (
-                isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute)
-                and n.func.attr in ("append", "extend")
-                and isinstance(n.func.value, ast.Name)
-            ):
-                out.add(n.func.value.id)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("append", "extend"):
+                out.add(ast.unparse(n.func.value))
     return out
 
 
