@@ -207,6 +207,7 @@ class Context:
     fast: str | None = None
     fast_lines: tuple[int, int] | None = None
     fast_text: str | None = None
+    other_claims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # what the loop's other losses train, unchanged
 
     # -- the user's names, or descriptions ----------------------------------------------------------
     @property
@@ -517,7 +518,7 @@ def _judged(proposals: list[_Proposal], ctx: Context) -> tuple[Fix, ...]:
         )
         given_up = sorted(intended - claimed)
         extra = sorted(claimed - intended)
-        fix = replace(fix, claims=_claim(ctx, claimed))
+        fix = replace(fix, claims=(*_claim(ctx, claimed), *ctx.other_claims))
         if given_up:
             fix = replace(
                 fix,

@@ -165,7 +165,7 @@ def test_gan_first_fix_is_recompute_after_the_step() -> None:
     assert fix.code == "out_fake = D(fake)" and edit.inserts and edit.filename == __file__
     patched = apply_edits(Path(__file__).read_text(), fix.edits).splitlines()
     assert patched[edit.start - 2].strip() == "opt_d.step()" and patched[edit.start - 1] == "        out_fake = D(fake)"
-    assert fix.applicability == "machine-applicable" and fix.claims == (("g_loss", ("G",)),)
+    assert fix.applicability == "machine-applicable" and dict(fix.claims) == {"g_loss": ("G",), "d_loss": ("D",)}
     assert fix.trains.startswith("g_loss trains G through the updated D")
     assert not any("detach" in f.summary for f in d.fixes)  # detaching would cut G off
     # Applying it: runs, and G's gradient is g_loss's through the stepped D.
