@@ -167,3 +167,12 @@ def test_the_note_ends_with_a_line_that_runs_where_it_is_read() -> None:
     last = str(d).splitlines()[-1]
     assert "print(diagnosis.details())" not in last
     assert "python -m gradlab run --verbose" in last or "gradlab.last_diagnosis().details()" in last
+
+
+def test_last_diagnosis_says_what_to_pass_when_there_is_none() -> None:
+    with pytest.raises(ValueError, match=r"inside gradlab\.track\(\)"):
+        gradlab.last_diagnosis(RuntimeError("not from a backward gradlab watched"))
+    with pytest.raises(TypeError, match="takes an exception"):
+        gradlab.last_diagnosis("an error message")  # type: ignore[arg-type]
+    d = _diagnosis("double_backward")
+    assert d.cause == "same_loss_twice"  # the diagnosis travels with the error, after the tracker closed
