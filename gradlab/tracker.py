@@ -19,8 +19,8 @@ import torch
 
 from . import messages, session, writes
 from .i18n import _, _t
-from .location import Location
-from .names import NamesLike
+from .location import Location, frame_names
+from .names import NamesLike, modules_in
 from .notices import warn_once
 from .recorder import BackwardCall, Event, EventKind, Recorder, Scope, events_of, name_logged, pending_names
 
@@ -153,6 +153,7 @@ class Tracker(Scope):
             except Exception:  # never replace the user's error with ours
                 return
             recorder.diagnoses.append((id(e), str(e), diag))
+            e.__dict__["_gradlab_diagnosis"] = diag  # for gradlab.last_diagnosis(), after the tracker has closed
             e.add_note("\ngradlab: " + str(diag))
         finally:
             del frame
@@ -176,7 +177,12 @@ class Tracker(Scope):
         from .diagnosis import check_graph
         from .graph import collect_nodes
 
-        graph = collect_nodes(roots, self.namer(), tracker=self)
+        namer = self.namer()
+        if not namer and frame is not None:
+            # no names= given: the models of the failing frame name the parameters (what the advice speaks of)
+            found = modules_in(frame_names(frame))
+            namer = self.namer(found) if found else namer
+        graph = collect_nodes(roots, namer, tracker=self)
         return check_graph(graph, failing=call, tracker=recorder, frame=frame)
 
     # -- lifecycle ---------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Test files that test the gradlab library (they may use the course's networks as data).
 LIBRARY_TESTS = frozenset(
     {
+        "test_causes.py",
         "test_cli.py",
         "test_corpus.py",
         "test_double_backward_custom.py",
@@ -56,6 +57,7 @@ SLOW_TESTS = frozenset(
     {
         "test_binder.py",
         "test_browser.py",
+        "test_causes.py",
         "test_cli.py",
         "test_corpus.py",
         "test_handout.py",

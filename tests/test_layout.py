@@ -80,8 +80,10 @@ ORDER = (
     "saved",
     "recorder",
     "graph",
+    "loop",
     # analysis
     "advice",
+    "causes",
     "explanation",
     "diagnosis",
     "grads",
