@@ -50,6 +50,13 @@ _EXPORTS: dict[str, str] = {
     "IntentReport": "intent",
     "Mismatch": "intent",
     "Fix": "advice",
+    "record_training": "trained",
+    "TrainingRecord": "trained",
+    "StepRecord": "trained",
+    "LossRecord": "trained",
+    "fix_script": "fix",
+    "FixReport": "fix",
+    "FixTrial": "fix",
     "set_language": "i18n",
     "language": "i18n",
     "languages": "i18n",
@@ -91,6 +98,13 @@ __all__ = [
     "IntentReport",
     "Mismatch",
     "Fix",
+    "record_training",
+    "TrainingRecord",
+    "StepRecord",
+    "LossRecord",
+    "fix_script",
+    "FixReport",
+    "FixTrial",
     "set_language",
     "language",
     "languages",
@@ -105,6 +119,7 @@ if TYPE_CHECKING:
     from .diagnosis import Diagnosis, Problem, check
     from .drawing import GraphView, draw
     from .explanation import Explanation, explain
+    from .fix import FixReport, FixTrial, fix_script
     from .grads import GradReport, GradRow, grad_report
     from .graph import Graph, GraphNode, collect, saved_table, saved_tensors
     from .i18n import language, languages, set_language
@@ -116,6 +131,7 @@ if TYPE_CHECKING:
     from .plots import plot_grads, timeline
     from .saved import SavedTensor, Write
     from .tracker import Event, Tracker, track
+    from .trained import LossRecord, StepRecord, TrainingRecord, record_training
 
 
 def __getattr__(name: str) -> Any:

@@ -37,6 +37,7 @@ USAGE = """\
 usage: python -m gradlab run [--verbose] [--explain-only] SCRIPT.py [ARGS...]
        python -m gradlab run [--verbose] [--explain-only] -m MODULE [ARGS...]
        python -m gradlab explain [--verbose] [--file TRACEBACK.txt]
+       python -m gradlab fix [--steps K] [--timeout S] [--apply [--unsafe]] SCRIPT.py [ARGS...]
        python -m gradlab --help
 
 Run a PyTorch script as `python SCRIPT.py ARGS...` would, with gradlab's
@@ -49,6 +50,17 @@ commands:
   run            run a script (or -m MODULE) with tracking; exit code as python's
   explain        explain an autograd error read from stdin or --file;
                  exit 0 if it is one gradlab decodes, 1 if not
+  fix            run a failing script, try each fix in a patched copy for K
+                 optimizer steps, show each as a diff with what it trained;
+                 exit 0 if one is verified (or nothing fails), 1 if none, 2 on
+                 bad input
+
+options of fix:
+  --steps K      optimizer steps each patched copy runs (default 3)
+  --timeout S    seconds each run may take (default 60)
+  --apply        write the best verified fix into the script (only then is
+                 any file of yours written); machine-applicable fixes only
+  --unsafe       with --apply, also a fix that may change what trains
 
 options of run:
   --verbose      on an autograd error, also print every problem and every fix
@@ -451,6 +463,68 @@ def _main_explain(argv: list[str]) -> int:
     return explain_text(text, verbose=verbose)
 
 
+def _main_fix(argv: list[str]) -> int:
+    from .i18n import _, _t
+
+    steps, timeout, apply, unsafe = 3, 60.0, False, False
+    while argv and argv[0].startswith("-"):
+        opt = argv.pop(0)
+        if opt in ("-h", "--help"):
+            print(USAGE, end="")
+            return 0
+        if opt == "--":
+            break
+        if opt in ("--apply", "--unsafe"):
+            apply, unsafe = apply or opt == "--apply", unsafe or opt == "--unsafe"
+            continue
+        name, _sep, value = opt.partition("=")
+        if name not in ("--steps", "--timeout"):
+            return _usage_error(_t("unknown option {option} for fix", option=repr(opt)))
+        if not _sep:
+            if not argv:
+                return _usage_error(_t("{option} needs a value, e.g. {option} 3", option=name))
+            value = argv.pop(0)
+        try:
+            if name == "--steps":
+                steps = int(value)
+                if steps < 1:
+                    raise ValueError(value)
+            else:
+                timeout = float(value)
+                if not timeout > 0:
+                    raise ValueError(value)
+        except ValueError:
+            return _usage_error(
+                _t("{option} needs a number above 0 (e.g. {option} 3), not {value}", option=name, value=repr(value))
+            )
+    if unsafe and not apply:
+        return _usage_error(_("--unsafe only goes with --apply"))
+    if not argv:
+        return _usage_error(_("fix needs a script: python -m gradlab fix SCRIPT.py [ARGS...]"))
+    script = argv.pop(0)
+    if script == "-m":
+        return _usage_error(_("fix runs a script file (SCRIPT.py), not -m MODULE"))
+    stdin = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
+    from .fix import fix_script
+
+    try:
+        report = fix_script(script, argv, steps=steps, timeout=timeout, stdin=stdin)
+    except ValueError as e:
+        print(_t("gradlab fix: {error}", error=e), file=sys.stderr)
+        return 2
+    print(report.render())
+    if report.original.outcome != "autograd":
+        return 0 if report.original.outcome in ("finished", "budget", "exit", "timeout") else 1
+    if apply:
+        try:
+            trial = report.apply(unsafe=unsafe)
+        except ValueError as e:
+            print(_t("gradlab fix: nothing applied: {error}", error=e), file=sys.stderr)
+            return 1 if not report.verified else 2
+        print(_t("Applied fix {n} to {files}.", n=trial.number, files=", ".join(sorted(trial.patched))))
+    return 0 if report.verified else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m gradlab`` and the ``gradlab`` command.
 
@@ -479,6 +553,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main_run(rest)
     if command == "explain":
         return _main_explain(rest)
+    if command == "fix":
+        return _main_fix(rest)
     if command.endswith(".py"):
         return _usage_error(f"did you mean: python -m gradlab run {command}")
     return _usage_error(f"unknown command {command!r}")
