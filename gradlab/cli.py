@@ -474,6 +474,8 @@ def _main_fix(argv: list[str]) -> int:
             return 0
         if opt == "--":
             break
+        if opt == "-m" or (opt.startswith("-m") and not opt.startswith("--")):
+            return _usage_error(_("fix runs a script file (SCRIPT.py), not -m MODULE"))
         if opt in ("--apply", "--unsafe"):
             apply, unsafe = apply or opt == "--apply", unsafe or opt == "--unsafe"
             continue
@@ -502,8 +504,6 @@ def _main_fix(argv: list[str]) -> int:
     if not argv:
         return _usage_error(_("fix needs a script: python -m gradlab fix SCRIPT.py [ARGS...]"))
     script = argv.pop(0)
-    if script == "-m":
-        return _usage_error(_("fix runs a script file (SCRIPT.py), not -m MODULE"))
     stdin = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
     from .fix import fix_script
 

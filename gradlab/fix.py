@@ -56,10 +56,10 @@ from typing import TYPE_CHECKING, Any
 
 from .edits import Edit, apply_edits, unified_diff
 from .i18n import _, _t
-from .trained import TrainingRecord
 
 if TYPE_CHECKING:
     from .advice import Fix
+    from .trained import TrainingRecord
 
 __all__ = ["FixTrial", "FixReport", "RunResult", "fix_script"]
 
@@ -429,6 +429,8 @@ def _run_child(
 
     env["GRADLAB_FIX_LANGUAGE"] = language()
     code = "import sys; from gradlab.fix import _child; _child(sys.argv[1])"
+    from .trained import TrainingRecord
+
     start = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-c", code, spec],
