@@ -521,7 +521,9 @@ def _main_fix(argv: list[str]) -> int:
         except ValueError as e:
             print(_t("gradlab fix: nothing applied: {error}", error=e), file=sys.stderr)
             return 1 if not report.verified else 2
-        print(_t("Applied fix {n} to {files}.", n=trial.number, files=", ".join(sorted(trial.patched))))
+        from .fix import _display
+
+        print(_t("Applied fix {n} to {files}.", n=trial.number, files=", ".join(sorted(map(_display, trial.patched)))))
     return 0 if report.verified else 1
 
 
