@@ -50,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     "IntentReport": "intent",
     "Mismatch": "intent",
     "Fix": "advice",
+    "Edit": "edits",
     "record_training": "trained",
     "TrainingRecord": "trained",
     "StepRecord": "trained",
@@ -98,6 +99,7 @@ __all__ = [
     "IntentReport",
     "Mismatch",
     "Fix",
+    "Edit",
     "record_training",
     "TrainingRecord",
     "StepRecord",
@@ -118,6 +120,7 @@ if TYPE_CHECKING:
     from .advice import Fix
     from .diagnosis import Diagnosis, Problem, check
     from .drawing import GraphView, draw
+    from .edits import Edit
     from .explanation import Explanation, explain
     from .fix import FixReport, FixTrial, fix_script
     from .grads import GradReport, GradRow, grad_report
