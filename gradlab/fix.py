@@ -300,7 +300,9 @@ def judge(run: TrainingRecord, original: TrainingRecord, claims: Sequence[tuple[
     found: dict[tuple[str, str], list[int]] = {}  # (optimizer, sentence) -> steps
 
     def note(optimizer: str, count: int, sentence: str) -> None:
-        found.setdefault((optimizer, sentence), []).append(count)
+        counts = found.setdefault((optimizer, sentence), [])
+        if count not in counts:
+            counts.append(count)
 
     before = {(s.optimizer, s.count): s for s in original.steps}
     for s in run.steps:
@@ -335,14 +337,24 @@ def judge(run: TrainingRecord, original: TrainingRecord, claims: Sequence[tuple[
                 ),
             )
         if old is not None:
+            # A loss the fix kept must train what it trained; one it rewrote (another
+            # expression) leaves its modules to be trained by some loss of the step.
             now = {(loss, m) for loss, mods in s.trained for m in mods}
+            names = {loss for loss, _mods in s.trained}
+            trained_now = {m for _loss, m in now}
             for loss, mods in old.trained:
                 for m in mods:
-                    if (loss, m) not in now:
+                    if loss in names and (loss, m) not in now:
                         note(
                             s.optimizer,
                             s.count,
                             _t("before the fix {loss} trained {module}; after it, it does not", loss=loss, module=m),
+                        )
+                    elif loss not in names and m not in trained_now:
+                        note(
+                            s.optimizer,
+                            s.count,
+                            _t("before the fix {loss} trained {module}; after it, no loss does", loss=loss, module=m),
                         )
     out = [
         _t("{optimizer}, {steps}: {sentence}", optimizer=optimizer, steps=_steps_words(counts), sentence=sentence)

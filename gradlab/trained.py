@@ -102,6 +102,7 @@ class TrainingRecord:
         self._names = names
         self._params: dict[int, tuple[weakref.ref[torch.Tensor], tuple[float, float] | None, int]] = {}
         self._changed: list[set[int]] = []  # per backward: ids of the parameters whose gradient it changed
+        self._inputs: list[set[int] | None] = []  # per backward: ids of its inputs= (None: every leaf)
         self._optimizers: dict[int, tuple[weakref.ref[torch.optim.Optimizer], str]] = {}
         self._counts: dict[int, int] = {}
         self._module_of: dict[int, str] = {}
@@ -180,6 +181,13 @@ class TrainingRecord:
         del frame
         outputs = args[0] if args else kwargs.get("tensors")
         tensors = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs or ())
+        given = kwargs.get("inputs", args[5] if len(args) > 5 else None)
+        if given is not None:  # backward(inputs=...): the code says which leaves this loss is meant for
+            given = [given] if isinstance(given, torch.Tensor) else list(given)
+            inputs: set[int] | None = {id(t) for t in given if isinstance(t, torch.Tensor)}
+        else:
+            inputs = None
+        del given
         for leaf in _leaves([t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]):
             self._track(leaf)
         del tensors, outputs
@@ -205,6 +213,7 @@ class TrainingRecord:
                     changed.add(key)
                 self._params[key] = (ref, fp, reset)
             self._changed.append(changed)
+            self._inputs.append(inputs)
             modules = sorted({self._module(p) for key, p in self._live() if key in changed})
             self.backwards.append(
                 LossRecord(index, _loss_name(loc.code if loc else ""), loc.where if loc else None, tuple(modules))
@@ -223,7 +232,10 @@ class TrainingRecord:
         start = min(resets) if resets else len(self.backwards)
         losses: list[str] = []
         trained: list[tuple[str, tuple[str, ...]]] = []
-        for record, changed in zip(self.backwards[start:], self._changed[start:]):
+        ids = {id(p) for p in mine}
+        for record, changed, inputs in zip(self.backwards[start:], self._changed[start:], self._inputs[start:]):
+            if inputs is not None and not inputs & ids:
+                continue  # inputs= leaves this optimizer's parameters out: not meant to train them
             mods = sorted({self._module(p, name) for p in mine if id(p) in changed})
             losses.append(record.loss)
             trained.append((record.loss, tuple(mods)))

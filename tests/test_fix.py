@@ -302,6 +302,29 @@ def test_record_training_agrees_with_torch_on_what_a_loss_reaches() -> None:
     assert record.steps[0].untrained() == ("unused",)
 
 
+def test_a_backward_whose_inputs_leave_an_optimizer_out_is_not_meant_for_it() -> None:
+    torch.manual_seed(3)
+    encoder, decoder = nn.Linear(3, 2), nn.Linear(2, 3)
+    enc_opt = torch.optim.SGD(encoder.parameters(), lr=0.1)
+    dec_opt = torch.optim.SGD(decoder.parameters(), lr=0.1)
+    x = torch.randn(4, 3)
+    with record_training() as record:
+        z = encoder(x)
+        recon_loss = (decoder(z) - x).pow(2).mean()
+        dec_opt.zero_grad()
+        recon_loss.backward(retain_graph=True)
+        vae_loss = recon_loss + z.pow(2).mean()
+        enc_opt.zero_grad()
+        vae_loss.backward(inputs=list(encoder.parameters()))
+        dec_opt.step()
+        enc_opt.step()
+    assert [(s.optimizer, s.trained) for s in record.steps] == [
+        ("dec_opt", (("recon_loss", ("decoder",)),)),
+        ("enc_opt", (("vae_loss", ("encoder",)),)),
+    ]
+    assert judge(record, TrainingRecord(None, None)) == []
+
+
 def test_record_training_changes_no_training_result_and_keeps_nothing_alive() -> None:
     _record, watched = _shared_encoder_step(True)
     _none, plain = _shared_encoder_step(False)
@@ -335,6 +358,22 @@ def test_judge_checks_the_claims_against_what_was_measured() -> None:
     ]
     assert judge(run, TrainingRecord(None, None), [("loss_x", ("G",))]) == [
         "the fix says what loss_x trains, but no backward of loss_x ran"
+    ]
+
+
+def test_judge_lets_a_fix_rewrite_a_loss_but_not_drop_what_it_trained() -> None:
+    before = TrainingRecord(None, None)
+    before.steps = [StepRecord("opt", 1, None, ("running_loss",), (("running_loss", ("model",)),), ("model",))]
+    rewritten = TrainingRecord(None, None)
+    rewritten.steps = [StepRecord("opt", 1, None, ("loss / 4",), (("loss / 4", ("model",)),), ("model",))]
+    assert judge(rewritten, before) == []
+    dropped = TrainingRecord(None, None)
+    dropped.steps = [
+        StepRecord("opt", 1, None, ("running_loss", "aux"), (("running_loss", ()), ("aux", ("model",))), ("model",))
+    ]
+    assert judge(dropped, before) == [
+        "opt, step 1: running_loss ran backward since opt.zero_grad() but trained none of its modules (model)",
+        "opt, step 1: before the fix running_loss trained model; after it, it does not",
     ]
 
 
