@@ -21,6 +21,7 @@ __version__ = "0.2.0"
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
     "check": "diagnosis",
+    "last_diagnosis": "diagnosis",
     "Diagnosis": "diagnosis",
     "Problem": "diagnosis",
     "track": "tracker",
@@ -70,6 +71,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "__version__",
     "check",
+    "last_diagnosis",
     "Diagnosis",
     "Problem",
     "track",
@@ -118,7 +120,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .advice import Fix
-    from .diagnosis import Diagnosis, Problem, check
+    from .diagnosis import Diagnosis, Problem, check, last_diagnosis
     from .drawing import GraphView, draw
     from .edits import Edit
     from .explanation import Explanation, explain

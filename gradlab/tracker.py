@@ -398,6 +398,7 @@ class Tracker:
         finally:
             del frame
         self._diagnoses.append((id(e), str(e), diag))
+        e.__dict__["_gradlab_diagnosis"] = diag  # for gradlab.last_diagnosis(), after the tracker has closed
         e.add_note("\ngradlab: " + str(diag))
 
     def failure_diagnosis(self, roots: list[Any], call: BackwardCall, frame: FrameType | None = None) -> Diagnosis:
