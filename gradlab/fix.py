@@ -22,8 +22,9 @@ own end, after at least one step) without an error, and its measured training
   of them (unless the unpatched run left that module untrained at that step too);
 * every (loss, module) pair that the unpatched run trained at a step it reached
   is trained at that step of the patched run too;
-* each of the fix's ``claims`` ``(loss, modules)`` is what the loss's backward
-  measurably reached.
+* each of the fix's ``claims`` ``(loss, modules)`` is what the loss measurably
+  trained: the modules whose gradient it changed, at the steps of the optimizers
+  that step on it.
 
 NOTE [The scratch directory]
 The copy runs in a fresh directory that mirrors the script's directory: small
@@ -363,12 +364,13 @@ def judge(run: TrainingRecord, original: TrainingRecord, claims: Sequence[tuple[
     if not run.steps:
         out.append(_("no optimizer step ran, so nothing was trained"))
     for loss, modules in claims:
+        # What a loss trains: the modules it changed the gradient of, at the steps that use it.
         reached: set[str] = set()
-        seen = False
-        for b in run.backwards:
-            if b.loss == loss:
-                seen = True
-                reached.update(b.trained)
+        seen = any(b.loss == loss for b in run.backwards)
+        for s in run.steps:
+            for name, mods in s.trained:
+                if name == loss:
+                    reached.update(mods)
         if not seen:
             out.append(_t("the fix says what {loss} trains, but no backward of {loss} ran", loss=loss))
         elif reached != set(modules):

@@ -64,7 +64,7 @@ def _fixes(path: Path) -> list[Fix]:
         "loss_d trains D; loss_g trains G",
         edits=(Edit(str(path), 14, 14, RIGHT),),
         applicability="machine-applicable",
-        claims=(("loss_d", ("D",)), ("loss_g", ("D", "G"))),
+        claims=(("loss_d", ("D",)), ("loss_g", ("G",))),
     )
     past_end = Fix(
         "Edit beyond the file", "?", edits=(Edit(str(path), 90, 90, "x = 1"),), applicability="maybe-incorrect"
@@ -350,11 +350,11 @@ def test_record_training_rejects_bad_arguments() -> None:
 
 def test_judge_checks_the_claims_against_what_was_measured() -> None:
     run = TrainingRecord(None, None)
-    run.backwards = [LossRecord(0, "loss_g", "t.py:3", ("D", "G"))]
+    run.backwards = [LossRecord(0, "loss_g", "t.py:3", ("D", "G"))]  # loss_g reaches D, but only opt_g steps on it
     run.steps = [StepRecord("opt_g", 1, "t.py:4", ("loss_g",), (("loss_g", ("G",)),), ("G",))]
-    assert judge(run, TrainingRecord(None, None), [("loss_g", ("D", "G"))]) == []
-    assert judge(run, TrainingRecord(None, None), [("loss_g", ("G",))]) == [
-        "the fix says loss_g trains G; it trained D, G"
+    assert judge(run, TrainingRecord(None, None), [("loss_g", ("G",))]) == []
+    assert judge(run, TrainingRecord(None, None), [("loss_g", ("D", "G"))]) == [
+        "the fix says loss_g trains D, G; it trained G"
     ]
     assert judge(run, TrainingRecord(None, None), [("loss_x", ("G",))]) == [
         "the fix says what loss_x trains, but no backward of loss_x ran"
