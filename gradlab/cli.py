@@ -517,6 +517,10 @@ def _main_fix(argv: list[str]) -> int:
         print(_t("gradlab fix: {error}", error=e), file=sys.stderr)
         return 2
     print(report.render())
+    edited = [t for t in report.trials if t.edits]
+    if edited and all(t.run is None for t in edited):
+        print(_("gradlab fix: none of the fixes' edits could be applied to the script (see above)"), file=sys.stderr)
+        return 2
     if report.original.outcome != "autograd":
         return 0 if report.original.outcome in ("finished", "budget", "exit", "timeout") else 1
     if apply:

@@ -28,12 +28,14 @@ own end, after at least one step) without an error, and its measured training
 
 NOTE [The scratch directory]
 The copy runs in a fresh directory that mirrors the script's directory: small
-files are copied, large files and folders are linked (data sets are read, not
-copied), ``__pycache__`` is left out and no bytecode is written, so sibling
-modules import and relative data paths open as before. When the working
+files are copied, large files are linked (data sets are read, not copied),
+folders are mirrored the same way (up to 2,000 entries in all; a larger folder
+is linked whole), ``__pycache__`` is left out and no bytecode is written, so
+sibling modules import and relative data paths open as before. When the working
 directory is the script's directory (or inside it), the copy runs in the
 mirror, so files the script writes (checkpoints, logs) land there, not among
-the user's files. Files written through a linked folder still reach it.
+the user's files. A large file the script overwrites, or a file it writes into
+a folder linked whole, still reaches the user's copy.
 
 Example::
 
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = ["FixTrial", "FixReport", "RunResult", "fix_script"]
 
 _COPY_LIMIT = 1 << 20  # files larger than this are linked into the scratch directory, not copied
+_MIRROR_ENTRIES = 2000  # a script's folder mirrored entry by entry up to this many; linked whole beyond
 
 
 @dataclass(frozen=True)
@@ -592,19 +595,41 @@ def _fix_data(fx: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------
 
 
-def _mirror(directory: str, into: str, patched: dict[str, str]) -> None:
-    """Fill ``into`` with ``directory``'s entries (NOTE [The scratch directory]); ``patched`` maps names to text."""
+def _mirror(directory: str, into: str, patched: dict[str, str], budget: list[int] | None = None) -> None:
+    """Fill ``into`` with ``directory``'s entries (NOTE [The scratch directory]); ``patched`` maps names to text.
+
+    Folders are mirrored the same way (so a file the script writes into one lands in
+    the mirror), as long as the mirror stays under ``_MIRROR_ENTRIES`` entries;
+    past that, a folder is linked whole.
+    """
+    budget = budget if budget is not None else [_MIRROR_ENTRIES]
     for entry in sorted(os.listdir(directory)):
         if entry == "__pycache__":
             continue
         src, dst = os.path.join(directory, entry), os.path.join(into, entry)
+        budget[0] -= 1
         if entry in patched:
             with open(dst, "w", encoding="utf-8", newline="") as f:
                 f.write(patched[entry])
-        elif os.path.isfile(src) and not os.path.islink(src) and os.path.getsize(src) <= _COPY_LIMIT:
+        elif os.path.islink(src):
+            os.symlink(os.path.realpath(src), dst)
+        elif os.path.isfile(src) and os.path.getsize(src) <= _COPY_LIMIT and budget[0] > 0:
             shutil.copy2(src, dst)
+        elif os.path.isdir(src) and budget[0] > 0 and _entries_within(src, budget[0]):
+            os.mkdir(dst)
+            _mirror(src, dst, {}, budget)
         else:
             os.symlink(src, dst)
+
+
+def _entries_within(directory: str, limit: int) -> bool:
+    """Whether ``directory`` holds at most ``limit`` entries, all levels counted (stops counting past it)."""
+    count = 0
+    for _root, dirs, files in os.walk(directory):
+        count += len(dirs) + len(files)
+        if count > limit:
+            return False
+    return True
 
 
 def _patch(edits: Sequence[Edit], script: str, sources: dict[str, str]) -> tuple[dict[str, str], str | None]:

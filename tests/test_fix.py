@@ -46,8 +46,23 @@ GAN = textwrap.dedent(
         loss_g = bce(D(fake), torch.ones(16, 1))
         loss_g.backward()
         opt_g.step()
+        from helpers import log_line
+        log_line(loss_g)
     """
 )
+# A sibling module the script imports, writing into a folder of the script's directory.
+HELPERS = 'def log_line(loss):\n    with open("out/log.txt", "a") as f:\n        f.write(f"{loss.item():.4f}\\n")\n'
+
+
+def _project(folder: Path) -> Path:
+    """The GAN script, its helper module and its (empty) output folder in ``folder``."""
+    (folder / "helpers.py").write_text(HELPERS)
+    (folder / "out").mkdir()
+    path = folder / "gan.py"
+    path.write_text(GAN)
+    return path
+
+
 RIGHT = "    loss_d = bce(D(real), torch.ones(16, 1)) + bce(D(fake.detach()), torch.zeros(16, 1))"
 WRONG = "    fake = G(torch.randn(16, 4)).detach()"
 
@@ -76,8 +91,7 @@ def _fixes(path: Path) -> list[Fix]:
 @pytest.fixture(scope="module")
 def gan(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, FixReport]:
     folder = tmp_path_factory.mktemp("gan")
-    path = folder / "gan.py"
-    path.write_text(GAN)
+    path = _project(folder)
     cwd = os.getcwd()
     os.chdir(folder)
     try:
@@ -96,6 +110,7 @@ def test_the_original_run_fails_where_the_script_does(gan: tuple[Path, FixReport
         ("opt_d", 1, (("loss_d", ("D",)),))
     ]
     assert path.read_text() == GAN  # trying fixes wrote nothing to the user's file
+    assert list((path.parent / "out").iterdir()) == []  # the copies logged into their own mirror of out/
 
 
 def test_a_fix_that_trains_the_wrong_thing_is_not_verified(gan: tuple[Path, FixReport]) -> None:
@@ -196,13 +211,13 @@ def test_a_script_that_never_fails_has_nothing_to_fix(tmp_path: Path) -> None:
 
 
 def test_the_command_runs_the_failing_script_and_writes_nothing_without_apply(tmp_path: Path) -> None:
-    script = tmp_path / "gan.py"
-    script.write_text(GAN)
+    script = _project(tmp_path)
     done = _gradlab("fix", "--steps", "1", "gan.py", cwd=tmp_path)
     assert done.returncode in (0, 1), done.stderr
     assert "gradlab fix: gan.py fails at gan.py:19: RuntimeError: Trying to backward" in done.stdout
     assert script.read_text() == GAN
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["gan.py"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gan.py", "helpers.py", "out"]
+    assert list((tmp_path / "out").iterdir()) == []
 
 
 @pytest.mark.parametrize(
@@ -331,6 +346,7 @@ def test_record_training_changes_no_training_result_and_keeps_nothing_alive() ->
     assert all(torch.equal(p, q) for p, q in zip(watched, plain))
     net = nn.Linear(2, 1)
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    before = torch.autograd.backward
     with record_training() as rec:
         net(torch.ones(1, 2)).sum().backward()
         opt.step()
@@ -338,7 +354,7 @@ def test_record_training_changes_no_training_result_and_keeps_nothing_alive() ->
     del net, opt
     gc.collect()
     assert alive() is None and len(rec.steps) == 1
-    assert torch.autograd.backward.__module__ == "torch.autograd"  # the wrapper is gone
+    assert torch.autograd.backward is before  # the wrapper is gone
 
 
 def test_record_training_rejects_bad_arguments() -> None:
