@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from .tracker import Tracker
 
-__all__ = ["main", "run_script", "run_module", "explain_text", "USAGE"]
+__all__ = ["main", "run_script", "run_module", "explain_text", "fix_child", "USAGE"]
 
 USAGE = """\
 usage: python -m gradlab run [--verbose] [--explain-only] SCRIPT.py [ARGS...]
@@ -465,6 +465,71 @@ def _main_explain(argv: list[str]) -> int:
             print(f"gradlab: can't open file {path!r}: [Errno {e.errno}] {e.strerror}", file=sys.stderr)
             return 2
     return explain_text(text, verbose=verbose)
+
+
+def fix_child(spec_path: str) -> None:
+    """One run of ``gradlab fix`` (in its own process): run a script as ``run_script`` does, under
+    :func:`gradlab.track` and :func:`gradlab.record_training`, and write what happened as JSON.
+
+    ``spec_path`` names a JSON file written by :mod:`gradlab.fix`: the script, its argv, the step budget
+    and where to write the result.
+    """
+    import json
+    import traceback
+
+    from . import messages
+    from .fix import _first_sentence, _fix_data, _user_line
+    from .i18n import _t, set_language
+    from .tracker import track
+    from .trained import record_training
+
+    set_language(os.environ.get("GRADLAB_FIX_LANGUAGE") or None)
+    with open(spec_path, encoding="utf-8") as f:
+        spec = json.load(f)
+    script = spec["script"]
+    out: dict[str, object] = {"outcome": "finished", "record": {}}
+    module = types.ModuleType("__main__")
+    module.__file__ = script
+    module.__cached__ = None  # type: ignore[attr-defined]
+    module.__builtins__ = builtins  # type: ignore[attr-defined]
+    module.__loader__ = importlib.machinery.SourceFileLoader("__main__", script)
+    namespace = vars(module)
+    with open(script, "rb") as f:
+        source = f.read()
+    record = None
+    tracker = None
+    try:
+        with (
+            _as_main([spec["argv0"], *spec["args"]], os.path.dirname(script), module),
+            track(names=_MainNamespace(namespace), warn=False) as tracker,
+            record_training(steps=spec["steps"]) as record,
+        ):
+            exec(compile(source, script, "exec", dont_inherit=True), namespace)
+        if record is not None and record.stopped:
+            out["outcome"] = "budget"
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            out["outcome"] = "exit"
+            out["message"] = _t("exit code {code}", code=e.code)
+    except BaseException as e:  # the script's own error: reported, not raised
+        where = _user_line(e, script)
+        out["where"] = where
+        out["message"] = _first_sentence("".join(traceback.format_exception_only(type(e), e)).strip().splitlines()[0])
+        if isinstance(e, EOFError) and not spec["stdin"]:
+            out["outcome"] = "needs-input"
+        elif messages.find(e) is not None:
+            out["outcome"] = "autograd"
+            diagnosis = tracker.diagnosis_for(e) if tracker is not None else None
+            if diagnosis is not None and messages.is_autograd_error(e):
+                out["headline"] = str(diagnosis).splitlines()[0]
+                out["fixes"] = [_fix_data(fx) for fx in diagnosis.fixes]
+        else:
+            out["outcome"] = "error"
+    out["record"] = record.as_dict() if record is not None else {}
+    with open(spec["result"], "w", encoding="utf-8") as f:
+        json.dump(out, f)
+    sys.stdout.flush()
+    sys.stderr.flush()
 
 
 def _main_fix(argv: list[str]) -> int:

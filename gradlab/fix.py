@@ -424,7 +424,10 @@ def _run_child(
     stdin: bytes,
     workdir: str,
 ) -> RunResult:
-    """Run ``script`` under the tracker and the training record in a subprocess; read back its result."""
+    """Run ``script`` under the tracker and the training record in a subprocess; read back its result.
+
+    The subprocess runs :func:`gradlab.cli.fix_child`, which runs the script as ``gradlab run`` does.
+    """
     spec = os.path.join(workdir, "spec.json")
     result = os.path.join(workdir, "result.json")
     with open(spec, "w", encoding="utf-8") as f:
@@ -445,7 +448,7 @@ def _run_child(
     from .i18n import language
 
     env["GRADLAB_FIX_LANGUAGE"] = language()
-    code = "import sys; from gradlab.fix import _child; _child(sys.argv[1])"
+    code = "import sys; from gradlab.cli import fix_child; fix_child(sys.argv[1])"  # the CLI runs scripts
     from .trained import TrainingRecord
 
     start = time.monotonic()
@@ -501,68 +504,6 @@ def _load(path: str) -> dict[str, Any] | None:
             return data
     except (OSError, ValueError):
         return None
-
-
-def _child(spec_path: str) -> None:
-    """The subprocess's side of :func:`_run_child`: run the script, write what happened as JSON."""
-    import builtins
-    import importlib.machinery
-    import traceback
-    import types
-
-    from . import messages
-    from .cli import _as_main, _MainNamespace
-    from .i18n import set_language
-    from .tracker import track
-    from .trained import record_training
-
-    set_language(os.environ.get("GRADLAB_FIX_LANGUAGE") or None)
-    with open(spec_path, encoding="utf-8") as f:
-        spec = json.load(f)
-    script = spec["script"]
-    out: dict[str, Any] = {"outcome": "finished", "record": {}}
-    module = types.ModuleType("__main__")
-    module.__file__ = script
-    module.__cached__ = None  # type: ignore[attr-defined]
-    module.__builtins__ = builtins  # type: ignore[attr-defined]
-    module.__loader__ = importlib.machinery.SourceFileLoader("__main__", script)
-    namespace = vars(module)
-    with open(script, "rb") as f:
-        source = f.read()
-    record = None
-    tracker = None
-    try:
-        with (
-            _as_main([spec["argv0"], *spec["args"]], os.path.dirname(script), module),
-            track(names=_MainNamespace(namespace), warn=False) as tracker,
-            record_training(steps=spec["steps"]) as record,
-        ):
-            exec(compile(source, script, "exec", dont_inherit=True), namespace)
-        if record is not None and record.stopped:
-            out["outcome"] = "budget"
-    except SystemExit as e:
-        if e.code not in (None, 0):
-            out["outcome"] = "exit"
-            out["message"] = _t("exit code {code}", code=e.code)
-    except BaseException as e:  # the script's own error: reported, not raised
-        where = _user_line(e, script)
-        out["where"] = where
-        out["message"] = _first_sentence("".join(traceback.format_exception_only(type(e), e)).strip().splitlines()[0])
-        if isinstance(e, EOFError) and not spec["stdin"]:
-            out["outcome"] = "needs-input"
-        elif messages.find(e) is not None:
-            out["outcome"] = "autograd"
-            diagnosis = tracker.diagnosis_for(e) if tracker is not None else None
-            if diagnosis is not None and messages.is_autograd_error(e):
-                out["headline"] = str(diagnosis).splitlines()[0]
-                out["fixes"] = [_fix_data(fx) for fx in diagnosis.fixes]
-        else:
-            out["outcome"] = "error"
-    out["record"] = record.as_dict() if record is not None else {}
-    with open(spec["result"], "w", encoding="utf-8") as f:
-        json.dump(out, f)
-    sys.stdout.flush()
-    sys.stderr.flush()
 
 
 def _user_line(e: BaseException, script: str) -> str | None:
