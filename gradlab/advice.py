@@ -467,9 +467,10 @@ def checked(fix: Fix, ctx: Context) -> Fix:
         and all(site.holds(e.start if not e.inserts else e.start - 1) or site.holds(e.start) for e in fix.edits)
     ):
         source, names = site.source, set(site.names)
-    elif len(fix.edits) == 1 and not fix.edits[0].inserts and fix.edits[0].start == fix.edits[0].end:
+    elif all(not e.inserts and e.start == e.end for e in fix.edits):
+        # one-line rewrites elsewhere (an in-place op in a model's code): only the names those lines read
         source = site.source if site is not None and filename == site.filename else _source_of(filename)
-        names = _read_on(source, fix.edits[0].start)
+        names = set().union(*(_read_on(source, e.start) for e in fix.edits))
     else:
         return replace(fix, code=None, edits=(), applicability="sentence")
     if not source or check_edits(source, fix.edits, names) is not None:
@@ -542,13 +543,11 @@ def _trains_text(ctx: Context, claimed: set[str]) -> str:
         for m in dropped:
             zero = intent.zeroer(m)
             if zero:
-                cleared.append(
-                    _t("{model} ({optimizer}.zero_grad() clears it before {optimizer}.step())", model=m, optimizer=zero)
-                )
+                cleared.append(_t("{optimizer}.zero_grad() clears it before {optimizer}.step()", optimizer=zero))
             else:
-                cleared.append(_t("{model} (no optimizer steps it on this loss)", model=m))
+                cleared.append(_t("no optimizer steps {model} on it", model=m))
         return _t(
-            "{loss} trains {models}, as your loop's optimizers ask; its gradient for {others} is not used: {why}",
+            "{loss} trains {models}, as your loop's optimizers ask; its gradient for {others} is not used ({why})",
             loss=ctx.l,
             models=trained,
             others=_(" and ").join(dropped),
@@ -561,14 +560,21 @@ def _gives_up(ctx: Context, claimed: set[str], given_up: list[str]) -> str:
     intent = ctx.intent
     stepping = {intent.stepper(m) or "" for m in given_up} - {""} if intent is not None else set()
     steps = ", ".join(f"{opt}.step()" for opt in sorted(stepping))
-    trained = _(" and ").join(sorted(claimed)) if claimed else _("nothing")
-    return _t(
-        "{loss} trains {models} only. It gives up what your loop asks for: {steps} follows {loss}.backward(), "
-        "so {lost} are meant to learn from {loss}, and with this fix they do not",
-        loss=ctx.l,
-        models=trained,
-        steps=steps or _("an optimizer step"),
-        lost=_(" and ").join(given_up),
+    lost = _(" and ").join(given_up)
+    if claimed:
+        head = _t("{loss} trains {models} only.", loss=ctx.l, models=_(" and ").join(sorted(claimed)))
+    else:
+        head = _t("{loss} trains nothing.", loss=ctx.l)
+    return (
+        head
+        + " "
+        + _t(
+            "It gives up what your loop asks for: {steps} follows {loss}.backward(), so your loop means {lost} to "
+            "learn from {loss}; with this fix {loss} no longer trains {lost}",
+            loss=ctx.l,
+            steps=steps or _("an optimizer step"),
+            lost=lost,
+        )
     )
 
 
@@ -646,6 +652,32 @@ def _recompute(ctx: Context) -> _Proposal | None:
     )
 
 
+def _sum(ctx: Context, others: tuple[str, ...]) -> _Proposal:
+    """One backward of the sum, then every step: the other intent, where the loss also trains the model."""
+    return _Proposal(
+        Fix(
+            intent=_t("if {loss} should also train {model}", loss=ctx.l, model=ctx.m),
+            summary=_t(
+                "one backward of the sum, then the steps: zero every optimizer, backward ({earlier} + {loss}) "
+                "once, then step every optimizer",
+                earlier=ctx.e,
+                loss=ctx.l,
+            ),
+            trains=_t(
+                "{earlier} and {loss} both train {model}, and {loss} trains {others}: a different training from "
+                "the failing code's, where {model} followed {earlier} only",
+                earlier=ctx.e,
+                loss=ctx.l,
+                model=ctx.m,
+                others=ctx.o,
+            ),
+            claims=_claim(ctx, (*others, *([ctx.model] if ctx.model else []))),
+        ),
+        None,
+        False,
+    )
+
+
 def _chained(ctx: Context, freed: bool) -> list[_Proposal]:
     """An upstream model's output feeds the failing loss's models (two chained networks, actor-critic)."""
     detach_edit = None
@@ -699,30 +731,8 @@ def _chained(ctx: Context, freed: bool) -> list[_Proposal]:
     again = _recompute(ctx)
     if again is not None:
         proposals.append(again)
-    proposals.append(
-        _Proposal(
-            Fix(
-                intent=_t("if {loss} should also train {model}", loss=ctx.l, model=ctx.m),
-                summary=_t(
-                    "one backward of the sum, then the steps: zero every optimizer, backward ({earlier} + {loss}) "
-                    "once, then step every optimizer",
-                    earlier=ctx.e,
-                    loss=ctx.l,
-                ),
-                trains=_t(
-                    "{earlier} and {loss} both train {model}, and {loss} trains {others}: a different training from "
-                    "the failing code's, where {model} followed {earlier} only",
-                    earlier=ctx.e,
-                    loss=ctx.l,
-                    model=ctx.m,
-                    others=ctx.o,
-                ),
-                claims=_claim(ctx, (*others, *([ctx.model] if ctx.model else []))),
-            ),
-            None,
-            False,
-        )
-    )
+    if ctx.intent is None or ctx.model not in ctx.intent.trained:  # its premise: the loop does not train it
+        proposals.append(_sum(ctx, others))
     if freed and ctx.step_between is False:
         retain_edit = None
         if ctx.site is not None and ctx.earlier_line is not None:
@@ -839,8 +849,58 @@ def _replace_other(site: Site | None, loc: Location, new: str) -> Edit | None:
     return Edit(loc.filename, loc.lineno, loc.lineno, text[: len(text) - len(text.lstrip())] + new.strip())
 
 
+_ACTIVATION_NAMES = {
+    "relu_": ("ReLU", "relu"),
+    "leaky_relu_": ("LeakyReLU", "leaky_relu"),
+    "elu_": ("ELU", "elu"),
+    "hardtanh_": ("Hardtanh", "hardtanh", "ReLU6", "relu6"),
+    "silu_": ("SiLU", "silu"),
+    "hardsigmoid_": ("Hardsigmoid", "hardsigmoid"),
+    "hardswish_": ("Hardswish", "hardswish"),
+    "mish_": ("Mish", "mish"),
+    "threshold_": ("Threshold", "threshold"),
+    "dropout_": ("Dropout", "dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "alpha_dropout"),
+    "selu_": ("SELU", "selu"),
+    "celu_": ("CELU", "celu"),
+    "rrelu_with_noise_": ("RReLU", "rrelu"),
+}
+
+
+def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
+    """Every ``inplace=True`` of the activation ``ctx.op`` in the file that ran it, removed (an exact rewrite:
+    the out-of-place activation computes the same values and gradients)."""
+    names = _ACTIVATION_NAMES.get(ctx.op or "")
+    loc = ctx.write_at
+    site = ctx.site
+    if names is None or loc is None:
+        return ()
+    filename = site.filename if site is not None else loc.filename
+    source = site.source if site is not None else _source_of(filename)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    lines = source.splitlines()
+    found = sorted(
+        {
+            k.lineno
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call)
+            and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) in names
+            for k in n.keywords
+            if k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+        }
+    )
+    edits = []
+    for i in found:
+        new = re.sub(r",?\s*inplace\s*=\s*True", "", lines[i - 1], count=1).replace("(, ", "(")
+        edits.append(Edit(filename, i, i, new))
+    return tuple(edits)
+
+
 def _in_place(ctx: Context) -> list[_Proposal]:
     rewritten = rewrite_in_place(ctx.code, ctx.op) if ctx.code and ctx.op else None
+    flags = _inplace_flags(ctx) if ctx.op in _ACTIVATIONS and not (rewritten and "inplace" in (ctx.code or "")) else ()
     where = _t(" at {where}", where=ctx.where) if ctx.where else ""
     op = _OP_NAMES.get(ctx.op, ctx.op) if ctx.op else _("the in-place op")
     if ctx.op in _ACTIVATIONS:
@@ -858,7 +918,7 @@ def _in_place(ctx: Context) -> list[_Proposal]:
                     "value autograd saved",
                     tensor=tensor,
                 ),
-                edits=_edits(_write_edit(ctx, rewritten)),
+                edits=flags or _edits(_write_edit(ctx, rewritten)),
                 claims=_claim(ctx, ctx.reach),
             ),
             ctx.reach,

@@ -21,7 +21,7 @@ import ast
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -31,22 +31,41 @@ from .graph import Graph, GraphNode
 from .i18n import _t
 from .location import Location
 from .loop import Site, loop_body_of, next_backward, site_intent, statement_at
-from .names import given_name
 from .saved import Write
 
 if TYPE_CHECKING:
-    from .diagnosis import Problem
-    from .tracker import BackwardCall, Tracker
+    from .recorder import BackwardCall, Recorder
+
+
+class Problem(Protocol):
+    """What :func:`decide` reads of a :class:`gradlab.Problem` (this module sits below diagnosis.py)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def node_id(self) -> int | None: ...
+    @property
+    def tensor(self) -> str: ...
+    @property
+    def given(self) -> str | None: ...
+    @property
+    def shape(self) -> tuple[int, ...] | None: ...
+    @property
+    def saved_at(self) -> Location | None: ...
+    @property
+    def location(self) -> Location | None: ...
+    @property
+    def writes(self) -> tuple[Write, ...]: ...
+
 
 __all__ = ["Facts", "Topology", "decide", "backward_line_after"]
 
 
-def _module(name: str | None) -> str | None:
-    """``n_1.linear_2.weight (transposed view)`` -> ``n_1``; descriptions -> None (in any language)."""
-    head = given_name(name)
-    if head is None:
+def _module(given: str | None) -> str | None:
+    """The model a given name belongs to: ``n_1.linear_2.weight`` -> ``n_1``; None without a model."""
+    if given is None:
         return None
-    return head.split(".", 1)[0] if "." in head else None
+    return given.split(".", 1)[0] if "." in given else None
 
 
 class Topology:
@@ -72,7 +91,7 @@ class Topology:
         while stack:
             n = self.by_id[stack.pop()]
             if n.kind == "leaf":
-                module = _module(n.leaf_name)
+                module = _module(n.given)
                 if module:
                     found.add(module)
             for m in n.next_ids:
@@ -103,7 +122,7 @@ class Facts:
     next backward after the call).
     """
 
-    tracker: Tracker | None = None
+    tracker: Recorder | None = None
     failing: BackwardCall | None = None
     namespace: dict[str, Any] = field(default_factory=dict)
     site: Site | None = None
@@ -144,14 +163,14 @@ def _seq(fn: Any) -> int | None:
     return internals.sequence_nr(fn)
 
 
-def _short_name(name: str) -> str:
-    """The user's name without a view's suffix; a description unchanged (in any language)."""
-    return given_name(name) or name
+def _short_name(p: Problem) -> str:
+    """The user's name for the problem's tensor (a view's base name); else its description."""
+    return p.given or p.tensor
 
 
 def _is_parameter(p: Problem) -> bool:
     leaf = _t("leaf tensor {shape}", shape=list(p.shape or ()))
-    return _module(p.tensor) is not None or p.tensor.startswith("leaf ") or p.tensor == leaf
+    return _module(p.given) is not None or p.tensor == leaf
 
 
 def _in_site(facts: Facts, loc: Location | None) -> int | None:
@@ -175,7 +194,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             lambda t: t.grad_fn is not None and _seq(t.grad_fn) == root.seq and t.grad_fn.name() == root.name,
         )
     node_id = p.node_id if p.node_id is not None else graph.outputs[0]
-    model = _module(p.tensor)
+    model = _module(p.given)
     if model is None and p.kind == "graph_freed":
         owners = topo.models_below(node_id)
         model = next(iter(owners)) if len(owners) == 1 else None
@@ -207,13 +226,13 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if writes:
             w = writes[0]
             code = w.location.code if w.location else None
-            ctx = replace(base, tensor=_short_name(p.tensor), op=w.op, code=code, where=w.where, write_at=w.location)
+            ctx = replace(base, tensor=_short_name(p), op=w.op, code=code, where=w.where, write_at=w.location)
             fast = _fast_weights(ctx, w, facts)
             if fast is not None:
                 return "fast_weights_in_place", fast
             return ("inplace_op" if all(x.grad_mode for x in writes) else "untracked_write"), ctx
         # Outside a tracker: the writer is unknown. A non-parameter was changed by the user's own code.
-        return "inplace_op", replace(base, tensor=_short_name(p.tensor), op=None)
+        return "inplace_op", replace(base, tensor=_short_name(p), op=None)
 
     # graph freed
     call = _freeing_call(p, facts)
@@ -231,17 +250,14 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         return "same_loss_twice", base
     earlier = _receiver(call.location.code, "backward") if call is not None and call.location else None
     ctx = replace(base, earlier=earlier, earlier_line=_in_site(facts, call.location) if call is not None else None)
+    steps = _steps_between(facts.tracker, call, failing) if facts.tracker is not None and call is not None else []
+    if steps and steps[0][0] is not None:
+        ctx = replace(ctx, step_line=_in_site(facts, steps[0][0]))
     ctx = _step_context(ctx, p, graph, topo, facts, None, node_id)
     if facts.tracker is not None and call is not None:
-        steps = _steps_between(facts.tracker, call, failing)
         ctx = replace(ctx, step_between=bool(steps))
         if steps and steps[0][0] is not None:
-            ctx = replace(
-                ctx,
-                optimizer=_receiver(steps[0][0].code, "step"),
-                optimizer_class=steps[0][1],
-                step_line=_in_site(facts, steps[0][0]),
-            )
+            ctx = replace(ctx, optimizer=_receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
     return "shared_graph_freed", ctx
 
 
@@ -300,7 +316,7 @@ def _freeing_call(p: Problem, facts: Facts) -> BackwardCall | None:
 
 
 def _steps_between(
-    tracker: Tracker, call: BackwardCall, failing: BackwardCall | None
+    tracker: Recorder, call: BackwardCall, failing: BackwardCall | None
 ) -> list[tuple[Location | None, str]]:
     """The optimizer steps that ran between the freeing backward and the failing one."""
     end = failing.event if failing is not None else None
@@ -448,6 +464,20 @@ def _carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) 
         return replace(base, carried=base.loss, loss=part, total=True, entry_lineno=line)
     site = facts.site
     tree = site.tree() if site is not None else None
+    found = _carried_in_loop(facts)
+    if found is not None and site is not None:
+        line, carried = found
+        return replace(
+            base,
+            carried=carried[-1],
+            carried_all=tuple(carried),
+            carried_kind=site.kinds.get(carried[-1]),
+            carried_none=_may_be_none(site, carried),
+            total=total,
+            entry_line=site.text(line).strip(),
+            entry_where=f"{Location(site.filename, line).where}",
+            entry_lineno=line,
+        )
     for s in graph.saved:
         loc = s.saved_at
         if loc is None:
@@ -488,6 +518,29 @@ def _carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) 
     return replace(base, total=total)
 
 
+def _may_be_none(site: Site, names: Iterable[str]) -> bool:
+    """Some name of ``names`` is set to None somewhere in the file (the state before the first pass)."""
+    return any(re.search(rf"(?<![\w.]){re.escape(c)}\s*(?::[^=]*)?=\s*None\b", site.source) for c in names)
+
+
+def _carried_in_loop(facts: Facts) -> tuple[int, list[str]] | None:
+    """The statement of the failing loop's body that reads and assigns the same tensor state (``pred, h = model(x, h)``)."""
+    site = facts.site
+    if site is None or facts.backward_line is None:
+        return None
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    for st in body or []:
+        if not isinstance(st, ast.Assign) or not site.holds(st.lineno):
+            continue
+        stored = [n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        read = _names(st.value, ast.Load)
+        carried = [t for t in stored if t in read and site.kinds.get(t) in ("tensor", "tuple", "none")]
+        if carried:
+            return st.lineno, carried
+    return None
+
+
 def _accumulates(facts: Facts, total: str | None, part: str | None) -> int | None:
     """The line of the loop body that adds ``part`` into ``total`` (``total = total + loss``, ``total += loss``)."""
     site = facts.site
@@ -508,8 +561,18 @@ def _buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCal
     seqs = {n.seq for n in graph.nodes if n.seq is not None}
     limit = call.newest_node if call is not None else None
     found: list[str] = []
+    lists: dict[str, list[Any]] = {}
     for key, value in facts.namespace.items():
-        if not isinstance(key, str) or key.startswith("_") or not isinstance(value, list) or len(value) < 2:
+        if not isinstance(key, str) or key.startswith("_"):
+            continue
+        if isinstance(value, list):
+            lists[key] = value
+        elif isinstance(value, torch.nn.Module):
+            for attr, inner in vars(value).items():
+                if isinstance(inner, list) and not attr.startswith("_"):
+                    lists[f"{key}.{attr}"] = inner
+    for key, value in lists.items():
+        if len(value) < 2:
             continue
         old = [
             t
@@ -524,19 +587,20 @@ def _buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCal
     if not found:
         return None
     buffer = sorted(found)[0]
-    length = len(facts.namespace[buffer])
+    length = len(lists[buffer])
     site = facts.site
     partners: list[str] = []
     if site is not None and facts.backward_line is not None:
         tree = site.tree()
         body = loop_body_of(tree, facts.backward_line) if tree is not None else None
         appended = _appended_in(body or [])
+        owner = buffer.rsplit(".", 1)[0] if "." in buffer else None
         partners = sorted(
             k
-            for k in appended
-            if k != buffer and isinstance(facts.namespace.get(k), list) and len(facts.namespace[k]) == length
+            for k, v in lists.items()
+            if k != buffer and len(v) == length and (k in appended or (owner is not None and k.startswith(owner + ".")))
         )
-        if buffer not in appended:
+        if buffer not in appended and owner is None:
             partners = []
     return replace(base, buffer=buffer, buffers=(buffer, *partners))
 
@@ -545,13 +609,8 @@ def _appended_in(body: list[ast.stmt]) -> set[str]:
     out: set[str] = set()
     for st in body:
         for n in ast.walk(st):
-            if (
-                isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute)
-                and n.func.attr in ("append", "extend")
-                and isinstance(n.func.value, ast.Name)
-            ):
-                out.add(n.func.value.id)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("append", "extend"):
+                out.add(ast.unparse(n.func.value))
     return out
 
 
@@ -598,7 +657,8 @@ def _fast_weights(ctx: Context, w: Write, facts: Facts) -> Context | None:
         if new is None:
             return None
         fast = node.iter.args[0].id
-        text = f"{fast} = [{new} for {ast.unparse(node.target)} in {ast.unparse(node.iter)}]"
+        target = ", ".join(ast.unparse(e) for e in node.target.elts)
+        text = f"{fast} = [{new} for {target} in {ast.unparse(node.iter)}]"
         return replace(ctx, fast=fast, fast_lines=(node.lineno, node.end_lineno or node.lineno), fast_text=text)
     return None
 

@@ -27,18 +27,17 @@ from typing import TYPE_CHECKING, Literal
 
 import torch
 
-from . import session
 from .advice import Cause, Fix, cause_sentence, fixes_for
 from .causes import Facts, Topology, backward_line_after, decide
-from .graph import Graph, collect
+from .graph import Graph, collect_active
 from .i18n import _, _t, ngettext_
 from .location import Location, frame_names
 from .loop import read_site
-from .names import NamesLike
+from .names import NamesLike, ViewKind, modules_in
 from .saved import SavedTensor, Write
 
 if TYPE_CHECKING:
-    from .tracker import BackwardCall, Tracker
+    from .recorder import BackwardCall, Recorder
 
 __all__ = ["Diagnosis", "Problem", "ProblemKind", "check", "check_graph", "last_diagnosis"]
 
@@ -56,7 +55,9 @@ class Problem:
     node that needs the tensor; ``tensor`` a readable name; ``where``/``code`` the
     user line that modified it (or, for a freed graph, the backward call that
     freed it). ``cause`` is what gradlab decided caused it, ``fixes`` the fixes
-    for that cause, the likeliest first, each saying what it trains.
+    for that cause, the likeliest first, each saying what it trains. ``given``
+    and ``view`` are the tensor's name as data: the name the user gave and which
+    view of it the tensor is (None without a name).
     """
 
     kind: ProblemKind
@@ -74,6 +75,8 @@ class Problem:
     saved_at: Location | None = field(default=None, repr=False)
     location: Location | None = field(default=None, repr=False)
     writes: tuple[Write, ...] = field(default=(), repr=False)
+    given: str | None = field(default=None, repr=False)
+    view: ViewKind = field(default=None, repr=False)
 
     def sentence(self) -> str:
         """The problem in one sentence."""
@@ -420,6 +423,8 @@ def _problem(s: SavedTensor) -> Problem:
         saved_at=s.saved_at,
         location=location,
         writes=s.writes,
+        given=s.given,
+        view=s.view,
     )
 
 
@@ -435,12 +440,12 @@ def _decide(problems: list[Problem], graph: Graph, facts: Facts) -> list[Problem
     return decided
 
 
-def _facts(tracker: Tracker | None, failing: BackwardCall | None, frame: FrameType | None) -> Facts:
+def _facts(tracker: Recorder | None, failing: BackwardCall | None, frame: FrameType | None) -> Facts:
     """What the failing frame shows: its names, its code (:class:`gradlab.loop.Site`), the backward's line."""
     namespace = frame_names(frame)
     modules: dict[str, set[int]] = {}
     if tracker is not None:
-        for name, t in tracker.namer().named():
+        for name, t in tracker.owner.namer().named():
             if "." in name:
                 modules.setdefault(name.split(".", 1)[0], set()).add(id(t))
     site = read_site(frame, {k: frozenset(v) for k, v in modules.items()})
@@ -454,7 +459,11 @@ def _facts(tracker: Tracker | None, failing: BackwardCall | None, frame: FrameTy
 
 
 def check_graph(
-    graph: Graph, failing: BackwardCall | None = None, *, tracker: Tracker | None = None, frame: FrameType | None = None
+    graph: Graph,
+    failing: BackwardCall | None = None,
+    *,
+    tracker: Recorder | None = None,
+    frame: FrameType | None = None,
 ) -> Diagnosis:
     """Turn a collected graph into a Diagnosis (one Problem per freed node or stale tensor).
 
@@ -503,7 +512,10 @@ def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
         (False, 'modified_in_place', 'w')
     """
     frame = sys._getframe(1)
-    tracker = session.active()
-    if tracker is not None:
-        return tracker.check(output, names, frame=frame)
-    return check_graph(collect(output, names), frame=frame)
+    graph, recording = collect_active(output, names)
+    if names is None and recording is not None and not recording.owner.namer():
+        # no names anywhere: the caller's models name the parameters, as in the note after a failure
+        found = modules_in(frame_names(frame))
+        if found:
+            graph, recording = collect_active(output, found)
+    return check_graph(graph, tracker=recording, frame=frame)

@@ -29,6 +29,7 @@ from . import messages
 from .advice import Fix, fixes_for
 from .i18n import _, _t, ngettext_
 from .messages import Message
+from .notices import GradlabError
 
 __all__ = ["Explanation", "explain", "KINDS"]
 
@@ -622,6 +623,15 @@ def explain(error: BaseException | str) -> Explanation:
         raise TypeError(
             f"explain() got {type(error).__name__}; pass an exception or the text of its"
             " message (a str, for example a pasted traceback)."
+        )
+    if isinstance(error, GradlabError):  # gradlab's own error, even if it quotes torch's message
+        return Explanation(
+            kind="not_autograd",
+            summary=_(
+                "This is an error of gradlab itself, not of your code's autograd graph; please report it"
+                " with your torch version."
+            ),
+            message=" ".join(str(error).split())[:500] or None,
         )
     m = messages.find(error)
     if m is not None:

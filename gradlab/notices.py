@@ -9,7 +9,9 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["GradlabWarning", "UnusedStepWarning"]
+import warnings
+
+__all__ = ["GradlabWarning", "UnusedStepWarning", "GradlabError", "warn_once"]
 
 
 class GradlabWarning(UserWarning):
@@ -24,3 +26,22 @@ class UnusedStepWarning(GradlabWarning):
     ``warnings.filterwarnings("ignore", category=gradlab.UnusedStepWarning)`` or
     ``gradlab.track(warn=False)``; the tracker keeps the notes in ``tracker.notes``.
     """
+
+
+class GradlabError(RuntimeError):
+    """An error of gradlab itself (a bug, or a torch it cannot read), never one of the user's code.
+
+    :func:`gradlab.explain` does not decode it as an autograd error, even when
+    its message quotes torch's.
+    """
+
+
+_warned: set[str] = set()
+
+
+def warn_once(key: str, message: str, category: type[Warning] = GradlabWarning, stacklevel: int = 3) -> None:
+    """Warn ``message`` the first time ``key`` comes up in this process; later calls do nothing."""
+    if key in _warned:
+        return
+    _warned.add(key)
+    warnings.warn(message, category, stacklevel=stacklevel)
