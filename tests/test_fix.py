@@ -220,6 +220,33 @@ def test_the_command_runs_the_failing_script_and_writes_nothing_without_apply(tm
     assert list((tmp_path / "out").iterdir()) == []
 
 
+DOUBLE = textwrap.dedent(
+    """\
+    import torch
+
+    net = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for step in range(100):
+        out = net(torch.randn(4, 3)).pow(2).sum()
+        opt.zero_grad()
+        out.backward()
+        out.backward()
+        opt.step()
+    """
+)
+
+
+def test_apply_writes_gradlabs_verified_fix_and_the_script_then_runs(tmp_path: Path) -> None:
+    script = tmp_path / "double.py"
+    script.write_text(DOUBLE)
+    done = _gradlab("fix", "--apply", "double.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "=> verified" in done.stdout and "Applied fix" in done.stdout
+    assert script.read_text() != DOUBLE
+    again = _gradlab("fix", "double.py", cwd=tmp_path)  # the patched script no longer fails
+    assert again.returncode == 0 and "Nothing to fix: double.py ran to its end" in again.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [
