@@ -374,9 +374,10 @@ def judge(run: TrainingRecord, original: TrainingRecord, claims: Sequence[tuple[
             for name, mods in s.trained:
                 if name == loss:
                     reached.update(mods)
+        same = run.aliases  # a claim may name a module by another of its variables
         if not seen:
             out.append(_t("the fix says what {loss} trains, but no backward of {loss} ran", loss=loss))
-        elif reached != set(modules):
+        elif {same.get(m, m) for m in reached} != {same.get(m, m) for m in modules}:
             out.append(
                 _t(
                     "the fix says {loss} trains {claimed}; it trained {measured}",

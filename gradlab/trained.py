@@ -92,13 +92,17 @@ class _StepBudget(BaseException):
 
 
 class TrainingRecord:
-    """The backwards and optimizer steps seen in a :func:`record_training` block, as plain records."""
+    """The backwards and optimizer steps seen in a :func:`record_training` block, as plain records.
+
+    ``aliases`` maps every variable name a module was seen under to the one name the records use.
+    """
 
     def __init__(self, names: Mapping[str, object] | Callable[[], Mapping[str, object]] | None, steps: int | None):
         self.backwards: list[LossRecord] = []
         self.steps: list[StepRecord] = []
         self.budget = steps
         self.stopped = False  # the budget stopped the block
+        self.aliases: dict[str, str] = {}  # every name a module was seen under -> the name the records use
         self._names = names
         self._params: dict[int, tuple[weakref.ref[torch.Tensor], tuple[float, float] | None, int]] = {}
         self._changed: list[set[int]] = []  # per backward: ids of the parameters whose gradient it changed
@@ -131,9 +135,14 @@ class TrainingRecord:
         ]
         # The smallest module that holds a parameter names it: `encoder` before `model`.
         modules.sort(key=lambda kv: -sum(1 for _p in kv[1].parameters()))
+        same: dict[int, list[str]] = {}  # one module under several names (`net`, and `model` in a function)
         for name, module in modules:
+            same.setdefault(id(module), []).append(name)
             for p in module.parameters():
                 self._module_of[id(p)] = name
+        for names in same.values():
+            for alias in names:
+                self.aliases[alias] = names[-1]
         for name, value in found.items():
             if isinstance(value, torch.optim.Optimizer) and isinstance(name, str) and not name.startswith("_"):
                 self._optimizer_name(value, name)
@@ -283,6 +292,7 @@ class TrainingRecord:
                 for s in self.steps
             ],
             "stopped": self.stopped,
+            "aliases": dict(self.aliases),
         }
 
     @classmethod
@@ -295,6 +305,7 @@ class TrainingRecord:
             for o, c, w, ls, tr, mods in data.get("steps", [])
         ]
         record.stopped = bool(data.get("stopped", False))
+        record.aliases = dict(data.get("aliases", {}))
         return record
 
     def __repr__(self) -> str:

@@ -314,6 +314,7 @@ def _shared_encoder_step(record_names: bool) -> tuple[TrainingRecord | None, lis
 def test_record_training_says_which_loss_trained_which_module() -> None:
     record, _params = _shared_encoder_step(True)
     assert record is not None
+    assert record.aliases["encoder"] == "encoder"
     assert [(s.optimizer, s.count, s.trained) for s in record.steps] == [
         ("opt_cls", 1, (("cls_loss", ("cls_head", "encoder")),)),
         ("opt_reg", 1, (("reg_loss", ("encoder", "reg_head")),)),
@@ -384,6 +385,17 @@ def test_record_training_changes_no_training_result_and_keeps_nothing_alive() ->
     assert torch.autograd.backward is before  # the wrapper is gone
 
 
+def test_one_module_under_two_names_is_one_module_with_aliases() -> None:
+    net = nn.Linear(2, 1)
+    model = net
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with record_training() as record:
+        model(torch.ones(3, 2)).sum().backward()
+        opt.step()
+    assert record.aliases["net"] == record.aliases["model"] in ("net", "model")
+    assert record.steps[0].modules == (record.aliases["net"],)
+
+
 def test_record_training_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError, match="steps= must be a whole number"):
         record_training(steps=0)
@@ -399,6 +411,8 @@ def test_judge_checks_the_claims_against_what_was_measured() -> None:
     assert judge(run, TrainingRecord(None, None), [("loss_g", ("D", "G"))]) == [
         "the fix says loss_g trains D, G; it trained G"
     ]
+    run.aliases = {"gen": "G", "G": "G"}  # G was also seen as gen
+    assert judge(run, TrainingRecord(None, None), [("loss_g", ("gen",))]) == []
     assert judge(run, TrainingRecord(None, None), [("loss_x", ("G",))]) == [
         "the fix says what loss_x trains, but no backward of loss_x ran"
     ]
