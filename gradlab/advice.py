@@ -207,6 +207,7 @@ class Context:
     fast: str | None = None
     fast_lines: tuple[int, int] | None = None
     fast_text: str | None = None
+    other_claims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # what the loop's other losses train, unchanged
 
     # -- the user's names, or descriptions ----------------------------------------------------------
     @property
@@ -517,7 +518,7 @@ def _judged(proposals: list[_Proposal], ctx: Context) -> tuple[Fix, ...]:
         )
         given_up = sorted(intended - claimed)
         extra = sorted(claimed - intended)
-        fix = replace(fix, claims=_claim(ctx, claimed))
+        fix = replace(fix, claims=(*_claim(ctx, claimed), *ctx.other_claims))
         if given_up:
             fix = replace(
                 fix,
@@ -528,7 +529,9 @@ def _judged(proposals: list[_Proposal], ctx: Context) -> tuple[Fix, ...]:
         elif extra:
             rest.append(replace(fix, applicability="maybe-incorrect" if fix.code else "sentence"))
         else:
-            if prop.describe:
+            story_zeroes = ctx.model is not None and "zero_grad()" in fix.trains and intent.zeroer(ctx.model) is None
+            if prop.describe or (prop.reach is not None and story_zeroes):
+                # the loop's own words, where the story's (a zero_grad() the code does not have) would be false
                 fix = replace(fix, trains=_trains_text(ctx, claimed))
             fitting.append(replace(fix, applicability="machine-applicable" if fix.code else "sentence"))
     return (*fitting, *rest)

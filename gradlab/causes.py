@@ -27,7 +27,7 @@ import torch
 
 from . import internals
 from .advice import Cause, Context
-from .graph import Graph, GraphNode
+from .graph import Graph, GraphNode, walk
 from .i18n import _t
 from .location import Location
 from .loop import Site, loop_body_of, next_backward, site_intent, statement_at
@@ -213,6 +213,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         backward_line=facts.backward_line,
     )
 
+    base = replace(base, other_claims=_other_claims(facts, loss))
     if p.kind == "modified_in_place":
         writes = p.writes
         optimizer_write = next((w for w in writes if w.optimizer), None)
@@ -259,6 +260,33 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if steps and steps[0][0] is not None:
             ctx = replace(ctx, optimizer=_receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
     return "shared_graph_freed", ctx
+
+
+def _other_claims(facts: Facts, failing_loss: str | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What each other loss the loop backwards trains as the code stands: the models its graph reaches
+    whose optimizer steps on it (read as for the failing loss), for the losses still bound in the frame."""
+    site = facts.site
+    if site is None or facts.backward_line is None or not site.modules:
+        return ()
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    if body is None and tree is not None:
+        body = list(tree.body)
+    out: dict[str, tuple[str, ...]] = {}
+    for st in body or []:
+        for n in ast.walk(st):
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"):
+                continue
+            name = ast.unparse(n.func.value)
+            value = facts.namespace.get(name)
+            if name == failing_loss or not isinstance(value, torch.Tensor) or value.grad_fn is None:
+                continue
+            leaves = {id(fn.variable) for fn in walk([value.grad_fn]) if hasattr(fn, "variable")}
+            reach = {m for m, ids in site.modules.items() if ids & leaves}
+            intent = site_intent(site, n.lineno)
+            if intent.known:
+                out[name] = tuple(sorted(reach & set(intent.trained)))
+    return tuple(sorted(out.items()))
 
 
 def _same_root(call: BackwardCall, root: GraphNode | None, failing: BackwardCall | None) -> bool:
