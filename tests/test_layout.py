@@ -81,6 +81,7 @@ ORDER = (
     "recorder",
     "graph",
     "loop",
+    "trained",
     # analysis
     "advice",
     "causes",
@@ -95,6 +96,7 @@ ORDER = (
     # entry points
     "tracker",
     "ipython",
+    "fix",
     "cli",
     "__main__",
     "__init__",
