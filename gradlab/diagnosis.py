@@ -293,8 +293,8 @@ def _short(d: Diagnosis) -> list[str]:
         lines.append(
             "   = "
             + ngettext_(
-                "and {n} more problem of this graph (diagnosis.details())",
-                "and {n} more problems of this graph (diagnosis.details())",
+                "and {n} more problem of this graph",
+                "and {n} more problems of this graph",
                 more,
             ).format(n=more)
         )
@@ -313,6 +313,8 @@ def _short(d: Diagnosis) -> list[str]:
                     "{n} other fix, for other intents: {how}", "{n} other fixes, for other intents: {how}", n
                 ).format(n=n, how=_more())
             )
+        elif more:
+            lines.append("   = " + _t("every problem: {how}", how=_more()))
     return lines
 
 
