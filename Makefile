@@ -9,8 +9,13 @@ STAMP  := $(VENV)/.gradlab-installed
 PORT   ?= 8888
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 TORCH  ?= 2.13.0
+# make test-python: another Python (3.12, 3.13) with the newest torch of gradlab's range for it.
+PY     ?= 3.13
+PY_TORCH ?= 2.15.0
+# pytest's workers for test-python (PYTEST_WORKERS=0: one process).
+PYTEST_WORKERS ?= auto
 
-.PHONY: setup system-deps lab test test-fast lint test-browser test-torch notebooks handout binder bench \
+.PHONY: setup system-deps lab test test-fast lint test-browser test-torch test-python notebooks handout binder bench \
         test-stability lock clean
 
 setup: $(STAMP)
@@ -60,6 +65,21 @@ test-torch: setup
 	PIP_CONFIG_FILE=/dev/null .venv-torch-$(TORCH)/bin/python -m pip install --quiet -r .venv-torch-$(TORCH)/requirements.txt
 	.venv-torch-$(TORCH)/bin/python -m pip install --quiet --no-deps -e .
 	.venv-torch-$(TORCH)/bin/python -m pytest -n auto --dist loadfile -m "library" -p no:cacheprovider tests
+
+# The library's unit tests on another Python (PY=3.12 or PY=3.13) in its own environment
+# (.venv-pyX.Y), with torch $(PY_TORCH) from PyPI (for these Pythons the multi-GB CUDA build) and
+# the rest of the lock. Not part of `make test`. pip's configuration files are ignored, as in
+# test-torch. PYTHON_PY names the interpreter when python$(PY) is not on PATH.
+PYTHON_PY ?= python$(PY)
+VENV_PY   := .venv-py$(PY)
+test-python:
+	@command -v $(PYTHON_PY) >/dev/null || { echo "$(PYTHON_PY) not found: install Python $(PY) (or run make test-python PY=$(PY) PYTHON_PY=/path/to/python$(PY))"; exit 1; }
+	@test -x $(VENV_PY)/bin/python || $(PYTHON_PY) -m venv $(VENV_PY)
+	PIP_CONFIG_FILE=/dev/null $(VENV_PY)/bin/python -m pip install --quiet "torch==$(PY_TORCH)"
+	grep -v -E '^(torch|nvidia-|triton)' requirements/course.lock > $(VENV_PY)/requirements.txt
+	PIP_CONFIG_FILE=/dev/null $(VENV_PY)/bin/python -m pip install --quiet -r $(VENV_PY)/requirements.txt
+	$(VENV_PY)/bin/python -m pip install --quiet --no-deps -e .
+	$(VENV_PY)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "library" -p no:cacheprovider tests
 
 # Re-execute both editions; the Chinese notebooks are first rebuilt from the English ones
 # and translations/zh_CN/notebooks/*.po (tools/translate_notebooks.py).

@@ -9,7 +9,11 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["GradlabWarning", "UnusedStepWarning"]
+import platform
+import sys
+import warnings
+
+__all__ = ["GradlabWarning", "UnusedStepWarning", "diagnosis_failed"]
 
 
 class GradlabWarning(UserWarning):
@@ -24,3 +28,34 @@ class UnusedStepWarning(GradlabWarning):
     ``warnings.filterwarnings("ignore", category=gradlab.UnusedStepWarning)`` or
     ``gradlab.track(warn=False)``; the tracker keeps the notes in ``tracker.notes``.
     """
+
+
+_failed: set[str] = set()
+
+
+def diagnosis_failed(error: BaseException) -> None:
+    """Say once per kind of ``error`` that gradlab could not diagnose a failing backward.
+
+    The user's own error is raised unchanged (without gradlab's note); this warning
+    (:class:`GradlabWarning`) says why the note is missing instead of dropping it
+    silently, e.g. when this Python or torch lacks something gradlab reads.
+    """
+    from .i18n import _t
+
+    kind = type(error).__name__
+    if kind in _failed:
+        return
+    _failed.add(kind)
+    torch = sys.modules.get("torch")
+    warnings.warn(
+        _t(
+            "gradlab could not diagnose this failure ({kind}: {detail}) on Python {python} with torch {torch}: "
+            "the error is raised as it is, without gradlab's note. Please report it with these versions.",
+            kind=kind,
+            detail=str(error)[:200],
+            python=platform.python_version(),
+            torch=getattr(torch, "__version__", "?"),
+        ),
+        GradlabWarning,
+        stacklevel=4,
+    )

@@ -19,7 +19,7 @@ from . import internals, messages, session, writes
 from .i18n import _, _t
 from .location import Location, user_frame, user_location
 from .names import Namer, NamesLike, resolve, storage_key, view_name
-from .notices import UnusedStepWarning
+from .notices import UnusedStepWarning, diagnosis_failed
 from .saved import Packed, Write, _peek, unpack_hook
 
 if TYPE_CHECKING:
@@ -393,7 +393,8 @@ class Tracker:
             return  # a nested backward already annotated this exception
         try:
             diag = self.failure_diagnosis(roots, call, frame)
-        except Exception:  # never replace the user's error with ours
+        except Exception as err:  # never replace the user's error with ours, but say once why no note
+            diagnosis_failed(err)
             return
         finally:
             del frame

@@ -40,6 +40,7 @@ LIBRARY_TESTS = frozenset(
         "test_observation_only.py",
         "test_plots.py",
         "test_properties.py",
+        "test_python_versions.py",
         "test_session.py",
         "test_tracker_sees.py",
     }
