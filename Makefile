@@ -15,7 +15,7 @@ PY_TORCH ?= 2.15.0
 # pytest's workers for test-python (PYTEST_WORKERS=0: one process).
 PYTEST_WORKERS ?= auto
 
-.PHONY: setup system-deps lab test test-fast lint test-browser test-torch test-python notebooks handout binder bench \
+.PHONY: setup system-deps lab test test-fast lint test-browser test-torch test-python dist notebooks handout binder bench \
         test-stability lock clean
 
 setup: $(STAMP)
@@ -81,6 +81,15 @@ test-python:
 	$(VENV_PY)/bin/python -m pip install --quiet --no-deps -e .
 	$(VENV_PY)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "library" -p no:cacheprovider tests
 
+# The sdist and the wheel of torch-gradlab in dist/, built offline (setuptools and build from the
+# lock, no isolated build environment), then their metadata checked: twine check and
+# tests/test_packaging.py on those files (name, licence, requires-python, torch the only requirement).
+dist: setup
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	$(BIN)/python -m twine check --strict dist/*
+	GRADLAB_DIST=dist $(BIN)/python -m pytest -p no:xdist -q -p no:cacheprovider tests/test_packaging.py
+
 # Re-execute both editions; the Chinese notebooks are first rebuilt from the English ones
 # and translations/zh_CN/notebooks/*.po (tools/translate_notebooks.py).
 notebooks: setup
@@ -109,7 +118,7 @@ test-stability: system-deps setup
 lock:
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
 	.lock-venv/bin/python -m pip install --quiet -r requirements/course.in
-	{ sed -n '1,3p' requirements/course.lock; .lock-venv/bin/python -m pip freeze --exclude-editable | sed 's/^torch==\([0-9.]*\)+cpu$$/torch==\1/'; } > requirements/course.lock.new
+	{ sed -n '1,3p' requirements/course.lock; .lock-venv/bin/python -m pip freeze --all --exclude-editable | grep -v '^pip==' | sed 's/^torch==\([0-9.]*\)+cpu$$/torch==\1/'; } > requirements/course.lock.new
 	mv requirements/course.lock.new requirements/course.lock && rm -rf .lock-venv
 
 clean:

@@ -31,6 +31,7 @@ LIBRARY_TESTS = frozenset(
         "test_inspectors.py",
         "test_intent.py",
         "test_notes.py",
+        "test_packaging.py",
         "test_internals.py",
         "test_layout.py",
         "test_memory.py",
@@ -54,6 +55,7 @@ SLOW_TESTS = frozenset(
         "test_cli.py",
         "test_handout.py",
         "test_lab.py",
+        "test_packaging.py",
         "test_workshop.py",
     }
 )
