@@ -61,7 +61,7 @@ test-browser: system-deps setup
 test-torch: setup
 	@test -x .venv-torch-$(TORCH)/bin/python || $(PYTHON) -m venv .venv-torch-$(TORCH)
 	PIP_CONFIG_FILE=/dev/null .venv-torch-$(TORCH)/bin/python -m pip install --quiet "torch==$(TORCH)"
-	grep -v -E '^(torch|nvidia-|triton)' requirements/course.lock > .venv-torch-$(TORCH)/requirements.txt
+	grep -v -E '^(torch==|nvidia-|triton)' requirements/course.lock > .venv-torch-$(TORCH)/requirements.txt
 	PIP_CONFIG_FILE=/dev/null .venv-torch-$(TORCH)/bin/python -m pip install --quiet -r .venv-torch-$(TORCH)/requirements.txt
 	.venv-torch-$(TORCH)/bin/python -m pip install --quiet --no-deps -e .
 	.venv-torch-$(TORCH)/bin/python -m pytest -n auto --dist loadfile -m "library" -p no:cacheprovider tests
@@ -76,7 +76,7 @@ test-python:
 	@command -v $(PYTHON_PY) >/dev/null || { echo "$(PYTHON_PY) not found: install Python $(PY) (or run make test-python PY=$(PY) PYTHON_PY=/path/to/python$(PY))"; exit 1; }
 	@test -x $(VENV_PY)/bin/python || $(PYTHON_PY) -m venv $(VENV_PY)
 	PIP_CONFIG_FILE=/dev/null $(VENV_PY)/bin/python -m pip install --quiet "torch==$(PY_TORCH)"
-	grep -v -E '^(torch|nvidia-|triton)' requirements/course.lock > $(VENV_PY)/requirements.txt
+	grep -v -E '^(torch==|nvidia-|triton)' requirements/course.lock > $(VENV_PY)/requirements.txt
 	PIP_CONFIG_FILE=/dev/null $(VENV_PY)/bin/python -m pip install --quiet -r $(VENV_PY)/requirements.txt
 	$(VENV_PY)/bin/python -m pip install --quiet --no-deps -e .
 	$(VENV_PY)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "library" -p no:cacheprovider tests

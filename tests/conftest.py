@@ -53,6 +53,7 @@ SLOW_TESTS = frozenset(
         "test_binder.py",
         "test_browser.py",
         "test_cli.py",
+        "test_colab.py",
         "test_handout.py",
         "test_lab.py",
         "test_packaging.py",
