@@ -181,7 +181,7 @@ def bench_track(reps: int, steps: int) -> dict:
 
 # Steps run inside the context before the clock starts: the optimizer's state
 # exists, and a fresh tracker has done its all-zero-gradient checks of steps 1, 2
-# and 4 (NOTE in Tracker._check_step_grads: one reduction per parameter at steps
+# and 4 (NOTE in Recorder._check_step_grads: one reduction per parameter at steps
 # 1, 2, 4, 8, ...), so the figure is the steady state of a long run.
 WARMUP_STEPS = 4
 
@@ -425,9 +425,9 @@ def profile_track(steps: int) -> str:
     return out.getvalue()
 
 
-# The tracker's entry points timed by breakdown_track: what autograd and the
-# optimizer call on every step.
-_TIMED = ("_pack", "_unpack", "step_started", "step_finished", "record_inplace")
+# The recorder's entry points timed by breakdown_track: what autograd, the
+# optimizer and gradlab.writes' wrappers call on every step.
+_TIMED = ("pack", "unpack", "step_started", "step_finished", "record_inplace")
 
 
 def breakdown_track(data: list[tuple[torch.Tensor, torch.Tensor]], rounds: int = 5) -> str:
@@ -440,7 +440,7 @@ def breakdown_track(data: list[tuple[torch.Tensor, torch.Tensor]], rounds: int =
     pass-through calls (inside optimizer steps). Medians of ``rounds`` interleaved
     rounds, CPU time of one thread.
     """
-    from gradlab.tracker import Tracker
+    from gradlab.recorder import Recorder
 
     spent: dict[str, int] = {}
     calls: dict[str, int] = {}
@@ -456,9 +456,9 @@ def breakdown_track(data: list[tuple[torch.Tensor, torch.Tensor]], rounds: int =
 
         return run
 
-    originals = {name: getattr(Tracker, name) for name in (*_TIMED, "record_backward")}
+    originals = {name: getattr(Recorder, name) for name in (*_TIMED, "record_backward")}
 
-    def record_backward(self: Tracker, original: Callable[..., object], *rest: object) -> object:
+    def record_backward(self: Recorder, original: Callable[..., object], *rest: object) -> object:
         return originals["record_backward"](self, timed("engine", original), *rest)
 
     def loop(context: contextlib.AbstractContextManager) -> float:
@@ -478,12 +478,12 @@ def breakdown_track(data: list[tuple[torch.Tensor, torch.Tensor]], rounds: int =
         calls.clear()
         try:
             for name in _TIMED:
-                setattr(Tracker, name, timed(name, originals[name]))
-            Tracker.record_backward = timed("record_backward", record_backward)  # type: ignore[method-assign]
+                setattr(Recorder, name, timed(name, originals[name]))
+            Recorder.record_backward = timed("record_backward", record_backward)  # type: ignore[method-assign]
             loop(gradlab.track())
         finally:
             for name, method in originals.items():
-                setattr(Tracker, name, method)
+                setattr(Recorder, name, method)
         if rnd:  # round 0 warms up
             plain.append(plain_s)
             tracked.append(track_s)
@@ -498,7 +498,7 @@ def breakdown_track(data: list[tuple[torch.Tensor, torch.Tensor]], rounds: int =
         f"| plain | {1e6 * _median(plain) / n:.0f} | |",
         f"| track() | {1e6 * _median(tracked) / n:.0f} ({_median([t / p for t, p in zip(tracked, plain)]):.2f}x) | |",
     ]
-    for name in ("_pack", "_unpack", "record_backward", "step_started", "step_finished", "record_inplace"):
+    for name in ("pack", "unpack", "record_backward", "step_started", "step_finished", "record_inplace"):
         if name in calls:
             label = "record_backward (without the engine)" if name == "record_backward" else name
             us = _median([r.get(name, 0.0) for r in per_round])

@@ -56,6 +56,7 @@ _EXPORTS: dict[str, str] = {
     "language": "i18n",
     "languages": "i18n",
     "GradlabWarning": "notices",
+    "GradlabError": "notices",
     "UnusedStepWarning": "notices",
     "load_ipython_extension": "ipython",
     "unload_ipython_extension": "ipython",
@@ -97,6 +98,7 @@ __all__ = [
     "language",
     "languages",
     "GradlabWarning",
+    "GradlabError",
     "UnusedStepWarning",
     "load_ipython_extension",
     "unload_ipython_extension",
@@ -114,7 +116,7 @@ if TYPE_CHECKING:
     from .ipython import load_ipython_extension, unload_ipython_extension
     from .memory import MemoryTrace, measure_memory, plot_memory
     from .names import modules_in
-    from .notices import GradlabWarning, UnusedStepWarning
+    from .notices import GradlabError, GradlabWarning, UnusedStepWarning
     from .plots import plot_grads, timeline
     from .saved import SavedTensor, Write
     from .tracker import Event, Tracker, track

@@ -71,17 +71,6 @@ def _interpreter() -> str:
 # --------------------------------------------------------------------------
 
 
-def _tracking(
-    names: Callable[[], Mapping[str, object]], explain_only: bool
-) -> contextlib.AbstractContextManager[object]:
-    """``track(names=names)``, or a context that does nothing."""
-    if explain_only:
-        return contextlib.nullcontext()
-    from .tracker import track
-
-    return track(names=names, warn=True)
-
-
 def _modules_in(namespace: Mapping[str, object]) -> dict[str, object]:
     from .names import modules_in
 
@@ -145,7 +134,9 @@ _RUNNER_FILES = frozenset(
         os.path.join(_HERE, "__main__.py"),
     )
 )
-_HOOK_FILES = frozenset(os.path.normcase(os.path.join(_HERE, name)) for name in ("tracker.py", "saved.py", "writes.py"))
+_HOOK_FILES = frozenset(
+    os.path.normcase(os.path.join(_HERE, name)) for name in ("tracker.py", "recorder.py", "saved.py", "writes.py")
+)
 
 
 def _file_key(filename: str) -> str:
@@ -243,16 +234,52 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
 def _run(
     body: Callable[[], None], names: _MainNamespace, explain_only: bool, stderr: TextIO, verbose: bool = False
 ) -> int:
-    tracking = _tracking(names, explain_only)
+    tracker = None if explain_only else _start_tracking(names, stderr)
     try:
-        with tracking:
+        try:
             body()
+        finally:
+            if tracker is not None:
+                _stop_tracking(tracker, stderr)
     except SystemExit as e:
         return _exit_code(e, stderr)
     except BaseException as e:
-        tracker = tracking if hasattr(tracking, "diagnosis_for") else None
-        return _report(e, stderr, verbose, tracker)  # type: ignore[arg-type]
+        return _report(e, stderr, verbose, tracker)
     return 0
+
+
+# NOTE [Fail open] (in messages.py), for `gradlab run`: the user's script always
+# runs. If gradlab cannot start or stop its tracker, it says so in one line and
+# the script runs (or goes on) as under plain python; gradlab's own error is
+# never printed as if it were the script's.
+def _start_tracking(names: _MainNamespace, stderr: TextIO) -> Tracker | None:
+    from .tracker import track
+
+    tracker = track(names=names, warn=True)
+    try:
+        tracker.__enter__()
+    except Exception as e:
+        print(_gradlab_failed("start", e), file=stderr)
+        return None
+    return tracker
+
+
+def _stop_tracking(tracker: Tracker, stderr: TextIO) -> None:
+    try:
+        tracker.__exit__(None, None, None)
+    except Exception as e:
+        print(_gradlab_failed("stop", e), file=stderr)
+
+
+def _gradlab_failed(when: str, error: BaseException) -> str:
+    from .i18n import _, _t
+
+    what = _("gradlab could not start its tracker") if when == "start" else _("gradlab could not stop its tracker")
+    return _t(
+        "gradlab: {what} ({error}); the script runs as under python, without gradlab's notes.",
+        what=what,
+        error=f"{type(error).__name__}: {error}",
+    )
 
 
 def run_script(

@@ -25,16 +25,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from . import internals, session
+from . import internals
 from .advice import Cause, Context, Fix, cause_sentence, fixes_for
-from .graph import Graph, GraphNode, collect
+from .graph import Graph, GraphNode, collect_active
 from .i18n import _, _t, ngettext_
 from .location import Location, frame_names
-from .names import NamesLike, given_name
+from .names import NamesLike, ViewKind
 from .saved import SavedTensor, Write
 
 if TYPE_CHECKING:
-    from .tracker import BackwardCall, Tracker
+    from .recorder import BackwardCall, Recorder
 
 __all__ = ["Diagnosis", "Problem", "ProblemKind", "check", "check_graph"]
 
@@ -52,7 +52,9 @@ class Problem:
     node that needs the tensor; ``tensor`` a readable name; ``where``/``code`` the
     user line that modified it (or, for a freed graph, the backward call that
     freed it). ``cause`` is what gradlab decided caused it, ``fixes`` the fixes
-    for that cause, the likeliest first, each saying what it trains.
+    for that cause, the likeliest first, each saying what it trains. ``given``
+    and ``view`` are the tensor's name as data: the name the user gave and which
+    view of it the tensor is (None without a name).
     """
 
     kind: ProblemKind
@@ -70,6 +72,8 @@ class Problem:
     saved_at: Location | None = field(default=None, repr=False)
     location: Location | None = field(default=None, repr=False)
     writes: tuple[Write, ...] = field(default=(), repr=False)
+    given: str | None = field(default=None, repr=False)
+    view: ViewKind = field(default=None, repr=False)
 
     def sentence(self) -> str:
         """The problem in one sentence."""
@@ -350,15 +354,16 @@ def _problem(s: SavedTensor) -> Problem:
         saved_at=s.saved_at,
         location=location,
         writes=s.writes,
+        given=s.given,
+        view=s.view,
     )
 
 
-def _module(name: str | None) -> str | None:
-    """``n_1.linear_2.weight (transposed view)`` -> ``n_1``; descriptions -> None (in any language)."""
-    head = given_name(name)
-    if head is None:
+def _module(given: str | None) -> str | None:
+    """The model a given name belongs to: ``n_1.linear_2.weight`` -> ``n_1``; None without a model."""
+    if given is None:
         return None
-    return head.split(".", 1)[0] if "." in head else None
+    return given.split(".", 1)[0] if "." in given else None
 
 
 class _Topology:
@@ -384,7 +389,7 @@ class _Topology:
         while stack:
             n = self.by_id[stack.pop()]
             if n.kind == "leaf":
-                module = _module(n.leaf_name)
+                module = _module(n.given)
                 if module:
                     found.add(module)
             for m in n.next_ids:
@@ -440,7 +445,7 @@ def _saved_line(graph: Graph, node_ids: Iterable[int]) -> Location | None:
 class _Facts:
     """What the tracker knows about the failure (all optional)."""
 
-    tracker: Tracker | None = None
+    tracker: Recorder | None = None
     failing: BackwardCall | None = None
     namespace: dict[str, Any] = field(default_factory=dict)
 
@@ -471,7 +476,7 @@ def _cause(p: Problem, graph: Graph, topo: _Topology, facts: _Facts) -> tuple[Ca
             lambda t: t.grad_fn is not None and _seq(t.grad_fn) == root.seq and t.grad_fn.name() == root.name,
         )
     node_id = p.node_id if p.node_id is not None else graph.outputs[0]
-    model = _module(p.tensor)
+    model = _module(p.given)
     if model is None and p.kind == "graph_freed":
         owners = topo.models_below(node_id)
         model = next(iter(owners)) if len(owners) == 1 else None
@@ -488,10 +493,10 @@ def _cause(p: Problem, graph: Graph, topo: _Topology, facts: _Facts) -> tuple[Ca
         if writes:
             w = writes[0]
             code = w.location.code if w.location else None
-            ctx = Context(tensor=_short_name(p.tensor), op=w.op, code=code, where=w.where, loss=loss)
+            ctx = Context(tensor=_short_name(p), op=w.op, code=code, where=w.where, loss=loss)
             return ("inplace_op" if all(x.grad_mode for x in writes) else "untracked_write"), ctx
         # Outside a tracker: the writer is unknown. A non-parameter was changed by the user's own code.
-        return "inplace_op", Context(tensor=_short_name(p.tensor), loss=loss, op=None)
+        return "inplace_op", Context(tensor=_short_name(p), loss=loss, op=None)
 
     # graph freed
     call = _freeing_call(p, facts)
@@ -523,14 +528,14 @@ def _seq(fn: Any) -> int | None:
     return internals.sequence_nr(fn)
 
 
-def _short_name(name: str) -> str:
-    """The user's name without a view's suffix; a description unchanged (in any language)."""
-    return given_name(name) or name
+def _short_name(p: Problem) -> str:
+    """The user's name for the problem's tensor (a view's base name); else its description."""
+    return p.given or p.tensor
 
 
 def _is_parameter(p: Problem) -> bool:
     leaf = _t("leaf tensor {shape}", shape=list(p.shape or ()))
-    return _module(p.tensor) is not None or p.tensor.startswith("leaf ") or p.tensor == leaf
+    return _module(p.given) is not None or p.tensor == leaf
 
 
 def _freeing_call(p: Problem, facts: _Facts) -> BackwardCall | None:
@@ -544,7 +549,7 @@ def _freeing_call(p: Problem, facts: _Facts) -> BackwardCall | None:
 
 
 def _steps_between(
-    tracker: Tracker, call: BackwardCall, failing: BackwardCall | None
+    tracker: Recorder, call: BackwardCall, failing: BackwardCall | None
 ) -> list[tuple[Location | None, str]]:
     """The optimizer steps that ran between the freeing backward and the failing one."""
     end = failing.event if failing is not None else None
@@ -651,7 +656,11 @@ def _carried_context(base: Context, graph: Graph, topo: _Topology, facts: _Facts
 
 
 def check_graph(
-    graph: Graph, failing: BackwardCall | None = None, *, tracker: Tracker | None = None, frame: FrameType | None = None
+    graph: Graph,
+    failing: BackwardCall | None = None,
+    *,
+    tracker: Recorder | None = None,
+    frame: FrameType | None = None,
 ) -> Diagnosis:
     """Turn a collected graph into a Diagnosis (one Problem per freed node or stale tensor).
 
@@ -699,8 +708,5 @@ def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
         >>> d.ok, d.problems[0].kind, d.problems[0].tensor
         (False, 'modified_in_place', 'w')
     """
-    frame = sys._getframe(1)
-    tracker = session.active()
-    if tracker is not None:
-        return tracker.check(output, names, frame=frame)
-    return check_graph(collect(output, names), frame=frame)
+    graph, recording = collect_active(output, names)
+    return check_graph(graph, tracker=recording, frame=sys._getframe(1))

@@ -17,19 +17,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 
-from . import session
-from .graph import Graph, GraphNode, collect, direct_modules, module_of_nodes, roots_of
+from .graph import Graph, GraphNode, collect, collect_active, direct_modules, module_of_nodes, roots_of
 from .i18n import _, _t
-from .names import Namer, NamesLike
+from .names import NamesLike
 from .plots import FONT, picture_language
+from .recorder import Scope
 from .saved import SavedTensor
-
-if TYPE_CHECKING:
-    from .tracker import Tracker
 
 __all__ = ["GraphView", "draw", "INSTALL_GRAPHVIZ", "DEFAULT_MAX_NODES", "install_graphviz"]
 
@@ -120,7 +116,7 @@ def draw(
     names: NamesLike = None,
     *,
     collapse: bool | str = False,
-    tracker: Tracker | None = None,
+    tracker: Scope | None = None,
     max_nodes: int = DEFAULT_MAX_NODES,
 ) -> GraphView:
     """Draw the backward graph of a loss (or of several losses at once, so the shared part shows).
@@ -168,11 +164,11 @@ def draw(
     if max_nodes < 1:
         raise ValueError(f"max_nodes must be at least 1, got {max_nodes}")
     tensors, labels, numbers = _outputs_of(output_or_outputs)
-    if tracker is None:
-        tracker = session.active()
-    namer = tracker.namer(names) if tracker is not None else Namer(names)
     with picture_language():  # the records' descriptions in words the picture can show
-        graph = collect(tensors, namer, tracker=tracker)
+        if tracker is None:
+            graph = collect_active(tensors, names)[0]
+        else:
+            graph = collect(tensors, tracker.namer(names), tracker=tracker)
     outputs = tuple(
         _Output(label, node_id, tuple(t.shape), number)
         for label, node_id, t, number in zip(labels, graph.outputs, tensors, numbers)
@@ -338,7 +334,9 @@ def _saved_label(s: SavedTensor, cut: bool) -> tuple[str, _Look]:
 
 def _node_text(n: GraphNode) -> tuple[str, _Style]:
     if n.kind == "leaf":
-        label = n.label if n.leaf_name and n.leaf_name.startswith("leaf [") else f"{n.label}\n{_shape(n.shape)}"
+        label = (
+            n.label if n.given is None else f"{n.label}\n{_shape(n.shape)}"
+        )  # an unnamed leaf ("leaf [3]") shows it already
         return label, _PARAM_STYLE
     if n.kind == "custom":
         return f"{n.label}\n" + _("(custom Function)"), _CUSTOM_STYLE
@@ -527,7 +525,7 @@ def to_text(graph: Graph, outputs: Sequence[_Output] = ()) -> str:
         node_id, prefix, child_prefix, depth = stack.pop()
         n = by_id[node_id]
         if n.kind == "leaf":
-            text = f"{n.label} {_shape(n.shape)}" if not n.label.startswith("leaf [") else n.label
+            text = f"{n.label} {_shape(n.shape)}" if n.given is not None else n.label
         else:
             text = f"n{n.id} {n.label}" + (" " + _("(custom Function)") if n.kind == "custom" else "")
         if node_id in labels:

@@ -29,6 +29,7 @@ from . import messages
 from .advice import Fix, fixes_for
 from .i18n import _, _t, ngettext_
 from .messages import Message
+from .notices import GradlabError
 
 __all__ = ["Explanation", "explain", "KINDS"]
 
@@ -596,6 +597,18 @@ _BUILDERS = {
 }
 
 
+# The last "Name: message" line of a pasted traceback, as python prints it.
+_LAST_ERROR = re.compile(r"^([A-Za-z_][\w.]*): ", re.M)
+
+
+def _is_gradlab_error(error: BaseException | str) -> bool:
+    """Whether a pasted traceback ends in gradlab's own :class:`~gradlab.GradlabError`."""
+    if not isinstance(error, str):
+        return False
+    found = _LAST_ERROR.findall(error)
+    return bool(found) and found[-1].rsplit(".", 1)[-1] == "GradlabError"
+
+
 def explain(error: BaseException | str) -> Explanation:
     """Explain an autograd error in plain language.
 
@@ -622,6 +635,15 @@ def explain(error: BaseException | str) -> Explanation:
         raise TypeError(
             f"explain() got {type(error).__name__}; pass an exception or the text of its"
             " message (a str, for example a pasted traceback)."
+        )
+    if isinstance(error, GradlabError) or _is_gradlab_error(error):  # gradlab's own, even if it quotes torch
+        return Explanation(
+            kind="not_autograd",
+            summary=_(
+                "This is an error of gradlab itself, not of your code's autograd graph; please report it"
+                " with your torch version."
+            ),
+            message=" ".join(str(error).split())[:500] or None,
         )
     m = messages.find(error)
     if m is not None:

@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from . import internals, session
+from . import internals, recorder
 from .i18n import _, _t, ljust, width
-from .names import Namer, NamesLike, given_name, op_name
+from .location import Location
+from .names import Namer, NamesLike, op_name
+from .recorder import BackwardCall, Recorder, Scope
 from .saved import SavedTensor, inspect_node
-
-if TYPE_CHECKING:
-    from .tracker import Tracker
 
 __all__ = [
     "Graph",
     "GraphNode",
     "collect",
     "collect_nodes",
+    "collect_active",
+    "freeing_call",
     "walk",
     "saved_tensors",
     "saved_table",
@@ -59,6 +60,8 @@ class GraphNode:
     leaf's ``.grad`` accumulates) or ``custom`` (a custom ``autograd.Function``).
     ``next_ids`` are the nodes its gradients flow to, in ``next_functions`` order;
     ``seq`` is torch's sequence number of the node (creation order in its thread).
+    For a leaf, ``leaf_name`` is its name as shown and ``given`` the name the user
+    gave it (or the named tensor it is a view of), None without one.
     """
 
     id: int
@@ -69,6 +72,7 @@ class GraphNode:
     leaf_name: str | None = None
     shape: tuple[int, ...] | None = None
     seq: int | None = None
+    given: str | None = None
 
 
 @dataclass(frozen=True)
@@ -146,11 +150,13 @@ def walk(roots: Sequence[Any]) -> list[Any]:
 
 
 def collect(
-    outputs: torch.Tensor | Sequence[torch.Tensor], names: NamesLike | Namer = None, *, tracker: Tracker | None = None
+    outputs: torch.Tensor | Sequence[torch.Tensor], names: NamesLike | Namer = None, *, tracker: Scope | None = None
 ) -> Graph:
     """The backward graph of ``outputs`` with every saved tensor inspected.
 
-    Never runs backward, never frees a buffer, never writes ``.grad``. Example::
+    ``tracker`` (a :class:`gradlab.Tracker`) fills in which backward freed a node
+    and where a saved tensor was saved. Never runs backward, never frees a buffer,
+    never writes ``.grad``. Example::
 
         >>> x = torch.ones(3, requires_grad=True)
         >>> collect(x.sigmoid().sum()).summary()
@@ -161,12 +167,50 @@ def collect(
     return collect_nodes(roots, namer, tracker=tracker)
 
 
-def collect_nodes(roots: Sequence[Any], namer: Namer, *, tracker: Tracker | None = None) -> Graph:
+def freeing_call(recording: Recorder, fn: Any) -> BackwardCall | None:
+    """The recorded :class:`~gradlab.BackwardCall` that freed node ``fn``, or None."""
+    call = recording.freed_call(fn)
+    if call is not None:
+        return call
+    # A node whose only saved values bypass the hooks (a Python scalar: x * 2.0)
+    # is found through the graphs of the latest freeing calls instead.
+    for roots, earlier in reversed(recording.recent):
+        if any(node is fn for node in walk(roots)):
+            found: BackwardCall = earlier
+            return found
+    return None
+
+
+def collect_active(
+    outputs: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
+) -> tuple[Graph, Recorder | None]:
+    """:func:`collect` with the names and records of the tracker active in this thread (if any).
+
+    Returns the graph and the recording it was read with (None outside a tracker):
+    the one path by which :func:`gradlab.check`, :func:`gradlab.saved_tensors` and
+    :func:`gradlab.draw` see the active tracker.
+    """
+    scope = recorder.active()
+    if scope is None:
+        return collect(outputs, names), None
+    return collect(outputs, scope.namer(names), tracker=scope), scope._recording()
+
+
+def collect_nodes(roots: Sequence[Any], namer: Namer, *, tracker: Scope | None = None) -> Graph:
     """:func:`collect` from backward nodes (the outputs' ``grad_fn``), e.g. of a failed backward call."""
     order = walk(roots)
     ids = {fn: i for i, fn in enumerate(order)}
-    freed_by = tracker.freed_by if tracker is not None else None
-    saved_line = tracker.saved_line if tracker is not None else None
+    recording = tracker._recording() if tracker is not None else None
+    freed_by: Callable[[Any], Location | None] | None = None
+    saved_line: Callable[[Any], Location | None] | None = None
+    if recording is not None:
+        rec = recording
+
+        def freed_by(fn: Any) -> Location | None:
+            call = freeing_call(rec, fn)
+            return call.location if call is not None else None
+
+        saved_line = rec.saved_line
     nodes: list[GraphNode] = []
     saved: list[SavedTensor] = []
     for i, fn in enumerate(order):
@@ -175,9 +219,21 @@ def collect_nodes(roots: Sequence[Any], namer: Namer, *, tracker: Tracker | None
         seq = internals.sequence_nr(fn)
         if hasattr(fn, "variable"):
             var = fn.variable
-            leaf = namer.name_of(var) or f"leaf {list(var.shape)}"
+            found = namer.lookup(var)
+            leaf = str(found) if found else f"leaf {list(var.shape)}"
+            given = found.given if found else None
             nodes.append(
-                GraphNode(i, "AccumulateGrad", leaf, "leaf", next_ids, leaf_name=leaf, shape=tuple(var.shape), seq=seq)
+                GraphNode(
+                    i,
+                    "AccumulateGrad",
+                    leaf,
+                    "leaf",
+                    next_ids,
+                    leaf_name=leaf,
+                    shape=tuple(var.shape),
+                    seq=seq,
+                    given=given,
+                )
             )
             continue
         records = inspect_node(fn, i, namer, freed_by, saved_line)
@@ -198,9 +254,7 @@ def saved_tensors(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLik
         >>> [(s.node, s.attribute, s.status) for s in saved_tensors(x.sigmoid().sum())]
         [('SigmoidBackward0', 'result', 'ok')]
     """
-    tracker = session.active()
-    namer = tracker.namer(names) if tracker is not None else Namer(names)
-    return list(collect(output, namer, tracker=tracker).saved)
+    return list(collect_active(output, names)[0].saved)
 
 
 # -- modules (for drawing with collapse="module") --------------------------------------------------------------------
@@ -225,9 +279,9 @@ def direct_modules(graph: Graph) -> dict[int, str]:
     by_id = {n.id: n for n in graph.nodes}
     leaves: dict[int, str] = {}  # leaf id -> its module path, for named parameters in a module
     for n in graph.nodes:
-        given = given_name(n.leaf_name) if n.kind == "leaf" else None
+        given = n.given if n.kind == "leaf" else None
         if given:
-            path = _parent(given.split(" ", 1)[0])
+            path = _parent(given)
             if path:
                 leaves[n.id] = path
     out = dict(leaves)

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import torch
 
-from . import session
+from . import recorder
 from .graph import roots_of, walk
 from .i18n import _, _t, ngettext_
 from .names import Namer, NamesLike
@@ -316,16 +316,11 @@ def _zero(loss: torch.Tensor, params: list[torch.Tensor]) -> list[torch.Tensor] 
     """The parameters whose gradient from ``loss`` is exactly zero; None if it cannot be computed."""
     if not params:
         return []
-    tracker = session.outermost()
-    if tracker is not None:
-        tracker._internal += 1  # this backward is gradlab's own: not logged, not annotated
     try:
-        grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+        with recorder.internal():  # this backward is gradlab's own: not logged, not annotated
+            grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
     except RuntimeError:
         return None
-    finally:
-        if tracker is not None:
-            tracker._internal -= 1
     return [p for p, g in zip(params, grads) if g is None or not bool(g.ne(0).any())]
 
 

@@ -19,19 +19,21 @@ The accesses, and what degrades without each:
 ``Node._raw_saved_<name>.data``        naming a stale tensor outside a tracker
 ``Node._input_metadata``               the dry run that finds stale tensors (NOTE [Dry run])
 ``torch._C._nn`` in-place functions    writes by ``F.leaky_relu(inplace=True)`` and kin
+``torch._*_`` in-place functions       writes by ``torch._foreach_add_`` and kin
 =====================================  =============================================
 """
 
 from __future__ import annotations
 
+import inspect
 import operator
-import warnings
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-from .notices import GradlabWarning
+from .notices import warn_once
 
 __all__ = [
     "version",
@@ -43,22 +45,25 @@ __all__ = [
     "raw_saved",
     "input_metadata",
     "nn_functions",
+    "private_inplace_functions",
     "check_all",
 ]
 
-_warned: set[str] = set()
+_FUNCTION_TYPES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+)
 
 
 def _missing(feature: str, consequence: str) -> None:
     """Warn once per process that ``feature`` is missing from this torch."""
-    if feature in _warned:
-        return
-    _warned.add(feature)
-    warnings.warn(
+    warn_once(
+        feature,
         f"gradlab: this torch ({torch.__version__}) has no {feature}; {consequence}. "
         "Please report it with your torch version.",
-        GradlabWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
 
 
@@ -195,6 +200,28 @@ def nn_functions() -> Iterator[tuple[Any, str]]:
             yield module, name
 
 
+def private_inplace_functions() -> Iterator[tuple[Any, str]]:
+    """``(owner, name)`` for each private in-place function of ``torch`` and ``torch.Tensor``.
+
+    ``torch._foreach_add_``, ``torch._amp_update_scale_``, ``Tensor._coalesced_``, ...:
+    underscored, so any torch release may rename or drop them; what is there is
+    found by name (an underscore first, one last) and kind (a function), never
+    listed. Without any ``torch._foreach_*_`` function, gradlab warns once.
+    """
+    foreach = False
+    for owner in (torch, torch.Tensor):
+        for name in dir(owner):
+            if not (name.startswith("_") and name.endswith("_")) or name.startswith("__"):
+                continue
+            if isinstance(inspect.getattr_static(owner, name, None), _FUNCTION_TYPES):
+                foreach = foreach or name.startswith("_foreach_")
+                yield owner, name
+    if not foreach:
+        _missing(
+            "torch._foreach_*_ functions", "in-place writes by foreach ops are not named (the stale tensor still is)"
+        )
+
+
 def check_all() -> dict[str, bool]:
     """Whether each private access works on this torch (used by the canary tests)."""
     x = torch.ones(2, 2, requires_grad=True)
@@ -218,4 +245,5 @@ def check_all() -> dict[str, bool]:
         "raw_saved": (raw_saved(fn, "_saved_result") or [None])[0] is not None,
         "input_metadata": input_metadata(fn) == [((2, 2), torch.float32, torch.device("cpu"))],
         "nn_functions": any(name == "leaky_relu_" for _, name in nn_functions()),
+        "private_inplace_functions": (torch, "_foreach_add_") in set(private_inplace_functions()),
     }

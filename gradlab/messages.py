@@ -27,6 +27,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
+from .i18n import _t
+from .notices import GradlabError, warn_once
+
 __all__ = ["Message", "MessageKind", "Wording", "find", "is_autograd_error", "stale_message", "wording", "FREED_HEAD"]
 
 MessageKind = Literal["graph_freed", "modified_in_place", "no_grad_fn", "leaf_in_place"]
@@ -241,11 +244,27 @@ def _provoke(build: str) -> str:
     thread.start()
     thread.join()
     if not result:
-        raise RuntimeError("torch did not raise the in-place error for a modified saved tensor")
+        raise GradlabError("torch did not raise the in-place error for a modified saved tensor")
     return result[0]
 
 
 _STRIPS = ("", "Backward<N>")
+
+
+# NOTE [Fail open]
+# A torch release may word the in-place error differently, or the probe may fail
+# for a reason of its own. Then gradlab must not refuse to run the user's code:
+# wording() warns once and answers with the wording of the last torch gradlab
+# knows (2.13), so a stale saved tensor is still reported, in those words, and
+# track() and `gradlab run` go on.
+_KNOWN = Wording(
+    main="one of the variables needed for gradient computation has been modified by an inplace operation: "
+    "[{type} [{shape}]]{which} is at version {cur}; expected version {exp} instead. Hint: enable anomaly "
+    "detection to find the operation that failed to compute its gradient, with "
+    "torch.autograd.set_detect_anomaly(True, check_nan=False).",
+    which=", which is output {nr} of {node},",
+    strip="Backward<N>",
+)
 
 
 @cache
@@ -254,15 +273,37 @@ def wording(anomaly: bool) -> Wording:
 
     Read once per process and anomaly state, by provoking the error in a
     fresh thread (saved-tensor hooks are per thread, so none are active there).
-    ``anomaly`` must match the current state (torch's hint depends on it).
+    ``anomaly`` must match the current state (torch's hint depends on it). When
+    the message cannot be read, warns once and returns the wording of torch 2.13
+    (NOTE [Fail open]).
     """
+    try:
+        return _read_wording()
+    except Exception as e:
+        import torch
+
+        warn_once(
+            "wording",
+            _t(
+                "gradlab cannot read how this torch ({version}) words the in-place error ({error}); it reports a "
+                "modified saved tensor in the words of torch 2.13 and may not decode some of torch's errors. "
+                "Your code runs as usual.",
+                version=torch.__version__,
+                error=e,
+            ),
+            stacklevel=4,
+        )
+        return _KNOWN
+
+
+def _read_wording() -> Wording:
     with _probe_lock:
         exp_text = _provoke("exp")
         leaky_text = _provoke("leaky")
     m = _find_in(exp_text)
     leaky = _find_in(leaky_text)
     if m is None or m.node is None or m.tensor_type is None or leaky is None or leaky.node is None:
-        raise RuntimeError(f"gradlab cannot read torch's in-place message: {exp_text!r}")
+        raise GradlabError(f"gradlab cannot read torch's in-place message: {exp_text!r}")
     strip = next(
         (
             s
@@ -276,7 +317,7 @@ def wording(anomaly: bool) -> Wording:
     # Replace each variable part of the probe's text with a field, keeping torch's own words around them.
     which_match = re.search(r", which is output 0 of " + re.escape(m.node) + ",", raw)
     if which_match is None:
-        raise RuntimeError(f"gradlab cannot read torch's in-place message: {exp_text!r}")
+        raise GradlabError(f"gradlab cannot read torch's in-place message: {exp_text!r}")
     which = which_match.group(0).replace("output 0", "output {nr}").replace(m.node, "{node}")
     main = raw[: which_match.start()] + "{which}" + raw[which_match.end() :]
     main = main.replace("{", "{{").replace("}", "}}")
@@ -285,7 +326,7 @@ def wording(anomaly: bool) -> Wording:
     main = main.replace(f"is at version {m.current_version}", "is at version {cur}", 1)
     main = main.replace(f"expected version {m.expected_version}", "expected version {exp}", 1)
     if "{type}" not in main or "{cur}" not in main or "{exp}" not in main:
-        raise RuntimeError(f"gradlab cannot read torch's in-place message: {exp_text!r}")
+        raise GradlabError(f"gradlab cannot read torch's in-place message: {exp_text!r}")
     return Wording(main=main, which=which, strip=strip)
 
 

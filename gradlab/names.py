@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import re
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
+from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import nn
 
-from .i18n import _, _t
+from .i18n import _t
 
-__all__ = ["NamesLike", "Namer", "modules_in"]
+__all__ = ["NamesLike", "Namer", "Name", "ViewKind", "modules_in"]
+
+#: How a named tensor's view relates to it: itself (None), a view, or the transpose of a 2-d tensor.
+ViewKind = Literal[None, "view", "transposed"]
 
 NamesLike = Mapping[str, nn.Module | torch.Tensor] | nn.Module | Callable[[], Mapping[str, object]] | None
 
@@ -75,6 +78,38 @@ def resolve(names: NamesLike | Mapping[str, object]) -> Mapping[str, object]:
     return names
 
 
+@dataclass(frozen=True)
+class Name:
+    """A tensor's name as data: the name the user gave (``given``) and the kind of view it is of it.
+
+    Worded only when shown (``str(name)``), in the language in effect then
+    (NOTE [Names and descriptions]).
+
+    Example::
+
+        >>> str(Name("n_1.weight", "transposed")), Name("n_1.weight").given
+        ('n_1.weight (transposed view)', 'n_1.weight')
+    """
+
+    given: str
+    view: ViewKind = None
+
+    def __str__(self) -> str:
+        if self.view is None:
+            return self.given
+        return view_name(self.given, transposed=self.view == "transposed")
+
+
+def _relation(base: torch.Tensor, shape: tuple[int, ...], stride: tuple[int, ...], offset: int) -> ViewKind:
+    """How a tensor of ``shape``/``stride``/``offset`` in ``base``'s storage relates to ``base``."""
+    if tuple(base.shape) == shape and tuple(base.stride()) == stride:
+        return None if base.storage_offset() == offset else "view"
+    transposed = shape == tuple(base.shape)[::-1] and stride == tuple(base.stride())[::-1]
+    if len(shape) == 2 and base.dim() == 2 and transposed:
+        return "transposed"
+    return "view"
+
+
 class Namer:
     """Looks up tensors by identity and by shared storage; holds only weak references.
 
@@ -116,28 +151,50 @@ class Namer:
         return out
 
     def name_of(self, t: torch.Tensor) -> str | None:
-        """The given name of ``t``, or of the named tensor ``t`` is a view of."""
-        own = self._own_name(t)
-        if own is None and self.fallback is not None:
-            return self.fallback.name_of(t)
-        return own
+        """The given name of ``t``, or of the named tensor ``t`` is a view of, worded (see :meth:`lookup`)."""
+        found = self.lookup(t)
+        return str(found) if found is not None else None
 
-    def _own_name(self, t: torch.Tensor) -> str | None:
-        hit = self._by_id.get(id(t))
-        if hit is not None and hit[1]() is t:
-            return hit[0]
-        key = storage_key(t)
-        for name, ref in self._by_storage.get(key, ()) if key else ():
-            base = ref()
-            if base is None:
-                continue
-            if base.shape == t.shape and base.stride() == t.stride():
-                return name if base.storage_offset() == t.storage_offset() else view_name(name)
-            transposed = tuple(t.shape) == tuple(base.shape)[::-1] and t.stride() == base.stride()[::-1]
-            if t.dim() == 2 and base.dim() == 2 and transposed:
-                return view_name(name, transposed=True)
-            return view_name(name)
+    def lookup(self, t: torch.Tensor) -> Name | None:
+        """The :class:`Name` of ``t``: its given name, or the named tensor it is a view of, and which view."""
+        try:
+            key = t.untyped_storage().data_ptr()
+            stride, offset = tuple(t.stride()), int(t.storage_offset())
+        except (RuntimeError, NotImplementedError):  # no storage, no strides: only its identity can name it
+            key, stride, offset = 0, (), 0
+        return self.lookup_kept(id(t), key or None, tuple(t.shape), stride, offset)
+
+    def lookup_kept(
+        self, tensor_id: int, key: int | None, shape: tuple[int, ...], stride: tuple[int, ...], offset: int
+    ) -> Name | None:
+        """:meth:`lookup` from what was kept of a tensor (NOTE [Lazy names] in :mod:`gradlab.recorder`).
+
+        A named tensor alive now whose id is ``tensor_id`` is that tensor (both were
+        alive when the facts were taken); views are told apart by geometry.
+        """
+        namer: Namer | None = self
+        while namer is not None:
+            hit = namer._by_id.get(tensor_id)
+            if hit is not None:
+                base = hit[1]()
+                if base is not None and id(base) == tensor_id:
+                    return Name(hit[0])
+            for name, ref in namer._by_storage.get(key, ()) if key else ():
+                base = ref()
+                if base is not None:
+                    return Name(name, _relation(base, shape, stride, offset))
+            namer = namer.fallback
         return None
+
+    @classmethod
+    def chained(cls, namers: Sequence[Namer]) -> Namer:
+        """One namer asking ``namers[-1]`` first, then the ones before it (their own names, not their fallbacks)."""
+        chain: Namer | None = None
+        for own in namers:
+            link = cls()
+            link._by_id, link._by_storage, link.fallback = own._by_id, own._by_storage, chain
+            chain = link
+        return chain or cls()
 
     def describe(self, t: torch.Tensor, grad_fn_name: str | None = None) -> str:
         """``name_of(t)`` or a description from the op that made it and its shape."""
@@ -157,11 +214,11 @@ class Namer:
 # A tensor is shown by the name the user gave it (``n_1.linear_2.weight``), the
 # name of the named tensor it is a view of (``n_1.linear_2.weight (transposed
 # view)``), or, when it has no name, a description (``output of Sigmoid [3]``).
-# Views and descriptions are written in the language in effect, so code that
-# needs the user's name back (which model a tensor belongs to, the variable to
-# write in a fix) asks :func:`given_name` rather than looking for English words:
-# it recognises this module's texts in the language in effect and in English
-# (texts other modules still write in English, e.g. ``its saved 'x'``).
+# The records carry the name as data (a :class:`Name`: ``given`` and ``view``,
+# as ``SavedTensor``, ``Event``, ``Problem`` and ``GraphNode`` do), and views and
+# descriptions are worded in the language in effect when shown. Code that needs
+# the user's name (which model a tensor belongs to, the variable to write in a
+# fix) reads ``given``; it never parses a display name back.
 
 
 def view_name(name: str, *, transposed: bool = False) -> str:
@@ -186,67 +243,6 @@ def output_description(node_name: str, shape: Sequence[int]) -> str:
         'output of Sigmoid [3]'
     """
     return _t("output of {op} {shape}", op=op_name(node_name), shape=list(shape))
-
-
-def _view_templates() -> tuple[str, ...]:
-    return (_("{name} (transposed view)"), _("{name} (view)"), "{name} (transposed view)", "{name} (view)")
-
-
-def _description_templates() -> tuple[str, ...]:
-    return (
-        _("output of {op} {shape}"),
-        _("leaf tensor {shape}"),
-        _("tensor {shape} (no grad)"),
-        _("tensor {shape}"),
-        _("its saved {attribute}"),
-    )
-
-
-# English descriptions, including those other modules write (``leaf [3]``, ``its saved 'x'``).
-_ENGLISH_DESCRIPTIONS = ("output of ", "leaf ", "tensor ", "its saved ")
-
-
-@lru_cache(maxsize=64)
-def _pattern(template: str) -> re.Pattern[str]:
-    """A template's text as a regular expression: each ``{field}`` a named group (a repeated one must match again)."""
-    out, seen = [], set()
-    for i, part in enumerate(re.split(r"\{(\w+)\}", template)):
-        if i % 2 == 0:
-            out.append(re.escape(part))
-        else:
-            out.append(f"(?P={part})" if part in seen else f"(?P<{part}>.+?)")
-            seen.add(part)
-    return re.compile("".join(out), re.S)
-
-
-def base_name(text: str) -> str:
-    """The named tensor a view's name refers to (``w (transposed view)`` -> ``w``); other texts unchanged.
-
-    Example::
-
-        >>> base_name("n_1.weight (view)"), base_name("n_1.weight")
-        ('n_1.weight', 'n_1.weight')
-    """
-    for template in _view_templates():
-        m = _pattern(template).fullmatch(text)
-        if m is not None:
-            return m["name"]
-    return text
-
-
-def given_name(text: str | None) -> str | None:
-    """The user's name in a tensor's name, without a view's suffix; None for a description (NOTE [Names and descriptions]).
-
-    Example::
-
-        >>> given_name("n_1.linear_2.weight (transposed view)"), given_name("output of Sigmoid [3]")
-        ('n_1.linear_2.weight', None)
-    """
-    if not text or text.startswith(_ENGLISH_DESCRIPTIONS):
-        return None
-    if any(_pattern(t).fullmatch(text) for t in _description_templates()):
-        return None
-    return base_name(text)
 
 
 def op_name(node_name: str) -> str:

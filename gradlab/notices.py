@@ -13,7 +13,7 @@ import platform
 import sys
 import warnings
 
-__all__ = ["GradlabWarning", "UnusedStepWarning", "diagnosis_failed"]
+__all__ = ["GradlabWarning", "UnusedStepWarning", "GradlabError", "warn_once", "diagnosis_failed"]
 
 
 class GradlabWarning(UserWarning):
@@ -30,7 +30,23 @@ class UnusedStepWarning(GradlabWarning):
     """
 
 
-_failed: set[str] = set()
+class GradlabError(RuntimeError):
+    """An error of gradlab itself (a bug, or a torch it cannot read), never one of the user's code.
+
+    :func:`gradlab.explain` does not decode it as an autograd error, even when
+    its message quotes torch's.
+    """
+
+
+_warned: set[str] = set()
+
+
+def warn_once(key: str, message: str, category: type[Warning] = GradlabWarning, stacklevel: int = 3) -> None:
+    """Warn ``message`` the first time ``key`` comes up in this process; later calls do nothing."""
+    if key in _warned:
+        return
+    _warned.add(key)
+    warnings.warn(message, category, stacklevel=stacklevel)
 
 
 def diagnosis_failed(error: BaseException) -> None:
@@ -43,11 +59,9 @@ def diagnosis_failed(error: BaseException) -> None:
     from .i18n import _t
 
     kind = type(error).__name__
-    if kind in _failed:
-        return
-    _failed.add(kind)
     torch = sys.modules.get("torch")
-    warnings.warn(
+    warn_once(
+        f"diagnosis failed: {kind}",
         _t(
             "gradlab could not diagnose this failure ({kind}: {detail}) on Python {python} with torch {torch}: "
             "the error is raised as it is, without gradlab's note. Please report it with these versions.",
@@ -56,6 +70,5 @@ def diagnosis_failed(error: BaseException) -> None:
             python=platform.python_version(),
             torch=getattr(torch, "__version__", "?"),
         ),
-        GradlabWarning,
-        stacklevel=4,
+        stacklevel=5,
     )

@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from .grads import GradReport
 from .i18n import _, _t, language, set_language
-from .names import base_name
 from .notices import GradlabWarning
-from .tracker import Event
+from .recorder import Event
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -242,11 +241,6 @@ def _events_of(tracker: object) -> list[Event]:
     return events
 
 
-def _base(name: str) -> str:
-    """Views share their base's version counter: ``w (transposed view)`` is plotted as ``w`` (in any language)."""
-    return base_name(name)
-
-
 def _error_text(e: Event, versions: dict[str, int], saved_at: dict[str, int]) -> tuple[str, list[str]]:
     """The failing backward's label and the tensors it names, from the event or from the versions seen."""
     if e.version_before is not None and e.version_after is not None:
@@ -284,8 +278,9 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
         >>> fig = timeline(tracker)              # doctest: +SKIP
     """
     events = _events_of(tracker)
-    # Rows are keyed by base name, decided here in the language the names were written in (views in any language).
-    bases = {e.tensor: _base(e.tensor) for e in events if e.tensor}
+    # Views share their base's version counter: rows are keyed by the user's name
+    # (``w (transposed view)`` is plotted as ``w``), which each event carries as data.
+    bases = {e.tensor: e.given or e.tensor for e in events if e.tensor}
     names: list[str] = []
     for e in events:
         if e.kind in ("saved", "write") and e.tensor and bases[e.tensor] not in names:
@@ -297,13 +292,13 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
             or not all(isinstance(t, str) for t in tensors)
         ):
             raise TypeError("tensors= must be a list of tensor names, e.g. ['n_1.linear_2.weight']")
-        missing = [t for t in tensors if _base(t) not in names]
+        missing = [t for t in tensors if bases.get(t, t) not in names]
         if missing:
             raise ValueError(
                 f"tensors {missing} do not appear in the tracker's events; "
                 f"pick from {names or 'none (were the tensors named in track(names=...)?)'}"
             )
-        names = [_base(t) for t in tensors]
+        names = [bases.get(t, t) for t in tensors]
     if not names:
         raise ValueError(
             "the tracker saw no named tensor being saved or modified; run the forward, step and "

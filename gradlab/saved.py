@@ -13,7 +13,7 @@ import torch
 from . import internals, messages
 from .i18n import _t
 from .location import Location, user_location
-from .names import Namer, base_name, output_description, view_name
+from .names import Name, Namer, ViewKind, output_description
 
 __all__ = ["SavedTensor", "Write", "Status"]
 
@@ -52,6 +52,8 @@ class SavedTensor:
     version moved: backward will raise), ``freed`` (a backward released it) or
     ``unknown`` (gradlab cannot tell without running user code). ``saved_at`` is
     the user line whose forward saved it (known inside :func:`gradlab.track`).
+    ``name`` is the tensor as shown; ``given`` and ``view`` are its name as data
+    (the name the user gave, and which view of that tensor it is), None without one.
     """
 
     node: str
@@ -70,6 +72,8 @@ class SavedTensor:
     saved_at: Location | None = field(default=None, repr=False)
     freed_by: Location | None = field(default=None, repr=False)
     named: bool = False
+    given: str | None = None
+    view: ViewKind = None
 
 
 # NOTE [Saved-tensor hooks and the version check]
@@ -293,11 +297,11 @@ def inspect_node(
                 continue
             p = packed[k] if k < len(packed) else None
             k += 1
-            given = namer.name_of(t)
+            found = namer.lookup(t)
             entry: dict[str, Any] = dict(
                 attribute=f"{label}[{i}]" if multi else label,
-                name=given or namer.describe(t, None if attr != "_saved_result" else node),
-                named=given is not None,
+                name=str(found) if found else namer.describe(t, None if attr != "_saved_result" else node),
+                **_name_fields(found),
                 shape=tuple(t.shape),
                 current_version=internals.version(t),
                 requires_grad=p.requires_grad if p is not None else t.requires_grad,
@@ -341,12 +345,12 @@ def _stale_entries(fn: Any, attr: str, label: str, m: messages.Message, namer: N
         for i, t in enumerate(raw):
             if t is None or tuple(t.shape) != shape or internals.version(t) != cur:
                 continue
-            given = namer.name_of(t)
+            given = namer.lookup(t)
             found.append(
                 dict(
                     attribute=f"{label}[{i}]" if multi else label,
-                    named=given is not None,
-                    name=given or namer.describe(t, m.node if t.grad_fn is None and m.node else None),
+                    **_name_fields(given),
+                    name=str(given) if given else namer.describe(t, m.node if t.grad_fn is None and m.node else None),
                     shape=shape,
                     saved_version=m.expected_version,
                     current_version=cur,
@@ -357,7 +361,11 @@ def _stale_entries(fn: Any, attr: str, label: str, m: messages.Message, namer: N
         if found:
             return found[:1]  # the accessor stops at the first stale tensor, as the engine does
     name = _stale_name(fn, namer, shape, cur, label) if cur is not None else None
-    desc = name or (output_description(m.node, shape) if m.node else _t("tensor {shape}", shape=list(shape)))
+    desc = (
+        str(name)
+        if name
+        else (output_description(m.node, shape) if m.node else _t("tensor {shape}", shape=list(shape)))
+    )
     return [
         dict(
             attribute=label,
@@ -366,9 +374,16 @@ def _stale_entries(fn: Any, attr: str, label: str, m: messages.Message, namer: N
             saved_version=m.expected_version,
             current_version=cur,
             status="modified_in_place",
-            named=name is not None,
+            **_name_fields(name),
         )
     ]
+
+
+def _name_fields(name: Name | None) -> dict[str, Any]:
+    """The name fields of a :class:`SavedTensor` record (``named``, ``given``, ``view``)."""
+    if name is None:
+        return {"named": False, "given": None, "view": None}
+    return {"named": True, "given": name.given, "view": name.view}
 
 
 # NOTE [Dry run]
@@ -384,7 +399,7 @@ def _stale_entries(fn: Any, attr: str, label: str, m: messages.Message, namer: N
 # the stale tensor's shape and both versions; the first stale tensor stops the
 # node, so the node's other saved tensors stay 'unknown'. AccumulateGrad and
 # custom Functions are never called (they would write .grad or run user code).
-def _stale_name(fn: Any, namer: Namer, shape: tuple[int, ...], version: int, attribute: str = "") -> str | None:
+def _stale_name(fn: Any, namer: Namer, shape: tuple[int, ...], version: int, attribute: str = "") -> Name | None:
     """Name the stale tensor an accessor refused to hand out, or None when it cannot be known.
 
     The accessor's error gives only shape and versions. A stale tensor is a named
@@ -396,16 +411,16 @@ def _stale_name(fn: Any, namer: Namer, shape: tuple[int, ...], version: int, att
     saved attribute's name (``weight``); otherwise the answer is None.
     """
 
-    def fits(var: torch.Tensor, name: str) -> str | None:
+    def fits(var: torch.Tensor, name: Name) -> Name | None:
         if internals.version(var) != version:
             return None
         if tuple(var.shape) == shape:
             return name
         if var.dim() == 2 and tuple(var.shape)[::-1] == shape:
-            return view_name(name, transposed=True) if base_name(name) == name else name
+            return Name(name.given, "transposed") if name.view is None else name
         return None
 
-    near: dict[int, str] = {}
+    near: dict[int, Name] = {}
     frontier = [fn]
     for _ in range(2):
         nxt = []
@@ -415,21 +430,21 @@ def _stale_name(fn: Any, namer: Namer, shape: tuple[int, ...], version: int, att
                     continue
                 var = getattr(child, "variable", None)
                 if var is not None:
-                    name = namer.name_of(var)
+                    name = namer.lookup(var)
                     fitted = fits(var, name) if name else None
                     if fitted is not None:
                         near[id(var)] = fitted
                 nxt.append(child)
         frontier = nxt
     if len(near) > 1 and attribute:
-        near = {k: v for k, v in near.items() if base_name(v).rsplit(".", 1)[-1] == attribute}
+        near = {k: v for k, v in near.items() if v.given.rsplit(".", 1)[-1] == attribute}
     if len(near) == 1:
         return next(iter(near.values()))
     if near:
         return None
-    found: dict[int, str] = {}
-    for name, t in namer.named():
-        fitted = fits(t, name)
+    found: dict[int, Name] = {}
+    for given, t in namer.named():
+        fitted = fits(t, Name(given))
         if fitted is not None:
             found.setdefault(id(t), fitted)
     return next(iter(found.values())) if len(found) == 1 else None

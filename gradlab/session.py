@@ -6,6 +6,11 @@ tracker (if any) watches the code running now. The stack is thread-local (as
 torch's own grad mode is), so two threads never see each other's trackers, and
 it persists from one notebook cell to the next.
 
+The stack holds the trackers (typed loosely here: this module sits below
+:mod:`gradlab.recorder`, which gives typed access); beside it, the thread keeps
+the :class:`Recording` of its outermost tracker, which :mod:`gradlab.writes`
+calls from its wrappers.
+
 Besides the per-thread stack, :func:`running` counts the trackers active in the
 whole process; :mod:`gradlab.writes` installs its wrappers while it is non-zero.
 """
@@ -13,16 +18,33 @@ whole process; :mod:`gradlab.writes` installs its wrappers while it is non-zero.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .tracker import Tracker
+__all__ = ["Recording", "active", "outermost", "trackers", "push", "pop", "recording", "running", "thread_state"]
 
-__all__ = ["active", "outermost", "trackers", "push", "pop", "running", "thread_state"]
+
+class Recording(Protocol):
+    """What :mod:`gradlab.writes` calls on the recording of the thread (:class:`gradlab.recorder.Recorder`)."""
+
+    in_step: int
+
+    def record_inplace(
+        self, original: Callable[..., Any], label: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any: ...
+
+    def record_backward(
+        self, original: Callable[..., Any], kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any: ...
+
+    def step_started(self, optimizer: Any) -> None: ...
+
+    def step_finished(self, optimizer: Any) -> None: ...
 
 
 class _Local(threading.local):
-    stack: tuple[Tracker, ...] = ()
+    stack: tuple[Any, ...] = ()
+    recording: Recording | None = None
 
 
 _local = _Local()
@@ -38,32 +60,42 @@ def thread_state() -> threading.local:
     return _local
 
 
-def active() -> Tracker | None:
+def active() -> Any | None:
     """The innermost tracker active in this thread, or None."""
     stack = _local.stack
     return stack[-1] if stack else None
 
 
-def outermost() -> Tracker | None:
+def outermost() -> Any | None:
     """The outermost tracker active in this thread (the one whose hooks record), or None."""
     stack = _local.stack
     return stack[0] if stack else None
 
 
-def trackers() -> tuple[Tracker, ...]:
+def trackers() -> tuple[Any, ...]:
     """Every tracker active in this thread, outermost first."""
     return _local.stack
 
 
-def push(tracker: Tracker) -> None:
-    """Make ``tracker`` the innermost active tracker of this thread."""
+def recording() -> Recording | None:
+    """The recording of this thread's outermost tracker, or None outside a tracker."""
+    return _local.recording
+
+
+def push(tracker: object, recording: Recording | None = None) -> None:
+    """Make ``tracker`` the innermost active tracker of this thread.
+
+    The outermost tracker passes its ``recording``; a nested one joins the thread's.
+    """
     global _running
+    if not _local.stack:
+        _local.recording = recording
     _local.stack = (*_local.stack, tracker)
     with _lock:
         _running += 1
 
 
-def pop(tracker: Tracker) -> None:
+def pop(tracker: object) -> None:
     """Remove ``tracker`` from this thread's stack (it must be the innermost)."""
     global _running
     stack = _local.stack
@@ -73,6 +105,8 @@ def pop(tracker: Tracker) -> None:
             "(leave the inner `with gradlab.track():` block first)"
         )
     _local.stack = stack[:-1]
+    if not _local.stack:
+        _local.recording = None
     with _lock:
         _running -= 1
 

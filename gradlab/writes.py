@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -38,7 +37,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from . import internals, session
 
-__all__ = ["install", "uninstall", "installed"]
+__all__ = ["install", "uninstall", "installed", "patched"]
 
 # In-place operators that do not end in "_".
 _INPLACE_DUNDERS = (
@@ -62,33 +61,40 @@ _NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "_ba
 
 _lock = threading.Lock()
 _users = 0
-_patched: list[tuple[Any, str, Any, Any]] = []  # (owner, name, original, wrapper)
+_patched: list[tuple[Any, str, Any, Any]] = []  # (owner, name, the owner's own entry or _ABSENT, wrapper)
 _hooks: list[Any] = []
 
 
-_FUNCTION_TYPES = (
-    types.FunctionType,
-    types.BuiltinFunctionType,
-    types.MethodDescriptorType,
-    types.WrapperDescriptorType,
-)
+_FUNCTION_TYPES = internals._FUNCTION_TYPES
+_ABSENT = object()  # the owner's own __dict__ had no such entry: the name was inherited
 
 
 def _inplace_name(name: str) -> bool:
     return name.endswith("_") and not name.startswith("__") and name not in _NOT_WRITES
 
 
+def _public_inplace(name: str) -> bool:
+    return _inplace_name(name) and not name.startswith("_")
+
+
 def _entry_points() -> Iterator[tuple[Any, str, str]]:
-    """``(owner, attribute, label)`` for every in-place entry point we wrap."""
+    """``(owner, attribute, label)`` for every in-place entry point we wrap.
+
+    The public ones are found here; the private ones (``torch._foreach_add_``, ...)
+    and those of ``torch._C._nn`` through :mod:`gradlab.internals`.
+    """
     for name in _INPLACE_DUNDERS:
         if isinstance(inspect.getattr_static(torch.Tensor, name, None), _FUNCTION_TYPES):
             yield torch.Tensor, name, name
     for name in dir(torch.Tensor):
-        if _inplace_name(name) and isinstance(inspect.getattr_static(torch.Tensor, name, None), _FUNCTION_TYPES):
+        if _public_inplace(name) and isinstance(inspect.getattr_static(torch.Tensor, name, None), _FUNCTION_TYPES):
             yield torch.Tensor, name, name
     for name in dir(torch):
-        if _inplace_name(name) and isinstance(getattr(torch, name, None), _FUNCTION_TYPES):
+        if _public_inplace(name) and isinstance(getattr(torch, name, None), _FUNCTION_TYPES):
             yield torch, name, name
+    for owner, name in internals.private_inplace_functions():
+        if _inplace_name(name):
+            yield owner, name, name
     for module, name in internals.nn_functions():
         yield module, name, name
 
@@ -99,10 +105,10 @@ def _inplace_wrapper(original: Callable[..., Any], label: str) -> Callable[..., 
     @functools.wraps(original)
     def inplace(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        stack = local.stack
-        if not stack or stack[0]._in_step:  # no tracker here, or inside optimizer.step()
+        recording = local.recording
+        if recording is None or recording.in_step:  # no tracker here, or inside optimizer.step()
             return original(*args, **kwargs)
-        return stack[0].record_inplace(original, label, args, kwargs)
+        return recording.record_inplace(original, label, args, kwargs)
 
     return inplace
 
@@ -113,24 +119,24 @@ def _backward_wrapper(original: Callable[..., Any], kind: str) -> Callable[..., 
     @functools.wraps(original)
     def backward(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        stack = local.stack
-        if not stack:
+        recording = local.recording
+        if recording is None:
             return original(*args, **kwargs)
-        return stack[0].record_backward(original, kind, args, kwargs)
+        return recording.record_backward(original, kind, args, kwargs)
 
     return backward
 
 
 def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-    tracker = session.outermost()
-    if tracker is not None:
-        tracker.step_started(optimizer)
+    recording = session.recording()
+    if recording is not None:
+        recording.step_started(optimizer)
 
 
 def _step_post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-    tracker = session.outermost()
-    if tracker is not None:
-        tracker.step_finished(optimizer)
+    recording = session.recording()
+    if recording is not None:
+        recording.step_finished(optimizer)
 
 
 def install() -> None:
@@ -142,18 +148,9 @@ def install() -> None:
             return
         try:
             for owner, name, label in _entry_points():
-                original = getattr(owner, name)
-                wrapper = _inplace_wrapper(original, label)
-                try:
-                    setattr(owner, name, wrapper)
-                except (AttributeError, TypeError):
-                    continue
-                _patched.append((owner, name, original, wrapper))
+                _patch(owner, name, _inplace_wrapper(getattr(owner, name), label))
             for name, kind in (("backward", "autograd.backward"), ("grad", "autograd.grad")):
-                original = getattr(torch.autograd, name)
-                wrapper = _backward_wrapper(original, kind)
-                setattr(torch.autograd, name, wrapper)
-                _patched.append((torch.autograd, name, original, wrapper))
+                _patch(torch.autograd, name, _backward_wrapper(getattr(torch.autograd, name), kind))
             _hooks.append(register_optimizer_step_pre_hook(_step_pre))
             _hooks.append(register_optimizer_step_post_hook(_step_post))
         except BaseException:
@@ -162,13 +159,32 @@ def install() -> None:
             raise
 
 
+# NOTE [Exact restore]
+# Most in-place methods of torch.Tensor are inherited from torch._C.TensorBase:
+# they are not in torch.Tensor.__dict__. Setting a wrapper adds an entry there;
+# setting back what getattr returned would leave that entry behind (173 of them
+# on torch 2.13). So each patch remembers the owner's own entry (or that there
+# was none) and the restore puts back that very object, or deletes the entry.
+def _patch(owner: Any, name: str, wrapper: Callable[..., Any]) -> None:
+    own = vars(owner).get(name, _ABSENT)
+    try:
+        setattr(owner, name, wrapper)
+    except (AttributeError, TypeError):  # a read-only owner: that entry point is not watched
+        return
+    _patched.append((owner, name, own, wrapper))
+
+
 def _restore() -> None:
     while _hooks:
         _hooks.pop().remove()
     while _patched:
-        owner, name, original, wrapper = _patched.pop()
-        if getattr(owner, name, None) is wrapper:
-            setattr(owner, name, original)
+        owner, name, own, wrapper = _patched.pop()
+        if vars(owner).get(name) is not wrapper:
+            continue  # somebody patched it after us: theirs stays
+        if own is _ABSENT:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, own)
 
 
 def uninstall() -> None:
@@ -185,3 +201,8 @@ def uninstall() -> None:
 def installed() -> bool:
     """Whether the wrappers are in place now."""
     return bool(_patched)
+
+
+def patched() -> list[tuple[Any, str]]:
+    """``(owner, attribute)`` of every entry point wrapped now (empty when no tracker is active)."""
+    return [(owner, name) for owner, name, _, _ in _patched]

@@ -23,7 +23,7 @@ from loading import load_module
 import gradlab
 from gradlab import i18n
 from gradlab.i18n import language, set_language
-from gradlab.names import Namer, base_name, given_name
+from gradlab.names import Name, Namer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -377,14 +377,23 @@ def test_untranslated_messages_stay_english(zh: None) -> None:
     assert "Likely causes (most likely first):" in e.details()
 
 
-def test_a_description_is_recognised_in_either_language(zh: None) -> None:
-    assert given_name("n_1.linear_2.weight（转置视图）") == "n_1.linear_2.weight"
-    assert given_name("n_1.linear_2.weight (transposed view)") == "n_1.linear_2.weight"  # written by English code
-    assert given_name("Sigmoid 的输出 [3]") is None
-    assert given_name("叶子张量 [3]") is None
-    assert given_name("output of Sigmoid [3]") is None
-    assert base_name("w（视图）") == "w"
-    assert given_name("n_1.weight") == "n_1.weight"
+def test_names_are_data_worded_when_shown(zh: None) -> None:
+    """A record keeps the user's name and the view kind; the words follow the language in effect when shown."""
+    lin = torch.nn.Linear(2, 1)
+    x = torch.ones(4, 2, requires_grad=True)
+    with gradlab.track(names={"lin": lin}) as tracker:
+        loss = lin(x).sum()
+        (weight,) = [s for s in gradlab.saved_tensors(loss, names={"lin": lin}) if s.named]
+    assert (weight.name, weight.given, weight.view) == ("lin.weight（转置视图）", "lin.weight", "transposed")
+    assert str(Name(weight.given, weight.view)) == "lin.weight（转置视图）"
+    (saved,) = [e for e in tracker.events if e.kind == "saved"]
+    assert (saved.tensor, saved.given, saved.view) == ("lin.weight（转置视图）", "lin.weight", "transposed")
+    set_language("en")
+    assert str(Name(weight.given, weight.view)) == "lin.weight (transposed view)"
+    (saved,) = [e for e in tracker.events if e.kind == "saved"]  # the log is worded when read
+    assert (saved.tensor, saved.given) == ("lin.weight (transposed view)", "lin.weight")
+    unnamed = gradlab.saved_tensors(torch.sigmoid(x).sum())
+    assert [(s.given, s.view) for s in unnamed] == [(None, None)]
 
 
 def _chained_step_before_backward() -> tuple[gradlab.Diagnosis, str]:

@@ -14,7 +14,7 @@ import torch
 from conftest import needs_input_metadata, needs_raw_saved
 
 import gradlab
-from gradlab import internals
+from gradlab import internals, notices
 
 
 @pytest.mark.parametrize(
@@ -68,7 +68,7 @@ def test_current_node_inside_and_outside_backward() -> None:
 
 def test_a_missing_feature_warns_once_and_degrades(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(torch._C, "_current_autograd_node")
-    monkeypatch.setattr(internals, "_warned", set())
+    monkeypatch.setattr(notices, "_warned", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert internals.current_node() is None

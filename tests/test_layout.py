@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import graphlib
 import importlib
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -56,6 +58,105 @@ def test_the_import_reader_sees_a_course_import(source: str) -> None:
     """The reader above sees relative, absolute and dynamic imports of the course (else that test could not fail)."""
     found = _imports(ROOT / "gradlab" / "example.py", source)
     assert any(m == "gradlab.course" or m.startswith("gradlab.course.") for m in found), found
+
+
+# The library's layers, lowest first (the code review's layout, §7): leaves, the
+# records (saved tensors, the recorder, the graph), the analysis, the pictures,
+# then the entry points. A module may import only modules before it: not at the
+# top, not inside a function, not under TYPE_CHECKING. So there is no circle.
+ORDER = (
+    # leaves
+    "i18n",
+    "notices",
+    "location",
+    "messages",
+    "session",
+    "edits",
+    "names",
+    "internals",
+    "writes",
+    # records
+    "saved",
+    "recorder",
+    "graph",
+    # analysis
+    "advice",
+    "explanation",
+    "diagnosis",
+    "grads",
+    "intent",
+    # pictures
+    "plots",
+    "drawing",
+    "memory",
+    # entry points
+    "tracker",
+    "ipython",
+    "cli",
+    "__main__",
+    "__init__",
+)
+
+
+def _library_imports(path: Path, source: str | None = None) -> set[str]:
+    """The library modules (``graph``, ``tracker``, ...) a file of gradlab/ imports, by every kind of import."""
+    found = set()
+    for module in _imports(path, source):
+        parts = module.split(".")
+        if parts[0] == "gradlab" and len(parts) > 1 and (ROOT / "gradlab" / f"{parts[1]}.py").exists():
+            found.add(parts[1])
+    found.discard(path.stem)
+    return found
+
+
+def _upward(imports: dict[str, set[str]], order: Sequence[str]) -> list[str]:
+    """Each import of a module at or above the importer in ``order``, as ``"low -> high"``."""
+    rank = {name: i for i, name in enumerate(order)}
+    return sorted(f"{m} -> {d}" for m, deps in imports.items() for d in deps if rank[d] >= rank[m])
+
+
+def _circle(imports: dict[str, set[str]]) -> list[str] | None:
+    """One import circle, as the modules along it, or None."""
+    graph = {m: sorted(deps) for m, deps in imports.items()}
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as e:
+        return list(e.args[1])
+    return None
+
+
+def test_every_library_module_has_its_place_in_the_layers() -> None:
+    assert sorted(ORDER) == sorted(p.stem for p in LIBRARY), "add a new module to ORDER, above what it imports"
+
+
+def test_nothing_imports_upward_not_even_lazily() -> None:
+    imports = {p.stem: _library_imports(p) for p in LIBRARY}
+    assert _upward(imports, ORDER) == []
+    assert _circle(imports) is None
+
+
+@pytest.mark.parametrize(
+    "module, source, upward",
+    [
+        ("session", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .tracker import Tracker", "tracker"),
+        ("graph", "def f():\n    from .diagnosis import check_graph", "diagnosis"),
+        ("recorder", "def f():\n    from . import graph", "graph"),
+        ("writes", "import gradlab.recorder", "recorder"),
+    ],
+)
+def test_the_layer_check_sees_type_only_and_lazy_upward_imports(module: str, source: str, upward: str) -> None:
+    """The check above fails for an upward import hidden in a function or under TYPE_CHECKING."""
+    imports = {p.stem: _library_imports(p) for p in LIBRARY}
+    imports[module] = imports[module] | _library_imports(ROOT / "gradlab" / f"{module}.py", source)
+    assert f"{module} -> {upward}" in _upward(imports, ORDER)
+
+
+def test_the_circle_check_finds_a_circle() -> None:
+    imports = {p.stem: _library_imports(p) for p in LIBRARY}
+    assert _circle(imports) is None
+    imports["session"] = imports["session"] | {"tracker"}  # tracker -> session -> tracker
+    found = _circle(imports)
+    assert found is not None and "session" in found and "tracker" in found
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ import torch
 
 import gradlab
 from gradlab import course
+from gradlab.recorder import Recorder
 
 
 def _corrected_step(pair: course.Pair, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -36,7 +37,7 @@ def _corrected_step(pair: course.Pair, x: torch.Tensor, y: torch.Tensor) -> torc
 
 
 def _registry_refs(tracker: gradlab.Tracker) -> int:
-    return sum(len(refs) for refs in tracker._registry.values())
+    return tracker.stats()["registry_records"]
 
 
 def test_long_run_under_track_is_bounded() -> None:
@@ -50,12 +51,15 @@ def test_long_run_under_track_is_bounded() -> None:
             registry_max = max(registry_max, _registry_refs(tracker))
         assert len(tracker.events) <= tracker.MAX_EVENTS
         assert tracker.events.maxlen == tracker.MAX_EVENTS
-        assert len(tracker._freed) <= tracker.MAX_FREED
-        assert not tracker._steps
+        stats = tracker.stats()
+        assert 0 < stats["freed"] <= Recorder.MAX_FREED
+        assert stats["open_steps"] == 0
         # Pruned every 1,024 packs: never more than one pruning period of dead records.
         assert registry_max <= 1_024 + 64, registry_max
-        assert len(tracker._registry) <= 1_024 + 64
-    assert not tracker._registry and not tracker._steps
+        assert stats["registry_storages"] <= 1_024 + 64
+        assert stats["saved"] > 3 * 1_024
+    stats = tracker.stats()
+    assert stats["registry_storages"] == stats["registry_records"] == stats["open_steps"] == stats["freed"] == 0
 
 
 def test_many_events_stay_within_the_bound() -> None:
@@ -66,7 +70,7 @@ def test_many_events_stay_within_the_bound() -> None:
             for _ in range(tracker.MAX_EVENTS + 500):
                 w.add_(1)  # each write to the saved w is an event
         assert len(tracker.events) == tracker.MAX_EVENTS
-        assert tracker.events[-1].index == tracker._count - 1
+        assert tracker.events[-1].index == tracker.stats()["events"] - 1
     del y
 
 

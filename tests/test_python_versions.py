@@ -77,8 +77,8 @@ def test_a_failed_diagnosis_warns_once_and_keeps_the_users_error(monkeypatch: py
     def broken(*args: object, **kwargs: object) -> None:
         raise AttributeError("'FrameLocalsProxy' object has no attribute 'clear'")
 
-    monkeypatch.setattr(gradlab.Tracker, "failure_diagnosis", broken)
-    monkeypatch.setattr(notices, "_failed", set())
+    monkeypatch.setattr(gradlab.Tracker, "_failure_diagnosis", broken)
+    monkeypatch.setattr(notices, "_warned", set())
     errors: list[RuntimeError] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

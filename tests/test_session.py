@@ -33,6 +33,32 @@ def test_nested_track_joins_the_outer_one_and_notes_once() -> None:
     assert problem.tensor == "n_1.linear_2.weight (transposed view)" and problem.modified_by == "Adam.step()"
 
 
+def test_callable_names_name_the_log_like_a_dict() -> None:
+    """``names=`` a callable (what ``%load_ext gradlab`` and ``gradlab run`` pass) names saves and writes too."""
+    logs = {}
+    for how in ("dict", "callable"):
+        s = scenarios.fresh()
+        names = s.names if how == "dict" else (lambda s=s: s.names)
+        with gradlab.track(names=names) as tracker, pytest.raises(RuntimeError):
+            scenarios.original_loop(retain_graph=True, state=s)
+        logs[how] = [(e.kind, e.tensor) for e in tracker.events if e.kind in ("saved", "write")]
+    assert ("write", "n_1.linear_2.weight (transposed view)") in logs["dict"]
+    assert logs["callable"] == logs["dict"]
+
+
+def test_callable_names_see_modules_made_after_the_tracker_started() -> None:
+    """The session tracker starts before the notebook defines its model: the next backward picks it up."""
+    namespace: dict[str, object] = {}
+    with gradlab.track(names=lambda: gradlab.modules_in(namespace)) as tracker:
+        lin = torch.nn.Linear(2, 1)
+        namespace["lin"] = lin
+        x = torch.ones(3, 2, requires_grad=True)
+        lin(x).sum().backward()  # the first forward's saves are not named yet; this backward looks again
+        lin(x).sum().backward()
+    saved = [e.tensor for e in tracker.events if e.kind == "saved"]
+    assert saved == ["lin.weight (transposed view)"]
+
+
 def test_inner_names_take_precedence_inside_its_block() -> None:
     lin = torch.nn.Linear(2, 1)
     x = torch.ones(3, 2, requires_grad=True)
@@ -64,12 +90,70 @@ def test_a_tracker_cannot_be_entered_twice() -> None:
         tracker.__enter__()
 
 
-def test_torch_is_restored_exactly_after_the_last_tracker() -> None:
-    before = (torch.Tensor.add_, torch.relu_, torch.autograd.backward, torch.autograd.grad, torch.Tensor.__setitem__)
-    with gradlab.track(), gradlab.track():
-        assert torch.Tensor.add_ is not before[0] and writes.installed()
-    after = (torch.Tensor.add_, torch.relu_, torch.autograd.backward, torch.autograd.grad, torch.Tensor.__setitem__)
-    assert after == before and not writes.installed()
+_OWNERS = (torch.Tensor, torch, torch._C._nn, torch.autograd)
+
+
+def _snapshot() -> list[dict[str, object]]:
+    return [dict(vars(owner)) for owner in _OWNERS]
+
+
+def _same_objects(before: list[dict[str, object]]) -> None:
+    """Every patched owner has exactly the entries it had, each the very same object."""
+    for owner, then in zip(_OWNERS, before):
+        now = dict(vars(owner))
+        assert sorted(now) == sorted(then), f"{owner.__name__}: {sorted(set(now) ^ set(then))[:5]} ..."
+        changed = [name for name in then if now[name] is not then[name]]
+        assert changed == [], f"{owner.__name__}: {changed[:5]} ..."
+
+
+def _stale_backward() -> None:
+    w = torch.ones(3, requires_grad=True)
+    y = (w * w).sum()  # saves w
+    with torch.no_grad():
+        w.mul_(2)
+    y.backward()
+
+
+@pytest.mark.parametrize("how", ["plain", "nested", "an error inside", "an error inside the nested one"])
+def test_torch_is_restored_exactly_after_the_last_tracker(how: str) -> None:
+    before = _snapshot()
+    add_ = torch.Tensor.add_
+    with gradlab.track():
+        assert torch.Tensor.add_ is not add_ and writes.installed()
+        assert {owner for owner, _ in writes.patched()} == set(_OWNERS)  # the snapshot covers every owner
+        assert len(writes.patched()) > 300
+        if how == "nested":
+            with gradlab.track(names={}):
+                pass
+        elif how == "an error inside":
+            with pytest.raises(RuntimeError):
+                _stale_backward()
+        elif how == "an error inside the nested one":
+            with pytest.raises(RuntimeError), gradlab.track():
+                _stale_backward()
+        assert writes.installed()
+    assert not writes.installed() and writes.patched() == []
+    _same_objects(before)
+
+
+def test_torch_is_restored_exactly_when_the_block_raises() -> None:
+    before = _snapshot()
+    with pytest.raises(ZeroDivisionError), gradlab.track(), gradlab.track():
+        _ = 1 / 0
+    _same_objects(before)
+
+
+def test_the_snapshot_sees_a_leftover_entry() -> None:
+    """The comparison above fails for what the old restore left: an inherited method set back on torch.Tensor."""
+    before = _snapshot()
+    assert "add_" not in vars(torch.Tensor)  # inherited from torch._C.TensorBase
+    torch.Tensor.add_ = torch.Tensor.add_  # type: ignore[method-assign]  # what setattr(owner, name, getattr(...)) did
+    try:
+        with pytest.raises(AssertionError, match="add_"):
+            _same_objects(before)
+    finally:
+        del torch.Tensor.add_
+    _same_objects(before)
 
 
 def test_another_thread_is_not_tracked() -> None:
@@ -107,7 +191,9 @@ def test_ipython_session_tracker_and_a_cell_tracker_note_once(ipython, capsys: p
         assert "unpack_hook" not in out and "record_backward" not in out  # gradlab's frames are not shown
         assert "n_1.linear_2.weight (transposed view)" in out
         session_tracker = ip.user_ns["gradlab_tracker"]
-        assert [e.op for e in session_tracker.writes] == ["Adam.step()"]
+        assert [(e.op, e.tensor) for e in session_tracker.writes] == [
+            ("Adam.step()", "n_1.linear_2.weight (transposed view)")
+        ]
         assert [e.op for e in ip.user_ns["cell_tracker"].writes] == ["Adam.step()"]
     finally:
         ip.run_cell("%unload_ext gradlab")

@@ -16,7 +16,8 @@ import pytest
 import torch
 
 import gradlab
-from gradlab import course, location, saved, tracker
+from gradlab import course, location, saved
+from gradlab.recorder import Recorder
 
 pytestmark = pytest.mark.library
 
@@ -50,9 +51,11 @@ def test_names_are_worked_out_when_the_log_is_read() -> None:
     x, y = course.batches(1)[0]
     with gradlab.track(names=pair.names) as t:
         _step(pair, x, y)
-        pending = [e[2] for e in t._events if e[1] == "saved"]
-        assert pending and all(isinstance(n, tracker._LaterName) and not n._done for n in pending)
-        names = {e.tensor for e in t.events if e.kind == "saved"}
+        pending = t.stats()["names_pending"]  # saved events of named tensors, not named yet
+        names = [e.tensor for e in t.events if e.kind == "saved"]
+        assert pending == len(names) > 0
+        assert t.stats()["names_pending"] == 0  # reading the log worked every name out, once
+        names = set(names)
     assert "n_1.linear_2.weight (transposed view)" in names
     assert names <= {f"n_{i}.linear_{j}.weight (transposed view)" for i in (1, 2) for j in (1, 2)}
 
@@ -73,8 +76,8 @@ def test_a_training_loop_never_indexes_its_saved_tensors_by_storage() -> None:
     with gradlab.track() as t:
         for x, y in data:
             _step(pair, x, y)
-            assert t._registry == {}  # the backward freed every record before the step looked
-        assert len(t._pending) < 1024
+            assert t.stats()["registry_records"] == 0  # the backward freed every record before the step looked
+        assert t.stats()["pending"] < 1024
 
 
 def test_kept_graphs_are_indexed_and_their_writes_seen() -> None:
@@ -83,20 +86,20 @@ def test_kept_graphs_are_indexed_and_their_writes_seen() -> None:
         y = (w * w).sum()
         with torch.no_grad():
             w.add_(1)
-        assert t._registry and not t._pending
+        assert t.stats()["registry_records"] and not t.stats()["pending"]
         assert [e.op for e in t.writes] == ["add_", "add_"]  # w was saved twice (self and other)
     del y
 
 
 def test_in_place_calls_inside_an_optimizer_step_go_straight_to_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
-    original = tracker.Tracker.record_inplace
+    original = Recorder.record_inplace
 
-    def spy(self: tracker.Tracker, fn: object, label: str, args: tuple, kwargs: dict) -> object:
+    def spy(self: Recorder, fn: object, label: str, args: tuple, kwargs: dict) -> object:
         seen.append(label)
         return original(self, fn, label, args, kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(tracker.Tracker, "record_inplace", spy)
+    monkeypatch.setattr(Recorder, "record_inplace", spy)
     pair = course.make_pair(0, softmax=False)
     x, y = course.batches(1)[0]
     with gradlab.track():
@@ -117,7 +120,7 @@ def test_tracker_memory_holds_no_saved_record_after_the_block() -> None:
     with gradlab.track() as t:
         _step(pair, x, y)
         ref = weakref.ref(pair.n_1)
-    assert not t._pending and not t._registry
+    assert not t.stats()["pending"] and not t.stats()["registry_records"]
     del pair
     gc.collect()
     assert ref() is None

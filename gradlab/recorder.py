@@ -1,0 +1,731 @@
+"""What a tracker records: save-time versions, in-place writes, backward calls and optimizer steps.
+
+This is the recorded state behind :class:`gradlab.Tracker`, below the graph walk
+and the diagnosis: it imports neither. A :class:`Recorder` belongs to the
+outermost tracker of a thread; it holds the saved-tensor hooks' records (NOTE
+[The registry]), the log of events, which backward call freed which node, and
+the optimizer steps seen. Every tracker is a :class:`Scope`: its own names, its
+own copy of the log, its notes. :mod:`gradlab.writes` calls the recorder of the
+thread (``session.recording()``) from its wrappers; when a backward fails, the
+recorder hands the error to the callback the tracker installed
+(``Recorder.on_failure``), which diagnoses it from above.
+
+Nothing here is public API except :class:`Event` and :class:`BackwardCall`
+(re-exported by :mod:`gradlab`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from . import internals, messages, session
+from .i18n import _, _t
+from .location import Location, user_frame, user_location
+from .names import Name, Namer, NamesLike, ViewKind, resolve, storage_key
+from .notices import UnusedStepWarning, warn_once
+from .saved import Packed, Write, _peek, unpack_hook
+
+__all__ = ["Event", "EventKind", "BackwardCall", "Recorder", "Scope", "active", "current", "scopes"]
+
+EventKind = Literal["saved", "write", "backward", "error", "note"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of the tracker's log, for :func:`gradlab.timeline`.
+
+    ``kind`` is ``saved`` (a named tensor was saved for backward), ``write`` (an
+    in-place write moved a saved tensor's version), ``backward``, ``error`` (a
+    backward raised) or ``note`` (an optimizer step that cannot train some
+    parameters, see :class:`gradlab.UnusedStepWarning`).
+
+    ``tensor`` is the tensor's name as shown (worded when the log is read);
+    ``given`` and ``view`` are that name as data: the name the user gave and
+    which view of it the tensor is (None, ``"view"`` or ``"transposed"``), or
+    None for a tensor without a name.
+    """
+
+    index: int
+    kind: EventKind
+    tensor: str | None
+    version_before: int | None
+    version_after: int | None
+    op: str
+    where: str | None
+    code: str | None
+    given: str | None = None
+    view: ViewKind = None
+
+
+@dataclass(frozen=True)
+class BackwardCall:
+    """One backward call the tracker saw: ``loss.backward()``, ``torch.autograd.backward`` or ``.grad``.
+
+    ``keeps_graph`` is True with ``retain_graph=True`` (or ``create_graph=True``):
+    such a call frees nothing. ``newest_node`` is the largest sequence number of
+    its roots: every node of a graph built before the call has a number at most that.
+    """
+
+    index: int
+    kind: str
+    location: Location | None
+    keeps_graph: bool
+    newest_node: int | None
+    event: int = 0
+
+
+#: A log entry as kept (the tensor's name may still be pending, NOTE [Lazy names]).
+Entry = tuple[int, EventKind, "str | _LaterName | None", int | None, int | None, str, Location | None]
+
+#: What the tracker does with a failing backward: (error, roots, call, user frame).
+FailureHandler = Callable[[RuntimeError, list[Any], BackwardCall, FrameType | None], None]
+
+
+class Scope:
+    """One tracker's own part of the recording: its names, its copy of the log, its notes.
+
+    :class:`gradlab.Tracker` is a Scope; the outermost active one of a thread
+    owns the :class:`Recorder` that every scope of the thread shares.
+    """
+
+    MAX_EVENTS = 10_000
+
+    def __init__(self, names: NamesLike = None, *, warn: bool = True) -> None:
+        if not isinstance(warn, bool):
+            raise TypeError(
+                f"warn must be True or False, not {type(warn).__name__}; pass warn=False to silence "
+                "gradlab.UnusedStepWarning"
+            )
+        lazy = callable(names) and not isinstance(names, (Mapping, nn.Module))
+        if names is not None and not lazy:
+            resolve(names)  # validate now: a clear error at the with-statement
+        self._names_arg: Callable[[], Mapping[str, object]] | None = names if lazy else None  # type: ignore[assignment]
+        self._own: Namer | None = Namer(names) if not lazy else None
+        self.warn = warn
+        self.notes: list[str] = []
+        self._entries: deque[Entry] = deque(maxlen=self.MAX_EVENTS)
+        self._recorder: Recorder | None = None  # while active: the thread's recording
+        self._last: Recorder | None = None  # the recording this scope saw (read after the block)
+        self._static_cache: tuple[tuple[tuple[str, int], ...], Namer] | None = None
+
+    def _recording(self) -> Recorder | None:
+        return self._recorder if self._recorder is not None else self._last
+
+    def _own_namer(self) -> Namer:
+        if self._names_arg is not None:
+            return Namer(self._names_arg())
+        return self._own or Namer()
+
+    def _static_namer(self) -> Namer | None:
+        """The names the hooks consult at save time; a callable's, resolved now (the same modules: cached)."""
+        if self._names_arg is None:
+            return self._own
+        try:
+            mapping = self._names_arg()
+            key = tuple((k, id(v)) for k, v in mapping.items())
+            cached = self._static_cache
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            namer = Namer(mapping)
+        except Exception:  # a hook never breaks the user's code: no names until the callable answers
+            return None
+        self._static_cache = (key, namer)  # ids and weak references only: keeps nothing alive
+        return namer
+
+    def namer(self, names: NamesLike = None) -> Namer:
+        """The names to use: ``names`` if given, then those of this tracker and of the trackers it joined."""
+        recorder = self._recorder
+        chain = _chain(scopes() if recorder is not None else (self,))
+        return Namer(names, fallback=chain) if names is not None else chain
+
+
+def scopes() -> tuple[Scope, ...]:
+    """The scopes (trackers) active in this thread, outermost first."""
+    found: tuple[Scope, ...] = session.trackers()
+    return found
+
+
+def active() -> Scope | None:
+    """The innermost scope (tracker) active in this thread, or None."""
+    found = session.active()
+    return found if isinstance(found, Scope) else None
+
+
+def current() -> Recorder | None:
+    """The recorder of this thread (its outermost tracker's), or None outside a tracker."""
+    found = session.recording()
+    return found if isinstance(found, Recorder) else None
+
+
+@contextlib.contextmanager
+def internal() -> Iterator[None]:
+    """Run gradlab's own backward calls inside: the recorder neither logs nor annotates them."""
+    recorder = current()
+    if recorder is not None:
+        recorder.internal += 1
+    try:
+        yield
+    finally:
+        if recorder is not None:
+            recorder.internal -= 1
+
+
+class Recorder:
+    """The recording of one thread's trackers (private): hooks, registry, log, freed map, steps.
+
+    Created by the outermost tracker on entry and emptied on its exit. The hook
+    methods are called by torch (``pack``/``unpack``) and by :mod:`gradlab.writes`
+    (``record_inplace``, ``record_backward``, ``step_started``, ``step_finished``).
+    """
+
+    MAX_FREED = 20_000  # nodes whose freeing backward is remembered (a few thousand steps)
+    RECENT_CALLS = 4
+    HISTORY = 64
+
+    def __init__(self, owner: Scope, on_failure: FailureHandler | None = None) -> None:
+        self.owner = owner
+        self.on_failure = on_failure
+        self.count = 0
+        self.in_step = 0
+        self.internal = 0
+        self._ncalls = 0
+        self._registry: dict[int, list[weakref.ref[Packed]]] = {}  # storage -> saved records (NOTE [The registry])
+        self._pending: list[weakref.ref[Packed]] = []  # saved records not in the registry yet
+        self._packs = 0
+        self._steps: dict[int, list[tuple[Packed, int]]] = {}
+        self._step_counts: dict[int, int] = {}
+        self._reported: set[int] = set()
+        self._freed: dict[int, BackwardCall] = {}  # node sequence number -> the call that freed it
+        self._lines: dict[int, Location | None] = {}  # node sequence number -> the forward line that saved for it
+        self._freeing: BackwardCall | None = None
+        self._unpacking: Any = None  # the node whose saved tensors the engine unpacks now
+        self._current: BackwardCall | None = None
+        self.recent: deque[tuple[list[Any], BackwardCall]] = deque(maxlen=self.RECENT_CALLS)
+        self.history: deque[BackwardCall] = deque(maxlen=self.HISTORY)
+        self.step_events: deque[tuple[int, Location | None, str]] = deque(maxlen=self.HISTORY)
+        self.static: Namer | None = None
+        self.diagnoses: deque[tuple[int, str, Any]] = deque(maxlen=16)
+
+    # -- what the tests and benchmarks may read ----------------------------------------------------
+    def stats(self) -> dict[str, int]:
+        """Sizes of the recorder's tables (see :meth:`gradlab.Tracker.stats`)."""
+        return {
+            "events": self.count,
+            "saved": self._packs,
+            "registry_storages": len(self._registry),
+            "registry_records": sum(len(refs) for refs in self._registry.values()),
+            "pending": len(self._pending),
+            "open_steps": len(self._steps),
+            "freed": len(self._freed),
+            "backward_calls": self._ncalls,
+        }
+
+    @property
+    def calls(self) -> list[BackwardCall]:
+        """The latest backward calls that freed a graph (at most ``RECENT_CALLS``), oldest first."""
+        return [call for _, call in self.recent]
+
+    @property
+    def steps(self) -> list[tuple[int, Location | None, str]]:
+        """The latest optimizer steps: (event index at the step's end, the user's line, the optimizer's class)."""
+        return list(self.step_events)
+
+    # -- names -------------------------------------------------------------------------------------
+    def refresh_names(self, *, callables_only: bool = False) -> None:
+        """The names consulted at save time: every active scope's names (callables resolved now).
+
+        ``callables_only``: refresh only when some scope names by a callable (at each
+        backward call, so modules the callable finds later name the next forward's saves).
+        """
+        active = scopes()
+        if callables_only and not any(s._names_arg is not None for s in active):
+            return
+        own = [namer for namer in (s._static_namer() for s in active) if namer]
+        self.static = Namer.chained(own) if own else None
+
+    # -- the log -----------------------------------------------------------------------------------
+    def log(
+        self,
+        kind: EventKind,
+        tensor: str | _LaterName | None,
+        before: int | None,
+        after: int | None,
+        op: str,
+        loc: Location | None,
+    ) -> None:
+        entry: Entry = (self.count, kind, tensor, before, after, op, loc)
+        self.count += 1
+        for s in scopes():
+            s._entries.append(entry)
+
+    # -- saved-tensor hooks ------------------------------------------------------------------------
+    # NOTE [What a save costs]
+    # pack runs for every tensor autograd saves, so it does only what cannot be done
+    # later: the version and the user's line (user_location, NOTE [Cheap save
+    # locations]), in a Packed record, and a weak reference to that record. Which
+    # storage the record watches is worked out later, when an in-place write or an
+    # optimizer step needs it (NOTE [The registry]); the name of a named tensor, when
+    # the log is read (NOTE [Lazy names]).
+    def pack(self, t: torch.Tensor) -> Packed:
+        try:
+            loc = user_location()
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+            loc = None
+        p = Packed(t, loc)
+        try:
+            self._pending.append(weakref.ref(p))
+            static = self.static
+            if static is not None:
+                try:
+                    key = t.untyped_storage().data_ptr()  # names.storage_key, inlined
+                except (RuntimeError, NotImplementedError):
+                    key = 0
+                if key and static.covers(key):
+                    self.log("saved", _LaterName.of(static, t), p.version, p.version, _("saved for backward"), loc)
+            self._packs += 1
+            if not self._packs & 1023:
+                self._prune()
+        except Exception as e:
+            _failed(e)
+        return p
+
+    def unpack(self, p: Packed) -> torch.Tensor:
+        # NOTE [Who freed a node]: the engine unpacks every saved tensor of a node it
+        # runs, then frees them unless retain_graph; so an unpack during a freeing
+        # backward names the call that freed the node being run (no graph walk).
+        # The engine unpacks a node's saved tensors one after another: the node is
+        # looked up once (held until the backward call returns, never longer).
+        __tracebackhide__ = True
+        if self._freeing is not None and _peek.get() is None:
+            try:
+                node = internals.current_node()
+                if node is not None and node is not self._unpacking:
+                    self._unpacking = node
+                    seq = internals.sequence_nr(node)
+                    if seq is not None:
+                        self._freed[seq] = self._freeing
+                        if p.saved_at is not None:
+                            self._lines[seq] = p.saved_at
+            except Exception as e:  # NOTE [Hooks fail open]
+                _failed(e)
+        return unpack_hook(p)  # raises torch's in-place error for a stale tensor, as torch would
+
+    # NOTE [The registry]
+    # An in-place write or an optimizer step must find the saved records of the
+    # storages it writes. Records are indexed by storage lazily: a save only appends
+    # a weak reference to _pending; the first lookup after it (_watched) moves the
+    # records still alive into _registry and forgets the dead ones. In a training
+    # loop the backward frees every saved tensor before the step, so the step finds
+    # only dead references and no storage is ever looked up for them. Every 1,024
+    # saves _prune does the same, so neither list outgrows one pruning period of
+    # dead references.
+    def _index(self) -> None:
+        """Move the pending saved records into the registry, by storage; drop the dead ones."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        registry = self._registry
+        for ref in pending:
+            p = ref()
+            if p is None:
+                continue
+            key = storage_key(p.tensor)  # the storage the tensor had when saved (the alias keeps it)
+            if key:
+                refs = registry.get(key)
+                if refs is None:
+                    registry[key] = [ref]
+                else:
+                    refs.append(ref)
+
+    def _prune(self) -> None:
+        self._index()
+        for key in list(self._registry):
+            alive = [r for r in self._registry[key] if r() is not None]
+            if alive:
+                self._registry[key] = alive
+            else:
+                del self._registry[key]
+        if len(self._freed) > self.MAX_FREED:
+            for seq in list(self._freed)[: len(self._freed) // 2]:
+                del self._freed[seq]
+                self._lines.pop(seq, None)
+
+    def _watched(self, tensors: Sequence[object]) -> list[tuple[Packed, int]]:
+        self._index()
+        out: list[tuple[Packed, int]] = []
+        registry = self._registry
+        if not registry:
+            return out
+        for t in tensors:
+            if not isinstance(t, torch.Tensor):
+                continue
+            key = storage_key(t) or 0
+            refs = registry.get(key)
+            if refs:
+                alive = []
+                for ref in refs:
+                    p = ref()
+                    if p is not None:
+                        alive.append(ref)
+                        out.append((p, internals.version(p.tensor)))
+                if len(alive) != len(refs):  # drop records of graphs that are gone
+                    if alive:
+                        registry[key] = alive
+                    else:
+                        del registry[key]
+        return out
+
+    def _record(
+        self,
+        watched: list[tuple[Packed, int]],
+        op: str,
+        loc: Location | None,
+        *,
+        optimizer: bool = False,
+        grad_mode: bool = True,
+    ) -> None:
+        static = self.static
+        for p, before in watched:
+            after = internals.version(p.tensor)
+            if after != before:
+                write = Write(op, before, after, loc, optimizer, grad_mode, self.count)
+                if isinstance(p.writes, list):
+                    p.writes.append(write)
+                else:
+                    p.writes = [write]
+                tensor = p.tensor
+                name = _LaterName.of(static, tensor, unnamed=True) if static is not None else None
+                self.log("write", name or f"tensor {list(tensor.shape)}", before, after, op, loc)
+
+    # -- what gradlab.writes calls ------------------------------------------------------------------
+    def record_inplace(
+        self, original: Callable[..., Any], label: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """Run an in-place torch function and record the saved tensors it moved."""
+        __tracebackhide__ = True
+        if self.in_step or not (self._registry or self._pending):
+            return original(*args, **kwargs)
+        try:
+            target = args[0] if args else kwargs.get("input", kwargs.get("self"))
+            targets = list(target) if isinstance(target, (list, tuple)) else [target]
+            watched = self._watched(targets)
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+            watched = []
+        if not watched:
+            return original(*args, **kwargs)
+        result = original(*args, **kwargs)
+        try:
+            if any(internals.version(p.tensor) != v for p, v in watched):
+                tracked = torch.is_grad_enabled() and all(
+                    t.requires_grad or not p.requires_grad
+                    for t in targets
+                    if isinstance(t, torch.Tensor)
+                    for p, _ in watched
+                )
+                self._record(watched, label, user_location(), grad_mode=tracked)
+        except Exception as e:
+            _failed(e)
+        return result
+
+    def record_backward(
+        self, original: Callable[..., Any], kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """Run a backward call and hand the autograd errors it raises to ``on_failure``."""
+        __tracebackhide__ = True
+        if self.internal:
+            return original(*args, **kwargs)
+        try:
+            call, roots = self._backward_call(kind, args, kwargs)
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+            return original(*args, **kwargs)
+        keep, loc = call.keeps_graph, call.location
+        outer_current, outer_freeing = self._current, self._freeing
+        self._current, self._freeing = call, (None if keep else call)
+        self.in_step = 0  # a step that raised never ran its post hook
+        try:
+            return original(*args, **kwargs)
+        except RuntimeError as e:
+            try:
+                m = messages.find(e)
+            except Exception as failure:  # NOTE [Hooks fail open]: the user's error goes on as it is
+                _failed(failure)
+                raise e from None
+            if m is not None and m.kind in ("graph_freed", "modified_in_place"):
+                if m.kind == "modified_in_place":
+                    tensor = f"tensor {list(m.shape)}" if m.shape is not None else None
+                    self.log(
+                        "error",
+                        tensor,
+                        m.expected_version,
+                        m.current_version,
+                        f"expected version {m.expected_version}, is at version {m.current_version}",
+                        loc,
+                    )
+                else:
+                    self.log("error", None, None, None, messages.FREED_HEAD, loc)
+                if self.on_failure is not None:
+                    self.on_failure(e, roots, call, user_frame())  # the note; gradlab's frames taken out
+                raise e  # the same error (raised from here: this frame, then torch's engine, below the user's)
+            raise
+        finally:
+            self._current, self._freeing = outer_current, outer_freeing
+            self._unpacking = None
+            if not keep and roots:
+                self.recent.append((roots, call))
+
+    def _backward_call(
+        self, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[BackwardCall, list[Any]]:
+        """Record a backward call about to run: its :class:`BackwardCall` and its roots (the outputs' grad_fns)."""
+        self.refresh_names(callables_only=True)
+        first, retain_at, create_at = ("tensors", 2, 3) if kind == "autograd.backward" else ("outputs", 3, 4)
+        outputs = args[0] if args else kwargs.get(first)
+        retain = kwargs.get("retain_graph", args[retain_at] if len(args) > retain_at else None)
+        create = kwargs.get("create_graph", args[create_at] if len(args) > create_at else False)
+        keep = bool(create if retain is None else retain)
+        tensors = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs or ())
+        roots = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        seqs = [s for s in (internals.sequence_nr(r) for r in roots) if s is not None]
+        loc = user_location(callers=2)
+        call = BackwardCall(self._ncalls, kind, loc, keep, max(seqs) if seqs else None, self.count)
+        self._ncalls += 1
+        self.history.append(call)
+        label = {"autograd.grad": "autograd.grad"}.get(kind, "backward")
+        self.log("backward", None, None, None, f"{label}(retain_graph=True)" if keep else f"{label}()", loc)
+        return call, roots
+
+    # NOTE [Optimizer steps]: an optimizer step runs ~20 torch calls per parameter.
+    # The step hooks compare the watched parameters' versions before and after the
+    # step instead, and the in-place wrappers pass straight through during a step.
+    def step_started(self, optimizer: torch.optim.Optimizer) -> None:
+        """Before ``optimizer.step()``: note the versions of watched parameters (a step pre hook)."""
+        self.in_step += 1
+        try:
+            self._step_started(optimizer)
+        except Warning:  # an UnusedStepWarning the user turned into an error (-W error) is theirs
+            raise
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+
+    def _step_started(self, optimizer: torch.optim.Optimizer) -> None:
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        self._steps[id(optimizer)] = self._watched(params) if self._registry or self._pending else []
+        count = self._step_counts.get(id(optimizer), 0) + 1
+        self._step_counts[id(optimizer)] = count
+        self._check_step_grads(optimizer, params, zeros=count & (count - 1) == 0)
+
+    def step_finished(self, optimizer: torch.optim.Optimizer) -> None:
+        """After ``optimizer.step()``: record the watched parameters it wrote (a step post hook)."""
+        watched = self._steps.pop(id(optimizer), None)
+        self.in_step = max(0, self.in_step - 1)
+        try:
+            self.step_events.append((self.count, user_location(), type(optimizer).__name__))
+            if watched and any(internals.version(p.tensor) != v for p, v in watched):
+                self._record(
+                    watched, f"{type(optimizer).__name__}.step()", user_location(), optimizer=True, grad_mode=False
+                )
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+
+    def _check_step_grads(self, optimizer: torch.optim.Optimizer, params: list[torch.Tensor], zeros: bool) -> None:
+        """Note (once per parameter) a step that cannot train some parameters: no gradient or all zero.
+
+        ``.grad is None`` is checked at every step; all-zero gradients at the
+        optimizer's steps 1, 2, 4, 8, ... (a reduction per parameter costs more).
+        """
+        missing, zero = [], []
+        for p in params:
+            if not p.requires_grad or id(p) in self._reported:
+                continue
+            g = p.grad
+            if g is None:
+                missing.append(p)
+            elif zeros and g.numel() and not bool(g.detach().ne(0).any()):
+                zero.append(p)
+        if not missing and not zero:
+            return
+        owner = self.owner
+        namer = owner.namer()
+        loc = user_location()
+        where = _t(" at {where}", where=loc) if loc else ""
+        name = type(optimizer).__name__
+        for found, what in ((missing, _("no gradient (.grad is None)")), (zero, _("an all-zero gradient"))):
+            if not found:
+                continue
+            self._reported.update(id(p) for p in found)
+            labels = ", ".join(namer.name_of(p) or _t("parameter {shape}", shape=list(p.shape)) for p in found)
+            note = _t(
+                "{step}{where}: {labels} had {what}, so this step cannot train them.",
+                step=f"{name}.step()",
+                where=where,
+                labels=labels,
+                what=what,
+            )
+            owner.notes.append(note)
+            self.log("note", labels, None, None, note, loc)
+            if owner.warn:
+                if loc is not None:  # point the warning at the user's line, not at torch's hook call
+                    warnings.warn_explicit(note, UnusedStepWarning, loc.filename, loc.lineno)
+                else:
+                    warnings.warn(note, UnusedStepWarning, stacklevel=2)
+
+    # -- lookups for the graph walk -----------------------------------------------------------------
+    def freed_call(self, fn: Any) -> BackwardCall | None:
+        """The recorded call that freed node ``fn`` (by its sequence number), if any."""
+        seq = internals.sequence_nr(fn)
+        return self._freed.get(seq) if seq is not None else None
+
+    def saved_line(self, fn: Any) -> Location | None:
+        """The forward line that saved tensors for node ``fn``, remembered when a backward freed them."""
+        seq = internals.sequence_nr(fn)
+        return self._lines.get(seq) if seq is not None else None
+
+    def clear(self) -> None:
+        """Forget every record (the outermost tracker's exit)."""
+        self._registry.clear()
+        self._pending.clear()
+        self._steps.clear()
+        self.recent.clear()
+        self._freed.clear()
+        self.history.clear()
+        self._lines.clear()
+        self.static = None
+        self.in_step = 0
+
+
+# NOTE [Hooks fail open]
+# The hooks run inside the user's forward, in-place ops, backward calls and
+# optimizer steps. A failure of gradlab's own bookkeeping there (a bug, or a torch
+# it does not know) must not become the user's error: it is warned about once and
+# the user's call runs on as without gradlab. What the hooks raise on purpose is
+# torch's own in-place error (saved.unpack_hook), and the user's errors pass
+# through unchanged.
+def _failed(error: BaseException) -> None:
+    warn_once(
+        "recording",
+        _t(
+            "gradlab failed while recording ({error}); your code runs as usual, and gradlab's notes may be "
+            "missing. Please report it with your torch version.",
+            error=f"{type(error).__name__}: {error}",
+        ),
+        stacklevel=5,
+    )
+
+
+# NOTE [Lazy names]
+# With names=, every save of a named tensor (a Linear saves its weight, as a
+# transposed view, at every forward) is logged for gradlab.timeline. Working out
+# the name there ("n_1.linear_2.weight (transposed view)") compares the tensor with
+# its named base, which costs more than the save itself. So the log keeps what the
+# name depends on (the tensor's identity, storage, shape, strides and offset: no
+# reference to the tensor) and the name is worked out when the log is read, or when
+# the tracker exits (its named bases may be gone by the time somebody reads it).
+# The answer is the one Namer.lookup would have given at save time
+# (Namer.lookup_kept): a named tensor alive now that has the saved tensor's id is
+# that tensor (both were alive at the save), and views are told apart by
+# geometry. The name is kept as data (a Name) and worded when the log is read, in
+# the language in effect then.
+class _LaterName:
+    """The name of a tensor logged by the tracker, worked out on first use (NOTE [Lazy names])."""
+
+    __slots__ = ("namer", "tensor_id", "key", "shape", "stride", "offset", "unnamed", "_name", "_done")
+
+    def __init__(
+        self,
+        namer: Namer,
+        tensor_id: int,
+        key: int | None,
+        shape: tuple[int, ...],
+        stride: tuple[int, ...],
+        offset: int,
+        unnamed: bool,
+    ) -> None:
+        self.namer: Namer | None = namer
+        self.tensor_id = tensor_id
+        self.key = key
+        self.shape = shape
+        self.stride = stride
+        self.offset = offset
+        self.unnamed = unnamed  # with no name: "tensor [shape]" (a write) or None (a save)
+        self._name: Name | None = None
+        self._done = False
+
+    @classmethod
+    def of(cls, namer: Namer, t: torch.Tensor, unnamed: bool = False) -> _LaterName:
+        try:
+            key: int | None = t.untyped_storage().data_ptr()
+            stride, offset = t.stride(), int(t.storage_offset())
+        except (RuntimeError, NotImplementedError):  # no storage, no strides: only its identity can name it
+            key, stride, offset = None, (), 0
+        return cls(namer, id(t), key, t.shape, stride, offset, unnamed)
+
+    @property
+    def pending(self) -> bool:
+        """Whether the name is still to be worked out."""
+        return not self._done
+
+    def data(self) -> Name | None:
+        """The name as data, worked out on first use (the same answer Namer.lookup gave at save time)."""
+        if not self._done:
+            namer = self.namer
+            self._name = (
+                namer.lookup_kept(self.tensor_id, self.key, tuple(self.shape), tuple(self.stride), self.offset)
+                if namer is not None
+                else None
+            )
+            self._done = True
+            self.namer = None
+        return self._name
+
+    def name(self) -> str | None:
+        """The name as shown, in the language in effect now."""
+        found = self.data()
+        if found is None:
+            return f"tensor {list(self.shape)}" if self.unnamed else None
+        return str(found)
+
+
+def name_logged(entries: deque[Entry]) -> None:
+    """Work out every name still pending in ``entries`` (NOTE [Lazy names])."""
+    for entry in entries:
+        tensor = entry[2]
+        if isinstance(tensor, _LaterName):
+            tensor.data()
+
+
+def pending_names(entries: deque[Entry]) -> int:
+    """How many entries of ``entries`` name a tensor not worked out yet (NOTE [Lazy names])."""
+    return sum(1 for entry in entries if isinstance(entry[2], _LaterName) and entry[2].pending)
+
+
+def events_of(entries: deque[Entry]) -> deque[Event]:
+    """The log as :class:`Event` records, oldest first (names worded in the language in effect now)."""
+
+    def event(entry: Entry) -> Event:
+        i, kind, tensor, before, after, op, loc = entry
+        where, code = (loc.where, loc.code) if loc else (None, None)
+        if isinstance(tensor, _LaterName):
+            found = tensor.data()
+            given, view = (found.given, found.view) if found is not None else (None, None)
+            return Event(i, kind, tensor.name(), before, after, op, where, code, given, view)
+        return Event(i, kind, tensor, before, after, op, where, code)
+
+    return deque((event(entry) for entry in entries), maxlen=Scope.MAX_EVENTS)
+
+
+def _chain(scopes: Sequence[Scope]) -> Namer:
+    return Namer.chained([s._own_namer() for s in scopes])
