@@ -224,7 +224,11 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
         diagnosis = tracker.diagnosis_for(exc) if tracker is not None else None
         if verbose:
             if diagnosis is not None:
+                # the diagnosis's own fixes only; of the explanation, what the message says
+                import dataclasses
+
                 print("\n" + diagnosis.details(), file=stderr)
+                explanation = dataclasses.replace(explanation, causes=(), fixes=())
             print("\n" + explanation.details(), file=stderr)
         elif diagnosis is None:
             print("\n" + str(explanation), file=stderr)

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Test files that test the gradlab library (they may use the course's networks as data).
 LIBRARY_TESTS = frozenset(
     {
+        "test_causes.py",
         "test_cli.py",
         "test_corpus.py",
         "test_double_backward_custom.py",
@@ -36,6 +37,7 @@ LIBRARY_TESTS = frozenset(
         "test_notes.py",
         "test_packaging.py",
         "test_internals.py",
+        "test_inplace_coverage.py",
         "test_layout.py",
         "test_memory.py",
         "test_messages.py",
@@ -46,6 +48,8 @@ LIBRARY_TESTS = frozenset(
         "test_properties.py",
         "test_python_versions.py",
         "test_session.py",
+        "test_silent_writes.py",
+        "test_silent_writes_cli.py",
         "test_tracker_sees.py",
     }
 )
@@ -55,12 +59,14 @@ SLOW_TESTS = frozenset(
     {
         "test_binder.py",
         "test_browser.py",
+        "test_causes.py",
         "test_cli.py",
         "test_colab.py",
         "test_corpus.py",
         "test_handout.py",
         "test_lab.py",
         "test_packaging.py",
+        "test_silent_writes_cli.py",
         "test_workshop.py",
     }
 )

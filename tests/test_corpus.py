@@ -22,32 +22,17 @@ STEPS = 3
 # The judge's expected failures on today's gradlab: one line per case, removed when gradlab's first fix
 # fits the intent and its claims are true (strict: a case that starts passing fails until its line goes).
 JUDGE_XFAIL = {
-    "a2c_shared_trunk": "the first fix has no edits",
-    "actor_critic_two_optimizers": "the first fix has no edits",
-    "attention_mask_inplace": "the first fix has no edits",
     "distillation_teacher_stepped": "the first fix has no edits",
-    "double_backward_plain": "the first fix has no edits",
     "dropout_inplace_after_tanh": "the first fix has no edits",
-    "embedding_normalize_inplace": "the first fix has no edits",
-    "epoch_forward_scheduler": "the first fix has no edits",
-    "forward_once_reused": "the first fix has no edits",
-    "gan_no_retain": "the first fix has no edits",
     "gan_retain_graph": "the first fix has no edits",
-    "gated_residual_iadd": "the first fix has no edits",
     "grad_accumulation_retain": "the first fix has no edits",
-    "gru_hidden_none": "the first fix has no edits",
     "maml_fast_weights_sub": "the first fix has no edits",
     "mean_teacher_ema": "the first fix has no edits",
     "moco_queue": "the first fix has no edits",
-    "multitask_two_adamw": "the first fix has no edits",
     "ppo_old_log_probs": "the first fix has no edits",
-    "reinforce_log_probs": "the first fix has no edits",
-    "relu_inplace_after_sigmoid": "the first fix has no edits",
     "running_stats_buffer": "the first fix has no edits",
-    "step_before_backward": "the first fix has no edits",
-    "tbptt_lstm": "the first fix has no edits",
+    "step_before_backward": "the first fix (recompute after the step) trains the classifier's bias where the intended version does not",
     "vae_two_optimizers": "the first fix has no edits",
-    "wgan_gp_attached_fake": "the first fix has no edits",
 }
 
 # Deliberately wrong variants of intended scripts: (case, old text, new text, what the oracle must say).
