@@ -9,8 +9,13 @@ STAMP  := $(VENV)/.gradlab-installed
 PORT   ?= 8888
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 TORCH  ?= 2.13.0
+# make test-python: another Python (3.12, 3.13) with the newest torch of gradlab's range for it.
+PY     ?= 3.13
+PY_TORCH ?= 2.15.0
+# pytest's workers for test-python (PYTEST_WORKERS=0: one process).
+PYTEST_WORKERS ?= auto
 
-.PHONY: setup system-deps lab test test-fast lint test-browser test-torch notebooks handout binder bench \
+.PHONY: setup system-deps lab test test-fast lint test-browser test-torch test-python dist notebooks handout binder bench \
         test-stability lock clean
 
 setup: $(STAMP)
@@ -56,10 +61,34 @@ test-browser: system-deps setup
 test-torch: setup
 	@test -x .venv-torch-$(TORCH)/bin/python || $(PYTHON) -m venv .venv-torch-$(TORCH)
 	PIP_CONFIG_FILE=/dev/null .venv-torch-$(TORCH)/bin/python -m pip install --quiet "torch==$(TORCH)"
-	grep -v -E '^(torch|nvidia-|triton)' requirements/course.lock > .venv-torch-$(TORCH)/requirements.txt
+	grep -v -E '^(torch==|nvidia-|triton)' requirements/course.lock > .venv-torch-$(TORCH)/requirements.txt
 	PIP_CONFIG_FILE=/dev/null .venv-torch-$(TORCH)/bin/python -m pip install --quiet -r .venv-torch-$(TORCH)/requirements.txt
 	.venv-torch-$(TORCH)/bin/python -m pip install --quiet --no-deps -e .
 	.venv-torch-$(TORCH)/bin/python -m pytest -n auto --dist loadfile -m "library" -p no:cacheprovider tests
+
+# The library's unit tests on another Python (PY=3.12 or PY=3.13) in its own environment
+# (.venv-pyX.Y), with torch $(PY_TORCH) from PyPI (for these Pythons the multi-GB CUDA build) and
+# the rest of the lock. Not part of `make test`. pip's configuration files are ignored, as in
+# test-torch. PYTHON_PY names the interpreter when python$(PY) is not on PATH.
+PYTHON_PY ?= python$(PY)
+VENV_PY   := .venv-py$(PY)
+test-python:
+	@command -v $(PYTHON_PY) >/dev/null || { echo "$(PYTHON_PY) not found: install Python $(PY) (or run make test-python PY=$(PY) PYTHON_PY=/path/to/python$(PY))"; exit 1; }
+	@test -x $(VENV_PY)/bin/python || $(PYTHON_PY) -m venv $(VENV_PY)
+	PIP_CONFIG_FILE=/dev/null $(VENV_PY)/bin/python -m pip install --quiet "torch==$(PY_TORCH)"
+	grep -v -E '^(torch==|nvidia-|triton)' requirements/course.lock > $(VENV_PY)/requirements.txt
+	PIP_CONFIG_FILE=/dev/null $(VENV_PY)/bin/python -m pip install --quiet -r $(VENV_PY)/requirements.txt
+	$(VENV_PY)/bin/python -m pip install --quiet --no-deps -e .
+	$(VENV_PY)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "library" -p no:cacheprovider tests
+
+# The sdist and the wheel of torch-gradlab in dist/, built offline (setuptools and build from the
+# lock, no isolated build environment), then their metadata checked: twine check and
+# tests/test_packaging.py on those files (name, licence, requires-python, torch the only requirement).
+dist: setup
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	$(BIN)/python -m twine check --strict dist/*
+	GRADLAB_DIST=dist $(BIN)/python -m pytest -p no:xdist -q -p no:cacheprovider tests/test_packaging.py
 
 # Re-execute both editions; the Chinese notebooks are first rebuilt from the English ones
 # and translations/zh_CN/notebooks/*.po (tools/translate_notebooks.py).
@@ -89,7 +118,7 @@ test-stability: system-deps setup
 lock:
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
 	.lock-venv/bin/python -m pip install --quiet -r requirements/course.in
-	{ sed -n '1,3p' requirements/course.lock; .lock-venv/bin/python -m pip freeze --exclude-editable | sed 's/^torch==\([0-9.]*\)+cpu$$/torch==\1/'; } > requirements/course.lock.new
+	{ sed -n '1,3p' requirements/course.lock; .lock-venv/bin/python -m pip freeze --all --exclude-editable | grep -v '^pip==' | sed 's/^torch==\([0-9.]*\)+cpu$$/torch==\1/'; } > requirements/course.lock.new
 	mv requirements/course.lock.new requirements/course.lock && rm -rf .lock-venv
 
 clean:

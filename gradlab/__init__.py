@@ -17,6 +17,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
+# The name to pip install (`gradlab` on PyPI is another project); the import name stays gradlab.
+_DISTRIBUTION = "torch-gradlab"
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {

@@ -38,7 +38,7 @@ usage: python -m gradlab run [--verbose] [--explain-only] SCRIPT.py [ARGS...]
        python -m gradlab run [--verbose] [--explain-only] -m MODULE [ARGS...]
        python -m gradlab explain [--verbose] [--file TRACEBACK.txt]
        python -m gradlab fix [--steps K] [--timeout S] [--apply [--unsafe]] SCRIPT.py [ARGS...]
-       python -m gradlab --help
+       python -m gradlab --help | --version
 
 Run a PyTorch script as `python SCRIPT.py ARGS...` would, with gradlab's
 tracker watching autograd. If a backward fails because the graph was freed or
@@ -54,6 +54,7 @@ commands:
                  optimizer steps, show each as a diff with what it trained;
                  exit 0 if one is verified (or nothing fails), 1 if none, 2 on
                  bad input
+  --version      gradlab's version, and the Python and torch it runs with
 
 options of fix:
   --steps K      optimizer steps each patched copy runs (default 3)
@@ -483,7 +484,10 @@ def _main_explain(argv: list[str]) -> int:
         else:
             return _usage_error(f"unknown argument {opt!r} for explain (use --file F or stdin)")
     if path is None or path == "-":
-        text = sys.stdin.read()
+        read = _read_stdin()
+        if read is None:
+            return 2
+        text = read
     else:
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
@@ -491,7 +495,64 @@ def _main_explain(argv: list[str]) -> int:
         except OSError as e:
             print(f"gradlab: can't open file {path!r}: [Errno {e.errno}] {e.strerror}", file=sys.stderr)
             return 2
-    return explain_text(text, verbose=verbose)
+    try:
+        code = explain_text(text, verbose=verbose)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `... | head -1` stopped reading: stop quietly, as `cat` does
+        _silence_stdout()
+        return 1
+    return code
+
+
+def _read_stdin() -> str | None:
+    """The text on stdin, after a prompt on a terminal; None (with a note on stderr) when stdin is closed."""
+    from .i18n import _
+
+    stdin = sys.stdin
+    if stdin is None or stdin.closed:
+        print(
+            _(
+                "gradlab: error: stdin is closed; pass the traceback with --file TRACEBACK.txt, "
+                "or pipe it in: python -m gradlab explain < error.txt"
+            ),
+            file=sys.stderr,
+        )
+        return None
+    if stdin.isatty():
+        print(
+            _(
+                "Paste the traceback (or only its last line, the error message), then press Enter and "
+                "Ctrl-D to end it (Ctrl-Z and Enter on Windows):"
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
+    return stdin.read()
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush finds no broken pipe."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor behind stdout
+        pass
+
+
+def _version() -> str:
+    """``gradlab 0.2.0 (torch-gradlab; Python 3.11.7, torch 2.13.0)``: torch's version read without importing it."""
+    import platform
+    from importlib import metadata
+
+    from . import _DISTRIBUTION, __version__
+    from .i18n import _
+
+    try:
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch_version = _("not installed")
+    return f"gradlab {__version__} ({_DISTRIBUTION}; Python {platform.python_version()}, torch {torch_version})"
 
 
 def fix_child(spec_path: str) -> None:
@@ -649,6 +710,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args[0] in ("-h", "--help", "help"):
         print(USAGE, end="")
+        return 0
+    if args[0] in ("-V", "--version"):
+        print(_version())
         return 0
     command, rest = args[0], args[1:]
     if command == "run":

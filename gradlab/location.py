@@ -180,6 +180,9 @@ def user_frame(frame: FrameType | None = None) -> FrameType | None:
 # keep that tensor (and its graph) alive after the user deleted it. So the names
 # are copied out and the frame's dict is emptied at once; the function's own
 # (fast) locals are untouched: nothing writes the emptied dict back.
+# From Python 3.13 (PEP 667), f_locals of a function is a write-through proxy
+# (FrameLocalsProxy, not a dict): it keeps no snapshot, has no clear(), and
+# clearing it would delete the user's variables. Copying it is all it takes.
 _CO_OPTIMIZED = 0x0001
 
 
@@ -188,12 +191,10 @@ def frame_names(frame: FrameType | None) -> dict[str, object]:
     if frame is None:
         return {}
     names = dict(frame.f_globals)
-    if frame.f_code.co_flags & _CO_OPTIMIZED:
-        local = frame.f_locals
-        names.update(local)
-        local.clear()
-    else:
-        names.update(frame.f_locals)
+    local = frame.f_locals
+    names.update(local)
+    if frame.f_code.co_flags & _CO_OPTIMIZED and type(local) is dict:
+        local.clear()  # the snapshot dict of Python < 3.13 (above); never the 3.13 proxy
     return names
 
 

@@ -207,13 +207,14 @@ def plot_memory(traces: Sequence[MemoryTrace] | dict[str, MemoryTrace]) -> Figur
         >>> len(plot_memory([trace]).axes)
         2
     """
-    import matplotlib.pyplot as plt
-
-    from .plots import line_style, picture_fonts
+    from .plots import line_style, needs_matplotlib, picture_fonts
 
     items = list(traces.values()) if isinstance(traces, dict) else list(traces)
     if not items or not all(isinstance(t, MemoryTrace) for t in items):
         raise TypeError("plot_memory() needs MemoryTrace objects from gradlab.measure_memory()")
+    needs_matplotlib("plot_memory()")
+    import matplotlib.pyplot as plt
+
     with picture_fonts():
         fig, (ax_saved, ax_rss) = plt.subplots(1, 2, figsize=(10, 3.6))
         for t in items:

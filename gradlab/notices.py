@@ -9,9 +9,11 @@ Example::
 
 from __future__ import annotations
 
+import platform
+import sys
 import warnings
 
-__all__ = ["GradlabWarning", "SilentWriteWarning", "UnusedStepWarning", "GradlabError", "warn_once"]
+__all__ = ["GradlabWarning", "SilentWriteWarning", "UnusedStepWarning", "GradlabError", "warn_once", "diagnosis_failed"]
 
 
 class GradlabWarning(UserWarning):
@@ -58,3 +60,28 @@ def warn_once(key: str, message: str, category: type[Warning] = GradlabWarning, 
         return
     _warned.add(key)
     warnings.warn(message, category, stacklevel=stacklevel)
+
+
+def diagnosis_failed(error: BaseException) -> None:
+    """Say once per kind of ``error`` that gradlab could not diagnose a failing backward.
+
+    The user's own error is raised unchanged (without gradlab's note); this warning
+    (:class:`GradlabWarning`) says why the note is missing instead of dropping it
+    silently, e.g. when this Python or torch lacks something gradlab reads.
+    """
+    from .i18n import _t
+
+    kind = type(error).__name__
+    torch = sys.modules.get("torch")
+    warn_once(
+        f"diagnosis failed: {kind}",
+        _t(
+            "gradlab could not diagnose this failure ({kind}: {detail}) on Python {python} with torch {torch}: "
+            "the error is raised as it is, without gradlab's note. Please report it with these versions.",
+            kind=kind,
+            detail=str(error)[:200],
+            python=platform.python_version(),
+            torch=getattr(torch, "__version__", "?"),
+        ),
+        stacklevel=5,
+    )

@@ -44,6 +44,26 @@ def line_style(index: int, points: int) -> dict[str, object]:
     return {"marker": marker, "linestyle": line, "markersize": 3, "markevery": max(1, points // 20)}
 
 
+def needs_matplotlib(function: str) -> None:
+    """Raise an ImportError that says what to install when matplotlib is missing (``function`` draws)."""
+    try:
+        import matplotlib.pyplot  # noqa: F401 - imported to see that it is there
+    except ModuleNotFoundError as e:
+        if not (e.name or "matplotlib").startswith("matplotlib"):
+            raise  # matplotlib is there but one of its own dependencies is not: its own error says which
+        from . import _DISTRIBUTION
+
+        raise ImportError(
+            _t(
+                '{function} draws with matplotlib, which is not installed: pip install "{distribution}[plots]" '
+                "(or pip install matplotlib)",
+                function=function,
+                distribution=_DISTRIBUTION,
+            ),
+            name="matplotlib",
+        ) from e
+
+
 def new_figure(rows: int, cols: int, size: tuple[float, float], **kw: Any) -> tuple[Figure, Any]:
     """A fresh figure and axes grid (``axes[row][col]``), already released from pyplot's registry."""
     import matplotlib.pyplot as plt
@@ -284,6 +304,7 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
             "the tracker saw no named tensor being saved or modified; run the forward, step and "
             "backward inside `with gradlab.track(names={'n_1': n_1, ...}) as tracker:`"
         )
+    needs_matplotlib("timeline()")
     with picture_fonts():
         return _draw_timeline(events, names, bases)
 
@@ -416,6 +437,7 @@ def plot_grads(report: GradReport) -> Figure:
         )
     if not report.rows:
         raise ValueError("the GradReport has no rows; pass grad_report({'n_1': n_1, ...}) after a backward")
+    needs_matplotlib("plot_grads()")
     with picture_fonts():
         return _draw_grads(report)
 

@@ -21,7 +21,7 @@ from . import messages, session, writes
 from .i18n import _, _t
 from .location import Location, frame_names
 from .names import NamesLike, modules_in
-from .notices import warn_once
+from .notices import diagnosis_failed, warn_once
 from .recorder import BackwardCall, Event, EventKind, Recorder, Scope, events_of, name_logged, pending_names
 
 if TYPE_CHECKING:
@@ -150,7 +150,8 @@ class Tracker(Scope):
                 return  # a nested backward already annotated this exception
             try:
                 diag = self._failure_diagnosis(recorder, roots, call, frame)
-            except Exception:  # never replace the user's error with ours
+            except Exception as err:  # never replace the user's error with ours, but say once why no note
+                diagnosis_failed(err)
                 return
             recorder.diagnoses.append((id(e), str(e), diag))
             e.__dict__["_gradlab_diagnosis"] = diag  # for gradlab.last_diagnosis(), after the tracker has closed

@@ -3,10 +3,16 @@
 Each script in tests/scripts fails (or succeeds) the way a learner's training
 script does. The runner must behave like ``python`` (exit code, stdout,
 traceback) and add gradlab's diagnosis and explanation to autograd errors.
+
+A subprocess costs about a second (it imports torch): a run of the same command
+in the same folder is made once and shared between the tests that read it
+(:func:`_python`), and what needs no process of its own (``explain`` on a text,
+``--help``, ``--version``) runs in this one through :func:`gradlab.cli.main`.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import subprocess
@@ -29,6 +35,12 @@ def _env() -> dict[str, str]:
 
 
 def _python(*args: str, cwd: Path = ROOT, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """``python ARGS`` in ``cwd``; the same command in the same folder runs once per test session."""
+    return _run(tuple(args), cwd, stdin)
+
+
+@functools.cache
+def _run(args: tuple[str, ...], cwd: Path, stdin: str | None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, *args], cwd=cwd, env=_env(), input=stdin, capture_output=True, text=True, timeout=300
     )
@@ -191,22 +203,97 @@ def test_run_module(tmp_path: Path) -> None:
 # -- explain, help and usage -------------------------------------------------------------
 
 
-def test_explain_from_stdin_and_file(tmp_path: Path) -> None:
-    message = (
-        "RuntimeError: one of the variables needed for gradient computation has been modified "
-        "by an inplace operation: [torch.cuda.FloatTensor [64, 1]] is at version 3; expected "
-        "version 2 instead.\n"
-    )
-    r = _python("-m", "gradlab", "explain", stdin=message)
-    assert r.returncode == 0 and r.stdout.startswith("gradlab: modified_in_place: ")
+MESSAGE = (
+    "RuntimeError: one of the variables needed for gradient computation has been modified "
+    "by an inplace operation: [torch.cuda.FloatTensor [64, 1]] is at version 3; expected "
+    "version 2 instead.\n"
+)
+
+
+class _Stdin(io.StringIO):
+    """stdin with ``text`` to read, as a terminal (``tty=True``) or a pipe."""
+
+    def __init__(self, text: str, tty: bool = False) -> None:
+        super().__init__(text)
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def test_explain_from_stdin_and_file(tmp_path: Path, monkeypatch, capsys) -> None:
+    r = _python("-m", "gradlab", "explain", stdin=MESSAGE)  # once through a real pipe
+    assert (r.returncode, r.stderr) == (0, "") and r.stdout.startswith("gradlab: modified_in_place: ")
     f = tmp_path / "tb.txt"
-    f.write_text(message)
-    r2 = _python("-m", "gradlab", "explain", "--file", str(f))
-    assert (r2.returncode, r2.stdout) == (0, r.stdout)
-    r3 = _python("-m", "gradlab", "explain", stdin="KeyError: 'x'\n")
-    assert r3.returncode == 1 and "gradlab: not_autograd" in r3.stdout
-    r4 = _python("-m", "gradlab", "explain", "--verbose", stdin=message)
-    assert r4.returncode == 0 and r4.stdout.startswith("gradlab: modified_in_place\n") and "2 -> 3" in r4.stdout
+    f.write_text(MESSAGE)
+    assert main(["explain", "--file", str(f)]) == 0
+    assert capsys.readouterr().out == r.stdout
+    monkeypatch.setattr(sys, "stdin", _Stdin("KeyError: 'x'\n"))
+    assert main(["explain"]) == 1
+    assert "gradlab: not_autograd" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "stdin", _Stdin(MESSAGE))
+    assert main(["explain", "--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("gradlab: modified_in_place\n") and "2 -> 3" in out
+
+
+def test_explain_prompts_on_a_terminal_only(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(sys, "stdin", _Stdin(MESSAGE, tty=True))
+    assert main(["explain"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.startswith("Paste the traceback") and "Ctrl-D" in captured.err
+    assert captured.out.startswith("gradlab: modified_in_place: ")  # the prompt stays off stdout
+    monkeypatch.setattr(sys, "stdin", _Stdin(MESSAGE, tty=False))
+    assert main(["explain"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("closed", ["none", "closed"])
+def test_explain_with_closed_stdin_says_what_to_pass(closed: str, monkeypatch, capsys) -> None:
+    stdin = None if closed == "none" else _Stdin(MESSAGE)  # `0<&-`: Python starts with sys.stdin None
+    if stdin is not None:
+        stdin.close()
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert main(["explain"]) == 2
+    err = capsys.readouterr().err
+    assert "stdin is closed" in err and "--file TRACEBACK.txt" in err and "Traceback" not in err
+
+
+def test_explain_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
+    """``python -m gradlab explain --verbose < tb.txt | head -1``, with the reader gone before the first write."""
+    f = tmp_path / "tb.txt"
+    f.write_text(MESSAGE)
+    read, write = os.pipe()
+    os.close(read)  # every write now fails with EPIPE, at once and every time
+    try:
+        with f.open() as stdin:
+            r = subprocess.run(
+                [sys.executable, "-m", "gradlab", "explain", "--verbose"],
+                cwd=ROOT,
+                env=_env(),
+                stdin=stdin,
+                stdout=write,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=300,
+            )
+    finally:
+        os.close(write)
+    assert (r.returncode, r.stderr) == (1, "")
+
+
+def test_version(capsys) -> None:
+    import platform
+    from importlib import metadata
+
+    import gradlab
+
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"gradlab {gradlab.__version__} (torch-gradlab; Python {platform.python_version()}, ")
+    assert f"torch {metadata.version('torch')})" in out
+    assert main(["-V"]) == 0
+    assert capsys.readouterr().out == out
 
 
 def test_help_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:

@@ -261,3 +261,16 @@ def test_frames_a_cell_prints_are_cut_like_a_traceback() -> None:
     )
     plain = "loss 0.25\nFile names are not frames\n"
     assert tracebacks.cut_printed_frames(plain) == plain
+
+
+def test_the_colab_cells_never_print_and_the_title_stays_first() -> None:
+    nb = notebook(
+        ("markdown", "[![Open in Colab](badge.svg)](https://colab.research.google.com/github/x)", ["colab"]),
+        ("code", 'if "google.colab" in sys.modules: ...', ["colab"]),
+        ("markdown", "# 01 · Title\n\n**Learning goals**\n\n- one", []),
+        ("markdown", "## Summary\n\n- it", ["summary"]),
+    )
+    assert sources(workbook.workbook_notebook(nb, LABELS)) == [
+        "# 01 · Title\n\n**Learning goals**\n\n- one",
+        "## Summary\n\n- it",
+    ]

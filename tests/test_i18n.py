@@ -194,7 +194,8 @@ def _memory() -> str:
     empty = gradlab.MemoryTrace("empty")
     with gradlab.measure_memory("kept") as trace:
         trace.record()
-    fig = gradlab.plot_memory([trace])
+    with _any_font():
+        fig = gradlab.plot_memory([trace])
     labels = [ax.get_xlabel() + " " + ax.get_title() for ax in fig.axes]
     return "\n".join([str(empty), str(trace), *labels])
 
@@ -220,7 +221,8 @@ def _exercise() -> str:
 def _course_plots() -> str:
     from gradlab.course.plots import plot_losses
 
-    fig = plot_losses({"flat": [0.5, 0.5, 0.5], "none": []})
+    with _any_font():
+        fig = plot_losses({"flat": [0.5, 0.5, 0.5], "none": []})
     return "\n".join(t.get_text() for ax in fig.axes for t in ax.texts)
 
 

@@ -6,6 +6,9 @@ that makes notebooks clean; fix a failure with `make notebooks`.
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -39,6 +42,7 @@ def _course(folder: Path, cells: list[nbformat.NotebookNode]) -> Path:
     path = folder / tool.INDEX
     nbformat.write(nb, path)
     tool.set_navigation(nb, tool.expected_navigation(path))
+    tool.set_colab(nb, path, renumber=True)
     nbformat.write(nb, path)
     return path
 
@@ -77,7 +81,7 @@ def test_checker_reports_a_bad_notebook(tmp_path: Path) -> None:
         "'/tmp/'",
         "'/home/'",
         "outputs but no execution count",
-        "execution counts are [2, 1, None]",
+        "execution counts are [1, 3, 2, None]",
     ):
         assert expected in report, f"not reported: {expected}\n{report}"
 
@@ -115,3 +119,37 @@ def test_sanitize_rules_are_idempotent() -> None:
     assert "/tmp/" not in once and "ipykernel_" not in once and "0x7f" not in once
     assert "<site-packages>/torch/autograd/graph.py" in once
     assert tool.clean_text(once, rules) == once
+
+
+EDITIONS = [*NOTEBOOKS, *tool.course_notebooks(REPO / "notebooks" / "zh")]
+
+
+@pytest.mark.parametrize("path", EDITIONS, ids=[p.relative_to(REPO / "notebooks").as_posix() for p in EDITIONS])
+def test_each_notebook_opens_in_colab_and_installs_only_there(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nb = nbformat.read(path, as_version=4)
+    link, setup = nb.cells[0], nb.cells[1]
+    url = f"https://colab.research.google.com/github/gradlab/gradlab/blob/main/{path.relative_to(REPO).as_posix()}"
+    assert link.cell_type == "markdown" and f"]({url})" in link.source
+    assert setup.cell_type == "code" and setup.outputs == []
+    assert '"google.colab" in sys.modules' in setup.source and tool.COLAB_SOURCE in setup.source
+    assert re.search(r"@v\d+\.\d+\.\d+\"", setup.source), "the install is pinned to a release tag, never a branch"
+    ran: list[object] = []
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: ran.append(a))
+    exec(compile(setup.source, f"{path.name}: colab cell", "exec"), {})
+    assert ran == [], "outside Colab the first cell runs nothing"
+
+
+def test_the_readmes_link_every_notebook_in_colab() -> None:
+    for readme, folders in (
+        ("README.md", ("notebooks", "notebooks/zh")),
+        ("README.zh-CN.md", ("notebooks/zh", "notebooks")),
+    ):
+        text = (REPO / readme).read_text(encoding="utf-8")
+        linked = set(
+            re.findall(r"colab\.research\.google\.com/github/gradlab/gradlab/blob/main/([^)\s]+\.ipynb)", text)
+        )
+        for folder in folders:
+            for path in tool.course_notebooks(REPO / folder):
+                assert f"{folder}/{path.name}" in linked, f"{readme} has no Colab link to {folder}/{path.name}"
+        assert all((REPO / p).is_file() for p in linked), f"{readme} links a notebook that is not committed"

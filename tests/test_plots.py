@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import sys
+
 import matplotlib
 
 matplotlib.use("Agg")  # headless; set here, before pyplot is imported anywhere in this module
@@ -151,3 +154,24 @@ def test_plot_grads_says_when_there_is_no_bar_to_draw():
     assert any(t.startswith("no bars: no parameter has a gradient") for t in untouched)
     healthy = texts(plot_grads(_report(softmax=False)))
     assert not any(t.startswith("no bars") for t in healthy)
+
+
+def test_plots_without_matplotlib_say_what_to_install(failing_tracker, monkeypatch):
+    from gradlab import _DISTRIBUTION
+
+    s = scenarios.fresh()
+    loss = s.pair.criterion(s.y, s.pair.n_1(s.x))
+    loss.backward()
+    report = grad_report(s.names, loss)
+    with gradlab.measure_memory("one step") as trace:
+        trace.record()
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)  # as if matplotlib were not installed
+    for draw, name in (
+        (lambda: timeline(failing_tracker), "timeline()"),
+        (lambda: plot_grads(report), "plot_grads()"),
+        (lambda: gradlab.plot_memory([trace]), "plot_memory()"),
+    ):
+        with pytest.raises(ImportError, match=re.escape(f'pip install "{_DISTRIBUTION}[plots]"')) as info:
+            draw()
+        assert str(info.value).startswith(name)
+        assert info.value.name == "matplotlib"

@@ -73,7 +73,7 @@ def test_the_chinese_notebooks_are_built_from_the_current_sources(
     for path in built:
         fresh = nbformat.read(path, as_version=4)
         committed = nbformat.read(ZH / path.name, as_version=4)
-        cells = [(c.cell_type, c.source) for c in committed.cells if not tool.is_navigation(c)]
+        cells = [(c.cell_type, c.source) for c in committed.cells if not tool.is_generated(c)]
         assert cells == [(c.cell_type, c.source) for c in fresh.cells], (
             f"notebooks/zh/{path.name} is older than its sources: run make notebooks"
         )

@@ -51,9 +51,11 @@ TEST_ONLY = {
     "ruff": "lint and format check",
     "mypy": "type check",
     "pypdf": "PDF outline checks of the handout",
+    "build": "make dist (the sdist and the wheel)",
+    "twine": "make dist (the metadata check)",
 }
 
-# pip freeze leaves these out of the lock; the Binder image provides them.
+# The Binder image provides these; never pinned there (the lock pins setuptools for make dist).
 INSTALLER_TOOLS = {"pip", "setuptools", "wheel", "distribute"}
 
 # Binder builds a Linux x86_64 image with the Python of binder/runtime.txt.
@@ -137,7 +139,7 @@ def render(lock_path: Path = LOCK, course_in: Path = COURSE_IN) -> str:
     test_only = {normalize(n) for n in TEST_ONLY}
     roots = [n for n in read_pins(course_in) if n not in test_only]
     keep = closure(roots, lock)
-    dropped = sorted(lock[n][0] for n in lock if n not in keep)
+    dropped = sorted(lock[n][0] for n in lock if n not in keep and n not in INSTALLER_TOOLS)
     lines = [
         "# binder/requirements.txt: generated, do not edit.",
         "# Made by tools/binder_requirements.py from requirements/course.lock (same versions);",

@@ -4,7 +4,10 @@
 For each notebook (default: every ``notebooks/[0-9][0-9]_*.ipynb``):
 
 1. the last cell becomes the generated navigation cell (tag ``navigation``:
-   "← previous | index | next →" from the sorted notebook list and titles);
+   "← previous | index | next →" from the sorted notebook list and titles),
+   and the first two become the generated Colab cells (tag ``colab``): an
+   "Open in Colab" link, and a code cell that installs the course when it runs
+   in Colab and does nothing elsewhere;
 2. a fresh ``python3`` kernel of this environment runs it top to bottom, with
    cwd ``notebooks/`` and ``PYTHONHASHSEED=0``; only cells tagged
    ``raises-exception`` may raise;
@@ -159,6 +162,106 @@ def set_navigation(nb: nbformat.NotebookNode, source: str) -> None:
     nb.cells.append(navigation_cell(source))
 
 
+# ---------------------------------------------------------------------- Colab
+
+COLAB_TAG = "colab"
+#: The repository on GitHub, as Colab opens it and pip installs from it.
+GITHUB_REPO = "gradlab/gradlab"
+
+
+def _version() -> str:
+    """gradlab's ``__version__``, read from the source (this script must not import gradlab)."""
+    text = (REPO / "gradlab" / "__init__.py").read_text(encoding="utf-8")
+    found = re.search(r'^__version__ = "([^"]+)"$', text, re.M)
+    assert found, "gradlab/__init__.py has no __version__ line"
+    return found[1]
+
+
+#: What the Colab cell installs: the course at the release tag of this version (a pinned ref, never a branch).
+COLAB_SOURCE = f"torch-gradlab[colab] @ git+https://github.com/{GITHUB_REPO}@v{_version()}"
+
+#: The Colab cells' words in each edition.
+COLAB_WORDS = {
+    "en": {
+        "badge": "Open in Colab",
+        "link": "Run this notebook in Google Colab (the first code cell installs the course there).",
+        "comment": "# In Colab only: install the course beside Colab's own torch (pip may not replace it); elsewhere: nothing",
+    },
+    "zh": {
+        "badge": "在 Colab 中打开",
+        "link": "在 Google Colab 中运行本笔记本（第一个代码单元格会在那里安装课程）。",
+        "comment": "# 仅在 Colab 中：在 Colab 自带的 torch 旁安装课程（pip 不得替换它）；在其他地方：什么也不做",
+    },
+}
+
+
+def colab_url(path: Path) -> str:
+    """The Colab address of the committed notebook at ``path`` (either edition)."""
+    try:
+        relative = path.resolve().relative_to(REPO).as_posix()
+    except ValueError:  # a notebook outside the checkout (a test's): where it would be committed
+        relative = f"notebooks/{'zh/' if edition(path.parent) == 'zh' else ''}{path.name}"
+    return f"https://colab.research.google.com/github/{GITHUB_REPO}/blob/main/{relative}"
+
+
+def colab_cells(path: Path) -> list[nbformat.NotebookNode]:
+    """The two generated first cells of ``path``: the "Open in Colab" link and the install cell (fixed ids)."""
+    words = COLAB_WORDS[edition(path.parent)]
+    badge = "https://colab.research.google.com/assets/colab-badge.svg"
+    link = nbformat.v4.new_markdown_cell(
+        f"[![{words['badge']}]({badge})]({colab_url(path)}) {words['link']}", metadata={"tags": [COLAB_TAG]}
+    )
+    link.id = "colab-link"
+    code = nbformat.v4.new_code_cell(
+        f"""{words["comment"]}
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+    from importlib.metadata import version
+
+    course = "{COLAB_SOURCE}"
+    keep = f"torch=={{version('torch')}}"  # the torch Colab installed, exactly
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", course, keep], check=True)""",
+        metadata={"tags": [COLAB_TAG]},
+    )
+    code.id = "colab-setup"
+    return [link, code]
+
+
+def is_colab(cell: nbformat.NotebookNode) -> bool:
+    return COLAB_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def is_generated(cell: nbformat.NotebookNode) -> bool:
+    """A cell this script writes (navigation, Colab): never edited or translated by hand."""
+    return is_navigation(cell) or is_colab(cell)
+
+
+def set_colab(nb: nbformat.NotebookNode, path: Path, renumber: bool = False) -> None:
+    """Put fresh Colab cells first (replacing old ones).
+
+    ``renumber``: without executing, give the install cell execution count 1 and move every
+    later count up by one, as a run would (the install cell prints nothing outside Colab).
+    """
+    old = next((c for c in nb.cells if is_colab(c) and c.cell_type == "code"), None)
+    nb.cells = [c for c in nb.cells if not is_colab(c)]
+    link, code = colab_cells(path)
+    nb.cells[:0] = [link, code]
+    if not renumber:
+        return
+    if old is not None:
+        code.execution_count = old.execution_count
+        return
+    code.execution_count = 1
+    for cell in nb.cells[2:]:
+        if cell.cell_type == "code" and cell.execution_count is not None:
+            cell.execution_count += 1
+            for output in cell.outputs:
+                if output.get("execution_count") is not None:
+                    output["execution_count"] += 1
+
+
 # ------------------------------------------------------------------ cleaning
 
 
@@ -266,6 +369,12 @@ def problems(path: Path, navigation: str | None = None) -> list[str]:
             found.append("navigation cell is out of date (run tools/execute_notebooks.py)")
     if sum(is_navigation(cell) for cell in nb.cells) > 1:
         found.append("more than one navigation cell")
+    expected_colab = colab_cells(path)
+    shown_colab = [(c.cell_type, c.source) for c in nb.cells[:2] if is_colab(c)]
+    if shown_colab != [(c.cell_type, c.source) for c in expected_colab]:
+        found.append("the first two cells are not the current Colab cells (run tools/execute_notebooks.py)")
+    if sum(is_colab(cell) for cell in nb.cells) != 2:
+        found.append("expected exactly two Colab cells (tag 'colab')")
     return found
 
 
@@ -276,6 +385,7 @@ def execute(path: Path, navigation: str, rules: Sequence[tuple[str, str]], timeo
     """Regenerate navigation, run ``path`` in a fresh kernel, clean it, save it."""
     nb = nbformat.read(path, as_version=4)
     set_navigation(nb, navigation)
+    set_colab(nb, path)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
@@ -329,6 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if options.navigation_only:
             nb = nbformat.read(path, as_version=4)
             set_navigation(nb, navigation)
+            set_colab(nb, path, renumber=True)
             nbformat.write(nb, path)
             continue
         print(f"executing {shown} ...", flush=True)

@@ -21,6 +21,7 @@ from typing import Protocol
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 NAVIGATION_TAG = "navigation"
+COLAB_TAG = "colab"  # the generated "Open in Colab" link and install cell: for the screen, never printed
 
 # What the builder itself prints, per language of the notebooks.
 LABELS: dict[str, dict[str, str]] = {
@@ -115,7 +116,7 @@ main {{ max-width: none; margin: 0; padding: 0; }}
 .jp-CodeCell .jp-Cell-inputWrapper {{ break-after: avoid; }}
 .handout-url {{ font-size: 0.85em; color: #444; }}
 .handout-pageref {{ color: #444; }}
-.celltag_{NAVIGATION_TAG}, .handout-nav {{ display: none; }}
+.celltag_{NAVIGATION_TAG}, .celltag_{COLAB_TAG}, .handout-nav {{ display: none; }}
 section.handout-chapter {{ break-before: page; }}
 
 .handout-cover {{ page: cover; font-size: 8.2pt; line-height: 1.3; }}

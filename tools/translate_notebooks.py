@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from execute_notebooks import NOTEBOOKS, course_notebooks, is_navigation
+from execute_notebooks import NOTEBOOKS, course_notebooks, is_generated
 from i18n import _quote
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,11 +68,12 @@ def _learner_words(source: str) -> bool:
 
 
 def translatable(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
-    """The cells with words to translate: every markdown cell but the navigation, and the code cells with words."""
+    """The cells with words to translate: every markdown cell but the generated ones (navigation, Colab), and the
+    code cells with words."""
     return [
         c
         for c in nb.cells
-        if not is_navigation(c) and (c.cell_type == "markdown" or (c.cell_type == "code" and _learner_words(c.source)))
+        if not is_generated(c) and (c.cell_type == "markdown" or (c.cell_type == "code" and _learner_words(c.source)))
     ]
 
 
@@ -219,7 +220,7 @@ def build(notebooks: list[Path], target: Path = TARGET) -> list[Path]:
         nb = nbformat.read(path, as_version=4)
         catalog = read_catalog(catalog_path(path))
         out = copy.deepcopy(nb)
-        out.cells = [c for c in out.cells if not is_navigation(c)]
+        out.cells = [c for c in out.cells if not is_generated(c)]  # execute_notebooks writes them per edition
         for cell in out.cells:
             if cell.id in catalog:
                 cell.source = catalog[cell.id][1]

@@ -8,13 +8,13 @@ follows the course:
 =================  ==========================================================
 tag                in the workbook
 =================  ==========================================================
-(first markdown)   always: the title and the learning goals
+(first markdown)   always: the title and the learning goals (the first one not excluded below)
 ``predict``        the prompt, then ruled lines ("Your prediction")
 ``exercise``       the task, then more ruled lines ("Your answer"); a code
                    cell shows its code, never its outputs
 ``workbook``       as it is: code with its outputs and pictures, or text
 ``summary``        as it is
-``solution``       never (nor ``navigation``), whatever other tag it has
+``solution``       never (nor ``navigation`` or ``colab``), whatever other tag it has
 =================  ==========================================================
 
 A notebook with no ``summary`` tag lends its last markdown cell that opens with
@@ -30,16 +30,17 @@ import re
 
 import nbformat
 
-PREDICT, EXERCISE, SOLUTION, WORKBOOK, SUMMARY, NAVIGATION = (
+PREDICT, EXERCISE, SOLUTION, WORKBOOK, SUMMARY, NAVIGATION, COLAB = (
     "predict",
     "exercise",
     "solution",
     "workbook",
     "summary",
     "navigation",
+    "colab",
 )
 INCLUDED = {PREDICT, EXERCISE, WORKBOOK, SUMMARY}
-EXCLUDED = {SOLUTION, NAVIGATION}
+EXCLUDED = {SOLUTION, NAVIGATION, COLAB}
 ANSWER_LINES = {PREDICT: 4, EXERCISE: 7}
 
 _DETAILS = re.compile(r"<details\b.*?</details\s*>", re.I | re.S)
@@ -80,7 +81,10 @@ def workbook_notebook(notebook: nbformat.NotebookNode, labels: dict[str, str]) -
     ``labels`` names the ruled space: ``labels["prediction"]`` under a
     ``predict`` cell, ``labels["answer"]`` under an ``exercise`` cell.
     """
-    first_markdown = next((at for at, cell in enumerate(notebook.cells) if cell.cell_type == "markdown"), None)
+    first_markdown = next(
+        (at for at, cell in enumerate(notebook.cells) if cell.cell_type == "markdown" and not tags(cell) & EXCLUDED),
+        None,
+    )
     summary = _summary_fallback(notebook)
     result = copy.deepcopy(notebook)
     result.cells = []
