@@ -556,25 +556,65 @@ def test_z2jh_resources_and_image() -> None:
         "same limit as on one machine"
     )
     assert 0 < singleuser["cpu"]["guarantee"] <= singleuser["cpu"]["limit"]
-    assert singleuser["cmd"] == "jupyterhub-singleuser" and singleuser["defaultUrl"] == "/lab"
+    assert singleuser["cmd"][0] == "jupyterhub-singleuser" and singleuser["defaultUrl"] == "/lab"
+    # The same kernel culling as on one machine.
+    one_machine = config.kernel_culling(
+        settings.Settings(state_dir=Path("/s"), workshop_code="c" * 8, admin_password="p" * 32)
+    )
+    assert singleuser["cmd"][1:] == one_machine
+    assert singleuser["cloudMetadata"]["blockWithIptables"] is True
     binder = (REPO / "binder" / "requirements.txt").read_text()
     for needed in ("jupyterhub==", "nbgitpuller=="):
         assert needed in binder, f"the image built from binder/ needs {needed.rstrip('=')}"
 
 
-@pytest.mark.slow
-def test_image_build_command_is_accepted_by_repo2docker() -> None:
+def chart_jupyterhub() -> str:
+    return str(yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))["appVersion"])
+
+
+def image_command() -> str:
     readme = (WORKSHOP / "README.md").read_text(encoding="utf-8")
     (command,) = re.findall(r"^(\.venv/bin/jupyter-repo2docker .*)$", readme, flags=re.MULTILINE)
+    return command
+
+
+def test_the_learners_image_has_the_charts_jupyterhub() -> None:
+    # JupyterHub warns that a different major version between hub and server "could cause
+    # failure to authenticate": the image must carry the chart's JupyterHub, not the lock's.
+    hub_version = chart_jupyterhub()
+    assert hub_version == "5.5.0", "chart 4.4.0 runs JupyterHub 5.5.0; update README and config.yaml together"
+    command = image_command()
+    assert f'--appendix "RUN python -m pip install --no-cache-dir jupyterhub=={hub_version}"' in command
+    lock_pin = next(
+        line
+        for line in (REPO / "binder" / "requirements.txt").read_text().splitlines()
+        if line.startswith("jupyterhub==")
+    )
+    assert lock_pin.split("==")[1].split(".")[0] != hub_version.split(".")[0], (
+        "when the lock's JupyterHub matches the chart's major version, drop the --appendix"
+    )
+    assert "--version 4.4.0" in (WORKSHOP / "README.md").read_text() and "4.4.0" in CHART.name
+
+
+@pytest.mark.slow
+def test_image_build_command_is_accepted_by_repo2docker() -> None:
+    command = image_command()
     flags = ["--user-id", "1000", "--user-name", "jovyan", "--target-repo-dir", "/srv/gradlab"]
     assert " ".join(flags) in command, "the image keeps the course outside the learner's home volume"
+    (appendix,) = re.findall(r'--appendix "([^"]+)"', command)
     # Offline, the same flags with --no-build: repo2docker writes the Dockerfile instead of building.
     repo2docker = Path(sys.executable).parent / "jupyter-repo2docker"
     done = subprocess.run(
-        [str(repo2docker), "--no-build", "--debug", *flags, "."], cwd=REPO, capture_output=True, text=True, timeout=300
+        [str(repo2docker), "--no-build", "--debug", *flags, "--appendix", appendix, "."],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "binder/requirements.txt" in done.stdout and "./binder/postBuild" in done.stdout
+    # The appendix comes after the course is installed, so its JupyterHub is the one the image keeps.
+    assert done.stdout.index(appendix) > done.stdout.index("./binder/postBuild")
 
 
 # -- make targets ------------------------------------------------------------------------------------

@@ -82,11 +82,14 @@ def _role(proc: psutil.Process) -> str:
 class Sampler(threading.Thread):
     """Samples memory (PSS by role), kernels alive and CPU seconds of the workshop's processes."""
 
-    def __init__(self, hub: TrialHub, every: float, active: list[int]) -> None:
+    def __init__(self, hub: TrialHub, every: float, active: list[int], *, keep_free_mb: float = 3072) -> None:
         super().__init__(daemon=True)
         self.hub, self.every, self.active = hub, every, active
         self.rows: list[dict[str, float]] = []
         self.done = threading.Event()
+        # The machine is shared: when less than this is left, the learners stop (a problem, reported).
+        self.keep_free_mb = keep_free_mb
+        self.low_memory = threading.Event()
         self.started = time.monotonic()
         # CPU seconds of processes that have ended (culled kernels) still count.
         self.cpu: dict[tuple[int, float], float] = {}
@@ -118,6 +121,8 @@ class Sampler(threading.Thread):
     def run(self) -> None:
         while not self.done.is_set():
             self.rows.append(self.sample())
+            if psutil.virtual_memory().available / 2**20 < self.keep_free_mb:
+                self.low_memory.set()
             self.done.wait(self.every)
 
 
@@ -229,6 +234,8 @@ def run(
                     per.update(pull(hub, name, session, repo))
                     per["notebooks"] = {}
                     for notebook in chosen:
+                        if sampler is not None and sampler.low_memory.is_set():
+                            raise MemoryError(f"stopped before {notebook}: the machine has under 3 GiB left")
                         per["notebooks"][notebook] = run_notebook(hub, name, token, notebook, think, rules)
                     return per
                 finally:
