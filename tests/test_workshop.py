@@ -856,3 +856,18 @@ def test_reset_gives_back_the_courses_notebook_where_git_checkout_gives_the_lear
         reset.reset_notebook(me, "../x.ipynb", home=home)
     runsheet = (WORKSHOP / "RUNSHEET.md").read_text(encoding="utf-8")
     assert "git -C ~/gradlab checkout @{upstream} -- notebooks/" in runsheet
+
+
+def test_the_session_replay_runs_every_notebook_in_order() -> None:
+    from gradlab_hub import session
+
+    assert [Path(path).name[:2] for path in session.NOTEBOOKS] == [f"{i:02d}" for i in range(11)]
+    assert all((REPO / path).is_file() for path in session.NOTEBOOKS)
+    with pytest.raises(ValueError, match="between 1 and"):
+        session.run(0)
+    with pytest.raises(ValueError, match="--think"):
+        session.run(1, think=-1)
+    # The committed measurements SIZING.md quotes: every sample has every field.
+    for table in sorted((WORKSHOP / "results").glob("session-*.csv")):
+        rows = list(__import__("csv").DictReader(table.open(encoding="utf-8")))
+        assert rows and set(rows[0]) == set(session.FIELDS), table.name

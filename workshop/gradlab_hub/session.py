@@ -326,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cull", type=int, default=600, help="idle seconds before a server is culled")
     parser.add_argument("--arrival", type=float, default=60.0, help="learners arrive over this many seconds")
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between two samples")
+    parser.add_argument(
+        "--linger", type=float, default=None, help="seconds to watch the culling after the last cell (default: enough)"
+    )
     parser.add_argument("--notebooks", nargs="*", default=None, help="notebook paths (default: 00 to 10)")
     parser.add_argument("--output", type=Path, default=None, help="JSON report (default: workshop/results/)")
     options = parser.parse_args(argv)
@@ -340,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         cull=options.cull,
         arrival=options.arrival,
         sample=options.sample,
+        linger=options.linger,
         notebooks=options.notebooks,
         csv_path=output.with_suffix(".csv"),
         keep_log=output.with_suffix(".log"),
