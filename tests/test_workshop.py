@@ -630,6 +630,10 @@ def test_make_targets_exist() -> None:
     assert "-m gradlab_hub.learner_env" in done.stdout
     hub = subprocess.run(["make", "-n", "hub"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert hub.returncode == 0 and "-m gradlab_hub.hub" in hub.stdout
+    session = subprocess.run(
+        ["make", "-n", "hub-session", "N=4", "SESSION_ARGS=--think 60"], cwd=REPO, capture_output=True, text=True
+    )
+    assert session.returncode == 0 and "-m gradlab_hub.session --learners 4 --think 60" in session.stdout
 
 
 def test_the_hub_modules_examples_run() -> None:
