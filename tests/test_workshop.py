@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import os
 import re
 import shutil
@@ -30,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 WORKSHOP = REPO / "workshop"
 sys.path.insert(0, str(WORKSHOP))
 
-from gradlab_hub import accounts, config, limits, settings  # noqa: E402
+from gradlab_hub import accounts, config, cputorch, firewall, learner_env, limits, settings  # noqa: E402
 
 Z2JH = WORKSHOP / "z2jh"
 CHART = Z2JH / "chart-4.4.0"
@@ -138,7 +139,12 @@ def test_defaults_listen_on_loopback_only(tmp_path: Path) -> None:
 
 
 def test_a_public_address_needs_https_or_an_explicit_statement(tmp_path: Path) -> None:
-    public = {**SECRETS, "GRADLAB_HUB_STATE_DIR": str(tmp_path), "GRADLAB_HUB_IP": "0.0.0.0"}
+    public = {
+        **SECRETS,
+        "GRADLAB_HUB_STATE_DIR": str(tmp_path),
+        "GRADLAB_HUB_IP": "0.0.0.0",
+        "GRADLAB_HUB_PUBLIC_URL": "https://hub.example.org",
+    }
     with pytest.raises(settings.SettingsError, match="GRADLAB_HUB_SSL_CERT"):
         settings.Settings.from_env(public)
     assert settings.Settings.from_env({**public, "GRADLAB_HUB_PUBLIC_HTTP": "1"}).url == "http://0.0.0.0:8000/"
@@ -164,6 +170,48 @@ def test_a_public_address_needs_https_or_an_explicit_statement(tmp_path: Path) -
 def test_settings_that_cannot_work_are_refused(tmp_path: Path, variable: str, value: str, message: str) -> None:
     with pytest.raises(settings.SettingsError, match=message):
         settings.Settings.from_env({**SECRETS, "GRADLAB_HUB_STATE_DIR": str(tmp_path), variable: value})
+
+
+def test_a_public_address_needs_the_public_url_learners_open(tmp_path: Path) -> None:
+    base = {
+        **SECRETS,
+        "GRADLAB_HUB_STATE_DIR": str(tmp_path),
+        "GRADLAB_HUB_IP": "0.0.0.0",
+        "GRADLAB_HUB_PUBLIC_HTTP": "1",
+    }
+    with pytest.raises(settings.SettingsError, match="GRADLAB_HUB_PUBLIC_URL"):
+        settings.Settings.from_env(base)
+    for bad, message in (
+        ("https://0.0.0.0:443/", "names no machine"),
+        ("http://hub.example.org", "clear text"),
+        ("hub.example.org", "not a URL"),
+        ("https://hub.example.org/?x=1", "query"),
+    ):
+        with pytest.raises(settings.SettingsError, match=message):
+            settings.Settings.from_env({**base, "GRADLAB_HUB_PUBLIC_URL": bad})
+    chosen = settings.Settings.from_env({**base, "GRADLAB_HUB_PUBLIC_URL": "https://hub.example.org/jupyter"})
+    assert chosen.learners_url == "https://hub.example.org/jupyter/"
+    # On loopback (a reverse proxy in front, or a rehearsal) the URL is optional.
+    local = settings.Settings.from_env({**SECRETS, "GRADLAB_HUB_STATE_DIR": str(tmp_path)})
+    assert local.public_url is None and local.learners_url == "http://127.0.0.1:8000/"
+
+
+def test_make_hub_prints_the_link_learners_open(tmp_path: Path) -> None:
+    from gradlab_hub import hub
+
+    behind_proxy = settings.Settings.from_env(
+        {**SECRETS, "GRADLAB_HUB_STATE_DIR": str(tmp_path), "GRADLAB_HUB_PUBLIC_URL": "https://hub.example.org"}
+    )
+    printed = hub.announcement(behind_proxy, "metadata: blocked")
+    (link,) = re.findall(r"learners' link:\s+(\S+)", printed)
+    assert link == workshop.pull_link("https://hub.example.org", hub.COURSE_REPO)
+    assert "127.0.0.1" not in link and "0.0.0.0" not in printed
+    assert "GRADLAB_HUB_PUBLIC_URL" not in printed, "no hint when the public URL is set"
+    local = settings.Settings.from_env({**SECRETS, "GRADLAB_HUB_STATE_DIR": str(tmp_path)})
+    assert "set GRADLAB_HUB_PUBLIC_URL" in hub.announcement(local, "metadata: blocked")
+    # The other-notebook example names a notebook that exists.
+    for path in re.findall(r"--open (\S+)", printed):
+        assert (REPO / path).is_file(), path
 
 
 def test_secrets_come_from_the_state_directory(tmp_path: Path) -> None:
@@ -231,6 +279,37 @@ def test_hub_config_accounts_spawner_and_limits(tmp_path: Path) -> None:
     assert applied(tmp_path, "/p/lib").WorkshopSpawner.environment["LD_LIBRARY_PATH"] == "/p/lib"
 
 
+def test_idle_kernels_are_culled_by_each_learners_server(tmp_path: Path) -> None:
+    from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
+
+    c = applied(tmp_path, GRADLAB_HUB_KERNEL_CULL_TIMEOUT="900", GRADLAB_HUB_KERNEL_CULL_EVERY="30")
+    args = c.WorkshopSpawner.args
+    assert "--MappingKernelManager.cull_idle_timeout=900" in args
+    assert "--MappingKernelManager.cull_interval=30" in args
+    assert "--MappingKernelManager.cull_connected=True" in args, "an open tab does not keep a kernel forever"
+    # Every option is a real trait of the installed jupyter_server, with a value it accepts.
+    traits = MappingKernelManager.class_traits(config=True)
+    for arg in args:
+        section, _, assignment = arg.removeprefix("--").partition(".")
+        name, _, value = assignment.partition("=")
+        assert section == "MappingKernelManager" and name in traits, arg
+        configured = MappingKernelManager(**{name: traits[name].from_string(value)})
+        assert str(getattr(configured, name)) == value, arg
+    assert applied(tmp_path).WorkshopSpawner.args[0] == "--MappingKernelManager.cull_idle_timeout=1200"
+
+
+def test_caps_on_accounts_and_running_servers_and_restarts_keep_servers(tmp_path: Path) -> None:
+    from jupyterhub.app import JupyterHub
+
+    c = applied(tmp_path, GRADLAB_HUB_MAX_ACCOUNTS="35", GRADLAB_HUB_MAX_SERVERS="32")
+    assert c.JupyterHub.active_server_limit == 32 and c.LocalWorkshopAuthenticator.max_accounts == 35
+    assert c.JupyterHub.cleanup_servers is False, "a hub restart must not stop learners' servers"
+    for trait in ("active_server_limit", "cleanup_servers", "cleanup_proxy"):
+        assert trait in JupyterHub.class_trait_names(config=True)
+    with pytest.raises(settings.SettingsError, match="at least 1"):
+        applied(tmp_path, GRADLAB_HUB_MAX_SERVERS="0")
+
+
 def test_idle_culler_and_the_optional_setup_service(tmp_path: Path) -> None:
     c = applied(tmp_path, GRADLAB_HUB_CULL_TIMEOUT="900", GRADLAB_HUB_CULL_EVERY="60")
     (culler,) = c.JupyterHub.services
@@ -279,6 +358,40 @@ def test_the_workshop_code_creates_an_account_and_only_its_password_keeps_it(tmp
     assert login(auth, "ada", "room-1234", "room-1234") is None
     stored = (tmp_path / "passwords.json").read_text()
     assert "my own password" not in stored and stat.S_IMODE((tmp_path / "passwords.json").stat().st_mode) == 0o600
+
+
+def test_the_workshop_code_creates_no_more_accounts_than_the_cap(tmp_path: Path) -> None:
+    auth = authenticator(tmp_path)
+    auth.max_accounts = 2
+    assert login(auth, "ada", "a good password", "room-1234") is not None
+    assert login(auth, "bob", "a good password", "room-1234") is not None
+    with pytest.raises(web.HTTPError, match="full"):
+        login(auth, "eve", "a good password", "room-1234")
+    # Those who have an account still sign in.
+    assert login(auth, "ada", "a good password") is not None
+
+
+def test_the_instructor_resets_a_forgotten_password(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    auth = authenticator(tmp_path)
+    assert login(auth, "ada", "forgotten password", "room-1234") is not None
+    file = ["--password-file", str(tmp_path / "passwords.json")]
+    assert accounts.main([*file, "reset", "ada"]) == 0
+    (new,) = re.findall(r"new password for ada: (\S+)", capsys.readouterr().out)
+    assert len(new) == 12 and not set(new) & set("0O1lI")
+    assert login(auth, "ada", new) is not None, "the new password signs ada in, without the workshop code"
+    assert login(auth, "ada", "forgotten password") is None
+    assert accounts.main([*file, "reset", "adaa"]) == 2, "a typo creates no account"
+    assert "no account 'adaa'" in capsys.readouterr().err and "adaa" not in accounts.PasswordStore(
+        tmp_path / "passwords.json"
+    )
+    assert accounts.main([*file, "list"]) == 0 and capsys.readouterr().out.split() == ["ada"]
+    assert accounts.main(["--password-file", str(tmp_path / "none.json"), "list"]) == 2
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_hub_password_runs_the_reset() -> None:
+    done = subprocess.run(["make", "-n", "hub-password", "NAME=ada"], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0 and "-m gradlab_hub.accounts reset ada" in done.stdout
 
 
 def test_admin_names_need_the_admin_password(tmp_path: Path) -> None:
@@ -443,25 +556,65 @@ def test_z2jh_resources_and_image() -> None:
         "same limit as on one machine"
     )
     assert 0 < singleuser["cpu"]["guarantee"] <= singleuser["cpu"]["limit"]
-    assert singleuser["cmd"] == "jupyterhub-singleuser" and singleuser["defaultUrl"] == "/lab"
+    assert singleuser["cmd"][0] == "jupyterhub-singleuser" and singleuser["defaultUrl"] == "/lab"
+    # The same kernel culling as on one machine.
+    one_machine = config.kernel_culling(
+        settings.Settings(state_dir=Path("/s"), workshop_code="c" * 8, admin_password="p" * 32)
+    )
+    assert singleuser["cmd"][1:] == one_machine
+    assert singleuser["cloudMetadata"]["blockWithIptables"] is True
     binder = (REPO / "binder" / "requirements.txt").read_text()
     for needed in ("jupyterhub==", "nbgitpuller=="):
         assert needed in binder, f"the image built from binder/ needs {needed.rstrip('=')}"
 
 
-@pytest.mark.slow
-def test_image_build_command_is_accepted_by_repo2docker() -> None:
+def chart_jupyterhub() -> str:
+    return str(yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))["appVersion"])
+
+
+def image_command() -> str:
     readme = (WORKSHOP / "README.md").read_text(encoding="utf-8")
     (command,) = re.findall(r"^(\.venv/bin/jupyter-repo2docker .*)$", readme, flags=re.MULTILINE)
+    return command
+
+
+def test_the_learners_image_has_the_charts_jupyterhub() -> None:
+    # JupyterHub warns that a different major version between hub and server "could cause
+    # failure to authenticate": the image must carry the chart's JupyterHub, not the lock's.
+    hub_version = chart_jupyterhub()
+    assert hub_version == "5.5.0", "chart 4.4.0 runs JupyterHub 5.5.0; update README and config.yaml together"
+    command = image_command()
+    assert f'--appendix "RUN python -m pip install --no-cache-dir jupyterhub=={hub_version}"' in command
+    lock_pin = next(
+        line
+        for line in (REPO / "binder" / "requirements.txt").read_text().splitlines()
+        if line.startswith("jupyterhub==")
+    )
+    assert lock_pin.split("==")[1].split(".")[0] != hub_version.split(".")[0], (
+        "when the lock's JupyterHub matches the chart's major version, drop the --appendix"
+    )
+    assert "--version 4.4.0" in (WORKSHOP / "README.md").read_text() and "4.4.0" in CHART.name
+
+
+@pytest.mark.slow
+def test_image_build_command_is_accepted_by_repo2docker() -> None:
+    command = image_command()
     flags = ["--user-id", "1000", "--user-name", "jovyan", "--target-repo-dir", "/srv/gradlab"]
     assert " ".join(flags) in command, "the image keeps the course outside the learner's home volume"
+    (appendix,) = re.findall(r'--appendix "([^"]+)"', command)
     # Offline, the same flags with --no-build: repo2docker writes the Dockerfile instead of building.
     repo2docker = Path(sys.executable).parent / "jupyter-repo2docker"
     done = subprocess.run(
-        [str(repo2docker), "--no-build", "--debug", *flags, "."], cwd=REPO, capture_output=True, text=True, timeout=300
+        [str(repo2docker), "--no-build", "--debug", *flags, "--appendix", appendix, "."],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "binder/requirements.txt" in done.stdout and "./binder/postBuild" in done.stdout
+    # The appendix comes after the course is installed, so its JupyterHub is the one the image keeps.
+    assert done.stdout.index(appendix) > done.stdout.index("./binder/postBuild")
 
 
 # -- make targets ------------------------------------------------------------------------------------
@@ -477,6 +630,10 @@ def test_make_targets_exist() -> None:
     assert "-m gradlab_hub.learner_env" in done.stdout
     hub = subprocess.run(["make", "-n", "hub"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert hub.returncode == 0 and "-m gradlab_hub.hub" in hub.stdout
+    session = subprocess.run(
+        ["make", "-n", "hub-session", "N=4", "SESSION_ARGS=--think 60"], cwd=REPO, capture_output=True, text=True
+    )
+    assert session.returncode == 0 and "-m gradlab_hub.session --learners 4 --think 60" in session.stdout
 
 
 def test_the_hub_modules_examples_run() -> None:
@@ -487,3 +644,234 @@ def test_the_hub_modules_examples_run() -> None:
     for module in (settings, accounts, outputs):
         failed, attempted = doctest.testmod(module, verbose=False)
         assert attempted > 0 and failed == 0, module.__name__
+
+
+# -- the one-machine install ---------------------------------------------------------------------
+
+# Debian 12's nodejs package (apt-cache policy nodejs: 18.20.4+dfsg-1~deb12u3, security updates
+# keep the upstream version). The proxy and everything it needs must run on it.
+DEBIAN_12_NODE = (18, 20, 4)
+
+
+def _satisfies(version: tuple[int, ...], engines: str) -> bool:
+    """npm's engines range for the forms package-lock.json holds: *, >=X, ^X, and alternatives with ||."""
+    for alternative in engines.split("||"):
+        ok = True
+        for part in re.findall(r"(>=|\^|\*|)\s*(\d+(?:\.\d+)*)?", alternative.strip()):
+            operator, number = part
+            if not number:
+                continue
+            wanted = tuple(int(x) for x in number.split("."))
+            if operator == "^":
+                ok &= version[0] == wanted[0] and version >= wanted
+            else:
+                ok &= version >= wanted
+        if ok:
+            return True
+    return False
+
+
+def test_the_pinned_proxy_runs_on_debian_12s_nodejs() -> None:
+    assert _satisfies((18, 20, 4), ">= 18") and not _satisfies((18, 20, 4), ">= 20")
+    assert _satisfies((18, 20, 4), "^16 || ^18 || >=20") and not _satisfies((17, 0, 0), "^16 || ^18 || >=20")
+    lock = json.loads((WORKSHOP / "package-lock.json").read_text(encoding="utf-8"))
+    packages = {path: entry for path, entry in lock["packages"].items() if path}
+    assert "node_modules/configurable-http-proxy" in packages
+    refusing = {
+        path: entry["engines"]["node"]
+        for path, entry in packages.items()
+        if "node" in entry.get("engines", {}) and not _satisfies(DEBIAN_12_NODE, entry["engines"]["node"])
+    }
+    assert refusing == {}, f"apt-get install nodejs on Debian 12 gives 18.20.4, which these refuse: {refusing}"
+
+
+def test_the_lock_pins_torch_and_hub_deps_installs_its_cpu_build_first() -> None:
+    assert cputorch.torch_pin() == next(
+        line for line in (REPO / "requirements" / "course.lock").read_text().splitlines() if line.startswith("torch==")
+    )
+    assert cputorch.torch_build({}) == "cpu"
+    with pytest.raises(SystemExit, match="cpu .*or pypi"):
+        cputorch.torch_build({"GRADLAB_HUB_TORCH": "cuda"})
+
+
+def _recorder(fail_no_index: bool = False):  # type: ignore[no-untyped-def]
+    commands: list[list[str]] = []
+
+    def step(*command: str) -> None:
+        commands.append(list(command))
+        if fail_no_index and "--no-index" in command:
+            raise subprocess.CalledProcessError(1, command)
+
+    return commands, step
+
+
+def test_cpu_torch_comes_from_the_wheel_at_hand_else_from_the_cpu_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    pin = cputorch.torch_pin()
+    monkeypatch.setattr(cputorch, "cuda_of", lambda python, library=None: "absent")
+    commands, step = _recorder()
+    assert cputorch.install_cpu_torch("/env/python", step, {})
+    assert commands == [["/env/python", "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", pin]]
+    commands, step = _recorder(fail_no_index=True)
+    assert cputorch.install_cpu_torch("/env/python", step, {"GRADLAB_HUB_TORCH_INDEX": "https://mirror/cpu"})
+    assert commands[-1] == [
+        "/env/python", "-m", "pip", "install", "--quiet", "--no-deps", "--index-url", "https://mirror/cpu", pin
+    ]  # fmt: skip
+    commands, step = _recorder(fail_no_index=True)
+    cputorch.install_cpu_torch("/env/python", step, {})
+    assert cputorch.CPU_INDEX in commands[-1]
+    # Asked for PyPI's build, or a torch is there already (CPU or CUDA): nothing is installed.
+    commands, step = _recorder()
+    assert not cputorch.install_cpu_torch("/env/python", step, {"GRADLAB_HUB_TORCH": "pypi"})
+    for present in (None, "12.8"):
+        monkeypatch.setattr(cputorch, "cuda_of", lambda python, library=None, present=present: present)
+        assert not cputorch.install_cpu_torch("/env/python", step, {})
+    assert commands == []
+    # A CUDA torch where the CPU build was asked for stops the build, with what to set.
+    with pytest.raises(SystemExit, match="GRADLAB_HUB_TORCH_INDEX"):
+        cputorch.check_cpu_torch("/env/python", environ={})
+
+
+def test_the_learners_environment_gets_cpu_torch_before_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The scratch run the review made: a rebuilt environment must not end with PyPI's torch.
+    monkeypatch.setattr(learner_env, "shared_interpreter", lambda prefix, python: ("/usr/bin/python3.11", None))
+    monkeypatch.setattr(cputorch, "cuda_of", lambda python, library=None: "absent")
+    checked: list[str] = []
+    monkeypatch.setattr(learner_env, "check_cpu_torch", lambda python, library=None: checked.append(python))
+    monkeypatch.delenv("GRADLAB_HUB_TORCH", raising=False)
+    commands, step = _recorder()
+    stamp = learner_env.build(tmp_path, "/usr/bin/python3.11", step)
+    env_python = str(tmp_path / "env" / "bin" / "python")
+    torch_at = next(i for i, c in enumerate(commands) if cputorch.torch_pin() in c)
+    lock_at = next(i for i, c in enumerate(commands) if str(learner_env.LOCK) in c)
+    assert commands[0][:3] == ["/usr/bin/python3.11", "-m", "venv"]
+    assert torch_at < lock_at and "--no-deps" in commands[torch_at]
+    assert checked == [env_python] and stamp["torch"] == "cpu"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_hub_deps_puts_cpu_torch_into_the_hubs_venv_before_setup() -> None:
+    done = subprocess.run(
+        ["make", "-n", "hub-deps", "VENV=/nonexistent-venv"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    torch_at = next(i for i, line in enumerate(lines) if "-m gradlab_hub.cputorch" in line)
+    lock_at = next(i for i, line in enumerate(lines) if "-r requirements/course.lock" in line)
+    assert torch_at < lock_at, "the lock would install PyPI's (CUDA) torch first"
+    pypi = subprocess.run(
+        ["make", "-n", "hub-deps", "VENV=/nonexistent-venv", "HUB_TORCH=pypi"], cwd=REPO, capture_output=True, text=True
+    )
+    assert "GRADLAB_HUB_TORCH=pypi" in pypi.stdout
+
+
+NOTEBOOK_PATH = re.compile(r"notebooks/(?:zh/)?[0-9A-Za-z_.-]+\.ipynb")
+
+
+def test_every_notebook_named_in_the_workshop_docs_exists() -> None:
+    docs = [REPO / "README.md", *sorted(WORKSHOP.glob("*.md")), WORKSHOP / "z2jh" / "config.yaml"]
+    sources = [WORKSHOP / "gradlab_hub" / "hub.py", REPO / "gradlab" / "course" / "workshop.py"]
+    named = {
+        (path.relative_to(REPO).as_posix(), found)
+        for path in docs + sources
+        for found in NOTEBOOK_PATH.findall(path.read_text(encoding="utf-8"))
+    }
+    assert len({found for _, found in named}) >= 5, "the check reads the docs' notebook paths"
+    assert ("workshop/RUNSHEET.md", "notebooks/10_playground.ipynb") in named
+    missing = sorted((where, found) for where, found in named if not (REPO / found).is_file())
+    assert missing == [], f"notebooks named in the docs that do not exist: {missing}"
+
+
+# -- the cloud metadata service ----------------------------------------------------------------------
+
+
+def test_the_metadata_rule_matches_the_learners_group() -> None:
+    rule = firewall.rule("gradlab-learners")
+    assert rule[:2] == ["-d", "169.254.169.254/32"] and rule[-2:] == ["-j", "REJECT"]
+    assert "--suppl-groups" in rule, "learners' primary group is their own; the learners' group is supplementary"
+
+
+@pytest.mark.skipif(not ROOT or shutil.which("iptables") is None, reason="needs root and iptables")
+def test_a_learner_cannot_reach_the_metadata_service(tmp_path: Path) -> None:
+    group, name = f"glfw{os.getpid()}", f"glfw{os.getpid()}-u"
+    probe = (
+        "import socket\ns = socket.socket(); s.settimeout(3)\n"
+        "try:\n    s.connect(('169.254.169.254', 80)); print('connected')\n"
+        "except ConnectionRefusedError: print('refused')\n"
+        "except OSError as e: print(type(e).__name__)\n"
+    )
+    try:
+        in_force, said = firewall.block(group)
+        if not in_force:
+            pytest.skip(f"this machine cannot block it: {said}")
+        subprocess.run(["useradd", "--no-create-home", "--groups", group, name], check=True)
+        as_learner = subprocess.run(
+            ["su", "-s", "/bin/sh", name, "-c", f'/usr/bin/python3 -c "{probe}"'],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert as_learner.stdout.strip() == "refused", as_learner.stderr
+        assert firewall.block(group) == (True, said.replace("added", "in force")), "added once"
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+        assert firewall.unblock(group) in (True, False)
+        subprocess.run(["groupdel", group], capture_output=True)
+    assert subprocess.run(["iptables", "-S", "OUTPUT"], capture_output=True, text=True).stdout.count(group) == 0
+
+
+# -- resetting one notebook ----------------------------------------------------------------------------
+
+
+def _git(*args: str, cwd: Path) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@x"
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_reset_gives_back_the_courses_notebook_where_git_checkout_gives_the_learners(tmp_path: Path) -> None:
+    from gradlab_hub import reset
+
+    course = tmp_path / "course"
+    (course / "notebooks").mkdir(parents=True)
+    (course / "notebooks" / "05.ipynb").write_text("original\n")
+    _git("init", "-q", "-b", "main", cwd=course)
+    _git("add", ".", cwd=course)
+    _git("commit", "-q", "-m", "course", cwd=course)
+    home = tmp_path / "home"
+    home.mkdir()
+    _git("clone", "-q", "--branch", "main", str(course), "gradlab", cwd=home)
+    copy = home / "gradlab"
+    # The learner edits; the next click on the link makes nbgitpuller commit the edit.
+    (copy / "notebooks" / "05.ipynb").write_text("my broken attempt\n")
+    _git("commit", "-q", "-am", "Automatic commit by nbgitpuller", cwd=copy)
+    # What notebook 00 and the old README said restores the learner's version, not the course's:
+    _git("checkout", "--", "notebooks/05.ipynb", cwd=copy)
+    assert (copy / "notebooks" / "05.ipynb").read_text() == "my broken attempt\n"
+    me = __import__("pwd").getpwuid(os.geteuid()).pw_name
+    kept = reset.reset_notebook(me, "notebooks/05.ipynb", home=home)
+    assert (copy / "notebooks" / "05.ipynb").read_text() == "original\n"
+    assert kept is not None and kept.read_text() == "my broken attempt\n" and kept.parent == copy / "notebooks"
+    with pytest.raises(ValueError, match="has no"):
+        reset.reset_notebook(me, "notebooks/99.ipynb", home=home)
+    with pytest.raises(ValueError, match="inside the course"):
+        reset.reset_notebook(me, "../x.ipynb", home=home)
+    runsheet = (WORKSHOP / "RUNSHEET.md").read_text(encoding="utf-8")
+    assert "git -C ~/gradlab checkout @{upstream} -- notebooks/" in runsheet
+
+
+def test_the_session_replay_runs_every_notebook_in_order() -> None:
+    from gradlab_hub import session
+
+    assert [Path(path).name[:2] for path in session.NOTEBOOKS] == [f"{i:02d}" for i in range(11)]
+    assert all((REPO / path).is_file() for path in session.NOTEBOOKS)
+    with pytest.raises(ValueError, match="between 1 and"):
+        session.run(0)
+    with pytest.raises(ValueError, match="--think"):
+        session.run(1, think=-1)
+    # The committed measurements SIZING.md quotes: every sample has every field.
+    for table in sorted((WORKSHOP / "results").glob("session-*.csv")):
+        rows = list(__import__("csv").DictReader(table.open(encoding="utf-8")))
+        assert rows and set(rows[0]) == set(session.FIELDS), table.name

@@ -17,11 +17,13 @@ from pathlib import Path
 
 import pytest
 import requests
+import websocket
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "workshop"))
 
 from gradlab_hub import learner_env, loadtest, settings  # noqa: E402
+from gradlab_hub.kernel import RemoteKernel  # noqa: E402
 from gradlab_hub.trialhub import TrialHub  # noqa: E402
 
 pytestmark = [pytest.mark.hub, pytest.mark.slow]
@@ -67,6 +69,55 @@ def test_three_learners_run_notebook_01_at_once(ready: None) -> None:
     assert report["probe_latency_s"]["count"] >= 6
     assert all(entry.split(":")[0] in ("127.0.0.1", "::1") for entry in report["listening"])
     assert any("jupyterhub-sing" in entry for entry in report["listening"]), "the learners' servers were seen"
+    # Where the machine has iptables, every learner's kernel was refused the cloud metadata service.
+    assert report["metadata_blocked"] or shutil.which("iptables") is None
+
+
+@pytest.mark.timeout(600)
+def test_a_hub_restart_keeps_servers_and_kernels_and_idle_kernels_are_culled(ready: None) -> None:
+    with TrialHub(kernel_cull_timeout=60, kernel_cull_every=2) as hub:
+        hub.start()
+        (ada,) = hub.learner_names(1)
+        hub.create_learners([ada])
+        hub.start_server(ada)
+        token = hub.token_for(ada)
+        headers = {"Authorization": f"token {token}"}
+        server = hub.url + f"user/{ada}/"
+        requests.put(server + "api/contents/n.ipynb", headers=headers, json={"type": "notebook"}, timeout=60)
+        kernel = RemoteKernel(server, token, "n.ipynb")
+        assert kernel.execute("answer = 41 + 1").status == "ok"
+        kernel.socket.close()
+        pids = {proc.pid for proc in hub.user_processes(ada)}
+
+        # The hub restarts (a new workshop code, a crash): ada's server and kernel go on.
+        hub.stop(keep_servers=True)
+        assert hub.leaks == []
+        assert {proc.pid for proc in hub.user_processes(ada)} == pids, "the restart stopped ada's processes"
+        hub.start()
+        assert hub.server_running(ada)
+        kernels = requests.get(server + "api/kernels", headers=headers, timeout=60).json()
+        assert [k["id"] for k in kernels] == [kernel.kernel_id]
+        again = RemoteKernel.__new__(RemoteKernel)  # the same kernel, a new websocket (a reloaded tab)
+        again.server_url, again.headers, again.kernel_id = server, headers, kernel.kernel_id
+        again.client_session = "after-restart"
+        again.socket = websocket.create_connection(
+            server.replace("http", "ws", 1) + f"api/kernels/{kernel.kernel_id}/channels?session_id=after-restart",
+            header=[f"Authorization: token {token}"],
+            timeout=60,
+        )
+        again.wait_ready(60)
+        shown = again.execute("print(answer)")
+        assert "".join(o.get("text", "") for o in shown.outputs).strip() == "42", shown.outputs
+        again.socket.close()
+
+        # Idle for 60 s, the kernel is culled (also with its tab reconnected); the server stays.
+        deadline = time.monotonic() + 180
+        while requests.get(server + "api/kernels", headers=headers, timeout=60).json() and time.monotonic() < deadline:
+            time.sleep(2)
+        assert requests.get(server + "api/kernels", headers=headers, timeout=60).json() == []
+        assert hub.server_running(ada)
+    assert hub.leaks == [], hub.leaks
+    assert hub.accounts() == []
 
 
 @pytest.mark.timeout(600)

@@ -16,12 +16,20 @@ learner is a pod). :class:`LocalWorkshopAuthenticator` adds what one machine nee
 each learner becomes a Unix account in one group, with a home directory only they can
 read (mode 0700); a name that already belongs to another Unix account (``root``,
 ``www-data``, a colleague) is refused.
+
+A learner who forgot their password gets a new one from the instructor (as root, on
+the hub's machine; the hub need not restart)::
+
+    python -m gradlab_hub.accounts reset NAME      # prints a new password for NAME
+    python -m gradlab_hub.accounts list            # the learners who have an account
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
+import fcntl
 import grp
 import hashlib
 import json
@@ -31,6 +39,9 @@ import re
 import secrets
 import shutil
 import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +55,8 @@ _SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
 # Names learners may choose (they become Unix account names): lower case, starts with
 # a letter, 2 to 32 characters.
 USERNAME_PATTERN = r"^[a-z][a-z0-9_-]{1,31}$"
+# Temporary passwords the instructor reads out: no 0/O, 1/l/I, no case to get wrong.
+_READABLE = "abcdefghjkmnpqrstuvwxyz23456789"
 
 
 class PasswordStore:
@@ -73,17 +86,52 @@ class PasswordStore:
     def __contains__(self, name: object) -> bool:
         return name in self._load()
 
+    def names(self) -> list[str]:
+        """The accounts that have a password, sorted."""
+        return sorted(self._load())
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        # The hub and the instructor's reset command may write at the same moment.
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
     def set(self, name: str, password: str) -> None:
         salt = secrets.token_bytes(16)
         digest = hashlib.scrypt(password.encode(), salt=salt, **_SCRYPT)
-        hashes = self._load()
-        hashes[name] = "scrypt$" + base64.b64encode(salt).decode() + "$" + base64.b64encode(digest).decode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_name(self.path.name + ".new")
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(hashes, out, indent=1, sort_keys=True)
-        os.replace(partial, self.path)
+        with self._locked():
+            hashes = self._load()
+            hashes[name] = "scrypt$" + base64.b64encode(salt).decode() + "$" + base64.b64encode(digest).decode()
+            partial = self.path.with_name(self.path.name + ".new")
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(hashes, out, indent=1, sort_keys=True)
+            os.replace(partial, self.path)
+
+    def reset(self, name: str) -> str:
+        """Give ``name`` a new random password (12 easy-to-read characters) and return it.
+
+        Only an existing account can be reset, so a typo cannot create one.
+
+        Example::
+
+            >>> import tempfile
+            >>> store = PasswordStore(Path(tempfile.mkdtemp()) / "passwords.json")
+            >>> store.set("ada", "forgotten one")
+            >>> new = store.reset("ada")
+            >>> store.verify("ada", new), store.verify("ada", "forgotten one")
+            (True, False)
+        """
+        if name not in self:
+            raise KeyError(name)
+        password = "".join(secrets.choice(_READABLE) for _ in range(12))
+        self.set(name, password)
+        return password
 
     def verify(self, name: str, password: str) -> bool:
         stored = self._load().get(name)
@@ -107,6 +155,9 @@ class WorkshopAuthenticator(Authenticator):  # type: ignore[misc]
         "workshop-passwords.json", config=True, help="Where learners' password hashes are kept (mode 0600)."
     )
     min_password_length = Integer(8, config=True, help="Shortest personal password a learner may choose.")
+    max_accounts = Integer(
+        40, config=True, help="Most accounts the workshop code may create; beyond, first sign-ins are refused."
+    )
 
     @default("request_otp")
     def _request_otp(self) -> bool:
@@ -158,6 +209,11 @@ class WorkshopAuthenticator(Authenticator):  # type: ignore[misc]
             if not (self.workshop_code and secrets.compare_digest(code, self.workshop_code)):
                 self.log.warning("First sign-in as %r without the right workshop code", name)
                 return None
+            if len(store.names()) >= self.max_accounts:
+                self.log.warning("First sign-in as %r refused: %d accounts exist already", name, self.max_accounts)
+                raise web.HTTPError(
+                    403, f"This workshop is full ({self.max_accounts} accounts); ask your instructor for help."
+                )
             if len(password) < self.min_password_length:
                 raise web.HTTPError(403, f"Choose a password of at least {self.min_password_length} characters.")
             if not self.name_is_available(name):
@@ -240,3 +296,43 @@ class LocalWorkshopAuthenticator(LocalAuthenticator, WorkshopAuthenticator):  # 
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode:
             raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gradlab_hub.accounts reset NAME`` and ``list``: the instructor's account commands."""
+    default_file = Path(os.environ.get("GRADLAB_HUB_STATE_DIR") or Path(__file__).resolve().parent.parent / "state")
+    parser = argparse.ArgumentParser(prog="python -m gradlab_hub.accounts", description=main.__doc__)
+    parser.add_argument(
+        "--password-file",
+        type=Path,
+        default=default_file / "workshop-passwords.json",
+        help="the hub's password file (default: %(default)s)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    reset = commands.add_parser("reset", help="give a learner who forgot their password a new one, and print it")
+    reset.add_argument("name")
+    commands.add_parser("list", help="the learners who have an account")
+    options = parser.parse_args(argv)
+    store = PasswordStore(options.password_file)
+    if not options.password_file.exists():
+        print(f"accounts: no password file at {options.password_file}; pass --password-file", file=sys.stderr)
+        return 2
+    if options.command == "list":
+        print("\n".join(store.names()))
+        return 0
+    try:
+        password = store.reset(options.name)
+    except KeyError:
+        print(
+            f"accounts: no account {options.name!r}; the learners with an account: "
+            f"{', '.join(store.names()) or 'none'}",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"new password for {options.name}: {password}")
+    print("(they sign in with it, without the workshop code; their files are unchanged)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,7 +13,7 @@ from .accounts import LocalWorkshopAuthenticator
 from .settings import PROXY_COMMAND, LearnerEnv, Settings
 from .spawner import WorkshopSpawner
 
-__all__ = ["CULLER_SCOPES", "SERVICE_SCOPES", "apply"]
+__all__ = ["CULLER_SCOPES", "SERVICE_SCOPES", "apply", "kernel_culling"]
 
 # What the idle culler may do: see who is idle, stop their servers. Never delete users.
 CULLER_SCOPES = ["list:users", "read:users:activity", "read:servers", "delete:servers"]
@@ -25,6 +25,23 @@ LOGIN_NOTE = (
     "First time here? Choose a user name (lower case letters and digits) and a password, "
     "and type the workshop code your instructor gives you. Afterwards, your password alone signs you in."
 )
+
+
+def kernel_culling(settings: Settings) -> list[str]:
+    """The learner server's own culling of idle kernels (``jupyter_server``'s ``MappingKernelManager``).
+
+    JupyterLab keeps a notebook's kernel alive after its tab closes, and a torch kernel
+    holds about 0.25 GiB of its own: over notebooks 00 to 10 a learner would reach the
+    memory limit. A kernel that has run nothing for ``kernel_cull_timeout`` seconds is
+    shut down, also when its tab is still open (``cull_connected``); a busy kernel never
+    is. The notebook's file stays; the learner restarts the kernel to go on.
+    """
+    return [
+        f"--MappingKernelManager.cull_idle_timeout={settings.kernel_cull_timeout}",
+        f"--MappingKernelManager.cull_interval={settings.kernel_cull_every}",
+        "--MappingKernelManager.cull_connected=True",
+        "--MappingKernelManager.cull_busy=False",
+    ]
 
 
 def apply(c: Any, settings: Settings, env: LearnerEnv) -> None:
@@ -39,10 +56,16 @@ def apply(c: Any, settings: Settings, env: LearnerEnv) -> None:
     hub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
     hub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
     hub.template_vars = {"announcement_login": LOGIN_NOTE}
-    # Stop learners' servers and the proxy with the hub: a restarted hub starts clean,
-    # and learners' work stays where it always is, in their home directories.
-    hub.cleanup_servers = True
+    # A hub restart (a new workshop code, a crash, systemd) leaves learners' servers
+    # running, each in a session of its own: the restarted hub finds them in its
+    # database and reconnects, so nobody loses a kernel. The proxy restarts with the
+    # hub (JupyterHub replaces a leftover proxy anyway) and gets every route back.
+    # To stop every server, after the day: /hub/admin, "Stop All" (RUNSHEET.md).
+    hub.cleanup_servers = False
     hub.cleanup_proxy = True
+    # A room, not the internet: at most this many servers run at once (the machine is
+    # sized for them, SIZING.md); the learner beyond sees "try again later".
+    hub.active_server_limit = settings.max_servers
 
     proxy = c.ConfigurableHTTPProxy
     proxy.command = [str(PROXY_COMMAND)]
@@ -57,11 +80,13 @@ def apply(c: Any, settings: Settings, env: LearnerEnv) -> None:
     auth.password_file = str(state / "workshop-passwords.json")
     auth.learner_group = settings.learner_group
     auth.home_base = str(settings.home_base)
+    auth.max_accounts = settings.max_accounts
 
     hub.spawner_class = WorkshopSpawner
     spawner = c.WorkshopSpawner
     spawner.cmd = [str(env.bin / "jupyterhub-singleuser")]
     spawner.default_url = "/lab"
+    spawner.args = kernel_culling(settings)
     spawner.notebook_dir = "~"
     spawner.mem_limit = settings.mem_limit
     spawner.cpu_limit = settings.cpu_limit

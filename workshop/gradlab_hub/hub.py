@@ -2,9 +2,11 @@
 
 Checks what the hub needs (root, the proxy, the learner environment), creates the
 state directory (mode 0700) with a workshop code and an admin password on first start,
-prints where the hub listens, the workshop code and the command for the learners'
-link, then replaces itself with JupyterHub (Ctrl-C stops the hub, the proxy and every
-learner's server; learners' files stay in their home directories).
+blocks learners from the cloud metadata service (:mod:`gradlab_hub.firewall`), prints
+where the hub listens, the workshop code and the learners' link (made from
+``GRADLAB_HUB_PUBLIC_URL``), then replaces itself with JupyterHub. Ctrl-C stops the
+hub and the proxy; learners' servers keep running and the hub reconnects to them when
+it starts again.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from gradlab.course.workshop import pull_link
+
+from .firewall import block
 from .settings import (
     ADMIN_PASSWORD_FILE,
     PROXY_COMMAND,
@@ -62,6 +67,32 @@ def problems(settings: Settings) -> list[str]:
     return found
 
 
+def announcement(settings: Settings, metadata: str) -> str:
+    """What ``make hub`` prints before JupyterHub starts: where, the code, the admin, the learners' link."""
+    link = pull_link(settings.learners_url, COURSE_REPO)
+    lines = [
+        f"gradlab workshop hub listening on {settings.url} (Ctrl-C stops the hub; learners' servers keep running)",
+        f"  workshop code for the room:  {settings.workshop_code}",
+        f"  admin: {settings.admin}, password in {settings.state_dir / ADMIN_PASSWORD_FILE}",
+        f"  at most {settings.max_accounts} accounts, {settings.max_servers} servers running at once; "
+        f"idle kernels stop after {settings.kernel_cull_timeout} s, idle servers after {settings.cull_timeout} s",
+        f"  {metadata}",
+        f"  learners' link:  {link}",
+    ]
+    if settings.public_url is None:
+        lines.append(
+            "  (this link works on this machine only: set GRADLAB_HUB_PUBLIC_URL=https://your.hub.name "
+            "to the address learners open)"
+        )
+    lines.append(
+        f"  another branch or start notebook:  python -m gradlab.course workshop-link --hub {settings.learners_url} "
+        f"--repo {COURSE_REPO} --branch BRANCH --open notebooks/04_version_counters.ipynb"
+    )
+    if shutil.which("dot") is None:
+        lines.append("  note: Graphviz is missing, so notebooks draw graphs as text: apt-get install graphviz")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     environ = dict(os.environ)
     try:
@@ -73,13 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     if found:
         print("make hub: cannot start yet:\n  - " + "\n  - ".join(found), file=sys.stderr)
         return 2
-    print(
-        f"gradlab workshop hub on {settings.url} (Ctrl-C stops it and every learner's server)\n"
-        f"  workshop code for the room:  {settings.workshop_code}\n"
-        f"  admin: {settings.admin}, password in {settings.state_dir / ADMIN_PASSWORD_FILE}\n"
-        f"  learners' link:  python -m gradlab.course workshop-link --hub {settings.url} --repo {COURSE_REPO}\n",
-        flush=True,
-    )
+    if settings.block_metadata:
+        _, metadata = block(settings.learner_group)
+    else:
+        metadata = "learners CAN reach the cloud metadata service (GRADLAB_HUB_BLOCK_METADATA=0)"
+    print(announcement(settings, metadata), flush=True)
     config = WORKSHOP / "jupyterhub_config.py"
     command = [sys.executable, "-m", "jupyterhub", "-f", str(config), *(argv if argv is not None else sys.argv[1:])]
     os.chdir(settings.state_dir)

@@ -11,7 +11,12 @@ hub gets its own environment under a prefix (default ``/opt/gradlab-workshop``):
   shared-library build finds its libpython through ``LD_LIBRARY_PATH``, which the
   hub passes to learners' servers;
 - ``env/``: a virtual environment with the exact pins of the course lock, plus gradlab
-  installed from this checkout (not editable, so the checkout may stay private);
+  installed from this checkout (not editable, so the checkout may stay private).
+  torch is PyPI's CUDA build on Linux (several GB, useless without a GPU), so its CPU
+  build is installed first, at the lock's version: from a wheel pip already has at
+  hand (``PIP_FIND_LINKS``, no network), else from PyTorch's CPU index
+  (``GRADLAB_HUB_TORCH_INDEX``); the lock's ``torch==X`` is then already satisfied.
+  ``GRADLAB_HUB_TORCH=pypi`` asks for PyPI's build instead (a GPU machine);
 - ``learner-env.json``: what was built from what. Nothing is rebuilt while the lock is
   unchanged; a change to gradlab's sources reinstalls gradlab only.
 
@@ -38,10 +43,14 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from .cputorch import check_cpu_torch, install_cpu_torch, torch_build
 from .settings import DEFAULT_PREFIX, LEARNER_ENV_STAMP, REPO
 
 LOCK = REPO / "requirements" / "course.lock"
-PROBE = "import gradlab, gradlab.course, torch, jupyterhub, nbgitpuller, ipykernel; print(gradlab.__version__)"
+PROBE = (
+    "import gradlab, gradlab.course, torch, jupyterhub, nbgitpuller, ipykernel; "
+    "print(gradlab.__version__, torch.version.cuda)"
+)
 
 
 def _digest(paths: list[Path]) -> str:
@@ -143,21 +152,28 @@ def _runner(library: str | None) -> Callable[..., None]:
     return step
 
 
-def build(prefix: Path, python: str) -> dict[str, str | None]:
-    """Build the environment in ``prefix`` from scratch; returns what the stamp records."""
+def build(prefix: Path, python: str, step: Callable[..., None] | None = None) -> dict[str, str | None]:
+    """Build the environment in ``prefix`` from scratch; returns what the stamp records.
+
+    An environment already there is removed first (a changed lock must not leave old
+    packages behind); torch's CPU build goes in before the lock (:mod:`gradlab_hub.cputorch`).
+    ``step`` runs each command (default: :func:`subprocess.run`, checked).
+    """
     os.umask(0o022)
     prefix.mkdir(parents=True, exist_ok=True)
     prefix.chmod(0o755)
     interpreter, library = shared_interpreter(prefix, python)
     env_dir = prefix / "env"
+    step = step or _runner(library)
+    env_python = str(env_dir / "bin" / "python")
     if env_dir.exists():
         shutil.rmtree(env_dir)
-    step = _runner(library)
-    env_python = str(env_dir / "bin" / "python")
     step(interpreter, "-m", "venv", str(env_dir))
     step(env_python, "-m", "pip", "install", "--quiet", "--upgrade", "pip>=24")
+    install_cpu_torch(env_python, step, library=library)
     step(env_python, "-m", "pip", "install", "--quiet", "-r", str(LOCK))
-    return {"python": interpreter, "ld_library_path": library, "lock": lock_hash()}
+    check_cpu_torch(env_python, library)
+    return {"python": interpreter, "ld_library_path": library, "lock": lock_hash(), "torch": torch_build()}
 
 
 def install_gradlab(prefix: Path, library: str | None) -> None:
@@ -211,6 +227,9 @@ def check(prefix: Path, *, current_gradlab: bool = True) -> str | None:
         return f"other accounts cannot run its Python ({error})"
     if done.returncode != 0:
         return f"other accounts cannot import the course: {done.stderr.strip().splitlines()[-1:]}"
+    cuda = done.stdout.split()[-1] if done.stdout.split() else "None"
+    if stamp.get("torch", "cpu") == "cpu" and cuda != "None":
+        return f"its torch is a CUDA {cuda} build, not the CPU one (GRADLAB_HUB_TORCH=pypi keeps it)"
     return None
 
 

@@ -52,6 +52,7 @@ import requests
 
 from gradlab.course.workshop import pull_link
 
+from .firewall import METADATA_ADDRESS, in_force
 from .kernel import RemoteKernel
 from .limits import detect
 from .outputs import differences, read_rules
@@ -65,7 +66,7 @@ MAX_LEARNERS = 40
 
 # Run in each learner's kernel after the notebook. Prints one JSON line.
 PROBE = """
-import json, os, pwd, urllib.request, urllib.error
+import json, os, pwd, socket, urllib.request, urllib.error
 other_home, other_url = {other_home!r}, {other_url!r}
 seen = {{"uid": os.getuid(), "user": pwd.getpwuid(os.getuid()).pw_name}}
 seen["list_own_home"] = "allowed" if os.listdir(os.path.expanduser("~")) else "empty"
@@ -84,6 +85,17 @@ except urllib.error.HTTPError as error:
     seen["other_server"] = error.code
 except OSError as error:
     seen["other_server"] = str(error)
+# The cloud metadata service: a TCP connection only (nothing is asked of it).
+probe = socket.socket()
+probe.settimeout(5)
+try:
+    probe.connect(({metadata!r}, 80)); seen["metadata"] = "connected"
+except ConnectionRefusedError:
+    seen["metadata"] = "refused"
+except OSError as error:
+    seen["metadata"] = type(error).__name__
+finally:
+    probe.close()
 print(json.dumps(seen))
 """
 
@@ -230,7 +242,7 @@ def isolation(hub: TrialHub, name: str, other: str, token: str, kernel: RemoteKe
     found = []
     port = _server_port(hub, other)
     other_url = f"http://127.0.0.1:{port}/user/{other}/api/contents/" if port else "http://127.0.0.1:1/"
-    code = PROBE.format(other_home=str(hub.home(other)), other_url=other_url)
+    code = PROBE.format(other_home=str(hub.home(other)), other_url=other_url, metadata=METADATA_ADDRESS)
     done = kernel.execute(code, timeout=120)
     stdout = "".join(o.get("text", "") for o in done.outputs if o.get("name") == "stdout")
     try:
@@ -245,6 +257,8 @@ def isolation(hub: TrialHub, name: str, other: str, token: str, kernel: RemoteKe
         found.append(f"{name} can list or read {other}'s home: {seen}")
     if seen["other_server"] not in (401, 403):
         found.append(f"{name}'s kernel reached {other}'s server directly: {seen['other_server']}")
+    if in_force(hub.tag) and seen["metadata"] != "refused":
+        found.append(f"{name}'s kernel reached the metadata service {METADATA_ADDRESS}: {seen['metadata']}")
     headers = {"Authorization": f"token {token}"}
     own = requests.get(hub.url + f"user/{name}/api/contents/", headers=headers, timeout=60, allow_redirects=False)
     if own.status_code != 200:
@@ -270,6 +284,7 @@ def check_limits(hub: TrialHub, names: list[str], report: dict[str, Any]) -> lis
     """Each learner's server is in its own cgroup with the hub's memory limit (when cgroups are usable)."""
     layout, reason = detect(hub.tag)
     report["limits"] = reason
+    report["metadata_blocked"] = in_force(hub.tag)
     if layout is None:
         return []
     found = []
@@ -490,6 +505,11 @@ def summary(report: dict[str, Any]) -> str:
         + "/".join(f"{x:.1f}" for x in report.get("load_after", ()))
     )
     lines.append(f"per-learner memory and CPU limits: {report.get('limits', 'not checked')}")
+    blocked = report.get("metadata_blocked")
+    lines.append(
+        "cloud metadata service: "
+        + ("blocked for learners, checked from every kernel" if blocked else "NOT blocked (no iptables rule)")
+    )
     lines.append(f"machine load average (1/5/15 min) before -> after: {load}")
     lines.append(f"whole run: {report['total_s']:.0f} s;  result: {'PASS' if report['ok'] else 'FAIL'}")
     lines.extend(f"  problem: {p}" for p in report["problems"])

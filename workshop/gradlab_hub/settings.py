@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .accounts import USERNAME_PATTERN
 
@@ -100,6 +101,12 @@ class Settings:
     cpu_limit: float = 1.0
     cull_timeout: int = 3600
     cull_every: int = 300
+    kernel_cull_timeout: int = 1200
+    kernel_cull_every: int = 60
+    max_accounts: int = 40
+    max_servers: int = 40
+    public_url: str | None = None
+    block_metadata: bool = True
     cgroup_name: str = "gradlab-workshop"
     service_token: str | None = field(default=None, repr=False)
 
@@ -133,6 +140,19 @@ class Settings:
             raise SettingsError("GRADLAB_HUB_MEM_LIMIT and GRADLAB_HUB_CPU_LIMIT must be positive")
         if self.cull_timeout <= 0 or self.cull_every <= 0:
             raise SettingsError("GRADLAB_HUB_CULL_TIMEOUT and GRADLAB_HUB_CULL_EVERY must be positive seconds")
+        if self.kernel_cull_timeout <= 0 or self.kernel_cull_every <= 0:
+            raise SettingsError(
+                "GRADLAB_HUB_KERNEL_CULL_TIMEOUT and GRADLAB_HUB_KERNEL_CULL_EVERY must be positive seconds"
+            )
+        if self.max_accounts < 1 or self.max_servers < 1:
+            raise SettingsError("GRADLAB_HUB_MAX_ACCOUNTS and GRADLAB_HUB_MAX_SERVERS must be at least 1")
+        if self.public_url is not None:
+            check_public_url(self.public_url)
+        elif not self.loopback:
+            raise SettingsError(
+                f"GRADLAB_HUB_IP={self.ip} is not an address learners can type: set GRADLAB_HUB_PUBLIC_URL to the "
+                "URL they open, e.g. GRADLAB_HUB_PUBLIC_URL=https://hub.example.org"
+            )
         if not re.match(r"^[A-Za-z0-9_.-]+$", self.cgroup_name):
             raise SettingsError(f"GRADLAB_HUB_CGROUP {self.cgroup_name!r} must be a plain directory name")
 
@@ -150,10 +170,15 @@ class Settings:
 
     @property
     def url(self) -> str:
-        """The hub's URL as the instructor gives it out (``https`` when the hub has a certificate)."""
+        """The address the hub listens on, as a URL (``https`` when the hub has a certificate)."""
         scheme = "https" if self.https else "http"
         host = f"[{self.ip}]" if ":" in self.ip else self.ip
         return f"{scheme}://{host}:{self.port}/"
+
+    @property
+    def learners_url(self) -> str:
+        """The URL learners open: ``GRADLAB_HUB_PUBLIC_URL`` when set, else the (loopback) listening address."""
+        return self.public_url.rstrip("/") + "/" if self.public_url else self.url
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -196,8 +221,46 @@ class Settings:
             cpu_limit=float(number("CPU_LIMIT", 1.0, float)),
             cull_timeout=int(number("CULL_TIMEOUT", 3600)),
             cull_every=int(number("CULL_EVERY", 300)),
+            kernel_cull_timeout=int(number("KERNEL_CULL_TIMEOUT", 1200)),
+            kernel_cull_every=int(number("KERNEL_CULL_EVERY", 60)),
+            max_accounts=int(number("MAX_ACCOUNTS", 40)),
+            max_servers=int(number("MAX_SERVERS", 40)),
+            public_url=get("PUBLIC_URL"),
+            block_metadata=get("BLOCK_METADATA") != "0",
             cgroup_name=get("CGROUP") or "gradlab-workshop",
             service_token=get("SERVICE_TOKEN"),
+        )
+
+
+def check_public_url(url: str) -> None:
+    """Refuse a ``GRADLAB_HUB_PUBLIC_URL`` learners cannot use, or one that sends passwords in clear text.
+
+    Example::
+
+        >>> check_public_url("https://hub.example.org")
+        >>> check_public_url("http://hub.example.org")
+        Traceback (most recent call last):
+        ...
+        gradlab_hub.settings.SettingsError: GRADLAB_HUB_PUBLIC_URL='http://hub.example.org' would send learners' passwords in clear text: use https://
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SettingsError(f"GRADLAB_HUB_PUBLIC_URL={url!r} is not a URL; write e.g. https://hub.example.org")
+    if parts.query or parts.fragment:
+        raise SettingsError(f"GRADLAB_HUB_PUBLIC_URL={url!r} has a query or fragment; give the hub's base URL only")
+    try:
+        unspecified = ipaddress.ip_address(parts.hostname).is_unspecified
+        loopback = ipaddress.ip_address(parts.hostname).is_loopback
+    except ValueError:
+        unspecified, loopback = False, parts.hostname == "localhost"
+    if unspecified:
+        raise SettingsError(
+            f"GRADLAB_HUB_PUBLIC_URL={url!r} names no machine: give the DNS name learners type, "
+            "e.g. https://hub.example.org"
+        )
+    if parts.scheme == "http" and not loopback:
+        raise SettingsError(
+            f"GRADLAB_HUB_PUBLIC_URL={url!r} would send learners' passwords in clear text: use https://"
         )
 
 

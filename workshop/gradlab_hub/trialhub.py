@@ -41,6 +41,7 @@ from typing import Any
 import psutil
 import requests
 
+from .firewall import unblock
 from .limits import detect
 from .settings import ADMIN_PASSWORD_FILE, REPO, WORKSHOP, WORKSHOP_CODE_FILE
 
@@ -99,6 +100,8 @@ class TrialHub:
         *,
         cull_timeout: int = 3600,
         cull_every: int = 300,
+        kernel_cull_timeout: int = 1200,
+        kernel_cull_every: int = 60,
         mem_limit: str = "2G",
         cpu_limit: float = 1.0,
         extra_env: dict[str, str] | None = None,
@@ -134,6 +137,8 @@ class TrialHub:
             "GRADLAB_HUB_SERVICE_TOKEN": self.service_token,
             "GRADLAB_HUB_CULL_TIMEOUT": str(cull_timeout),
             "GRADLAB_HUB_CULL_EVERY": str(cull_every),
+            "GRADLAB_HUB_KERNEL_CULL_TIMEOUT": str(kernel_cull_timeout),
+            "GRADLAB_HUB_KERNEL_CULL_EVERY": str(kernel_cull_every),
             "GRADLAB_HUB_MEM_LIMIT": mem_limit,
             "GRADLAB_HUB_CPU_LIMIT": str(cpu_limit),
             **(extra_env or {}),
@@ -176,11 +181,30 @@ class TrialHub:
             time.sleep(0.3)
         raise TimeoutError(f"the hub did not answer within {timeout:.0f} s:\n{self.log_tail()}")
 
-    def stop(self, timeout: float = 90) -> None:
-        """Stop the hub by its pid (SIGTERM; it stops the proxy, services and servers it started)."""
+    def stop_servers(self, timeout: float = 120) -> None:
+        """Stop every learner's server through the REST API (the hub's SIGTERM leaves them running)."""
+        with contextlib.suppress(requests.RequestException, ValueError):
+            running = [u["name"] for u in self.api("GET", "users").json() if u.get("servers") or u.get("pending")]
+            for name in running:
+                self.api("DELETE", f"users/{name}/server")
+            deadline = time.monotonic() + timeout
+            while running and time.monotonic() < deadline:
+                running = [name for name in running if self.server_running(name)]
+                time.sleep(0.5)
+            if running:
+                self.leaks.append(f"servers still running {timeout:.0f} s after they were stopped: {running}")
+
+    def stop(self, timeout: float = 90, *, keep_servers: bool = False) -> None:
+        """Stop the hub by its pid (SIGTERM: it stops the proxy and its services).
+
+        Learners' servers survive a hub restart, as on the day; unless ``keep_servers``,
+        they are stopped first, and anything left is killed and reported as a leak.
+        """
         if self.process is None:
             return
         self.note_processes()
+        if not keep_servers and self.process.poll() is None:
+            self.stop_servers()
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -190,6 +214,8 @@ class TrialHub:
                 self.process.kill()
                 self.process.wait(30)
         self.process = None
+        if keep_servers:
+            return
         if self.git_daemon is not None:
             self.git_daemon.terminate()
             try:
@@ -249,6 +275,7 @@ class TrialHub:
                     keep_log.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(self.log_path, keep_log)
             self._kill_leftovers()
+            unblock(self.tag)
             self._remove_accounts()
             layout, _ = detect(self.tag)
             if layout is not None:
