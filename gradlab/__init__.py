@@ -40,6 +40,8 @@ _EXPORTS: dict[str, str] = {
     "GraphView": "drawing",
     "explain": "explanation",
     "Explanation": "explanation",
+    "Code": "codes",
+    "CODES": "codes",
     "timeline": "plots",
     "plot_grads": "plots",
     "measure_memory": "memory",
@@ -82,6 +84,8 @@ __all__ = [
     "GraphView",
     "explain",
     "Explanation",
+    "Code",
+    "CODES",
     "timeline",
     "plot_grads",
     "measure_memory",
@@ -104,6 +108,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .advice import Fix
+    from .codes import CODES, Code
     from .diagnosis import Diagnosis, Problem, check
     from .drawing import GraphView, draw
     from .explanation import Explanation, explain

@@ -37,6 +37,7 @@ USAGE = """\
 usage: python -m gradlab run [--verbose] [--explain-only] SCRIPT.py [ARGS...]
        python -m gradlab run [--verbose] [--explain-only] -m MODULE [ARGS...]
        python -m gradlab explain [--verbose] [--file TRACEBACK.txt]
+       python -m gradlab explain CODE | --codes
        python -m gradlab --help
 
 Run a PyTorch script as `python SCRIPT.py ARGS...` would, with gradlab's
@@ -48,7 +49,8 @@ it trains. --verbose adds every problem, every fix and the message decoded.
 commands:
   run            run a script (or -m MODULE) with tracking; exit code as python's
   explain        explain an autograd error read from stdin or --file;
-                 exit 0 if it is one gradlab decodes, 1 if not
+                 exit 0 if it is one gradlab decodes, 1 if not;
+                 explain GL0001 prints the long form of a code, --codes lists them
 
 options of run:
   --verbose      on an autograd error, also print every problem and every fix
@@ -400,7 +402,7 @@ def explain_text(text: str, stdout: TextIO | None = None, verbose: bool = False)
 
         >>> explain_text("element 0 of tensors does not require grad and does not have a grad_fn")
         ... # doctest: +ELLIPSIS
-        gradlab: no_grad_fn: Element 0 of the tensors you called backward on has no graph: ...
+        gradlab: error[GL0003 no grad_fn]: Element 0 of the tensors you called backward on has no graph: ...
         0
     """
     out = stdout if stdout is not None else sys.stdout
@@ -460,6 +462,10 @@ def _main_explain(argv: list[str]) -> int:
             return 0
         if opt in ("-v", "--verbose"):
             verbose = True
+        elif opt == "--codes":
+            return _print_codes()
+        elif _is_code(opt):
+            return _print_long_form(opt)
         elif opt == "--file" and argv:
             path = argv.pop(0)
         elif opt.startswith("--file="):
@@ -476,6 +482,32 @@ def _main_explain(argv: list[str]) -> int:
             print(f"gradlab: can't open file {path!r}: [Errno {e.errno}] {e.strerror}", file=sys.stderr)
             return 2
     return explain_text(text, verbose=verbose)
+
+
+def _is_code(arg: str) -> bool:
+    from .codes import is_code
+
+    return is_code(arg)
+
+
+def _print_codes() -> int:
+    from .codes import CODES
+
+    for c in CODES:
+        print(f"{c.code}  {c.title}", file=sys.stdout)
+    return 0
+
+
+def _print_long_form(code: str) -> int:
+    from .explanation import explain_code
+
+    try:
+        text = explain_code(code)
+    except ValueError as e:
+        print(f"gradlab: error: {e}", file=sys.stderr)
+        return 2
+    print(text, file=sys.stdout)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

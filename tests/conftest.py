@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LIBRARY_TESTS = frozenset(
     {
         "test_cli.py",
+        "test_family.py",
         "test_double_backward_custom.py",
         "test_edits.py",
         "test_draw.py",

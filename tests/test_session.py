@@ -187,7 +187,7 @@ def test_ipython_session_tracker_and_a_cell_tracker_note_once(ipython, capsys: p
         )
         text = capsys.readouterr()
         out = text.out + text.err
-        assert out.count("gradlab: error[modified in place]") == 1
+        assert out.count("gradlab: error[GL0002 modified in place]") == 1
         assert "unpack_hook" not in out and "record_backward" not in out  # gradlab's frames are not shown
         assert "n_1.linear_2.weight (transposed view)" in out
         session_tracker = ip.user_ns["gradlab_tracker"]
