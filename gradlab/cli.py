@@ -223,11 +223,14 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
     explanation = explain(exc)
     if explanation.kind != "not_autograd":
         diagnosis = tracker.diagnosis_for(exc) if tracker is not None else None
+        located = tracker.explanation_for(exc) if tracker is not None else None
+        if located is not None:
+            explanation = located  # the note printed it in short, located at the cut
         if verbose:
             if diagnosis is not None:
                 print("\n" + diagnosis.details(), file=stderr)
             print("\n" + explanation.details(), file=stderr)
-        elif diagnosis is None:
+        elif diagnosis is None and located is None:
             print("\n" + str(explanation), file=stderr)
     return 130 if isinstance(exc, KeyboardInterrupt) else 1
 

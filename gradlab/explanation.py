@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import messages
 from .advice import Fix, fixes_for, message_fixes
 from .codes import by_code, code_for
 from .i18n import _, _t, ngettext_
+from .location import Location
 from .messages import Message
 from .notices import GradlabError
 
@@ -96,6 +97,38 @@ class Explanation:
     fixes: tuple[Fix, ...] = ()
     parameters: tuple[str, ...] = ()
     closest: str | None = None
+    cut: str | None = None
+    cut_at: Location | None = None
+    cut_exact: bool = False
+
+    def located(self, cut: str, where: Location, exact: bool) -> Explanation:
+        """This explanation located at the line that cut the graph (``cut`` is ``.item()``, ``.detach()``, ...).
+
+        ``exact`` says that the cut made the very tensor backward was called on; otherwise it
+        is the last cut gradlab saw before the backward.
+        """
+        causes = tuple(c for c in self.causes if _cut_word(cut) in c) + tuple(
+            c for c in self.causes if _cut_word(cut) not in c
+        )
+        return replace(self, cut=cut, cut_at=where, cut_exact=exact, causes=causes)
+
+    def _cut_lines(self) -> list[str]:
+        if self.cut is None or self.cut_at is None:
+            return []
+        where = self.cut_at
+        number = str(where.lineno)
+        lines = [f"{' ' * len(number)}--> {where.where}", f"{' ' * len(number)} |"]
+        lines.append(f"{number} |     {where.code.strip()}")
+        if self.cut_exact:
+            lines.append(
+                "   = " + _t("cut: {cut} here made the tensor backward was called on, without a graph", cut=self.cut)
+            )
+        else:
+            lines.append(
+                "   = "
+                + _t("cut: {cut} here is the last place gradlab saw the graph cut before this backward", cut=self.cut)
+            )
+        return lines
 
     @property
     def code(self) -> str | None:
@@ -115,7 +148,7 @@ class Explanation:
         return self.current_version - self.expected_version
 
     def __str__(self) -> str:
-        lines = [_t("{header}: {what}", header=self._header(), what=self.summary)]
+        lines = [_t("{header}: {what}", header=self._header(), what=self.summary), *self._cut_lines()]
         if self.closest is not None:
             lines.append("   = " + _t("closest known kind: {title}", title=_closest_title(self.closest)))
         if self.causes:
@@ -132,7 +165,7 @@ class Explanation:
 
     def details(self) -> str:
         """Everything: what each part of the message means, the causes, every fix with what it trains."""
-        lines = [self._header(), self.summary]
+        lines = [self._header(), self.summary, *self._cut_lines()]
         if self.closest is not None:
             lines.append(_t("closest known kind: {title}", title=_closest_title(self.closest)))
         if self.torch_wording:
@@ -169,6 +202,11 @@ class Explanation:
                 parts.append(f"<p>{esc(title)}</p><{tag}>{rows}</{tag}>")
         parts.append("</div>")
         return "".join(parts)
+
+
+def _cut_word(cut: str) -> str:
+    """The word of a cause sentence that names ``cut`` (``.item()`` -> ``item()``)."""
+    return {"torch.no_grad()": "no_grad()", "torch.inference_mode()": "inference_mode()"}.get(cut, cut.strip(".")[:8])
 
 
 def _closest_title(kind: str) -> str:

@@ -209,3 +209,79 @@ def test_unknown_message_is_not_decoded_but_named_closest(text: str, closest: st
 
 def test_docs_index_does_not_drift() -> None:
     assert (ROOT / "docs" / "codes.md").read_text(encoding="utf-8") == index_markdown()
+
+
+# -- located: under track() the note names the line that cut the graph ----------------------------
+
+
+def _note_of(build: Callable[[], None]) -> str:
+    import gradlab
+
+    with gradlab.track():
+        try:
+            build()
+        except RuntimeError as e:
+            return "\n".join(getattr(e, "__notes__", []))
+    raise AssertionError("torch raised nothing")
+
+
+def test_the_note_names_the_detach_that_cut_the_graph() -> None:
+    w = torch.ones(3, requires_grad=True)
+
+    def build() -> None:
+        h = (w * 2).detach()  # the cut
+        h.sum().backward()
+
+    note = _note_of(build)
+    assert "error[GL0003 no grad_fn]" in note
+    assert "h = (w * 2).detach()  # the cut" in note and "cut: .detach() here" in note
+
+
+def test_the_note_names_no_grad_and_torch_tensor_of_an_item() -> None:
+    w = torch.ones(3, requires_grad=True)
+
+    def under_no_grad() -> None:
+        with torch.no_grad():
+            out = (w * 2).sum()
+        out.backward()
+
+    assert "with torch.no_grad():" in _note_of(under_no_grad)
+
+    def rebuilt() -> None:
+        value = (w * 2).sum().item()
+        loss = torch.tensor(value) * 2  # rebuilt from a number
+        loss.backward()
+
+    note = _note_of(rebuilt)
+    assert "# rebuilt from a number" in note and "torch.tensor(x)" in note
+
+
+def test_the_exact_cut_is_named_when_it_made_the_loss() -> None:
+    w = torch.ones(3, requires_grad=True)
+
+    def build() -> None:
+        (w * 3).sum().item()  # an earlier cut
+        loss = (w * 2).sum().detach()
+        loss.backward()
+
+    note = _note_of(build)
+    assert "loss = (w * 2).sum().detach()" in note and "made the tensor backward was called on" in note
+
+
+def test_no_cut_seen_no_location_and_results_unchanged() -> None:
+    import gradlab
+
+    w = torch.ones(3, requires_grad=True)
+    with gradlab.track():
+        assert (w * 2).sum().item() == 6.0  # the wrappers return torch's results
+        d = (w * 2).detach()
+        assert d.grad_fn is None and torch.equal(d, torch.full((3,), 2.0))
+        try:
+            torch.ones(2).sum().backward()  # a constant: no cut made it, but an earlier one is named, as the last
+        except RuntimeError as e:
+            assert "last place gradlab saw" in "\n".join(getattr(e, "__notes__", []))
+    with gradlab.track():
+        try:
+            torch.ones(2).sum().backward()  # nothing cut under this tracker: no located note
+        except RuntimeError as e:
+            assert not getattr(e, "__notes__", [])
