@@ -90,7 +90,14 @@ def test_a_tracker_cannot_be_entered_twice() -> None:
         tracker.__enter__()
 
 
-_OWNERS = (torch.Tensor, torch, torch._C._nn, torch.autograd)
+_OWNERS = (
+    torch.Tensor,
+    torch,
+    torch._C._nn,
+    torch.autograd,
+    torch.autograd.grad_mode.no_grad,  # NOTE [Cuts] in writes.py
+    torch.autograd.grad_mode.inference_mode,
+)
 
 
 def _snapshot() -> list[dict[str, object]]:
