@@ -33,7 +33,7 @@ from .location import Location
 from .messages import Message
 from .notices import GradlabError
 
-__all__ = ["Explanation", "explain", "explain_code", "KINDS"]
+__all__ = ["Explanation", "explain", "explain_code", "explain_message", "KINDS"]
 
 #: Every value ``Explanation.kind`` can take: the kinds of gradlab.codes.CODES, then "not_autograd".
 KINDS = (
@@ -1026,6 +1026,15 @@ def explain(error: BaseException | str) -> Explanation:
         message=text[:500] or None,
         closest=messages.closest(error),
     )
+
+
+def explain_message(message: Message) -> Explanation:
+    """The explanation of a message already read by :func:`gradlab.messages.find` (its parts may be completed).
+
+    ``gradlab run`` fills in what the message leaves out, e.g. the names of the
+    parameters DDP gives only by index.
+    """
+    return _BUILDERS[message.kind](message)
 
 
 def explain_code(code: str) -> str:

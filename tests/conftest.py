@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LIBRARY_TESTS = frozenset(
     {
         "test_cli.py",
+        "test_ddp.py",
         "test_family.py",
         "test_double_backward_custom.py",
         "test_edits.py",
@@ -53,6 +54,7 @@ SLOW_TESTS = frozenset(
         "test_binder.py",
         "test_browser.py",
         "test_cli.py",
+        "test_ddp.py",
         "test_handout.py",
         "test_lab.py",
         "test_workshop.py",
