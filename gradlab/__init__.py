@@ -21,6 +21,7 @@ __version__ = "0.2.0"
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
     "check": "diagnosis",
+    "last_diagnosis": "diagnosis",
     "Diagnosis": "diagnosis",
     "Problem": "diagnosis",
     "track": "tracker",
@@ -56,6 +57,7 @@ _EXPORTS: dict[str, str] = {
     "language": "i18n",
     "languages": "i18n",
     "GradlabWarning": "notices",
+    "SilentWriteWarning": "notices",
     "GradlabError": "notices",
     "UnusedStepWarning": "notices",
     "load_ipython_extension": "ipython",
@@ -65,6 +67,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "__version__",
     "check",
+    "last_diagnosis",
     "Diagnosis",
     "Problem",
     "track",
@@ -100,6 +103,7 @@ __all__ = [
     "language",
     "languages",
     "GradlabWarning",
+    "SilentWriteWarning",
     "GradlabError",
     "UnusedStepWarning",
     "load_ipython_extension",
@@ -109,7 +113,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .advice import Fix
     from .codes import CODES, Code
-    from .diagnosis import Diagnosis, Problem, check
+    from .diagnosis import Diagnosis, Problem, check, last_diagnosis
     from .drawing import GraphView, draw
     from .explanation import Explanation, explain
     from .grads import GradReport, GradRow, grad_report
@@ -119,7 +123,7 @@ if TYPE_CHECKING:
     from .ipython import load_ipython_extension, unload_ipython_extension
     from .memory import MemoryTrace, measure_memory, plot_memory
     from .names import modules_in
-    from .notices import GradlabError, GradlabWarning, UnusedStepWarning
+    from .notices import GradlabError, GradlabWarning, SilentWriteWarning, UnusedStepWarning
     from .plots import plot_grads, timeline
     from .saved import SavedTensor, Write
     from .tracker import Event, Tracker, track

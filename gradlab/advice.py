@@ -19,18 +19,25 @@ Example::
 
     >>> from gradlab.advice import Context, fixes_for
     >>> fix = fixes_for("inplace_op", Context(tensor="y", op="mul_", code="y.mul_(3)"))[0]
-    >>> fix.code
-    'y = y.mul(3)'
+    >>> fix.summary
+    'use the out-of-place form of mul_'
+    >>> fix.code is None, fix.applicability  # no file to edit: a sentence, never unchecked code
+    (True, 'sentence')
 """
 
 from __future__ import annotations
 
+import ast
 import re
+import textwrap
+import typing
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from .edits import Applicability, Edit
+from .edits import Applicability, Edit, check_edits
 from .i18n import _, _t
+from .location import Location
+from .loop import LoopIntent, Site, statement_at
 
 __all__ = [
     "Cause",
@@ -53,17 +60,12 @@ Cause = Literal[
     "carried_state",  # state carried from one iteration to the next (RNN hidden state, a running total)
     "shared_graph_freed",  # a second backward through a part of the graph an earlier backward freed
     "same_loss_twice",  # the same loss backwarded twice
+    "stale_forward",  # a forward computed once, before the loop, reused by every iteration
+    "list_never_cleared",  # a list of graph-holding tensors appended to each iteration and never cleared
+    "fast_weights_in_place",  # fast weights updated in place inside a loop over them (MAML)
     "unknown",
 ]
-CAUSES: tuple[Cause, ...] = (
-    "optimizer_step",
-    "inplace_op",
-    "untracked_write",
-    "carried_state",
-    "shared_graph_freed",
-    "same_loss_twice",
-    "unknown",
-)
+CAUSES: tuple[Cause, ...] = typing.get_args(Cause)
 
 
 def _cause_sentences() -> dict[Cause, str]:
@@ -77,6 +79,17 @@ def _cause_sentences() -> dict[Cause, str]:
         "carried_state": _("state carried from one iteration to the next keeps the previous iteration's graph"),
         "shared_graph_freed": _("a second backward went through a part of the graph an earlier backward freed"),
         "same_loss_twice": _("the same loss was backwarded twice"),
+        "stale_forward": _(
+            "a forward computed once, before the loop, is reused by every iteration: the first backward freed its graph"
+        ),
+        "list_never_cleared": _(
+            "a list that each iteration appends graph-holding tensors to is never cleared: the next backward goes "
+            "through the earlier iterations' freed graphs"
+        ),
+        "fast_weights_in_place": _(
+            "fast weights are updated in place inside a loop over them: autograd saved them for the gradient that "
+            "is still to be taken"
+        ),
         "unknown": _("gradlab cannot tell what changed the tensor (it was not watching when it happened)"),
     }
 
@@ -145,6 +158,13 @@ class Context:
     ``recompute``: the lines that build the failing loss from ``model``'s forward.
     ``carried``: the variable carried across iterations; ``total``: True when it
     is a running total of losses. ``writes_per_step``: versions one step adds.
+
+    The rest place the fixes in the user's file: ``site`` (the code that ran the
+    failing line, :class:`gradlab.loop.Site`), ``intent`` (what the code's own
+    optimizers do with the failing loss's gradient), ``reach`` (the models the
+    failing loss reaches), and the line numbers of the failing backward, the
+    earlier backward, the step, the entry, the statements to recompute, the
+    carried state, the list never cleared, the stale forward and the fast weights.
     """
 
     tensor: str | None = None
@@ -166,6 +186,28 @@ class Context:
     total: bool = False
     step_between: bool | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    # -- where in the user's code (line numbers of ``site``), for fixes as checked edits -------------------
+    site: Site | None = None
+    intent: LoopIntent | None = None
+    reach: tuple[str, ...] = ()
+    backward_line: int | None = None
+    earlier_line: int | None = None
+    step_line: int | None = None
+    entry_lineno: int | None = None
+    write_at: Location | None = None
+    recompute_lines: tuple[int, ...] = ()
+    carried_all: tuple[str, ...] = ()
+    carried_kind: str | None = None
+    carried_none: bool = False
+    buffer: str | None = None
+    buffers: tuple[str, ...] = ()
+    stale_line: int | None = None
+    stale_end: int | None = None
+    stale_before: int | None = None
+    fast: str | None = None
+    fast_lines: tuple[int, int] | None = None
+    fast_text: str | None = None
+    other_claims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # what the loop's other losses train, unchanged
 
     # -- the user's names, or descriptions ----------------------------------------------------------
     @property
@@ -304,32 +346,265 @@ def _split_comment(code: str) -> tuple[str, str]:
     return (code[: m.start()], code[m.start() :]) if m else (code.rstrip(), "")
 
 
-def _loss_code(loss: str, call: str) -> str:
-    """``loss_2.backward(inputs=...)`` for a loss name, or for an expression."""
-    target = loss if re.fullmatch(r"[\w.\[\]]+", loss) else f"({loss})"
-    return f"{target}.{call}"
+# -- fixes as edits of the user's file ----------------------------------------------------------------------
+
+
+def _indent_of(site: Site, line: int) -> str:
+    text = site.text(line)
+    return text[: len(text) - len(text.lstrip())]
+
+
+def _statement_span(site: Site, line: int) -> tuple[int, int] | None:
+    """The first and last line of the statement at ``line`` (None when the file does not parse)."""
+    tree = site.tree()
+    st = statement_at(tree, line) if tree is not None else None
+    return (st.lineno, st.end_lineno or st.lineno) if st is not None else None
+
+
+def _replace(ctx: Context, line: int | None, new: str | None) -> Edit | None:
+    """Replace the one-line statement at ``line`` of the failing function with ``new`` (its indentation kept)."""
+    site = ctx.site
+    if site is None or line is None or new is None or not site.holds(line):
+        return None
+    if _statement_span(site, line) != (line, line):
+        return None
+    return Edit(site.filename, line, line, _indent_of(site, line) + new.strip())
+
+
+def _insert(ctx: Context, line: int | None, text: str | None, after: bool = False) -> Edit | None:
+    """Insert ``text`` before (or after) the statement at ``line`` of the failing function, at its indentation."""
+    site = ctx.site
+    if site is None or line is None or text is None or not site.holds(line):
+        return None
+    span = _statement_span(site, line)
+    if span is None:
+        return None
+    indent = _indent_of(site, span[0])
+    body = "\n".join(indent + t for t in textwrap.dedent(text).splitlines())
+    at = span[1] + 1 if after else span[0]
+    return Edit(site.filename, at, at - 1, body)
+
+
+def _statements(ctx: Context, lines: tuple[int, ...]) -> str | None:
+    """The source of the statements starting at ``lines``, dedented, joined."""
+    site = ctx.site
+    if site is None:
+        return None
+    out = []
+    for line in lines:
+        span = _statement_span(site, line)
+        if span is None:
+            return None
+        out.append(textwrap.dedent("\n".join(site.text(i) for i in range(span[0], span[1] + 1))))
+    return "\n".join(out)
+
+
+def _with_keyword(code: str, method: str, keyword: str) -> str | None:
+    """``code`` with ``keyword`` added to its ``X.method(...)`` call: ``loss.backward()`` -> ``loss.backward(k=v)``."""
+    body = code.strip()
+    try:
+        tree = ast.parse(body)
+    except SyntaxError:
+        return None
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method
+    ]
+    call = calls[0] if len(calls) == 1 else None
+    if call is None or call.end_lineno != 1 or call.end_col_offset is None:
+        return None
+    name = keyword.split("=", 1)[0]
+    if any(k.arg == name for k in call.keywords):
+        return None
+    end = call.end_col_offset - 1  # the closing parenthesis
+    sep = ", " if call.args or call.keywords else ""
+    return body[:end] + sep + keyword + body[end:]
+
+
+def _inputs(models: tuple[str, ...]) -> str | None:
+    if not models:
+        return None
+    if len(models) == 1:
+        return f"inputs=list({models[0]}.parameters())"
+    return f"inputs=[p for m in ({', '.join(models)},) for p in m.parameters()]"
+
+
+def _source_of(filename: str) -> str:
+    import linecache
+
+    return "".join(linecache.getlines(filename))
+
+
+def _read_on(source: str, line: int) -> set[str]:
+    """The names the statement at ``line`` of ``source`` reads (they exist there when it runs)."""
+    lines = source.splitlines()
+    if not 0 < line <= len(lines):
+        return set()
+    try:
+        tree = ast.parse(textwrap.dedent(lines[line - 1]))
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def checked(fix: Fix, ctx: Context) -> Fix:
+    """``fix`` with its code set from its edits when :func:`gradlab.edits.check_edits` passes; else a sentence.
+
+    An edit in the failing function is checked against that frame's names; an
+    edit elsewhere (an in-place op in a model's ``forward``) may only replace one
+    line, using the names that line already reads.
+    """
+    if not fix.edits:
+        return replace(fix, code=None, applicability="sentence")
+    site = ctx.site
+    files = {e.filename for e in fix.edits}
+    if len(files) != 1:
+        return replace(fix, code=None, edits=(), applicability="sentence")
+    filename = next(iter(files))
+    if (
+        site is not None
+        and filename == site.filename
+        and all(site.holds(e.start if not e.inserts else e.start - 1) or site.holds(e.start) for e in fix.edits)
+    ):
+        source, names = site.source, set(site.names)
+    elif all(not e.inserts and e.start == e.end for e in fix.edits):
+        # one-line rewrites elsewhere (an in-place op in a model's code): only the names those lines read
+        source = site.source if site is not None and filename == site.filename else _source_of(filename)
+        names = set().union(*(_read_on(source, e.start) for e in fix.edits))
+    else:
+        return replace(fix, code=None, edits=(), applicability="sentence")
+    if not source or check_edits(source, fix.edits, names) is not None:
+        return replace(fix, code=None, edits=(), applicability="sentence")
+    code = "\n".join(textwrap.dedent(e.text) for e in fix.edits)
+    return replace(fix, code=code)
+
+
+def _claim(ctx: Context, modules: set[str] | tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not ctx.loss or not ctx.reach:
+        return ()
+    return ((ctx.loss, tuple(sorted(modules))),)
+
+
+@dataclass(frozen=True)
+class _Proposal:
+    """A fix before it is judged: the models its loss reaches after it (``reach``), its own claim otherwise."""
+
+    fix: Fix
+    reach: tuple[str, ...] | None  # None: the fix changes the loop's order, so its own claim stands
+    keeps: bool  # True: it keeps what the failing code trains (an exact rewrite)
+    describe: bool = False  # True: its trains text is written from the loop's intent once it is judged
+
+
+def _judged(proposals: list[_Proposal], ctx: Context) -> tuple[Fix, ...]:
+    """Each fix checked, its claims and applicability set against the code's intent; fitting fixes first.
+
+    With the loop's intent known (:mod:`gradlab.loop`), a fix's claim is the models its loss reaches after
+    it whose optimizer steps on that loss; a fix that stops the loss from training such a model says so and
+    is never first.
+    """
+    intent = ctx.intent
+    intended = set(intent.trained) & set(ctx.reach) if intent is not None and intent.known else None
+    fitting: list[Fix] = []
+    rest: list[Fix] = []
+    for prop in proposals:
+        fix = checked(prop.fix, ctx)
+        if intent is None or intended is None or not ctx.loss or not ctx.reach:
+            sure: Applicability = "machine-applicable" if prop.keeps else "maybe-incorrect"
+            fitting.append(replace(fix, applicability=sure if fix.code else "sentence"))
+            continue
+        claimed = (
+            set(prop.reach) & set(intent.trained) if prop.reach is not None else set(dict(fix.claims).get(ctx.loss, ()))
+        )
+        given_up = sorted(intended - claimed)
+        extra = sorted(claimed - intended)
+        fix = replace(fix, claims=(*_claim(ctx, claimed), *ctx.other_claims))
+        if given_up:
+            fix = replace(
+                fix,
+                trains=_gives_up(ctx, claimed, given_up),
+                applicability="maybe-incorrect" if fix.code else "sentence",
+            )
+            rest.append(fix)
+        elif extra:
+            rest.append(replace(fix, applicability="maybe-incorrect" if fix.code else "sentence"))
+        else:
+            story_zeroes = ctx.model is not None and "zero_grad()" in fix.trains and intent.zeroer(ctx.model) is None
+            if prop.describe or (prop.reach is not None and story_zeroes):
+                # the loop's own words, where the story's (a zero_grad() the code does not have) would be false
+                fix = replace(fix, trains=_trains_text(ctx, claimed))
+            fitting.append(replace(fix, applicability="machine-applicable" if fix.code else "sentence"))
+    return (*fitting, *rest)
+
+
+def _trains_text(ctx: Context, claimed: set[str]) -> str:
+    intent = ctx.intent
+    trained = _(" and ").join(sorted(claimed))
+    dropped = [m for m in ctx.reach if m not in claimed]
+    if intent is not None and dropped:
+        cleared = []
+        for m in dropped:
+            zero = intent.zeroer(m)
+            if zero:
+                cleared.append(_t("{optimizer}.zero_grad() clears it before {optimizer}.step()", optimizer=zero))
+            else:
+                cleared.append(_t("no optimizer steps {model} on it", model=m))
+        return _t(
+            "{loss} trains {models}, as your loop's optimizers ask; its gradient for {others} is not used ({why})",
+            loss=ctx.l,
+            models=trained,
+            others=_(" and ").join(dropped),
+            why=", ".join(cleared),
+        )
+    return _t("{loss} trains {models}, as your loop's optimizers ask", loss=ctx.l, models=trained)
+
+
+def _gives_up(ctx: Context, claimed: set[str], given_up: list[str]) -> str:
+    intent = ctx.intent
+    stepping = {intent.stepper(m) or "" for m in given_up} - {""} if intent is not None else set()
+    steps = ", ".join(f"{opt}.step()" for opt in sorted(stepping))
+    lost = _(" and ").join(given_up)
+    if claimed:
+        head = _t("{loss} trains {models} only.", loss=ctx.l, models=_(" and ").join(sorted(claimed)))
+    else:
+        head = _t("{loss} trains nothing.", loss=ctx.l)
+    return (
+        head
+        + " "
+        + _t(
+            "It gives up what your loop asks for: {steps} follows {loss}.backward(), so your loop means {lost} to "
+            "learn from {loss}; with this fix {loss} no longer trains {lost}",
+            loss=ctx.l,
+            steps=steps or _("an optimizer step"),
+            lost=lost,
+        )
+    )
 
 
 # -- fixes per cause -------------------------------------------------------------------------------------
 
 
-def _hatch(ctx: Context) -> Fix:
-    return Fix(
-        summary=_(
-            "Or run the code as written inside torch.autograd.graph.allow_mutation_on_saved_tensors(): "
-            "autograd keeps a copy of each saved tensor before it is modified in place"
+def _hatch(ctx: Context) -> _Proposal:
+    return _Proposal(
+        Fix(
+            summary=_(
+                "Or run the loop as written inside a `with torch.autograd.graph.allow_mutation_on_saved_tensors():` "
+                "block: autograd keeps a copy of each saved tensor before it is modified in place"
+            ),
+            trains=_t(
+                "what the code says: {loss} sends gradient into {model}, computed with {model}'s weights from "
+                "before {step}; in a loop whose {zero} runs before the next step, that gradient is never used (the "
+                "same training as detaching)",
+                loss=ctx.l,
+                model=ctx.m,
+                step=ctx.step,
+                zero=ctx.zero,
+            ),
+            cost=_("a copy of every saved tensor that is modified in place (memory and time)"),
+            claims=_claim(ctx, tuple(ctx.others)),
         ),
-        trains=_t(
-            "what the code says: {loss} sends gradient into {model}, computed with {model}'s weights from before "
-            "{step}; in a loop whose {zero} runs before the next step, that gradient is never used (the same "
-            "training as detaching)",
-            loss=ctx.l,
-            model=ctx.m,
-            step=ctx.step,
-            zero=ctx.zero,
-        ),
-        code="with torch.autograd.graph.allow_mutation_on_saved_tensors():\n    ...  # " + _("the loop, unchanged"),
-        cost=_("a copy of every saved tensor that is modified in place (memory and time)"),
+        ctx.reach,
+        False,
     )
 
 
@@ -347,12 +622,71 @@ def _same_as_failing(ctx: Context) -> str:
     )
 
 
-def _chained(ctx: Context, freed: bool) -> list[Fix]:
+def _edits(*edits: Edit | None) -> tuple[Edit, ...]:
+    return () if any(e is None for e in edits) else tuple(e for e in edits if e is not None)
+
+
+def _recompute(ctx: Context) -> _Proposal | None:
+    """Run the stale forward statements again right after the step, so the loss is built from the new weights."""
+    if not ctx.recompute_lines or ctx.step_line is None:
+        return None
+    text = _statements(ctx, ctx.recompute_lines)
+    edit = _insert(ctx, ctx.step_line, text, after=True) if text else None
+    if edit is None:
+        return None
+    what = (
+        ", ".join(ctx.site.text(line).strip().split("=")[0].strip() for line in ctx.recompute_lines) if ctx.site else ""
+    )
+    return _Proposal(
+        Fix(
+            summary=_t(
+                "recompute {what} after {step}, so that {loss} is built from the stepped weights",
+                what=what,
+                step=ctx.step,
+                loss=ctx.l,
+            ),
+            trains=_t("{loss} trains what it reaches, through the updated weights", loss=ctx.l),
+            edits=(edit,),
+            claims=_claim(ctx, ctx.reach),
+        ),
+        ctx.reach,
+        False,
+        describe=True,
+    )
+
+
+def _sum(ctx: Context, others: tuple[str, ...]) -> _Proposal:
+    """One backward of the sum, then every step: the other intent, where the loss also trains the model."""
+    return _Proposal(
+        Fix(
+            intent=_t("if {loss} should also train {model}", loss=ctx.l, model=ctx.m),
+            summary=_t(
+                "one backward of the sum, then the steps: zero every optimizer, backward ({earlier} + {loss}) "
+                "once, then step every optimizer",
+                earlier=ctx.e,
+                loss=ctx.l,
+            ),
+            trains=_t(
+                "{earlier} and {loss} both train {model}, and {loss} trains {others}: a different training from "
+                "the failing code's, where {model} followed {earlier} only",
+                earlier=ctx.e,
+                loss=ctx.l,
+                model=ctx.m,
+                others=ctx.o,
+            ),
+            claims=_claim(ctx, (*others, *([ctx.model] if ctx.model else []))),
+        ),
+        None,
+        False,
+    )
+
+
+def _chained(ctx: Context, freed: bool) -> list[_Proposal]:
     """An upstream model's output feeds the failing loss's models (two chained networks, actor-critic)."""
-    detach_code = None
-    if ctx.entry and ctx.entry_line:
-        detach_code = detach_in(ctx.entry_line, ctx.entry)
-    where = _t(" (at {where})", where=ctx.entry_where) if ctx.entry_where and detach_code else ""
+    detach_edit = None
+    if ctx.entry and ctx.entry_lineno is not None and ctx.site is not None:
+        detach_edit = _replace(ctx, ctx.entry_lineno, detach_in(ctx.site.text(ctx.entry_lineno).strip(), ctx.entry))
+    where = _t(" (at {where})", where=ctx.entry_where) if ctx.entry_where and detach_edit else ""
     entry = _t(": feed in {entry}.detach(){where}", entry=ctx.entry, where=where) if ctx.entry else ""
     if ctx.optimizer or not freed:
         trains_same = _same_as_failing(ctx)
@@ -364,121 +698,212 @@ def _chained(ctx: Context, freed: bool) -> list[Fix]:
             model=ctx.m,
             earlier=ctx.e,
         )
-    if len(ctx.others) == 1:
-        inputs = _loss_code(ctx.l, f"backward(inputs=list({ctx.others[0]}.parameters()))")
-    else:
-        models = ", ".join(ctx.others) or "model_2"
-        inputs = _loss_code(ctx.l, f"backward(inputs=[p for m in ({models},) for p in m.parameters()])")
-    step_code = (
-        f"{ctx.optimizer}.step()  # " + _("and the other optimizers' steps, after it")
-        if ctx.optimizer
-        else "optimizer.step()  # " + _("every optimizer, after the one backward")
-    )
-    fixes = [
-        Fix(
-            intent=_t("if {loss} should not train {model}", loss=ctx.l, model=ctx.m),
-            summary=_t(
-                "detach {model}'s output where it enters {others}{entry}", model=ctx.m, others=ctx.o, entry=entry
+    inputs = _inputs(ctx.others)
+    inputs_edit = None
+    if inputs and ctx.site is not None and ctx.backward_line is not None:
+        inputs_edit = _replace(
+            ctx, ctx.backward_line, _with_keyword(ctx.site.text(ctx.backward_line), "backward", inputs)
+        )
+    others = tuple(ctx.others)
+    proposals = [
+        _Proposal(
+            Fix(
+                intent=_t("if {loss} should not train {model}", loss=ctx.l, model=ctx.m),
+                summary=_t(
+                    "detach {model}'s output where it enters {others}{entry}", model=ctx.m, others=ctx.o, entry=entry
+                ),
+                trains=trains_same,
+                edits=_edits(detach_edit),
+                claims=_claim(ctx, others),
             ),
-            trains=trains_same,
-            code=detach_code,
+            others,
+            False,
         ),
-        Fix(
-            intent=_("the same, keeping the order and the graph"),
-            summary=_t("backward {loss} into {others}'s parameters only", loss=ctx.l, others=ctx.o),
-            trains=_t("the same as detaching: {loss} trains {others} only", loss=ctx.l, others=ctx.o),
-            code=inputs,
-        ),
-        Fix(
-            intent=_t("if {loss} should also train {model}", loss=ctx.l, model=ctx.m),
-            summary=_t(
-                "one backward of the sum, then the steps: zero every optimizer, backward ({earlier} + {loss}) once, "
-                "then step every optimizer",
-                earlier=ctx.e,
-                loss=ctx.l,
+        _Proposal(
+            Fix(
+                intent=_("the same, keeping the order and the graph"),
+                summary=_t("backward {loss} into {others}'s parameters only", loss=ctx.l, others=ctx.o),
+                trains=_t("the same as detaching: {loss} trains {others} only", loss=ctx.l, others=ctx.o),
+                edits=_edits(inputs_edit),
+                claims=_claim(ctx, others),
             ),
-            trains=_t(
-                "{earlier} and {loss} both train {model}, and {loss} trains {others}: a different training from the "
-                "failing code's, where {model} followed {earlier} only",
-                earlier=ctx.e,
-                loss=ctx.l,
-                model=ctx.m,
-                others=ctx.o,
-            ),
-            code=f"({ctx.e} + {ctx.l}).backward()\n" + step_code,
+            others,
+            False,
         ),
     ]
+    again = _recompute(ctx)
+    if again is not None:
+        proposals.append(again)
+    if ctx.intent is None or ctx.model not in ctx.intent.trained:  # its premise: the loop does not train it
+        proposals.append(_sum(ctx, others))
     if freed and ctx.step_between is False:
-        fixes.append(
-            Fix(
-                summary=_t(
-                    "or keep two backward calls: {earlier}.backward(retain_graph=True), then {loss}.backward(), "
-                    "and only then any optimizer step",
-                    earlier=ctx.e,
-                    loss=ctx.l,
+        retain_edit = None
+        if ctx.site is not None and ctx.earlier_line is not None:
+            retain_edit = _replace(
+                ctx, ctx.earlier_line, _with_keyword(ctx.site.text(ctx.earlier_line), "backward", "retain_graph=True")
+            )
+        proposals.append(
+            _Proposal(
+                Fix(
+                    summary=_t(
+                        "or keep two backward calls: {earlier}.backward(retain_graph=True), then {loss}.backward(), "
+                        "and only then any optimizer step",
+                        earlier=ctx.e,
+                        loss=ctx.l,
+                    ),
+                    trains=_t(
+                        "like the sum: {earlier} and {loss} both train {model}", earlier=ctx.e, loss=ctx.l, model=ctx.m
+                    ),
+                    edits=_edits(retain_edit),
+                    claims=_claim(ctx, ctx.reach),
                 ),
-                trains=_t(
-                    "like the sum: {earlier} and {loss} both train {model}", earlier=ctx.e, loss=ctx.l, model=ctx.m
-                ),
-                code=_loss_code(ctx.e, "backward(retain_graph=True)"),
+                ctx.reach,
+                False,
             )
         )
     elif not freed:
-        fixes.append(_hatch(ctx))
-    return fixes
+        proposals.append(_hatch(ctx))
+    return proposals
 
 
-def _judge(ctx: Context, freed: bool) -> list[Fix]:
+def _judge(ctx: Context, freed: bool) -> list[_Proposal]:
     """The stepped model sits between the failing loss and the models it trains (GAN discriminator)."""
-    code = None
-    if ctx.recompute:
-        first, *rest = ctx.recompute
-        again = _("again: a new graph with the stepped weights")
-        code = "\n".join([f"{ctx.opt}.step()", f"{first}  # {again}", *rest])
-    fixes = [
-        Fix(
-            summary=_t(
-                "recompute {model}'s forward after {step}, and {loss} from it", model=ctx.m, step=ctx.step, loss=ctx.l
+    edit = None
+    if ctx.recompute_lines and ctx.step_line is not None:
+        text = _statements(ctx, ctx.recompute_lines)
+        edit = _insert(ctx, ctx.step_line, text, after=True) if text else None
+    others = tuple(ctx.others)
+    inputs = _inputs(ctx.others) if len(ctx.others) == 1 else None
+    proposals = [
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "recompute {model}'s forward after {step}, and {loss} from it",
+                    model=ctx.m,
+                    step=ctx.step,
+                    loss=ctx.l,
+                ),
+                trains=_t(
+                    "{loss} trains {others} through the updated {model} (the usual GAN order); {model} learns from "
+                    "{earlier} only, since {zero} clears what {loss} leaves in {model}'s .grad",
+                    loss=ctx.l,
+                    others=ctx.o,
+                    model=ctx.m,
+                    earlier=ctx.e,
+                    zero=ctx.zero,
+                ),
+                edits=_edits(edit),
+                claims=_claim(ctx, others),
             ),
-            trains=_t(
-                "{loss} trains {others} through the updated {model} (the usual GAN order); {model} learns from "
-                "{earlier} only, since {zero} clears what {loss} leaves in {model}'s .grad",
-                loss=ctx.l,
-                others=ctx.o,
-                model=ctx.m,
-                earlier=ctx.e,
-                zero=ctx.zero,
-            ),
-            code=code,
+            ctx.reach,
+            False,
         ),
-        Fix(
-            summary=_t(
-                "or backward {loss} before {step}, into {others}'s parameters only",
-                loss=ctx.l,
-                step=ctx.step,
-                others=ctx.o,
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "or move {loss}.backward({inputs}) before {step}",
+                    loss=ctx.l,
+                    step=ctx.step,
+                    inputs=inputs or "",
+                )
+                if inputs
+                else _t(
+                    "or backward {loss} before {step}, into {others}'s parameters only",
+                    loss=ctx.l,
+                    step=ctx.step,
+                    others=ctx.o,
+                ),
+                trains=_t(
+                    "{loss} trains {others} through {model} as it was before its step; {model}'s gradient is untouched",
+                    loss=ctx.l,
+                    others=ctx.o,
+                    model=ctx.m,
+                ),
+                claims=_claim(ctx, others),
             ),
-            trains=_t(
-                "{loss} trains {others} through {model} as it was before its step; {model}'s gradient is untouched",
-                loss=ctx.l,
-                others=ctx.o,
-                model=ctx.m,
-            ),
-            code=_loss_code(ctx.l, f"backward(inputs=list({ctx.others[0]}.parameters()))")
-            if len(ctx.others) == 1
-            else None,
+            others,
+            False,
         ),
     ]
     if not freed:
-        fixes.append(_hatch(ctx))
-    return fixes
+        proposals.append(_hatch(ctx))
+    return proposals
 
 
 _OP_NAMES = {**{k: f"{v}=" for k, v in _AUGMENTED.items()}, "__setitem__": "x[...] = ..."}
 
 
-def _in_place(ctx: Context) -> list[Fix]:
+def _write_edit(ctx: Context, new: str | None) -> Edit | None:
+    loc = ctx.write_at
+    if loc is None or new is None or "\n" in new:
+        return None
+    site = ctx.site
+    if site is not None and loc.filename == site.filename:
+        return _replace(ctx, loc.lineno, new) if site.holds(loc.lineno) else _replace_other(site, loc, new)
+    return _replace_other(None, loc, new)
+
+
+def _replace_other(site: Site | None, loc: Location, new: str) -> Edit | None:
+    source = site.source if site is not None else _source_of(loc.filename)
+    lines = source.splitlines()
+    if not 0 < loc.lineno <= len(lines):
+        return None
+    text = lines[loc.lineno - 1]
+    return Edit(loc.filename, loc.lineno, loc.lineno, text[: len(text) - len(text.lstrip())] + new.strip())
+
+
+_ACTIVATION_NAMES = {
+    "relu_": ("ReLU", "relu"),
+    "leaky_relu_": ("LeakyReLU", "leaky_relu"),
+    "elu_": ("ELU", "elu"),
+    "hardtanh_": ("Hardtanh", "hardtanh", "ReLU6", "relu6"),
+    "silu_": ("SiLU", "silu"),
+    "hardsigmoid_": ("Hardsigmoid", "hardsigmoid"),
+    "hardswish_": ("Hardswish", "hardswish"),
+    "mish_": ("Mish", "mish"),
+    "threshold_": ("Threshold", "threshold"),
+    "dropout_": ("Dropout", "dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "alpha_dropout"),
+    "selu_": ("SELU", "selu"),
+    "celu_": ("CELU", "celu"),
+    "rrelu_with_noise_": ("RReLU", "rrelu"),
+}
+
+
+def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
+    """Every ``inplace=True`` of the activation ``ctx.op`` in the file that ran it, removed (an exact rewrite:
+    the out-of-place activation computes the same values and gradients)."""
+    names = _ACTIVATION_NAMES.get(ctx.op or "")
+    loc = ctx.write_at
+    site = ctx.site
+    if names is None or loc is None:
+        return ()
+    filename = site.filename if site is not None else loc.filename
+    source = site.source if site is not None else _source_of(filename)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    lines = source.splitlines()
+    found = sorted(
+        {
+            k.lineno
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call)
+            and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) in names
+            for k in n.keywords
+            if k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+        }
+    )
+    edits = []
+    for i in found:
+        new = re.sub(r",?\s*inplace\s*=\s*True", "", lines[i - 1], count=1).replace("(, ", "(")
+        edits.append(Edit(filename, i, i, new))
+    return tuple(edits)
+
+
+def _in_place(ctx: Context) -> list[_Proposal]:
     rewritten = rewrite_in_place(ctx.code, ctx.op) if ctx.code and ctx.op else None
+    flags = _inplace_flags(ctx) if ctx.op in _ACTIVATIONS and not (rewritten and "inplace" in (ctx.code or "")) else ()
     where = _t(" at {where}", where=ctx.where) if ctx.where else ""
     op = _OP_NAMES.get(ctx.op, ctx.op) if ctx.op else _("the in-place op")
     if ctx.op in _ACTIVATIONS:
@@ -486,129 +911,331 @@ def _in_place(ctx: Context) -> list[Fix]:
     else:
         summary = _t("use the out-of-place form of {op}{where}", op=op, where=where)
     tensor = ctx.tensor or _("the tensor")
-    name = ctx.tensor or "x"
+    name = ctx.tensor or _("the tensor")
     return [
-        Fix(
-            summary=summary,
-            trains=_t(
-                "the same as intended: nothing changes in which loss trains which parameters; {tensor} keeps the "
-                "value autograd saved",
-                tensor=tensor,
+        _Proposal(
+            Fix(
+                summary=summary,
+                trains=_t(
+                    "the same as intended: nothing changes in which loss trains which parameters; {tensor} keeps the "
+                    "value autograd saved",
+                    tensor=tensor,
+                ),
+                edits=flags or _edits(_write_edit(ctx, rewritten)),
+                claims=_claim(ctx, ctx.reach),
             ),
-            code=rewritten,
+            ctx.reach,
+            True,
         ),
-        Fix(
-            summary=_t("or write to a copy: {name} = {name}.clone() before the in-place write", name=name),
-            trains=_("the same as intended (the copy costs one tensor's memory)"),
+        _Proposal(
+            Fix(
+                summary=_t("or write to a copy: clone {name} before the in-place write", name=name),
+                trains=_("the same as intended (the copy costs one tensor's memory)"),
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            True,
         ),
     ]
 
 
-def _untracked(ctx: Context) -> list[Fix]:
+def _untracked(ctx: Context) -> list[_Proposal]:
     where = _t(" at {where}", where=ctx.where) if ctx.where else ""
     tensor = ctx.tensor or _("the tensor")
     return [
-        Fix(
-            summary=_t(
-                "do not write to {tensor} while a graph that saved it still needs it: move the write{where} after "
-                "{loss}.backward(), or write to a copy ({tensor}.clone())",
-                tensor=tensor,
-                where=where,
-                loss=ctx.l,
-            ),
-            trains=_("the same as intended: the write changed values, not which loss trains which parameters"),
-        ),
-        Fix(
-            summary=_("if the write is meant to be part of the model, make it an out-of-place op with grad enabled"),
-            trains=_("the write's result then takes part in backward, so the gradient also flows through it"),
-        ),
-    ]
-
-
-def _carried(ctx: Context) -> list[Fix]:
-    if ctx.total:
-        name = ctx.carried or "total"
-        loss = ctx.loss or "loss"
-        return [
+        _Proposal(
             Fix(
                 summary=_t(
-                    "keep the running total as a number: {name} += {loss}.item(), and call backward on each "
-                    "iteration's loss",
-                    name=name,
-                    loss=loss,
+                    "do not write to {tensor} while a graph that saved it still needs it: move the write{where} after "
+                    "{loss}.backward(), or write to a copy ({tensor}.clone())",
+                    tensor=tensor,
+                    where=where,
+                    loss=ctx.l,
                 ),
-                trains=_t("each iteration's loss trains the model, as intended; {name} is only for logging", name=name),
-                code=f"{loss}.backward()\n{name} += {loss}.item()",
+                trains=_("the same as intended: the write changed values, not which loss trains which parameters"),
+                claims=_claim(ctx, ctx.reach),
             ),
-            Fix(
-                summary=_t("if {name} should train the model, call {name}.backward() once, after the loop", name=name),
-                trains=_("every iteration's loss trains the model through one backward (memory grows with the loop)"),
-            ),
-        ]
-    name = ctx.carried or "h"
-    code = detach_in(ctx.entry_line, name) if ctx.entry_line else None
-    return [
-        Fix(
-            summary=_t(
-                "detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
-                "iteration (truncated backpropagation through time)",
-                name=name,
-            ),
-            trains=_t(
-                "each iteration's {loss} trains through the current iteration only; the previous iteration's graph "
-                "is released",
-                loss=ctx.loss or "loss",
-            ),
-            code=code or f"{name} = {name}.detach()  # " + _("at the start of each iteration"),
+            ctx.reach,
+            True,
         ),
-        Fix(
-            summary=_(
-                "or backpropagate through the whole sequence: accumulate the losses and call backward once at the end"
+        _Proposal(
+            Fix(
+                summary=_(
+                    "if the write is meant to be part of the model, make it an out-of-place op with grad enabled"
+                ),
+                trains=_("the write's result then takes part in backward, so the gradient also flows through it"),
+                claims=_claim(ctx, ctx.reach),
             ),
-            trains=_(
-                "full backpropagation through time: each loss trains through every earlier step (memory grows "
-                "with the sequence)"
-            ),
+            ctx.reach,
+            False,
         ),
     ]
 
 
-def _twice(ctx: Context) -> list[Fix]:
-    return [
-        Fix(
-            summary=_t(
-                "call {loss}.backward() once; if you need two backward calls through it, pass retain_graph=True to "
-                "the first",
-                loss=ctx.l,
+def _rhs_sub(line: str, name: str, new: str) -> str | None:
+    """``line`` with each read of ``name`` right of its ``=`` replaced by ``new`` (None if there is none)."""
+    body, comment = _split_comment(line)
+    eq = _assignment(body)
+    if eq is None:
+        m = re.search(r"[-+*/]=", body)
+        eq = m.end() - 1 if m else None
+    if eq is None:
+        return None
+    rhs, count = re.subn(rf"(?<![\w.]){re.escape(name)}(?![\w(])", new, body[eq + 1 :])
+    return body[: eq + 1] + rhs + comment if count else None
+
+
+def _detach_state(ctx: Context) -> str | None:
+    """The statement that detaches the carried state: element-wise for a tuple, ``None`` left as it is."""
+    names = ctx.carried_all or ((ctx.carried,) if ctx.carried else ())
+    if not names:
+        return None
+    if len(names) > 1:
+        return f"{', '.join(names)} = {', '.join(f'{n}.detach()' for n in names)}"
+    name = names[0]
+    value = f"tuple(s.detach() for s in {name})" if ctx.carried_kind == "tuple" else f"{name}.detach()"
+    if ctx.carried_none:
+        value = f"None if {name} is None else {value}"
+    return f"{name} = {value}"
+
+
+def _carried(ctx: Context) -> list[_Proposal]:
+    if ctx.total:
+        name = ctx.carried or _("the running total")
+        loss = ctx.loss or _("the iteration's loss")
+        number = backward = None
+        site = ctx.site
+        if site is not None and ctx.carried and ctx.loss and ctx.entry_lineno and ctx.backward_line:
+            line = site.text(ctx.entry_lineno).strip()
+            number = _replace(ctx, ctx.entry_lineno, _rhs_sub(line, ctx.loss, f"{ctx.loss}.item()"))
+            call = site.text(ctx.backward_line).strip()
+            backward = _replace(
+                ctx,
+                ctx.backward_line,
+                re.sub(rf"(?<![\w.]){re.escape(ctx.carried)}\.backward\(", f"{ctx.loss}.backward(", call),
+            )
+            if backward is not None and backward.text.strip() == call:
+                backward = None
+        return [
+            _Proposal(
+                Fix(
+                    edits=_edits(number, backward),
+                    summary=_t(
+                        "keep the running total as a number: add {loss}.item() to {name}, and call backward on each "
+                        "iteration's loss",
+                        name=name,
+                        loss=loss,
+                    ),
+                    trains=_t(
+                        "each iteration's loss trains the model, as intended; {name} is only for logging", name=name
+                    ),
+                    claims=_claim(ctx, ctx.reach),
+                ),
+                ctx.reach,
+                False,
             ),
-            trains=_("unchanged; note that two backward calls add their gradients into .grad"),
-            code=_loss_code(ctx.l, "backward(retain_graph=True)  # " + _("the first of the two calls")),
+            _Proposal(
+                Fix(
+                    summary=_t(
+                        "if {name} should train the model, call {name}.backward() once, after the loop", name=name
+                    ),
+                    trains=_(
+                        "every iteration's loss trains the model through one backward (memory grows with the loop)"
+                    ),
+                    claims=_claim(ctx, ctx.reach),
+                ),
+                ctx.reach,
+                False,
+            ),
+        ]
+    name = ctx.carried or _("the carried state")
+    edit = None
+    if ctx.entry_lineno is not None and ctx.site is not None and ctx.carried:
+        simple = ctx.carried_kind in (None, "tensor") and not ctx.carried_none and len(ctx.carried_all) <= 1
+        line = ctx.site.text(ctx.entry_lineno).strip()
+        inline = detach_in(line, ctx.carried) if simple else None
+        edit = _replace(ctx, ctx.entry_lineno, inline) if inline else _insert(ctx, ctx.entry_lineno, _detach_state(ctx))
+    return [
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
+                    "iteration (truncated backpropagation through time)",
+                    name=name,
+                ),
+                trains=_t(
+                    "each iteration's {loss} trains through the current iteration only; the previous iteration's "
+                    "graph is released",
+                    loss=ctx.l,
+                ),
+                edits=_edits(edit),
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            True,
         ),
-        Fix(
-            summary=_("or recompute the forward before the second backward"),
-            trains=_("unchanged, with a fresh graph"),
+        _Proposal(
+            Fix(
+                summary=_(
+                    "or backpropagate through the whole sequence: accumulate the losses and call backward once at the "
+                    "end"
+                ),
+                trains=_(
+                    "full backpropagation through time: each loss trains through every earlier step (memory grows "
+                    "with the sequence)"
+                ),
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            False,
+        ),
+    ]
+
+
+def _twice(ctx: Context) -> list[_Proposal]:
+    edit = None
+    if ctx.site is not None and ctx.earlier_line is not None and ctx.earlier_line != ctx.backward_line:
+        edit = _replace(
+            ctx, ctx.earlier_line, _with_keyword(ctx.site.text(ctx.earlier_line), "backward", "retain_graph=True")
+        )
+    return [
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "call {loss}.backward() once; if you need two backward calls through it, pass retain_graph=True "
+                    "to the first",
+                    loss=ctx.l,
+                ),
+                trains=_("unchanged; note that two backward calls add their gradients into .grad"),
+                edits=_edits(edit),
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            True,
+        ),
+        _Proposal(
+            Fix(
+                summary=_("or recompute the forward before the second backward"),
+                trains=_("unchanged, with a fresh graph"),
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            True,
+        ),
+    ]
+
+
+def _stale(ctx: Context) -> list[_Proposal]:
+    text = _statements(ctx, (ctx.stale_line,)) if ctx.stale_line is not None else None
+    edit = _insert(ctx, ctx.stale_before, text) if text and ctx.stale_before is not None else None
+    what = text.split("=")[0].strip() if text else _("the forward")
+    return [
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "recompute {what} inside the loop, where it is used: each iteration then builds its own graph",
+                    what=what,
+                ),
+                trains=_t("{loss} trains what it reaches, from a fresh forward at every iteration", loss=ctx.l),
+                edits=_edits(edit),
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            True,
+        ),
+    ]
+
+
+def _buffered(ctx: Context) -> list[_Proposal]:
+    names = ctx.buffers or ((ctx.buffer,) if ctx.buffer else ())
+    text = "\n".join(f"{n}.clear()" for n in names) if names else None
+    edit = _insert(ctx, ctx.backward_line, text, after=True) if text else None
+    return [
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "clear {names} after each backward, so that the next one goes through the new iteration's graph "
+                    "only",
+                    names=_(" and ").join(names) if names else _("the list"),
+                ),
+                trains=_t("{loss} trains what it reaches, from this iteration's tensors only", loss=ctx.l),
+                edits=_edits(edit),
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            True,
+        ),
+        _Proposal(
+            Fix(
+                summary=_("or keep only numbers in lists kept for logging: append .item() of each tensor"),
+                trains=_("unchanged: the logged values take no part in backward"),
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            True,
+        ),
+    ]
+
+
+def _fast_weights(ctx: Context) -> list[_Proposal]:
+    edit = None
+    site = ctx.site
+    if site is not None and ctx.fast_lines is not None and ctx.fast_text is not None:
+        start, end = ctx.fast_lines
+        if site.holds(start):
+            edit = Edit(site.filename, start, end, _indent_of(site, start) + ctx.fast_text)
+    return [
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "build the adapted weights as a new list instead of updating {name} in place (rebinding the loop "
+                    "variable would adapt nothing)",
+                    name=ctx.fast or ctx.tensor or _("the weights"),
+                ),
+                trains=_(
+                    "the same as intended: the outer loss trains through the adaptation step, and the inner step "
+                    "really changes the weights it uses"
+                ),
+                edits=_edits(edit),
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            True,
         ),
     ]
 
 
 def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
-    """The fixes that fit ``cause``, the likeliest intent first, in the words of ``ctx``."""
+    """The fixes that fit ``cause``, the likeliest intent first, in the words of ``ctx``.
+
+    Each fix's code is the text of its edits of the user's file (``ctx.site``), set
+    only when :func:`gradlab.edits.check_edits` passes; each fix is judged against
+    the code's intent (``ctx.intent``): a fix that stops the loss from training
+    models the code's optimizers step on it is never first, and says so.
+    """
     ctx = ctx or Context()
+    proposals: list[_Proposal]
     if cause == "optimizer_step":
-        return tuple(_judge(ctx, False) if ctx.judge else _chained(ctx, False))
-    if cause == "shared_graph_freed":
-        return tuple(_judge(ctx, True) if ctx.judge else _chained(ctx, True))
-    if cause == "inplace_op":
-        return tuple(_in_place(ctx))
-    if cause == "untracked_write":
-        return tuple(_untracked(ctx))
-    if cause == "carried_state":
-        return tuple(_carried(ctx))
-    if cause == "same_loss_twice":
-        return tuple(_twice(ctx))
-    # unknown: the two likeliest families, each with what it trains
-    unknown = replace(ctx)
-    return (*_in_place(unknown)[:1], *_chained(unknown, False)[:1], *_carried(unknown)[:1])
+        proposals = _judge(ctx, False) if ctx.judge else _chained(ctx, False)
+    elif cause == "shared_graph_freed":
+        proposals = _judge(ctx, True) if ctx.judge else _chained(ctx, True)
+    elif cause == "inplace_op":
+        proposals = _in_place(ctx)
+    elif cause == "untracked_write":
+        proposals = _untracked(ctx)
+    elif cause == "carried_state":
+        proposals = _carried(ctx)
+    elif cause == "same_loss_twice":
+        proposals = _twice(ctx)
+    elif cause == "stale_forward":
+        proposals = _stale(ctx)
+    elif cause == "list_never_cleared":
+        proposals = _buffered(ctx)
+    elif cause == "fast_weights_in_place":
+        proposals = _fast_weights(ctx)
+    else:  # unknown: the two likeliest families, each with what it trains
+        proposals = [*_in_place(ctx)[:1], *_chained(ctx, False)[:1], *_carried(ctx)[:1]]
+    return _judged(proposals, ctx)
 
 
 @dataclass(frozen=True)

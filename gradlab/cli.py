@@ -237,7 +237,11 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
             explanation = located  # the note printed it in short, located at the cut
         if verbose:
             if diagnosis is not None:
+                # the diagnosis's own fixes only; of the explanation, what the message says
+                import dataclasses
+
                 print("\n" + diagnosis.details(), file=stderr)
+                explanation = dataclasses.replace(explanation, causes=(), fixes=())
             print("\n" + explanation.details(), file=stderr)
         elif diagnosis is None and located is None:
             print("\n" + str(explanation), file=stderr)

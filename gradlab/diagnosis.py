@@ -16,28 +16,31 @@ every fix with what it trains.
 from __future__ import annotations
 
 import html
+import os
 import re
+import shlex
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 
-from . import internals
-from .advice import Cause, Context, Fix, cause_sentence, fixes_for
+from .advice import Cause, Fix, cause_sentence, fixes_for
+from .causes import Facts, Topology, backward_line_after, decide
 from .codes import code_for
-from .graph import Graph, GraphNode, collect_active
+from .graph import Graph, collect_active
 from .i18n import _, _t, ngettext_
 from .location import Location, frame_names
-from .names import NamesLike, ViewKind
+from .loop import read_site
+from .names import NamesLike, ViewKind, modules_in
 from .saved import SavedTensor, Write
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
 
-__all__ = ["Diagnosis", "Problem", "ProblemKind", "check", "check_graph"]
+__all__ = ["Diagnosis", "Problem", "ProblemKind", "check", "check_graph", "last_diagnosis"]
 
 #: The two ways a backward fails that gradlab diagnoses.
 ProblemKind = Literal["graph_freed", "modified_in_place"]
@@ -107,7 +110,18 @@ class Problem:
             text += _t(": modified by {writer}", writer=self.modified_by)
         if where:
             text += _t(" at {where}", where=where)
+        if self.counter_missed:
+            text += _(" (its version counter missed the write)")
         return _t("{sentence}.", sentence=text)
+
+    @property
+    def counter_missed(self) -> bool:
+        """True for a tensor changed by a write that did not move its version counter (torch cannot see it)."""
+        return (
+            self.kind == "modified_in_place"
+            and self.saved_version is not None
+            and self.saved_version == self.current_version
+        )
 
 
 @dataclass(frozen=True)
@@ -194,6 +208,8 @@ class Diagnosis:
 def _short(d: Diagnosis) -> list[str]:
     p = d.problems[0]
     verb = "" if d.failed else _("would fail: ")
+    if not d.failed and p.counter_missed:  # torch would not raise: backward would run on the new values
+        verb = _("backward would use the changed values: ")
     lines: list[str] = []
     if p.kind == "modified_in_place":
         if p.modified_by:
@@ -213,7 +229,22 @@ def _short(d: Diagnosis) -> list[str]:
                 saved=p.saved_version,
                 now=p.current_version,
             )
+            if p.counter_missed:
+                label = _t(
+                    "{writer} wrote it; the version counter missed the write (still {now})",
+                    writer=p.modified_by or _("this write"),
+                    now=p.current_version,
+                )
             lines += _quote(p.location, _op_span(p.location.code, p.writes[0].op if p.writes else None), label)
+        elif p.counter_missed:
+            lines.append(
+                "   = "
+                + _t(
+                    "its data differs from when it was saved, but its version counter did not move ({now}): "
+                    "a write gradlab did not see (a custom kernel, an extension, C++ code)",
+                    now=p.current_version,
+                )
+            )
         else:
             lines.append(
                 "   = "
@@ -280,10 +311,8 @@ def _short(d: Diagnosis) -> list[str]:
             lines.append(
                 "   = "
                 + ngettext_(
-                    "{n} other fix, for other intents: print(diagnosis.details()), or python -m gradlab run --verbose",
-                    "{n} other fixes, for other intents: print(diagnosis.details()), or python -m gradlab run --verbose",
-                    n,
-                ).format(n=n)
+                    "{n} other fix, for other intents: {how}", "{n} other fixes, for other intents: {how}", n
+                ).format(n=n, how=_more())
             )
     return lines
 
@@ -292,6 +321,74 @@ def _header(kind: str) -> str:
     """``error[GL0002 modified in place]``: the note's head, with the kind's stable code."""
     entry = code_for(kind)
     return entry.header() if entry is not None else f"error[{kind}]"
+
+
+def _in_ipython() -> bool:
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    return bool(get is not None and get() is not None)
+
+
+def _more() -> str:
+    """Where the other fixes are, as something that runs where the note is read (NOTE [Where notes are read])."""
+    # NOTE [Where notes are read]: in IPython/Jupyter the note shows under a cell's traceback, so the line is a
+    # call for the next cell; elsewhere it is the command that reruns the script with every fix printed.
+    if _in_ipython():
+        return "import gradlab; print(gradlab.last_diagnosis().details())"
+    script = sys.argv[0] if sys.argv and sys.argv[0].endswith((".py", ".pyw")) else None
+    if script is None:
+        return _("python -m gradlab run --verbose, on your script")
+    try:
+        shown = os.path.relpath(script)
+    except ValueError:  # another drive (Windows)
+        shown = script
+    if shown.startswith(".."):
+        shown = script
+    return shlex.join(["python", "-m", "gradlab", "run", "--verbose", shown, *sys.argv[1:]])
+
+
+def last_diagnosis(error: BaseException | None = None) -> Diagnosis:
+    """The diagnosis gradlab attached to ``error``: by default the latest error shown (``sys.last_value``).
+
+    In a notebook, after a cell fails under :func:`gradlab.track` (or ``%load_ext
+    gradlab``), ``gradlab.last_diagnosis().details()`` lists every problem and
+    every fix with what it trains. Raises ``ValueError`` when the error carries no
+    diagnosis (it did not come from a backward gradlab watched).
+
+    Example::
+
+        >>> import torch, gradlab
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> try:
+        ...     with gradlab.track():
+        ...         y = (w * w).sum()
+        ...         y.backward()
+        ...         y.backward()
+        ... except RuntimeError as err:
+        ...     d = gradlab.last_diagnosis(err)
+        >>> d.cause
+        'same_loss_twice'
+    """
+    if error is None:
+        error = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+        if error is None:
+            raise ValueError(
+                "no error has been shown yet; pass the error, e.g. gradlab.last_diagnosis(err) in an except block"
+            )
+    if not isinstance(error, BaseException):
+        raise TypeError(f"last_diagnosis() takes an exception (or nothing), not {type(error).__name__}")
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        diag = current.__dict__.get("_gradlab_diagnosis")
+        if isinstance(diag, Diagnosis):
+            return diag
+        current = current.__cause__ or current.__context__
+    raise ValueError(
+        "this error carries no gradlab diagnosis: run the failing backward inside gradlab.track() "
+        "(or %load_ext gradlab in a notebook), then call last_diagnosis() again"
+    )
 
 
 def _quote(loc: Location, span: tuple[int, int] | None, label: str) -> list[str]:
@@ -366,300 +463,34 @@ def _problem(s: SavedTensor) -> Problem:
     )
 
 
-def _module(given: str | None) -> str | None:
-    """The model a given name belongs to: ``n_1.linear_2.weight`` -> ``n_1``; None without a model."""
-    if given is None:
-        return None
-    return given.split(".", 1)[0] if "." in given else None
-
-
-class _Topology:
-    """Which named models each node of a graph reaches (by the leaves below it)."""
-
-    def __init__(self, graph: Graph) -> None:
-        self.graph = graph
-        self.by_id = {n.id: n for n in graph.nodes}
-        self.parents: dict[int, list[int]] = {}
-        for n in graph.nodes:
-            for m in n.next_ids:
-                self.parents.setdefault(m, []).append(n.id)
-        self._reach: dict[int, frozenset[str]] = {}
-
-    def models_below(self, node_id: int) -> frozenset[str]:
-        """The top-level module names of the named parameters reachable from ``node_id``."""
-        cached = self._reach.get(node_id)
-        if cached is not None:
-            return cached
-        found: set[str] = set()
-        seen = {node_id}
-        stack = [node_id]
-        while stack:
-            n = self.by_id[stack.pop()]
-            if n.kind == "leaf":
-                module = _module(n.given)
-                if module:
-                    found.add(module)
-            for m in n.next_ids:
-                if m not in seen:
-                    seen.add(m)
-                    stack.append(m)
-        result = frozenset(found)
-        self._reach[node_id] = result
-        return result
-
-    def entry(self, model: str) -> tuple[GraphNode, GraphNode] | None:
-        """The node whose output carries ``model``'s result into the rest, and its consumer."""
-        for n in self.graph.nodes:  # breadth first from the outputs: the first found is the highest
-            if n.kind == "leaf" or self.models_below(n.id) != {model}:
-                continue
-            for parent in self.parents.get(n.id, ()):
-                if self.models_below(parent) - {model}:
-                    return n, self.by_id[parent]
-        return None
-
-
-def _var_named(namespace: Mapping[str, Any] | None, match: Any) -> str | None:
-    """A variable in ``namespace`` holding a tensor that ``match(tensor)`` accepts (the user's name for it)."""
-    if not namespace:
-        return None
-    for key, value in namespace.items():
-        if isinstance(key, str) and not key.startswith("_") and isinstance(value, torch.Tensor) and match(value):
-            return key
-    return None
-
-
-def _receiver(code: str | None, method: str) -> str | None:
-    """``opt_1`` from ``opt_1.step()``; ``loss_2`` from ``loss_2.backward()``."""
-    if not code:
-        return None
-    m = re.search(r"([\w.\[\]]+|\([^()]*\))\." + method + r"\(", code)
-    if m:
-        return m[1].strip("()") if m[1].startswith("(") else m[1]
-    m = re.search(r"torch\.autograd\.(?:backward|grad)\(\s*([\w.\[\]]+)", code)
-    return m[1] if m else None
-
-
-def _saved_line(graph: Graph, node_ids: Iterable[int]) -> Location | None:
-    """The user line whose forward saved a tensor for one of ``node_ids`` (their forward line)."""
-    wanted = set(node_ids)
-    for s in graph.saved:
-        if s.node_id in wanted and s.saved_at is not None:
-            return s.saved_at
-    return None
-
-
-@dataclass
-class _Facts:
-    """What the tracker knows about the failure (all optional)."""
-
-    tracker: Recorder | None = None
-    failing: BackwardCall | None = None
-    namespace: dict[str, Any] = field(default_factory=dict)
-
-
-def _decide(problems: list[Problem], graph: Graph, facts: _Facts) -> list[Problem]:
-    """Fill in each problem's cause and fixes."""
+def _decide(problems: list[Problem], graph: Graph, facts: Facts) -> list[Problem]:
+    """Fill in each problem's cause and fixes (:mod:`gradlab.causes`, :mod:`gradlab.advice`)."""
     if not problems:
         return problems
-    topo = _Topology(graph)
+    topo = Topology(graph)
     decided = []
     for p in problems:
-        cause, ctx = _cause(p, graph, topo, facts)
-        decided.append(_with(p, cause, fixes_for(cause, ctx)))
+        cause, ctx = decide(p, graph, topo, facts)
+        decided.append(replace(p, cause=cause, fixes=fixes_for(cause, ctx)))
     return decided
 
 
-def _with(p: Problem, cause: Cause, fixes: tuple[Fix, ...]) -> Problem:
-    return Problem(**{**p.__dict__, "cause": cause, "fixes": fixes})
-
-
-def _cause(p: Problem, graph: Graph, topo: _Topology, facts: _Facts) -> tuple[Cause, Context]:
-    failing = facts.failing
-    loss = _receiver(failing.location.code, "backward") if failing is not None and failing.location else None
-    if loss is None and graph.outputs:
-        root = topo.by_id[graph.outputs[0]]
-        loss = _var_named(
-            facts.namespace,
-            lambda t: t.grad_fn is not None and _seq(t.grad_fn) == root.seq and t.grad_fn.name() == root.name,
-        )
-    node_id = p.node_id if p.node_id is not None else graph.outputs[0]
-    model = _module(p.given)
-    if model is None and p.kind == "graph_freed":
-        owners = topo.models_below(node_id)
-        model = next(iter(owners)) if len(owners) == 1 else None
-    others = tuple(sorted(topo.models_below(graph.outputs[0]) - {model})) if model else ()
-    base = Context(tensor=p.tensor, model=model, others=others, loss=loss)
-
-    if p.kind == "modified_in_place":
-        writes = p.writes
-        optimizer_write = next((w for w in writes if w.optimizer), None)
-        if optimizer_write is not None or (not writes and _is_parameter(p)):
-            if _carried_over(graph, node_id, facts):
-                return "carried_state", _carried_context(base, graph, topo, facts, node_id)
-            return "optimizer_step", _step_context(base, p, graph, topo, facts, optimizer_write, node_id)
-        if writes:
-            w = writes[0]
-            code = w.location.code if w.location else None
-            ctx = Context(tensor=_short_name(p), op=w.op, code=code, where=w.where, loss=loss)
-            return ("inplace_op" if all(x.grad_mode for x in writes) else "untracked_write"), ctx
-        # Outside a tracker: the writer is unknown. A non-parameter was changed by the user's own code.
-        return "inplace_op", Context(tensor=_short_name(p), loss=loss, op=None)
-
-    # graph freed
-    call = _freeing_call(p, facts)
-    root_ids = set(graph.outputs)
-    if (
-        failing is not None
-        and call is not None
-        and call.location is not None
-        and call.location.same_call(failing.location)
-    ):
-        return "carried_state", _carried_context(base, graph, topo, facts, node_id)
-    if node_id in root_ids:
-        return "same_loss_twice", base
-    earlier = _receiver(call.location.code, "backward") if call is not None and call.location else None
-    ctx = _step_context(replace_context(base, earlier=earlier), p, graph, topo, facts, None, node_id)
-    if facts.tracker is not None and call is not None:
-        steps = _steps_between(facts.tracker, call, failing)
-        ctx = replace_context(ctx, step_between=bool(steps))
-        if steps and steps[0][0] is not None:
-            ctx = replace_context(ctx, optimizer=_receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
-    return "shared_graph_freed", ctx
-
-
-def replace_context(ctx: Context, **changes: Any) -> Context:
-    return replace(ctx, **changes)
-
-
-def _seq(fn: Any) -> int | None:
-    return internals.sequence_nr(fn)
-
-
-def _short_name(p: Problem) -> str:
-    """The user's name for the problem's tensor (a view's base name); else its description."""
-    return p.given or p.tensor
-
-
-def _is_parameter(p: Problem) -> bool:
-    leaf = _t("leaf tensor {shape}", shape=list(p.shape or ()))
-    return _module(p.given) is not None or p.tensor == leaf
-
-
-def _freeing_call(p: Problem, facts: _Facts) -> BackwardCall | None:
-    tracker = facts.tracker
-    if tracker is None or p.location is None:
-        return None
-    for call in reversed(tracker.history):
-        if call.location is p.location:
-            return call
-    return None
-
-
-def _steps_between(
-    tracker: Recorder, call: BackwardCall, failing: BackwardCall | None
-) -> list[tuple[Location | None, str]]:
-    """The optimizer steps that ran between the freeing backward and the failing one."""
-    end = failing.event if failing is not None else None
-    return [(loc, name) for index, loc, name in tracker.steps if index > call.event and (end is None or index <= end)]
-
-
-def _carried_over(graph: Graph, node_id: int, facts: _Facts) -> bool:
-    """The node was built before an earlier backward at the failing line: a previous iteration's graph."""
-    failing, tracker = facts.failing, facts.tracker
-    if failing is None or tracker is None or failing.location is None:
-        return False
-    seq = next((n.seq for n in graph.nodes if n.id == node_id), None)
-    if seq is None:
-        return False
-    return any(
-        call is not failing
-        and call.location is not None
-        and call.location.same_call(failing.location)
-        and call.newest_node is not None
-        and seq <= call.newest_node
-        for call in tracker.history
-    )
-
-
-def _step_context(
-    base: Context, p: Problem, graph: Graph, topo: _Topology, facts: _Facts, write: Write | None, node_id: int
-) -> Context:
-    model = base.model
-    below = topo.models_below(node_id)
-    judge = bool(model) and bool(below - {model})
-    optimizer = _receiver(write.location.code, "step") if write is not None and write.location else None
-    optimizer_class = write.op.split(".")[0] if write is not None else None
-    earlier = base.earlier
-    tracker = facts.tracker
-    if earlier is None and tracker is not None and write is not None and write.event is not None:
-        before = [c for c in tracker.history if c.event < write.event and c is not facts.failing]
-        if before and before[-1].location is not None:
-            earlier = _receiver(before[-1].location.code, "backward")
-    ctx = replace_context(base, judge=judge, optimizer=optimizer, optimizer_class=optimizer_class, earlier=earlier)
-    if not model:
-        return ctx
-    if judge:
-        # The stepped model sits between the loss and the models it trains: its own forward and the loss's
-        # forward lines are what to recompute.
-        others = tuple(sorted(below - {model}))
-        found = topo.entry(others[0]) if len(others) == 1 else None
-        lines = []
-        if found is not None:
-            entry_loc = _saved_line(graph, [found[1].id])
-            if entry_loc is not None:
-                lines.append(entry_loc.code)
-        loss_loc = _saved_line(graph, graph.outputs)
-        if loss_loc is not None and (not lines or loss_loc.code != lines[-1]):
-            lines.append(loss_loc.code)
-        return replace_context(ctx, others=others, recompute=tuple(lines))
-    found = topo.entry(model)
-    if found is None:
-        return ctx
-    entry, consumer = found
-    loc = _saved_line(graph, [consumer.id]) or _saved_line(graph, topo.parents.get(consumer.id, []))
-    name = _var_named(
-        facts.namespace,
-        lambda t: t.grad_fn is not None and _seq(t.grad_fn) == entry.seq and t.grad_fn.name() == entry.name,
-    )
-    return replace_context(
-        ctx, entry=name, entry_line=loc.code if loc else None, entry_where=loc.where if loc else None
-    )
-
-
-def _carried_context(base: Context, graph: Graph, topo: _Topology, facts: _Facts, node_id: int) -> Context:
-    """The carried variable: the name assigned and passed in on the same line (``out, h = rnn(x, h)``)."""
-    tracker = facts.tracker
-    total = False
+def _facts(tracker: Recorder | None, failing: BackwardCall | None, frame: FrameType | None) -> Facts:
+    """What the failing frame shows: its names, its code (:class:`gradlab.loop.Site`), the backward's line."""
+    namespace = frame_names(frame)
+    modules: dict[str, set[int]] = {}
     if tracker is not None:
-        root_seqs = {call.newest_node for call in tracker.history if call is not facts.failing}
-        total = any(n.seq in root_seqs for n in graph.nodes if n.id not in graph.outputs)
-    if total and graph.outputs:
-        # A running total: the backwarded tensor is the total; the iteration's loss is added into it.
-        root = topo.by_id[graph.outputs[0]]
-        parts = [topo.by_id[i] for i in root.next_ids]
-        part = _var_named(
-            facts.namespace,
-            lambda t: (
-                t.grad_fn is not None
-                and any(
-                    _seq(t.grad_fn) == n.seq and t.grad_fn.name() == n.name for n in parts if n.seq not in root_seqs
-                )
-            ),
-        )
-        return replace_context(base, carried=base.loss, loss=part, total=True)
-    for s in graph.saved:
-        loc = s.saved_at
-        if loc is None:
-            continue
-        m = re.fullmatch(r"\s*(.+?)\s*=\s*(.+)", loc.code)
-        if not m:
-            continue
-        targets = re.findall(r"[A-Za-z_]\w*", m[1])
-        used = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", m[2]))
-        carried = [t for t in targets if t in used]
-        if carried:
-            return replace_context(base, carried=carried[-1], total=total, entry_line=loc.code, entry_where=loc.where)
-    return replace_context(base, total=total)
+        for name, t in tracker.owner.namer().named():
+            if "." in name:
+                modules.setdefault(name.split(".", 1)[0], set()).add(id(t))
+    site = read_site(frame, {k: frozenset(v) for k, v in modules.items()})
+    line: int | None = None
+    if site is not None:
+        if failing is not None and failing.location is not None:
+            line = failing.location.lineno if failing.location.filename == site.filename else None
+        else:
+            line = backward_line_after(site, site.lineno)
+    return Facts(tracker, failing, namespace, site, line)
 
 
 def check_graph(
@@ -692,7 +523,7 @@ def check_graph(
         # (their saved values bypass the hooks, e.g. a Python scalar in x * 2.0).
         freed = [(s, known) for s, known in freed if known]
     records = stale if (failing is not None and stale) else stale + [s for s, _ in freed]
-    problems = _decide([_problem(s) for s in records], graph, _Facts(tracker, failing, frame_names(frame)))
+    problems = _decide([_problem(s) for s in records], graph, _facts(tracker, failing, frame))
     needed_by = failing.location if failing is not None else None
     return Diagnosis(ok=not problems, problems=problems, graph=graph, needed_by=needed_by, failed=failing is not None)
 
@@ -715,5 +546,11 @@ def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
         >>> d.ok, d.problems[0].kind, d.problems[0].tensor
         (False, 'modified_in_place', 'w')
     """
+    frame = sys._getframe(1)
     graph, recording = collect_active(output, names)
-    return check_graph(graph, tracker=recording, frame=sys._getframe(1))
+    if names is None and recording is not None and not recording.owner.namer():
+        # no names anywhere: the caller's models name the parameters, as in the note after a failure
+        found = modules_in(frame_names(frame))
+        if found:
+            graph, recording = collect_active(output, found)
+    return check_graph(graph, tracker=recording, frame=frame)

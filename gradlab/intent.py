@@ -34,7 +34,7 @@ from .names import Namer, NamesLike
 
 __all__ = ["IntentReport", "Mismatch", "MismatchKind", "check_intent"]
 
-MismatchKind = Literal["unwanted", "unreachable", "zero", "mixed"]
+MismatchKind = Literal["unwanted", "unreachable", "zero", "mixed", "frozen", "no_graph", "unknown_name"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,10 @@ class Mismatch:
     losses only, or for none), ``unreachable`` (declared parameters it cannot reach),
     ``zero`` (declared parameters whose gradient from it is exactly zero on this
     batch), ``mixed`` (one backward of a sum adds its gradient to another loss's
-    models, whose step then uses it).
+    models, whose step then uses it), ``frozen`` (declared parameters with
+    ``requires_grad=False``: nothing trains them), ``no_graph`` (the loss has no
+    backward graph, e.g. rebuilt from ``.item()``), ``unknown_name`` (a declared
+    name matches no parameter; the sentence lists the choices).
     """
 
     kind: MismatchKind
@@ -60,19 +63,22 @@ class IntentReport:
 
     mismatches: tuple[Mismatch, ...]
     checked: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
+        """True when no loss trains other than declared (``notes`` are not mismatches)."""
         return not self.mismatches
 
     def __str__(self) -> str:
         if self.ok:
-            return _t("ok: {summary}", summary=self._all_declared())
+            return "\n".join([_t("ok: {summary}", summary=self._all_declared()), *(f"  ({n})" for n in self.notes)])
         n = len(self.mismatches)
         lines = [
             ngettext_("{n} mismatch with what you declared:", "{n} mismatches with what you declared:", n).format(n=n)
         ]
         lines += [f"  - [{m.kind}] {m.sentence}" for m in self.mismatches]
+        lines += [f"  ({note})" for note in self.notes]
         return "\n".join(lines)
 
     def _all_declared(self) -> str:
@@ -98,9 +104,13 @@ def _short(names: Sequence[str], limit: int = 4) -> str:
     return _t("{names} and {n} more", names=shown, n=len(names) - limit)
 
 
-def _declared(loss: str, spec: object, named: dict[str, torch.Tensor]) -> set[str]:
+def _declared(
+    loss: str, spec: object, named: dict[str, torch.Tensor], frozen: dict[str, torch.Tensor]
+) -> tuple[set[str], list[Mismatch]]:
+    """The parameters ``spec`` names, and a mismatch for each name that is frozen or matches nothing."""
     items: Sequence[object] = [spec] if isinstance(spec, str) else spec if isinstance(spec, Sequence) else [None]
     out: set[str] = set()
+    problems: list[Mismatch] = []
     for item in items:
         if not isinstance(item, str):
             raise TypeError(
@@ -108,13 +118,40 @@ def _declared(loss: str, spec: object, named: dict[str, torch.Tensor]) -> set[st
                 f"or a parameter like 'n_2.linear_1.weight'), not {type(item).__name__}"
             )
         hits = {n for n in named if n == item or n.startswith(item + ".")}
-        if not hits:
-            raise ValueError(
-                f"{item!r} (what {loss!r} should train) names no parameter in names=; "
-                f"choose from {sorted({n.split('.')[0] for n in named})} or full names like {next(iter(named), 'n_1.weight')!r}"
+        cold = sorted(n for n in frozen if n == item or n.startswith(item + "."))
+        if cold:
+            problems.append(
+                Mismatch(
+                    "frozen",
+                    loss,
+                    tuple(cold),
+                    _t(
+                        "{loss} should train {parameters}, but they have requires_grad=False: no loss can train "
+                        "them (set requires_grad=True, or leave them out of what {loss} should train)",
+                        loss=loss,
+                        parameters=_short(cold),
+                    ),
+                )
+            )
+        if not hits and not cold:
+            choices = sorted({n.split(".")[0] for n in [*named, *frozen]})
+            problems.append(
+                Mismatch(
+                    "unknown_name",
+                    loss,
+                    (item,),
+                    _t(
+                        "{name!r} (what {loss} should train) names no parameter in names=; choose from {choices} "
+                        "or full names like {example!r}",
+                        name=item,
+                        loss=loss,
+                        choices=", ".join(choices),
+                        example=next(iter(named), "n_1.weight"),
+                    ),
+                )
             )
         out |= hits
-    return out
+    return out, problems
 
 
 def _reached(roots: list[Any]) -> set[int]:
@@ -211,23 +248,44 @@ def check_intent(
     if names is None:
         raise TypeError("check_intent() needs names= (e.g. {'n_1': n_1, 'n_2': n_2}): the declared names refer to it")
     namer = Namer(names)
-    named = {name: t for name, t in namer.named() if t.requires_grad}
-    if not named:
-        raise ValueError("names= holds no tensor that requires grad; pass the models, e.g. {'n_1': n_1, 'n_2': n_2}")
+    everything = namer.named()
+    if not everything:
+        raise ValueError("names= holds no tensor; pass the models, e.g. {'n_1': n_1, 'n_2': n_2}")
+    named = {name: t for name, t in everything if t.requires_grad}
+    frozen = {name: t for name, t in everything if not t.requires_grad}
     by_id = {id(t): name for name, t in named.items()}
     losses: dict[str, tuple[torch.Tensor, list[Any], set[str]]] = {}
+    mismatches: list[Mismatch] = []
     for label, value in intent.items():
         if not isinstance(label, str):
             raise TypeError(f"intent labels must be strings such as 'loss_1', not {label!r}")
         if not (isinstance(value, tuple) and len(value) == 2):
             raise TypeError(f"intent[{label!r}] must be a pair (loss, what it should train), e.g. (loss_1, 'n_1')")
         loss, spec = value
+        if isinstance(loss, torch.Tensor) and loss.grad_fn is None:
+            declared, problems = _declared(label, spec, named, frozen)
+            mismatches += problems
+            mismatches.append(
+                Mismatch(
+                    "no_graph",
+                    label,
+                    tuple(sorted(declared, key=list(named).index)),
+                    _t(
+                        "{loss} has no backward graph (a tensor rebuilt from .item(), or computed under "
+                        "torch.no_grad()): it trains nothing; build it from the model's outputs",
+                        loss=label,
+                    ),
+                )
+            )
+            continue
         roots = roots_of(loss, f"intent[{label!r}]'s loss")
         if loss.numel() != 1:
             raise ValueError(f"intent[{label!r}]'s loss has shape {list(loss.shape)}; pass a scalar loss")
-        losses[label] = (loss, roots, _declared(label, spec, named))
+        declared, problems = _declared(label, spec, named, frozen)
+        mismatches += problems
+        losses[label] = (loss, roots, declared)
 
-    mismatches: list[Mismatch] = []
+    notes: list[str] = []
     declared_anywhere = set().union(*(d for _, _, d in losses.values()))
     reached_by: dict[str, set[str]] = {}
     for label, (loss, roots, declared) in losses.items():
@@ -288,6 +346,20 @@ def check_intent(
             )
         elif zero:
             zero_names = [by_id[id(t)] for t in zero]
+            by_form = _by_form(loss, zero_names, named, declared)
+            if by_form:
+                notes.append(
+                    _t(
+                        "{loss} cannot train {parameters} by its form: their gradient is exactly zero while the "
+                        "rest of their layer learns (a bias that cancels in a difference such as "
+                        "mean(real) - mean(fake)); not a mismatch",
+                        loss=label,
+                        parameters=_short(by_form),
+                    )
+                )
+                zero_names = [n for n in zero_names if n not in by_form]
+            if not zero_names:
+                continue
             mismatches.append(
                 Mismatch(
                     "zero",
@@ -309,7 +381,19 @@ def check_intent(
                 mismatches.append(
                     Mismatch(m.kind, m.loss, kept, m.sentence.replace(_short(list(m.parameters)), _short(list(kept))))
                 )
-    return IntentReport(tuple(mismatches), tuple(losses))
+    return IntentReport(tuple(mismatches), tuple(losses), tuple(notes))
+
+
+def _by_form(loss: torch.Tensor, zero: list[str], named: dict[str, torch.Tensor], declared: set[str]) -> list[str]:
+    """The zero-gradient biases whose layer's weight gets a gradient from ``loss``: the loss's form cancels them."""
+    out = []
+    for name in zero:
+        if not name.endswith(".bias"):
+            continue
+        weight = name[: -len("bias")] + "weight"
+        if weight in named and weight in declared and weight not in zero:
+            out.append(name)
+    return out
 
 
 def _zero(loss: torch.Tensor, params: list[torch.Tensor]) -> list[torch.Tensor] | None:

@@ -20,6 +20,7 @@ The accesses, and what degrades without each:
 ``Node._input_metadata``               the dry run that finds stale tensors (NOTE [Dry run])
 ``torch._C._nn`` in-place functions    writes by ``F.leaky_relu(inplace=True)`` and kin
 ``torch._*_`` in-place functions       writes by ``torch._foreach_add_`` and kin
+``torch._VF`` in-place functions       writes by ``F.dropout(inplace=True)``, ``F.threshold(inplace=True)``
 =====================================  =============================================
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -46,6 +48,7 @@ __all__ = [
     "input_metadata",
     "nn_functions",
     "private_inplace_functions",
+    "vf_functions",
     "check_all",
 ]
 
@@ -222,6 +225,26 @@ def private_inplace_functions() -> Iterator[tuple[Any, str]]:
         )
 
 
+def vf_functions() -> Iterator[tuple[Any, str]]:
+    """``(torch._VF, name)`` for each in-place function there (``dropout_``, ``threshold_``, ...).
+
+    ``torch.nn.functional`` calls ``_VF.dropout_`` (and ``alpha_dropout_``,
+    ``feature_dropout_``, ``feature_alpha_dropout_``, ``threshold_``) for
+    ``inplace=True``: ``torch._VF`` is a module that hands out the functions of
+    ``torch._C._VariableFunctions``, not those of ``torch``, so wrapping
+    ``torch.dropout_`` does not see them. An attribute set on ``torch._VF`` is
+    found before that lookup, and deleting it restores the module exactly.
+    """
+    module = sys.modules.get("torch._VF")
+    functions = getattr(torch._C, "_VariableFunctions", None)
+    if module is None or functions is None:
+        _missing("torch._VF", "in-place writes of F.dropout(inplace=True) and similar are not named")
+        return
+    for name in dir(functions):
+        if name.endswith("_") and not name.startswith("__") and callable(getattr(functions, name, None)):
+            yield module, name
+
+
 def check_all() -> dict[str, bool]:
     """Whether each private access works on this torch (used by the canary tests)."""
     x = torch.ones(2, 2, requires_grad=True)
@@ -246,4 +269,5 @@ def check_all() -> dict[str, bool]:
         "input_metadata": input_metadata(fn) == [((2, 2), torch.float32, torch.device("cpu"))],
         "nn_functions": any(name == "leaky_relu_" for _, name in nn_functions()),
         "private_inplace_functions": (torch, "_foreach_add_") in set(private_inplace_functions()),
+        "vf_functions": any(name == "dropout_" for _, name in vf_functions()),
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 
-__all__ = ["GradlabWarning", "UnusedStepWarning", "GradlabError", "warn_once"]
+__all__ = ["GradlabWarning", "SilentWriteWarning", "UnusedStepWarning", "GradlabError", "warn_once"]
 
 
 class GradlabWarning(UserWarning):
@@ -25,6 +25,19 @@ class UnusedStepWarning(GradlabWarning):
     Reported once per parameter and tracker. Turn it off with
     ``warnings.filterwarnings("ignore", category=gradlab.UnusedStepWarning)`` or
     ``gradlab.track(warn=False)``; the tracker keeps the notes in ``tracker.notes``.
+    """
+
+
+class SilentWriteWarning(GradlabWarning):
+    """Inside :func:`gradlab.track`: a backward used a saved tensor that changed after it was
+    saved, through a write that did not move its version counter, so PyTorch raised nothing.
+
+    Such writes come from fused optimizers (``Adam(fused=True)``), writes through
+    ``.data``, ``torch.autograd._unsafe_preserve_version_counter``, and (seen with
+    ``track(verify_saved=True)``) custom kernels. The backward's gradients use the new
+    values. The warning carries gradlab's note (tensor, where it was saved, the write,
+    the fixes); ``track(strict=True)`` raises PyTorch's in-place error instead. The
+    warning only observes: training runs exactly as without gradlab.
     """
 
 

@@ -20,7 +20,7 @@ import contextlib
 import sys
 import warnings
 import weakref
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
@@ -29,12 +29,12 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from . import internals, messages, session
+from . import fingerprint, internals, messages, session
 from .i18n import _, _t
 from .location import Location, _library_file, user_frame, user_location
 from .names import Name, Namer, NamesLike, ViewKind, resolve, storage_key
-from .notices import UnusedStepWarning, warn_once
-from .saved import Packed, Write, _peek, unpack_hook
+from .notices import SilentWriteWarning, UnusedStepWarning, warn_once
+from .saved import Packed, Write, _peek, silently_changed, unpack_hook
 
 __all__ = ["Event", "EventKind", "BackwardCall", "Cut", "Recorder", "Scope", "active", "current", "scopes"]
 
@@ -113,6 +113,9 @@ Entry = tuple[int, EventKind, "str | _LaterName | None", int | None, int | None,
 #: What the tracker does with a failing backward: (error, roots, call, user frame).
 FailureHandler = Callable[[RuntimeError, list[Any], BackwardCall, FrameType | None], None]
 
+#: The tracker's note on a backward that uses a tensor changed behind its counter: (roots, call, user frame).
+SilentHandler = Callable[[list[Any], BackwardCall, FrameType | None], "str | None"]
+
 
 class Scope:
     """One tracker's own part of the recording: its names, its copy of the log, its notes.
@@ -123,12 +126,25 @@ class Scope:
 
     MAX_EVENTS = 10_000
 
-    def __init__(self, names: NamesLike = None, *, warn: bool = True) -> None:
+    def __init__(
+        self, names: NamesLike = None, *, warn: bool = True, strict: bool = False, verify_saved: bool = False
+    ) -> None:
         if not isinstance(warn, bool):
             raise TypeError(
                 f"warn must be True or False, not {type(warn).__name__}; pass warn=False to silence "
                 "gradlab.UnusedStepWarning"
             )
+        for flag, value in (("strict", strict), ("verify_saved", verify_saved)):
+            if not isinstance(value, bool):
+                raise TypeError(
+                    _t(
+                        "{flag} must be True or False, not {type}; pass {flag}=True to turn it on",
+                        flag=flag,
+                        type=type(value).__name__,
+                    )
+                )
+        self.strict = strict
+        self.verify_saved = verify_saved
         lazy = callable(names) and not isinstance(names, (Mapping, nn.Module))
         if names is not None and not lazy:
             resolve(names)  # validate now: a clear error at the with-statement
@@ -216,9 +232,12 @@ class Recorder:
     RECENT_CUTS = 8
     HISTORY = 64
 
-    def __init__(self, owner: Scope, on_failure: FailureHandler | None = None) -> None:
+    def __init__(
+        self, owner: Scope, on_failure: FailureHandler | None = None, on_silent: SilentHandler | None = None
+    ) -> None:
         self.owner = owner
         self.on_failure = on_failure
+        self.on_silent = on_silent
         self.count = 0
         self.in_step = 0
         self.internal = 0
@@ -226,7 +245,14 @@ class Recorder:
         self._registry: dict[int, list[weakref.ref[Packed]]] = {}  # storage -> saved records (NOTE [The registry])
         self._pending: list[weakref.ref[Packed]] = []  # saved records not in the registry yet
         self._packs = 0
-        self._steps: dict[int, list[tuple[Packed, int]]] = {}
+        self._steps: dict[int, tuple[list[tuple[Packed, int]], list[int | None]]] = {}
+        self.strict = False  # any active scope's strict= (NOTE [Nested trackers])
+        self.verify = False  # any active scope's verify_saved=
+        self._roots: list[Any] = []  # the running backward's roots
+        self._silent: list[Packed] = []  # records the running backward used, changed behind their counter
+        self._silent_note: str | None = None
+        self._warned: dict[Any, Any] = {}  # the SilentWriteWarning registry: each note once per line
+        self._noted: OrderedDict[tuple[str, str | None], None] = OrderedDict()  # notes kept, latest last
         self._step_counts: dict[int, int] = {}
         self._reported: set[int] = set()
         self._freed: dict[int, BackwardCall] = {}  # node sequence number -> the call that freed it
@@ -274,6 +300,9 @@ class Recorder:
         backward call, so modules the callable finds later name the next forward's saves).
         """
         active = scopes()
+        if not callables_only:
+            self.strict = any(s.strict for s in active)
+            self.verify = any(s.verify_saved for s in active)
         if callables_only and not any(s._names_arg is not None for s in active):
             return
         own = [namer for namer in (s._static_namer() for s in active) if namer]
@@ -310,6 +339,8 @@ class Recorder:
             loc = None
         p = Packed(t, loc)
         try:
+            if self.verify:
+                p.fingerprint = fingerprint.fingerprint(t)
             self._pending.append(weakref.ref(p))
             static = self.static
             if static is not None:
@@ -345,7 +376,56 @@ class Recorder:
                             self._lines[seq] = p.saved_at
             except Exception as e:  # NOTE [Hooks fail open]
                 _failed(e)
-        return unpack_hook(p)  # raises torch's in-place error for a stale tensor, as torch would
+        t = unpack_hook(p)  # raises torch's in-place error for a stale tensor, as torch would
+        if (p.writes or p.fingerprint is not None) and _peek.get() is None:
+            try:
+                changed = silently_changed(p)
+            except Exception as e:  # NOTE [Hooks fail open]
+                _failed(e)
+                changed = False
+            if changed:
+                self._silent_use(p)
+        return t
+
+    # NOTE [Silent writes]: a write that changes a saved tensor without moving its
+    # version counter (gradlab.fingerprint) passes unpack_hook's check. When the
+    # engine unpacks such a record, the note is built at once (the graph still holds
+    # what this backward has not run yet) and warned when the backward returns; with
+    # strict=True the unpack raises torch's in-place error instead.
+    def _silent_use(self, p: Packed) -> None:
+        __tracebackhide__ = True
+        if self.strict:
+            raise fingerprint.missed_error(p, p.message_node(internals.current_node()))
+        if any(q is p for q in self._silent):
+            return
+        self._silent.append(p)
+        call = self._current
+        if self._silent_note is None and call is not None and self.on_silent is not None:
+            try:
+                self._silent_note = self.on_silent(self._roots, call, user_frame())
+            except Exception as e:  # NOTE [Hooks fail open]: never let a note break the user's backward
+                _failed(e)
+                self._silent_note = None
+
+    def _warn_silent(self, call: BackwardCall) -> None:
+        """After a backward that used tensors changed behind their counter: the SilentWriteWarning."""
+        text = fingerprint.warning_text(self._silent_note)
+        if len(self._warned) > 256:  # a long loop whose notes differ: keep the registry bounded
+            self._warned.clear()
+        loc = call.location
+        key = (text, loc.where if loc is not None else None)
+        if key in self._noted:  # the same note at the same line: once in notes (the warning filter decides the rest)
+            self._noted.move_to_end(key)
+        else:
+            self._noted[key] = None
+            if len(self._noted) > self.HISTORY:
+                self._noted.popitem(last=False)
+            self.owner.notes.append(text)
+            self.log("note", None, None, None, text, loc)
+        if loc is not None:
+            warnings.warn_explicit(text, SilentWriteWarning, loc.filename, loc.lineno, registry=self._warned)
+        else:
+            warnings.warn(text, SilentWriteWarning, stacklevel=3)
 
     # NOTE [The registry]
     # An in-place write or an optimizer step must find the saved records of the
@@ -421,12 +501,13 @@ class Recorder:
         *,
         optimizer: bool = False,
         grad_mode: bool = True,
+        counted: bool = True,
     ) -> None:
         static = self.static
         for p, before in watched:
             after = internals.version(p.tensor)
-            if after != before:
-                write = Write(op, before, after, loc, optimizer, grad_mode, self.count)
+            if after != before or not counted:
+                write = Write(op, before, after, loc, optimizer, grad_mode, self.count, counted)
                 if isinstance(p.writes, list):
                     p.writes.append(write)
                 else:
@@ -452,6 +533,11 @@ class Recorder:
             watched = []
         if not watched:
             return original(*args, **kwargs)
+        try:
+            before = fingerprint.snapshot(watched)  # a write through .data moves only its own counter
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+            return original(*args, **kwargs)
         result = original(*args, **kwargs)
         try:
             if any(internals.version(p.tensor) != v for p, v in watched):
@@ -462,6 +548,10 @@ class Recorder:
                     for p, _ in watched
                 )
                 self._record(watched, label, user_location(), grad_mode=tracked)
+            else:
+                missed = fingerprint.missed(watched, before)
+                if missed:
+                    self._record(missed, label, user_location(), grad_mode=False, counted=False)
         except Exception as e:
             _failed(e)
         return result
@@ -520,11 +610,20 @@ class Recorder:
             _failed(e)
             return original(*args, **kwargs)
         keep, loc = call.keeps_graph, call.location
-        outer_current, outer_freeing = self._current, self._freeing
+        outer = self._current, self._freeing, self._roots, self._silent, self._silent_note
         self._current, self._freeing = call, (None if keep else call)
+        self._roots, self._silent, self._silent_note = roots, [], None
         self.in_step = 0  # a step that raised never ran its post hook
         try:
-            return original(*args, **kwargs)
+            result = original(*args, **kwargs)
+            if self._silent:
+                try:
+                    self._warn_silent(call)
+                except Warning:  # a SilentWriteWarning the user turned into an error (-W error) is theirs
+                    raise
+                except Exception as e:  # NOTE [Hooks fail open]
+                    _failed(e)
+            return result
         except RuntimeError as e:
             try:
                 m = messages.find(e)
@@ -552,7 +651,7 @@ class Recorder:
                 raise e
             raise
         finally:
-            self._current, self._freeing = outer_current, outer_freeing
+            self._current, self._freeing, self._roots, self._silent, self._silent_note = outer
             self._unpacking = None
             if not keep and roots:
                 self.recent.append((roots, call))
@@ -593,21 +692,28 @@ class Recorder:
 
     def _step_started(self, optimizer: torch.optim.Optimizer) -> None:
         params = [p for g in optimizer.param_groups for p in g["params"]]
-        self._steps[id(optimizer)] = self._watched(params) if self._registry or self._pending else []
+        watched = self._watched(params) if self._registry or self._pending else []
+        # NOTE [Fused steps]: a fused kernel writes every parameter without moving its
+        # version counter; fingerprints of the watched ones before and after tell whether it wrote.
+        self._steps[id(optimizer)] = (watched, fingerprint.snapshot(watched) if watched else [])
         count = self._step_counts.get(id(optimizer), 0) + 1
         self._step_counts[id(optimizer)] = count
         self._check_step_grads(optimizer, params, zeros=count & (count - 1) == 0)
 
     def step_finished(self, optimizer: torch.optim.Optimizer) -> None:
         """After ``optimizer.step()``: record the watched parameters it wrote (a step post hook)."""
-        watched = self._steps.pop(id(optimizer), None)
+        watched, before = self._steps.pop(id(optimizer), ([], []))
         self.in_step = max(0, self.in_step - 1)
         try:
             self.step_events.append((self.count, user_location(), type(optimizer).__name__))
-            if watched and any(internals.version(p.tensor) != v for p, v in watched):
-                self._record(
-                    watched, f"{type(optimizer).__name__}.step()", user_location(), optimizer=True, grad_mode=False
-                )
+            if not watched:
+                return
+            label = f"{type(optimizer).__name__}.step()"
+            if any(internals.version(p.tensor) != v for p, v in watched):
+                self._record(watched, label, user_location(), optimizer=True, grad_mode=False)
+            missed = fingerprint.missed(watched, before)
+            if missed:
+                self._record(missed, label, user_location(), optimizer=True, grad_mode=False, counted=False)
         except Exception as e:  # NOTE [Hooks fail open]
             _failed(e)
 
@@ -675,6 +781,8 @@ class Recorder:
         self._lines.clear()
         self.static = None
         self.in_step = 0
+        self.strict = self.verify = False
+        self._roots, self._silent, self._silent_note = [], [], None
 
 
 # NOTE [Hooks fail open]

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import torch
 
 from . import internals, messages
+from .fingerprint import fingerprint
 from .i18n import _t
 from .location import Location, user_location
 from .names import Name, Namer, ViewKind, output_description
@@ -28,7 +29,10 @@ class Write:
     ``op`` is what wrote (``Adam.step()``, ``mul_``, ``__setitem__``,
     ``relu_(inplace=True)``); ``grad_mode`` whether autograd recorded the write
     (False under ``torch.no_grad()``, inside an optimizer step, or through a
-    ``.detach()``ed alias).
+    ``.detach()``ed alias). ``counted`` is False for a write that changed the
+    tensor's data without moving its version counter (a fused optimizer step, a
+    write through ``.data``; :mod:`gradlab.fingerprint`): ``before == after``, and
+    torch's own check cannot see it.
     """
 
     op: str
@@ -38,6 +42,7 @@ class Write:
     optimizer: bool = False
     grad_mode: bool = True
     event: int | None = None
+    counted: bool = True
 
     @property
     def where(self) -> str | None:
@@ -100,6 +105,7 @@ class Packed:
         "fn_name",
         "fn_seq",
         "saved_at",
+        "fingerprint",
         "__weakref__",
     )
 
@@ -110,6 +116,7 @@ class Packed:
         self.version = _version(tensor)
         self.saved_at = saved_at
         self.writes: list[Write] | tuple[()] = ()  # a list from the first recorded write
+        self.fingerprint: int | None = None  # set under track(verify_saved=True) (gradlab.fingerprint)
         if fn is None:
             self.tensor = tensor
             self.requires_grad = tensor.requires_grad
@@ -210,6 +217,22 @@ def unpack_hook(p: Packed) -> torch.Tensor:
     return p.tensor
 
 
+def silently_changed(p: Packed) -> bool:
+    """Whether ``p``'s tensor changed since it was saved though its version counter says it did not.
+
+    True after a write gradlab saw that the counter missed (``Write.counted`` is
+    False), after a recorded write whose counter was put back
+    (``torch.autograd._unsafe_preserve_version_counter``), and, under
+    ``track(verify_saved=True)``, when the tensor's fingerprint differs from the
+    one taken when it was saved (:mod:`gradlab.fingerprint`).
+    """
+    if p.writes and internals.version(p.tensor) == p.version:
+        return True
+    if p.fingerprint is not None:
+        return fingerprint(p.tensor) != p.fingerprint
+    return False
+
+
 def _read(fn: object, attr: str) -> tuple[object, list[Packed], BaseException | None]:
     token = _peek.set([])
     try:
@@ -308,7 +331,8 @@ def inspect_node(
             )
             if p is not None:
                 entry["saved_version"] = p.version
-                entry["status"] = "ok" if p.version == internals.version(t) else "modified_in_place"
+                stale = p.version != internals.version(t) or silently_changed(p)
+                entry["status"] = "modified_in_place" if stale else "ok"
                 entry["saved_at"] = p.saved_at
                 entry.update(_write_fields(p))
             elif custom and not packed:

@@ -19,8 +19,8 @@ import torch
 
 from . import messages, session, writes
 from .i18n import _, _t
-from .location import Location
-from .names import NamesLike
+from .location import Location, frame_names
+from .names import NamesLike, modules_in
 from .notices import warn_once
 from .recorder import BackwardCall, Event, EventKind, Recorder, Scope, events_of, name_logged, pending_names
 
@@ -52,8 +52,10 @@ class Tracker(Scope):
     gets exactly one note.
     """
 
-    def __init__(self, names: NamesLike = None, *, warn: bool = True) -> None:
-        super().__init__(names, warn=warn)
+    def __init__(
+        self, names: NamesLike = None, *, warn: bool = True, strict: bool = False, verify_saved: bool = False
+    ) -> None:
+        super().__init__(names, warn=warn, strict=strict, verify_saved=verify_saved)
         self.active = False
         self._hooks: Any = None
         self._installed = False  # whether this tracker's writes.install() succeeded
@@ -156,6 +158,7 @@ class Tracker(Scope):
             except Exception:  # never replace the user's error with ours
                 return
             recorder.diagnoses.append((id(e), str(e), diag))
+            e.__dict__["_gradlab_diagnosis"] = diag  # for gradlab.last_diagnosis(), after the tracker has closed
             e.add_note("\ngradlab: " + str(diag))
         finally:
             del frame
@@ -185,6 +188,17 @@ class Tracker(Scope):
                 return found
         return None
 
+    def _silent_note(self, roots: list[Any], call: BackwardCall, frame: FrameType | None) -> str | None:
+        """The note of a backward that used saved tensors changed behind their counter (NOTE [Silent writes])."""
+        recorder = self._recorder
+        try:
+            if recorder is None:
+                return None
+            diag = self._failure_diagnosis(recorder, roots, call, frame)
+            return None if diag.ok else str(diag)
+        finally:
+            del frame
+
     def _failure_diagnosis(
         self, recorder: Recorder, roots: list[Any], call: BackwardCall, frame: FrameType | None
     ) -> Diagnosis:
@@ -192,7 +206,12 @@ class Tracker(Scope):
         from .diagnosis import check_graph
         from .graph import collect_nodes
 
-        graph = collect_nodes(roots, self.namer(), tracker=self)
+        namer = self.namer()
+        if not namer and frame is not None:
+            # no names= given: the models of the failing frame name the parameters (what the advice speaks of)
+            found = modules_in(frame_names(frame))
+            namer = self.namer(found) if found else namer
+        graph = collect_nodes(roots, namer, tracker=self)
         return check_graph(graph, failing=call, tracker=recorder, frame=frame)
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -205,7 +224,7 @@ class Tracker(Scope):
             session.push(self)
         else:
             messages.wording(torch.is_anomaly_enabled())  # read torch's wording before our hooks exist
-            recorder = Recorder(self, on_failure=self._on_failure)
+            recorder = Recorder(self, on_failure=self._on_failure, on_silent=self._silent_note)
             self._start(recorder)
             session.push(self, recorder)
         self._recorder = self._last = recorder
@@ -297,7 +316,7 @@ def _without_hook_frames(tb: TracebackType | None) -> TracebackType | None:
     return out
 
 
-def track(names: NamesLike = None, *, warn: bool = True) -> Tracker:
+def track(names: NamesLike = None, *, warn: bool = True, strict: bool = False, verify_saved: bool = False) -> Tracker:
     """Record save-time versions, every in-place write to a saved tensor, and every backward call.
 
     Use it as ``with gradlab.track(names={"n_1": n_1}) as tracker:``. While
@@ -308,6 +327,18 @@ def track(names: NamesLike = None, *, warn: bool = True) -> Tracker:
     (:class:`gradlab.UnusedStepWarning`; ``warn=False`` keeps only the notes).
     Everything is undone on exit. Inside another tracker, it joins that one
     (NOTE [Nested trackers] in :class:`Tracker`).
+
+    An optimizer step is recorded as a write to each saved parameter it changed,
+    even when its version counter did not move (fused optimizers such as
+    ``Adam(fused=True)``); so is a write through ``.data``. A backward that then
+    uses such a tensor runs as in PyTorch (it computes with the new values) and
+    gradlab warns (:class:`gradlab.SilentWriteWarning`, with the note); with
+    ``strict=True`` it raises PyTorch's in-place error instead, as PyTorch does
+    when the counter counts the write. ``verify_saved=True`` also fingerprints
+    every saved tensor when it is saved and checks it when backward uses it, so a
+    change by anyone is caught (a custom kernel, an extension); it costs one
+    reduction per saved tensor at save and at use (``benchmarks/``). Either mode
+    holds while any tracker that asks for it is open.
 
     Example::
 
@@ -322,4 +353,4 @@ def track(names: NamesLike = None, *, warn: bool = True) -> Tracker:
         >>> problem.tensor, problem.modified_by
         ('lin.weight (transposed view)', 'SGD.step()')
     """
-    return Tracker(names, warn=warn)
+    return Tracker(names, warn=warn, strict=strict, verify_saved=verify_saved)

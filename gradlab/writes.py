@@ -5,8 +5,11 @@ backward call failed. gradlab wraps the entry points where that happens:
 
 * every in-place tensor method (``add_``, ``mul_``, ``__iadd__``, ``__setitem__``,
   ``copy_``, ...), the in-place functions of the ``torch`` namespace (``relu_``,
-  ``_foreach_add_``, ...) and of ``torch._C._nn`` (what ``F.leaky_relu(inplace=True)``
-  and its kin call);
+  ``_foreach_add_``, ...), of ``torch._C._nn`` (what ``F.leaky_relu(inplace=True)``
+  and its kin call) and of ``torch._VF`` (``F.dropout(inplace=True)``,
+  ``nn.Dropout(inplace=True)``, ``F.threshold(inplace=True)``); what is left out,
+  and why, is :data:`NOT_WRAPPED` (``tests/test_inplace_coverage.py`` holds every
+  in-place op of torch against the two);
 * ``torch.autograd.backward`` (which ``Tensor.backward`` calls) and ``torch.autograd.grad``;
 * optimizer steps, through torch's public global step hooks;
 * the few entry points that cut a graph (NOTE [Cuts]).
@@ -20,9 +23,10 @@ runs untouched. The wrappers are installed when the first tracker of the process
 starts and removed when the last one stops; while installed, a call from a thread
 with no active tracker goes straight to torch (one thread-local lookup). They
 return torch's result and raise torch's exceptions unchanged. Writes made from
-C++ (fused optimizer kernels, ``out=`` arguments, batch-norm running statistics)
-are not seen; the version re-check still catches the stale tensor, and the
-diagnosis then says the writer is unknown.
+C++ (``out=`` arguments, batch-norm running statistics) are not named; the
+version re-check still catches the stale tensor, and the diagnosis then says the
+writer is unknown. A fused optimizer step writes from C++ without moving the
+counter: the step hooks compare fingerprints instead (:mod:`gradlab.fingerprint`).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from . import internals, session
 
-__all__ = ["install", "uninstall", "installed", "patched"]
+__all__ = ["NOT_WRAPPED", "install", "uninstall", "installed", "patched"]
 
 # In-place operators that do not end in "_".
 _INPLACE_DUNDERS = (
@@ -59,6 +63,24 @@ _INPLACE_DUNDERS = (
 )
 # Ends in "_" but never writes tensor data.
 _NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "_backward_hooks_"})
+
+#: The in-place entry points gradlab leaves alone on purpose, each with the reason.
+NOT_WRAPPED: dict[str, str] = {
+    "torch.ops.aten.<op>_": (
+        "the dispatcher's own operator handles (what torch.compile, torch.func and custom ops call): "
+        "wrapping them would put Python in front of every dispatcher call; the version re-check still "
+        "catches a stale tensor they wrote, and the diagnosis says the writer is unknown"
+    ),
+    "torch._C._VariableFunctions.<op>_": (
+        "a read-only class; Python code reaches these functions through torch.<op>_ and torch._VF.<op>_, both wrapped"
+    ),
+    "aten ops without a Python binding": (
+        "reached only from C++ or through torch.ops.aten (above): _no_grad_fill_, _no_grad_normal_, "
+        "_no_grad_uniform_, _no_grad_zero_ (the Python functions of torch.nn.init with these names call "
+        "wrapped tensor methods) and copy_sparse_to_sparse_ (called from C++ by a sparse tensor's copy method, which is wrapped)"
+    ),
+    "requires_grad_, share_memory_, retain_grad_, _backward_hooks_": "their names end in _ but they write no data",
+}
 
 _lock = threading.Lock()
 _users = 0
@@ -98,6 +120,9 @@ def _entry_points() -> Iterator[tuple[Any, str, str]]:
             yield owner, name, name
     for module, name in internals.nn_functions():
         yield module, name, name
+    for module, name in internals.vf_functions():
+        if _inplace_name(name):
+            yield module, name, name
 
 
 def _inplace_wrapper(original: Callable[..., Any], label: str) -> Callable[..., Any]:

@@ -301,13 +301,15 @@ def test_user_in_place_writes_are_named(write):
         assert problem.where.split(":")[0].endswith("test_inspectors.py")
 
 
-def test_data_writes_do_not_bump_the_version_and_are_not_blamed():
+def test_data_writes_do_not_bump_the_version_but_track_records_them():
     w = torch.randn(3, requires_grad=True)
     with track(names={"w": w}) as tracker:
         y = (w * w).sum()
-        w.data.add_(1)  # a different version counter: autograd cannot see this
-        assert tracker.check(y).ok
-        assert tracker.writes == []
+        w.data.add_(1)  # a different version counter: autograd cannot see this, gradlab's wrapper can
+        assert w._version == 0
+        d = tracker.check(y)
+        assert not d.ok and d.problems[0].counter_missed and d.problems[0].modified_by == "add_"
+        assert [(e.op, e.version_before, e.version_after) for e in tracker.writes] == [("add_", 0, 0)] * 2
 
 
 def test_saved_tensors_statuses():

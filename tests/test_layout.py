@@ -75,13 +75,16 @@ ORDER = (
     "edits",
     "names",
     "internals",
+    "fingerprint",
     "writes",
     # records
     "saved",
     "recorder",
     "graph",
+    "loop",
     # analysis
     "advice",
+    "causes",
     "explanation",
     "diagnosis",
     "grads",

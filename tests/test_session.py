@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import pytest
@@ -94,6 +95,7 @@ _OWNERS = (
     torch.Tensor,
     torch,
     torch._C._nn,
+    sys.modules["torch._VF"],
     torch.autograd,
     torch.autograd.grad_mode.no_grad,  # NOTE [Cuts] in writes.py
     torch.autograd.grad_mode.inference_mode,

@@ -1,0 +1,734 @@
+"""Why a backward fails: the cause, decided from the graph, the tracker's record and the user's code.
+
+:func:`decide` turns one :class:`gradlab.Problem` into a :data:`~gradlab.advice.Cause`
+and the :class:`~gradlab.advice.Context` its fixes are written from. It reads:
+
+- the graph (which named models each node reaches, which nodes were freed, the
+  forward line that saved each tensor);
+- the tracker's record, under :func:`gradlab.track` (which backward freed a node,
+  which optimizer step wrote a weight, the backward calls before);
+- the user's code around the failing line (:mod:`gradlab.loop`): which optimizers
+  step on the failing loss, the statement that carries state across iterations,
+  a list appended to in the loop, a forward computed before the loop.
+
+``check()`` before a backward and the note after it decide alike: both compare
+the freeing backward's line with the line being run now (NOTE [Previous iteration]).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+
+from . import internals
+from .advice import Cause, Context
+from .graph import Graph, GraphNode, walk
+from .i18n import _t
+from .location import Location
+from .loop import Site, loop_body_of, next_backward, site_intent, statement_at
+from .saved import Write
+
+if TYPE_CHECKING:
+    from .recorder import BackwardCall, Recorder
+
+
+class Problem(Protocol):
+    """What :func:`decide` reads of a :class:`gradlab.Problem` (this module sits below diagnosis.py)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def node_id(self) -> int | None: ...
+    @property
+    def tensor(self) -> str: ...
+    @property
+    def given(self) -> str | None: ...
+    @property
+    def shape(self) -> tuple[int, ...] | None: ...
+    @property
+    def saved_at(self) -> Location | None: ...
+    @property
+    def location(self) -> Location | None: ...
+    @property
+    def writes(self) -> tuple[Write, ...]: ...
+    @property
+    def counter_missed(self) -> bool: ...
+
+
+__all__ = ["Facts", "Topology", "decide", "backward_line_after"]
+
+
+def _module(given: str | None) -> str | None:
+    """The model a given name belongs to: ``n_1.linear_2.weight`` -> ``n_1``; None without a model."""
+    if given is None:
+        return None
+    return given.split(".", 1)[0] if "." in given else None
+
+
+class Topology:
+    """Which named models each node of a graph reaches (by the leaves below it)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.by_id = {n.id: n for n in graph.nodes}
+        self.parents: dict[int, list[int]] = {}
+        for n in graph.nodes:
+            for m in n.next_ids:
+                self.parents.setdefault(m, []).append(n.id)
+        self._reach: dict[int, frozenset[str]] = {}
+
+    def models_below(self, node_id: int) -> frozenset[str]:
+        """The top-level module names of the named parameters reachable from ``node_id``."""
+        cached = self._reach.get(node_id)
+        if cached is not None:
+            return cached
+        found: set[str] = set()
+        seen = {node_id}
+        stack = [node_id]
+        while stack:
+            n = self.by_id[stack.pop()]
+            if n.kind == "leaf":
+                module = _module(n.given)
+                if module:
+                    found.add(module)
+            for m in n.next_ids:
+                if m not in seen:
+                    seen.add(m)
+                    stack.append(m)
+        result = frozenset(found)
+        self._reach[node_id] = result
+        return result
+
+    def entry(self, model: str) -> tuple[GraphNode, GraphNode] | None:
+        """The node whose output carries ``model``'s result into the rest, and its consumer."""
+        for n in self.graph.nodes:  # breadth first from the outputs: the first found is the highest
+            if n.kind == "leaf" or self.models_below(n.id) != {model}:
+                continue
+            for parent in self.parents.get(n.id, ()):
+                if self.models_below(parent) - {model}:
+                    return n, self.by_id[parent]
+        return None
+
+
+@dataclass
+class Facts:
+    """What gradlab knows about the failure besides the graph (all optional).
+
+    ``site`` is the code that runs the failing backward (or calls ``check``);
+    ``backward_line`` the line of that backward in ``site`` (for ``check``, the
+    next backward after the call).
+    """
+
+    tracker: Recorder | None = None
+    failing: BackwardCall | None = None
+    namespace: dict[str, Any] = field(default_factory=dict)
+    site: Site | None = None
+    backward_line: int | None = None
+
+
+def _var_named(namespace: Mapping[str, Any] | None, match: Any) -> str | None:
+    """A variable in ``namespace`` holding a tensor that ``match(tensor)`` accepts (the user's name for it)."""
+    if not namespace:
+        return None
+    for key, value in namespace.items():
+        if isinstance(key, str) and not key.startswith("_") and isinstance(value, torch.Tensor) and match(value):
+            return key
+    return None
+
+
+def _receiver(code: str | None, method: str) -> str | None:
+    """``opt_1`` from ``opt_1.step()``; ``loss_2`` from ``loss_2.backward()``."""
+    if not code:
+        return None
+    m = re.search(r"([\w.\[\]]+|\([^()]*\))\." + method + r"\(", code)
+    if m:
+        return m[1].strip("()") if m[1].startswith("(") else m[1]
+    m = re.search(r"torch\.autograd\.(?:backward|grad)\(\s*([\w.\[\]]+)", code)
+    return m[1] if m else None
+
+
+def _saved_line(graph: Graph, node_ids: Iterable[int]) -> Location | None:
+    """The user line whose forward saved a tensor for one of ``node_ids`` (their forward line)."""
+    wanted = set(node_ids)
+    for s in graph.saved:
+        if s.node_id in wanted and s.saved_at is not None:
+            return s.saved_at
+    return None
+
+
+def _seq(fn: Any) -> int | None:
+    return internals.sequence_nr(fn)
+
+
+def _short_name(p: Problem) -> str:
+    """The user's name for the problem's tensor (a view's base name); else its description."""
+    return p.given or p.tensor
+
+
+def _is_parameter(p: Problem) -> bool:
+    leaf = _t("leaf tensor {shape}", shape=list(p.shape or ()))
+    return _module(p.given) is not None or p.tensor == leaf
+
+
+def _in_site(facts: Facts, loc: Location | None) -> int | None:
+    """``loc``'s line number when it is a line of the failing function's own code, else None."""
+    site = facts.site
+    if loc is None or site is None or loc.filename != site.filename or not site.holds(loc.lineno):
+        return None
+    return loc.lineno
+
+
+def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Cause, Context]:
+    """The cause of ``p`` and the context its fixes are written from."""
+    failing = facts.failing
+    loss = _receiver(failing.location.code, "backward") if failing is not None and failing.location else None
+    if loss is None and facts.site is not None and facts.backward_line is not None:
+        loss = _receiver(facts.site.text(facts.backward_line), "backward")
+    root = topo.by_id[graph.outputs[0]] if graph.outputs else None
+    if loss is None and root is not None:
+        loss = _var_named(
+            facts.namespace,
+            lambda t: t.grad_fn is not None and _seq(t.grad_fn) == root.seq and t.grad_fn.name() == root.name,
+        )
+    node_id = p.node_id if p.node_id is not None else graph.outputs[0]
+    model = _module(p.given)
+    if model is None and p.kind == "graph_freed":
+        owners = topo.models_below(node_id)
+        model = next(iter(owners)) if len(owners) == 1 else None
+    reach = tuple(sorted(topo.models_below(graph.outputs[0]))) if graph.outputs else ()
+    others = tuple(m for m in reach if m != model) if model else ()
+    site = facts.site
+    intent = site_intent(site, facts.backward_line) if site is not None and facts.backward_line else None
+    base = Context(
+        tensor=p.tensor,
+        model=model,
+        others=others,
+        loss=loss,
+        site=site,
+        intent=intent if intent is not None and intent.known else None,
+        reach=reach,
+        backward_line=facts.backward_line,
+    )
+
+    base = replace(base, other_claims=_other_claims(facts, loss))
+    if p.kind == "modified_in_place":
+        writes = p.writes
+        if not writes and p.counter_missed:  # changed behind the counter by a writer gradlab did not see
+            return "untracked_write", replace(base, tensor=_short_name(p), op=None)
+        optimizer_write = next((w for w in writes if w.optimizer), None)
+        if optimizer_write is not None or (not writes and _is_parameter(p)):
+            if _previous_iteration(p, graph, node_id, facts, None):
+                stale = _stale_forward(base, p, facts)
+                if stale is not None:
+                    return "stale_forward", stale
+                return "carried_state", _carried_context(base, graph, topo, facts)
+            return "optimizer_step", _step_context(base, p, graph, topo, facts, optimizer_write, node_id)
+        if writes:
+            w = writes[0]
+            code = w.location.code if w.location else None
+            ctx = replace(base, tensor=_short_name(p), op=w.op, code=code, where=w.where, write_at=w.location)
+            fast = _fast_weights(ctx, w, facts)
+            if fast is not None:
+                return "fast_weights_in_place", fast
+            return ("inplace_op" if all(x.grad_mode for x in writes) else "untracked_write"), ctx
+        # Outside a tracker: the writer is unknown. A non-parameter was changed by the user's own code.
+        return "inplace_op", replace(base, tensor=_short_name(p), op=None)
+
+    # graph freed
+    call = _freeing_call(p, facts)
+    if call is not None and _same_root(call, root, failing):
+        return "same_loss_twice", replace(base, earlier=loss, earlier_line=_in_site(facts, call.location))
+    if _previous_iteration(p, graph, node_id, facts, call):
+        listed = _buffer_context(base, graph, facts, call)
+        if listed is not None:
+            return "list_never_cleared", listed
+        stale = _stale_forward(base, p, facts)
+        if stale is not None:
+            return "stale_forward", stale
+        return "carried_state", _carried_context(base, graph, topo, facts)
+    if root is not None and node_id == root.id:
+        return "same_loss_twice", base
+    earlier = _receiver(call.location.code, "backward") if call is not None and call.location else None
+    ctx = replace(base, earlier=earlier, earlier_line=_in_site(facts, call.location) if call is not None else None)
+    steps = _steps_between(facts.tracker, call, failing) if facts.tracker is not None and call is not None else []
+    if steps and steps[0][0] is not None:
+        ctx = replace(ctx, step_line=_in_site(facts, steps[0][0]))
+    ctx = _step_context(ctx, p, graph, topo, facts, None, node_id)
+    if facts.tracker is not None and call is not None:
+        ctx = replace(ctx, step_between=bool(steps))
+        if steps and steps[0][0] is not None:
+            ctx = replace(ctx, optimizer=_receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
+    return "shared_graph_freed", ctx
+
+
+def _other_claims(facts: Facts, failing_loss: str | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What each other loss the loop backwards trains as the code stands: the models its graph reaches
+    whose optimizer steps on it (read as for the failing loss), for the losses still bound in the frame."""
+    site = facts.site
+    if site is None or facts.backward_line is None or not site.modules:
+        return ()
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    if body is None and tree is not None:
+        body = list(tree.body)
+    out: dict[str, tuple[str, ...]] = {}
+    for st in body or []:
+        for n in ast.walk(st):
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"):
+                continue
+            name = ast.unparse(n.func.value)
+            value = facts.namespace.get(name)
+            if name == failing_loss or not isinstance(value, torch.Tensor) or value.grad_fn is None:
+                continue
+            leaves = {id(fn.variable) for fn in walk([value.grad_fn]) if hasattr(fn, "variable")}
+            reach = {m for m, ids in site.modules.items() if ids & leaves}
+            intent = site_intent(site, n.lineno)
+            if intent.known:
+                out[name] = tuple(sorted(reach & set(intent.trained)))
+    return tuple(sorted(out.items()))
+
+
+def _same_root(call: BackwardCall, root: GraphNode | None, failing: BackwardCall | None) -> bool:
+    """The freeing backward ran on the very loss that is backwarded now (its newest node is the root)."""
+    if failing is not None and failing.newest_node is not None:
+        return call is not failing and call.newest_node == failing.newest_node
+    return root is not None and root.seq is not None and call.newest_node == root.seq
+
+
+# NOTE [Previous iteration]
+# A node freed by an earlier backward belongs to a previous iteration when that
+# backward's line comes at or after the line running now in the loop body (the
+# failing backward itself, or the check() call before it): in source order it
+# cannot have run yet in this iteration. Outside a tracker (no freeing line), a
+# node saved at a line that has also saved a live node of this graph (the same
+# forward line ran again) is from a previous iteration. Both the note and check()
+# use this one rule, so they name the same cause.
+def _previous_iteration(p: Problem, graph: Graph, node_id: int, facts: Facts, call: BackwardCall | None) -> bool:
+    failing, tracker = facts.failing, facts.tracker
+    if failing is not None and tracker is not None and failing.location is not None and call is None:
+        # a weight written by a step: was this node built before an earlier backward at the failing line?
+        seq = next((n.seq for n in graph.nodes if n.id == node_id), None)
+        if seq is not None and any(
+            c is not failing
+            and c.location is not None
+            and c.location.same_call(failing.location)
+            and c.newest_node is not None
+            and seq <= c.newest_node
+            for c in tracker.history
+        ):
+            return True
+    if call is not None and call.location is not None:
+        if failing is not None and call.location.same_call(failing.location):
+            return True
+        now = facts.backward_line if failing is None else (failing.location.lineno if failing.location else None)
+        site = facts.site
+        if now is not None and site is not None and call.location.filename == site.filename:
+            tree = site.tree()
+            body = loop_body_of(tree, now) if tree is not None else None
+            if body is not None and body[0].lineno <= call.location.lineno <= (body[-1].end_lineno or 0):
+                return call.location.lineno >= now
+    if p.kind == "graph_freed" and p.saved_at is not None and call is None:
+        return any(s.status != "freed" and s.saved_at == p.saved_at for s in graph.saved)
+    return False
+
+
+def _freeing_call(p: Problem, facts: Facts) -> BackwardCall | None:
+    tracker = facts.tracker
+    if tracker is None or p.location is None:
+        return None
+    for call in reversed(tracker.history):
+        if call.location is p.location:
+            return call
+    return None
+
+
+def _steps_between(
+    tracker: Recorder, call: BackwardCall, failing: BackwardCall | None
+) -> list[tuple[Location | None, str]]:
+    """The optimizer steps that ran between the freeing backward and the failing one."""
+    end = failing.event if failing is not None else None
+    return [(loc, name) for index, loc, name in tracker.steps if index > call.event and (end is None or index <= end)]
+
+
+def _step_context(
+    base: Context, p: Problem, graph: Graph, topo: Topology, facts: Facts, write: Write | None, node_id: int
+) -> Context:
+    model = base.model
+    below = topo.models_below(node_id)
+    judge = bool(model) and bool(below - {model})
+    optimizer = _receiver(write.location.code, "step") if write is not None and write.location else None
+    optimizer_class = write.op.split(".")[0] if write is not None else None
+    earlier, earlier_line = base.earlier, base.earlier_line
+    tracker = facts.tracker
+    if earlier is None and tracker is not None and write is not None and write.event is not None:
+        before = [c for c in tracker.history if c.event < write.event and c is not facts.failing]
+        if before and before[-1].location is not None:
+            earlier = _receiver(before[-1].location.code, "backward")
+            earlier_line = _in_site(facts, before[-1].location)
+    ctx = replace(
+        base,
+        judge=judge,
+        optimizer=optimizer,
+        optimizer_class=optimizer_class,
+        earlier=earlier,
+        earlier_line=earlier_line,
+        step_line=_in_site(facts, write.location) if write is not None else base.step_line,
+    )
+    ctx = replace(ctx, recompute_lines=_recompute_lines(ctx, graph, p, facts))
+    if not model:
+        return ctx
+    if judge:
+        return replace(ctx, others=tuple(sorted(below - {model})))
+    found = topo.entry(model)
+    if found is None:
+        return ctx
+    entry, consumer = found
+    loc = _saved_line(graph, [consumer.id]) or _saved_line(graph, topo.parents.get(consumer.id, []))
+    name = _var_named(
+        facts.namespace,
+        lambda t: t.grad_fn is not None and _seq(t.grad_fn) == entry.seq and t.grad_fn.name() == entry.name,
+    )
+    return replace(
+        ctx,
+        entry=name,
+        entry_line=loc.code if loc else None,
+        entry_where=loc.where if loc else None,
+        entry_lineno=_in_site(facts, loc),
+    )
+
+
+def _names(node: ast.AST, ctx: type) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+
+def _recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tuple[int, ...]:
+    """The statements to run again after the step so the failing loss is built from the stepped weights.
+
+    The forward lines that saved a tensor the step made stale, and every statement between them and the
+    step that reads what they assign, in order; only statements of the failing function, before the step.
+    """
+    site, step = facts.site, ctx.step_line
+    if site is None or step is None or ctx.backward_line is None or not step < ctx.backward_line:
+        return ()
+    tree = site.tree()
+    if tree is None:
+        return ()
+    stale_lines = {
+        s.saved_at.lineno
+        for s in graph.saved
+        if s.status == "modified_in_place" and s.saved_at is not None and s.saved_at.filename == site.filename
+    }
+    if p.kind == "graph_freed" and p.saved_at is not None and p.saved_at.filename == site.filename:
+        stale_lines.add(p.saved_at.lineno)
+    step_stmt = statement_at(tree, step)
+    if step_stmt is None:
+        return ()
+    body = next((b for b in _enclosing_blocks(tree) if step_stmt in b), None)
+    if body is None:
+        return ()
+    chosen: list[int] = []
+    dirty: set[str] = set()
+    for st in body[: body.index(step_stmt)]:
+        if not isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            continue
+        lines = set(range(st.lineno, (st.end_lineno or st.lineno) + 1))
+        if not site.holds(st.lineno) or _calls_backward(st):
+            continue
+        if lines & stale_lines or _names(st, ast.Load) & dirty:
+            chosen.append(st.lineno)
+            dirty |= _names(st, ast.Store)
+    # keep only what the statements from the step to the backward read (directly or through each other)
+    after = [st for st in body[body.index(step_stmt) + 1 :] if st.lineno <= ctx.backward_line]
+    needed = set().union(*(_names(st, ast.Load) for st in after)) if after else set()
+    kept: list[int] = []
+    by_line = {st.lineno: st for st in body}
+    for line in reversed(chosen):
+        st = by_line[line]
+        if _names(st, ast.Store) & needed:
+            kept.append(line)
+            needed |= _names(st, ast.Load)
+    return tuple(reversed(kept))
+
+
+def _enclosing_blocks(tree: ast.AST) -> Iterable[list[ast.stmt]]:
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block
+
+
+def _calls_backward(st: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("backward", "step", "zero_grad")
+        for n in ast.walk(st)
+    )
+
+
+def _carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Context:
+    """The carried variable: the name assigned and passed in on the same statement (``out, h = rnn(x, h)``)."""
+    tracker = facts.tracker
+    total = False
+    if tracker is not None:
+        root_seqs = {call.newest_node for call in tracker.history if call is not facts.failing}
+        total = any(n.seq in root_seqs for n in graph.nodes if n.id not in graph.outputs)
+    if total and graph.outputs:
+        # A running total: the backwarded tensor is the total; the iteration's loss is added into it.
+        root = topo.by_id[graph.outputs[0]]
+        parts = [topo.by_id[i] for i in root.next_ids]
+        part = _var_named(
+            facts.namespace,
+            lambda t: (
+                t.grad_fn is not None
+                and any(
+                    _seq(t.grad_fn) == n.seq and t.grad_fn.name() == n.name for n in parts if n.seq not in root_seqs
+                )
+            ),
+        )
+        line = _accumulates(facts, base.loss, part)
+        return replace(base, carried=base.loss, loss=part, total=True, entry_lineno=line)
+    site = facts.site
+    tree = site.tree() if site is not None else None
+    found = _carried_in_loop(facts)
+    if found is not None and site is not None:
+        line, carried = found
+        return replace(
+            base,
+            carried=carried[-1],
+            carried_all=tuple(carried),
+            carried_kind=site.kinds.get(carried[-1]),
+            carried_none=_may_be_none(site, carried),
+            total=total,
+            entry_line=site.text(line).strip(),
+            entry_where=f"{Location(site.filename, line).where}",
+            entry_lineno=line,
+        )
+    for s in graph.saved:
+        loc = s.saved_at
+        if loc is None:
+            continue
+        st = (
+            statement_at(tree, loc.lineno)
+            if tree is not None and site is not None and loc.filename == site.filename
+            else None
+        )
+        if isinstance(st, ast.Assign):
+            stored = [n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            read = _names(st.value, ast.Load)
+            carried = [t for t in stored if t in read]
+        else:
+            m = re.fullmatch(r"\s*(.+?)\s*=\s*(.+)", loc.code)
+            if not m:
+                continue
+            targets = re.findall(r"[A-Za-z_]\w*", m[1])
+            used = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", m[2]))
+            carried = [t for t in targets if t in used]
+        if carried:
+            kind = site.kinds.get(carried[-1]) if site is not None else None
+            may_be_none = bool(
+                site is not None
+                and any(re.search(rf"(?<![\w.]){re.escape(c)}\s*=\s*None\b", site.source) for c in carried)
+            )
+            return replace(
+                base,
+                carried=carried[-1],
+                carried_all=tuple(carried),
+                carried_kind=kind,
+                carried_none=may_be_none,
+                total=total,
+                entry_line=loc.code,
+                entry_where=loc.where,
+                entry_lineno=_in_site(facts, loc),
+            )
+    return replace(base, total=total)
+
+
+def _may_be_none(site: Site, names: Iterable[str]) -> bool:
+    """Some name of ``names`` is set to None somewhere in the file (the state before the first pass)."""
+    return any(re.search(rf"(?<![\w.]){re.escape(c)}\s*(?::[^=]*)?=\s*None\b", site.source) for c in names)
+
+
+def _carried_in_loop(facts: Facts) -> tuple[int, list[str]] | None:
+    """The statement of the failing loop's body that reads and assigns the same tensor state (``pred, h = model(x, h)``)."""
+    site = facts.site
+    if site is None or facts.backward_line is None:
+        return None
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    for st in body or []:
+        if not isinstance(st, ast.Assign) or not site.holds(st.lineno):
+            continue
+        stored = [n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        read = _names(st.value, ast.Load)
+        carried = [t for t in stored if t in read and site.kinds.get(t) in ("tensor", "tuple", "none")]
+        if carried:
+            return st.lineno, carried
+    return None
+
+
+def _accumulates(facts: Facts, total: str | None, part: str | None) -> int | None:
+    """The line of the loop body that adds ``part`` into ``total`` (``total = total + loss``, ``total += loss``)."""
+    site = facts.site
+    if site is None or total is None or part is None or facts.backward_line is None:
+        return None
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    for st in body or []:
+        stored = _names(st, ast.Store) if isinstance(st, (ast.Assign, ast.AugAssign)) else set()
+        read = _names(st, ast.Load) | (stored if isinstance(st, ast.AugAssign) else set())
+        if total in stored and {total, part} <= read and st.lineno == st.end_lineno and site.holds(st.lineno):
+            return st.lineno
+    return None
+
+
+def _buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCall | None) -> Context | None:
+    """A list in the frame holding tensors of an earlier iteration's graph (log-probs never cleared)."""
+    seqs = {n.seq for n in graph.nodes if n.seq is not None}
+    limit = call.newest_node if call is not None else None
+    found: list[str] = []
+    lists: dict[str, list[Any]] = {}
+    for key, value in facts.namespace.items():
+        if not isinstance(key, str) or key.startswith("_"):
+            continue
+        if isinstance(value, list):
+            lists[key] = value
+        elif isinstance(value, torch.nn.Module):
+            for attr, inner in vars(value).items():
+                if isinstance(inner, list) and not attr.startswith("_"):
+                    lists[f"{key}.{attr}"] = inner
+    for key, value in lists.items():
+        if len(value) < 2:
+            continue
+        old = [
+            t
+            for t in value
+            if isinstance(t, torch.Tensor)
+            and t.grad_fn is not None
+            and (s := _seq(t.grad_fn)) in seqs
+            and (limit is None or (s is not None and s <= limit))
+        ]
+        if old:
+            found.append(key)
+    if not found:
+        return None
+    buffer = sorted(found)[0]
+    length = len(lists[buffer])
+    site = facts.site
+    partners: list[str] = []
+    if site is not None and facts.backward_line is not None:
+        tree = site.tree()
+        body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+        appended = _appended_in(body or [])
+        owner = buffer.rsplit(".", 1)[0] if "." in buffer else None
+        partners = sorted(
+            k
+            for k, v in lists.items()
+            if k != buffer and len(v) == length and (k in appended or (owner is not None and k.startswith(owner + ".")))
+        )
+        if buffer not in appended and owner is None:
+            partners = []
+    return replace(base, buffer=buffer, buffers=(buffer, *partners))
+
+
+def _appended_in(body: list[ast.stmt]) -> set[str]:
+    out: set[str] = set()
+    for st in body:
+        for n in ast.walk(st):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("append", "extend"):
+                out.add(ast.unparse(n.func.value))
+    return out
+
+
+def _stale_forward(base: Context, p: Problem, facts: Facts) -> Context | None:
+    """A forward computed before the loop and reused by every iteration: its statement, to move inside."""
+    site, loc = facts.site, p.saved_at
+    if site is None or loc is None or loc.filename != site.filename or facts.backward_line is None:
+        return None
+    tree = site.tree()
+    if tree is None:
+        return None
+    body = loop_body_of(tree, facts.backward_line)
+    if body is None:
+        return None
+    first, last = body[0].lineno, body[-1].end_lineno or body[-1].lineno
+    if first <= loc.lineno <= last or not site.holds(loc.lineno):
+        return None
+    st = statement_at(tree, loc.lineno)
+    if not isinstance(st, ast.Assign):
+        return None
+    stored = set().union(*(_names(t, ast.Store) for t in st.targets))
+    use = next((b for b in body if _names(b, ast.Load) & stored), None)
+    if use is None:
+        return None
+    return replace(base, stale_line=st.lineno, stale_end=st.end_lineno or st.lineno, stale_before=use.lineno)
+
+
+def _fast_weights(ctx: Context, w: Write, facts: Facts) -> Context | None:
+    """``w.sub_(lr * g)`` inside ``for w, g in zip(fast, grads)``: the loop rebinds ``w``, so write a new list."""
+    site, loc = facts.site, w.location
+    if site is None or loc is None or loc.filename != site.filename:
+        return None
+    tree = site.tree()
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.For) or not (node.lineno < loc.lineno <= (node.end_lineno or 0)):
+            continue
+        if len(node.body) != 1 or not isinstance(node.iter, ast.Call) or ast.unparse(node.iter.func) != "zip":
+            continue
+        if not isinstance(node.target, ast.Tuple) or not node.iter.args or not isinstance(node.iter.args[0], ast.Name):
+            continue
+        new = _out_of_place(node.body[0], node.target)
+        if new is None:
+            return None
+        fast = node.iter.args[0].id
+        target = ", ".join(ast.unparse(e) for e in node.target.elts)
+        text = f"{fast} = [{new} for {target} in {ast.unparse(node.iter)}]"
+        return replace(ctx, fast=fast, fast_lines=(node.lineno, node.end_lineno or node.lineno), fast_text=text)
+    return None
+
+
+_SIGNS = {"sub_": "-", "add_": "+", "mul_": "*", "div_": "/"}
+_AUG = {ast.Sub: "-", ast.Add: "+", ast.Mult: "*", ast.Div: "/"}
+
+
+def _out_of_place(st: ast.stmt, target: ast.Tuple) -> str | None:
+    """``w - lr * g`` from ``w.sub_(lr * g)`` or ``w -= lr * g`` (``w`` the first loop variable)."""
+    first = target.elts[0]
+    if not isinstance(first, ast.Name):
+        return None
+    name = first.id
+    if (
+        isinstance(st, ast.Expr)
+        and isinstance(st.value, ast.Call)
+        and isinstance(st.value.func, ast.Attribute)
+        and isinstance(st.value.func.value, ast.Name)
+        and st.value.func.value.id == name
+        and st.value.func.attr in _SIGNS
+        and len(st.value.args) == 1
+        and not st.value.keywords
+    ):
+        return f"{name} {_SIGNS[st.value.func.attr]} ({ast.unparse(st.value.args[0])})"
+    if (
+        isinstance(st, ast.AugAssign)
+        and isinstance(st.target, ast.Name)
+        and st.target.id == name
+        and type(st.op) in _AUG
+    ):
+        return f"{name} {_AUG[type(st.op)]} ({ast.unparse(st.value)})"
+    return None
+
+
+def backward_line_after(site: Site | None, lineno: int) -> int | None:
+    """The line of the next backward after ``lineno`` in ``site`` (for ``check()`` before a backward)."""
+    if site is None:
+        return None
+    tree = site.tree()
+    return next_backward(tree, lineno) if tree is not None else None

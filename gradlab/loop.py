@@ -1,0 +1,351 @@
+"""What the user's loop means to train, read from its own code: which optimizer steps on which loss.
+
+A training loop says what each loss is for by the optimizers it calls: the losses
+whose backward runs between an optimizer's ``zero_grad()`` and its ``step()`` are
+meant to train that optimizer's parameters. :func:`read_site` reads the code
+around a failing line (the ``ast`` of the file, the function or script body that
+ran it, the frame's names and objects) into a :class:`Site`, and
+:func:`intent_after` reads, from the statements that follow a backward in the
+order they run (the rest of the loop body, then the next iteration up to that
+backward), which optimizers step on its gradient and which zero it first. The
+optimizers are resolved in the frame to their objects, and their parameters to
+the user's modules.
+
+NOTE [Reading the loop]
+Only the source is read, never run: a statement's ``X.step()`` counts when ``X``
+names an optimizer in the frame. Branches (``if step % k == 0: opt.step()``)
+count as if taken. A loop that calls a helper which steps is not followed into
+the helper: then the intent is unknown (empty), and the advice falls back to
+what the graph shows.
+
+Example::
+
+    >>> import torch
+    >>> src = "for x in data:\\n    opt.zero_grad()\\n    loss.backward()\\n    opt.step()\\n"
+    >>> net = torch.nn.Linear(1, 1)
+    >>> ns = {"net": net, "opt": torch.optim.SGD(net.parameters(), lr=0.1)}
+    >>> intent_after(src, 3, ns).trained
+    ('net',)
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import CodeType, FrameType
+from typing import Any
+
+import torch
+from torch import nn
+
+from .location import frame_names
+
+__all__ = [
+    "Site",
+    "LoopIntent",
+    "Plan",
+    "read_site",
+    "intent_after",
+    "site_intent",
+    "statement_at",
+    "loop_body_of",
+    "next_backward",
+]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One optimizer the code calls after a backward: its variable, the user's modules it holds, its line."""
+
+    optimizer: str
+    modules: tuple[str, ...]
+    lineno: int
+    steps: bool  # True: step() comes first (it uses the loss's gradient); False: zero_grad() comes first
+
+
+@dataclass(frozen=True)
+class LoopIntent:
+    """What the code's optimizers do with one backward's gradient (empty when unknown).
+
+    ``plans`` are the optimizers called after the backward, in the order they run;
+    ``trained`` the modules of those whose ``step()`` comes before their
+    ``zero_grad()``: the modules the loss is meant to train.
+    """
+
+    plans: tuple[Plan, ...] = ()
+
+    @property
+    def known(self) -> bool:
+        return bool(self.plans)
+
+    @property
+    def trained(self) -> tuple[str, ...]:
+        return tuple(sorted({m for p in self.plans if p.steps for m in p.modules}))
+
+    @property
+    def discarded(self) -> tuple[str, ...]:
+        """Modules whose optimizer zeroes the gradient before stepping (the loss is not meant for them)."""
+        trained = set(self.trained)
+        return tuple(sorted({m for p in self.plans if not p.steps for m in p.modules} - trained))
+
+    def stepper(self, module: str) -> str | None:
+        """The optimizer variable that steps ``module`` on this loss's gradient, if one does."""
+        return next((p.optimizer for p in self.plans if p.steps and module in p.modules), None)
+
+    def zeroer(self, module: str) -> str | None:
+        """The optimizer variable that zeroes ``module``'s gradient before its next step, if one does."""
+        return next((p.optimizer for p in self.plans if not p.steps and module in p.modules), None)
+
+
+@dataclass(frozen=True)
+class Site:
+    """The code that ran a failing line: its file, the lines of that function (or script body), its names.
+
+    ``lines`` are the line numbers the function's own code executes (a nested
+    ``def``'s body, such as a model's ``forward`` in the same file, is not among
+    them): an edit may land only there. ``names`` are the names visible in the
+    frame; ``modules`` the user's ``nn.Module`` objects by name (ids of their
+    parameters), ``optimizers`` the optimizers by variable (ids of their parameters).
+    """
+
+    filename: str
+    source: str
+    lineno: int
+    lines: frozenset[int]
+    names: frozenset[str]
+    modules: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    optimizers: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    kinds: Mapping[str, str] = field(default_factory=dict)  # name -> "tuple", "list", "none", "tensor"
+
+    def holds(self, line: int) -> bool:
+        return line in self.lines
+
+    def text(self, line: int) -> str:
+        """Line ``line`` of the file as written (with its indentation, no newline)."""
+        lines = self.source.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+    def tree(self) -> ast.Module | None:
+        return _parse(self.source)
+
+
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+def _code_lines(code: CodeType) -> frozenset[int]:
+    return frozenset(line for _, _, line in code.co_lines() if line is not None)
+
+
+def _kind(value: object) -> str | None:
+    if value is None:
+        return "none"
+    if isinstance(value, torch.Tensor):
+        return "tensor"
+    if isinstance(value, tuple):
+        return "tuple"
+    if isinstance(value, list):
+        return "list"
+    return None
+
+
+def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | None = None) -> Site | None:
+    """The :class:`Site` of ``frame`` (None when its source cannot be read). Keeps no reference to the frame.
+
+    ``modules`` maps the user's module names to the ids of their parameters (from
+    ``names=``); the frame's own ``nn.Module`` variables are added to it.
+    """
+    if frame is None:
+        return None
+    filename = frame.f_code.co_filename
+    source = "".join(linecache.getlines(filename, frame.f_globals))
+    if not source or _parse(source) is None:
+        return None
+    namespace = frame_names(frame)
+    module_ids = dict(modules or {})
+    for key, value in namespace.items():
+        if isinstance(key, str) and not key.startswith("_") and isinstance(value, nn.Module):
+            module_ids.setdefault(key, frozenset(id(p) for p in value.parameters()))
+    optimizers = {
+        key: frozenset(id(p) for g in value.param_groups for p in g["params"])
+        for key, value in namespace.items()
+        if isinstance(key, str) and isinstance(value, torch.optim.Optimizer)
+    }
+    kinds = {k: kd for k, v in namespace.items() if isinstance(k, str) and (kd := _kind(v)) is not None}
+    site = Site(
+        filename=filename,
+        source=source,
+        lineno=frame.f_lineno,
+        lines=_code_lines(frame.f_code),
+        names=frozenset(k for k in namespace if isinstance(k, str)),
+        modules={k: v for k, v in module_ids.items() if v},
+        optimizers=optimizers,
+        kinds=kinds,
+    )
+    namespace.clear()
+    return site
+
+
+# -- statements in the order they run -----------------------------------------------------------------
+
+
+def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(node, name, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            yield block
+    for handler in getattr(node, "handlers", ()) or ():
+        yield handler.body
+
+
+def _path(tree: ast.Module, lineno: int) -> list[tuple[ast.AST, list[ast.stmt], int]]:
+    """From the module down: (owner, block, index) of each statement enclosing ``lineno``."""
+    path: list[tuple[ast.AST, list[ast.stmt], int]] = []
+    owner: ast.AST = tree
+    while True:
+        for block in _blocks(owner):
+            for i, st in enumerate(block):
+                if st.lineno <= lineno <= (st.end_lineno or st.lineno):
+                    path.append((owner, block, i))
+                    owner = st
+                    break
+            else:
+                continue
+            break
+        else:
+            return path
+
+
+def statement_at(tree: ast.Module, lineno: int) -> ast.stmt | None:
+    """The innermost statement that holds line ``lineno``."""
+    path = _path(tree, lineno)
+    return path[-1][1][path[-1][2]] if path else None
+
+
+def loop_body_of(tree: ast.Module, lineno: int) -> list[ast.stmt] | None:
+    """The body of the innermost ``for``/``while`` loop around ``lineno`` (in the same function), or None."""
+    for owner, block, _ in reversed(_path(tree, lineno)):
+        if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return None
+        if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)) and block is owner.body:
+            return block
+    return None
+
+
+def _after(tree: ast.Module, lineno: int) -> list[ast.stmt]:
+    """The statements that run after the one at ``lineno``: the rest of each enclosing block, with a
+    loop's next iteration (its body up to the statement) after the rest of its body. Stops at a function."""
+    out: list[ast.stmt] = []
+    for owner, block, i in reversed(_path(tree, lineno)):
+        if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out += block[i + 1 :]
+            break
+        out += block[i + 1 :]
+        if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)) and block is owner.body:
+            out += block[: i + 1]
+    return out
+
+
+def _calls(statements: list[ast.stmt]) -> Iterator[tuple[str, str, int]]:
+    """``(receiver source, method, line)`` of each ``X.step()``/``X.zero_grad()`` call, in order."""
+    for st in statements:
+        found = [
+            n
+            for n in ast.walk(st)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("step", "zero_grad")
+            and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        ]
+        for n in sorted(found, key=lambda c: (c.lineno, c.col_offset)):
+            assert isinstance(n.func, ast.Attribute)
+            yield ast.unparse(n.func.value), n.func.attr, n.lineno
+
+
+def _resolve(expr: str, namespace: Mapping[str, Any]) -> Any:
+    """The object ``expr`` (``opt`` or ``self.opt_g``) names in ``namespace``, or None (nothing is evaluated)."""
+    parts = expr.split(".")
+    if not all(p.isidentifier() for p in parts) or parts[0] not in namespace:
+        return None
+    value = namespace[parts[0]]
+    for part in parts[1:]:
+        value = getattr(value, part, None)
+    return value
+
+
+def _modules_of(params: frozenset[int], modules: Mapping[str, frozenset[int]]) -> tuple[str, ...]:
+    """The user's modules whose parameters ``params`` hold (a module inside another named one is left out)."""
+    hits = {name for name, ids in modules.items() if ids & params}
+    # keep the largest: a container holding a named submodule names it already
+    return tuple(sorted(n for n in hits if not any(o != n and modules[n] < modules[o] for o in hits)))
+
+
+def intent_after(
+    source: str,
+    lineno: int,
+    namespace: Mapping[str, Any],
+    modules: Mapping[str, frozenset[int]] | None = None,
+) -> LoopIntent:
+    """What the optimizers called after the backward at ``lineno`` do with its gradient (NOTE [Reading the loop]).
+
+    ``namespace`` resolves the optimizers' variables (the frame's names, or a
+    mapping of name -> optimizer); ``modules`` maps the user's module names to
+    the ids of their parameters (default: the ``nn.Module`` values of ``namespace``).
+    """
+    tree = _parse(source)
+    if tree is None:
+        return LoopIntent()
+    if modules is None:
+        modules = {
+            k: frozenset(id(p) for p in v.parameters())
+            for k, v in namespace.items()
+            if isinstance(v, nn.Module) and not k.startswith("_")
+        }
+    plans: list[Plan] = []
+    seen: set[str] = set()
+    for receiver, method, line in _calls(_after(tree, lineno)):
+        if receiver in seen:
+            continue
+        value = namespace.get(receiver) if receiver in namespace else _resolve(receiver, namespace)
+        if isinstance(value, frozenset):
+            params = value
+        elif isinstance(value, torch.optim.Optimizer):
+            params = frozenset(id(p) for g in value.param_groups for p in g["params"])
+        else:
+            continue
+        seen.add(receiver)
+        plans.append(Plan(receiver, _modules_of(params, modules), line, method == "step"))
+    return LoopIntent(tuple(plans))
+
+
+def site_intent(site: Site, lineno: int) -> LoopIntent:
+    """:func:`intent_after` for a line of ``site`` (its optimizers and modules as recorded)."""
+    return intent_after(site.source, lineno, site.optimizers, site.modules)
+
+
+def _backward_in(st: ast.stmt) -> bool:
+    return any(
+        isinstance(n, ast.Call)
+        and (
+            (isinstance(n.func, ast.Attribute) and n.func.attr == "backward")
+            or ast.unparse(n.func) in ("torch.autograd.backward", "autograd.backward")
+        )
+        for n in ast.walk(st)
+    )
+
+
+def next_backward(tree: ast.Module, lineno: int) -> int | None:
+    """The line of the first backward call that runs after the statement at ``lineno`` (in the same function)."""
+    here = statement_at(tree, lineno)
+    if here is not None and _backward_in(here) and here.lineno == lineno:
+        return lineno
+    for st in _after(tree, lineno):
+        if _backward_in(st) and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inner = [n for n in ast.walk(st) if isinstance(n, ast.stmt) and not list(_blocks(n)) and _backward_in(n)]
+            return min(n.lineno for n in inner) if inner else st.lineno
+    return None

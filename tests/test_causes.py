@@ -1,0 +1,178 @@
+"""Each cause gradlab tells apart, on a user-style script written for it (tests/scripts/causes/).
+
+For every script: the note's cause is the expected one; the first fix carries code only as checked edits
+of the script; applied exactly as printed, the script runs, and the gradients each optimizer step uses
+equal those of the hand-written intended version (``NAME_intended.py``), real torch as the oracle; the
+fix's ``claims`` name the models the intended version trains with that loss; and ``check()`` called right
+before the failing backward gives the same cause and first fix as the note.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+import gradlab
+from gradlab.edits import Edit, apply_edits
+from gradlab.names import modules_in
+
+CAUSES = Path(__file__).parent / "scripts" / "causes"
+
+# script -> (cause, what each loss trains after the first fix, as (loss, modules)), read from the intended version
+EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
+    "double_backward": ("same_loss_twice", (("out", ("net",)),)),
+    "stale_forward": ("stale_forward", (("loss", ("net",)),)),
+    "reinforce_buffer": ("list_never_cleared", (("loss", ("policy",)),)),
+    "lstm_state": ("carried_state", (("loss", ("head", "lstm")),)),
+    "maml_fast_weights": ("fast_weights_in_place", ()),  # w1 and w2 are no module: no names to claim
+    "shared_encoder": (
+        "optimizer_step",
+        (("reg_loss", ("encoder", "reg_head")), ("cls_loss", ("cls_head", "encoder"))),
+    ),
+    "gan_no_retain": ("shared_graph_freed", (("g_loss", ("G",)), ("d_loss", ("D",)))),
+}
+
+
+def _run(source: str, filename: str) -> tuple[BaseException | None, list[list[torch.Tensor | None]]]:
+    """Run ``source`` under track(); the gradients each optimizer step used, in order, and the error raised."""
+    steps: list[list[torch.Tensor | None]] = []
+
+    def before_step(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        steps.append([None if p.grad is None else p.grad.clone() for g in opt.param_groups for p in g["params"]])
+
+    ns: dict[str, Any] = {"__name__": "__main__", "__file__": filename}
+    ns["gradlab"] = gradlab
+    _NAMESPACES[:] = [ns]
+    handle = register_optimizer_step_pre_hook(before_step)
+    error: BaseException | None = None
+    try:
+        with gradlab.track(names=lambda: modules_in(ns)):
+            exec(compile(source, filename, "exec"), ns)
+    except RuntimeError as e:
+        error = e
+    finally:
+        handle.remove()
+    return error, steps
+
+
+_NAMESPACES: list[dict[str, Any]] = []  # the namespace of the latest run (the probe's check() result)
+
+
+def _same(a: list[list[torch.Tensor | None]], b: list[list[torch.Tensor | None]]) -> bool:
+    return len(a) == len(b) and all(
+        len(x) == len(y)
+        and all(
+            (p is None and q is None) or (p is not None and q is not None and torch.allclose(p, q))
+            for p, q in zip(x, y)
+        )
+        for x, y in zip(a, b)
+    )
+
+
+def _diagnosis(script: str) -> gradlab.Diagnosis:
+    path = CAUSES / f"{script}.py"
+    error, _ = _run(path.read_text(), str(path))
+    assert error is not None, f"{script} should fail"
+    return gradlab.last_diagnosis(error)
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED))
+def test_the_cause_is_told_apart(script: str) -> None:
+    d = _diagnosis(script)
+    assert d.cause == EXPECTED[script][0], str(d)
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED))
+def test_the_first_fix_applied_as_printed_trains_what_the_intended_version_trains(script: str) -> None:
+    path = CAUSES / f"{script}.py"
+    fix = _diagnosis(script).fixes[0]
+    assert fix.edits, f"{script}: the first fix should be checked code\n{fix.lines()}"
+    assert all(isinstance(e, Edit) and e.filename == str(path) for e in fix.edits)
+    assert fix.code == "\n".join(textwrap.dedent(e.text) for e in fix.edits)  # what is printed is what is applied
+    assert fix.applicability == "machine-applicable"
+    patched = apply_edits(path.read_text(), fix.edits)
+    error, steps = _run(patched, str(path.with_name(f"{script}_patched.py")))
+    assert error is None, f"{script}: the patched script fails: {error}"
+    intended = CAUSES / f"{script}_intended.py"
+    _, want = _run(intended.read_text(), str(intended))
+    assert steps and _same(steps, want), f"{script}: the gradients of the optimizer steps differ from the intended ones"
+    assert dict(fix.claims) == dict(EXPECTED[script][1])  # the failing loss's and the loop's other losses
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED))
+def test_check_before_the_backward_agrees_with_the_note(script: str, tmp_path: Path) -> None:
+    path = CAUSES / f"{script}.py"
+    note = _diagnosis(script)
+    source = path.read_text()
+    # check(loss) inserted right before the failing backward, as the note quotes it
+    needed = note.needed_by
+    assert needed is not None
+    line = source.splitlines()[needed.lineno - 1]
+    indent = line[: len(line) - len(line.lstrip())]
+    loss = line.strip().split(".backward(")[0]
+    probe = Edit(str(path), needed.lineno, needed.lineno - 1, f"{indent}_checked = gradlab.check({loss})")
+    copy = tmp_path / f"{script}.py"
+    copy.write_text(apply_edits(source, [probe]))
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    again = gradlab.last_diagnosis(error)  # the note of the copy (its lines moved down by one)
+    checked = _NAMESPACES[-1]["_checked"]
+    _NAMESPACES.clear()
+    assert not checked.ok
+    assert (
+        (checked.cause, _words(checked.fixes[0]))
+        == (again.cause, _words(again.fixes[0]))
+        == (
+            note.cause,
+            _words(note.fixes[0]),
+        )
+    )
+    assert checked.fixes[0].code == again.fixes[0].code == note.fixes[0].code
+
+
+def _words(fix: gradlab.Fix) -> str:
+    """The fix's summary without the file:line it names (the probe moves the lines)."""
+    return re.sub(r" \(at [^)]*\)", "", fix.summary)
+
+
+def test_a_fix_that_gives_up_what_an_optimizer_steps_on_is_not_first_and_says_so() -> None:
+    d = _diagnosis("shared_encoder")
+    first, *rest = d.fixes
+    assert first.summary.startswith("recompute feats")
+    detach = next(f for f in rest if f.summary.startswith("detach encoder's output"))
+    assert "It gives up what your loop asks for: opt_reg.step() follows reg_loss.backward()" in detach.trains
+    assert dict(detach.claims)["reg_loss"] == ("reg_head",) and detach.applicability != "machine-applicable"
+
+
+def test_the_carried_lstm_state_is_detached_element_wise_and_none_is_left_alone() -> None:
+    fix = _diagnosis("lstm_state").fixes[0]
+    assert fix.code == "state = None if state is None else tuple(s.detach() for s in state)"
+
+
+def test_fast_weights_are_rebuilt_as_a_list_not_rebound_in_the_loop() -> None:
+    fix = _diagnosis("maml_fast_weights").fixes[0]
+    assert fix.code == "fast = [p - (0.1 * g) for p, g in zip(fast, grads)]"
+
+
+def test_the_note_ends_with_a_line_that_runs_where_it_is_read() -> None:
+    d = _diagnosis("stale_forward")
+    assert d.fixes and len(d.fixes) == 1  # one fix: no line pointing to others
+    d = _diagnosis("shared_encoder")
+    last = str(d).splitlines()[-1]
+    assert "print(diagnosis.details())" not in last
+    assert "python -m gradlab run --verbose" in last or "gradlab.last_diagnosis().details()" in last
+
+
+def test_last_diagnosis_says_what_to_pass_when_there_is_none() -> None:
+    with pytest.raises(ValueError, match=r"inside gradlab\.track\(\)"):
+        gradlab.last_diagnosis(RuntimeError("not from a backward gradlab watched"))
+    with pytest.raises(TypeError, match="takes an exception"):
+        gradlab.last_diagnosis("an error message")  # type: ignore[arg-type]
+    d = _diagnosis("double_backward")
+    assert d.cause == "same_loss_twice"  # the diagnosis travels with the error, after the tracker closed
