@@ -53,6 +53,14 @@ _EXPORTS: dict[str, str] = {
     "IntentReport": "intent",
     "Mismatch": "intent",
     "Fix": "advice",
+    "Edit": "edits",
+    "record_training": "trained",
+    "TrainingRecord": "trained",
+    "StepRecord": "trained",
+    "LossRecord": "trained",
+    "fix_script": "fix",
+    "FixReport": "fix",
+    "FixTrial": "fix",
     "set_language": "i18n",
     "language": "i18n",
     "languages": "i18n",
@@ -99,6 +107,14 @@ __all__ = [
     "IntentReport",
     "Mismatch",
     "Fix",
+    "Edit",
+    "record_training",
+    "TrainingRecord",
+    "StepRecord",
+    "LossRecord",
+    "fix_script",
+    "FixReport",
+    "FixTrial",
     "set_language",
     "language",
     "languages",
@@ -115,7 +131,9 @@ if TYPE_CHECKING:
     from .codes import CODES, Code
     from .diagnosis import Diagnosis, Problem, check, last_diagnosis
     from .drawing import GraphView, draw
+    from .edits import Edit
     from .explanation import Explanation, explain
+    from .fix import FixReport, FixTrial, fix_script
     from .grads import GradReport, GradRow, grad_report
     from .graph import Graph, GraphNode, collect, saved_table, saved_tensors
     from .i18n import language, languages, set_language
@@ -127,6 +145,7 @@ if TYPE_CHECKING:
     from .plots import plot_grads, timeline
     from .saved import SavedTensor, Write
     from .tracker import Event, Tracker, track
+    from .trained import LossRecord, StepRecord, TrainingRecord, record_training
 
 
 def __getattr__(name: str) -> Any:

@@ -32,13 +32,14 @@ if TYPE_CHECKING:
     from .explanation import Explanation
     from .tracker import Tracker
 
-__all__ = ["main", "run_script", "run_module", "explain_text", "USAGE"]
+__all__ = ["main", "run_script", "run_module", "explain_text", "fix_child", "USAGE"]
 
 USAGE = """\
 usage: python -m gradlab run [--verbose] [--explain-only] SCRIPT.py [ARGS...]
        python -m gradlab run [--verbose] [--explain-only] -m MODULE [ARGS...]
        python -m gradlab explain [--verbose] [--file TRACEBACK.txt]
        python -m gradlab explain CODE | --codes
+       python -m gradlab fix [--steps K] [--timeout S] [--apply [--unsafe]] SCRIPT.py [ARGS...]
        python -m gradlab --help
 
 Run a PyTorch script as `python SCRIPT.py ARGS...` would, with gradlab's
@@ -52,6 +53,17 @@ commands:
   explain        explain an autograd error read from stdin or --file;
                  exit 0 if it is one gradlab decodes, 1 if not;
                  explain GL0001 prints the long form of a code, --codes lists them
+  fix            run a failing script, try each fix in a patched copy for K
+                 optimizer steps, show each as a diff with what it trained;
+                 exit 0 if one is verified (or nothing fails), 1 if none, 2 on
+                 bad input
+
+options of fix:
+  --steps K      optimizer steps each patched copy runs (default 3)
+  --timeout S    seconds each run may take (default 60)
+  --apply        write the best verified fix into the script (only then is
+                 any file of yours written); machine-applicable fixes only
+  --unsafe       with --apply, also a fix that may change what trains
 
 options of run:
   --verbose      on an autograd error, also print every problem and every fix
@@ -642,6 +654,139 @@ def _print_long_form(code: str) -> int:
     return 0
 
 
+def fix_child(spec_path: str) -> None:
+    """One run of ``gradlab fix`` (in its own process): run a script as ``run_script`` does, under
+    :func:`gradlab.track` and :func:`gradlab.record_training`, and write what happened as JSON.
+
+    ``spec_path`` names a JSON file written by :mod:`gradlab.fix`: the script, its argv, the step budget
+    and where to write the result.
+    """
+    import json
+    import traceback
+
+    from . import messages
+    from .fix import _first_sentence, _fix_data, _user_line
+    from .i18n import _t, set_language
+    from .tracker import track
+    from .trained import record_training
+
+    set_language(os.environ.get("GRADLAB_FIX_LANGUAGE") or None)
+    with open(spec_path, encoding="utf-8") as f:
+        spec = json.load(f)
+    script = spec["script"]
+    out: dict[str, object] = {"outcome": "finished", "record": {}}
+    module = types.ModuleType("__main__")
+    module.__file__ = script
+    module.__cached__ = None  # type: ignore[attr-defined]
+    module.__builtins__ = builtins  # type: ignore[attr-defined]
+    module.__loader__ = importlib.machinery.SourceFileLoader("__main__", script)
+    namespace = vars(module)
+    with open(script, "rb") as f:
+        source = f.read()
+    record = None
+    tracker = None
+    try:
+        with (
+            _as_main([spec["argv0"], *spec["args"]], os.path.dirname(script), module),
+            track(names=_MainNamespace(namespace), warn=False) as tracker,
+            record_training(steps=spec["steps"]) as record,
+        ):
+            exec(compile(source, script, "exec", dont_inherit=True), namespace)
+        if record is not None and record.stopped:
+            out["outcome"] = "budget"
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            out["outcome"] = "exit"
+            out["message"] = _t("exit code {code}", code=e.code)
+    except BaseException as e:  # the script's own error: reported, not raised
+        where = _user_line(e, script)
+        out["where"] = where
+        out["message"] = _first_sentence("".join(traceback.format_exception_only(type(e), e)).strip().splitlines()[0])
+        if isinstance(e, EOFError) and not spec["stdin"]:
+            out["outcome"] = "needs-input"
+        elif messages.find(e) is not None:
+            out["outcome"] = "autograd"
+            diagnosis = tracker.diagnosis_for(e) if tracker is not None else None
+            if diagnosis is not None and messages.is_autograd_error(e):
+                out["headline"] = str(diagnosis).splitlines()[0]
+                out["fixes"] = [_fix_data(fx) for fx in diagnosis.fixes]
+        else:
+            out["outcome"] = "error"
+    out["record"] = record.as_dict() if record is not None else {}
+    with open(spec["result"], "w", encoding="utf-8") as f:
+        json.dump(out, f)
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def _main_fix(argv: list[str]) -> int:
+    from .i18n import _, _t
+
+    steps, timeout, apply, unsafe = 3, 60.0, False, False
+    while argv and argv[0].startswith("-"):
+        opt = argv.pop(0)
+        if opt in ("-h", "--help"):
+            print(USAGE, end="")
+            return 0
+        if opt == "--":
+            break
+        if opt == "-m" or (opt.startswith("-m") and not opt.startswith("--")):
+            return _usage_error(_("fix runs a script file (SCRIPT.py), not -m MODULE"))
+        if opt in ("--apply", "--unsafe"):
+            apply, unsafe = apply or opt == "--apply", unsafe or opt == "--unsafe"
+            continue
+        name, _sep, value = opt.partition("=")
+        if name not in ("--steps", "--timeout"):
+            return _usage_error(_t("unknown option {option} for fix", option=repr(opt)))
+        if not _sep:
+            if not argv:
+                return _usage_error(_t("{option} needs a value, e.g. {option} 3", option=name))
+            value = argv.pop(0)
+        try:
+            if name == "--steps":
+                steps = int(value)
+                if steps < 1:
+                    raise ValueError(value)
+            else:
+                timeout = float(value)
+                if not timeout > 0:
+                    raise ValueError(value)
+        except ValueError:
+            return _usage_error(
+                _t("{option} needs a number above 0 (e.g. {option} 3), not {value}", option=name, value=repr(value))
+            )
+    if unsafe and not apply:
+        return _usage_error(_("--unsafe only goes with --apply"))
+    if not argv:
+        return _usage_error(_("fix needs a script: python -m gradlab fix SCRIPT.py [ARGS...]"))
+    script = argv.pop(0)
+    stdin = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
+    from .fix import fix_script
+
+    try:
+        report = fix_script(script, argv, steps=steps, timeout=timeout, stdin=stdin)
+    except ValueError as e:
+        print(_t("gradlab fix: {error}", error=e), file=sys.stderr)
+        return 2
+    print(report.render())
+    edited = [t for t in report.trials if t.edits]
+    if edited and all(t.run is None for t in edited):
+        print(_("gradlab fix: none of the fixes' edits could be applied to the script (see above)"), file=sys.stderr)
+        return 2
+    if report.original.outcome != "autograd":
+        return 0 if report.original.outcome in ("finished", "budget", "exit", "timeout") else 1
+    if apply:
+        try:
+            trial = report.apply(unsafe=unsafe)
+        except ValueError as e:
+            print(_t("gradlab fix: nothing applied: {error}", error=e), file=sys.stderr)
+            return 1 if not report.verified else 2
+        from .fix import _display
+
+        print(_t("Applied fix {n} to {files}.", n=trial.number, files=", ".join(sorted(map(_display, trial.patched)))))
+    return 0 if report.verified else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m gradlab`` and the ``gradlab`` command.
 
@@ -670,6 +815,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main_run(rest)
     if command == "explain":
         return _main_explain(rest)
+    if command == "fix":
+        return _main_fix(rest)
     if command.endswith(".py"):
         return _usage_error(f"did you mean: python -m gradlab run {command}")
     return _usage_error(f"unknown command {command!r}")

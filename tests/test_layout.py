@@ -82,6 +82,7 @@ ORDER = (
     "recorder",
     "graph",
     "loop",
+    "trained",
     # analysis
     "advice",
     "causes",
@@ -96,6 +97,7 @@ ORDER = (
     # entry points
     "tracker",
     "ipython",
+    "fix",
     "cli",
     "__main__",
     "__init__",

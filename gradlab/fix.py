@@ -1,0 +1,716 @@
+"""``gradlab fix script.py [ARGS...]``: try each fix of a failing backward, and keep one only if it ran.
+
+The script first runs as ``gradlab run`` would run it (same ``sys.argv``, working
+directory and stdin), under :func:`gradlab.track` and
+:func:`gradlab.record_training`, to its autograd error. Then for each of the
+diagnosis's fixes that comes as edits of the user's files (best first), the
+edits are applied to a copy, and the copy runs in a scratch directory, in a
+subprocess, until every optimizer has stepped ``steps`` times (the step hook
+stops it) or ``timeout`` seconds pass. Each candidate is reported as a unified
+diff and a table: did it run clean, which loss trained which module at each
+step, and does that match what the code means (NOTE [What "verified" means]).
+The user's files are written only by :meth:`FixReport.apply`.
+
+NOTE [What "verified" means]
+A candidate is *verified* when its run reached the step budget (or the script's
+own end, after at least one step) without an error, and its measured training
+(:mod:`gradlab.trained`) matches the code's intent:
+
+* at every step, each loss whose backward built the gradient the step uses
+  (those since the optimizer's ``zero_grad()``) trained at least one of the
+  optimizer's modules, and every module the optimizer holds was trained by one
+  of them (unless the unpatched run left that module untrained at that step too);
+* every (loss, module) pair that the unpatched run trained at a step it reached
+  is trained at that step of the patched run too;
+* each of the fix's ``claims`` ``(loss, modules)`` is what the loss measurably
+  trained: the modules whose gradient it changed, at the steps of the optimizers
+  that step on it.
+
+NOTE [The scratch directory]
+The copy runs in a fresh directory that mirrors the script's directory: small
+files are copied, large files are linked (data sets are read, not copied),
+folders are mirrored the same way (up to 2,000 entries in all; a larger folder
+is linked whole), ``__pycache__`` is left out and no bytecode is written, so
+sibling modules import and relative data paths open as before. When the working
+directory is the script's directory (or inside it), the copy runs in the
+mirror, so files the script writes (checkpoints, logs) land there, not among
+the user's files. A large file the script overwrites, or a file it writes into
+a folder linked whole, still reaches the user's copy.
+
+Example::
+
+    >>> report = fix_script("train.py", steps=3)  # doctest: +SKIP
+    >>> print(report.render())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .edits import Edit, apply_edits, unified_diff
+from .i18n import _, _t
+
+if TYPE_CHECKING:
+    from .advice import Fix
+    from .trained import TrainingRecord
+
+__all__ = ["FixTrial", "FixReport", "RunResult", "fix_script"]
+
+_COPY_LIMIT = 1 << 20  # files larger than this are linked into the scratch directory, not copied
+_MIRROR_ENTRIES = 2000  # a script's folder mirrored entry by entry up to this many; linked whole beyond
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One run of the script (the unpatched one or a candidate's copy) in a subprocess.
+
+    ``outcome`` is ``budget`` (stopped after the step budget), ``finished`` (the
+    script ended, exit code 0), ``exit`` (it ended with another exit code),
+    ``autograd`` (a backward raised an autograd error), ``error`` (another
+    exception), ``needs-input`` (it read stdin and none was given) or
+    ``timeout``. ``message`` is the error's last line, ``where`` the user's line.
+    """
+
+    outcome: str
+    seconds: float
+    record: TrainingRecord
+    message: str | None = None
+    where: str | None = None
+    headline: str | None = None
+    fixes: tuple[dict[str, Any], ...] = ()
+    output: str = ""
+
+    @property
+    def clean(self) -> bool:
+        """Ran to the budget (or to its own end after at least one step) without an error."""
+        return self.outcome == "budget" or (self.outcome == "finished" and bool(self.record.steps))
+
+
+@dataclass(frozen=True)
+class FixTrial:
+    """One candidate fix: its edits as a diff, how its run went, and why it is or is not verified."""
+
+    number: int
+    summary: str
+    trains: str
+    applicability: str
+    claims: tuple[tuple[str, tuple[str, ...]], ...]
+    edits: tuple[Edit, ...]
+    diff: str
+    patched: dict[str, str] = field(repr=False)
+    run: RunResult | None = None
+    problem: str | None = None  # why it was not run (no edits, cannot be applied)
+    mismatches: tuple[str, ...] = ()
+
+    @property
+    def verified(self) -> bool:
+        """It ran clean and its training matched the code's intent (NOTE [What "verified" means])."""
+        return self.run is not None and self.run.clean and not self.mismatches
+
+
+@dataclass
+class FixReport:
+    """What ``gradlab fix`` found: the unpatched run, and each candidate's trial."""
+
+    script: str
+    original: RunResult
+    trials: list[FixTrial]
+    steps: int
+    sources: dict[str, str] = field(repr=False, default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        """The unpatched script failed with an autograd error gradlab diagnoses."""
+        return self.original.outcome == "autograd"
+
+    @property
+    def verified(self) -> list[FixTrial]:
+        """The verified candidates, best first."""
+        return [t for t in self.trials if t.verified]
+
+    def best(self, unsafe: bool = False) -> FixTrial | None:
+        """The first verified candidate that may be applied (machine-applicable, or any with ``unsafe``)."""
+        for t in self.verified:
+            if unsafe or t.applicability == "machine-applicable":
+                return t
+        return None
+
+    def apply(self, unsafe: bool = False) -> FixTrial:
+        """Write the best verified candidate into the user's files; return it.
+
+        Raises ``ValueError`` when there is none that may be applied, or when a
+        file changed since the run.
+        """
+        trial = self.best(unsafe)
+        if trial is None:
+            if self.verified:
+                raise ValueError(
+                    _t(
+                        "the verified fix {n} may change what trains ({applicability}); "
+                        "pass --unsafe (unsafe=True) to apply it",
+                        n=self.verified[0].number,
+                        applicability=self.verified[0].applicability,
+                    )
+                )
+            raise ValueError(_("no fix was verified, so none is applied"))
+        for path, before in self.sources.items():
+            if path in trial.patched and _read(path) != before:
+                raise ValueError(
+                    _t("{file} changed since gradlab fix read it; run gradlab fix again", file=_display(path))
+                )
+        for path, text in trial.patched.items():
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+        return trial
+
+    def render(self) -> str:
+        """The report as text: the failure, then each candidate's diff and table, then the verdict."""
+        o = self.original
+        name = _display(self.script)
+        if o.outcome != "autograd":
+            return _outcome_sentence(name, o)
+        lines = [_t("gradlab fix: {script} fails at {where}: {message}", script=name, where=o.where, message=o.message)]
+        if o.headline:
+            lines.append("  " + _t("gradlab's diagnosis: {headline}", headline=o.headline))
+        if o.record.steps:
+            lines += [_t("Before the failure ({seconds:.1f} s):", seconds=o.seconds), _indent(o.record.table())]
+        if not self.trials:
+            lines.append(_("gradlab has no fix for this failure."))
+        for t in self.trials:
+            lines += ["", _trial_head(t, len(self.trials))]
+            lines.append("  " + _t("trains: {what}", what=t.trains))
+            if t.problem is not None:
+                lines.append("  " + t.problem)
+                continue
+            lines.append(t.diff.rstrip("\n"))
+            run = t.run
+            assert run is not None  # a trial with edits that applied was run
+            lines.append("  " + _ran_sentence(run, self.steps))
+            if run.record.steps:
+                lines.append(_indent(run.record.table(), 4))
+            if run.clean:
+                if t.mismatches:
+                    lines.append("  " + _("does not match the code's intent:"))
+                    lines += [f"    - {m}" for m in t.mismatches]
+                else:
+                    lines.append(
+                        "  "
+                        + _("matches the code's intent: each loss trained the modules whose optimizer steps on it.")
+                    )
+            lines.append("  " + (_("=> verified") if t.verified else _("=> not verified")))
+        lines.append("")
+        best = self.verified
+        if best:
+            lines.append(_t("Verified: fix {n} of {total}.", n=best[0].number, total=len(self.trials)))
+        else:
+            lines.append(_t("No fix verified ({total} tried).", total=len(self.trials)))
+        return "\n".join(lines)
+
+
+def _trial_head(t: FixTrial, total: int) -> str:
+    return _t(
+        "fix {n} of {total} ({applicability}): {summary}",
+        n=t.number,
+        total=total,
+        applicability=t.applicability,
+        summary=t.summary,
+    )
+
+
+def _ran_sentence(run: RunResult, steps: int) -> str:
+    s = run.seconds
+    if run.outcome == "budget":
+        return _t("ran clean: {steps} steps of each optimizer, no error ({seconds:.1f} s)", steps=steps, seconds=s)
+    if run.outcome == "finished":
+        if run.record.steps:
+            return _t(
+                "ran clean: the script ended after {n} steps, no error ({seconds:.1f} s)",
+                n=len(run.record.steps),
+                seconds=s,
+            )
+        return _t("ran to its end without an optimizer step: nothing trained ({seconds:.1f} s)", seconds=s)
+    if run.outcome == "timeout":
+        return _t(
+            "did not run clean: no {steps} steps of each optimizer in {seconds:.0f} s (timed out)",
+            steps=steps,
+            seconds=s,
+        )
+    if run.outcome == "autograd":
+        return _t("did not run clean: {message} at {where}", message=run.message, where=run.where)
+    return _t("did not run clean: {message} at {where}", message=run.message or run.outcome, where=run.where or "?")
+
+
+def _outcome_sentence(name: str, o: RunResult) -> str:
+    if o.outcome in ("finished", "budget"):
+        return _t("Nothing to fix: {script} ran to its end without an autograd error.", script=name)
+    if o.outcome == "exit":
+        return _t(
+            "Nothing to fix: {script} exited ({message}) without an autograd error.", script=name, message=o.message
+        )
+    if o.outcome == "timeout":
+        return _t(
+            "Nothing to fix so far: {script} ran {seconds:.0f} s without an autograd error (--timeout to wait longer).",
+            script=name,
+            seconds=o.seconds,
+        )
+    return _t(
+        "{script} fails with {message} at {where}: not an autograd error gradlab fixes; "
+        "python -m gradlab run {script} shows the traceback.",
+        script=name,
+        message=o.message,
+        where=o.where or "?",
+    )
+
+
+def _indent(text: str, n: int = 2) -> str:
+    return "\n".join(" " * n + line if line else line for line in text.splitlines())
+
+
+def _display(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+# --------------------------------------------------------------------------
+# Judging a run against the code's intent
+# --------------------------------------------------------------------------
+
+
+def judge(run: TrainingRecord, original: TrainingRecord, claims: Sequence[tuple[str, Sequence[str]]] = ()) -> list[str]:
+    """Why ``run`` does not match the code's intent, one sentence each (NOTE [What "verified" means]).
+
+    ``original`` is the unpatched run's record (as far as it got); ``claims`` the
+    fix's. A sentence that holds at several steps of one optimizer is said once,
+    with the steps.
+    """
+    found: dict[tuple[str, str], list[int]] = {}  # (optimizer, sentence) -> steps
+
+    def note(optimizer: str, count: int, sentence: str) -> None:
+        counts = found.setdefault((optimizer, sentence), [])
+        if count not in counts:
+            counts.append(count)
+
+    before = {(s.optimizer, s.count): s for s in original.steps}
+    for s in run.steps:
+        old = before.get((s.optimizer, s.count))
+        if not s.trained:
+            note(
+                s.optimizer,
+                s.count,
+                _t("no backward since {optimizer}.zero_grad(): the step trains nothing", optimizer=s.optimizer),
+            )
+        idle = [loss for loss, mods in s.trained if not mods]
+        for loss in idle:
+            note(
+                s.optimizer,
+                s.count,
+                _t(
+                    "{loss} ran backward since {optimizer}.zero_grad() but trained none of its modules ({modules})",
+                    loss=loss,
+                    optimizer=s.optimizer,
+                    modules=", ".join(s.modules),
+                ),
+            )
+        left = [m for m in s.untrained() if old is None or m not in old.untrained()]
+        if s.trained and left and len(idle) < len(s.trained):
+            note(
+                s.optimizer,
+                s.count,
+                _t(
+                    "no loss trained {modules}, though {optimizer} holds its parameters",
+                    modules=", ".join(left),
+                    optimizer=s.optimizer,
+                ),
+            )
+        if old is not None:
+            # A loss the fix kept must train what it trained; one it rewrote (another
+            # expression) leaves its modules to be trained by some loss of the step.
+            now = {(loss, m) for loss, mods in s.trained for m in mods}
+            names = {loss for loss, _mods in s.trained}
+            trained_now = {m for _loss, m in now}
+            for loss, mods in old.trained:
+                for m in mods:
+                    if loss in names and (loss, m) not in now:
+                        note(
+                            s.optimizer,
+                            s.count,
+                            _t("before the fix {loss} trained {module}; after it, it does not", loss=loss, module=m),
+                        )
+                    elif loss not in names and m not in trained_now:
+                        note(
+                            s.optimizer,
+                            s.count,
+                            _t("before the fix {loss} trained {module}; after it, no loss does", loss=loss, module=m),
+                        )
+    out = [
+        _t("{optimizer}, {steps}: {sentence}", optimizer=optimizer, steps=_steps_words(counts), sentence=sentence)
+        for (optimizer, sentence), counts in found.items()
+    ]
+    if not run.steps:
+        out.append(_("no optimizer step ran, so nothing was trained"))
+    for loss, modules in claims:
+        # What a loss trains: the modules it changed the gradient of, at the steps that use it.
+        reached: set[str] = set()
+        seen = any(b.loss == loss for b in run.backwards)
+        for s in run.steps:
+            for name, mods in s.trained:
+                if name == loss:
+                    reached.update(mods)
+        same = run.aliases  # a claim may name a module by another of its variables
+        if not seen:
+            out.append(_t("the fix says what {loss} trains, but no backward of {loss} ran", loss=loss))
+        elif {same.get(m, m) for m in reached} != {same.get(m, m) for m in modules}:
+            out.append(
+                _t(
+                    "the fix says {loss} trains {claimed}; it trained {measured}",
+                    loss=loss,
+                    claimed=", ".join(sorted(modules)) or _("nothing"),
+                    measured=", ".join(sorted(reached)) or _("nothing"),
+                )
+            )
+    return out
+
+
+def _steps_words(counts: list[int]) -> str:
+    if len(counts) == 1:
+        return _t("step {k}", k=counts[0])
+    if counts == list(range(counts[0], counts[-1] + 1)):
+        return _t("steps {first}-{last}", first=counts[0], last=counts[-1])
+    return _t("steps {list}", list=", ".join(map(str, counts)))
+
+
+def _first_sentence(message: str) -> str:
+    """The error's first sentence (torch's messages go on with advice gradlab replaces)."""
+    for stop in (" (", ". "):
+        head, sep, _rest = message.partition(stop)
+        if sep and len(head) > 20:
+            message = head
+    return message
+
+
+# --------------------------------------------------------------------------
+# Running the script in a subprocess
+# --------------------------------------------------------------------------
+
+
+def _gradlab_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_child(
+    script: str,
+    argv0: str,
+    args: Sequence[str],
+    cwd: str,
+    steps: int | None,
+    timeout: float,
+    stdin: bytes,
+    workdir: str,
+) -> RunResult:
+    """Run ``script`` under the tracker and the training record in a subprocess; read back its result.
+
+    The subprocess runs :func:`gradlab.cli.fix_child`, which runs the script as ``gradlab run`` does.
+    """
+    spec = os.path.join(workdir, "spec.json")
+    result = os.path.join(workdir, "result.json")
+    with open(spec, "w", encoding="utf-8") as f:
+        json.dump(
+            {
+                "script": script,
+                "argv0": argv0,
+                "args": list(args),
+                "steps": steps,
+                "result": result,
+                "stdin": bool(stdin),
+            },
+            f,
+        )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([_gradlab_root(), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    from .i18n import language
+
+    env["GRADLAB_FIX_LANGUAGE"] = language()
+    code = "import sys; from gradlab.cli import fix_child; fix_child(sys.argv[1])"  # the CLI runs scripts
+    from .trained import TrainingRecord
+
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, spec],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        output, _unused = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        output, _unused = proc.communicate()
+        return RunResult(
+            "timeout",
+            time.monotonic() - start,
+            TrainingRecord(None, None),
+            output=output.decode("utf-8", "replace"),
+        )
+    seconds = time.monotonic() - start
+    data = _load(result)
+    text = output.decode("utf-8", "replace")
+    if data is None:
+        last = text.strip().splitlines()[-1] if text.strip() else _t("exit code {code}", code=proc.returncode)
+        return RunResult("error", seconds, TrainingRecord(None, None), message=last, output=text)
+    return RunResult(
+        data["outcome"],
+        seconds,
+        TrainingRecord.from_dict(data["record"]),
+        message=data.get("message"),
+        where=data.get("where"),
+        headline=data.get("headline"),
+        fixes=tuple(data.get("fixes", ())),
+        output=text,
+    )
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, AttributeError):
+        proc.kill()
+
+
+def _load(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data: dict[str, Any] = json.load(f)
+            return data
+    except (OSError, ValueError):
+        return None
+
+
+def _user_line(e: BaseException, script: str) -> str | None:
+    """``file:line`` of the last frame of the script (or its directory) in ``e``'s traceback."""
+    from .location import Location
+
+    top = os.path.dirname(os.path.abspath(script)) + os.sep
+    tb = e.__traceback__
+    found = None
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if os.path.abspath(name).startswith(top):
+            found = Location(name, tb.tb_lineno).where
+        tb = tb.tb_next
+    return found
+
+
+def _fix_data(fx: Any) -> dict[str, Any]:
+    return {
+        "summary": fx.summary,
+        "trains": fx.trains,
+        "applicability": fx.applicability,
+        "edits": [[e.filename, e.start, e.end, e.text] for e in fx.edits],
+        "claims": [[loss, list(mods)] for loss, mods in fx.claims],
+    }
+
+
+# --------------------------------------------------------------------------
+# Candidates
+# --------------------------------------------------------------------------
+
+
+def _mirror(directory: str, into: str, patched: dict[str, str], budget: list[int] | None = None) -> None:
+    """Fill ``into`` with ``directory``'s entries (NOTE [The scratch directory]); ``patched`` maps names to text.
+
+    Folders are mirrored the same way (so a file the script writes into one lands in
+    the mirror), as long as the mirror stays under ``_MIRROR_ENTRIES`` entries;
+    past that, a folder is linked whole.
+    """
+    budget = budget if budget is not None else [_MIRROR_ENTRIES]
+    for entry in sorted(os.listdir(directory)):
+        if entry == "__pycache__":
+            continue
+        src, dst = os.path.join(directory, entry), os.path.join(into, entry)
+        budget[0] -= 1
+        if entry in patched:
+            with open(dst, "w", encoding="utf-8", newline="") as f:
+                f.write(patched[entry])
+        elif os.path.islink(src):
+            os.symlink(os.path.realpath(src), dst)
+        elif os.path.isfile(src) and os.path.getsize(src) <= _COPY_LIMIT and budget[0] > 0:
+            shutil.copy2(src, dst)
+        elif os.path.isdir(src) and budget[0] > 0 and _entries_within(src, budget[0]):
+            os.mkdir(dst)
+            _mirror(src, dst, {}, budget)
+        else:
+            os.symlink(src, dst)
+
+
+def _entries_within(directory: str, limit: int) -> bool:
+    """Whether ``directory`` holds at most ``limit`` entries, all levels counted (stops counting past it)."""
+    count = 0
+    for _root, dirs, files in os.walk(directory):
+        count += len(dirs) + len(files)
+        if count > limit:
+            return False
+    return True
+
+
+def _patch(edits: Sequence[Edit], script: str, sources: dict[str, str]) -> tuple[dict[str, str], str | None]:
+    """The patched text of each file the edits touch (absolute paths), or why they cannot be applied."""
+    top = os.path.dirname(script)
+    by_file: dict[str, list[Edit]] = {}
+    for e in edits:
+        path = os.path.abspath(e.filename)
+        if not os.path.isfile(path) and os.path.basename(e.filename) == os.path.basename(script):
+            path = script
+        if os.path.dirname(path) != top:
+            return {}, _t(
+                "it edits {file}, outside the script's folder, which gradlab fix does not copy", file=e.filename
+            )
+        by_file.setdefault(path, []).append(e)
+    patched: dict[str, str] = {}
+    for path, file_edits in by_file.items():
+        if path not in sources:
+            try:
+                sources[path] = _read(path)
+            except OSError as err:
+                return {}, _t("it edits {file}, which cannot be read ({error})", file=e.filename, error=err.strerror)
+        try:
+            patched[path] = apply_edits(sources[path], file_edits)
+        except ValueError as err:
+            return {}, _t("its edits cannot be applied to {file}: {reason}", file=_display(path), reason=str(err))
+    return patched, None
+
+
+def fix_script(
+    path: str | os.PathLike[str],
+    args: Sequence[str] = (),
+    *,
+    steps: int = 3,
+    timeout: float = 60.0,
+    stdin: bytes = b"",
+    fixes: Sequence[Fix] | None = None,
+) -> FixReport:
+    """Run ``path`` to its autograd error, then try each fix gradlab suggests in a patched copy.
+
+    Returns a :class:`FixReport`; nothing is written to the user's files (see
+    :meth:`FixReport.apply`). ``steps`` is the budget of optimizer steps each
+    candidate runs for, ``timeout`` the seconds each run may take, ``stdin``
+    what the script reads on its standard input (the same for every run).
+    ``fixes`` are the candidates to try instead of those of gradlab's diagnosis
+    (your own :class:`gradlab.Fix` objects with edits, best first).
+
+    Raises ``ValueError`` for a path that is not a readable Python script and for
+    a script that reads stdin when none is given.
+
+    Example::
+
+        >>> report = fix_script("train.py", ["--epochs", "1"], steps=3)  # doctest: +SKIP
+        >>> [t.number for t in report.verified]  # doctest: +SKIP
+        [1]
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"fix_script() needs the path of a script as a str, not {type(path).__name__}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(
+            _t("steps must be a whole number of optimizer steps, at least 1 (e.g. 3), not {value}", value=repr(steps))
+        )
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(_t("timeout must be a number of seconds above 0 (e.g. 60), not {value}", value=repr(timeout)))
+    argv0 = os.fspath(path)
+    script = os.path.abspath(argv0)
+    if not os.path.exists(script):
+        raise ValueError(_t("can't open file {file}: no such file; pass the path of a Python script", file=repr(argv0)))
+    if not os.path.isfile(script) or not script.endswith((".py", ".pyw")):
+        raise ValueError(_t("{file} is not a Python script; gradlab fix needs a .py file", file=repr(argv0)))
+    try:
+        sources = {script: _read(script)}
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(_t("can't read {file}: {error}", file=repr(argv0), error=err)) from err
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="gradlab-fix-") as scratch:
+        work = os.path.join(scratch, "original")
+        os.mkdir(work)
+        original = _run_child(script, argv0, args, cwd, None, timeout, stdin, work)
+        if original.outcome == "needs-input":
+            raise ValueError(
+                _t(
+                    "{file} reads its standard input and none was given; pass it as with python: "
+                    "gradlab fix {file} < input.txt",
+                    file=argv0,
+                )
+            )
+        report = FixReport(script, original, [], steps, sources)
+        if original.outcome != "autograd":
+            return report
+        candidates = original.fixes if fixes is None else tuple(_fix_data(fx) for fx in fixes)
+        for number, data in enumerate(candidates, 1):
+            report.trials.append(
+                _try(number, data, script, argv0, args, cwd, steps, timeout, stdin, sources, original, scratch)
+            )
+    return report
+
+
+def _try(
+    number: int,
+    data: dict[str, Any],
+    script: str,
+    argv0: str,
+    args: Sequence[str],
+    cwd: str,
+    steps: int,
+    timeout: float,
+    stdin: bytes,
+    sources: dict[str, str],
+    original: RunResult,
+    scratch: str,
+) -> FixTrial:
+    edits = tuple(Edit(f, s, e, t) for f, s, e, t in data.get("edits", ()))
+    claims = tuple((loss, tuple(mods)) for loss, mods in data.get("claims", ()))
+    base = dict(
+        number=number,
+        summary=data.get("summary", ""),
+        trains=data.get("trains", ""),
+        applicability=data.get("applicability", "sentence"),
+        claims=claims,
+        edits=edits,
+    )
+    if not edits:
+        return FixTrial(**base, diff="", patched={}, problem=_("a sentence, not an edit: not run"))
+    patched, problem = _patch(edits, script, sources)
+    if problem is not None:
+        return FixTrial(**base, diff="", patched={}, problem=_t("cannot be applied: {why}", why=problem))
+    diff = "".join(unified_diff(sources[p], text, _display(p)) for p, text in sorted(patched.items()))
+    top = os.path.dirname(script)
+    mirror = os.path.join(scratch, f"fix{number}")
+    os.mkdir(mirror)
+    _mirror(top, mirror, {os.path.basename(p): text for p, text in patched.items()})
+    copy = os.path.join(mirror, os.path.basename(script))
+    rel = os.path.relpath(cwd, top)
+    run_cwd = (
+        os.path.join(mirror, rel) if not rel.startswith("..") and os.path.isdir(os.path.join(mirror, rel)) else cwd
+    )
+    work = os.path.join(scratch, f"run{number}")
+    os.mkdir(work)
+    run = _run_child(copy, argv0, args, run_cwd, steps, timeout, stdin, work)
+    mismatches = tuple(judge(run.record, original.record, claims)) if run.clean else ()
+    return FixTrial(**base, diff=diff, patched=patched, run=run, mismatches=mismatches)
