@@ -43,6 +43,8 @@ _EXPORTS: dict[str, str] = {
     "GraphView": "drawing",
     "explain": "explanation",
     "Explanation": "explanation",
+    "Code": "codes",
+    "CODES": "codes",
     "timeline": "plots",
     "plot_grads": "plots",
     "measure_memory": "memory",
@@ -95,6 +97,8 @@ __all__ = [
     "GraphView",
     "explain",
     "Explanation",
+    "Code",
+    "CODES",
     "timeline",
     "plot_grads",
     "measure_memory",
@@ -126,6 +130,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .advice import Fix
+    from .codes import CODES, Code
     from .diagnosis import Diagnosis, Problem, check, last_diagnosis
     from .drawing import GraphView, draw
     from .edits import Edit

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from .explanation import Explanation
     from .tracker import Tracker
 
 __all__ = ["main", "run_script", "run_module", "explain_text", "fix_child", "USAGE"]
@@ -37,6 +38,7 @@ USAGE = """\
 usage: python -m gradlab run [--verbose] [--explain-only] SCRIPT.py [ARGS...]
        python -m gradlab run [--verbose] [--explain-only] -m MODULE [ARGS...]
        python -m gradlab explain [--verbose] [--file TRACEBACK.txt]
+       python -m gradlab explain CODE | --codes
        python -m gradlab fix [--steps K] [--timeout S] [--apply [--unsafe]] SCRIPT.py [ARGS...]
        python -m gradlab --help | --version
 
@@ -49,7 +51,8 @@ it trains. --verbose adds every problem, every fix and the message decoded.
 commands:
   run            run a script (or -m MODULE) with tracking; exit code as python's
   explain        explain an autograd error read from stdin or --file;
-                 exit 0 if it is one gradlab decodes, 1 if not
+                 exit 0 if it is one gradlab decodes, 1 if not;
+                 explain GL0001 prints the long form of a code, --codes lists them
   fix            run a failing script, try each fix in a patched copy for K
                  optimizer steps, show each as a diff with what it trained;
                  exit 0 if one is verified (or nothing fails), 1 if none, 2 on
@@ -220,6 +223,12 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
     explanation of the message follows, in short; ``verbose`` prints everything.
     """
     _clean_chain(exc)
+    if _distributed() is not None:
+        notes = getattr(exc, "__notes__", None)
+        ours = [n for n in notes or () if n.startswith("\ngradlab: ")]
+        if notes is not None and ours:  # printed once for all ranks, below (NOTE [One note for all ranks])
+            exc.__notes__ = [n for n in notes if n not in ours]
+            exc.__gradlab_notes__ = ours  # type: ignore[attr-defined]
     tb = exc.__traceback__
     stderr.flush()
     sys.stdout.flush()
@@ -231,9 +240,14 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
         traceback.print_exception(type(exc), exc, tb, file=stderr)
     from .explanation import explain  # NOTE [Lazy imports] in tracker.py: only on a failure
 
-    explanation = explain(exc)
+    explanation = _named_ddp(exc, explain(exc))
+    if _distributed() is not None:
+        return _report_rank(exc, explanation, stderr, verbose, tracker)
     if explanation.kind != "not_autograd":
         diagnosis = tracker.diagnosis_for(exc) if tracker is not None else None
+        located = tracker.explanation_for(exc) if tracker is not None else None
+        if located is not None:
+            explanation = located  # the note printed it in short, located at the cut
         if verbose:
             if diagnosis is not None:
                 # the diagnosis's own fixes only; of the explanation, what the message says
@@ -242,9 +256,125 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
                 print("\n" + diagnosis.details(), file=stderr)
                 explanation = dataclasses.replace(explanation, causes=(), fixes=())
             print("\n" + explanation.details(), file=stderr)
-        elif diagnosis is None:
+        elif diagnosis is None and located is None:
             print("\n" + str(explanation), file=stderr)
     return 130 if isinstance(exc, KeyboardInterrupt) else 1
+
+
+# NOTE [One note for all ranks]
+# Under torchrun every rank runs gradlab run and tracks itself. Each prefixes its note with
+# its rank. Identical notes are printed once, by rank 0, with the ranks that had them:
+# without any collective call (the ranks may be broken, and DDP's own error may have left
+# the process group unusable), through files in a directory of this run
+# (TORCHELASTIC_RUN_ID) in the temporary directory of the node. Each rank writes its note
+# there; rank 0 waits up to NOTE_WAIT seconds for the others' and prints its own with the
+# ranks whose note is the same; another rank waits for rank 0's note and prints its own
+# only if it differs (or if rank 0 wrote none). On several nodes (WORLD_SIZE larger than
+# LOCAL_WORLD_SIZE) the files are not shared: every rank prints its note, prefixed.
+NOTE_WAIT = 3.0
+
+
+def _distributed() -> tuple[int, int, int] | None:
+    """(rank, world size, local world size) under torchrun with more than one process, else None."""
+    try:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    except (KeyError, ValueError):
+        return None
+    return (rank, world, local) if world > 1 else None
+
+
+def _named_ddp(exc: BaseException, explanation: Explanation) -> Explanation:
+    """DDP's unused parameters by name: DDP gives their indices; its module is in the traceback."""
+    if explanation.kind != "ddp_unfinished_reduction" or explanation.parameters:
+        return explanation
+    from dataclasses import replace
+
+    from . import messages
+    from .explanation import explain_message
+
+    m = messages.find(exc)
+    if m is None or not m.parameter_indices:
+        return explanation
+    try:
+        from torch.nn.parallel import DistributedDataParallel
+    except ImportError:
+        return explanation
+    tb = exc.__traceback__
+    while tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        if isinstance(owner, DistributedDataParallel):
+            names = [n for n, p in owner.module.named_parameters() if p.requires_grad]
+            if all(i < len(names) for i in m.parameter_indices):
+                return explain_message(replace(m, parameters=tuple(names[i] for i in m.parameter_indices)))
+            return explanation
+        tb = tb.tb_next
+    return explanation
+
+
+def _report_rank(
+    exc: BaseException, explanation: Explanation, stderr: TextIO, verbose: bool, tracker: Tracker | None
+) -> int:
+    """The note of one rank (NOTE [One note for all ranks])."""
+    place = _distributed()
+    assert place is not None
+    rank, world, local = place
+    notes: list[str] = [n.strip("\n") for n in getattr(exc, "__gradlab_notes__", ())]
+    if explanation.kind != "not_autograd" and not notes:
+        notes.append(explanation.details() if verbose else str(explanation))
+    elif verbose and explanation.kind != "not_autograd":
+        notes.append(explanation.details())
+    if not notes:
+        return 130 if isinstance(exc, KeyboardInterrupt) else 1
+    text = "\n\n".join(notes)
+    ranks = [rank]
+    if world == local:
+        ranks = _share_note(text, rank, world)
+    if ranks:
+        label = ", ".join(str(r) for r in ranks)
+        head = f"gradlab [rank {label}]: " if len(ranks) == 1 else f"gradlab [ranks {label}]: "
+        print("\n" + text.replace("gradlab: ", head), file=stderr)
+    return 130 if isinstance(exc, KeyboardInterrupt) else 1
+
+
+def _share_note(text: str, rank: int, world: int) -> list[int]:
+    """The ranks this rank prints its note for (empty: rank 0 prints it), by files of this run."""
+    import tempfile
+    import time
+    from pathlib import Path
+
+    # the run, and the elastic agent that started this node's ranks (their common parent): no stale notes
+    run = f"{os.environ.get('TORCHELASTIC_RUN_ID', 'none')}-{os.environ.get('MASTER_PORT', '')}-{os.getppid()}"
+    folder = Path(tempfile.gettempdir()) / f"gradlab-notes-{os.getuid() if hasattr(os, 'getuid') else 0}-{run}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        mine = folder / f"rank-{rank}.txt"
+        partial = folder / f".rank-{rank}.tmp"
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(mine)  # atomic: a reader sees the whole note or none
+    except OSError:
+        return [rank]
+    deadline = time.monotonic() + NOTE_WAIT
+    if rank != 0:
+        first = folder / "rank-0.txt"
+        while not first.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        try:
+            same = first.read_text(encoding="utf-8") == text
+        except OSError:
+            same = False
+        return [] if same else [rank]
+    others = {r: folder / f"rank-{r}.txt" for r in range(1, world)}
+    seen: dict[int, str] = {}
+    while len(seen) < len(others) and time.monotonic() < deadline:
+        for r, path in others.items():
+            if r not in seen and path.exists():
+                try:
+                    seen[r] = path.read_text(encoding="utf-8")
+                except OSError:
+                    pass
+        time.sleep(0.05)
+    return [0, *sorted(r for r, note in seen.items() if note == text)]
 
 
 def _run(
@@ -417,7 +547,7 @@ def explain_text(text: str, stdout: TextIO | None = None, verbose: bool = False)
 
         >>> explain_text("element 0 of tensors does not require grad and does not have a grad_fn")
         ... # doctest: +ELLIPSIS
-        gradlab: no_grad_fn: Element 0 of the tensors you called backward on has no graph: ...
+        gradlab: error[GL0003 no grad_fn]: Element 0 of the tensors you called backward on has no graph: ...
         0
     """
     out = stdout if stdout is not None else sys.stdout
@@ -477,6 +607,10 @@ def _main_explain(argv: list[str]) -> int:
             return 0
         if opt in ("-v", "--verbose"):
             verbose = True
+        elif opt == "--codes":
+            return _print_codes()
+        elif _is_code(opt):
+            return _print_long_form(opt)
         elif opt == "--file" and argv:
             path = argv.pop(0)
         elif opt.startswith("--file="):
@@ -553,6 +687,32 @@ def _version() -> str:
     except metadata.PackageNotFoundError:
         torch_version = _("not installed")
     return f"gradlab {__version__} ({_DISTRIBUTION}; Python {platform.python_version()}, torch {torch_version})"
+
+
+def _is_code(arg: str) -> bool:
+    from .codes import is_code
+
+    return is_code(arg)
+
+
+def _print_codes() -> int:
+    from .codes import CODES
+
+    for c in CODES:
+        print(f"{c.code}  {c.title}", file=sys.stdout)
+    return 0
+
+
+def _print_long_form(code: str) -> int:
+    from .explanation import explain_code
+
+    try:
+        text = explain_code(code)
+    except ValueError as e:
+        print(f"gradlab: error: {e}", file=sys.stderr)
+        return 2
+    print(text, file=sys.stdout)
+    return 0
 
 
 def fix_child(spec_path: str) -> None:

@@ -29,6 +29,7 @@ import torch
 
 from .advice import Cause, Fix, cause_sentence, fixes_for
 from .causes import Facts, Topology, backward_line_after, decide
+from .codes import code_for
 from .graph import Graph, collect_active
 from .i18n import _, _t, ngettext_
 from .location import Location, frame_names
@@ -220,7 +221,7 @@ def _short(d: Diagnosis) -> list[str]:
             )
         else:
             head = _t("{verb}{tensor} was changed after autograd saved it", verb=verb, tensor=p.tensor)
-        lines.append(_t("error[modified in place]: {what}", what=head))
+        lines.append(_t("{header}: {what}", header=_header("modified_in_place"), what=head))
         if p.location is not None:
             label = _t(
                 "{writer}: version {saved} -> {now}",
@@ -263,7 +264,7 @@ def _short(d: Diagnosis) -> list[str]:
             )
         else:
             head = _t("{verb}{node} needs saved tensors that were already freed", verb=verb, node=p.node)
-        lines.append(_t("error[graph freed]: {what}", what=head))
+        lines.append(_t("{header}: {what}", header=_header("graph_freed"), what=head))
         if p.location is not None:
             lines += _quote(p.location, _op_span(p.location.code, "backward"), _("freed them (no retain_graph=True)"))
     shape = f" {list(p.shape)}" if p.shape is not None and "[" not in p.tensor else ""
@@ -316,6 +317,12 @@ def _short(d: Diagnosis) -> list[str]:
         elif more:
             lines.append("   = " + _t("every problem: {how}", how=_more()))
     return lines
+
+
+def _header(kind: str) -> str:
+    """``error[GL0002 modified in place]``: the note's head, with the kind's stable code."""
+    entry = code_for(kind)
+    return entry.header() if entry is not None else f"error[{kind}]"
 
 
 def _in_ipython() -> bool:

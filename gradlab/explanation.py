@@ -23,22 +23,35 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import messages
-from .advice import Fix, fixes_for
+from .advice import Fix, fixes_for, message_fixes
+from .codes import by_code, code_for
 from .i18n import _, _t, ngettext_
+from .location import Location
 from .messages import Message
 from .notices import GradlabError
 
-__all__ = ["Explanation", "explain", "KINDS"]
+__all__ = ["Explanation", "explain", "explain_code", "explain_message", "KINDS"]
 
-#: Every value ``Explanation.kind`` can take.
+#: Every value ``Explanation.kind`` can take: the kinds of gradlab.codes.CODES, then "not_autograd".
 KINDS = (
     "graph_freed",
     "modified_in_place",
     "no_grad_fn",
     "leaf_in_place",
+    "non_scalar_output",
+    "unused_input",
+    "numpy_requires_grad",
+    "multi_view_in_place",
+    "detach_view_in_place",
+    "inference_saved",
+    "hook_no_grad",
+    "anomaly_nan",
+    "checkpoint_metadata",
+    "ddp_unfinished_reduction",
+    "ddp_ready_twice",
     "not_autograd",
 )
 
@@ -47,9 +60,13 @@ KINDS = (
 class Explanation:
     """What an autograd error message says, why it happens, and how to fix it.
 
-    ``kind`` is one of ``KINDS``. The tensor fields (``dtype`` to
+    ``kind`` is one of ``KINDS`` and ``code`` its stable code (``GL0002``; None
+    for ``"not_autograd"``, whose ``closest`` names the kind whose words the
+    message shares, if any). The tensor fields (``dtype`` to
     ``expected_version``) are filled for ``"modified_in_place"`` messages
-    that carry them and are ``None`` otherwise.
+    that carry them and are ``None`` otherwise; ``output_of``/``output_nr`` also
+    for the messages that name a node (multi-view in place, nan in backward);
+    ``parameters`` are the parameters a DDP message names.
 
     Example::
 
@@ -57,7 +74,7 @@ class Explanation:
         >>> e.kind
         'graph_freed'
         >>> print(e.details())  # doctest: +ELLIPSIS
-        gradlab: graph_freed
+        gradlab: error[GL0001 graph freed]
         ...
     """
 
@@ -78,6 +95,50 @@ class Explanation:
     meaning: tuple[str, ...] = ()
     causes: tuple[str, ...] = ()
     fixes: tuple[Fix, ...] = ()
+    parameters: tuple[str, ...] = ()
+    closest: str | None = None
+    cut: str | None = None
+    cut_at: Location | None = None
+    cut_exact: bool = False
+
+    def located(self, cut: str, where: Location, exact: bool) -> Explanation:
+        """This explanation located at the line that cut the graph (``cut`` is ``.item()``, ``.detach()``, ...).
+
+        ``exact`` says that the cut made the very tensor backward was called on; otherwise it
+        is the last cut gradlab saw before the backward.
+        """
+        causes = tuple(c for c in self.causes if _cut_word(cut) in c) + tuple(
+            c for c in self.causes if _cut_word(cut) not in c
+        )
+        return replace(self, cut=cut, cut_at=where, cut_exact=exact, causes=causes)
+
+    def _cut_lines(self) -> list[str]:
+        if self.cut is None or self.cut_at is None:
+            return []
+        where = self.cut_at
+        number = str(where.lineno)
+        lines = [f"{' ' * len(number)}--> {where.where}", f"{' ' * len(number)} |"]
+        lines.append(f"{number} |     {where.code.strip()}")
+        if self.cut_exact:
+            lines.append(
+                "   = " + _t("cut: {cut} here made the tensor backward was called on, without a graph", cut=self.cut)
+            )
+        else:
+            lines.append(
+                "   = "
+                + _t("cut: {cut} here is the last place gradlab saw the graph cut before this backward", cut=self.cut)
+            )
+        return lines
+
+    @property
+    def code(self) -> str | None:
+        """The kind's stable code (``GL0001`` ...; ``python -m gradlab explain CODE``), None if not decoded."""
+        entry = code_for(self.kind)
+        return entry.code if entry is not None else None
+
+    def _header(self) -> str:
+        entry = code_for(self.kind)
+        return "gradlab: " + (entry.header() if entry is not None else _("not decoded"))
 
     @property
     def writes_since_saved(self) -> int | None:
@@ -87,7 +148,9 @@ class Explanation:
         return self.current_version - self.expected_version
 
     def __str__(self) -> str:
-        lines = [f"gradlab: {self.kind}: {self.summary}"]
+        lines = [_t("{header}: {what}", header=self._header(), what=self.summary), *self._cut_lines()]
+        if self.closest is not None:
+            lines.append("   = " + _t("closest known kind: {title}", title=_closest_title(self.closest)))
         if self.causes:
             lines.append("   = " + _t("likely cause: {cause}", cause=self.causes[0]))
         if self.fixes:
@@ -102,7 +165,9 @@ class Explanation:
 
     def details(self) -> str:
         """Everything: what each part of the message means, the causes, every fix with what it trains."""
-        lines = [f"gradlab: {self.kind}", self.summary]
+        lines = [self._header(), self.summary, *self._cut_lines()]
+        if self.closest is not None:
+            lines.append(_t("closest known kind: {title}", title=_closest_title(self.closest)))
         if self.torch_wording:
             lines.append(_t("Wording: {wording}", wording=self.torch_wording))
         if self.meaning:
@@ -123,7 +188,7 @@ class Explanation:
         esc = html.escape
         parts = [
             '<div class="gradlab-explanation">',
-            f"<p><b>{esc(self.kind)}</b>: {esc(self.summary)}</p>",
+            f"<p><b>{esc(self._header().removeprefix('gradlab: '))}</b>: {esc(self.summary)}</p>",
         ]
         if self.torch_wording:
             parts.append(f"<p><i>{esc(_t('Wording: {wording}', wording=self.torch_wording))}</i></p>")
@@ -137,6 +202,16 @@ class Explanation:
                 parts.append(f"<p>{esc(title)}</p><{tag}>{rows}</{tag}>")
         parts.append("</div>")
         return "".join(parts)
+
+
+def _cut_word(cut: str) -> str:
+    """The word of a cause sentence that names ``cut`` (``.item()`` -> ``item()``)."""
+    return {"torch.no_grad()": "no_grad()", "torch.inference_mode()": "inference_mode()"}.get(cut, cut.strip(".")[:8])
+
+
+def _closest_title(kind: str) -> str:
+    entry = code_for(kind)
+    return f"{entry.code} {entry.title}" if entry is not None else kind
 
 
 # --------------------------------------------------------------------------
@@ -536,16 +611,7 @@ def _no_grad_fn(m: Message) -> Explanation:
             _("The parameters have requires_grad=False (frozen) or the input was .detach()ed."),
             _("The loss was rebuilt from numbers: torch.tensor(loss.item()) or a numpy round trip."),
         ),
-        fixes=(
-            Fix(
-                summary=_("compute the loss outside no_grad(), from the model's output, without .item() or .detach()"),
-                trains=_("the loss then trains every parameter it reaches"),
-            ),
-            Fix(
-                summary=_("check that at least one parameter on the path has requires_grad=True"),
-                trains=_("frozen parameters (requires_grad=False) never train"),
-            ),
-        ),
+        fixes=message_fixes("no_grad_fn"),
     )
 
 
@@ -575,17 +641,307 @@ def _leaf_in_place(m: Message) -> Explanation:
             _("A manual parameter update written as w -= lr * w.grad outside torch.no_grad()."),
             _("Initialising or clipping a parameter in place (w[0] = 0, w.clamp_()) with grad enabled."),
         ),
-        fixes=(
-            Fix(
-                summary=_("wrap manual updates in torch.no_grad()"),
-                trains=_("the update is not part of the graph: the parameter still trains from its loss"),
-                code="with torch.no_grad():\n    w -= lr * w.grad",
-            ),
-            Fix(
-                summary=_("use the nn.init functions, or an out-of-place op on a non-leaf copy"),
-                trains=_("unchanged"),
+        fixes=message_fixes("leaf_in_place"),
+    )
+
+
+def _node_wording(node: str | None) -> str:
+    if node is None:
+        return _("any torch release")
+    if re.search(r"Backward\d+$", node):
+        return _("torch 1.10 to 2.12 (node names like SplitBackward0)")
+    return _("torch 2.13 or later (node names without 'Backward', like Split)")
+
+
+def _non_scalar_output(m: Message) -> Explanation:
+    return Explanation(
+        kind="non_scalar_output",
+        summary=_(
+            "backward() was called without gradient= on a tensor with more than one element, so autograd does"
+            " not know how to weigh its elements."
+        ),
+        message=m.text,
+        torch_wording=_("any torch release ('real scalar outputs' for a complex output)"),
+        meaning=(
+            _(
+                "'implicitly created' is the gradient of the output with respect to itself: for a scalar loss it"
+                " is 1; for a vector autograd would need one weight per element (a vector-Jacobian product)."
             ),
         ),
+        causes=(
+            _("The loss was not reduced: a per-sample loss (reduction='none') or the model's output itself."),
+            _("A reduction over the wrong dimension left a vector (loss.mean(dim=0) of a 2-D loss)."),
+        ),
+        fixes=message_fixes("non_scalar_output"),
+    )
+
+
+def _unused_input(m: Message) -> Explanation:
+    which = _t("the input at index {index}", index=m.index) if m.index is not None else _("one of the inputs")
+    return Explanation(
+        kind="unused_input",
+        summary=_t(
+            "torch.autograd.grad() was asked for the gradient with respect to {which}, but the output does not"
+            " depend on it through the graph.",
+            which=which,
+        ),
+        message=m.text,
+        torch_wording=_("torch 2.13 or later (names the index)")
+        if m.index is not None
+        else _("torch 1.x to 2.12 (One of the differentiated Tensors)"),
+        meaning=(
+            _(
+                "'differentiated Tensors' are the inputs= of torch.autograd.grad(); the index counts them from 0,"
+                " in the order you passed them."
+            ),
+            _("allow_unused=True returns None for such inputs instead of raising."),
+        ),
+        causes=(
+            _("The input was replaced before use: a copy, .detach(), .to(device) or a re-created tensor was used."),
+            _("The parameter belongs to a layer the forward did not call (a branch not taken, an unused head)."),
+        ),
+        fixes=message_fixes("unused_input"),
+    )
+
+
+def _numpy_requires_grad(m: Message) -> Explanation:
+    return Explanation(
+        kind="numpy_requires_grad",
+        summary=_(
+            ".numpy() was called on a tensor that is part of a graph: numpy arrays cannot carry gradients, so"
+            " torch refuses to drop them silently."
+        ),
+        message=m.text,
+        torch_wording=_("any torch release"),
+        meaning=(_("'requires grad' means the tensor is a parameter or was computed from one in a graph."),),
+        causes=(
+            _("Printing, plotting or logging a model output or a loss (plt.plot(pred), np.mean(loss))."),
+            _("A metric or a loss term computed in numpy (that part could not train anything)."),
+        ),
+        fixes=message_fixes("numpy_requires_grad"),
+    )
+
+
+def _multi_view_in_place(m: Message) -> Explanation:
+    base = _base_node(m.node) if m.node else None
+    return Explanation(
+        kind="multi_view_in_place",
+        summary=_t(
+            "An in-place write went to output {nr} of {base}, one of several views that one op returned;"
+            " autograd cannot rebase such views, so it refuses the write.",
+            nr=m.output_nr,
+            base=base,
+        ),
+        message=m.text,
+        torch_wording=_node_wording(m.node),
+        output_of=m.node,
+        output_nr=m.output_nr,
+        meaning=(
+            _t(
+                "'Output {nr} of {node}' is the view the write went to: the {nr}th result of {base}"
+                " (split, chunk, unbind and similar return several views of one tensor).",
+                nr=m.output_nr,
+                node=m.node,
+                base=base,
+            ),
+            _(
+                "A write to one view changes the memory the others share; autograd can record it for a single"
+                " view, not for an op that returned several."
+            ),
+        ),
+        causes=(
+            _("x.split()/chunk()/unbind() (or a, b = x) followed by an in-place op on one part (a += 1, a.relu_())."),
+            _("An inplace=True layer applied to one chunk."),
+        ),
+        fixes=message_fixes("multi_view_in_place"),
+    )
+
+
+def _detach_view_in_place(m: Message) -> Explanation:
+    return Explanation(
+        kind="detach_view_in_place",
+        summary=_(
+            "detach_() was called on a view; a view shares its base's graph, so it cannot leave the graph in place."
+        ),
+        message=m.text,
+        torch_wording=_("any torch 1.x or 2.x release (the DDP sentence since 1.7)"),
+        meaning=(_("detach_() changes the tensor itself; detach() returns a new tensor and works on views."),),
+        causes=(
+            _("x[:n].detach_() or a slice of a hidden state detached in place."),
+            _("Under DDP with gradient_as_bucket_view=True: p.grad.detach_() in a hand-written zero_grad."),
+        ),
+        fixes=message_fixes("detach_view_in_place"),
+    )
+
+
+def _inference_saved(m: Message) -> Explanation:
+    return Explanation(
+        kind="inference_saved",
+        summary=_(
+            "A tensor created under torch.inference_mode() was used by an op that saves it for backward;"
+            " inference tensors have no version counter, so autograd cannot save them."
+        ),
+        message=m.text,
+        torch_wording=_("torch 1.9 or later (inference_mode)"),
+        meaning=(
+            _(
+                "Inference tensors are cheaper than no_grad tensors because autograd keeps no bookkeeping for them;"
+                " that is also why they cannot take part in a graph later."
+            ),
+        ),
+        causes=(
+            _("Data or features precomputed under inference_mode() (a cache, a frozen encoder) then used in training."),
+            _("A tensor returned by an evaluation function decorated with @torch.inference_mode()."),
+        ),
+        fixes=message_fixes("inference_saved"),
+    )
+
+
+def _hook_no_grad(m: Message) -> Explanation:
+    return Explanation(
+        kind="hook_no_grad",
+        summary=_(
+            "register_hook() was called on a tensor that does not require grad: no gradient will ever reach it,"
+            " so a hook there could never run."
+        ),
+        message=m.text,
+        torch_wording=_("any torch release"),
+        meaning=(_("A tensor hook runs when its gradient is computed; without requires_grad there is none."),),
+        causes=(
+            _("The tensor was computed under torch.no_grad(), or was .detach()ed, or is an input batch."),
+            _("The parameter was frozen (requires_grad=False) before the hook was registered."),
+        ),
+        fixes=message_fixes("hook_no_grad"),
+    )
+
+
+def _anomaly_nan(m: Message) -> Explanation:
+    base = _base_node(m.node) if m.node else None
+    return Explanation(
+        kind="anomaly_nan",
+        summary=_t(
+            "Anomaly mode found nan in the gradient that the backward of {base} computed (its output {nr}).",
+            base=base,
+            nr=m.output_nr,
+        ),
+        message=m.text,
+        torch_wording=_node_wording(m.node),
+        output_of=m.node,
+        output_nr=m.output_nr,
+        anomaly_mode=True,
+        meaning=(
+            _t(
+                "'{node}' is the backward node whose result is nan; its forward op is {base}, and anomaly mode"
+                " printed the forward line that created it above the error.",
+                node=m.node,
+                base=base,
+            ),
+            _t(
+                "'its {nr}th output' counts the gradients that node returns, one per input of {base}, from 0"
+                " (torch writes 1th for the second).",
+                nr=m.output_nr,
+                base=base,
+            ),
+        ),
+        causes=(
+            _(
+                "A function whose derivative is infinite at the point reached: sqrt(0), log(0), x / 0, pow(0, "
+                "fractional), acos(1), norm of a zero vector."
+            ),
+            _("The forward was already inf or nan (too large a learning rate, an overflow)."),
+        ),
+        fixes=message_fixes("anomaly_nan"),
+    )
+
+
+def _checkpoint_metadata(m: Message) -> Explanation:
+    where = _t("the tensor at position {index}", index=m.index) if m.index is not None else _("a saved tensor")
+    return Explanation(
+        kind="checkpoint_metadata",
+        summary=_t(
+            "torch.utils.checkpoint recomputed the forward during backward and {where} came out with a"
+            " different shape, dtype or device than in the first forward.",
+            where=where,
+        ),
+        message=m.text,
+        torch_wording=_("torch 2.1 or later (non-reentrant checkpoint)"),
+        meaning=(
+            _(
+                "'position' counts the tensors the checkpointed function saved for backward, in the order it"
+                " saved them; 'saved metadata' is the first forward's, 'recomputed metadata' the recomputation's."
+            ),
+        ),
+        causes=(
+            _("The function reads state that changed in between: a counter, a flag set by the training loop."),
+            _("Randomness that decides a shape (random crop, dropout of whole tokens) without preserve_rng_state."),
+        ),
+        fixes=message_fixes("checkpoint_metadata"),
+    )
+
+
+def _ddp_unfinished(m: Message) -> Explanation:
+    if m.parameters:
+        which = ", ".join(m.parameters)
+    elif m.parameter_indices:
+        which = _t("the parameters at indices {indices}", indices=", ".join(str(i) for i in m.parameter_indices))
+    else:
+        which = _("some parameters")
+    meaning = [
+        _(
+            "DDP all-reduces each parameter's gradient when backward reaches it; a new iteration started before"
+            " the previous one's reduction finished, because some parameters never got a gradient."
+        ),
+    ]
+    if m.parameter_indices:
+        meaning.append(
+            _t(
+                "'Parameter indices which did not receive grad for rank {rank}' counts list(model.parameters()) from"
+                " 0 on that process; TORCH_DISTRIBUTED_DEBUG=INFO prints their names.",
+                rank=m.rank,
+            )
+        )
+    return Explanation(
+        kind="ddp_unfinished_reduction",
+        summary=_t("DDP's backward did not reach {which}, so its gradient reduction never finished.", which=which),
+        message=m.text,
+        torch_wording=_("torch 1.x and 2.x"),
+        meaning=tuple(meaning),
+        causes=(
+            _("A layer defined in __init__ but not used in forward (an auxiliary head, an old layer)."),
+            _("A branch not taken in this iteration (if/else in forward), so its parameters got no gradient."),
+            _("A .detach() (or no_grad) on the path cut the parameters off from the loss."),
+        ),
+        fixes=message_fixes("ddp_unfinished_reduction", m.parameters),
+        parameters=m.parameters,
+    )
+
+
+def _ddp_ready_twice(m: Message) -> Explanation:
+    which = (
+        m.parameters[0]
+        if m.parameters
+        else (_t("the parameter at index {index}", index=m.index) if m.index is not None else _("a parameter"))
+    )
+    return Explanation(
+        kind="ddp_ready_twice",
+        summary=_t(
+            "DDP saw the gradient of {which} arrive twice in one iteration; it reduces each parameter once per backward.",
+            which=which,
+        ),
+        message=m.text,
+        torch_wording=_("torch 1.x and 2.x"),
+        meaning=(
+            _(
+                "'mark a variable ready' is DDP's hook on a parameter's gradient; twice means two autograd paths"
+                " reached it in one backward that DDP did not plan for."
+            ),
+        ),
+        causes=(
+            _("A parameter used outside the DDP model's forward (model.module.weight in the loss)."),
+            _("Reentrant checkpointing (use_reentrant=True) over the same layers, or two forwards per backward."),
+        ),
+        fixes=message_fixes("ddp_ready_twice"),
+        parameters=m.parameters,
     )
 
 
@@ -594,6 +950,17 @@ _BUILDERS = {
     "graph_freed": _graph_freed,
     "no_grad_fn": _no_grad_fn,
     "leaf_in_place": _leaf_in_place,
+    "non_scalar_output": _non_scalar_output,
+    "unused_input": _unused_input,
+    "numpy_requires_grad": _numpy_requires_grad,
+    "multi_view_in_place": _multi_view_in_place,
+    "detach_view_in_place": _detach_view_in_place,
+    "inference_saved": _inference_saved,
+    "hook_no_grad": _hook_no_grad,
+    "anomaly_nan": _anomaly_nan,
+    "checkpoint_metadata": _checkpoint_metadata,
+    "ddp_unfinished_reduction": _ddp_unfinished,
+    "ddp_ready_twice": _ddp_ready_twice,
 }
 
 
@@ -649,11 +1016,39 @@ def explain(error: BaseException | str) -> Explanation:
     if m is not None:
         return _BUILDERS[m.kind](m)
     text = " ".join(str(error).split())
+    # NOTE [never a wrong decoding]: a message that only shares words with a kind is not
+    # decoded as that kind; the kind is named as the closest, for the reader to judge.
     return Explanation(
         kind="not_autograd",
         summary=_(
-            "This is not one of the autograd errors gradlab decodes (graph freed,"
-            " modified by an inplace operation, no grad_fn, leaf used in-place)."
+            "This is not one of the autograd errors gradlab decodes (python -m gradlab explain --codes lists them)."
         ),
         message=text[:500] or None,
+        closest=messages.closest(error),
     )
+
+
+def explain_message(message: Message) -> Explanation:
+    """The explanation of a message already read by :func:`gradlab.messages.find` (its parts may be completed).
+
+    ``gradlab run`` fills in what the message leaves out, e.g. the names of the
+    parameters DDP gives only by index.
+    """
+    return _BUILDERS[message.kind](message)
+
+
+def explain_code(code: str) -> str:
+    """The long form of an error code (``python -m gradlab explain GL0001``, like ``rustc --explain``).
+
+    What torch's message says part by part, the causes and every fix with what it
+    trains, decoded from the code's example message; ValueError for an unknown code.
+
+    Example::
+
+        >>> print(explain_code("GL0005"))  # doctest: +ELLIPSIS
+        gradlab: error[GL0005 non-scalar output]
+        ...
+    """
+    entry = by_code(code)
+    explanation = explain(entry.example)
+    return "\n".join([explanation.details(), "", _t("Example of torch's message: {text}", text=entry.example)])

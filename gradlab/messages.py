@@ -30,9 +30,35 @@ from typing import Literal
 from .i18n import _t
 from .notices import GradlabError, warn_once
 
-__all__ = ["Message", "MessageKind", "Wording", "find", "is_autograd_error", "stale_message", "wording", "FREED_HEAD"]
+__all__ = [
+    "Message",
+    "MessageKind",
+    "Wording",
+    "find",
+    "closest",
+    "is_autograd_error",
+    "stale_message",
+    "wording",
+    "FREED_HEAD",
+]
 
-MessageKind = Literal["graph_freed", "modified_in_place", "no_grad_fn", "leaf_in_place"]
+MessageKind = Literal[
+    "graph_freed",
+    "modified_in_place",
+    "no_grad_fn",
+    "leaf_in_place",
+    "non_scalar_output",
+    "unused_input",
+    "numpy_requires_grad",
+    "multi_view_in_place",
+    "detach_view_in_place",
+    "inference_saved",
+    "hook_no_grad",
+    "anomaly_nan",
+    "checkpoint_metadata",
+    "ddp_ready_twice",
+    "ddp_unfinished_reduction",
+]
 
 #: The first words of the "graph freed" error, in every release since 0.3.
 FREED_HEAD = "Trying to backward through the graph a second time"
@@ -86,6 +112,88 @@ _LEAF_IN_PLACE = re.compile(
 )
 
 
+# NOTE [the family's wordings]
+# Each pattern below matches the wording of torch 2.13 (provoked here and pinned in
+# tests/test_messages.py) and the older wordings we know of (quoted in forums and
+# bug trackers from torch 1.x and 2.x), named per group:
+# - non_scalar_output: "grad can be implicitly created only for scalar outputs"
+#   (complex outputs: "... only for real scalar outputs").
+# - unused_input: "One of the differentiated Tensors appears to not have been used
+#   in the graph." (up to 2.x) / "The differentiated Tensor at index N appears ..." (2.13).
+# - multi_view_in_place: "Output N of UnbindBackward0 is a view and is being modified
+#   inplace. This view is the output of a function that returns multiple views." (the
+#   node is "SplitBackward0" up to 2.12, "Split" from 2.13 on, like the in-place error).
+# - anomaly_nan: "Function 'SqrtBackward0' returned nan values in its 0th output."
+#   (anomaly mode; "1th" for the second output, torch's own ordinal).
+# - ddp_unfinished_reduction: the reducer names the unused parameters' indices
+#   ("Parameter indices which did not receive grad for rank 0: 2 3") and, with
+#   TORCH_DISTRIBUTED_DEBUG=INFO or DETAIL, their names ("Parameters which did not
+#   receive grad for rank 0: aux.weight, aux.bias").
+# - ddp_ready_twice: "Expected to mark a variable ready only once. ... Parameter at
+#   index 1 with name a.bias has been marked as ready twice." (the name only with
+#   TORCH_DISTRIBUTED_DEBUG set).
+_FAMILY: tuple[tuple[MessageKind, re.Pattern[str]], ...] = (
+    ("non_scalar_output", re.compile(r"grad can be implicitly created only for (?P<real>real )?scalar outputs")),
+    (
+        "unused_input",
+        re.compile(
+            r"(?:One of the differentiated Tensors|The differentiated Tensor at index (?P<index>\d+))"
+            r" appears to not have been used in the graph"
+        ),
+    ),
+    ("numpy_requires_grad", re.compile(r"Can't call numpy\(\) on (?:Tensor|Variable) that requires grad")),
+    (
+        "multi_view_in_place",
+        re.compile(
+            r"Output (?P<nr>\d+) of (?P<node>[\w:.]+) is a view and is being modified inplace\."
+            r" This view is the output of a function that returns multiple views"
+        ),
+    ),
+    ("detach_view_in_place", re.compile(r"Can't detach views in-place")),
+    ("inference_saved", re.compile(r"Inference tensors cannot be saved for backward")),
+    ("hook_no_grad", re.compile(r"cannot register a hook on a tensor that doesn't require gradient")),
+    (
+        "anomaly_nan",
+        re.compile(r"Function '(?P<node>[\w:.<>]+)' returned nan values in its (?P<nr>\d+)(?:th|st|nd|rd) output"),
+    ),
+    (
+        "checkpoint_metadata",
+        re.compile(r"torch\.utils\.checkpoint: Recomputed values for the following tensors have different metadata"),
+    ),
+    ("ddp_ready_twice", re.compile(r"Expected to mark a variable ready only once")),
+    (
+        "ddp_unfinished_reduction",
+        re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one"),
+    ),
+)
+_DDP_INDICES = re.compile(r"Parameter indices which did not receive grad for rank (?P<rank>\d+): (?P<indices>[\d ]+)")
+_DDP_NAMES = re.compile(r"Parameters which did not receive grad for rank (?P<rank>\d+): (?P<names>[\w.]+(?:, [\w.]+)*)")
+_DDP_TWICE = re.compile(
+    r"Parameter at index (?P<index>\d+)(?: with name (?P<name>[\w.]+))? has been marked as ready twice"
+)
+_CHECKPOINT_POSITION = re.compile(r"tensor at position (?P<index>\d+)")
+
+# Looser words per kind: a message that has them but is not matched above is not
+# decoded; its closest kind is named (NOTE [never a wrong decoding]).
+_NEAR: tuple[tuple[MessageKind, re.Pattern[str]], ...] = (
+    ("graph_freed", re.compile(r"backward through the graph", re.I)),
+    ("modified_in_place", re.compile(r"modified by an inplace operation|is at version \d+", re.I)),
+    ("no_grad_fn", re.compile(r"does not require grad|does not have a grad_fn", re.I)),
+    ("leaf_in_place", re.compile(r"leaf Variable", re.I)),
+    ("multi_view_in_place", re.compile(r"is a view and (?:is being|its base)|modified inplace", re.I)),
+    ("non_scalar_output", re.compile(r"implicitly created only for", re.I)),
+    ("unused_input", re.compile(r"not have been used in the graph|allow_unused", re.I)),
+    ("numpy_requires_grad", re.compile(r"numpy\(\)", re.I)),
+    ("detach_view_in_place", re.compile(r"detach views", re.I)),
+    ("inference_saved", re.compile(r"inference tensor|inference mode", re.I)),
+    ("hook_no_grad", re.compile(r"register a hook", re.I)),
+    ("anomaly_nan", re.compile(r"returned nan values|nan values in", re.I)),
+    ("checkpoint_metadata", re.compile(r"torch\.utils\.checkpoint|Recomputed values", re.I)),
+    ("ddp_ready_twice", re.compile(r"marked as ready twice|mark a variable ready", re.I)),
+    ("ddp_unfinished_reduction", re.compile(r"finished reduction|did not receive grad", re.I)),
+)
+
+
 @dataclass(frozen=True)
 class Message:
     """The parts of one autograd error message.
@@ -93,7 +201,10 @@ class Message:
     ``kind`` says which message it is. For ``modified_in_place`` the tensor's
     fields are filled when the message carries them (every release since 1.0);
     ``node`` is the name printed after "which is output N of" (None for a leaf).
-    ``text`` is the matched message, whitespace collapsed.
+    ``text`` is the matched message, whitespace collapsed. For the family's other
+    kinds, ``node``/``output_nr`` are the node and output a message names,
+    ``index`` the input or parameter index, and for DDP ``rank``, ``parameters``
+    (names, printed with TORCH_DISTRIBUTED_DEBUG) and ``parameter_indices``.
     """
 
     kind: MessageKind
@@ -109,6 +220,9 @@ class Message:
     tail: str = ""
     index: int | None = None
     view: bool = False
+    rank: int | None = None
+    parameters: tuple[str, ...] = ()
+    parameter_indices: tuple[int, ...] = ()
 
     @property
     def writes(self) -> int | None:
@@ -152,6 +266,58 @@ def _in_place(m: re.Match[str]) -> Message:
     )
 
 
+def _family(kind: MessageKind, m: re.Match[str], text: str) -> Message:
+    """A message of the family: its matched words and the parts it names."""
+    groups = m.groupdict()
+    index = groups.get("index")
+    nr = groups.get("nr")
+    rank: int | None = None
+    parameters: tuple[str, ...] = ()
+    indices_: tuple[int, ...] = ()
+    rest = text[m.start() :]
+    if kind == "ddp_unfinished_reduction":
+        names = _DDP_NAMES.search(rest)
+        indices = _DDP_INDICES.search(rest)
+        if names is not None:
+            rank, parameters = int(names["rank"]), tuple(names["names"].split(", "))
+        if indices is not None:
+            rank, indices_ = int(indices["rank"]), tuple(int(i) for i in indices["indices"].split())
+    elif kind == "ddp_ready_twice":
+        twice = _DDP_TWICE.search(rest)
+        if twice is not None:
+            index = twice["index"]
+            parameters = (twice["name"],) if twice["name"] else ()
+    elif kind == "checkpoint_metadata":
+        position = _CHECKPOINT_POSITION.search(rest)
+        index = position["index"] if position is not None else None
+    return Message(
+        kind=kind,
+        text=m.group(0),
+        node=groups.get("node"),
+        output_nr=int(nr) if nr is not None else None,
+        index=int(index) if index is not None else None,
+        rank=rank,
+        parameters=parameters,
+        parameter_indices=indices_,
+    )
+
+
+def closest(error: BaseException | str) -> MessageKind | None:
+    """The kind whose words ``error`` shares, for a message :func:`find` does not decode (or None).
+
+    Example::
+
+        >>> closest("Output 0 of FooBackward0 is a view and its base has been modified inplace")
+        'multi_view_in_place'
+    """
+    for text in _texts(error):
+        text = _normalise(text)
+        for kind, pattern in _NEAR:
+            if pattern.search(text):
+                return kind
+    return None
+
+
 def _find_in(text: str) -> Message | None:
     text = _normalise(text)
     found: list[tuple[int, Message]] = []
@@ -163,6 +329,8 @@ def _find_in(text: str) -> Message | None:
     found += [
         (m.start(), Message("leaf_in_place", m.group(0), view=bool(m["view"]))) for m in _LEAF_IN_PLACE.finditer(text)
     ]
+    for kind, pattern in _FAMILY:
+        found += [(m.start(), _family(kind, m, text)) for m in pattern.finditer(text)]
     if not found:
         return None
     # A pasted traceback may chain several errors; the last one is what was raised.

@@ -17,6 +17,7 @@ Nothing here is public API except :class:`Event` and :class:`BackwardCall`
 from __future__ import annotations
 
 import contextlib
+import sys
 import warnings
 import weakref
 from collections import OrderedDict, deque
@@ -30,12 +31,34 @@ from torch import nn
 
 from . import fingerprint, internals, messages, session
 from .i18n import _, _t
-from .location import Location, user_frame, user_location
+from .location import Location, _library_file, user_frame, user_location
 from .names import Name, Namer, NamesLike, ViewKind, resolve, storage_key
 from .notices import SilentWriteWarning, UnusedStepWarning, warn_once
 from .saved import Packed, Write, _peek, silently_changed, unpack_hook
 
-__all__ = ["Event", "EventKind", "BackwardCall", "Recorder", "Scope", "active", "current", "scopes"]
+__all__ = ["Event", "EventKind", "BackwardCall", "Cut", "Recorder", "Scope", "active", "current", "scopes"]
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A place where user code cut a graph: ``label`` (``.item()``), the user's line, and what it made.
+
+    ``result`` is a weak reference to the tensor the cut returned (None for a number
+    or a context manager); ``value`` the number ``.item()`` returned. Weak: a cut
+    never keeps a tensor alive.
+    """
+
+    label: str
+    location: Location
+    result: weakref.ref[torch.Tensor] | None
+    value: int | float | None
+
+
+def tensors_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """The tensors a backward call (``autograd.backward``/``autograd.grad``) was asked to start from."""
+    outputs = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+    return [outputs] if isinstance(outputs, torch.Tensor) else list(outputs or ())
+
 
 EventKind = Literal["saved", "write", "backward", "error", "note"]
 
@@ -206,6 +229,7 @@ class Recorder:
 
     MAX_FREED = 20_000  # nodes whose freeing backward is remembered (a few thousand steps)
     RECENT_CALLS = 4
+    RECENT_CUTS = 8
     HISTORY = 64
 
     def __init__(
@@ -241,6 +265,8 @@ class Recorder:
         self.step_events: deque[tuple[int, Location | None, str]] = deque(maxlen=self.HISTORY)
         self.static: Namer | None = None
         self.diagnoses: deque[tuple[int, str, Any]] = deque(maxlen=16)
+        self.cuts: deque[Cut] = deque(maxlen=self.RECENT_CUTS)
+        self.explained: deque[tuple[int, str, Any]] = deque(maxlen=16)
 
     # -- what the tests and benchmarks may read ----------------------------------------------------
     def stats(self) -> dict[str, int]:
@@ -530,6 +556,47 @@ class Recorder:
             _failed(e)
         return result
 
+    def record_cut(self, label: str, args: tuple[Any, ...], result: Any, grad_before: bool) -> None:
+        """Remember where user code cut a graph (NOTE [Cuts] in writes.py): a cheap check, then one frame walk."""
+        try:
+            if self.internal or self.in_step:
+                return
+            source = args[0] if args else None
+            if label in (".item()", ".detach()"):
+                if not (isinstance(source, torch.Tensor) and source.requires_grad and grad_before):
+                    return
+                caller = sys._getframe(2)  # the cut must be the user's own call, not torch's inside a call
+                if _library_file(caller.f_code.co_filename):
+                    return
+            elif label == "torch.tensor(x)":
+                if isinstance(source, torch.Tensor):
+                    if not source.requires_grad:
+                        return
+                elif not isinstance(source, (int, float)) or not any(
+                    c.label == ".item()" and c.value == source for c in self.cuts
+                ):
+                    return  # a constant, not a value computed by a graph
+            elif not grad_before:  # entering no_grad() where grad is already off cuts nothing
+                return
+            location = user_location()
+            if location is None:
+                return
+            ref = weakref.ref(result) if isinstance(result, torch.Tensor) else None
+            value = result if isinstance(result, (int, float)) else None
+            self.cuts.append(Cut(label, location, ref, value))
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+
+    def cut_for(self, tensors: Sequence[Any]) -> tuple[Cut, bool] | None:
+        """The cut behind a backward on ``tensors`` without grad_fn: the one that made them (exact) or the latest."""
+        if not self.cuts:
+            return None
+        for cut in reversed(self.cuts):
+            made = cut.result() if cut.result is not None else None
+            if made is not None and any(t is made for t in tensors):
+                return cut, True
+        return self.cuts[-1], False
+
     def record_backward(
         self, original: Callable[..., Any], kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
@@ -579,6 +646,9 @@ class Recorder:
                 if self.on_failure is not None:
                     self.on_failure(e, roots, call, user_frame())  # the note; gradlab's frames taken out
                 raise e  # the same error (raised from here: this frame, then torch's engine, below the user's)
+            if m is not None and m.kind == "no_grad_fn" and self.cuts and self.on_failure is not None:
+                self.on_failure(e, tensors_of(args, kwargs), call, user_frame())
+                raise e
             raise
         finally:
             self._current, self._freeing, self._roots, self._silent, self._silent_note = outer

@@ -26,6 +26,7 @@ from .recorder import BackwardCall, Event, EventKind, Recorder, Scope, events_of
 
 if TYPE_CHECKING:
     from .diagnosis import Diagnosis
+    from .explanation import Explanation
 
 # NOTE [Lazy imports]: diagnosing and graph walking (diagnosis, graph, advice) are
 # imported when a failure or a check needs them, not when a tracker starts, so
@@ -148,6 +149,10 @@ class Tracker(Scope):
         try:
             if recorder is None or any(key == id(e) for key, _, _ in recorder.diagnoses):
                 return  # a nested backward already annotated this exception
+            found = messages.find(e)
+            if found is not None and found.kind == "no_grad_fn":
+                self._note_cut(recorder, e, roots)
+                return
             try:
                 diag = self._failure_diagnosis(recorder, roots, call, frame)
             except Exception as err:  # never replace the user's error with ours, but say once why no note
@@ -159,6 +164,30 @@ class Tracker(Scope):
         finally:
             del frame
             e.with_traceback(_without_hook_frames(e.__traceback__))
+
+    def _note_cut(self, recorder: Recorder, e: RuntimeError, tensors: list[Any]) -> None:
+        """The note of a backward without graph: the explanation, located at the cut gradlab saw."""
+        from .explanation import explain  # NOTE [Lazy imports]: only on a failure
+
+        try:
+            found = recorder.cut_for(tensors)
+            if found is None:
+                return
+            cut, exact = found
+            explanation = explain(e).located(cut.label, cut.location, exact)
+        except Exception:  # never replace the user's error with ours
+            return
+        recorder.explained.append((id(e), str(e), explanation))
+        e.add_note("\n" + str(explanation))
+
+    def explanation_for(self, error: BaseException) -> Explanation | None:
+        """The located explanation attached to ``error`` (a backward without graph under this tracker), if any."""
+        recorder = self._recording()
+        for key, text, explanation in reversed(recorder.explained if recorder is not None else ()):
+            if key == id(error) and text == str(error):
+                found: Explanation = explanation
+                return found
+        return None
 
     def _silent_note(self, roots: list[Any], call: BackwardCall, frame: FrameType | None) -> str | None:
         """The note of a backward that used saved tensors changed behind their counter (NOTE [Silent writes])."""

@@ -11,7 +11,8 @@ backward call failed. gradlab wraps the entry points where that happens:
   and why, is :data:`NOT_WRAPPED` (``tests/test_inplace_coverage.py`` holds every
   in-place op of torch against the two);
 * ``torch.autograd.backward`` (which ``Tensor.backward`` calls) and ``torch.autograd.grad``;
-* optimizer steps, through torch's public global step hooks.
+* optimizer steps, through torch's public global step hooks;
+* the few entry points that cut a graph (NOTE [Cuts]).
 
 NOTE [Wrappers, not a function mode]
 A ``TorchFunctionMode`` sees every torch call, but each call through it costs
@@ -152,6 +153,37 @@ def _backward_wrapper(original: Callable[..., Any], kind: str) -> Callable[..., 
     return backward
 
 
+# NOTE [Cuts]
+# The entry points that cut a graph (a result without grad_fn from a tensor that had
+# one): .item(), .detach(), torch.tensor(x) and entering no_grad()/inference_mode().
+# They are wrapped like the in-place ones, only while a tracker is active, so that
+# the note for "element 0 of tensors does not require grad" can name the line.
+_CUTS = (
+    (torch.Tensor, "item", ".item()"),
+    (torch.Tensor, "detach", ".detach()"),
+    (torch, "tensor", "torch.tensor(x)"),
+    (torch.autograd.grad_mode.no_grad, "__enter__", "torch.no_grad()"),
+    (torch.autograd.grad_mode.inference_mode, "__enter__", "torch.inference_mode()"),
+)
+
+
+def _cut_wrapper(original: Callable[..., Any], label: str) -> Callable[..., Any]:
+    local = session.thread_state()
+
+    @functools.wraps(original)
+    def cut(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        recording = local.recording
+        if recording is None:
+            return original(*args, **kwargs)
+        grad_before = torch.is_grad_enabled()
+        result = original(*args, **kwargs)
+        recording.record_cut(label, args, result, grad_before)
+        return result
+
+    return cut
+
+
 def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
     recording = session.recording()
     if recording is not None:
@@ -174,6 +206,8 @@ def install() -> None:
         try:
             for owner, name, label in _entry_points():
                 _patch(owner, name, _inplace_wrapper(getattr(owner, name), label))
+            for owner, name, label in _CUTS:
+                _patch(owner, name, _cut_wrapper(getattr(owner, name), label))
             for name, kind in (("backward", "autograd.backward"), ("grad", "autograd.grad")):
                 _patch(torch.autograd, name, _backward_wrapper(getattr(torch.autograd, name), kind))
             _hooks.append(register_optimizer_step_pre_hook(_step_pre))

@@ -77,10 +77,10 @@ def test_autograd_failure_is_diagnosed(script, kind, tensor, shape, offending) -
     assert err.startswith("Traceback (most recent call last):")
     assert f'{script}", line' in err  # the script's own frame is in the traceback
     assert "RuntimeError: " in err
-    title = {"modified_in_place": "modified in place", "graph_freed": "graph freed"}[kind]
+    title = {"modified_in_place": "GL0002 modified in place", "graph_freed": "GL0001 graph freed"}[kind]
     assert f"\ngradlab: error[{title}]: " in err  # the tracker's diagnosis note
     assert "\nhelp: " in err and "   = trains: " in err
-    assert f"gradlab: {kind}:" not in err  # no second explanation by default: it is in --verbose
+    assert err.count("gradlab: error[") == 1  # no second explanation by default: it is in --verbose
     if tensor is not None:
         assert tensor in err
     if shape is not None:
@@ -108,17 +108,17 @@ def test_verbose_adds_every_fix_and_the_message_decoded() -> None:
     r = gradlab_run("--verbose", str(SCRIPTS / "chained_inplace.py"))
     assert r.returncode == 1
     err = r.stderr
-    assert err.index("gradlab: error[modified in place]") < err.index("Fixes, by what you want to train:")
+    assert err.index("gradlab: error[GL0002 modified in place]") < err.index("Fixes, by what you want to train:")
     assert "If loss_2 should also train n_1:" in err and "allow_mutation_on_saved_tensors" in err
-    assert "\ngradlab: modified_in_place\n" in err and "What the message says:" in err
+    assert "\ngradlab: error[GL0002 modified in place]\n" in err and "What the message says:" in err
 
 
 def test_explain_only_runs_without_tracking() -> None:
     r = gradlab_run("--explain-only", str(SCRIPTS / "chained_inplace.py"))
     assert r.returncode == 1
-    assert "gradlab: modified_in_place: " in r.stderr
-    assert "gradlab: error[" not in r.stderr  # no tracker, no diagnosis note
-    assert "n_1.2.weight" not in r.stderr
+    assert "gradlab: error[GL0002 modified in place]: " in r.stderr
+    assert r.stderr.count("gradlab: error[") == 1  # the message explained; no tracker, no diagnosis note
+    assert "n_1.2.weight" not in r.stderr and "  --> " not in r.stderr
     assert "[torch.FloatTensor [10, 1]]" in r.stderr
 
 
@@ -188,7 +188,7 @@ def test_run_module(tmp_path: Path) -> None:
     (tmp_path / "trainmod.py").write_text((SCRIPTS / "chained_inplace.py").read_text())
     r = gradlab_run("-m", "trainmod", cwd=tmp_path)
     assert r.returncode == 1
-    assert "gradlab: error[modified in place]" in r.stderr
+    assert "gradlab: error[GL0002 modified in place]" in r.stderr
     assert f"--> trainmod.py:{line_of('chained_inplace.py', 'opt_1.step()')}\n" in r.stderr
     assert "n_1.2.weight" in r.stderr
 
@@ -223,18 +223,18 @@ class _Stdin(io.StringIO):
 
 def test_explain_from_stdin_and_file(tmp_path: Path, monkeypatch, capsys) -> None:
     r = _python("-m", "gradlab", "explain", stdin=MESSAGE)  # once through a real pipe
-    assert (r.returncode, r.stderr) == (0, "") and r.stdout.startswith("gradlab: modified_in_place: ")
+    assert (r.returncode, r.stderr) == (0, "") and r.stdout.startswith("gradlab: error[GL0002 modified in place]: ")
     f = tmp_path / "tb.txt"
     f.write_text(MESSAGE)
     assert main(["explain", "--file", str(f)]) == 0
     assert capsys.readouterr().out == r.stdout
     monkeypatch.setattr(sys, "stdin", _Stdin("KeyError: 'x'\n"))
     assert main(["explain"]) == 1
-    assert "gradlab: not_autograd" in capsys.readouterr().out
+    assert "gradlab: not decoded" in capsys.readouterr().out
     monkeypatch.setattr(sys, "stdin", _Stdin(MESSAGE))
     assert main(["explain", "--verbose"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("gradlab: modified_in_place\n") and "2 -> 3" in out
+    assert out.startswith("gradlab: error[GL0002 modified in place]\n") and "2 -> 3" in out
 
 
 def test_explain_prompts_on_a_terminal_only(monkeypatch, capsys) -> None:
@@ -242,7 +242,7 @@ def test_explain_prompts_on_a_terminal_only(monkeypatch, capsys) -> None:
     assert main(["explain"]) == 0
     captured = capsys.readouterr()
     assert captured.err.startswith("Paste the traceback") and "Ctrl-D" in captured.err
-    assert captured.out.startswith("gradlab: modified_in_place: ")  # the prompt stays off stdout
+    assert captured.out.startswith("gradlab: error[GL0002 modified in place]: ")  # the prompt stays off stdout
     monkeypatch.setattr(sys, "stdin", _Stdin(MESSAGE, tty=False))
     assert main(["explain"]) == 0
     assert capsys.readouterr().err == ""
@@ -313,4 +313,17 @@ def test_help_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 def test_explain_text_in_process() -> None:
     out = io.StringIO()
     assert explain_text("element 0 of tensors does not require grad and does not have a grad_fn", out) == 0
-    assert out.getvalue().startswith("gradlab: no_grad_fn: ")
+    assert out.getvalue().startswith("gradlab: error[GL0003 no grad_fn]: ")
+
+
+def test_cli_explain_code_prints_the_long_form() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "gradlab", "explain", "GL0008"], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("gradlab: error[GL0008 multi-view in place]\n")
+    assert "Fixes, by what you want to train:" in r.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "gradlab", "explain", "GL0999"], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert bad.returncode == 2 and "GL0001 to GL" in bad.stderr

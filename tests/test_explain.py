@@ -359,15 +359,15 @@ def test_str_and_html() -> None:
     e = explain(OLD_IN_PLACE[0][0])
     assert isinstance(e, Explanation) and e.kind in KINDS
     short = str(e)
-    assert short.startswith("gradlab: modified_in_place: ")
+    assert short.startswith("gradlab: error[GL0002 modified in place]: ")
     assert "\nhelp: " in short and "\n   = trains: " in short
     text = e.details()
-    assert text.startswith("gradlab: modified_in_place\n")
+    assert text.startswith("gradlab: error[GL0002 modified in place]\n")
     for title in ("What the message says:", "Likely causes (most likely first):", "Fixes, by what you want to train:"):
         assert title in text
     page = e._repr_html_()
     assert page.startswith('<div class="gradlab-explanation">') and page.endswith("</div>")
-    assert "<b>modified_in_place</b>" in page and "<ol>" in page
+    assert "<b>error[GL0002 modified in place]</b>" in page and "<ol>" in page
     assert "&#x27;which is output 0 of TBackward&#x27;" in page  # text is escaped
     with pytest.raises(AttributeError):
         e.kind = "other"  # type: ignore[misc]

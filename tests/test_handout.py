@@ -782,5 +782,10 @@ def test_cheat_sheet_fixes_come_from_gradlab_advice() -> None:
         assert pitfall.what_it_does[:40] not in template  # no second copy in the template
     body = template.split("<body>", 1)[1]
     assert "trains:" not in body and "<pre>" not in body  # no hand-written fix or code in the template
+    from gradlab.codes import CODES
+
+    for c in CODES:  # every code, from the one table
+        assert f"<code>{c.code}</code>&nbsp;{html.escape(c.title)}" in page
+    assert "GL0002" not in body  # the list is rendered, not written in the template
     with pytest.raises(ValueError, match="marker"):
         handout.cheatsheet_html("<html></html>")

@@ -70,6 +70,7 @@ ORDER = (
     "notices",
     "location",
     "messages",
+    "codes",
     "session",
     "edits",
     "names",

@@ -60,7 +60,7 @@ def test_original_loop_frees_the_graph() -> None:
     assert not o.ok and o.error_type == "RuntimeError"
     assert o.error.startswith(FREED)
     assert o.steps[o.failed_step] == "backward_2"
-    assert o.diagnosis.startswith("error[graph freed]: ")
+    assert o.diagnosis.startswith("error[GL0001 graph freed]: ")
     assert "--> playground:4\n" in o.diagnosis and "loss_1.backward()" in o.diagnosis
     assert o.diagnosis_details.startswith("backward() failed") or o.diagnosis_details.startswith("backward() would")
     assert "loss_2.backward(inputs=list(n_2.parameters()))" in o.diagnosis_details  # every fix, not only the first
@@ -196,7 +196,7 @@ def test_playground_presets_from_the_widget() -> None:
     pg = playground()
     assert pg.steps == list(PRESETS["original loop"].steps)
     text = _press_run(pg)
-    assert FREED in text and "gradlab: error[graph freed]" in text
+    assert FREED in text and "gradlab: error[GL0001 graph freed]" in text
 
     pg.preset.value = "retain_graph=True"
     text = _press_run(pg)
@@ -237,7 +237,7 @@ def test_playground_folds_the_full_diagnosis_under_the_note() -> None:
     pg.run.click()
     page = pg.output.outputs[0]["data"]["text/html"]
     note, folded = page.split("<details>")
-    assert "gradlab's diagnosis" in note and "error[graph freed]" in note
+    assert "gradlab's diagnosis" in note and "error[GL0001 graph freed]" in note
     assert "diagnosis.details()" in folded and "Fixes, by what you want to train" in folded
     assert html.escape("loss_2.backward(inputs=list(n_2.parameters()))") in folded
 

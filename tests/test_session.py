@@ -91,7 +91,15 @@ def test_a_tracker_cannot_be_entered_twice() -> None:
         tracker.__enter__()
 
 
-_OWNERS = (torch.Tensor, torch, torch._C._nn, sys.modules["torch._VF"], torch.autograd)
+_OWNERS = (
+    torch.Tensor,
+    torch,
+    torch._C._nn,
+    sys.modules["torch._VF"],
+    torch.autograd,
+    torch.autograd.grad_mode.no_grad,  # NOTE [Cuts] in writes.py
+    torch.autograd.grad_mode.inference_mode,
+)
 
 
 def _snapshot() -> list[dict[str, object]]:
@@ -188,7 +196,7 @@ def test_ipython_session_tracker_and_a_cell_tracker_note_once(ipython, capsys: p
         )
         text = capsys.readouterr()
         out = text.out + text.err
-        assert out.count("gradlab: error[modified in place]") == 1
+        assert out.count("gradlab: error[GL0002 modified in place]") == 1
         assert "unpack_hook" not in out and "record_backward" not in out  # gradlab's frames are not shown
         assert "n_1.linear_2.weight (transposed view)" in out
         session_tracker = ip.user_ns["gradlab_tracker"]

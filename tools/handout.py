@@ -54,6 +54,7 @@ import nbformat
 from nbconvert import HTMLExporter
 
 from gradlab.advice import Context, Fix, fixes_for, pitfalls
+from gradlab.codes import CODES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from execute_notebooks import title
@@ -467,9 +468,15 @@ def cheatsheet_html(template: str) -> str:
         f'<td class="bad">{html.escape(p.what_it_does)}</td></tr>'
         for p in pitfalls()
     )
-    if "<!-- gradlab:fixes -->" not in template or "<!-- gradlab:pitfalls -->" not in template:
-        raise ValueError("the cheat sheet template lost its <!-- gradlab:fixes --> or <!-- gradlab:pitfalls --> marker")
-    return template.replace("<!-- gradlab:fixes -->", fixes).replace("<!-- gradlab:pitfalls -->", donts)
+    markers = ("<!-- gradlab:fixes -->", "<!-- gradlab:pitfalls -->", "<!-- gradlab:codes -->")
+    if any(marker not in template for marker in markers):
+        raise ValueError(f"the cheat sheet template lost one of its markers {', '.join(markers)}")
+    codes = " &middot; ".join(f"<code>{c.code}</code>&nbsp;{html.escape(c.title)}" for c in CODES)
+    return (
+        template.replace("<!-- gradlab:fixes -->", fixes)
+        .replace("<!-- gradlab:pitfalls -->", donts)
+        .replace("<!-- gradlab:codes -->", codes)
+    )
 
 
 def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:

@@ -1,0 +1,287 @@
+"""The family of autograd errors: each provoked with the installed torch, decoded, coded; older wordings pinned."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from gradlab import explain
+from gradlab.advice import message_fixes
+from gradlab.codes import CODES, by_code, code_for, index_markdown
+from gradlab.explanation import KINDS, explain_code
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _raise(build: Callable[[], object]) -> BaseException:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            build()
+        except (RuntimeError, ValueError) as e:
+            return e
+    raise AssertionError("torch raised nothing")
+
+
+def _non_scalar() -> None:
+    x = torch.ones(3, requires_grad=True)
+    (x * 2).backward()
+
+
+def _unused() -> None:
+    x = torch.ones(3, requires_grad=True)
+    torch.autograd.grad((x * 2).sum(), [x, torch.ones(2, requires_grad=True)])
+
+
+def _numpy() -> None:
+    (torch.ones(3, requires_grad=True) * 2).numpy()
+
+
+def _multi_view() -> None:
+    a, _b = (torch.ones(4, requires_grad=True) * 1).split(2)
+    a.add_(1)
+
+
+def _detach_view() -> None:
+    (torch.ones(3, requires_grad=True) * 2)[:2].detach_()
+
+
+def _inference() -> None:
+    with torch.inference_mode():
+        i = torch.ones(3)
+    (torch.ones(3, requires_grad=True) * i).sum().backward()
+
+
+def _hook() -> None:
+    torch.ones(2).register_hook(lambda g: g)
+
+
+def _nan() -> None:
+    with torch.autograd.detect_anomaly():
+        y = torch.tensor([0.0], requires_grad=True)
+        (y / y).sum().backward()
+
+
+def _checkpoint() -> None:
+    from torch.utils.checkpoint import checkpoint
+
+    calls = [0]
+
+    def f(a: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        return a[: calls[0]].sin()
+
+    checkpoint(f, torch.ones(3, requires_grad=True), use_reentrant=False).sum().backward()
+
+
+def _no_grad_fn() -> None:
+    torch.ones(2).sum().backward()
+
+
+def _leaf() -> None:
+    torch.ones(2, requires_grad=True).add_(1)
+
+
+# kind, how to provoke it, the parts explain() reads from torch 2.13's text
+PROVOKED = [
+    ("non_scalar_output", _non_scalar, {}),
+    ("unused_input", _unused, {}),
+    ("numpy_requires_grad", _numpy, {}),
+    ("multi_view_in_place", _multi_view, {"output_nr": 0}),
+    ("detach_view_in_place", _detach_view, {}),
+    ("inference_saved", _inference, {}),
+    ("hook_no_grad", _hook, {}),
+    ("anomaly_nan", _nan, {"output_nr": 1}),
+    ("checkpoint_metadata", _checkpoint, {}),
+    ("no_grad_fn", _no_grad_fn, {}),
+    ("leaf_in_place", _leaf, {}),
+]
+
+
+@pytest.mark.parametrize("kind,build,parts", PROVOKED, ids=[p[0] for p in PROVOKED])
+def test_each_message_of_the_installed_torch_is_decoded(kind: str, build: Callable[[], None], parts: dict) -> None:
+    e = explain(_raise(build))
+    assert e.kind == kind
+    assert e.code == code_for(kind).code  # type: ignore[union-attr]
+    assert str(e).startswith(f"gradlab: error[{e.code} ")
+    assert e.causes and e.fixes and e.meaning
+    assert all(f.trains for f in e.fixes)  # every fix says what it trains
+    for name, value in parts.items():
+        assert getattr(e, name) == value
+
+
+# torch 2.13's wordings (provoked above) and the older ones, pinned as text: the node names
+# of torch 1.10-2.12 (SplitBackward0), "One of the differentiated Tensors" before the index.
+OLDER = [
+    ("non_scalar_output", "grad can be implicitly created only for real scalar outputs", {}),
+    (
+        "unused_input",
+        "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if "
+        "this is the desired behavior.",
+        {},
+    ),
+    (
+        "multi_view_in_place",
+        "Output 0 of UnbindBackward0 is a view and is being modified inplace. This view is the output of a function "
+        "that returns multiple views. Such functions do not allow the output views to be modified inplace. You "
+        "should replace the inplace operation by an out-of-place one.",
+        {"output_of": "UnbindBackward0", "output_nr": 0},
+    ),
+    (
+        "anomaly_nan",
+        "Function 'SqrtBackward0' returned nan values in its 0th output.",
+        {"output_of": "SqrtBackward0", "output_nr": 0},
+    ),
+    (
+        "ddp_unfinished_reduction",
+        "Expected to have finished reduction in the prior iteration before starting a new one. This error indicates "
+        "that your module has parameters that were not used in producing loss. ...\nParameters which did not receive "
+        "grad for rank 1: aux_head.weight, aux_head.bias\nParameter indices which did not receive grad for rank 1: 2 3",
+        {"parameters": ("aux_head.weight", "aux_head.bias")},
+    ),
+    (
+        "ddp_ready_twice",
+        "Expected to mark a variable ready only once. This error is caused by one of the following reasons: 1) Use "
+        "of a module parameter outside the `forward` function. ... Parameter at index 1 with name a.bias has been "
+        "marked as ready twice. This means that multiple autograd engine  hooks have fired for this particular "
+        "parameter during this iteration.",
+        {"parameters": ("a.bias",)},
+    ),
+]
+
+
+@pytest.mark.parametrize("kind,text,parts", OLDER, ids=[o[0] for o in OLDER])
+def test_older_wordings_are_decoded(kind: str, text: str, parts: dict) -> None:
+    e = explain("Traceback (most recent call last):\n  ...\nRuntimeError: " + text)
+    assert e.kind == kind
+    for name, value in parts.items():
+        assert getattr(e, name) == value
+
+
+def test_ddp_names_the_unused_parameters_in_the_fix() -> None:
+    e = explain(OLDER[4][1])
+    assert "aux_head.weight, aux_head.bias" in e.summary
+    assert "aux_head.weight" in e.fixes[0].summary
+
+
+def test_every_code_decodes_its_own_example_and_codes_are_stable() -> None:
+    assert [c.code for c in CODES] == [f"GL{i:04d}" for i in range(1, len(CODES) + 1)]
+    assert [c.kind for c in CODES[:4]] == ["graph_freed", "modified_in_place", "no_grad_fn", "leaf_in_place"]
+    assert {c.kind for c in CODES} | {"not_autograd"} == set(KINDS)
+    for c in CODES:
+        assert explain(c.example).kind == c.kind
+        assert explain_code(c.code.lower()).startswith(f"gradlab: error[{c.code} ")
+        if c.kind not in ("graph_freed", "modified_in_place"):
+            assert message_fixes(c.kind)
+
+
+def test_unknown_code_and_kind_say_what_to_pass() -> None:
+    with pytest.raises(ValueError, match="GL0001 to GL"):
+        by_code("GL9999")
+    with pytest.raises(TypeError, match="as a str"):
+        by_code(1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="pass one of the family's kinds"):
+        message_fixes("nope")
+
+
+@pytest.mark.parametrize(
+    "text,closest",
+    [
+        (
+            "Output 0 of AsStridedBackward0 is a view and its base or another view of its base has been modified inplace",
+            "multi_view_in_place",
+        ),
+        ("Expected to mark a variable ready twice, or so", "ddp_ready_twice"),
+        ("RuntimeError: CUDA out of memory", None),
+    ],
+)
+def test_unknown_message_is_not_decoded_but_named_closest(text: str, closest: str | None) -> None:
+    e = explain(text)
+    assert e.kind == "not_autograd" and e.code is None
+    assert e.closest == closest
+    assert str(e).startswith("gradlab: not decoded: ")
+    assert ("closest known kind: " in str(e)) == (closest is not None)
+
+
+def test_docs_index_does_not_drift() -> None:
+    assert (ROOT / "docs" / "codes.md").read_text(encoding="utf-8") == index_markdown()
+
+
+# -- located: under track() the note names the line that cut the graph ----------------------------
+
+
+def _note_of(build: Callable[[], None]) -> str:
+    import gradlab
+
+    with gradlab.track():
+        try:
+            build()
+        except RuntimeError as e:
+            return "\n".join(getattr(e, "__notes__", []))
+    raise AssertionError("torch raised nothing")
+
+
+def test_the_note_names_the_detach_that_cut_the_graph() -> None:
+    w = torch.ones(3, requires_grad=True)
+
+    def build() -> None:
+        h = (w * 2).detach()  # the cut
+        h.sum().backward()
+
+    note = _note_of(build)
+    assert "error[GL0003 no grad_fn]" in note
+    assert "h = (w * 2).detach()  # the cut" in note and "cut: .detach() here" in note
+
+
+def test_the_note_names_no_grad_and_torch_tensor_of_an_item() -> None:
+    w = torch.ones(3, requires_grad=True)
+
+    def under_no_grad() -> None:
+        with torch.no_grad():
+            out = (w * 2).sum()
+        out.backward()
+
+    assert "with torch.no_grad():" in _note_of(under_no_grad)
+
+    def rebuilt() -> None:
+        value = (w * 2).sum().item()
+        loss = torch.tensor(value) * 2  # rebuilt from a number
+        loss.backward()
+
+    note = _note_of(rebuilt)
+    assert "# rebuilt from a number" in note and "torch.tensor(x)" in note
+
+
+def test_the_exact_cut_is_named_when_it_made_the_loss() -> None:
+    w = torch.ones(3, requires_grad=True)
+
+    def build() -> None:
+        (w * 3).sum().item()  # an earlier cut
+        loss = (w * 2).sum().detach()
+        loss.backward()
+
+    note = _note_of(build)
+    assert "loss = (w * 2).sum().detach()" in note and "made the tensor backward was called on" in note
+
+
+def test_no_cut_seen_no_location_and_results_unchanged() -> None:
+    import gradlab
+
+    w = torch.ones(3, requires_grad=True)
+    with gradlab.track():
+        assert (w * 2).sum().item() == 6.0  # the wrappers return torch's results
+        d = (w * 2).detach()
+        assert d.grad_fn is None and torch.equal(d, torch.full((3,), 2.0))
+        try:
+            torch.ones(2).sum().backward()  # a constant: no cut made it, but an earlier one is named, as the last
+        except RuntimeError as e:
+            assert "last place gradlab saw" in "\n".join(getattr(e, "__notes__", []))
+    with gradlab.track():
+        try:
+            torch.ones(2).sum().backward()  # nothing cut under this tracker: no located note
+        except RuntimeError as e:
+            assert not getattr(e, "__notes__", [])
