@@ -312,10 +312,10 @@ def _short(d: Diagnosis) -> list[str]:
                 "   = "
                 + ngettext_(
                     "{n} other fix, for other intents: {how}", "{n} other fixes, for other intents: {how}", n
-                ).format(n=n, how=_more())
+                ).format(n=n, how=_more(d.needed_by))
             )
         elif more:
-            lines.append("   = " + _t("every problem: {how}", how=_more()))
+            lines.append("   = " + _t("every problem: {how}", how=_more(d.needed_by)))
     return lines
 
 
@@ -331,11 +331,13 @@ def _in_ipython() -> bool:
     return bool(get is not None and get() is not None)
 
 
-def _more() -> str:
+def _more(where: Location | None = None) -> str:
     """Where the other fixes are, as something that runs where the note is read (NOTE [Where notes are read])."""
     # NOTE [Where notes are read]: in IPython/Jupyter the note shows under a cell's traceback, so the line is a
-    # call for the next cell; elsewhere it is the command that reruns the script with every fix printed.
-    if _in_ipython():
+    # call for the next cell; elsewhere it is the command that reruns the script with every fix printed. A
+    # shell merely started in the process (a test, an embedding app) does not make a script's failure a cell's:
+    # the failing call's own line decides when it is known.
+    if _in_ipython() and (where is None or where.in_cell):
         return "import gradlab; print(gradlab.last_diagnosis().details())"
     script = sys.argv[0] if sys.argv and sys.argv[0].endswith((".py", ".pyw")) else None
     if script is None:

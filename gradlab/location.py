@@ -66,6 +66,11 @@ class Location:
         return self._where
 
     @property
+    def in_cell(self) -> bool:
+        """True for a line of a notebook or IPython cell (not of a file on disk)."""
+        return _display_name(self.filename) == "cell"
+
+    @property
     def code(self) -> str:
         if self._code is None:
             self._code = linecache.getline(self.filename, self.lineno).strip()
