@@ -307,8 +307,14 @@ def rewrite_in_place(code: str, op: str) -> str | None:
     return None
 
 
-def detach_in(line: str, name: str) -> str | None:
-    """``line`` with the first use of ``name`` on its right-hand side detached, or None.
+def detach_in(line: str, name: str, into: tuple[str, ...] = ()) -> str | None:
+    """``line`` with a use of ``name`` on its right-hand side detached, or None.
+
+    With ``into`` (the models ``name`` must be cut off from) and a call of one of
+    them on the line, the use detached is the first one inside such a call
+    (``n_2(pred_1)``), and None when there is none: detaching another use (the
+    upstream model's own loss, ``criterion(y, pred_1)``) would stop the wrong
+    gradient. Otherwise, the first use.
 
     Example::
 
@@ -316,14 +322,36 @@ def detach_in(line: str, name: str) -> str | None:
         'pred_2 = n_2(pred_1.detach())'
         >>> detach_in("out, hidden = rnn(x, hidden)", "hidden")
         'out, hidden = rnn(x, hidden.detach())'
+        >>> detach_in("l_1, l_2 = crit(y, pred_1), crit(y, n_2(pred_1))", "pred_1", into=("n_2",))
+        'l_1, l_2 = crit(y, pred_1), crit(y, n_2(pred_1.detach()))'
+        >>> detach_in("l = crit(y, pred_1) + n_2(x).sum()", "pred_1", into=("n_2",)) is None
+        True
     """
     body, comment = _split_comment(line)
     eq = _assignment(body)
     start = eq + 1 if eq is not None else 0
-    m = re.compile(r"(?<![\w.])" + re.escape(name) + r"(?![\w(])").search(body, start)
-    if m is None:
+    uses = list(re.compile(r"(?<![\w.])" + re.escape(name) + r"(?![\w(])").finditer(body, start))
+    spans = _call_spans(body, into) if into else []
+    if spans:  # the line calls a model it must be cut off from: detach the use that goes in there
+        uses = [m for m in uses if any(a <= m.start() < b for a, b in spans)]
+    if not uses:
         return None
+    m = uses[0]
     return body[: m.end()] + ".detach()" + body[m.end() :] + comment
+
+
+def _call_spans(body: str, callees: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The argument spans ``(start, end)`` of every call of one of ``callees`` in ``body`` (``n_2(...)``)."""
+    spans: list[tuple[int, int]] = []
+    # self.head(...) and model.head(...) call the model named head too.
+    pattern = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*(?:" + "|".join(re.escape(c) for c in callees) + r")\s*\(")
+    for m in pattern.finditer(body):
+        depth, i = 1, m.end()
+        while i < len(body) and depth:
+            depth += {"(": 1, ")": -1}.get(body[i], 0)
+            i += 1
+        spans.append((m.end(), i))
+    return spans
 
 
 def _assignment(body: str) -> int | None:
@@ -685,7 +713,8 @@ def _chained(ctx: Context, freed: bool) -> list[_Proposal]:
     """An upstream model's output feeds the failing loss's models (two chained networks, actor-critic)."""
     detach_edit = None
     if ctx.entry and ctx.entry_lineno is not None and ctx.site is not None:
-        detach_edit = _replace(ctx, ctx.entry_lineno, detach_in(ctx.site.text(ctx.entry_lineno).strip(), ctx.entry))
+        line = ctx.site.text(ctx.entry_lineno).strip()
+        detach_edit = _replace(ctx, ctx.entry_lineno, detach_in(line, ctx.entry, into=ctx.others))
     where = _t(" (at {where})", where=ctx.entry_where) if ctx.entry_where and detach_edit else ""
     entry = _t(": feed in {entry}.detach(){where}", entry=ctx.entry, where=where) if ctx.entry else ""
     if ctx.optimizer or not freed:
@@ -1048,7 +1077,6 @@ def _carried(ctx: Context) -> list[_Proposal]:
                 False,
             ),
         ]
-    name = ctx.carried or _("the carried state")
     edit = None
     if ctx.entry_lineno is not None and ctx.site is not None and ctx.carried:
         simple = ctx.carried_kind in (None, "tensor") and not ctx.carried_none and len(ctx.carried_all) <= 1
@@ -1061,7 +1089,11 @@ def _carried(ctx: Context) -> list[_Proposal]:
                 summary=_t(
                     "detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
                     "iteration (truncated backpropagation through time)",
-                    name=name,
+                    name=ctx.carried,
+                )
+                if ctx.carried
+                else _(  # no name to put before .detach(): words only, nothing that looks like code
+                    "detach the state carried from one iteration to the next, where it enters the next iteration"
                 ),
                 trains=_t(
                     "each iteration's {loss} trains through the current iteration only; the previous iteration's "

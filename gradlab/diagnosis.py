@@ -331,13 +331,24 @@ def _in_ipython() -> bool:
     return bool(get is not None and get() is not None)
 
 
+def _in_main_script(where: Location | None) -> bool:
+    """True when ``where`` is a line of the script running as ``__main__`` (``sys.argv[0]``)."""
+    script = sys.argv[0] if sys.argv else ""
+    if where is None or where.in_cell or not script.endswith((".py", ".pyw")):
+        return False
+    try:
+        return os.path.samefile(script, where.filename)
+    except OSError:
+        return False
+
+
 def _more(where: Location | None = None) -> str:
     """Where the other fixes are, as something that runs where the note is read (NOTE [Where notes are read])."""
     # NOTE [Where notes are read]: in IPython/Jupyter the note shows under a cell's traceback, so the line is a
     # call for the next cell; elsewhere it is the command that reruns the script with every fix printed. A
-    # shell merely started in the process (a test, an embedding app) does not make a script's failure a cell's:
-    # the failing call's own line decides when it is known.
-    if _in_ipython() and (where is None or where.in_cell):
+    # shell merely started in the process (a test, an embedding app) does not make the failure of the script
+    # that is running as __main__ (python -m gradlab run, in the same process) a cell's.
+    if _in_ipython() and not _in_main_script(where):
         return "import gradlab; print(gradlab.last_diagnosis().details())"
     script = sys.argv[0] if sys.argv and sys.argv[0].endswith((".py", ".pyw")) else None
     if script is None:

@@ -121,7 +121,7 @@ def _t(message: str, /, **fields: object) -> str:
         >>> set_language("zh_CN") and _t("if {loss} should not train {model}", loss="loss_2", model="n_1")
         '如果 loss_2 不应训练 n_1'
         >>> _t("if {loss} should not train {model}", loss=_("the failing loss"), model=_("the upstream model"))
-        '如果出错的损失不应训练上游模型'
+        '如果（出错的损失）不应训练上游模型'
         >>> set_language("en")
         'en'
     """

@@ -53,7 +53,7 @@ import jinja2
 import nbformat
 from nbconvert import HTMLExporter
 
-from gradlab.advice import Context, Fix, fixes_for, pitfalls
+from gradlab.advice import Context, Fix, detach_in, fixes_for, pitfalls
 from gradlab.codes import CODES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -412,9 +412,15 @@ def cjk_font_missing(lang: str) -> bool:
     return not found.stdout.strip()
 
 
-def _fix_cell(fix: Fix) -> str:
+def _fix_cell(fix: Fix, example: str | None = None) -> str:
+    """A fix as the cheat sheet shows it; ``example`` is the fix written out in the course's loop.
+
+    gradlab prints code only as a checked edit of a real file (``Fix.code``); the cheat sheet
+    has no file, so the two-network loop's rows show its line rewritten (one page holds no more).
+    """
     intent = f"<strong>{html.escape(fix.intent[0].upper() + fix.intent[1:])}:</strong> " if fix.intent else ""
-    code = f"<pre>{html.escape(fix.code)}</pre>" if fix.code else ""
+    shown = fix.code or example
+    code = f"<pre>{html.escape(shown)}</pre>" if shown else ""
     return f'{intent}{html.escape(fix.summary)}.{code}<div class="trains">{html.escape(fix.trains)}.</div>'
 
 
@@ -447,22 +453,26 @@ def cheatsheet_html(template: str) -> str:
             "Either error in the two-network loop: <code>opt_1.step()</code> (or <code>loss_1.backward()</code>) "
             "before <code>loss_2.backward()</code>",
             fixes_for("optimizer_step", loop)[0],
+            detach_in(loop.entry_line or "", "pred_1", into=loop.others),
         ),
-        ("", fixes_for("optimizer_step", loop)[2]),
+        ("", fixes_for("optimizer_step", loop)[2], "(loss_1 + loss_2).backward()"),
         (
             "A GAN: <code>opt_d.step()</code> before <code>g_loss.backward()</code>, which trains G through D",
             fixes_for("optimizer_step", gan)[0],
+            None,
         ),
         (
             "An in-place op (<code>x += y</code>, <code>relu_</code>) on a tensor autograd saved",
             fixes_for("inplace_op", Context(tensor="x", op="__iadd__", code="x += y"))[0],
+            None,
         ),
         (
             "State carried from one iteration to the next (an RNN's hidden state)",
             fixes_for("carried_state", Context(carried="h", entry_line="out, h = rnn(x, h)"))[0],
+            None,
         ),
     ]
-    fixes = "".join(f"<tr><td>{when}</td><td>{_fix_cell(fix)}</td></tr>" for when, fix in rows)
+    fixes = "".join(f"<tr><td>{when}</td><td>{_fix_cell(fix, example)}</td></tr>" for when, fix, example in rows)
     donts = "".join(
         f"<tr><td>{html.escape(p.attempt[0].upper() + p.attempt[1:])}</td>"
         f'<td class="bad">{html.escape(p.what_it_does)}</td></tr>'
