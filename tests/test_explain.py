@@ -83,7 +83,9 @@ def test_real_graph_freed_error() -> None:
     # Without the user's file there is nothing to edit: every fix is a sentence, no placeholder printed as code.
     assert any("backward (the earlier loss + the failing loss) once" in f.summary for f in e.fixes)
     assert all(f.code is None and f.applicability == "sentence" for f in e.fixes)
-    assert any("detach the carried state" in f.summary for f in e.fixes)
+    # No variable to name: the carried-state fix is words only, not "the carried state.detach()".
+    assert any("detach the state carried from one iteration to the next" in f.summary for f in e.fixes)
+    assert not any(".detach()" in f.summary for f in e.fixes if "carried" in f.summary)
     assert any("hidden state" in c for c in e.causes)
 
 
