@@ -77,7 +77,8 @@ NOT_WRAPPED: dict[str, str] = {
     "aten ops without a Python binding": (
         "reached only from C++ or through torch.ops.aten (above): _no_grad_fill_, _no_grad_normal_, "
         "_no_grad_uniform_, _no_grad_zero_ (the Python functions of torch.nn.init with these names call "
-        "wrapped tensor methods) and copy_sparse_to_sparse_ (called from C++ by a sparse tensor's copy method, which is wrapped)"
+        "wrapped tensor methods), copy_sparse_to_sparse_ (called from C++ by a sparse tensor's copy method, which "
+        "is wrapped) and shallow_copy_data_ (torch 2.15: no Python binding, measured)"
     ),
     "requires_grad_, share_memory_, retain_grad_, _backward_hooks_": "their names end in _ but they write no data",
 }
