@@ -524,6 +524,11 @@ class _Proposal:
     describe: bool = False  # True: its trains text is written from the loop's intent once it is judged
 
 
+def _keeping(ctx: Context, fix: Fix) -> _Proposal:
+    """A fix that keeps what the failing code trains: its loss reaches what it reached (its claim says so)."""
+    return _Proposal(replace(fix, claims=_claim(ctx, ctx.reach)), ctx.reach, True)
+
+
 def _judged(proposals: list[_Proposal], ctx: Context) -> tuple[Fix, ...]:
     """Each fix checked, its claims and applicability set against the code's intent; fitting fixes first.
 
@@ -940,9 +945,9 @@ def _in_place(ctx: Context) -> list[_Proposal]:
     else:
         summary = _t("use the out-of-place form of {op}{where}", op=op, where=where)
     tensor = ctx.tensor or _("the tensor")
-    name = ctx.tensor or _("the tensor")
     return [
-        _Proposal(
+        _keeping(
+            ctx,
             Fix(
                 summary=summary,
                 trains=_t(
@@ -951,19 +956,14 @@ def _in_place(ctx: Context) -> list[_Proposal]:
                     tensor=tensor,
                 ),
                 edits=flags or _edits(_write_edit(ctx, rewritten)),
-                claims=_claim(ctx, ctx.reach),
             ),
-            ctx.reach,
-            True,
         ),
-        _Proposal(
+        _keeping(
+            ctx,
             Fix(
-                summary=_t("or write to a copy: clone {name} before the in-place write", name=name),
+                summary=_t("or write to a copy: clone {name} before the in-place write", name=tensor),
                 trains=_("the same as intended (the copy costs one tensor's memory)"),
-                claims=_claim(ctx, ctx.reach),
             ),
-            ctx.reach,
-            True,
         ),
     ]
 
@@ -972,7 +972,8 @@ def _untracked(ctx: Context) -> list[_Proposal]:
     where = _t(" at {where}", where=ctx.where) if ctx.where else ""
     tensor = ctx.tensor or _("the tensor")
     return [
-        _Proposal(
+        _keeping(
+            ctx,
             Fix(
                 summary=_t(
                     "do not write to {tensor} while a graph that saved it still needs it: move the write{where} after "
@@ -982,10 +983,7 @@ def _untracked(ctx: Context) -> list[_Proposal]:
                     loss=ctx.l,
                 ),
                 trains=_("the same as intended: the write changed values, not which loss trains which parameters"),
-                claims=_claim(ctx, ctx.reach),
             ),
-            ctx.reach,
-            True,
         ),
         _Proposal(
             Fix(
@@ -1084,7 +1082,8 @@ def _carried(ctx: Context) -> list[_Proposal]:
         inline = detach_in(line, ctx.carried) if simple else None
         edit = _replace(ctx, ctx.entry_lineno, inline) if inline else _insert(ctx, ctx.entry_lineno, _detach_state(ctx))
     return [
-        _Proposal(
+        _keeping(
+            ctx,
             Fix(
                 summary=_t(
                     "detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
@@ -1101,10 +1100,7 @@ def _carried(ctx: Context) -> list[_Proposal]:
                     loss=ctx.l,
                 ),
                 edits=_edits(edit),
-                claims=_claim(ctx, ctx.reach),
             ),
-            ctx.reach,
-            True,
         ),
         _Proposal(
             Fix(
@@ -1131,7 +1127,8 @@ def _twice(ctx: Context) -> list[_Proposal]:
             ctx, ctx.earlier_line, _with_keyword(ctx.site.text(ctx.earlier_line), "backward", "retain_graph=True")
         )
     return [
-        _Proposal(
+        _keeping(
+            ctx,
             Fix(
                 summary=_t(
                     "call {loss}.backward() once; if you need two backward calls through it, pass retain_graph=True "
@@ -1140,19 +1137,14 @@ def _twice(ctx: Context) -> list[_Proposal]:
                 ),
                 trains=_("unchanged; note that two backward calls add their gradients into .grad"),
                 edits=_edits(edit),
-                claims=_claim(ctx, ctx.reach),
             ),
-            ctx.reach,
-            True,
         ),
-        _Proposal(
+        _keeping(
+            ctx,
             Fix(
                 summary=_("or recompute the forward before the second backward"),
                 trains=_("unchanged, with a fresh graph"),
-                claims=_claim(ctx, ctx.reach),
             ),
-            ctx.reach,
-            True,
         ),
     ]
 
@@ -1162,7 +1154,8 @@ def _stale(ctx: Context) -> list[_Proposal]:
     edit = _insert(ctx, ctx.stale_before, text) if text and ctx.stale_before is not None else None
     what = text.split("=")[0].strip() if text else _("the forward")
     return [
-        _Proposal(
+        _keeping(
+            ctx,
             Fix(
                 summary=_t(
                     "recompute {what} inside the loop, where it is used: each iteration then builds its own graph",
@@ -1170,10 +1163,7 @@ def _stale(ctx: Context) -> list[_Proposal]:
                 ),
                 trains=_t("{loss} trains what it reaches, from a fresh forward at every iteration", loss=ctx.l),
                 edits=_edits(edit),
-                claims=_claim(ctx, ctx.reach),
             ),
-            ctx.reach,
-            True,
         ),
     ]
 
@@ -1183,7 +1173,8 @@ def _buffered(ctx: Context) -> list[_Proposal]:
     text = "\n".join(f"{n}.clear()" for n in names) if names else None
     edit = _insert(ctx, ctx.backward_line, text, after=True) if text else None
     return [
-        _Proposal(
+        _keeping(
+            ctx,
             Fix(
                 summary=_t(
                     "clear {names} after each backward, so that the next one goes through the new iteration's graph "
@@ -1192,19 +1183,14 @@ def _buffered(ctx: Context) -> list[_Proposal]:
                 ),
                 trains=_t("{loss} trains what it reaches, from this iteration's tensors only", loss=ctx.l),
                 edits=_edits(edit),
-                claims=_claim(ctx, ctx.reach),
             ),
-            ctx.reach,
-            True,
         ),
-        _Proposal(
+        _keeping(
+            ctx,
             Fix(
                 summary=_("or keep only numbers in lists kept for logging: append .item() of each tensor"),
                 trains=_("unchanged: the logged values take no part in backward"),
-                claims=_claim(ctx, ctx.reach),
             ),
-            ctx.reach,
-            True,
         ),
     ]
 
@@ -1217,7 +1203,8 @@ def _fast_weights(ctx: Context) -> list[_Proposal]:
         if site.holds(start):
             edit = Edit(site.filename, start, end, _indent_of(site, start) + ctx.fast_text)
     return [
-        _Proposal(
+        _keeping(
+            ctx,
             Fix(
                 summary=_t(
                     "build the adapted weights as a new list instead of updating {name} in place (rebinding the loop "
@@ -1229,10 +1216,7 @@ def _fast_weights(ctx: Context) -> list[_Proposal]:
                     "really changes the weights it uses"
                 ),
                 edits=_edits(edit),
-                claims=_claim(ctx, ctx.reach),
             ),
-            ctx.reach,
-            True,
         ),
     ]
 
