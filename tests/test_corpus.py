@@ -220,7 +220,9 @@ def test_broken_fails_as_the_case_says(case: Case, evaluation: Evaluation) -> No
 def test_intended_runs_clean_and_trains_what_the_case_says(case: Case, variant: str, evaluation: Evaluation) -> None:
     rec = evaluation.records[f"{case.name}/{variant}"]
     assert rec.status == "budget", rec.summary()
-    assert rec.step_counts() == {opt: STEPS for opt in case.intent}, rec.summary()
+    counts = rec.step_counts()
+    # every optimizer stepped; the run stopped when the last one reached the budget (a WGAN's critic steps more often)
+    assert set(counts) == set(case.intent) and min(counts.values()) == STEPS, rec.summary()
     assert oracle.trained(rec) == case.expected_trained()
     assert oracle.optimizer_modules(rec) == case.expected_modules()
 
