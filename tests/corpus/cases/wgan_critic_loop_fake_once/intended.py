@@ -7,6 +7,11 @@ N_CRITIC = 3
 Z = 6
 
 
+def clip_weights(net, c):
+    for p in net.parameters():
+        p.data.clamp_(-c, c)
+
+
 def real_batch(gen, n=32):
     return torch.randn(n, 2, generator=gen) * 0.5 + torch.tensor([2.0, -1.0])
 
@@ -27,8 +32,7 @@ for it in range(4):
         optD.zero_grad()
         lossD.backward()
         optD.step()
-        for p in netD.parameters():
-            p.data.clamp_(-0.05, 0.05)
+        clip_weights(netD, 0.05)
 
     lossG = -netD(netG(torch.randn(32, Z, generator=gen))).mean()
     optG.zero_grad()
