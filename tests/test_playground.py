@@ -397,6 +397,15 @@ def test_shuffled_keeps_the_quiz_and_depends_on_the_key() -> None:
     assert a.check("3") == (True, "option 3") and a.check("4") == (False, "option 4")
 
 
+def test_shuffled_order_follows_positions_not_texts() -> None:
+    """A translated quiz (other texts, the same written order) is shuffled into the same order under the same key."""
+    english = Quiz("Which?", {f"option {i}": f"why {i}" for i in range(6)}, answer="option 2")
+    translated = Quiz("哪一个？", {f"选项 {i}": f"原因 {i}" for i in range(6)}, answer="选项 2")
+    order = [[list(q.options).index(o) for o in q.shuffled("key").options] for q in (english, translated)]
+    assert order[0] == order[1] and order[0] != list(range(6))
+    assert list(translated.shuffled("key").options)[order[0].index(2)] == translated.answer
+
+
 def test_quiz_static_fallback() -> None:
     w = quiz(QUESTION.question, QUESTION.options, QUESTION.answer)
     bundle = w._repr_mimebundle_()
