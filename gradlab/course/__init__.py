@@ -46,6 +46,10 @@ _EXPORTS: dict[str, str] = {
     "verify": "exercise",
     "check_running_total": "exercise",
     "check_one_batch": "exercise",
+    "check_error_kind": "exercise",
+    "check_guess": "exercise",
+    "check_in_place_rewrite": "exercise",
+    "check_repaired_loop": "exercise",
     "EnvironmentReport": "readiness",
     "environment": "readiness",
     "setup": "readiness",
@@ -79,6 +83,10 @@ __all__ = [
     "verify",
     "check_running_total",
     "check_one_batch",
+    "check_error_kind",
+    "check_guess",
+    "check_in_place_rewrite",
+    "check_repaired_loop",
     "EnvironmentReport",
     "environment",
     "setup",
@@ -87,7 +95,16 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .exercise import Verdict, check_one_batch, check_running_total, verify
+    from .exercise import (
+        Verdict,
+        check_error_kind,
+        check_guess,
+        check_in_place_rewrite,
+        check_one_batch,
+        check_repaired_loop,
+        check_running_total,
+        verify,
+    )
     from .iteration import PRESETS, STEPS, Outcome, Preset, outcome_table, run_order
     from .networks import TARGETS, Net, Pair, batches, make_pair
     from .plots import plot_losses, plot_predictions
