@@ -302,8 +302,16 @@ def test_playground_mimebundle_has_a_static_fallback() -> None:
     assert set(bundle) == {"text/plain", "text/html", "application/vnd.jupyter.widget-view+json"}
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == pg.widget.model_id
     assert pg.widget.model_id not in bundle["text/plain"] + bundle["text/html"]
-    assert FREED in bundle["text/html"] and FREED in bundle["text/plain"]
     assert bundle["text/html"] == playground()._repr_mimebundle_()["text/html"]
+
+
+def test_playground_static_view_folds_the_outcomes_it_would_give_away() -> None:
+    """The playground sits under a Predict prompt: a static view (handout, GitHub) folds every outcome."""
+    bundle = playground()._repr_mimebundle_()
+    before, folded = bundle["text/html"].split("<details>")
+    assert FREED in folded and FREED not in before and "<table" in folded and "<table" not in before
+    assert FREED not in bundle["text/plain"] and "✓" not in bundle["text/plain"]
+    assert all(name in bundle["text/plain"] for name in PRESETS)
 
 
 def test_import_does_not_load_ipywidgets() -> None:
