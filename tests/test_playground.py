@@ -225,6 +225,9 @@ def test_playground_presets_from_the_widget() -> None:
 def test_playground_shows_what_the_preset_trains() -> None:
     pg = playground()
     assert html.escape(PRESETS["original loop"].note) in pg.note.value
+    summary, folded = pg.note.value.split("</summary>")  # folded: the learner predicts before reading it
+    assert "<details" in summary and PRESETS["original loop"].note not in summary
+    assert html.escape(PRESETS["original loop"].note) in folded
     pg.preset.value = JOINT
     assert html.escape(PRESETS[JOINT].note) in pg.note.value
     pg.order.index = 0

@@ -58,9 +58,15 @@ def _view_output(view: Any) -> dict[str, Any]:
 
 
 def _note_html(preset: str) -> str:
-    """The line under the preset menu: what the chosen preset trains."""
-    note = PRESETS[preset].note if preset in PRESETS else _("your own order: predict what it trains, then press Run.")
-    return f'<p style="margin:0 0 4px 0"><i>{html.escape(note)}</i></p>'
+    """The line under the preset menu: what the chosen preset trains, folded (the learner predicts it first)."""
+    if preset not in PRESETS:
+        note = _("your own order: predict what it trains, then press Run.")
+        return f'<p style="margin:0 0 4px 0"><i>{html.escape(note)}</i></p>'
+    summary = html.escape(_("what this preset trains (open it after your prediction)"))
+    return (
+        f'<details style="margin:0 0 4px 0"><summary><i>{summary}</i></summary>'
+        f"<i>{html.escape(PRESETS[preset].note)}</i></details>"
+    )
 
 
 class Playground:
