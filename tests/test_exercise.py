@@ -534,3 +534,244 @@ def test_doubled_sigmoid_checks_the_gradient_against_autograd() -> None:
     x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
     (2 * x.sigmoid()).sum().backward()
     assert f"not {[round(v, 4) for v in x.grad.tolist()]}" in str(course.check_doubled_sigmoid(_data_trick))
+
+
+# -- notebooks 09 and 11: error kinds, guesses, the in-place rewrite, the repaired loop ---------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["modified_in_place", "modified in place", "Modified-In-Place", "GL0002", "gl0002 modified in place", "[GL0002]"],
+)
+def test_error_kind_accepts_every_spelling_gradlab_prints(answer: str) -> None:
+    assert course.check_error_kind(answer, "modified_in_place", success="right", hint="look again").passed
+
+
+@pytest.mark.parametrize("answer", ["graph_freed", "graph freed", "GL0001", "GL0001 modified in place", "inplace", ""])
+def test_error_kind_rejects_another_kind_with_the_hint(answer: str) -> None:
+    verdict = course.check_error_kind(answer, "modified_in_place", success="right", hint="look again")
+    assert not verdict.passed and verdict.text.endswith("look again")
+
+
+@pytest.mark.parametrize("answer", [2, None, True, ["modified_in_place"], torch.tensor(1.0)])
+def test_error_kind_of_another_type_is_a_verdict_that_says_to_answer_with_a_string(answer: object) -> None:
+    verdict = course.check_error_kind(answer, "graph_freed", success="right", hint="look again")
+    assert not verdict.passed and "answer with a string" in verdict.text
+
+
+def test_error_kind_in_the_language_in_effect() -> None:
+    from gradlab.codes import code_for
+
+    title = code_for("graph_freed").title  # the note's header words, as the learner read them
+    assert course.check_error_kind(title, "graph_freed", success="right", hint="no").passed
+
+
+def test_a_guess_left_out_gets_a_gentle_line_not_an_error() -> None:
+    verdict = course.check_guess(..., expected=1, success="one", hint="count")
+    assert verdict.pending and not verdict.passed and "did not guess" in verdict.text
+    assert "✓" not in verdict.text and "✗" not in verdict.text
+
+
+@pytest.mark.parametrize(
+    ("guess", "expected", "passed"),
+    [
+        ((1, "graph freed"), (1, "graph_freed"), True),
+        ((1, "GL0001"), (1, "graph_freed"), True),
+        ((2, "graph_freed"), (1, "graph_freed"), False),
+        ((1, "modified_in_place"), (1, "graph_freed"), False),
+        ("runs", "modified_in_place", False),
+        ("modified in place", "modified_in_place", True),
+        (False, False, True),
+        (0, False, False),
+        ("no", False, False),
+        (None, 1, False),
+    ],
+)
+def test_guesses_compared_after_the_reveal(guess: object, expected: object, passed: bool) -> None:
+    verdict = course.check_guess(guess, expected, success="it ran once", hint="count again")
+    assert verdict.passed is passed
+    assert verdict.text == ("✓ your guess was right: it ran once" if passed else "✗ not what happened: count again")
+
+
+def _exp_exercise() -> tuple[torch.Tensor, torch.Tensor]:
+    """Notebook 09's Exercise 1, as its cell writes it."""
+    torch.manual_seed(0)
+    w = torch.randn(3, requires_grad=True)
+    h = torch.exp(w)
+    h += 1
+    return w, h.sum()
+
+
+def _out_of_place(w: torch.Tensor) -> torch.Tensor:
+    h = torch.exp(w)
+    h = h + 1
+    return h.sum()
+
+
+def _clone_then_write_09(w: torch.Tensor) -> torch.Tensor:
+    h = torch.exp(w).clone()
+    h += 1
+    return h.sum()
+
+
+def _data_trick_09(w: torch.Tensor) -> torch.Tensor:
+    h = torch.exp(w)
+    h.data += 1  # notebook 04's warning: autograd does not see this write
+    return h.sum()
+
+
+def _no_grad_write(w: torch.Tensor) -> torch.Tensor:
+    h = torch.exp(w)
+    with torch.no_grad():
+        h += 1
+    return h.sum()
+
+
+def _already_backwarded(w: torch.Tensor) -> torch.Tensor:
+    fixed = _out_of_place(w)
+    fixed.backward()
+    return fixed
+
+
+@pytest.mark.parametrize("rewrite", [_out_of_place, _clone_then_write_09], ids=["out-of-place", "clone"])
+def test_in_place_rewrite_right_answers_pass_and_leave_no_grad(rewrite) -> None:
+    w, loss = _exp_exercise()
+    verdict = course.check_in_place_rewrite(rewrite(w), loss, w)
+    assert verdict.passed, verdict.text
+    assert w.grad is None  # the check compares gradients without writing .grad
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (_data_trick_09, "not exp(w)"),
+        (_no_grad_write, "would still fail (modified_in_place)"),
+        (lambda w: _exp_exercise()[1], "would still fail (modified_in_place)"),  # the failing loss itself
+        (_already_backwarded, "would still fail (graph_freed)"),
+        (lambda w: _exp_exercise()[1].detach().requires_grad_(), "no graph back to w"),  # a leaf
+        (lambda w: torch.tensor(_exp_exercise()[1].item(), requires_grad=True), "no graph back to w"),
+        (lambda w: _out_of_place(w).detach(), "no graph back to w"),
+        (lambda w: torch.exp(w).sum(), "keep the value"),
+        (lambda w: torch.exp(w) + 1, "one number"),
+        (lambda w: _out_of_place(torch.randn(3, requires_grad=True)) * 0 + _exp_exercise()[1].item(), "lead back"),
+        (lambda w: "h.sum()", "is a str"),
+        (lambda w: None, "is a NoneType"),
+    ],
+    ids=[
+        "data",
+        "no_grad",
+        "unchanged",
+        "freed",
+        "leaf",
+        "from-item",
+        "detached",
+        "value",
+        "vector",
+        "other-w",
+        "str",
+        "none",
+    ],
+)
+def test_in_place_rewrite_wrong_answers_get_a_reason_never_an_exception(answer, reason: str) -> None:
+    w, loss = _exp_exercise()
+    verdict = course.check_in_place_rewrite(answer(w), loss, w)
+    assert not verdict.passed and verdict.text.startswith("✗") and reason in verdict.text, verdict.text
+
+
+def test_in_place_rewrite_data_trick_shows_the_wrong_gradient() -> None:
+    w, loss = _exp_exercise()
+    text = course.check_in_place_rewrite(_data_trick_09(w), loss, w).text
+    wrong = torch.exp(w.detach()) + 1  # what exp's backward computes from the changed h
+    assert f"{wrong[0].item():.4f}" in text and f"{torch.exp(w.detach())[0].item():.4f}" in text
+
+
+def test_in_place_rewrite_without_an_answer_is_neutral() -> None:
+    w, loss = _exp_exercise()
+    assert course.check_in_place_rewrite(..., loss, w).pending
+
+
+def _iteration(second_input, backward_2=lambda loss_2, n_2: loss_2.backward(), retain=False):
+    def repaired(n_1, n_2, opt_1, opt_2, criterion, x, y):
+        pred_1 = n_1(x)
+        opt_1.zero_grad()
+        loss_1 = criterion(y, pred_1)
+        loss_1.backward(retain_graph=retain)
+        opt_1.step()
+        pred_2 = n_2(second_input(pred_1, n_1, x))
+        opt_2.zero_grad()
+        loss_2 = criterion(y, pred_2)
+        backward_2(loss_2, n_2)
+        opt_2.step()
+
+    return repaired
+
+
+def _joint(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1 = n_1(x)
+    pred_2 = n_2(pred_1)
+    opt_1.zero_grad()
+    opt_2.zero_grad()
+    (criterion(y, pred_1) + criterion(y, pred_2)).backward()
+    opt_1.step()
+    opt_2.step()
+
+
+def _detach_inside(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    n_2.detach_inside = True
+    _iteration(lambda pred_1, n_1, x: pred_1)(n_1, n_2, opt_1, opt_2, criterion, x, y)
+
+
+def _without_zero_grad_1(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    loss_1 = criterion(y, n_1(x))
+    loss_1.backward()
+    opt_1.step()
+
+
+@pytest.mark.parametrize(
+    "repaired",
+    [
+        _iteration(lambda pred_1, n_1, x: pred_1.detach()),  # fix (a)
+        _iteration(lambda pred_1, n_1, x: pred_1, lambda loss_2, n_2: loss_2.backward(inputs=list(n_2.parameters()))),
+    ],
+    ids=["detached-input", "inputs="],
+)
+def test_repaired_loop_right_answers_pass(repaired) -> None:
+    assert course.check_repaired_loop(repaired).passed
+
+
+@pytest.mark.parametrize(
+    ("repaired", "reason"),
+    [
+        (_iteration(lambda pred_1, n_1, x: pred_1), "(failure 1)"),  # the original loop
+        (_iteration(lambda pred_1, n_1, x: pred_1, retain=True), "(failure 2)"),  # retain_graph=True
+        (_joint, "n_1 trained differently from loss_1 alone"),  # fix (b): another training
+        (_iteration(lambda pred_1, n_1, x: n_1(x).detach()), "n_2 trained differently"),  # (c): after the step
+        (_detach_inside, "n_2.linear_1.weight, n_2.linear_1.bias never changed"),
+        (_without_zero_grad_1, "n_2.linear_1.weight, n_2.linear_1.bias, n_2.linear_2.weight"),
+        (lambda *args: None, "n_1.linear_1.weight"),
+        (lambda: None, "raised TypeError"),
+        (lambda *args: 1 / 0, "raised ZeroDivisionError"),
+        (3, "should be a function"),
+        ("def repaired(...)", "should be a function"),
+    ],
+    ids=[
+        "original",
+        "retain_graph",
+        "joint",
+        "recompute",
+        "detach-inside",
+        "n_2-untrained",
+        "nothing",
+        "no-args",
+        "raises",
+        "number",
+        "string",
+    ],
+)
+def test_repaired_loop_wrong_answers_get_a_reason_never_an_exception(repaired, reason: str) -> None:
+    verdict = course.check_repaired_loop(repaired)
+    assert not verdict.passed and verdict.text.startswith("✗") and reason in verdict.text, verdict.text
+
+
+def test_repaired_loop_without_an_answer_is_neutral() -> None:
+    assert course.check_repaired_loop(...).pending

@@ -20,7 +20,19 @@ import torch
 
 from gradlab.i18n import _, _t
 
-__all__ = ["Verdict", "verify", "pending", "check_running_total", "check_one_batch"]
+from .networks import Pair, batches, make_pair
+
+__all__ = [
+    "Verdict",
+    "verify",
+    "pending",
+    "check_running_total",
+    "check_one_batch",
+    "check_error_kind",
+    "check_guess",
+    "check_in_place_rewrite",
+    "check_repaired_loop",
+]
 
 _UNSET = object()
 
@@ -268,18 +280,21 @@ def _normalised(value: object) -> object:
     return value
 
 
-def check_guess(guess: object, actual: object, *, success: str, hint: str) -> Verdict:
+def check_guess(guess: object, expected: object, *, success: str, hint: str, tol: float | None = None) -> Verdict:
     """Compare a guess written down before a reveal with what the cell then showed.
 
-    Works as :func:`verify` (``actual`` is the expected value), but a guess left
-    as ``...`` gets a gentle line, not a reminder to answer: a guess is optional.
-    Words compare without case, spaces or underscores (``"modified in place"``
-    matches ``"modified_in_place"``).
+    ``expected`` is the revealed value. A guess left as ``...`` gets a gentle line,
+    never an error: guessing is optional. Words compare without case, spaces or
+    underscores (``"modified in place"`` matches ``"modified_in_place"``); an error
+    kind may be spelled in any way :func:`check_error_kind` accepts (``"GL0002"``),
+    also inside a tuple (``(1, "graph freed")``); numbers compare within ``tol``.
 
     Example::
 
         >>> check_guess("Graph freed", "graph_freed", success="failure 1.", hint="look at the message")
-        ✓ failure 1.
+        ✓ your guess was right: failure 1.
+        >>> check_guess(2, 1, success="one batch ran.", hint="count the batches printed")
+        ✗ not what happened: count the batches printed
         >>> check_guess(..., "graph_freed", success="failure 1.", hint="look at the message")
         … you did not guess this time: next time, write your guess down before you run the cell.
     """
@@ -287,7 +302,19 @@ def check_guess(guess: object, actual: object, *, success: str, hint: str) -> Ve
         return Verdict(
             False, _("… you did not guess this time: next time, write your guess down before you run the cell."), True
         )
-    return verify(_normalised(guess), expected=_normalised(actual), success=success, hint=hint)
+
+    def same(g: object, e: object) -> bool:
+        if isinstance(e, str) and _kind_named(e) is not None:
+            return _kind_named(g) == _kind_named(e)
+        return _equal(_normalised(g), _normalised(e), tol)
+
+    if isinstance(expected, tuple) and isinstance(guess, Sequence) and not isinstance(guess, str):
+        right = len(guess) == len(expected) and all(same(g, e) for g, e in zip(guess, expected))
+    else:
+        right = same(guess, expected)
+    if right:
+        return Verdict(True, "✓ " + _t("your guess was right: {success}", success=success))
+    return Verdict(False, "✗ " + _t("not what happened: {hint}", hint=hint))
 
 
 def _empty_function(*args: object) -> None: ...
@@ -646,3 +673,228 @@ def check_doubled_sigmoid(doubled_loss: object) -> Verdict:
                 )
             )
     return _right(_("the value and the gradient are right: 2 * sigmoid(x) out of place keeps sigmoid's saved output."))
+
+
+# -- notebooks 09 (in the wild) and 11 (the playground) --------------------------------------------------------------
+
+
+def _kind_named(answer: object) -> str | None:
+    """The error kind ``answer`` names, in any spelling gradlab prints; None if it names none.
+
+    ``"modified_in_place"`` (the kind), ``"modified in place"`` (the note's header), ``"GL0002"`` (the code),
+    ``"GL0002 modified in place"`` and the header's title in the language in effect all name the same kind.
+    """
+    from gradlab.codes import CODES, by_code, is_code
+
+    if not isinstance(answer, str) or not answer.strip():
+        return None
+    text = answer.strip().strip("[]").strip()
+    head = text.split()[0]
+    if is_code(head):
+        try:
+            code = by_code(head)
+        except ValueError:
+            return None
+        rest = text[len(head) :].strip()
+        return code.kind if not rest or _kind_named(rest) == code.kind else None
+    spelled = "_".join(text.lower().replace("-", " ").split())
+    for code in CODES:
+        if spelled == code.kind or text == code.title:
+            return code.kind
+    return spelled if spelled == "runs" else None
+
+
+def check_error_kind(answer: object, expected: str, *, success: str, hint: str) -> Verdict:
+    """Check an answer that names an error kind (or ``"runs"``), in any spelling gradlab prints.
+
+    ``expected`` is a kind as :attr:`gradlab.Diagnosis.kinds` gives it (``"graph_freed"``) or ``"runs"``. The
+    answer may be the kind, the note's header words (``"graph freed"``), the code (``"GL0001"``) or the header's
+    title in the language in effect. Any other answer, of any type, gets ✗ with the hint.
+
+    Example::
+
+        >>> check_error_kind("modified in place", "modified_in_place", success="exp saved h.", hint="look again")
+        ✓ exp saved h.
+        >>> check_error_kind(2, "modified_in_place", success="exp saved h.", hint="look again")
+        ✗ not yet: answer with a string: 'graph_freed', 'modified_in_place' or 'runs'.
+    """
+    if answer is Ellipsis:
+        return pending()
+    if not isinstance(answer, str):
+        return _not_yet(_("answer with a string: 'graph_freed', 'modified_in_place' or 'runs'."))
+    return _right(success) if _kind_named(answer) == expected else _not_yet(hint)
+
+
+def check_in_place_rewrite(fixed_loss: object, loss: torch.Tensor, w: torch.Tensor) -> Verdict:
+    """Exercise (notebook 09): ``h = torch.exp(w); h += 1; loss = h.sum()`` rewritten so that backward works.
+
+    Right: a one-number tensor with a graph back to ``w`` that passes :func:`gradlab.check`, equals ``loss``, and
+    whose gradient with respect to ``w`` is ``exp(w)``, the gradient of ``exp(w) + 1`` summed. The gradient is
+    compared, so a write autograd does not see (``h.data += 1``, which passes every other test) gets ✗; a leaf, a
+    tensor without a graph or anything that is not a tensor gets ✗ with its reason, never an exception. The
+    check runs one backward with ``torch.autograd.grad`` and keeps the graph: no ``.grad`` is written.
+    """
+    import gradlab
+
+    if fixed_loss is Ellipsis:
+        return pending()
+    if not isinstance(fixed_loss, torch.Tensor):
+        return _not_yet(
+            _t(
+                "fixed_loss is a {type}; it should be the tensor your rewrite computes, ending in h.sum().",
+                type=type(fixed_loss).__name__,
+            )
+        )
+    if fixed_loss.numel() != 1:
+        return _not_yet(_("fixed_loss should be one number, like loss: end the rewrite with h.sum()."))
+    if fixed_loss.grad_fn is None:
+        return _not_yet(
+            _(
+                "fixed_loss has no graph back to w (it is a leaf, or was made from a number or under no_grad): "
+                "backward from it would train nothing. Compute it from w, as loss is."
+            )
+        )
+    diagnosis = gradlab.check(fixed_loss, {"w": w})
+    if not diagnosis.ok:
+        return _not_yet(
+            _t(
+                "backward from fixed_loss would still fail ({kind}): the rewrite must not write into a tensor "
+                "exp saved, and its graph must not be freed by a backward you ran.",
+                kind=diagnosis.kinds[0] if diagnosis.kinds else "?",
+            )
+        )
+    if not torch.allclose(fixed_loss.detach().double(), loss.detach().double(), rtol=1e-6, atol=1e-9):
+        return _not_yet(
+            _t(
+                "fixed_loss is {value}, loss is {loss}: keep the value, change only how it is computed.",
+                value=f"{float(fixed_loss.detach()):.4f}",
+                loss=f"{float(loss.detach()):.4f}",
+            )
+        )
+    try:
+        (grad,) = torch.autograd.grad(fixed_loss, w, retain_graph=True, allow_unused=True)
+    except RuntimeError as e:
+        return _not_yet(_t("backward from fixed_loss fails: {error}", error=str(e).split(". ")[0]))
+    if grad is None:
+        return _not_yet(_("fixed_loss does not lead back to w: backward from it would not train w."))
+    intended = torch.exp(w.detach())
+    if not torch.allclose(grad, intended, rtol=1e-5, atol=1e-7):
+        return _not_yet(
+            _t(
+                "backward runs, but the gradient for w is {grad}, not exp(w) = {intended}: the + 1 was written "
+                "where autograd does not see it (.data, or under no_grad), and exp's backward read the changed h.",
+                grad=_values(grad),
+                intended=_values(intended),
+            )
+        )
+    return _right(
+        _(
+            "backward runs, fixed_loss equals loss, and the gradient for w is exp(w): the write no longer reaches "
+            "the tensor exp saved."
+        )
+    )
+
+
+def _values(t: torch.Tensor) -> str:
+    return "[" + ", ".join(f"{v:.4f}" for v in t.detach().flatten().tolist()[:4]) + "]"
+
+
+def check_repaired_loop(repaired: object, steps: int = 3) -> Verdict:
+    """Exercise (playground): repair one iteration of the original loop so it trains what the loop meant.
+
+    ``repaired(n_1, n_2, opt_1, opt_2, criterion, x, y)`` runs one iteration. It runs ``steps`` iterations on
+    fresh, seeded networks (no softmax), and its parameters are compared with the original loop's intent run
+    beside it: ``n_1`` trained by ``loss_1`` alone and ``n_2`` by ``loss_2`` on ``n_1``'s output before the step
+    (fix (a); the original loop run with the version check off trains exactly this, notebook 06). Whatever the
+    answer does (raise, train the wrong thing, not be a function), the result is ✓ or ✗ with the reason.
+    """
+    if repaired is Ellipsis:
+        return pending()
+    if not callable(repaired):
+        return _not_yet(_("repaired should be a function: def repaired(n_1, n_2, opt_1, opt_2, criterion, x, y): ..."))
+    learner, reference = make_pair(seed=0, softmax=False), make_pair(seed=0, softmax=False)
+    start = {name: [p.detach().clone() for p in net.parameters()] for name, net in learner.names.items()}
+    for x, y in batches(steps, seed=0):
+        try:
+            repaired(learner.n_1, learner.n_2, learner.opt_1, learner.opt_2, learner.criterion, x, y)
+        except Exception as e:  # any error of the learner's code is a verdict, never a crash
+            return _not_yet(_raised(e))
+        _intended_iteration(reference, x, y)
+    still = [
+        f"{name}.{p_name}"
+        for name, net in learner.names.items()
+        for (p_name, p), before in zip(net.named_parameters(), start[name])
+        if torch.equal(p.detach(), before)
+    ]
+    if still:
+        return _not_yet(
+            _t(
+                "{names} never changed over {steps} iterations: no gradient reached them (a detach cuts off "
+                "every layer before it), or their optimizer never steps.",
+                names=", ".join(still),
+                steps=steps,
+            )
+        )
+
+    def same(name: str) -> bool:
+        pairs = zip(learner.names[name].parameters(), reference.names[name].parameters())
+        return all(torch.allclose(p.detach(), q.detach(), rtol=1e-5, atol=1e-7) for p, q in pairs)
+
+    if not same("n_1"):
+        return _not_yet(
+            _(
+                "n_1 trained differently from loss_1 alone: does loss_2's gradient reach n_1 before "
+                "opt_1.step() (one backward of the sum trains n_1 with both losses), or is a zero_grad() "
+                "missing?"
+            )
+        )
+    if not same("n_2"):
+        return _not_yet(
+            _(
+                "n_2 trained differently from loss_2 on pred_1, network 1's output before its step: is n_2 fed "
+                "another input (pred_1 recomputed after opt_1.step()), or is a zero_grad() missing?"
+            )
+        )
+    return _right(
+        _t(
+            "over {steps} iterations n_1 learned from loss_1 alone and n_2 from loss_2 on n_1's output, as the "
+            "original loop meant.",
+            steps=steps,
+        )
+    )
+
+
+def _intended_iteration(pair: Pair, x: torch.Tensor, y: torch.Tensor) -> None:
+    """One iteration of fix (a), the original loop's intent: n_2 learns on n_1's output as data."""
+    pred_1 = pair.n_1(x)
+    pair.opt_1.zero_grad()
+    loss_1 = pair.criterion(y, pred_1)
+    loss_1.backward()
+    pair.opt_1.step()
+    pred_2 = pair.n_2(pred_1.detach())
+    pair.opt_2.zero_grad()
+    loss_2 = pair.criterion(y, pred_2)
+    loss_2.backward()
+    pair.opt_2.step()
+
+
+def _raised(error: BaseException) -> str:
+    import gradlab
+
+    first = str(error).split(". ")[0].split("\n")[0]
+    kind = gradlab.explain(error).kind if isinstance(error, RuntimeError) else None
+    if kind == "graph_freed":
+        return _t(
+            "your iteration raised {type}: {message} (failure 1): which graph did loss_1.backward() free, and "
+            "does loss_2's backward still need it?",
+            type=type(error).__name__,
+            message=first,
+        )
+    if kind == "modified_in_place":
+        return _t(
+            "your iteration raised {type}: {message} (failure 2): opt_1.step() changed a weight that loss_2's "
+            "graph saved; should loss_2 reach n_1 at all?",
+            type=type(error).__name__,
+            message=first,
+        )
+    return _t("your iteration raised {type}: {message}", type=type(error).__name__, message=first)
