@@ -778,7 +778,7 @@ def test_every_notebook_named_in_the_workshop_docs_exists() -> None:
         for found in NOTEBOOK_PATH.findall(path.read_text(encoding="utf-8"))
     }
     assert len({found for _, found in named}) >= 5, "the check reads the docs' notebook paths"
-    assert ("workshop/RUNSHEET.md", "notebooks/10_playground.ipynb") in named
+    assert ("workshop/RUNSHEET.md", "notebooks/11_playground.ipynb") in named
     missing = sorted((where, found) for where, found in named if not (REPO / found).is_file())
     assert missing == [], f"notebooks named in the docs that do not exist: {missing}"
 
