@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "verify": "exercise",
     "check_running_total": "exercise",
     "check_one_batch": "exercise",
+    "check_masked_tanh": "exercise",
     "EnvironmentReport": "readiness",
     "environment": "readiness",
     "setup": "readiness",
@@ -79,6 +80,7 @@ __all__ = [
     "verify",
     "check_running_total",
     "check_one_batch",
+    "check_masked_tanh",
     "EnvironmentReport",
     "environment",
     "setup",
@@ -87,7 +89,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .exercise import Verdict, check_one_batch, check_running_total, verify
+    from .exercise import Verdict, check_masked_tanh, check_one_batch, check_running_total, verify
     from .iteration import PRESETS, STEPS, Outcome, Preset, outcome_table, run_order
     from .networks import TARGETS, Net, Pair, batches, make_pair
     from .plots import plot_losses, plot_predictions
