@@ -865,7 +865,7 @@ def test_reset_gives_back_the_courses_notebook_where_git_checkout_gives_the_lear
 def test_the_session_replay_runs_every_notebook_in_order() -> None:
     from gradlab_hub import session
 
-    assert [Path(path).name[:2] for path in session.NOTEBOOKS] == [f"{i:02d}" for i in range(11)]
+    assert [Path(path).name[:2] for path in session.NOTEBOOKS] == [f"{i:02d}" for i in range(12)]
     assert all((REPO / path).is_file() for path in session.NOTEBOOKS)
     with pytest.raises(ValueError, match="between 1 and"):
         session.run(0)
