@@ -1,9 +1,9 @@
 """Notebook 10's DDP section, run for real: its script under torchrun (gloo, 2 CPU processes), its note, its fix.
 
-The notebook cannot start two processes in its kernel, so it shows the script, the command and
-gradlab's note as text; this test runs exactly that script and checks that the note the notebook
-prints is what gradlab prints, and that the fix it shows trains ``body`` as one process without DDP
-would (slow: starts torchrun twice).
+The notebook cannot start two processes in its kernel, so each edition shows the script, the command and
+gradlab's note as text (the zh edition gradlab's Chinese note); this test runs exactly that script and checks that the note
+the notebook prints is what gradlab prints, and that the fix it shows trains ``body`` as one process without DDP
+would (slow: starts torchrun three times: each edition's failing run, and the fix).
 """
 
 from __future__ import annotations
@@ -23,11 +23,17 @@ import torch.distributed
 from torch import nn
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK = ROOT / "notebooks" / "10_field_guide.ipynb"
+NAME = "10_field_guide.ipynb"
+#: Each edition's notebook, and the language gradlab speaks in it (the zh edition runs with LANG=zh_CN.UTF-8).
+EDITIONS = {"en": (ROOT / "notebooks" / NAME, "C.UTF-8"), "zh": (ROOT / "notebooks" / "zh" / NAME, "zh_CN.UTF-8")}
 
 
-def _cell(cell_id: str) -> str:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+#: What gloo prints when its teardown aborts a process that had finished the script.
+GLOO_TEARDOWN = "terminate called without an active exception"
+
+
+def _cell(cell_id: str, edition: str = "en") -> str:
+    nb = nbformat.read(EDITIONS[edition][0], as_version=4)
     return next(cell.source for cell in nb.cells if cell.get("id") == cell_id)
 
 
@@ -36,14 +42,14 @@ def _blocks(source: str, language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", source, flags=re.S)
 
 
-def _torchrun(script: str, folder: Path) -> subprocess.CompletedProcess[str]:
+def _torchrun(script: str, folder: Path, lang: str = "C.UTF-8") -> subprocess.CompletedProcess[str]:
     torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable)) or shutil.which("torchrun")
     assert torchrun is not None, "torchrun comes with torch"
     (folder / "ddp_train.py").write_text(script, encoding="utf-8")
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(folder), OMP_NUM_THREADS="1", LANG="C.UTF-8")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(folder), OMP_NUM_THREADS="1", LANG=lang)
     env.pop("LANGUAGE", None)
     return subprocess.run(
         [torchrun, "--nproc_per_node=2", f"--master_port={port}", "-m", "gradlab", "run", "ddp_train.py"],
@@ -55,14 +61,14 @@ def _torchrun(script: str, folder: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _script() -> str:
-    (script,) = _blocks(_cell("10-ddp-script"), "python")
+def _script(edition: str = "en") -> str:
+    (script,) = _blocks(_cell("10-ddp-script", edition), "python")
     return script
 
 
-def _fixed(script: str) -> str:
+def _fixed(script: str, edition: str = "en") -> str:
     """The script with the notebook's fix: its block replaces the lines from its first to its last line."""
-    fix = _blocks(_cell("10-ddp-run"), "python")[0]
+    fix = _blocks(_cell("10-ddp-run", edition), "python")[0]
     first, last = fix.splitlines()[0], fix.splitlines()[-1]
     start, end = script.index(first + "\n"), script.index(last + "\n") + len(last) + 1
     assert start < end, "the fix's first and last lines are lines of the script, in order"
@@ -83,30 +89,37 @@ def _one_process_body_sum() -> float:
     return float(body.weight.detach().sum())
 
 
-def test_the_fix_block_is_a_change_of_the_script() -> None:
-    script = _script()
-    fixed = _fixed(script)
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_fix_block_is_a_change_of_the_script(edition: str) -> None:
+    script = _script(edition)
+    fixed = _fixed(script, edition)
     assert fixed != script and "requires_grad_(False)" in fixed and fixed.count("DistributedDataParallel(net)") == 1
     compile(fixed, "ddp_train.py", "exec")
 
 
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without distributed")
-def test_the_notebooks_ddp_script_fails_with_the_note_it_shows(tmp_path: Path) -> None:
-    run = _torchrun(_script(), tmp_path)
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_notebooks_ddp_script_fails_with_the_note_it_shows(edition: str, tmp_path: Path) -> None:
+    run = _torchrun(_script(edition), tmp_path, EDITIONS[edition][1])
     assert run.returncode != 0
     assert "Expected to have finished reduction in the prior iteration" in run.stderr
     assert "Parameter indices which did not receive grad for rank 0: 2 3" in run.stderr
-    (note,) = _blocks(_cell("10-ddp-run"), "text")
+    (note,) = _blocks(_cell("10-ddp-run", edition), "text")
     shown = [line.rstrip() for line in note.strip("\n").splitlines()]
     printed = [line.rstrip() for line in run.stderr.splitlines()]
     at = printed.index(shown[0])  # the note the notebook shows, printed once, by rank 0, for both ranks
     assert printed[at : at + len(shown)] == shown, "\n".join(printed[at : at + len(shown)])
-    assert run.stderr.count("error[GL0014 DDP parameters unused]") == 1
+    assert run.stderr.count("[GL0014 ") == 1
 
 
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without distributed")
 def test_the_notebooks_ddp_fix_trains_body_as_one_process_without_ddp(tmp_path: Path) -> None:
-    run = _torchrun(_fixed(_script()), tmp_path)
+    for _attempt in range(3):
+        run = _torchrun(_fixed(_script()), tmp_path)
+        # gloo's teardown in destroy_process_group() aborts now and then on torch 2.13 CPU (about 1 run in 8
+        # here, with or without gradlab, with or without a barrier before it): that run is repeated
+        if run.returncode == 0 or GLOO_TEARDOWN not in run.stderr:
+            break
     assert run.returncode == 0, run.stderr[-3000:]
     sums = dict(re.findall(r"^rank (\d): body\.weight sums to (-?\d+\.\d+)$", run.stdout, flags=re.M))
     assert sorted(sums) == ["0", "1"], run.stdout
