@@ -775,3 +775,124 @@ def test_repaired_loop_wrong_answers_get_a_reason_never_an_exception(repaired, r
 
 def test_repaired_loop_without_an_answer_is_neutral() -> None:
     assert course.check_repaired_loop(...).pending
+
+
+# -- notebook 10's exercise: repair tanh-with-column-0-zeroed so that backward works ------------------
+
+
+def _tanh_written_in_place(z):
+    s = torch.tanh(z)
+    s[:, 0] = 0  # tanh saved s for its backward
+    return s
+
+
+def _tanh_clone(z):
+    s = torch.tanh(z).clone()
+    s[:, 0] = 0
+    return s
+
+
+def _tanh_where(z):
+    return torch.where(torch.arange(z.shape[1]) == 0, 0.0, torch.tanh(z))
+
+
+def _tanh_cat(z):
+    return torch.cat([torch.zeros(len(z), 1), torch.tanh(z[:, 1:])], dim=1)
+
+
+def _tanh_mask(z):
+    return torch.tanh(z) * torch.tensor([0.0, 1.0, 1.0])
+
+
+def _tanh_data(z):
+    s = torch.tanh(z)
+    s.data[:, 0] = 0  # hidden from autograd
+    return s
+
+
+def _tanh_no_grad_write(z):
+    s = torch.tanh(z)
+    with torch.no_grad():
+        s[:, 0] = 0
+    return s
+
+
+def _tanh_detached(z):
+    s = torch.tanh(z).detach()
+    s[:, 0] = 0
+    return s
+
+
+def _tanh_of_a_clone(z):
+    s = torch.tanh(z.clone())  # the clone is tanh's input; its output is still written
+    s[:, 0] = 0
+    return s
+
+
+def _tanh_raises(z):
+    return torch.tanh(z) @ torch.ones(5)
+
+
+def _tanh_writes_z(z):
+    z.data[:, 0] = 0
+    return torch.tanh(z)
+
+
+@pytest.mark.parametrize("answer", [_tanh_clone, _tanh_where, _tanh_cat, _tanh_mask], ids=lambda f: f.__name__)
+def test_masked_tanh_right_answers_pass(answer) -> None:
+    verdict = course.check_masked_tanh(answer)
+    assert verdict.passed and verdict.text.startswith("✓")
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (_tanh_written_in_place, "backward fails with error[GL0002 modified in place]"),
+        (_tanh_no_grad_write, "backward fails with error[GL0002 modified in place]"),
+        (_tanh_of_a_clone, "backward fails with error[GL0002 modified in place]"),
+        (_tanh_data, "column 0 still gets a gradient"),
+        (_tanh_detached, "have no graph"),
+        (_tanh_raises, "raised RuntimeError: size mismatch"),
+        (_tanh_writes_z, "changed z itself"),
+        (torch.tanh, "values differ"),
+        (lambda z: [0.0], "returned a list"),
+        (lambda z: torch.tanh(z)[:, 1:], "should keep z's shape"),
+        (lambda z: torch.zeros_like(z).requires_grad_(), "values differ"),
+        (3, "not a function of z"),
+        (None, "not a function of z"),
+    ],
+    ids=[
+        "in-place",
+        "no-grad-write",
+        "tanh-of-clone",
+        "data",
+        "detached",
+        "raises",
+        "writes-z",
+        "no-mask",
+        "list",
+        "shape",
+        "zeros",
+        "int",
+        "none",
+    ],
+)
+def test_masked_tanh_wrong_answers_get_a_reason_never_an_exception(answer, reason: str) -> None:
+    verdict = course.check_masked_tanh(answer)
+    assert not verdict.passed and verdict.text.startswith("✗") and reason in verdict.text, verdict.text
+
+
+def test_masked_tanh_without_an_answer_is_neutral() -> None:
+    verdict = course.check_masked_tanh(...)
+    assert verdict.pending and "✓" not in verdict.text and "✗" not in verdict.text
+
+
+def test_masked_tanh_a_constant_with_the_right_values_is_caught_by_its_gradient() -> None:
+    """Right values, no dependence on z through the graph: the gradient check, not the values, rejects it."""
+
+    def rebuilt(z):
+        values = torch.tanh(z.detach()) * torch.tensor([0.0, 1.0, 1.0])
+        return values + 0 * z.sum()  # a graph to z whose gradient is zero
+
+    verdict = course.check_masked_tanh(rebuilt)
+    assert not verdict.passed and "not tanh's gradient" in verdict.text

@@ -58,7 +58,7 @@ def test_the_message_check_finds_a_missing_translation(monkeypatch: pytest.Monke
 def test_every_notebook_cell_is_translated(monkeypatch: pytest.MonkeyPatch) -> None:
     tool = _tool("translate_notebooks", monkeypatch)
     notebooks = tool.course_notebooks()
-    assert len(notebooks) == 11
+    assert len(notebooks) == 12
     assert tool.check(notebooks) == []
 
 

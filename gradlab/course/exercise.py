@@ -32,6 +32,7 @@ __all__ = [
     "check_guess",
     "check_in_place_rewrite",
     "check_repaired_loop",
+    "check_masked_tanh",
 ]
 
 _UNSET = object()
@@ -898,3 +899,116 @@ def _raised(error: BaseException) -> str:
             message=first,
         )
     return _t("your iteration raised {type}: {message}", type=type(error).__name__, message=first)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def check_masked_tanh(scores: object) -> Verdict:
+    """Exercise: repair ``scores(z)``, tanh of the logits with column 0 set to 0, so that backward works.
+
+    ``scores`` is the learner's function. It is called on a fixed ``z`` that requires
+    grad; the result must be ``tanh(z)`` with column 0 zero, keep its graph, and
+    backward must give tanh's gradient ``1 - tanh(z)**2`` in every column but 0, where
+    the output is a constant and the gradient 0. Every answer gets a verdict, never an
+    exception: one that raises, returns something else or trains a wrong gradient (a
+    write through ``.data`` hides itself from autograd and keeps tanh's gradient in
+    column 0) is told what is wrong with it.
+
+    Example::
+
+        >>> import torch
+        >>> check_masked_tanh(lambda z: torch.tanh(z) * torch.tensor([0.0, 1.0, 1.0]))
+        ✓ backward runs, and the gradient is tanh's in columns 1 and 2 and 0 in column 0, where the output is a constant.
+        >>> def scores(z):
+        ...     s = torch.tanh(z)
+        ...     s[:, 0] = 0
+        ...     return s
+        >>> print(check_masked_tanh(scores))  # doctest: +ELLIPSIS
+        ✗ not yet: backward fails with error[GL0002 modified in place]: ...
+    """
+    if scores is Ellipsis:
+        return pending()
+    if not callable(scores):
+        return _not_yet(
+            _t(
+                "scores is {type}, not a function of z; define one: def scores(z): ..., returning the scores.",
+                type=type(scores).__name__,
+            )
+        )
+    z = torch.linspace(-2.0, 2.0, 12).reshape(4, 3).requires_grad_()
+    before = z.detach().clone()
+    try:
+        out = scores(z)
+    except Exception as error:  # the learner's code: any exception is an answer to explain, not to raise
+        return _not_yet(_t("scores(z) raised {error}.", error=_first_line(error)))
+    try:
+        return _judge_scores(z, before, out)
+    except Exception as error:  # a tensor the comparisons cannot handle (another device, a subclass): still a verdict
+        return _not_yet(_t("the check could not compare what scores(z) returned: {error}.", error=_first_line(error)))
+
+
+def _judge_scores(z: torch.Tensor, before: torch.Tensor, out: object) -> Verdict:
+    """The verdict of :func:`check_masked_tanh` on what ``scores(z)`` returned."""
+    if not torch.equal(z.detach(), before):
+        return _not_yet(_("scores(z) changed z itself: build the scores from z without writing into it."))
+    if not isinstance(out, torch.Tensor):
+        return _not_yet(_t("scores(z) returned a {type}; return a tensor.", type=type(out).__name__))
+    if out.shape != z.shape:
+        return _not_yet(
+            _t(
+                "scores(z) has shape {shape}; it should keep z's shape {expected}.",
+                shape=list(out.shape),
+                expected=list(z.shape),
+            )
+        )
+    mask = torch.tensor([0.0, 1.0, 1.0])
+    expected = torch.tanh(before) * mask
+    if not torch.allclose(out.detach().double(), expected.double(), atol=1e-6):
+        return _not_yet(_("the values differ from tanh(z) with column 0 set to 0."))
+    if not out.requires_grad:
+        return _not_yet(
+            _(
+                "the scores have no graph (a detach, or no_grad around the forward): backward cannot reach z through them."
+            )
+        )
+    weights = torch.linspace(0.5, 1.5, 12).reshape(4, 3)
+    try:
+        (grad,) = torch.autograd.grad(out, z, grad_outputs=weights, allow_unused=True)
+    except Exception as error:  # as above
+        from gradlab.codes import code_for
+        from gradlab.explanation import explain
+
+        found = explain(error)
+        entry = code_for(found.kind)
+        if found.kind == "modified_in_place" and entry is not None:
+            return _not_yet(
+                _t(
+                    "backward fails with {header}: tanh saved its output for its backward, and that output was "
+                    "written in place; set column 0 without writing into it (a mask, torch.where, or a clone).",
+                    header=entry.header(),
+                )
+            )
+        if entry is not None:
+            return _not_yet(_t("backward fails with {header}: {summary}", header=entry.header(), summary=found.summary))
+        return _not_yet(_t("backward fails with {error}.", error=_first_line(error)))
+    right = weights * (1 - torch.tanh(before) ** 2) * mask
+    if grad is None:
+        return _not_yet(_("the scores do not depend on z through the graph: backward gives z no gradient."))
+    if torch.allclose(grad[:, 1:], right[:, 1:], atol=1e-6) and not torch.allclose(grad[:, 0], right[:, 0], atol=1e-6):
+        return _not_yet(
+            _(
+                "column 0 still gets a gradient though its output is a constant 0: the write was hidden from "
+                "autograd (.data, or a copy written back), so backward used tanh's gradient there."
+            )
+        )
+    if not torch.allclose(grad, right, atol=1e-6):
+        return _not_yet(_("backward runs, but z's gradient is not tanh's gradient 1 - tanh(z)**2 with column 0 at 0."))
+    return _right(
+        _(
+            "backward runs, and the gradient is tanh's in columns 1 and 2 and 0 in column 0, where the output is a "
+            "constant."
+        )
+    )
