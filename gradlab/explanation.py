@@ -22,18 +22,27 @@ Example::
 from __future__ import annotations
 
 import html
+import linecache
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import torch
 
 from . import messages
-from .advice import Fix, fixes_for, message_fixes
+from .advice import Fix, fixes_for, message_fixes, rewrite_in_place
 from .codes import by_code, code_for
+from .edits import Edit, check_edits
 from .i18n import _, _t, ngettext_
 from .location import Location
 from .messages import Message
 from .notices import GradlabError
 
-__all__ = ["Explanation", "explain", "explain_code", "explain_message", "KINDS"]
+if TYPE_CHECKING:
+    from .recorder import Recorder
+
+__all__ = ["Explanation", "explain", "explain_code", "explain_message", "no_graph", "located_cut", "KINDS"]
 
 #: Every value ``Explanation.kind`` can take: the kinds of gradlab.codes.CODES, then "not_autograd".
 KINDS = (
@@ -100,6 +109,10 @@ class Explanation:
     cut: str | None = None
     cut_at: Location | None = None
     cut_exact: bool = False
+    views_op: str | None = None
+    views_at: Location | None = None
+    write_op: str | None = None
+    write_at: Location | None = None
 
     def located(self, cut: str, where: Location, exact: bool) -> Explanation:
         """This explanation located at the line that cut the graph (``cut`` is ``.item()``, ``.detach()``, ...).
@@ -112,21 +125,37 @@ class Explanation:
         )
         return replace(self, cut=cut, cut_at=where, cut_exact=exact, causes=causes)
 
+    def at_views(
+        self, op: str, made: Location, output: int | None, write_op: str, write: Location | None
+    ) -> Explanation:
+        """This multi-view explanation located: ``op`` (``.split()``) made the views at ``made``; ``write_op`` wrote.
+
+        ``output`` is the index of the view written to (None when the write went to a view
+        of one of them). The fixes then name the user's own lines.
+        """
+        nr = output if output is not None else self.output_nr
+        located = replace(self, views_op=op, views_at=made, write_op=write_op, write_at=write, output_nr=nr)
+        return replace(located, fixes=_view_fixes(located) or self.fixes)
+
     def _cut_lines(self) -> list[str]:
-        if self.cut is None or self.cut_at is None:
-            return []
-        where = self.cut_at
-        number = str(where.lineno)
-        lines = [f"{' ' * len(number)}--> {where.where}", f"{' ' * len(number)} |"]
-        lines.append(f"{number} |     {where.code.strip()}")
-        if self.cut_exact:
-            lines.append(
-                "   = " + _t("cut: {cut} here made the tensor backward was called on, without a graph", cut=self.cut)
+        lines: list[str] = []
+        if self.cut is not None and self.cut_at is not None:
+            if self.cut_exact:
+                said = _t("cut: {cut} here made the tensor backward was called on, without a graph", cut=self.cut)
+            else:
+                said = _t(
+                    "cut: {cut} here is the last place gradlab saw the graph cut before this backward", cut=self.cut
+                )
+            lines += _quoted(self.cut_at, said)
+        if self.views_op is not None and self.views_at is not None:
+            lines += _quoted(
+                self.views_at,
+                _t("views: {op} here returned several views of one tensor", op=self.views_op)
+                + (_t("; the write went to output {nr}", nr=self.output_nr) if self.output_nr is not None else ""),
             )
-        else:
-            lines.append(
-                "   = "
-                + _t("cut: {cut} here is the last place gradlab saw the graph cut before this backward", cut=self.cut)
+        if self.write_op is not None and self.write_at is not None:
+            lines += _quoted(
+                self.write_at, _t("write: {op} here wrote in place to that view", op=_op_name(self.write_op))
             )
         return lines
 
@@ -202,6 +231,72 @@ class Explanation:
                 parts.append(f"<p>{esc(title)}</p><{tag}>{rows}</{tag}>")
         parts.append("</div>")
         return "".join(parts)
+
+
+def _quoted(where: Location, said: str) -> list[str]:
+    """A user's line as a compiler quotes it (``--> file:line``, the code), then what happened there."""
+    number = str(where.lineno)
+    pad = " " * len(number)
+    return [f"{pad}--> {where.where}", f"{pad} |", f"{number} |     {where.code.strip()}", "   = " + said]
+
+
+def _op_name(op: str) -> str:
+    """An in-place op as the user wrote it: ``add_`` -> ``.add_()``, ``__iadd__`` -> ``+=``."""
+    augmented = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=", "__itruediv__": "/=", "__setitem__": "x[...] ="}
+    return augmented.get(op, op if op.startswith("__") else f".{op}()")
+
+
+def _view_fixes(e: Explanation) -> tuple[Fix, ...]:
+    """The fixes of a located multi-view write, in the user's lines: the out-of-place write, or clone the views."""
+    write, made = e.write_at, e.views_at
+    if write is None or e.write_op is None or made is None:
+        return ()
+    trains = _(
+        "the same gradients for every use of the views: they flow through the new tensor into the one that was"
+        " split; the split tensor itself keeps its old values (the refused write would have changed them too)"
+    )
+    fixes: list[Fix] = []
+    original = linecache.getline(write.filename, write.lineno).rstrip("\n")
+    new = rewrite_in_place(original, e.write_op) if original.strip() else None
+    edit = None
+    if new is not None:
+        indent = original[: len(original) - len(original.lstrip())]
+        text = "\n".join(indent + line.strip() for line in new.splitlines())
+        edit = Edit(write.filename, write.lineno, write.lineno, text)
+        source = "".join(linecache.getlines(write.filename))
+        names = set(re.findall(r"[A-Za-z_]\w*", original))  # the write ran: every name it reads exists there
+        if not source or check_edits(source, [edit], names) is not None:
+            edit = None
+    where = _t(" at {where}", where=write.where)
+    if edit is not None:
+        fixes.append(
+            Fix(
+                summary=_t("use the out-of-place form of {op}{where}", op=_op_name(e.write_op), where=where),
+                trains=trains,
+                code="\n".join(line.strip() for line in edit.text.splitlines()),
+                edits=(edit,),
+                applicability="maybe-incorrect",
+            )
+        )
+    else:
+        fixes.append(
+            Fix(
+                summary=_t("use the out-of-place form of {op}{where}", op=_op_name(e.write_op), where=where),
+                trains=trains,
+            )
+        )
+    fixes.append(
+        Fix(
+            summary=_t(
+                "or clone the views where {op} makes them ({where}: [t.clone() for t in ...]), so that each write goes"
+                " to a tensor of its own",
+                op=e.views_op,
+                where=made.where,
+            ),
+            trains=trains,
+        )
+    )
+    return tuple(fixes)
 
 
 def _cut_word(cut: str) -> str:
@@ -1035,6 +1130,41 @@ def explain_message(message: Message) -> Explanation:
     parameters DDP gives only by index.
     """
     return _BUILDERS[message.kind](message)
+
+
+def located_cut(explanation: Explanation, tensors: Sequence[object], recorder: Recorder | None) -> Explanation | None:
+    """``explanation`` located at the cut a tracker saw behind a backward on ``tensors``, or None if it saw none.
+
+    The one rule for the note after the error and for :func:`gradlab.check` before the backward.
+    """
+    found = recorder.cut_for(tensors) if recorder is not None else None
+    if found is None:
+        return None
+    cut, exact = found
+    return explanation.located(cut.label, cut.location, exact)
+
+
+def no_graph(tensors: Sequence[object], recorder: Recorder | None = None) -> Explanation | None:
+    """Why a backward on ``tensors`` would fail for want of a graph (GL0003), before it runs; None if it would not.
+
+    torch refuses the first tensor that does not require grad ("element i of tensors does
+    not require grad and does not have a grad_fn"); under a tracker (``recorder``) the
+    explanation names the line that cut the graph, as the note after the error does.
+
+    Example::
+
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> no_graph([(w * 2).sum().detach()]).code
+        'GL0003'
+        >>> no_graph([(w * 2).sum()]) is None
+        True
+    """
+    for i, t in enumerate(tensors):
+        if isinstance(t, torch.Tensor) and not t.requires_grad:
+            text = f"element {i} of tensors does not require grad and does not have a grad_fn"  # torch's words
+            explanation = explain_message(Message("no_grad_fn", text, index=i))
+            return located_cut(explanation, tensors, recorder) or explanation
+    return None
 
 
 def explain_code(code: str) -> str:

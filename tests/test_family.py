@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ import torch
 from gradlab import explain
 from gradlab.advice import message_fixes
 from gradlab.codes import CODES, by_code, code_for, index_markdown
-from gradlab.explanation import KINDS, explain_code
+from gradlab.explanation import KINDS, Explanation, explain_code
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -285,3 +286,148 @@ def test_no_cut_seen_no_location_and_results_unchanged() -> None:
             torch.ones(2).sum().backward()  # nothing cut under this tracker: no located note
         except RuntimeError as e:
             assert not getattr(e, "__notes__", [])
+
+
+# -- located: the op that made several views, and the write torch refused ------------------------
+
+
+def _run_tracked(path: Path) -> tuple[BaseException, object]:
+    """Run the script at ``path`` under track(): the error it raised (with gradlab's note) and its explanation."""
+    import runpy
+
+    import gradlab
+
+    with gradlab.track() as tracker:
+        try:
+            runpy.run_path(str(path), run_name="__main__")
+        except RuntimeError as e:
+            return e, tracker.explanation_for(e)
+    raise AssertionError("the script raised nothing")
+
+
+MULTI_VIEW_SCRIPTS = {
+    "split": (
+        "import torch\n"
+        "w = torch.arange(4.0, requires_grad=True)\n"
+        "x = w * 2\n"
+        "a, b = x.split(2)  # the views\n"
+        "a.mul_(3)\n"
+        "(a * b).sum().backward()\n",
+        "a, b = x.split(2)  # the views",
+        ".split()",
+        "a.mul_(3)",
+        "a = a.mul(3)",
+        0,
+    ),
+    "chunk": (
+        "import torch\n"
+        "w = torch.arange(4.0, requires_grad=True)\n"
+        "parts = torch.chunk(w * 2, 2)\n"
+        "second = parts[1]\n"
+        "second += 1\n"
+        "(parts[0] * second).sum().backward()\n",
+        "parts = torch.chunk(w * 2, 2)",
+        "torch.chunk()",
+        "second += 1",
+        "second = second + 1",
+        1,
+    ),
+    "iterating": (
+        "import torch\n"
+        "w = torch.arange(6.0, requires_grad=True)\n"
+        "rows = []\n"
+        "for row in (w * 2).view(3, 2):\n"
+        "    row += 1\n"
+        "    rows.append(row)\n"
+        "torch.stack(rows).pow(2).sum().backward()\n",
+        "for row in (w * 2).view(3, 2):",
+        ".unbind()",
+        "row += 1",
+        "row = row + 1",
+        0,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MULTI_VIEW_SCRIPTS))
+def test_the_note_names_the_views_op_and_the_write_and_its_fix_trains_what_it_says(case: str, tmp_path: Path) -> None:
+    from gradlab.edits import apply_edits
+
+    source, views_line, op, write_line, fixed, nr = MULTI_VIEW_SCRIPTS[case]
+    script = tmp_path / f"{case}.py"
+    script.write_text(source, encoding="utf-8")
+    e, explanation = _run_tracked(script)
+    note = "\n".join(getattr(e, "__notes__", []))
+    assert "error[GL0008 multi-view in place]" in note
+    assert views_line in note and f"views: {op} here returned several views" in note
+    assert f"the write went to output {nr}" in note
+    assert write_line in note and "write: " in note
+    assert traceback.extract_tb(e.__traceback__)[-1].filename == str(script)  # it ends at the user's write
+    # the fix: its code is the edit; the patched script trains w as the code written out of place by hand
+    assert isinstance(explanation, Explanation)
+    fix = explanation.fixes[0]
+    assert fix.code == fixed and fix.applicability == "maybe-incorrect" and "keeps its old values" in fix.trains
+    patched = apply_edits(source, fix.edits)
+    ran: dict[str, object] = {}
+    exec(compile(patched, str(script), "exec"), ran)  # runs: torch no longer refuses the write
+    w = ran["w"]
+    assert isinstance(w, torch.Tensor) and w.grad is not None
+    # the same gradient as the code written out of place by hand, with torch alone
+    expected: dict[str, object] = {}
+    exec(compile(source.replace(write_line, fixed), "<by hand>", "exec"), expected)
+    assert torch.equal(w.grad, expected["w"].grad)  # type: ignore[union-attr]
+    assert "clone the views where" in explanation.fixes[1].summary
+
+
+def test_a_refused_write_without_recorded_views_keeps_the_plain_note() -> None:
+    import gradlab
+
+    x = (torch.ones(4, requires_grad=True) * 1).split(2)  # made before the tracker: not recorded
+    with gradlab.track() as tracker, pytest.raises(RuntimeError, match="returns multiple views") as info:
+        x[0].add_(1)
+    assert not getattr(info.value, "__notes__", []) and tracker.explanation_for(info.value) is None
+    with gradlab.track():
+        a, _b = torch.ones(4).split(2)  # no autograd: torch lets the write through, as without gradlab
+        a.add_(1)
+        assert torch.equal(a, torch.full((2,), 2.0))
+
+
+# -- check() before the backward: the cut, as the note after the error names it ----------------------
+
+
+def test_check_before_backward_names_the_same_cut_as_the_note_after() -> None:
+    import gradlab
+
+    w = torch.ones(3, requires_grad=True)
+    with gradlab.track() as tracker:
+        total = (w * 2).sum()
+        loss = torch.tensor(total.item()) * 2  # rebuilt from a number
+        before = gradlab.check(loss)
+        also = tracker.check([loss])
+        with pytest.raises(RuntimeError, match="does not require grad") as info:
+            loss.backward()
+    after = tracker.explanation_for(info.value)
+    assert not before.ok and before.kinds == ["no_grad_fn"] and before.problems == []
+    assert after is not None and before.no_graph is not None
+    assert before.no_graph.cut_at is after.cut_at and before.no_graph.cut == after.cut == "torch.tensor(x)"
+    assert before.no_graph.causes[0] == after.causes[0] and "torch.tensor(loss.item())" in after.causes[0]
+    assert "# rebuilt from a number" in str(before) and str(before).startswith("error[GL0003 no grad_fn]")
+    assert str(also) == str(before) and before.fixes == after.fixes
+
+
+def test_check_names_the_detach_that_made_the_loss_and_says_ok_otherwise() -> None:
+    import gradlab
+
+    w = torch.ones(3, requires_grad=True)
+    with gradlab.track():
+        good = (w * 2).sum()
+        cut = (w * 3).sum().detach()
+        d = gradlab.check([good, cut])
+        assert gradlab.check(good).ok
+    assert not d.ok and "made the tensor backward was called on" in str(d) and "cut = (w * 3).sum().detach()" in str(d)
+    assert "Element 1 of the tensors" in str(d)  # torch refuses the second, as backward([good, cut]) would
+    outside = gradlab.check(torch.ones(2))  # outside a tracker: the cause is not located, the answer still right
+    assert not outside.ok and outside.no_graph is not None and outside.no_graph.cut_at is None
+    with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
+        torch.ones(2).backward()  # what check() predicted
+    assert w.grad is None  # check() ran no backward
