@@ -75,7 +75,9 @@ class Explanation:
     ``expected_version``) are filled for ``"modified_in_place"`` messages
     that carry them and are ``None`` otherwise; ``output_of``/``output_nr`` also
     for the messages that name a node (multi-view in place, nan in backward);
-    ``parameters`` are the parameters a DDP message names.
+    ``parameters`` are the parameters a DDP message names, and ``why`` why DDP's
+    backward did not reach them, read from the model and the step's graph
+    (:func:`gradlab.ddp.explain_ddp`, under ``gradlab run``).
 
     Example::
 
@@ -113,6 +115,7 @@ class Explanation:
     views_at: Location | None = None
     write_op: str | None = None
     write_at: Location | None = None
+    why: tuple[str, ...] = ()
 
     def located(self, cut: str, where: Location, exact: bool) -> Explanation:
         """This explanation located at the line that cut the graph (``cut`` is ``.item()``, ``.detach()``, ...).
@@ -178,6 +181,7 @@ class Explanation:
 
     def __str__(self) -> str:
         lines = [_t("{header}: {what}", header=self._header(), what=self.summary), *self._cut_lines()]
+        lines += ["   = " + _t("why: {reason}", reason=reason) for reason in self.why]
         if self.closest is not None:
             lines.append("   = " + _t("closest known kind: {title}", title=_closest_title(self.closest)))
         if self.causes:
@@ -195,6 +199,7 @@ class Explanation:
     def details(self) -> str:
         """Everything: what each part of the message means, the causes, every fix with what it trains."""
         lines = [self._header(), self.summary, *self._cut_lines()]
+        lines += [_t("why: {reason}", reason=reason) for reason in self.why]
         if self.closest is not None:
             lines.append(_t("closest known kind: {title}", title=_closest_title(self.closest)))
         if self.torch_wording:

@@ -286,7 +286,7 @@ def _family(kind: MessageKind, m: re.Match[str], text: str) -> Message:
         twice = _DDP_TWICE.search(rest)
         if twice is not None:
             index = twice["index"]
-            parameters = (twice["name"],) if twice["name"] else ()
+            parameters = (twice["name"].lstrip("."),) if twice["name"] else ()  # 2.13: ".scale" at the root
     elif kind == "checkpoint_metadata":
         position = _CHECKPOINT_POSITION.search(rest)
         index = position["index"] if position is not None else None

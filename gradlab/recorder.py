@@ -45,13 +45,16 @@ class Cut:
 
     ``result`` is a weak reference to the tensor the cut returned (None for a number
     or a context manager); ``value`` the number ``.item()`` returned. Weak: a cut
-    never keeps a tensor alive.
+    never keeps a tensor alive. ``reaches`` holds the ids of the leaf tensors (the
+    parameters) the detached tensor's graph reached, read only under torch.distributed
+    (NOTE [DDP's why] in gradlab/ddp.py), else empty.
     """
 
     label: str
     location: Location
     result: weakref.ref[torch.Tensor] | None
     value: int | float | None
+    reaches: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,29 @@ class Views:
     label: str
     location: Location
     outputs: tuple[weakref.ref[torch.Tensor], ...]
+
+
+def _distributed() -> bool:
+    """Whether this process is in an initialised torch.distributed process group (DDP may run)."""
+    dist = sys.modules.get("torch.distributed")
+    return dist is not None and dist.is_available() and dist.is_initialized()
+
+
+def _leaves_reached(tensor: Any) -> frozenset[int]:
+    """The ids of the leaf tensors (parameters) ``tensor``'s graph reaches: one walk, nothing kept."""
+    found: set[int] = set()
+    seen: set[Any] = set()
+    stack = [getattr(tensor, "grad_fn", None)]
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        variable = getattr(fn, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            found.add(id(variable))
+        stack.extend(nxt for nxt, _ in fn.next_functions)
+    return frozenset(found)
 
 
 #: What a tracker does with an in-place write torch refused on one of several views:
@@ -604,7 +630,8 @@ class Recorder:
                 return
             ref = weakref.ref(result) if isinstance(result, torch.Tensor) else None
             value = result if isinstance(result, (int, float)) else None
-            self.cuts.append(Cut(label, location, ref, value))
+            reaches = _leaves_reached(source) if label == ".detach()" and _distributed() else frozenset()
+            self.cuts.append(Cut(label, location, ref, value, reaches))
         except Exception as e:  # NOTE [Hooks fail open]
             _failed(e)
 

@@ -431,3 +431,76 @@ def test_check_names_the_detach_that_made_the_loss_and_says_ok_otherwise() -> No
     with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
         torch.ones(2).backward()  # what check() predicted
     assert w.grad is None  # check() ran no backward
+
+
+# -- DDP: why a backward did not reach a parameter, read from the model (the torchrun runs: test_ddp.py) -------
+
+
+class _Inner(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.used = torch.nn.Linear(2, 2)
+        self.frozen = torch.nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            x = self.frozen(x)
+        return self.used(x)
+
+
+class _Outer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Inner()
+        self.blocks = torch.nn.Sequential(torch.nn.Linear(2, 2))
+        self.gate = torch.nn.Linear(2, 2)
+        self.old = torch.nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor, gated: bool = False) -> torch.Tensor:
+        x = self.blocks(self.inner(x))
+        return self.gate(x) if gated else x
+
+
+def test_why_unreached_reads_unused_branch_and_no_grad_from_the_forwards() -> None:
+    from gradlab.ddp import why_unreached
+
+    model = _Outer()
+    names = ["old.weight", "gate.weight", "gate.bias", "inner.frozen.weight", "blocks.0.weight"]
+    reasons = {r.parameters: r for r in why_unreached(model, names)}
+    assert reasons[("old.weight",)].kind == "unused" and "never uses self.old" in reasons[("old.weight",)].sentence
+    gate = reasons[("gate.weight", "gate.bias")]
+    assert gate.kind == "branch" and "only under `if gated`" in gate.sentence
+    frozen = reasons[("inner.frozen.weight",)]
+    assert frozen.kind == "no_grad" and "_Inner.forward uses self.frozen under with torch.no_grad()" in frozen.sentence
+    assert frozen.where is not None and frozen.where.code.strip() == "with torch.no_grad():"
+    assert reasons[("blocks.0.weight",)].kind == "not_reached"  # used: a container's children count as used
+    # and what it says is what autograd does: those parameters get no gradient from such a step
+    model(torch.ones(1, 2)).sum().backward()
+    assert all(dict(model.named_parameters())[n].grad is None for n in names[:4])
+    assert model.blocks[0].weight.grad is not None
+
+
+def test_why_unreached_names_the_detach_whose_graph_reached_the_parameter() -> None:
+    import weakref
+
+    from gradlab.ddp import why_unreached
+    from gradlab.location import Location
+    from gradlab.recorder import Cut, _leaves_reached
+
+    model = _Outer()
+    feat = model.inner(torch.ones(1, 2))
+    reaches = _leaves_reached(feat)  # what the tracker records at feat.detach() under torch.distributed
+    assert id(model.inner.used.weight) in reaches and id(model.old.weight) not in reaches
+    cut = Cut(".detach()", Location(__file__, 1), weakref.ref(feat), None, reaches)
+    (reason,) = why_unreached(model, ["inner.used.weight", "inner.used.bias"], [cut])
+    assert reason.kind == "detach" and reason.where is cut.location and "a .detach() cut them off" in reason.sentence
+    with pytest.raises(TypeError, match="pass the model"):
+        why_unreached("model", ["a"])  # type: ignore[arg-type]
+
+
+def test_ddp_ready_twice_names_a_root_parameter_without_torchs_dot() -> None:
+    e = explain(
+        "Expected to mark a variable ready only once. ... Parameter at index 0 with name .scale has been marked as "
+        "ready twice. This means that multiple autograd engine  hooks have fired for this particular parameter"
+    )
+    assert e.parameters == ("scale",) and "gradient of scale arrive twice" in e.summary
