@@ -504,3 +504,62 @@ def test_ddp_ready_twice_names_a_root_parameter_without_torchs_dot() -> None:
         "ready twice. This means that multiple autograd engine  hooks have fired for this particular parameter"
     )
     assert e.parameters == ("scale",) and "gradient of scale arrive twice" in e.summary
+
+
+# -- torch 2.4 to 2.15: the wordings, read from each release -------------------------------------------
+#
+# Read from the wheel of each release (2.4.1, 2.5.1, 2.6.0, 2.7.1, 2.8.0, 2.9.1, 2.10.0, 2.11.0, 2.12.1,
+# 2.13.0, 2.14.1, 2.15.0; 2026-12-02): the string literals of torch/lib/libtorch_cpu.so and
+# libtorch_python.so and the Python files that raise the family's messages (torch/autograd/__init__.py,
+# torch/_tensor.py, torch/utils/checkpoint.py, torch/nn/parallel/distributed.py). Every phrase gradlab's
+# patterns need is in every release, except these, which changed (first and last release that has each):
+RELEASE_WORDINGS = {
+    "unused_input": [
+        ((2, 13), (2, 15), "The differentiated Tensor at index 1 appears to not have been used in the graph"),
+        ((2, 4), (2, 12), "One of the differentiated Tensors appears to not have been used in the graph"),
+    ],
+    "inference_saved": [
+        ((2, 9), (2, 15), "Inference tensors cannot be saved for backward. Please do not use Tensors created in"),
+        ((2, 4), (2, 8), "Inference tensors cannot be saved for backward. To work around you can make a clone"),
+    ],
+}
+OLD_TEXTS = {  # as the releases before the change print them
+    "unused_input": "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True "
+    "if this is the desired behavior.",
+    "inference_saved": "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
+    "normal tensor and use it in autograd.",
+}
+
+
+def _release() -> tuple[int, int]:
+    major, minor = torch.__version__.split("+")[0].split(".")[:2]
+    return int(major), int(minor)
+
+
+@pytest.mark.parametrize("kind", sorted(RELEASE_WORDINGS))
+def test_the_installed_torch_words_it_as_the_release_table_says(kind: str) -> None:
+    build = {k: b for k, b, _ in PROVOKED}[kind]
+    text = " ".join(str(_raise(build)).split())
+    expected = [p for first, last, p in RELEASE_WORDINGS[kind] if first <= _release() <= last]
+    assert len(expected) == 1, f"torch {torch.__version__} is outside the releases read (2.4 to 2.15)"
+    assert expected[0] in text
+    assert all(p not in text for first, last, p in RELEASE_WORDINGS[kind] if not first <= _release() <= last)
+
+
+@pytest.mark.parametrize("kind", sorted(OLD_TEXTS))
+def test_each_releases_wording_is_decoded(kind: str) -> None:
+    for _first, _last, phrase in RELEASE_WORDINGS[kind]:
+        assert explain(phrase).kind == kind  # the words each range of releases prints
+    assert explain(OLD_TEXTS[kind]).kind == kind
+
+
+EXACT_EXAMPLES = ("non_scalar_output", "unused_input", "numpy_requires_grad", "multi_view_in_place")
+EXACT_EXAMPLES += ("detach_view_in_place", "inference_saved", "hook_no_grad", "no_grad_fn", "leaf_in_place")
+
+
+@pytest.mark.parametrize("kind", EXACT_EXAMPLES)
+def test_a_codes_example_is_the_message_of_the_installed_torch(kind: str) -> None:
+    if _release() != (2, 13):
+        pytest.skip("the examples are torch 2.13's messages")
+    build = {k: b for k, b, _ in PROVOKED}[kind]
+    assert " ".join(str(_raise(build)).split()) == code_for(kind).example  # type: ignore[union-attr]
