@@ -116,6 +116,8 @@ class Explanation:
     write_op: str | None = None
     write_at: Location | None = None
     why: tuple[str, ...] = ()
+    checkpointed: str | None = None
+    checkpointed_at: Location | None = None
 
     def located(self, cut: str, where: Location, exact: bool) -> Explanation:
         """This explanation located at the line that cut the graph (``cut`` is ``.item()``, ``.detach()``, ...).
@@ -155,6 +157,18 @@ class Explanation:
                 self.views_at,
                 _t("views: {op} here returned several views of one tensor", op=self.views_op)
                 + (_t("; the write went to output {nr}", nr=self.output_nr) if self.output_nr is not None else ""),
+            )
+        if self.checkpointed is not None and self.checkpointed_at is not None:
+            lines += _quoted(
+                self.checkpointed_at,
+                _t("checkpointed: {function}, run again during backward", function=self.checkpointed),
+            )
+            lines.append(
+                "   = "
+                + _(
+                    "which op saved it: torch prints every op of both runs with its line inside"
+                    " `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):`"
+                )
             )
         if self.write_op is not None and self.write_at is not None:
             lines += _quoted(
@@ -1114,7 +1128,10 @@ def explain(error: BaseException | str) -> Explanation:
         )
     m = messages.find(error)
     if m is not None:
-        return _BUILDERS[m.kind](m)
+        explanation = _BUILDERS[m.kind](m)
+        if m.kind == "checkpoint_metadata" and isinstance(error, BaseException):
+            return _at_checkpoint(error, explanation)
+        return explanation
     text = " ".join(str(error).split())
     # NOTE [never a wrong decoding]: a message that only shares words with a kind is not
     # decoded as that kind; the kind is named as the closest, for the reader to judge.
@@ -1135,6 +1152,60 @@ def explain_message(message: Message) -> Explanation:
     parameters DDP gives only by index.
     """
     return _BUILDERS[message.kind](message)
+
+
+_METADATA = re.compile(
+    r"tensor at position (?P<index>\d+):\s*saved metadata: (?P<saved>\{.*?\})\s*recomputed metadata: (?P<again>\{.*?\})"
+)
+
+
+def _at_checkpoint(error: BaseException, explanation: Explanation) -> Explanation:
+    """A checkpoint's recomputation that differed, located: the checkpointed function, the tensor's two metadata.
+
+    The function is read from torch's own frame in the traceback (the recompute
+    function's closure); the metadata from the message.
+    """
+    found = _checkpointed_function(error)
+    chain: list[BaseException] = [error]
+    while len(chain) < 8 and (chain[-1].__cause__ or chain[-1].__context__) is not None:
+        chain.append(chain[-1].__cause__ or chain[-1].__context__)  # type: ignore[arg-type]
+    # in debug mode torch raises its log, from the CheckpointError that has the metadata
+    metadata = next((m for x in chain if (m := _METADATA.search(" ".join(str(x).split()))) is not None), None)
+    meaning = explanation.meaning
+    if metadata is not None:
+        meaning = (
+            _t(
+                "The tensor at position {index} was {saved} in the forward and {again} when recomputed.",
+                index=metadata["index"],
+                saved=metadata["saved"],
+                again=metadata["again"],
+            ),
+            *meaning,
+        )
+    if found is None:
+        return replace(explanation, meaning=meaning)
+    name, where = found
+    return replace(explanation, meaning=meaning, checkpointed=name, checkpointed_at=where)
+
+
+def _checkpointed_function(error: BaseException) -> tuple[str, Location] | None:
+    """The user's function torch.utils.checkpoint ran again, from the frames of ``error``'s traceback."""
+    from .location import _library_file
+
+    tb = error.__traceback__
+    while tb is not None:
+        recompute = getattr(tb.tb_frame.f_locals.get("frame"), "recompute_fn", None)
+        for cell in getattr(recompute, "__closure__", None) or ():
+            try:
+                fn = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            target = type(fn).forward if isinstance(fn, torch.nn.Module) else getattr(fn, "__func__", fn)
+            code = getattr(target, "__code__", None)
+            if code is not None and not _library_file(code.co_filename):
+                return getattr(target, "__qualname__", code.co_name), Location(code.co_filename, code.co_firstlineno)
+        tb = tb.tb_next
+    return None
 
 
 def located_cut(explanation: Explanation, tensors: Sequence[object], recorder: Recorder | None) -> Explanation | None:

@@ -563,3 +563,44 @@ def test_a_codes_example_is_the_message_of_the_installed_torch(kind: str) -> Non
         pytest.skip("the examples are torch 2.13's messages")
     build = {k: b for k, b, _ in PROVOKED}[kind]
     assert " ".join(str(_raise(build)).split()) == code_for(kind).example  # type: ignore[union-attr]
+
+
+# -- located: the checkpoint recomputation that differed ---------------------------------------------------
+
+CHECKPOINTED = (
+    "import torch\n"
+    "from torch.utils.checkpoint import checkpoint\n"
+    "calls = [0]\n"
+    "\n"
+    "\n"
+    "class Block(torch.nn.Module):\n"
+    "    def forward(self, a):\n"
+    "        calls[0] += 1\n"
+    "        b = a * 2\n"
+    "        return b[: calls[0]].sin()  # the shape depends on a counter\n"
+    "\n"
+    "\n"
+    "x = torch.ones(3, requires_grad=True)\n"
+    "DEBUG\n"
+    "    checkpoint(Block(), x, use_reentrant=False).sum().backward()\n"
+)
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["plain", "debug"])
+def test_the_note_names_the_checkpointed_function_and_where_its_op_is_visible(debug: bool, tmp_path: Path) -> None:
+    import runpy
+
+    switch = "with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):" if debug else "if True:"
+    script = tmp_path / "checkpointed.py"
+    script.write_text(CHECKPOINTED.replace("DEBUG", switch), encoding="utf-8")
+    with pytest.raises(RuntimeError, match="Recomputed values|non-determinism") as info:
+        runpy.run_path(str(script), run_name="__main__")
+    e = explain(info.value)  # in debug mode torch raises its log, from the CheckpointError
+    assert e.kind == "checkpoint_metadata" and e.checkpointed == "Block.forward"
+    assert e.checkpointed_at is not None and (e.checkpointed_at.filename, e.checkpointed_at.lineno) == (str(script), 7)
+    assert "checkpointed: Block.forward, run again during backward" in str(e) and "def forward(self, a):" in str(e)
+    assert e.meaning[0].startswith("The tensor at position 0 was {'shape': torch.Size([1])")
+    assert "when recomputed" in e.meaning[0] and "torch.Size([2])" in e.meaning[0]
+    if debug:  # what the note says: torch's debug mode names the op's line inside the function, for both runs
+        assert f"{script}:9:forward" in str(info.value) and f"{script}:10:forward" in str(info.value)
+    assert explain(str(info.value)).checkpointed is None  # from pasted text: decoded, not located
