@@ -767,26 +767,95 @@ def _node_wording(node: str | None) -> str:
     return _("torch 2.13 or later (node names without 'Backward', like Split)")
 
 
-def _non_scalar_output(m: Message) -> Explanation:
-    return Explanation(
-        kind="non_scalar_output",
-        summary=_(
-            "backward() was called without gradient= on a tensor with more than one element, so autograd does"
-            " not know how to weigh its elements."
-        ),
-        message=m.text,
-        torch_wording=_("any torch release ('real scalar outputs' for a complex output)"),
-        meaning=(
+# NOTE [Fixed texts]: the kinds whose message has no part to read (no index, node or name)
+# differ only in their sentences, so one builder reads them from this table (built per call:
+# the sentences are in gradlab's language of the moment).
+def _fixed_texts() -> dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]]:
+    """(summary, torch's wording, what the message says, likely causes) of each kind with fixed texts."""
+    return {
+        "non_scalar_output": (
             _(
-                "'implicitly created' is the gradient of the output with respect to itself: for a scalar loss it"
-                " is 1; for a vector autograd would need one weight per element (a vector-Jacobian product)."
+                "backward() was called without gradient= on a tensor with more than one element, so autograd does"
+                " not know how to weigh its elements."
+            ),
+            _("any torch release ('real scalar outputs' for a complex output)"),
+            (
+                _(
+                    "'implicitly created' is the gradient of the output with respect to itself: for a scalar loss it"
+                    " is 1; for a vector autograd would need one weight per element (a vector-Jacobian product)."
+                ),
+            ),
+            (
+                _("The loss was not reduced: a per-sample loss (reduction='none') or the model's output itself."),
+                _("A reduction over the wrong dimension left a vector (loss.mean(dim=0) of a 2-D loss)."),
             ),
         ),
-        causes=(
-            _("The loss was not reduced: a per-sample loss (reduction='none') or the model's output itself."),
-            _("A reduction over the wrong dimension left a vector (loss.mean(dim=0) of a 2-D loss)."),
+        "numpy_requires_grad": (
+            _(
+                ".numpy() was called on a tensor that is part of a graph: numpy arrays cannot carry gradients, so"
+                " torch refuses to drop them silently."
+            ),
+            _("any torch release"),
+            (_("'requires grad' means the tensor is a parameter or was computed from one in a graph."),),
+            (
+                _("Printing, plotting or logging a model output or a loss (plt.plot(pred), np.mean(loss))."),
+                _("A metric or a loss term computed in numpy (that part could not train anything)."),
+            ),
         ),
-        fixes=message_fixes("non_scalar_output"),
+        "detach_view_in_place": (
+            _("detach_() was called on a view; a view shares its base's graph, so it cannot leave the graph in place."),
+            _("any torch 1.x or 2.x release (the DDP sentence since 1.7)"),
+            (_("detach_() changes the tensor itself; detach() returns a new tensor and works on views."),),
+            (
+                _("x[:n].detach_() or a slice of a hidden state detached in place."),
+                _("Under DDP with gradient_as_bucket_view=True: p.grad.detach_() in a hand-written zero_grad."),
+            ),
+        ),
+        "inference_saved": (
+            _(
+                "A tensor created under torch.inference_mode() was used by an op that saves it for backward;"
+                " inference tensors have no version counter, so autograd cannot save them."
+            ),
+            _("torch 1.9 or later (inference_mode)"),
+            (
+                _(
+                    "Inference tensors are cheaper than no_grad tensors because autograd keeps no bookkeeping for them;"
+                    " that is also why they cannot take part in a graph later."
+                ),
+            ),
+            (
+                _(
+                    "Data or features precomputed under inference_mode() (a cache, a frozen encoder) then used in training."
+                ),
+                _("A tensor returned by an evaluation function decorated with @torch.inference_mode()."),
+            ),
+        ),
+        "hook_no_grad": (
+            _(
+                "register_hook() was called on a tensor that does not require grad: no gradient will ever reach it,"
+                " so a hook there could never run."
+            ),
+            _("any torch release"),
+            (_("A tensor hook runs when its gradient is computed; without requires_grad there is none."),),
+            (
+                _("The tensor was computed under torch.no_grad(), or was .detach()ed, or is an input batch."),
+                _("The parameter was frozen (requires_grad=False) before the hook was registered."),
+            ),
+        ),
+    }
+
+
+def _fixed(m: Message) -> Explanation:
+    """The explanation of a message with fixed texts (NOTE [Fixed texts])."""
+    summary, wording, meaning, causes = _fixed_texts()[m.kind]
+    return Explanation(
+        kind=m.kind,
+        summary=summary,
+        message=m.text,
+        torch_wording=wording,
+        meaning=meaning,
+        causes=causes,
+        fixes=message_fixes(m.kind),
     )
 
 
@@ -815,24 +884,6 @@ def _unused_input(m: Message) -> Explanation:
             _("The parameter belongs to a layer the forward did not call (a branch not taken, an unused head)."),
         ),
         fixes=message_fixes("unused_input"),
-    )
-
-
-def _numpy_requires_grad(m: Message) -> Explanation:
-    return Explanation(
-        kind="numpy_requires_grad",
-        summary=_(
-            ".numpy() was called on a tensor that is part of a graph: numpy arrays cannot carry gradients, so"
-            " torch refuses to drop them silently."
-        ),
-        message=m.text,
-        torch_wording=_("any torch release"),
-        meaning=(_("'requires grad' means the tensor is a parameter or was computed from one in a graph."),),
-        causes=(
-            _("Printing, plotting or logging a model output or a loss (plt.plot(pred), np.mean(loss))."),
-            _("A metric or a loss term computed in numpy (that part could not train anything)."),
-        ),
-        fixes=message_fixes("numpy_requires_grad"),
     )
 
 
@@ -868,64 +919,6 @@ def _multi_view_in_place(m: Message) -> Explanation:
             _("An inplace=True layer applied to one chunk."),
         ),
         fixes=message_fixes("multi_view_in_place"),
-    )
-
-
-def _detach_view_in_place(m: Message) -> Explanation:
-    return Explanation(
-        kind="detach_view_in_place",
-        summary=_(
-            "detach_() was called on a view; a view shares its base's graph, so it cannot leave the graph in place."
-        ),
-        message=m.text,
-        torch_wording=_("any torch 1.x or 2.x release (the DDP sentence since 1.7)"),
-        meaning=(_("detach_() changes the tensor itself; detach() returns a new tensor and works on views."),),
-        causes=(
-            _("x[:n].detach_() or a slice of a hidden state detached in place."),
-            _("Under DDP with gradient_as_bucket_view=True: p.grad.detach_() in a hand-written zero_grad."),
-        ),
-        fixes=message_fixes("detach_view_in_place"),
-    )
-
-
-def _inference_saved(m: Message) -> Explanation:
-    return Explanation(
-        kind="inference_saved",
-        summary=_(
-            "A tensor created under torch.inference_mode() was used by an op that saves it for backward;"
-            " inference tensors have no version counter, so autograd cannot save them."
-        ),
-        message=m.text,
-        torch_wording=_("torch 1.9 or later (inference_mode)"),
-        meaning=(
-            _(
-                "Inference tensors are cheaper than no_grad tensors because autograd keeps no bookkeeping for them;"
-                " that is also why they cannot take part in a graph later."
-            ),
-        ),
-        causes=(
-            _("Data or features precomputed under inference_mode() (a cache, a frozen encoder) then used in training."),
-            _("A tensor returned by an evaluation function decorated with @torch.inference_mode()."),
-        ),
-        fixes=message_fixes("inference_saved"),
-    )
-
-
-def _hook_no_grad(m: Message) -> Explanation:
-    return Explanation(
-        kind="hook_no_grad",
-        summary=_(
-            "register_hook() was called on a tensor that does not require grad: no gradient will ever reach it,"
-            " so a hook there could never run."
-        ),
-        message=m.text,
-        torch_wording=_("any torch release"),
-        meaning=(_("A tensor hook runs when its gradient is computed; without requires_grad there is none."),),
-        causes=(
-            _("The tensor was computed under torch.no_grad(), or was .detach()ed, or is an input batch."),
-            _("The parameter was frozen (requires_grad=False) before the hook was registered."),
-        ),
-        fixes=message_fixes("hook_no_grad"),
     )
 
 
@@ -1064,13 +1057,13 @@ _BUILDERS = {
     "graph_freed": _graph_freed,
     "no_grad_fn": _no_grad_fn,
     "leaf_in_place": _leaf_in_place,
-    "non_scalar_output": _non_scalar_output,
+    "non_scalar_output": _fixed,
     "unused_input": _unused_input,
-    "numpy_requires_grad": _numpy_requires_grad,
+    "numpy_requires_grad": _fixed,
     "multi_view_in_place": _multi_view_in_place,
-    "detach_view_in_place": _detach_view_in_place,
-    "inference_saved": _inference_saved,
-    "hook_no_grad": _hook_no_grad,
+    "detach_view_in_place": _fixed,
+    "inference_saved": _fixed,
+    "hook_no_grad": _fixed,
     "anomaly_nan": _anomaly_nan,
     "checkpoint_metadata": _checkpoint_metadata,
     "ddp_unfinished_reduction": _ddp_unfinished,
