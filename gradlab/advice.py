@@ -476,6 +476,19 @@ def _read_on(source: str, line: int) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
 
+def _used_in(source: str, start: int, end: int) -> set[str] | None:
+    """The names lines ``start`` to ``end`` of ``source`` read or bind, when they are whole statements
+    (they exist there when those lines run); None when the lines do not parse on their own."""
+    lines = source.splitlines()
+    if not 0 < start <= end <= len(lines):
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent("\n".join(lines[start - 1 : end])))
+    except SyntaxError:
+        return None
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
 def checked(fix: Fix, ctx: Context) -> Fix:
     """``fix`` with its code set from its edits when :func:`gradlab.edits.check_edits` passes; else a sentence.
 
@@ -500,11 +513,18 @@ def checked(fix: Fix, ctx: Context) -> Fix:
         # one-line rewrites elsewhere (an in-place op in a model's code): only the names those lines read
         source = site.source if site is not None and filename == site.filename else _source_of(filename)
         names = set().union(*(_read_on(source, e.start) for e in fix.edits))
+    elif all(not e.inserts for e in fix.edits):
+        # whole statements rewritten elsewhere (a helper's loop over fast weights): only the names they use
+        source = site.source if site is not None and filename == site.filename else _source_of(filename)
+        used = [_used_in(source, e.start, e.end) for e in fix.edits]
+        if any(u is None for u in used):
+            return replace(fix, code=None, edits=(), applicability="sentence")
+        names = set().union(*(u for u in used if u is not None))
     else:
         return replace(fix, code=None, edits=(), applicability="sentence")
     if not source or check_edits(source, fix.edits, names) is not None:
         return replace(fix, code=None, edits=(), applicability="sentence")
-    code = "\n".join(textwrap.dedent(e.text) for e in fix.edits)
+    code = "\n".join(textwrap.dedent(e.text) for e in fix.edits if e.text)  # a deletion prints nothing
     return replace(fix, code=code)
 
 
@@ -1200,8 +1220,9 @@ def _fast_weights(ctx: Context) -> list[_Proposal]:
     site = ctx.site
     if site is not None and ctx.fast_lines is not None and ctx.fast_text is not None:
         start, end = ctx.fast_lines
-        if site.holds(start):
-            edit = Edit(site.filename, start, end, _indent_of(site, start) + ctx.fast_text)
+        # the loop may sit in a helper of the same file (a MAML class's adapt()): checked on the names it uses
+        text = site.text(start)
+        edit = Edit(site.filename, start, end, text[: len(text) - len(text.lstrip())] + ctx.fast_text)
     return [
         _keeping(
             ctx,

@@ -1,0 +1,79 @@
+"""Causes read from the record, the graph and the source, each on a script written for it (not a corpus case).
+
+Every script of ``EXPECTED`` lives in tests/scripts/causes/ with its hand-corrected ``NAME_intended.py``; the
+names and the layout differ from the corpus case the rule was first met in (tests/corpus/cases/), so that a rule
+tuned to that case's text fails here. For each: the note's cause; the first fix is checked code, applied exactly as
+printed it runs and every optimizer step uses the gradients of the intended version (real torch); its claims are
+the intended version's; ``check()`` right before the failing backward agrees with the note.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_causes import _NAMESPACES, CAUSES, _run, _same, _words
+
+import gradlab
+from gradlab.edits import Edit, apply_edits
+
+# script -> (cause, what each loss trains after the first fix), read from the intended version
+EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
+    # the inner loop in a helper function, `-=` instead of `.sub_`: the edit lands in the helper
+    "meta_helper_isub": ("fast_weights_in_place", (("query_loss", ("hidden", "readout")),)),
+}
+
+
+def _diagnosis(script: str) -> gradlab.Diagnosis:
+    path = CAUSES / f"{script}.py"
+    error, _ = _run(path.read_text(), str(path))
+    assert error is not None, f"{script} should fail"
+    return gradlab.last_diagnosis(error)
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED))
+def test_the_cause_is_read_from_the_code(script: str) -> None:
+    d = _diagnosis(script)
+    assert d.cause == EXPECTED[script][0], str(d)
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED))
+def test_the_first_fix_applied_as_printed_trains_what_the_intended_version_trains(script: str) -> None:
+    path = CAUSES / f"{script}.py"
+    fix = _diagnosis(script).fixes[0]
+    assert fix.edits, f"{script}: the first fix should be checked code\n{fix.lines()}"
+    assert all(isinstance(e, Edit) and e.filename == str(path) for e in fix.edits)
+    assert fix.code == "\n".join(textwrap.dedent(e.text) for e in fix.edits if e.text)
+    assert fix.applicability == "machine-applicable"
+    patched = apply_edits(path.read_text(), fix.edits)
+    error, steps = _run(patched, str(path.with_name(f"{script}_patched.py")))
+    assert error is None, f"{script}: the patched script fails: {error}"
+    intended = CAUSES / f"{script}_intended.py"
+    _, want = _run(intended.read_text(), str(intended))
+    assert steps and _same(steps, want), f"{script}: the gradients of the optimizer steps differ from the intended ones"
+    assert dict(fix.claims) == dict(EXPECTED[script][1])
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED))
+def test_check_before_the_backward_agrees_with_the_note(script: str, tmp_path: Path) -> None:
+    path = CAUSES / f"{script}.py"
+    note = _diagnosis(script)
+    source = path.read_text()
+    needed = note.needed_by
+    assert needed is not None
+    line = source.splitlines()[needed.lineno - 1]
+    indent = line[: len(line) - len(line.lstrip())]
+    loss = line.strip().split(".backward(")[0]
+    probe = Edit(str(path), needed.lineno, needed.lineno - 1, f"{indent}_checked = gradlab.check({loss})")
+    copy = tmp_path / f"{script}.py"
+    copy.write_text(apply_edits(source, [probe]))
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    again = gradlab.last_diagnosis(error)
+    checked = _NAMESPACES[-1]["_checked"]
+    _NAMESPACES.clear()
+    assert not checked.ok
+    assert (checked.cause, _words(checked.fixes[0])) == (again.cause, _words(again.fixes[0]))
+    assert (again.cause, _words(again.fixes[0])) == (note.cause, _words(note.fixes[0]))
+    assert checked.fixes[0].code == again.fixes[0].code == note.fixes[0].code
