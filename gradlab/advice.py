@@ -63,6 +63,9 @@ Cause = Literal[
     "stale_forward",  # a forward computed once, before the loop, reused by every iteration
     "list_never_cleared",  # a list of graph-holding tensors appended to each iteration and never cleared
     "fast_weights_in_place",  # fast weights updated in place inside a loop over them (MAML)
+    "step_before_backward",  # the step on a loss's gradient runs between its forward and its backward
+    "retained_accumulation",  # a running total of losses backwarded each iteration with retain_graph=True
+    "attached_output",  # a loss not meant to train a model (a penalty, D's loss) built on its undetached output
     "unknown",
 ]
 CAUSES: tuple[Cause, ...] = typing.get_args(Cause)
@@ -89,6 +92,19 @@ def _cause_sentences() -> dict[Cause, str]:
         "fast_weights_in_place": _(
             "fast weights are updated in place inside a loop over them: autograd saved them for the gradient that "
             "is still to be taken"
+        ),
+        "step_before_backward": _(
+            "the optimizer step that should use this loss's gradient runs between the loss's forward and its "
+            "backward: it steps on the previous iteration's gradient and changes weights this graph saved"
+        ),
+        "retained_accumulation": _(
+            "a running total of the losses is backwarded at every iteration with retain_graph=True: each backward "
+            "goes through every earlier iteration's graph again, whose weights a step has changed since"
+        ),
+        "attached_output": _(
+            "a loss your loop does not train this model with (a gradient penalty, a discriminator's loss) is built "
+            "on the model's output without .detach(): its backward went through the model's graph and freed it, "
+            "and a later loss that trains the model needs that graph"
         ),
         "unknown": _("gradlab cannot tell what changed the tensor (it was not watching when it happened)"),
     }
@@ -1242,6 +1258,43 @@ def _fast_weights(ctx: Context) -> list[_Proposal]:
     ]
 
 
+def _step_after(ctx: Context) -> list[_Proposal]:
+    """Move the step that ran between the loss's forward and its backward to right after that backward."""
+    site, step, back = ctx.site, ctx.step_line, ctx.backward_line
+    edits: tuple[Edit, ...] = ()
+    if site is not None and step is not None and back is not None and site.holds(step):
+        insert = _insert(ctx, back, site.text(step).strip(), after=True)
+        edits = _edits(Edit(site.filename, step, step, ""), insert)
+    proposals = [
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "move {step} after {loss}.backward(): as written it runs before the backward and steps on the "
+                    "previous iteration's gradient",
+                    step=ctx.step,
+                    loss=ctx.l,
+                ),
+                trains=_t("{loss} trains what it reaches, each step on its own iteration's gradient", loss=ctx.l),
+                edits=edits,
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            False,
+            describe=True,
+        )
+    ]
+    again = _recompute(ctx)
+    if again is not None:  # the other reading: the step is meant to use the previous iteration's gradient
+        proposals.append(
+            replace(
+                again,
+                fix=replace(again.fix, intent=_("if each step is meant to use the previous iteration's gradient")),
+                describe=False,
+            )
+        )
+    return proposals
+
+
 def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     """The fixes that fit ``cause``, the likeliest intent first, in the words of ``ctx``.
 
@@ -1270,6 +1323,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = _buffered(ctx)
     elif cause == "fast_weights_in_place":
         proposals = _fast_weights(ctx)
+    elif cause == "step_before_backward":
+        proposals = _step_after(ctx)
     else:  # unknown: the two likeliest families, each with what it trains
         proposals = [*_in_place(ctx)[:1], *_chained(ctx, False)[:1], *_carried(ctx)[:1]]
     return _judged(proposals, ctx)

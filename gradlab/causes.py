@@ -227,6 +227,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
                 if stale is not None:
                     return "stale_forward", stale
                 return "carried_state", _carried_context(base, graph, topo, facts)
+            early = _step_too_early(base, facts, optimizer_write)
+            if early is not None:
+                return "step_before_backward", replace(early, recompute_lines=_recompute_lines(early, graph, p, facts))
             return "optimizer_step", _step_context(base, p, graph, topo, facts, optimizer_write, node_id)
         if writes:
             w = writes[0]
@@ -723,6 +726,55 @@ def _out_of_place(st: ast.stmt, target: ast.Tuple) -> str | None:
         and type(st.op) in _AUG
     ):
         return f"{name} {_AUG[type(st.op)]} ({ast.unparse(st.value)})"
+    return None
+
+
+def _runs_backward(st: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call)
+        and (
+            (isinstance(n.func, ast.Attribute) and n.func.attr == "backward")
+            or ast.unparse(n.func) in ("torch.autograd.backward", "autograd.backward", "torch.autograd.grad")
+        )
+        for n in ast.walk(st)
+    )
+
+
+def _step_too_early(base: Context, facts: Facts, write: Write | None) -> Context | None:
+    """``opt.step()`` between a loss's forward and its backward, as a statement of the loop body that no backward
+    precedes in the iteration, where ``opt`` is an optimizer the loop steps on that loss's gradient: the step
+    meant for this backward runs too early (it steps on the previous iteration's gradient). With the step's
+    write known (under ``track()``), it must be that statement's."""
+    site, line, intent = facts.site, facts.backward_line, base.intent
+    if site is None or line is None or intent is None:
+        return None
+    tree = site.tree()
+    body = loop_body_of(tree, line) if tree is not None else None
+    if not body:
+        return None
+    here = next((i for i, st in enumerate(body) if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
+    if here is None:
+        return None
+    reach = set(base.reach)
+    stepping = {p.optimizer for p in intent.plans if p.steps and (not reach or reach & set(p.modules))}
+    for st in body[:here]:
+        if _runs_backward(st):
+            return None  # a backward before it in the iteration: the step may be that loss's (the course's loop)
+        call = st.value if isinstance(st, ast.Expr) else None
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "step"
+            and st.lineno == st.end_lineno
+            and site.holds(st.lineno)
+        ):
+            continue
+        optimizer = ast.unparse(call.func.value)
+        if optimizer not in stepping:
+            continue
+        if write is not None and write.location is not None and write.location.lineno != st.lineno:
+            continue
+        return replace(base, optimizer=optimizer, step_line=st.lineno)
     return None
 
 

@@ -22,6 +22,8 @@ from gradlab.edits import Edit, apply_edits
 EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # the inner loop in a helper function, `-=` instead of `.sub_`: the edit lands in the helper
     "meta_helper_isub": ("fast_weights_in_place", (("query_loss", ("hidden", "readout")),)),
+    # a while loop over an iterator, a model class, a scheduler after the backward
+    "early_step_while": ("step_before_backward", (("err", ("net",)),)),
 }
 
 

@@ -29,7 +29,6 @@ JUDGE_XFAIL = {
     "moco_queue": "the first fix has no edits",
     "ppo_old_log_probs": "the first fix has no edits",
     "running_stats_buffer": "the first fix has no edits",
-    "step_before_backward": "the first fix (recompute after the step) trains the classifier's bias where the intended version does not",
     "vae_two_optimizers": "the first fix has no edits",
 }
 
