@@ -598,7 +598,11 @@ def _judged(proposals: list[_Proposal], ctx: Context) -> tuple[Fix, ...]:
         elif extra:
             rest.append(replace(fix, applicability="maybe-incorrect" if fix.code else "sentence"))
         else:
-            story_zeroes = ctx.model is not None and "zero_grad()" in fix.trains and intent.zeroer(ctx.model) is None
+            story_zeroes = (
+                ctx.model is not None
+                and "zero_grad()" in fix.trains
+                and (intent.zeroer(ctx.model) is None or intent.zeroed_by_module(ctx.model))
+            )
             if prop.describe or (prop.reach is not None and story_zeroes):
                 # the loop's own words, where the story's (a zero_grad() the code does not have) would be false
                 fix = replace(fix, trains=_trains_text(ctx, claimed))
@@ -614,7 +618,9 @@ def _trains_text(ctx: Context, claimed: set[str]) -> str:
         cleared = []
         for m in dropped:
             zero = intent.zeroer(m)
-            if zero:
+            if zero and intent.zeroed_by_module(m):
+                cleared.append(_t("{module}.zero_grad() clears it before it is stepped", module=zero))
+            elif zero:
                 cleared.append(_t("{optimizer}.zero_grad() clears it before {optimizer}.step()", optimizer=zero))
             else:
                 cleared.append(_t("no optimizer steps {model} on it", model=m))
@@ -836,6 +842,22 @@ def _chained(ctx: Context, freed: bool) -> list[_Proposal]:
     return proposals
 
 
+def _step_moved_after(ctx: Context, keyword: str) -> tuple[Edit | None, Edit | None]:
+    """Delete the step's line and put it right after the failing backward, given ``keyword`` (``inputs=...``)."""
+    site, step, back = ctx.site, ctx.step_line, ctx.backward_line
+    if site is None or step is None or back is None or not (step < back and site.holds(step)):
+        return None, None
+    if _statement_span(site, step) != (step, step):
+        return None, None
+    call = _with_keyword(site.text(back), "backward", keyword)
+    moved = _replace(ctx, back, call)
+    if moved is None:
+        return None, None
+    indent = _indent_of(site, back)
+    both = Edit(moved.filename, back, back, f"{moved.text}\n{indent}{site.text(step).strip()}")
+    return Edit(site.filename, step, step, ""), both
+
+
 def _judge(ctx: Context, freed: bool) -> list[_Proposal]:
     """The stepped model sits between the failing loss and the models it trains (GAN discriminator)."""
     edit = None
@@ -844,9 +866,19 @@ def _judge(ctx: Context, freed: bool) -> list[_Proposal]:
         edit = _insert(ctx, ctx.step_line, text, after=True) if text else None
     others = tuple(ctx.others)
     inputs = _inputs(ctx.others) if len(ctx.others) == 1 else None
+    two = bool(ctx.loss and ctx.model and ctx.others)  # the two readings of the loop, each fix says which
     proposals = [
         _Proposal(
             Fix(
+                intent=_t(
+                    "if {loss} should train {others} against {model} as {step} left it (the usual GAN order)",
+                    loss=ctx.l,
+                    others=ctx.o,
+                    model=ctx.m,
+                    step=ctx.step,
+                )
+                if two
+                else None,
                 summary=_t(
                     "recompute {model}'s forward after {step}, and {loss} from it",
                     model=ctx.m,
@@ -870,7 +902,26 @@ def _judge(ctx: Context, freed: bool) -> list[_Proposal]:
         ),
         _Proposal(
             Fix(
+                intent=_t(
+                    "if {loss} should train {others} against {model} as it was before {step}",
+                    loss=ctx.l,
+                    others=ctx.o,
+                    model=ctx.m,
+                    step=ctx.step,
+                )
+                if two
+                else None,
+                edits=_edits(*_step_moved_after(ctx, inputs)) if inputs else (),
                 summary=_t(
+                    "move {step} after {loss}.backward(), and backward {loss} into {others}'s parameters only "
+                    "({inputs})",
+                    loss=ctx.l,
+                    step=ctx.step,
+                    others=ctx.o,
+                    inputs=inputs or "",
+                )
+                if inputs and two
+                else _t(
                     "or move {loss}.backward({inputs}) before {step}",
                     loss=ctx.l,
                     step=ctx.step,
@@ -1258,6 +1309,82 @@ def _fast_weights(ctx: Context) -> list[_Proposal]:
     ]
 
 
+def _retained(ctx: Context) -> list[_Proposal]:
+    """Backward each iteration's term once (no retain_graph), and keep the running total detached, for the log."""
+    total, term, site = ctx.carried, ctx.extra.get("term"), ctx.site
+    edits: tuple[Edit, ...] = ()
+    if site is not None and total and term and ctx.entry_lineno is not None and ctx.backward_line is not None:
+        parsed: ast.expr | None
+        call: ast.expr | None
+        try:
+            parsed = ast.parse(term, mode="eval").body
+            call = ast.parse(site.text(ctx.backward_line).strip(), mode="eval").body
+        except SyntaxError:
+            parsed = call = None
+        # the term is evaluated once more for its backward: only names and arithmetic, never a call (a forward)
+        if (
+            parsed is not None
+            and isinstance(call, ast.Call)
+            and not any(isinstance(n, ast.Call) for n in ast.walk(parsed))
+        ):
+            alone = term if isinstance(parsed, (ast.Name, ast.Attribute)) else f"({term})"
+            body, comment = _split_comment(site.text(ctx.entry_lineno).strip())
+            if body.startswith(f"{total} +="):
+                added = f"{total} += {alone}.detach()"
+            elif ctx.extra.get("side") == "right":
+                added = f"{total} = {total} + {alone}.detach()"
+            else:
+                added = f"{alone}.detach() + {total}"
+                added = f"{total} = {added}"
+            keywords = ", ".join(ast.unparse(k) for k in call.keywords if k.arg != "retain_graph")
+            arguments = ", ".join([*(ast.unparse(a) for a in call.args), *([keywords] if keywords else [])])
+            edits = _edits(
+                _replace(ctx, ctx.entry_lineno, added + comment),
+                _replace(ctx, ctx.backward_line, f"{alone}.backward({arguments})"),
+            )
+    name = total or _("the running total")
+    part = term or _("each iteration's loss")
+    return [
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "backward each iteration's {part} once, without retain_graph, and keep {name} detached, for the "
+                    "log: .grad adds the iterations' gradients up until the step",
+                    part=part,
+                    name=name,
+                ),
+                trains=_t(
+                    "{loss} trains what it reaches, once per iteration, accumulated in .grad until the step; {name} "
+                    "takes no part in backward",
+                    loss=ctx.l,
+                    name=name,
+                ),
+                edits=edits,
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            False,
+            describe=True,
+        ),
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "or call {name}.backward() once, when the accumulation ends (right before the step), without "
+                    "retain_graph, and start {name} again after the step",
+                    name=name,
+                ),
+                trains=_(
+                    "every iteration's loss trains what it reaches through one backward (memory grows with the "
+                    "accumulation)"
+                ),
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            False,
+        ),
+    ]
+
+
 def _step_after(ctx: Context) -> list[_Proposal]:
     """Move the step that ran between the loss's forward and its backward to right after that backward."""
     site, step, back = ctx.site, ctx.step_line, ctx.backward_line
@@ -1325,6 +1452,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = _fast_weights(ctx)
     elif cause == "step_before_backward":
         proposals = _step_after(ctx)
+    elif cause == "retained_accumulation":
+        proposals = _retained(ctx)
     else:  # unknown: the two likeliest families, each with what it trains
         proposals = [*_in_place(ctx)[:1], *_chained(ctx, False)[:1], *_carried(ctx)[:1]]
     return _judged(proposals, ctx)

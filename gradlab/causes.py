@@ -222,6 +222,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             return "untracked_write", replace(base, tensor=_short_name(p), op=None)
         optimizer_write = next((w for w in writes if w.optimizer), None)
         if optimizer_write is not None or (not writes and _is_parameter(p)):
+            retained = _retained_total(base, facts)  # read from the source alone: check() sees it too
+            if retained is not None:
+                return "retained_accumulation", retained
             if _previous_iteration(p, graph, node_id, facts, None):
                 stale = _stale_forward(base, p, facts)
                 if stale is not None:
@@ -250,6 +253,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         listed = _buffer_context(base, graph, facts, call)
         if listed is not None:
             return "list_never_cleared", listed
+        retained = _retained_total(base, facts)
+        if retained is not None:
+            return "retained_accumulation", retained
         stale = _stale_forward(base, p, facts)
         if stale is not None:
             return "stale_forward", stale
@@ -434,6 +440,7 @@ def _recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tu
     body = next((b for b in _enclosing_blocks(tree) if step_stmt in b), None)
     if body is None:
         return ()
+    stepped = _stepped_modules(site, ctx.optimizer)
     chosen: list[int] = []
     dirty: set[str] = set()
     for st in body[: body.index(step_stmt)]:
@@ -442,7 +449,7 @@ def _recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tu
         lines = set(range(st.lineno, (st.end_lineno or st.lineno) + 1))
         if not site.holds(st.lineno) or _calls_backward(st):
             continue
-        if lines & stale_lines or _names(st, ast.Load) & dirty:
+        if lines & stale_lines or _names(st, ast.Load) & dirty or _calls_module(st, stepped):
             chosen.append(st.lineno)
             dirty |= _names(st, ast.Store)
     # keep only what the statements from the step to the backward read (directly or through each other)
@@ -456,6 +463,18 @@ def _recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tu
             kept.append(line)
             needed |= _names(st, ast.Load)
     return tuple(reversed(kept))
+
+
+def _stepped_modules(site: Site, optimizer: str | None) -> set[str]:
+    """The user's modules whose parameters ``optimizer`` (its variable in the frame) holds and steps."""
+    params = site.optimizers.get(optimizer or "")
+    return {m for m, ids in site.modules.items() if params and ids and ids <= params}
+
+
+def _calls_module(st: ast.stmt, modules: set[str]) -> bool:
+    """``st`` calls one of ``modules`` (``netD(fake)``, ``self.teacher(x)``): a forward through its weights
+    (the weights a step writes: a tensor saved inside a model's ``forward`` is saved at that forward's line)."""
+    return bool(modules) and any(isinstance(n, ast.Call) and ast.unparse(n.func) in modules for n in ast.walk(st))
 
 
 def _enclosing_blocks(tree: ast.AST) -> Iterable[list[ast.stmt]]:
@@ -726,6 +745,72 @@ def _out_of_place(st: ast.stmt, target: ast.Tuple) -> str | None:
         and type(st.op) in _AUG
     ):
         return f"{name} {_AUG[type(st.op)]} ({ast.unparse(st.value)})"
+    return None
+
+
+def _added_term(st: ast.stmt, total: str) -> tuple[ast.expr, bool] | None:
+    """The term ``st`` adds into ``total`` (``total = total + term``, ``total = term + total``, ``total += term``),
+    and whether it stands right of the total; None when ``st`` is no such statement."""
+    if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add):
+        if isinstance(st.target, ast.Name) and st.target.id == total:
+            return st.value, True
+        return None
+    if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+        return None
+    if st.targets[0].id != total or not (isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Add)):
+        return None
+    left, right = st.value.left, st.value.right
+    if isinstance(left, ast.Name) and left.id == total:
+        return right, True
+    if isinstance(right, ast.Name) and right.id == total:
+        return left, False
+    return None
+
+
+def _retained_total(base: Context, facts: Facts) -> Context | None:
+    """``total.backward(retain_graph=True)`` where the loop body adds each iteration's loss into ``total``
+    (``total = total + term`` or ``total += term``): every backward goes through all earlier iterations' graphs
+    again (their gradients added once more, their weights changed by the steps since). Read from the source of
+    the loop around the failing backward; the backward keeps its graph (in the source, or as the tracker saw)."""
+    site, line = facts.site, facts.backward_line
+    tree = site.tree() if site is not None else None
+    if site is None or line is None or tree is None:
+        return None
+    st = statement_at(tree, line)
+    call = st.value if isinstance(st, ast.Expr) else None
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "backward"
+        and isinstance(call.func.value, ast.Name)
+    ):
+        return None
+    total = call.func.value.id
+    retain = any(
+        k.arg == "retain_graph" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords
+    )
+    if not retain and not (facts.failing is not None and facts.failing.keeps_graph):
+        return None
+    for candidate in loop_body_of(tree, line) or []:
+        found = _added_term(candidate, total)
+        if found is None or candidate.lineno != candidate.end_lineno or not site.holds(candidate.lineno):
+            continue
+        term, right = found
+        losses = [
+            n.id
+            for n in ast.walk(term)
+            if isinstance(n, ast.Name)
+            and isinstance(value := facts.namespace.get(n.id), torch.Tensor)
+            and value.grad_fn is not None
+        ]
+        return replace(
+            base,
+            carried=total,
+            loss=losses[0] if losses else None,
+            total=True,
+            entry_lineno=candidate.lineno,
+            extra={"term": ast.unparse(term), "side": "right" if right else "left"},
+        )
     return None
 
 

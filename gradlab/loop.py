@@ -63,6 +63,7 @@ class Plan:
     modules: tuple[str, ...]
     lineno: int
     steps: bool  # True: step() comes first (it uses the loss's gradient); False: zero_grad() comes first
+    module: bool = False  # True: ``optimizer`` is a module whose own ``zero_grad()`` clears its parameters' grads
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,13 @@ class LoopIntent:
         return next((p.optimizer for p in self.plans if p.steps and module in p.modules), None)
 
     def zeroer(self, module: str) -> str | None:
-        """The optimizer variable that zeroes ``module``'s gradient before its next step, if one does."""
+        """The optimizer variable that zeroes ``module``'s gradient before its next step, if one does
+        (or the module itself, when its own ``zero_grad()`` does: see :meth:`zeroed_by_module`)."""
         return next((p.optimizer for p in self.plans if not p.steps and module in p.modules), None)
+
+    def zeroed_by_module(self, module: str) -> bool:
+        """True when the first ``zero_grad()`` that clears ``module``'s gradient is a module's own."""
+        return next((p.module for p in self.plans if not p.steps and module in p.modules), False)
 
 
 @dataclass(frozen=True)
@@ -316,10 +322,19 @@ def intent_after(
             params = value
         elif isinstance(value, torch.optim.Optimizer):
             params = frozenset(id(p) for g in value.param_groups for p in g["params"])
+        elif method == "zero_grad" and receiver in modules:
+            # netD.zero_grad() clears the module's gradients as its optimizer's zero_grad() would (DCGAN's loop)
+            seen.add(receiver)
+            plans.append(Plan(receiver, _modules_of(modules[receiver], modules), line, False, module=True))
+            continue
         else:
             continue
         seen.add(receiver)
-        plans.append(Plan(receiver, _modules_of(params, modules), line, method == "step"))
+        owned = _modules_of(params, modules)
+        if method == "step":  # a module's zero_grad() before this step: the step does not use its gradient
+            cleared = {m for p in plans if p.module for m in p.modules}
+            owned = tuple(m for m in owned if m not in cleared)
+        plans.append(Plan(receiver, owned, line, method == "step"))
     return LoopIntent(tuple(plans))
 
 

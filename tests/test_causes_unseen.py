@@ -24,6 +24,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "meta_helper_isub": ("fast_weights_in_place", (("query_loss", ("hidden", "readout")),)),
     # a while loop over an iterator, a model class, a scheduler after the backward
     "early_step_while": ("step_before_backward", (("err", ("net",)),)),
+    # `acc += loss_mb` on a tensor total inside a fit() function, the step every third micro-batch
+    "accumulate_inplace_total": ("retained_accumulation", (("loss_mb", ("mlp",)),)),
+    # a flat GAN loop, the critic zeroed by its module's zero_grad(), its scores reused after its step
+    "gan_scores_reused": ("optimizer_step", (("maker_loss", ("maker",)), ("judge_loss", ("judge",)))),
 }
 
 
@@ -67,7 +71,7 @@ def test_check_before_the_backward_agrees_with_the_note(script: str, tmp_path: P
     line = source.splitlines()[needed.lineno - 1]
     indent = line[: len(line) - len(line.lstrip())]
     loss = line.strip().split(".backward(")[0]
-    probe = Edit(str(path), needed.lineno, needed.lineno - 1, f"{indent}_checked = gradlab.check({loss})")
+    probe = Edit(str(path), needed.lineno, needed.lineno - 1, f'{indent}globals()["_checked"] = gradlab.check({loss})')
     copy = tmp_path / f"{script}.py"
     copy.write_text(apply_edits(source, [probe]))
     error, _ = _run(copy.read_text(), str(copy))
@@ -79,3 +83,32 @@ def test_check_before_the_backward_agrees_with_the_note(script: str, tmp_path: P
     assert (checked.cause, _words(checked.fixes[0])) == (again.cause, _words(again.fixes[0]))
     assert (again.cause, _words(again.fixes[0])) == (note.cause, _words(note.fixes[0]))
     assert checked.fixes[0].code == again.fixes[0].code == note.fixes[0].code
+
+
+def test_both_readings_of_a_gan_are_offered_each_saying_which_it_assumes() -> None:
+    # the second fix is the other reading (the maker trained against the judge before its step), checked and runnable
+    path = CAUSES / "gan_scores_reused.py"
+    first, second = _diagnosis("gan_scores_reused").fixes[:2]
+    assert first.intent is not None and "as opt_judge.step() left it" in first.intent
+    assert second.intent is not None and "as it was before opt_judge.step()" in second.intent
+    assert second.applicability == "machine-applicable" and second.edits
+    error, steps = _run(apply_edits(path.read_text(), second.edits), str(path.with_name("gan_before_patched.py")))
+    assert error is None
+    other = CAUSES / "gan_scores_reused_before_step.py"
+    _, want = _run(other.read_text(), str(other))
+    assert steps and _same(steps, want)
+    intended = CAUSES / "gan_scores_reused_intended.py"
+    _, first_reading = _run(intended.read_text(), str(intended))
+    assert not _same(first_reading, want)  # two readings, two trainings
+
+
+def test_a_modules_own_zero_grad_before_its_optimizers_step_means_the_loss_does_not_train_it() -> None:
+    import torch
+
+    from gradlab.loop import intent_after
+
+    g, d = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+    ns = {"g": g, "d": d, "g_opt": torch.optim.SGD(g.parameters(), lr=0.1), "d_opt": torch.optim.SGD(d.parameters())}
+    src = "for b in data:\n    loss.backward()\n    g_opt.step()\n    d.zero_grad()\n    d_opt.step()\n"
+    assert intent_after(src, 2, ns).trained == ("g",)
+    assert intent_after(src.replace("    d.zero_grad()\n", ""), 2, ns).trained == ("d", "g")

@@ -23,8 +23,6 @@ STEPS = 3
 # fits the intent and its claims are true (strict: a case that starts passing fails until its line goes).
 JUDGE_XFAIL = {
     "distillation_teacher_stepped": "the first fix has no edits",
-    "gan_retain_graph": "the first fix has no edits",
-    "grad_accumulation_retain": "the first fix has no edits",
     "mean_teacher_ema": "the first fix has no edits",
     "moco_queue": "the first fix has no edits",
     "ppo_old_log_probs": "the first fix has no edits",
