@@ -224,6 +224,7 @@ class Context:
     fast_lines: tuple[int, int] | None = None
     fast_text: str | None = None
     other_claims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # what the loop's other losses train, unchanged
+    detach_lines: tuple[int, ...] = ()  # the statements building ``earlier`` that read ``entry`` undetached
 
     # -- the user's names, or descriptions ----------------------------------------------------------
     @property
@@ -1309,6 +1310,74 @@ def _fast_weights(ctx: Context) -> list[_Proposal]:
     ]
 
 
+def _detach_reads(line: str, name: str) -> str | None:
+    """``line`` with every read of ``name`` that is not already ``name.detach()`` detached (None if none).
+
+    Example::
+
+        >>> _detach_reads("gp = penalty(critic, real, fake) + fake.detach().sum()", "fake")
+        'gp = penalty(critic, real, fake.detach()) + fake.detach().sum()'
+    """
+    body, comment = _split_comment(line)
+    try:
+        tree = ast.parse(body)
+    except SyntaxError:
+        return None
+    detached = {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and n.attr == "detach" and isinstance(n.value, ast.Name)
+    }
+    ends = sorted(
+        n.end_col_offset
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name)
+        and n.id == name
+        and isinstance(n.ctx, ast.Load)
+        and id(n) not in detached
+        and n.end_col_offset is not None
+    )
+    if not ends:
+        return None
+    for end in reversed(ends):
+        body = body[:end] + ".detach()" + body[end:]
+    return body + comment
+
+
+def _attached(ctx: Context) -> list[_Proposal]:
+    """Detach the model's output where the loss that does not train it uses it; the freeing fixes after."""
+    site = ctx.site
+    edits: tuple[Edit, ...] = ()
+    if site is not None and ctx.entry and ctx.detach_lines:
+        edits = _edits(*(_replace(ctx, n, _detach_reads(site.text(n).strip(), ctx.entry)) for n in ctx.detach_lines))
+    where = ", ".join(f"{Location(site.filename, n).where}" for n in ctx.detach_lines) if site is not None else ""
+    first = _Proposal(
+        Fix(
+            summary=_t(
+                "detach {entry} where {earlier} is computed from it (at {where}): your loop does not train {model} "
+                "with {earlier}, and its backward through {model} freed the graph {loss} needs",
+                entry=ctx.entry or _("the model's output"),
+                earlier=ctx.e,
+                where=where,
+                model=ctx.m,
+                loss=ctx.l,
+            ),
+            trains=_t(
+                "{loss} trains {model}, as your loop's optimizers ask; {earlier} no longer sends gradient into "
+                "{model}, which your loop cleared before stepping {model} anyway",
+                loss=ctx.l,
+                model=ctx.m,
+                earlier=ctx.e,
+            ),
+            edits=edits,
+            claims=_claim(ctx, ctx.reach),
+        ),
+        ctx.reach,
+        False,
+    )
+    return [first, *(_judge(ctx, True) if ctx.judge else _chained(ctx, True))]
+
+
 def _retained(ctx: Context) -> list[_Proposal]:
     """Backward each iteration's term once (no retain_graph), and keep the running total detached, for the log."""
     total, term, site = ctx.carried, ctx.extra.get("term"), ctx.site
@@ -1454,6 +1523,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = _step_after(ctx)
     elif cause == "retained_accumulation":
         proposals = _retained(ctx)
+    elif cause == "attached_output":
+        proposals = _attached(ctx)
     else:  # unknown: the two likeliest families, each with what it trains
         proposals = [*_in_place(ctx)[:1], *_chained(ctx, False)[:1], *_carried(ctx)[:1]]
     return _judged(proposals, ctx)

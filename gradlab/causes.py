@@ -260,6 +260,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if stale is not None:
             return "stale_forward", stale
         return "carried_state", _carried_context(base, graph, topo, facts)
+    attached = _attached_output(base, topo, facts, node_id)
+    if attached is not None:
+        return "attached_output", attached
     if root is not None and node_id == root.id:
         return "same_loss_twice", base
     earlier = _receiver(call.location.code, "backward") if call is not None and call.location else None
@@ -812,6 +815,112 @@ def _retained_total(base: Context, facts: Facts) -> Context | None:
             extra={"term": ast.unparse(term), "side": "right" if right else "left"},
         )
     return None
+
+
+def _feeding(statements: list[ast.stmt], needed: set[str]) -> set[int]:
+    """The line numbers of ``statements`` that compute ``needed`` (directly or through each other)."""
+    needed, out = set(needed), set()
+    for st in reversed(statements):
+        if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and _names(st, ast.Store) & needed:
+            out.add(st.lineno)
+            needed |= _names(st, ast.Load)
+    return out
+
+
+def _undetached_reads(st: ast.stmt, name: str) -> list[ast.Name]:
+    """The reads of ``name`` in ``st`` that are not ``name.detach()``."""
+    detached = {
+        id(n.value)
+        for n in ast.walk(st)
+        if isinstance(n, ast.Attribute) and n.attr == "detach" and isinstance(n.value, ast.Name)
+    }
+    return [
+        n
+        for n in ast.walk(st)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in detached
+    ]
+
+
+def _reaches_params(root: Any, params: frozenset[int], stop: Any) -> bool:
+    """Some path from ``root`` reaches a parameter of ``params`` without going through the node ``stop``."""
+    seen, stack = {root, stop}, [root]
+    while stack:
+        fn = stack.pop()
+        if id(getattr(fn, "variable", None)) in params:
+            return True
+        for nxt, _ in fn.next_functions:
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return False
+
+
+def _attached_output(base: Context, topo: Topology, facts: Facts, node_id: int) -> Context | None:
+    """An earlier loss the loop does not train ``model`` with, built on ``model``'s output without
+    ``.detach()``, whose backward freed the graph the failing loss (meant to train ``model``) needs.
+
+    Reads the loop body around the failing backward: the latest backward before it in the iteration whose
+    loss (in the frame) holds the freed node; that backward's own intent (the optimizers after it) must not
+    step ``model`` on it; every path of that loss into ``model``'s parameters must go through the variable
+    that carries ``model``'s output (``fake``); and the statements to change (those computing that loss that
+    read the variable undetached: a gradient penalty on interpolates, a discriminator's score) must not also
+    compute the failing loss. A WGAN-GP penalty on the attached fake, a GAN's ``D(fake)``, a head whose
+    optimizer does not hold the shared encoder."""
+    site, line, intent, model = facts.site, facts.backward_line, base.intent, base.model
+    if site is None or line is None or intent is None or not model or model not in intent.trained:
+        return None
+    params = site.modules.get(model)
+    tree = site.tree()
+    body = loop_body_of(tree, line) if tree is not None else None
+    node = topo.by_id.get(node_id)
+    found = topo.entry(model)
+    if not params or not body or node is None or node.seq is None or found is None:
+        return None
+    entry_node = found[0]
+    entry = _var_named(
+        facts.namespace,
+        lambda t: t.grad_fn is not None and _seq(t.grad_fn) == entry_node.seq and t.grad_fn.name() == entry_node.name,
+    )
+    here = next((i for i, st in enumerate(body) if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
+    if entry is None or here is None:
+        return None
+    entry_fn = facts.namespace[entry].grad_fn
+    for i in range(here - 1, -1, -1):
+        call = body[i].value if isinstance(body[i], ast.Expr) else None
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "backward"
+            and isinstance(call.func.value, ast.Name)
+        ):
+            continue
+        earlier = call.func.value.id
+        value = facts.namespace.get(earlier)
+        if not isinstance(value, torch.Tensor) or value.grad_fn is None:
+            continue
+        if not any(_seq(fn) == node.seq and fn.name() == node.name for fn in walk([value.grad_fn])):
+            continue  # this backward did not go through the freed node
+        own = site_intent(site, body[i].lineno)
+        if not own.known or model in own.trained or _reaches_params(value.grad_fn, params, entry_fn):
+            return None
+        feeds_earlier = _feeding(body[:i], {earlier})
+        feeds_failing = _feeding([st for j, st in enumerate(body[:here]) if j != i], _names(body[here], ast.Load))
+        lines = sorted(
+            st.lineno
+            for st in body[:i]
+            if st.lineno in feeds_earlier and entry not in _names(st, ast.Store) and _undetached_reads(st, entry)
+        )
+        if not lines or set(lines) & feeds_failing:
+            return None
+        if any(_statement_span_of(tree, n) != (n, n) or not site.holds(n) for n in lines):
+            return None
+        return replace(base, earlier=earlier, earlier_line=body[i].lineno, entry=entry, detach_lines=tuple(lines))
+    return None
+
+
+def _statement_span_of(tree: ast.Module | None, line: int) -> tuple[int, int] | None:
+    st = statement_at(tree, line) if tree is not None else None
+    return (st.lineno, st.end_lineno or st.lineno) if st is not None else None
 
 
 def _runs_backward(st: ast.AST) -> bool:

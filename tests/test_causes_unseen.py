@@ -28,6 +28,8 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "accumulate_inplace_total": ("retained_accumulation", (("loss_mb", ("mlp",)),)),
     # a flat GAN loop, the critic zeroed by its module's zero_grad(), its scores reused after its step
     "gan_scores_reused": ("optimizer_step", (("maker_loss", ("maker",)), ("judge_loss", ("judge",)))),
+    # WGAN-GP written inline in a function: the interpolates mix the real batch with the attached fake
+    "penalty_inline_attached": ("attached_output", (("g_loss", ("gen",)), ("d_loss", ("crit",)))),
 }
 
 
