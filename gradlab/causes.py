@@ -886,7 +886,8 @@ def _attached_output(base: Context, topo: Topology, facts: Facts, node_id: int) 
         return None
     entry_fn = facts.namespace[entry].grad_fn
     for i in range(here - 1, -1, -1):
-        call = body[i].value if isinstance(body[i], ast.Expr) else None
+        before = body[i]
+        call = before.value if isinstance(before, ast.Expr) else None
         if not (
             isinstance(call, ast.Call)
             and isinstance(call.func, ast.Attribute)
