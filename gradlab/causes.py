@@ -222,6 +222,12 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             return "untracked_write", replace(base, tensor=_short_name(p), op=None)
         optimizer_write = next((w for w in writes if w.optimizer), None)
         if optimizer_write is not None or (not writes and _is_parameter(p)):
+            stepper = (
+                _receiver(optimizer_write.location.code, "step")
+                if optimizer_write is not None and optimizer_write.location
+                else None
+            )
+            base = _from_frame(base, facts, stepper)
             retained = _retained_total(base, facts)  # read from the source alone: check() sees it too
             if retained is not None:
                 return "retained_accumulation", retained
@@ -398,7 +404,7 @@ def _step_context(
         return replace(ctx, others=tuple(sorted(below - {model})))
     found = topo.entry(model)
     if found is None:
-        return ctx
+        return _frame_entry(ctx, facts)
     entry, consumer = found
     loc = _saved_line(graph, [consumer.id]) or _saved_line(graph, topo.parents.get(consumer.id, []))
     name = _var_named(
@@ -412,6 +418,60 @@ def _step_context(
         entry_where=loc.where if loc else None,
         entry_lineno=_in_site(facts, loc),
     )
+
+
+def _leaves(t: torch.Tensor) -> set[int]:
+    return {id(fn.variable) for fn in walk([t.grad_fn]) if hasattr(fn, "variable")} if t.grad_fn is not None else set()
+
+
+def _from_frame(base: Context, facts: Facts, optimizer: str | None) -> Context:
+    """Without names for the graph's parameters (models held by a plain object: ``self.teacher``): the models
+    the failing loss reaches, read from its tensor in the frame and the frame's modules; the stepped model is
+    the one ``optimizer`` (the step that wrote the saved weight) holds."""
+    site = facts.site
+    value = facts.namespace.get(base.loss) if base.loss else None
+    if base.model is not None or base.reach or site is None or not site.modules or not isinstance(value, torch.Tensor):
+        return base
+    leaves = _leaves(value)
+    reach = tuple(sorted(m for m, ids in site.modules.items() if ids & leaves))
+    held = site.optimizers.get(optimizer or "")
+    stepped = [m for m in reach if held and site.modules[m] <= held]
+    model = stepped[0] if len(stepped) == 1 else None
+    return replace(base, reach=reach, model=model, others=tuple(m for m in reach if m != model) if model else ())
+
+
+def _frame_entry(ctx: Context, facts: Facts) -> Context:
+    """The variable that carries ``ctx.model``'s output into the failing loss, read from the frame: a tensor whose
+    graph reaches that model's parameters only, read by a one-line statement of the failing function that
+    computes the failing loss (``student_loss = distill(s_logits, t_logits, y)``)."""
+    site, line, model = facts.site, facts.backward_line, ctx.model
+    tree = site.tree() if site is not None else None
+    if site is None or line is None or tree is None or not model or not ctx.loss:
+        return ctx
+    params = site.modules.get(model, frozenset())
+    here = statement_at(tree, line)
+    block = next((b for b in _enclosing_blocks(tree) if here in b), None)
+    if here is None or block is None or not params:
+        return ctx
+    before = block[: block.index(here)]
+    feeding = _feeding(before, {ctx.loss})
+    for st in before:
+        if st.lineno not in feeding or st.lineno != st.end_lineno or not site.holds(st.lineno):
+            continue
+        for name in sorted(_names(st, ast.Load)):
+            value = facts.namespace.get(name)
+            if not isinstance(value, torch.Tensor) or value.grad_fn is None:
+                continue
+            leaves = _leaves(value)
+            if leaves and leaves <= params:
+                return replace(
+                    ctx,
+                    entry=name,
+                    entry_line=site.text(st.lineno).strip(),
+                    entry_where=Location(site.filename, st.lineno).where,
+                    entry_lineno=st.lineno,
+                )
+    return ctx
 
 
 def _names(node: ast.AST, ctx: type) -> set[str]:

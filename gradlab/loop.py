@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import linecache
+import types
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
@@ -182,6 +183,7 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
         for key, value in namespace.items()
         if isinstance(key, str) and isinstance(value, torch.optim.Optimizer)
     }
+    _held_by_objects(namespace, module_ids, optimizers)
     kinds = {k: kd for k, v in namespace.items() if isinstance(k, str) and (kd := _kind(v)) is not None}
     site = Site(
         filename=filename,
@@ -195,6 +197,36 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
     )
     namespace.clear()
     return site
+
+
+_NOT_HOLDERS = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, torch.Tensor)
+
+
+def _held_by_objects(
+    namespace: Mapping[str, object], modules: dict[str, frozenset[int]], optimizers: dict[str, frozenset[int]]
+) -> None:
+    """Add the modules and optimizers one level into the frame's plain objects (``self.teacher``,
+    ``trainer.t_opt``), locals first; a module already known under another name is not added again."""
+    known = set(modules.values())
+    for key, value in reversed(list(namespace.items())):
+        if not isinstance(key, str) or key.startswith("_") or isinstance(value, (nn.Module, *_NOT_HOLDERS)):
+            continue
+        try:
+            attrs = list(vars(value).items())
+        except TypeError:
+            continue
+        for attr, inner in attrs:
+            if not isinstance(attr, str) or attr.startswith("_"):
+                continue
+            if isinstance(inner, nn.Module):
+                ids = frozenset(id(p) for p in inner.parameters())
+                if ids and ids not in known:
+                    known.add(ids)
+                    modules[f"{key}.{attr}"] = ids
+            elif isinstance(inner, torch.optim.Optimizer):
+                optimizers.setdefault(
+                    f"{key}.{attr}", frozenset(id(p) for g in inner.param_groups for p in g["params"])
+                )
 
 
 # -- statements in the order they run -----------------------------------------------------------------

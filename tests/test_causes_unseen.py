@@ -30,6 +30,8 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "gan_scores_reused": ("optimizer_step", (("maker_loss", ("maker",)), ("judge_loss", ("judge",)))),
     # WGAN-GP written inline in a function: the interpolates mix the real batch with the attached fake
     "penalty_inline_attached": ("attached_output", (("g_loss", ("gen",)), ("d_loss", ("crit",)))),
+    # models held by a plain object at module level, the big one stepped before the small one's loss on its output
+    "feature_match_stepped": ("optimizer_step", (("small_loss", ("nets.small",)), ("big_loss", ("nets.big",)))),
 }
 
 
