@@ -710,6 +710,7 @@ def _recompute(ctx: Context) -> _Proposal | None:
     edit = _insert(ctx, ctx.step_line, text, after=True) if text else None
     if edit is None:
         return None
+    keep = _retain_for(ctx, text) if text else None
     what = (
         ", ".join(ctx.site.text(line).strip().split("=")[0].strip() for line in ctx.recompute_lines) if ctx.site else ""
     )
@@ -720,15 +721,42 @@ def _recompute(ctx: Context) -> _Proposal | None:
                 what=what,
                 step=ctx.step,
                 loss=ctx.l,
+            )
+            if keep is None
+            else _t(
+                "recompute {what} after {step}, so that {loss} is built from the stepped weights, and keep the graph "
+                "of {earlier}.backward() (retain_graph=True): {loss} still goes through the part of it no step changed",
+                what=what,
+                step=ctx.step,
+                loss=ctx.l,
+                earlier=ctx.e,
             ),
             trains=_t("{loss} trains what it reaches, through the updated weights", loss=ctx.l),
-            edits=(edit,),
+            edits=(edit,) if keep is None else tuple(sorted((edit, keep), key=lambda e: e.start)),
             claims=_claim(ctx, ctx.reach),
         ),
         ctx.reach,
         False,
         describe=True,
     )
+
+
+def _retain_for(ctx: Context, text: str) -> Edit | None:
+    """``retain_graph=True`` on the earlier backward when the recomputed ``text`` reads a tensor of the frame
+    that still has a graph (``z`` from the encoder): the earlier backward freed that part, the failing loss
+    goes through it again. None when nothing needs keeping (or the earlier backward keeps its graph already)."""
+    site = ctx.site
+    if site is None or ctx.earlier_line is None:
+        return None
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+    if not read & set(ctx.extra.get("graph_names", "").split()):
+        return None
+    return _replace(ctx, ctx.earlier_line, _with_keyword(site.text(ctx.earlier_line), "backward", "retain_graph=True"))
 
 
 def _sum(ctx: Context, others: tuple[str, ...]) -> _Proposal:

@@ -213,6 +213,8 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         intent=intent if intent is not None and intent.known else None,
         reach=reach,
         backward_line=facts.backward_line,
+        # the frame's tensors that still have a graph (a recompute that reads one needs it kept)
+        extra={"graph_names": " ".join(sorted(_graph_names(facts.namespace)))},
     )
 
     base = replace(base, other_claims=_other_claims(facts, loss))
@@ -275,13 +277,22 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     ctx = replace(base, earlier=earlier, earlier_line=_in_site(facts, call.location) if call is not None else None)
     steps = _steps_between(facts.tracker, call, failing) if facts.tracker is not None and call is not None else []
     if steps and steps[0][0] is not None:
-        ctx = replace(ctx, step_line=_in_site(facts, steps[0][0]))
+        # the step's optimizer too: the forward of the model it stepped is what a recompute runs again
+        ctx = replace(ctx, step_line=_in_site(facts, steps[0][0]), optimizer=_receiver(steps[0][0].code, "step"))
     ctx = _step_context(ctx, p, graph, topo, facts, None, node_id)
     if facts.tracker is not None and call is not None:
         ctx = replace(ctx, step_between=bool(steps))
         if steps and steps[0][0] is not None:
             ctx = replace(ctx, optimizer=_receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
     return "shared_graph_freed", ctx
+
+
+def _graph_names(namespace: Mapping[str, Any]) -> set[str]:
+    return {
+        k
+        for k, v in namespace.items()
+        if isinstance(k, str) and not k.startswith("_") and isinstance(v, torch.Tensor) and v.grad_fn is not None
+    }
 
 
 def _other_claims(facts: Facts, failing_loss: str | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -379,7 +390,7 @@ def _step_context(
     model = base.model
     below = topo.models_below(node_id)
     judge = bool(model) and bool(below - {model})
-    optimizer = _receiver(write.location.code, "step") if write is not None and write.location else None
+    optimizer = _receiver(write.location.code, "step") if write is not None and write.location else base.optimizer
     optimizer_class = write.op.split(".")[0] if write is not None else None
     earlier, earlier_line = base.earlier, base.earlier_line
     tracker = facts.tracker

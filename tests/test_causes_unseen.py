@@ -32,6 +32,8 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "penalty_inline_attached": ("attached_output", (("g_loss", ("gen",)), ("d_loss", ("crit",)))),
     # models held by a plain object at module level, the big one stepped before the small one's loss on its output
     "feature_match_stepped": ("optimizer_step", (("small_loss", ("nets.small",)), ("big_loss", ("nets.big",)))),
+    # the earlier loss is a term of the failing one, the decoder stepped between; in a function, no sampling
+    "autoencoder_rec_reused": ("shared_graph_freed", (("full", ("enc",)), ("rec", ("dec",)))),
 }
 
 

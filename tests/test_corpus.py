@@ -26,7 +26,6 @@ JUDGE_XFAIL = {
     "moco_queue": "the first fix has no edits",
     "ppo_old_log_probs": "the first fix has no edits",
     "running_stats_buffer": "the first fix has no edits",
-    "vae_two_optimizers": "the first fix has no edits",
 }
 
 # Deliberately wrong variants of intended scripts: (case, old text, new text, what the oracle must say).
