@@ -118,3 +118,26 @@ def test_a_modules_own_zero_grad_before_its_optimizers_step_means_the_loss_does_
     src = "for b in data:\n    loss.backward()\n    g_opt.step()\n    d.zero_grad()\n    d_opt.step()\n"
     assert intent_after(src, 2, ns).trained == ("g",)
     assert intent_after(src.replace("    d.zero_grad()\n", ""), 2, ns).trained == ("d", "g")
+
+
+def test_a_step_after_an_earlier_backward_of_the_iteration_is_not_moved() -> None:
+    # the course's loop: opt_1 steps on loss_1's gradient before loss_2's backward; that step is where it belongs
+    path = CAUSES.parent / "chained_inplace.py"
+    error, _ = _run(path.read_text(), str(path))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d.cause == "optimizer_step", str(d)
+    assert not any(f.summary.startswith("move ") for f in d.fixes)
+
+
+def test_a_running_total_without_retain_graph_is_not_read_as_retained_accumulation(tmp_path: Path) -> None:
+    source = (
+        (CAUSES / "accumulate_inplace_total.py")
+        .read_text()
+        .replace("acc.backward(retain_graph=True)", "acc.backward()")
+    )
+    path = tmp_path / "accumulate_no_retain.py"
+    path.write_text(source)
+    error, _ = _run(source, str(path))
+    assert error is not None
+    assert gradlab.last_diagnosis(error).cause != "retained_accumulation"
