@@ -895,7 +895,8 @@ def _judge(ctx: Context, freed: bool) -> list[_Proposal]:
         edit = _insert(ctx, ctx.step_line, text, after=True) if text else None
     others = tuple(ctx.others)
     inputs = _inputs(ctx.others) if len(ctx.others) == 1 else None
-    two = bool(ctx.loss and ctx.model and ctx.others)  # the two readings of the loop, each fix says which
+    # the two readings of the user's loop (G against D after its step, or before it): each fix says which
+    two = bool(ctx.site is not None and ctx.loss and ctx.model and ctx.others)
     proposals = [
         _Proposal(
             Fix(
