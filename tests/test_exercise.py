@@ -300,3 +300,237 @@ def test_one_batch_untrained_fails() -> None:
     x, y = course.batches(1)[0]
     verdict = course.check_one_batch(pair.n_2, x, y, 1.0)
     assert not verdict.passed and "not below 0.05" in verdict.text
+
+
+# ------------------------------------------------------------ notebooks 00-04: guesses and code exercises
+
+
+def test_guess_left_out_is_gentle_and_words_compare_loosely() -> None:
+    verdict = course.check_guess(..., "graph_freed", success="s", hint="h")
+    assert verdict.pending and not verdict.passed and "you did not guess" in str(verdict)
+    assert course.check_guess(" Modified-in place", "modified_in_place", success="s", hint="h").passed
+    assert not course.check_guess("graph freed", "modified_in_place", success="s", hint="h").passed
+    assert course.check_guess([4.0, 4.0, 4.0], torch.tensor([4.0, 4.0, 4.0]).tolist(), success="s", hint="h")
+    assert not course.check_guess("raises", [4.0, 4.0, 4.0], success="s", hint="h").passed
+
+
+def _first(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1 = n_1(x)
+    opt_1.zero_grad()
+    loss_1 = criterion(y, pred_1)
+    return pred_1, loss_1
+
+
+def _it_detach(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1, loss_1 = _first(n_1, n_2, opt_1, opt_2, criterion, x, y)
+    loss_1.backward()
+    opt_1.step()
+    opt_2.zero_grad()
+    criterion(y, n_2(pred_1.detach())).backward()
+    opt_2.step()
+
+
+def _it_inputs(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1, loss_1 = _first(n_1, n_2, opt_1, opt_2, criterion, x, y)
+    loss_1.backward()
+    opt_1.step()
+    opt_2.zero_grad()
+    criterion(y, n_2(pred_1)).backward(inputs=list(n_2.parameters()))
+    opt_2.step()
+
+
+def _it_original(n_1, n_2, opt_1, opt_2, criterion, x, y, retain=False):
+    pred_1, loss_1 = _first(n_1, n_2, opt_1, opt_2, criterion, x, y)
+    loss_1.backward(retain_graph=retain)
+    opt_1.step()
+    opt_2.zero_grad()
+    criterion(y, n_2(pred_1)).backward()
+    opt_2.step()
+
+
+def _it_retain(*args):
+    _it_original(*args, retain=True)
+
+
+def _it_sum(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1, loss_1 = _first(n_1, n_2, opt_1, opt_2, criterion, x, y)
+    opt_2.zero_grad()
+    (loss_1 + criterion(y, n_2(pred_1))).backward()
+    opt_1.step()
+    opt_2.step()
+
+
+def _it_no_n_2(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    _pred_1, loss_1 = _first(n_1, n_2, opt_1, opt_2, criterion, x, y)
+    loss_1.backward()
+    opt_1.step()
+
+
+def _it_detach_inside(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1, loss_1 = _first(n_1, n_2, opt_1, opt_2, criterion, x, y)
+    loss_1.backward()
+    opt_1.step()
+    opt_2.zero_grad()
+    criterion(y, n_2.linear_2(n_2.relu(n_2.linear_1(pred_1).detach()))).backward()
+    opt_2.step()
+
+
+def _template_iteration(n_1, n_2, opt_1, opt_2, criterion, x, y): ...  # the notebook's empty cell
+
+
+@pytest.mark.parametrize("answer", [_it_detach, _it_inputs])
+def test_repaired_iteration_right_answers_pass(answer) -> None:
+    assert course.check_repaired_iteration(answer).passed
+
+
+@pytest.mark.parametrize(
+    "answer, reason",
+    [
+        (_it_original, "Trying to backward through the graph a second time"),
+        (_it_retain, "is at version 2; expected version 1"),
+        (_it_sum, "loss_1's and loss_2's gradients"),
+        (_it_no_n_2, "n_2 did not change"),
+        (_it_detach_inside, "not a tensor inside n_2"),
+        (None, "should be a function"),
+        ("pred_1.detach()", "should be a function"),
+    ],
+)
+def test_repaired_iteration_wrong_answers_fail_with_their_reason(answer, reason: str) -> None:
+    verdict = course.check_repaired_iteration(answer)
+    assert not verdict.passed and not verdict.pending and str(verdict).startswith("✗") and reason in str(verdict)
+
+
+def test_repaired_iteration_template_is_neutral() -> None:
+    assert course.check_repaired_iteration(_template_iteration).pending
+
+
+def _writes(make_optimizer, backward=True, version=False):
+    layer = torch.nn.Linear(3, 1)
+    optimizer = make_optimizer(layer.parameters())
+    if backward:
+        layer(torch.ones(2, 3)).sum().backward()
+    before = layer.weight._version
+    optimizer.step()
+    return layer.weight._version - (0 if version else before)
+
+
+@pytest.mark.parametrize(
+    "answer, reason",
+    [
+        (lambda make: _writes(make, version=True), "that is the weight's version"),
+        (lambda make: _writes(make, backward=False), "skips a parameter without a gradient"),
+        (lambda make: 1, "writes(AdamW) returned 1"),
+        (lambda make: "1", "return a whole number"),
+        (lambda make: 1 / 0, "ZeroDivisionError"),
+        (42, "should be a function"),
+    ],
+)
+def test_writes_counter_wrong_answers_fail_with_their_reason(answer, reason: str) -> None:
+    verdict = course.check_writes_counter(answer)
+    assert not verdict.passed and not verdict.pending and reason in str(verdict)
+
+
+def test_writes_counter_right_answer_passes_and_template_is_neutral() -> None:
+    assert course.check_writes_counter(_writes).passed
+    assert course.check_writes_counter(lambda make: torch.tensor(_writes(make))).passed
+
+    def writes(make_optimizer): ...
+
+    assert course.check_writes_counter(writes).pending
+
+
+def _pack_version(t):
+    return t, t._version
+
+
+def _unpack_checked(packed):
+    t, version = packed
+    if t._version != version:
+        raise RuntimeError("a saved tensor was modified in place")
+    return t
+
+
+def _identity(t):
+    return t
+
+
+@pytest.mark.parametrize(
+    "pack, unpack, raises", [(_pack_version, _unpack_checked, True), (lambda t: t.clone(), _identity, False)]
+)
+def test_saved_hooks_right_answers_pass(pack, unpack, raises: bool) -> None:
+    verdict = course.check_saved_hooks(pack, unpack)
+    assert verdict.passed and ("raise" in str(verdict)) == raises
+
+
+@pytest.mark.parametrize(
+    "pack, unpack, reason",
+    [
+        (_identity, _identity, "backward ran and gave"),  # the notebook's identity hooks
+        (lambda t: t.data, _identity, "backward ran and gave"),  # the .data trick
+        (lambda t: t.detach(), _identity, "backward ran and gave"),
+        (lambda t: t._version, _identity, "must give back the tensor"),
+        (_pack_version, lambda p: p[0] * 2, "not autograd's"),
+        (_pack_version, lambda p: 1 / 0, "ZeroDivisionError"),
+        ("lambda t: t", _identity, "pack_hook should be a function"),
+        (_identity, None, "unpack_hook should be a function"),
+    ],
+)
+def test_saved_hooks_wrong_answers_fail_with_their_reason(pack, unpack, reason: str) -> None:
+    verdict = course.check_saved_hooks(pack, unpack)
+    assert not verdict.passed and not verdict.pending and reason in str(verdict)
+
+
+def test_saved_hooks_template_is_neutral() -> None:
+    def pack_hook(t): ...
+
+    assert course.check_saved_hooks(pack_hook, _identity).pending
+
+
+def _data_trick(x):
+    y = x.sigmoid()
+    y.data.mul_(2)
+    return y.sum()
+
+
+def _detach_write(x):
+    y = x.sigmoid()
+    y.detach().mul_(2)
+    return y.sum()
+
+
+def _clone_then_write(x):
+    y = x.sigmoid().clone()
+    y.mul_(2)
+    return y.sum()
+
+
+@pytest.mark.parametrize(
+    "answer", [lambda x: (2 * x.sigmoid()).sum(), lambda x: x.sigmoid().mul(2).sum(), _clone_then_write]
+)
+def test_doubled_sigmoid_right_answers_pass(answer) -> None:
+    assert course.check_doubled_sigmoid(answer).passed
+
+
+@pytest.mark.parametrize(
+    "answer, reason",
+    [
+        (_data_trick, "escaped the version check"),
+        (_detach_write, "loss.backward() raised RuntimeError"),
+        (lambda x: (2 * x.sigmoid()).sum().detach(), "no graph back to x"),
+        (lambda x: (2 * x.sigmoid()).sum().detach().requires_grad_(), "no graph back to x"),
+        (lambda x: (2 * x.sigmoid()).sum().item(), "returned float"),
+        (lambda x: x.sigmoid().sum(), "not the sum of 2 * sigmoid(x)"),
+        (lambda x: 2 * x.sigmoid(), "one-element tensor"),
+        (lambda x: x.nope(), "AttributeError"),
+        ("2 * sigmoid(x)", "should be a function"),
+    ],
+)
+def test_doubled_sigmoid_wrong_answers_fail_with_their_reason(answer, reason: str) -> None:
+    verdict = course.check_doubled_sigmoid(answer)
+    assert not verdict.passed and not verdict.pending and reason in str(verdict)
+
+
+def test_doubled_sigmoid_checks_the_gradient_against_autograd() -> None:
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    (2 * x.sigmoid()).sum().backward()
+    assert f"not {[round(v, 4) for v in x.grad.tolist()]}" in str(course.check_doubled_sigmoid(_data_trick))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -247,3 +247,402 @@ def check_one_batch(n_2: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, last
     if not math.isclose(last_loss, on_target, rel_tol=0.5, abs_tol=0.01):
         return _not_yet(_("last_loss is not the loss of n_2(2 * x) against y after training."))
     return _right(_("network 2 drives the loss on one batch towards zero: it can learn."))
+
+
+# ---------------------------------------------------------------- notebooks 00-04
+#
+# check_guess compares a one-line guess made before a reveal; the three checks
+# judge code the learner writes: a repaired iteration of the original loop (01),
+# a measurement of an optimizer's writes (02), saved-tensor hooks that keep the
+# version check (03), and a repaired use of ``.data`` (04). Each runs the
+# learner's code on its own fresh tensors and judges it by gradients or
+# parameters; any wrong answer, including one that raises, gets a ✗ and a reason.
+
+__all__ += ["check_guess", "check_repaired_iteration", "check_writes_counter", "check_saved_hooks"]
+__all__ += ["check_doubled_sigmoid"]
+
+
+def _normalised(value: object) -> object:
+    if isinstance(value, str):
+        return " ".join(value.lower().replace("_", " ").replace("-", " ").split())
+    return value
+
+
+def check_guess(guess: object, actual: object, *, success: str, hint: str) -> Verdict:
+    """Compare a guess written down before a reveal with what the cell then showed.
+
+    Works as :func:`verify` (``actual`` is the expected value), but a guess left
+    as ``...`` gets a gentle line, not a reminder to answer: a guess is optional.
+    Words compare without case, spaces or underscores (``"modified in place"``
+    matches ``"modified_in_place"``).
+
+    Example::
+
+        >>> check_guess("Graph freed", "graph_freed", success="failure 1.", hint="look at the message")
+        ✓ failure 1.
+        >>> check_guess(..., "graph_freed", success="failure 1.", hint="look at the message")
+        … you did not guess this time: next time, write your guess down before you run the cell.
+    """
+    if guess is Ellipsis:
+        return Verdict(
+            False, _("… you did not guess this time: next time, write your guess down before you run the cell."), True
+        )
+    return verify(_normalised(guess), expected=_normalised(actual), success=success, hint=hint)
+
+
+def _empty_function(*args: object) -> None: ...
+
+
+def _is_template(fn: object) -> bool:
+    """Whether ``fn`` is a function whose body is only ``...`` (the exercise not done yet)."""
+    code = getattr(fn, "__code__", None)
+    return code is not None and code.co_code == _empty_function.__code__.co_code and code.co_names == ()
+
+
+def _first_sentence(error: BaseException) -> str:
+    text = str(error).strip().split("\n")[0]
+    return f"{type(error).__name__}: {text.split('. ')[0]}"
+
+
+def _not_a_function(name: str, example: str) -> Verdict:
+    return _not_yet(_t("{name} should be a function: def {name}({example}): ...", name=name, example=example))
+
+
+def _state(*modules: torch.nn.Module) -> list[torch.Tensor]:
+    return [p.detach().clone() for m in modules for p in m.parameters()]
+
+
+def _same(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> bool:
+    return len(a) == len(b) and all(torch.allclose(u, v, rtol=1e-5, atol=1e-7) for u, v in zip(a, b))
+
+
+def _reference_iterations(kind: str, steps: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """n_1's and n_2's parameters after ``steps`` iterations trained as ``kind`` says (the check's own loops)."""
+    from .networks import batches, make_pair
+
+    pair = make_pair(seed=0, softmax=False)
+    for x, y in batches(steps, seed=1):
+        pred_1 = pair.n_1(x)
+        pair.opt_1.zero_grad()
+        pair.opt_2.zero_grad()
+        loss_1 = pair.criterion(y, pred_1)
+        if kind == "sum":  # loss_2 also trains n_1
+            (loss_1 + pair.criterion(y, pair.n_2(pred_1))).backward()
+        else:  # the note's fix: loss_1 trains n_1, loss_2 trains n_2
+            loss_1.backward()
+            pair.criterion(y, pair.n_2(pred_1.detach())).backward()
+        pair.opt_1.step()
+        pair.opt_2.step()
+    return _state(pair.n_1), _state(pair.n_2)
+
+
+def check_repaired_iteration(one_iteration: object, steps: int = 3) -> Verdict:
+    """Exercise (notebook 01): repair one iteration of the original loop with the fix gradlab's note prints.
+
+    ``one_iteration(n_1, n_2, opt_1, opt_2, criterion, x, y)`` runs one iteration.
+    The check runs it ``steps`` times on fresh networks without the softmax (so
+    every gradient is nonzero) and passes when it ran without an error and left
+    the parameters where the note's training puts them: ``loss_1`` trains
+    ``n_1``, ``loss_2`` trains ``n_2`` only (``n_2(pred_1.detach())``, or
+    ``loss_2.backward(inputs=...)``). Wrong answers get a ✗ that says what they
+    trained: an error, a network that did not learn, ``loss_2`` into ``n_1``.
+
+    Example::
+
+        >>> def one_iteration(n_1, n_2, opt_1, opt_2, criterion, x, y):
+        ...     pred_1 = n_1(x)
+        ...     opt_1.zero_grad()
+        ...     loss_1 = criterion(y, pred_1)
+        ...     loss_1.backward()
+        ...     opt_1.step()
+        ...     pred_2 = n_2(pred_1.detach())
+        ...     opt_2.zero_grad()
+        ...     loss_2 = criterion(y, pred_2)
+        ...     loss_2.backward()
+        ...     opt_2.step()
+        >>> check_repaired_iteration(one_iteration).passed
+        True
+    """
+    from .networks import batches, make_pair
+
+    if _is_template(one_iteration):
+        return pending()
+    if not callable(one_iteration):
+        return _not_a_function("one_iteration", "n_1, n_2, opt_1, opt_2, criterion, x, y")
+    pair = make_pair(seed=0, softmax=False)
+    start_1, start_2 = _state(pair.n_1), _state(pair.n_2)
+    try:
+        for x, y in batches(steps, seed=1):
+            one_iteration(pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion, x, y)
+    except Exception as e:  # the learner's code: every error is a wrong answer, told as one
+        return _not_yet(
+            _t("the iteration still fails: {error}. Apply the fix of the note's help: line.", error=_first_sentence(e))
+        )
+    end_1, end_2 = _state(pair.n_1), _state(pair.n_2)
+    want_1, want_2 = _reference_iterations("note", steps)
+    if _same(end_2, start_2):
+        return _not_yet(_("n_2 did not change: loss_2 must still train n_2 (its backward, then opt_2.step())."))
+    if _same(end_1, start_1):
+        return _not_yet(_("n_1 did not change: loss_1 must still train n_1 (its backward, then opt_1.step())."))
+    if not _same(end_1, want_1):
+        if _same(end_1, _reference_iterations("sum", steps)[0]):
+            return _not_yet(
+                _(
+                    "n_1 was stepped with loss_1's and loss_2's gradients: the note's fix keeps loss_2 out of n_1 "
+                    "(detach pred_1 where it enters n_2)."
+                )
+            )
+        return _not_yet(_("n_1 did not train as loss_1 alone trains it: keep loss_1's backward and opt_1.step()."))
+    if not _same(end_2, want_2):
+        return _not_yet(
+            _(
+                "n_2 did not train as loss_2 trains it through all its layers: detach pred_1 where it enters n_2, "
+                "not a tensor inside n_2."
+            )
+        )
+    return _right(_("it runs, loss_1 trains n_1 and loss_2 trains n_2 only: the training the note's help: line says."))
+
+
+def check_writes_counter(writes: object) -> Verdict:
+    """Exercise (notebook 02): measure how much one optimizer step moves a weight's version counter.
+
+    ``writes(make_optimizer)`` builds a fresh ``nn.Linear``, its optimizer
+    ``make_optimizer(params)``, runs one backward and one step, and returns how
+    much the weight's ``_version`` moved. The check calls it for SGD, Adam,
+    AdamW and ``AdamW(weight_decay=0)`` and compares with its own measurement.
+
+    Example::
+
+        >>> def writes(make_optimizer):
+        ...     layer = torch.nn.Linear(3, 1)
+        ...     optimizer = make_optimizer(layer.parameters())
+        ...     layer(torch.ones(2, 3)).sum().backward()
+        ...     before = layer.weight._version
+        ...     optimizer.step()
+        ...     return layer.weight._version - before
+        >>> check_writes_counter(writes).passed
+        True
+    """
+    if _is_template(writes):
+        return pending()
+    if not callable(writes):
+        return _not_a_function("writes", "make_optimizer")
+    optimizers: dict[str, Callable[..., torch.optim.Optimizer]] = {
+        "SGD": lambda p: torch.optim.SGD(p, lr=0.01),
+        "Adam": lambda p: torch.optim.Adam(p, lr=0.01),
+        "AdamW": lambda p: torch.optim.AdamW(p, lr=0.01),
+        "AdamW(weight_decay=0)": lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0),
+    }
+    for label, make in optimizers.items():
+        layer = torch.nn.Linear(3, 1)
+        optimizer = make(layer.parameters())
+        layer(torch.ones(2, 3)).sum().backward()
+        before = layer.weight._version
+        optimizer.step()
+        expected = layer.weight._version - before
+        try:
+            got = writes(make)
+        except Exception as e:  # the learner's code
+            return _not_yet(_t("writes({label}) raised {error}.", label=label, error=_first_sentence(e)))
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if not isinstance(got, int) or isinstance(got, bool):
+            return _not_yet(
+                _t(
+                    "writes({label}) returned {value!r}: return a whole number, the versions one step added.",
+                    label=label,
+                    value=got,
+                )
+            )
+        if got == expected + 1:
+            return _not_yet(
+                _t(
+                    "writes({label}) returned {got}: that is the weight's version, not how much the step moved it "
+                    "(subtract the version before the step; a fresh weight starts at 1).",
+                    label=label,
+                    got=got,
+                )
+            )
+        if got == 0:
+            return _not_yet(
+                _t(
+                    "writes({label}) returned 0: an optimizer skips a parameter without a gradient; run a backward "
+                    "before the step, and read the version just before and just after it.",
+                    label=label,
+                )
+            )
+        if got != expected:
+            return _not_yet(
+                _t(
+                    "writes({label}) returned {got}, but one step of it moves the counter by {expected}: read the "
+                    "version just before and just after one step.",
+                    label=label,
+                    got=got,
+                    expected=expected,
+                )
+            )
+    return _right(_("your measurement gives 1 for SGD, Adam and AdamW(weight_decay=0), and 2 for AdamW."))
+
+
+def _grad_case(
+    pack: Callable[[torch.Tensor], object], unpack: Callable[[object], torch.Tensor], case: str, write: bool
+) -> torch.Tensor:
+    """The gradient of one small case under the learner's hooks, with or without an in-place write after the save."""
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        if case == "w * w":
+            saved, loss = x, (x * x).sum()
+        else:
+            saved = x.sigmoid()
+            loss = saved.sum()
+    if write:
+        with torch.no_grad():
+            saved.add_(1)
+    torch.autograd.backward(loss)
+    assert x.grad is not None
+    return x.grad
+
+
+def check_saved_hooks(pack_hook: object, unpack_hook: object) -> Verdict:
+    """Exercise (notebook 03): saved-tensor hooks that let no stale tensor give a silently wrong gradient.
+
+    The check runs two cases (``w * w`` saves its input, ``sigmoid`` its output)
+    under ``torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook)``.
+    Without an in-place write the gradients must be autograd's own; with a write
+    after the save the backward must raise, or give the gradient of the forward's
+    values (hooks that save a copy). Identity hooks, or hooks that pass the
+    modified tensor back, give the wrong gradient and are told so.
+
+    Example::
+
+        >>> def pack_hook(t):
+        ...     return t, t._version
+        >>> def unpack_hook(packed):
+        ...     t, version = packed
+        ...     if t._version != version:
+        ...         raise RuntimeError("a saved tensor was modified in place")
+        ...     return t
+        >>> check_saved_hooks(pack_hook, unpack_hook).passed
+        True
+    """
+    if _is_template(pack_hook) or _is_template(unpack_hook):
+        return pending()
+    for name, fn, example in (("pack_hook", pack_hook, "t"), ("unpack_hook", unpack_hook, "packed")):
+        if not callable(fn):
+            return _not_a_function(name, example)
+    assert callable(pack_hook) and callable(unpack_hook)
+    raised = []
+    for case in ("w * w", "sigmoid"):
+        x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        right = torch.autograd.grad((x * x).sum() if case == "w * w" else x.sigmoid().sum(), x)[0]
+        try:
+            clean = _grad_case(pack_hook, unpack_hook, case, write=False)
+        except Exception as e:  # the learner's hooks
+            return _not_yet(
+                _t(
+                    "with no in-place write, the backward of {case} raised {error}: unpack_hook must give back the "
+                    "tensor pack_hook saved.",
+                    case=case,
+                    error=_first_sentence(e),
+                )
+            )
+        if not torch.allclose(clean, right):
+            return _not_yet(
+                _t(
+                    "with no in-place write, {case} gave the gradient {got}, not autograd's {right}: unpack_hook must "
+                    "give back the saved tensor's values.",
+                    case=case,
+                    got=clean.tolist(),
+                    right=right.tolist(),
+                )
+            )
+        try:
+            stale = _grad_case(pack_hook, unpack_hook, case, write=True)
+        except Exception:  # raising on a stale tensor is a right answer
+            raised.append(case)
+            continue
+        if not torch.allclose(stale, right):
+            return _not_yet(
+                _t(
+                    "after an in-place write to the saved tensor, {case}'s backward ran and gave {got}; the forward's "
+                    "gradient is {right}. Compare the version pack_hook saw with the version at unpack, and raise.",
+                    case=case,
+                    got=[round(v, 4) for v in stale.tolist()],
+                    right=[round(v, 4) for v in right.tolist()],
+                )
+            )
+    if raised:
+        return _right(_("your hooks raise when a saved tensor was written in place, as autograd's own check does."))
+    return _right(_("your hooks keep a copy: the backward uses the forward's values even after an in-place write."))
+
+
+def check_doubled_sigmoid(doubled_loss: object) -> Verdict:
+    """Exercise (notebook 04): compute ``(2 * sigmoid(x)).sum()`` without the ``.data`` write, so the gradient is right.
+
+    ``doubled_loss(x)`` returns the loss for an ``x`` with ``requires_grad=True``;
+    the check calls it on fresh tensors, backwards, and compares the value and
+    ``x.grad`` with ``2 * sigmoid(x) * (1 - sigmoid(x))``. The ``.data`` trick
+    (right value, wrong gradient), an in-place write that autograd refuses, and a
+    result without a graph back to ``x`` each get a ✗ that says so.
+
+    Example::
+
+        >>> check_doubled_sigmoid(lambda x: (2 * x.sigmoid()).sum()).passed
+        True
+    """
+    if _is_template(doubled_loss):
+        return pending()
+    if not callable(doubled_loss):
+        return _not_a_function("doubled_loss", "x")
+    for values in ([0.5, -1.0, 2.0], [3.0, 0.0, -0.25, 1.5]):
+        x = torch.tensor(values, requires_grad=True)
+        try:
+            loss = doubled_loss(x)
+        except Exception as e:  # the learner's code
+            return _not_yet(_t("doubled_loss(x) raised {error}.", error=_first_sentence(e)))
+        s = torch.sigmoid(torch.tensor(values))
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            return _not_yet(
+                _t(
+                    "doubled_loss(x) returned {kind}: return the loss as a one-element tensor, (2 * y).sum().",
+                    kind=type(loss).__name__,
+                )
+            )
+        if not torch.allclose(loss.detach().double(), (2 * s).sum().double(), atol=1e-5):
+            return _not_yet(
+                _t(
+                    "doubled_loss(x) is {got:.4f}, not the sum of 2 * sigmoid(x), {want:.4f}.",
+                    got=float(loss.detach()),
+                    want=float((2 * s).sum()),
+                )
+            )
+        if loss.grad_fn is None:
+            return _not_yet(
+                _(
+                    "the loss has no graph back to x (no grad_fn): compute it from x with tensor operations, "
+                    "no .detach(), .item() or torch.tensor(...)."
+                )
+            )
+        try:
+            torch.autograd.backward(loss)
+        except Exception as e:  # an in-place write autograd refuses
+            return _not_yet(
+                _t(
+                    "loss.backward() raised {error}: the write changed the output sigmoid saved; compute 2 * y "
+                    "out of place.",
+                    error=_first_sentence(e),
+                )
+            )
+        right = 2 * s * (1 - s)
+        if x.grad is None:
+            return _not_yet(_("x got no gradient: the loss must be computed from x."))
+        if not torch.allclose(x.grad, right, atol=1e-6):
+            return _not_yet(
+                _t(
+                    "the value is right and the gradient is not ({got}, not {right}): a write through .data "
+                    "escaped the version check and changed what sigmoid's backward reads.",
+                    got=[round(v, 4) for v in x.grad.tolist()],
+                    right=[round(v, 4) for v in right.tolist()],
+                )
+            )
+    return _right(_("the value and the gradient are right: 2 * sigmoid(x) out of place keeps sigmoid's saved output."))
