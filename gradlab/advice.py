@@ -901,7 +901,7 @@ def _judge(ctx: Context, freed: bool) -> list[_Proposal]:
         _Proposal(
             Fix(
                 intent=_t(
-                    "if {loss} should train {others} against {model} as {step} left it (the usual GAN order)",
+                    "if {loss} should train {others} against {model} as {step} left it",
                     loss=ctx.l,
                     others=ctx.o,
                     model=ctx.m,
@@ -929,6 +929,7 @@ def _judge(ctx: Context, freed: bool) -> list[_Proposal]:
             ),
             ctx.reach,
             False,
+            describe=True,  # with the loop's intent known, its trains line is read from the loop, not the GAN story
         ),
         _Proposal(
             Fix(

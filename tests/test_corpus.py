@@ -27,7 +27,6 @@ JUDGE_XFAIL = {
     "ppo_old_log_probs": "the first fix has no edits",
     "running_stats_buffer": "the first fix has no edits",
     # held-out cases (tests/corpus/README.md): written after the engine, not tuned to it
-    "ddpg_actor_after_critic_step": "the first fix (recompute after critic_opt.step()) has no edits",
     "rnn_hidden_attribute": "the first fix has no edits (a module attribute's carried state is named 'self')",
     "wgan_critic_loop_fake_once": "the first fix fits but claims only lossD, though the patched script trains netG with lossG",
 }
