@@ -300,3 +300,149 @@ def test_one_batch_untrained_fails() -> None:
     x, y = course.batches(1)[0]
     verdict = course.check_one_batch(pair.n_2, x, y, 1.0)
     assert not verdict.passed and "not below 0.05" in verdict.text
+
+
+# -- notebooks 05-08: guesses, moving the detach (05), repairing the loop (06), running total (07) ----
+
+
+def test_running_total_numpy_number_passes_and_other_types_fail_with_a_reason() -> None:
+    total, losses, graphs = _running_total(lambda t, loss: t + loss.detach().numpy())
+    assert course.check_running_total(total, losses, graphs).passed  # a NumPy float is a number
+    for wrong in ("3.0", [1.0, 2.0], None):
+        verdict = course.check_running_total(wrong, losses, graphs)
+        assert not verdict.passed and "it should be one number" in verdict.text
+
+
+@pytest.mark.parametrize(
+    ("guess", "passed"),
+    [("equal", True), ("close", False), (["equal"], False), (None, False), (torch.tensor(1.0), False)],
+)
+def test_guess_is_compared_after_the_reveal(guess: object, passed: bool) -> None:
+    verdict = course.check_guess(guess, "equal", right="bitwise equal.", wrong="they are bitwise equal.")
+    assert verdict.passed is passed
+    assert verdict.text.startswith("✓ your guess was right" if passed else "✗ you guessed ")
+
+
+def test_guess_not_given_is_neutral() -> None:
+    verdict = course.check_guess(..., {"n_2.linear_2.weight"}, right="right.", wrong="wrong.")
+    assert verdict.pending and "did not guess" in verdict.text and "n_2" not in verdict.text
+
+
+def test_guess_of_a_set_shows_it_sorted() -> None:
+    verdict = course.check_guess({"b", "a"}, {"a"}, right="right.", wrong="only a.")
+    assert verdict.text == "✗ you guessed ['a', 'b']: only a."
+
+
+def _detach_exercise() -> tuple[course.Pair, torch.Tensor]:
+    pair = course.make_pair(seed=0, softmax=False)
+    x, _y = course.batches(1)[0]
+    return pair, pair.n_1(x)
+
+
+def test_detach_moved_to_the_input_passes_and_is_what_fix_a_trains() -> None:
+    pair, pred_1 = _detach_exercise()
+    pred_2 = pair.n_2(pred_1.detach())
+    assert course.check_detach_moved(pair, pred_1, pred_2).passed
+    # the check's claim, against real torch: every n_2 parameter gets a gradient, no n_1 parameter does
+    pred_2.sum().backward()
+    assert all(p.grad is not None for p in pair.n_2.parameters())
+    assert all(p.grad is None for p in pair.n_1.parameters())
+
+
+def _inside_copy(pair: course.Pair) -> torch.nn.Module:
+    inside = course.make_pair(seed=0, softmax=False, detach_inside=True).n_2
+    inside.load_state_dict(pair.n_2.state_dict())
+    return inside
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (lambda pair, pred_1, x: pair.n_2(pred_1), "still runs back into network 1"),
+        (lambda pair, pred_1, x: pair.n_2(x), "is not network 2 applied to network 1's output"),
+        (lambda pair, pred_1, x: pred_1.detach(), "is not network 2 applied to network 1's output"),
+        (lambda pair, pred_1, x: pair.n_2(pred_1).detach(), "has no graph"),
+        (lambda pair, pred_1, x: pair.n_2(pred_1).detach().requires_grad_(), "has no graph"),
+        (lambda pair, pred_1, x: pair.n_2(pred_1).sum().item(), "is a float"),
+        (lambda pair, pred_1, x: "n_2(pred_1.detach())", "is a str"),
+        (lambda pair, pred_1, x: _inside_copy(pair)(pred_1.detach()), "does not come from the pair's network 2"),
+    ],
+    ids=["no-detach", "input-x", "pred_1", "output-detached", "leaf", "number", "text", "other-net"],
+)
+def test_detach_moved_wrong_answers_fail_with_a_reason(answer, reason: str) -> None:
+    pair, pred_1 = _detach_exercise()
+    x, _y = course.batches(1)[0]
+    verdict = course.check_detach_moved(pair, pred_1, answer(pair, pred_1, x))
+    assert not verdict.passed and verdict.text.startswith("✗") and reason in verdict.text
+
+
+def test_detach_moved_names_the_frozen_layer_of_a_detach_inside() -> None:
+    pair = course.make_pair(seed=0, softmax=False, detach_inside=True)
+    x, _y = course.batches(1)[0]
+    pred_1 = pair.n_1(x)
+    verdict = course.check_detach_moved(pair, pred_1, pair.n_2(pred_1.detach()))
+    assert not verdict.passed and "n_2.linear_1.weight, n_2.linear_1.bias get no gradient" in verdict.text
+
+
+def test_detach_moved_without_an_answer_is_neutral_and_bad_setup_is_a_type_error() -> None:
+    pair, pred_1 = _detach_exercise()
+    assert course.check_detach_moved(pair, pred_1, ...).pending
+    with pytest.raises(TypeError, match="pass the exercise's pair"):
+        course.check_detach_moved(None, pred_1, pred_1)
+
+
+def _repaired(form: str, steps: int = 20) -> course.Pair:
+    """The loop notebook 02 left failing (retain_graph=True, opt_1.step() before loss_2.backward()), repaired by ``form``."""
+    pair = course.make_pair(seed=0, softmax=False, lr=3e-2)
+    n_1, n_2, opt_1, opt_2, criterion = pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion
+    for x, y in course.batches(steps, seed=0):
+        if form == "joint":
+            course.joint_step(pair, x, y)
+            continue
+        pred_1 = n_1(x)
+        opt_1.zero_grad()
+        loss_1 = criterion(y, pred_1)
+        loss_1.backward(retain_graph=True)
+        opt_1.step()
+        if form == "recompute":
+            pred_1 = n_1(x)
+        pred_2 = n_2(pred_1.detach() if form in ("detach", "recompute") else pred_1)
+        opt_2.zero_grad()
+        loss_2 = criterion(y, pred_2)
+        loss_2.backward(inputs=list(n_2.parameters()) if form == "inputs" else None)
+        opt_2.step()
+    return pair
+
+
+@pytest.mark.parametrize("form", ["inputs", "detach"])
+def test_repair_right_forms_pass(form: str) -> None:
+    assert course.check_repair(_repaired(form)).passed
+
+
+def test_repair_as_written_under_allow_mutation_passes() -> None:
+    with torch.autograd.graph.allow_mutation_on_saved_tensors():
+        pair = _repaired("as written")
+    assert course.check_repair(pair).passed
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda: _repaired("joint"), "loss_2 trained it too"),
+        (lambda: _repaired("recompute"), "network 2 ended elsewhere"),
+        (lambda: _repaired("inputs", steps=5), "opt_1 stepped 5 times and opt_2 5 times, not 20"),
+        (lambda: course.train("original", steps=20, softmax=False, lr=3e-2).pair, "opt_2 0 times"),
+        (lambda: course.train("detach_inside", steps=20, softmax=False, lr=3e-2).pair, "n_2.linear_1 never learns"),
+        (lambda: course.train("detach_input", steps=20, softmax=True, lr=3e-2).pair, "start from pair ="),
+        (lambda: course.make_pair(seed=0, softmax=False, lr=3e-2), "opt_1 stepped 0 times"),
+        (lambda: course.make_pair(seed=0, softmax=False, lr=3e-2).n_1, "pair is a Net"),
+    ],
+    ids=["joint", "recompute", "fewer-steps", "failed", "detach-inside", "softmax", "untrained", "a-network"],
+)
+def test_repair_wrong_results_fail_with_what_they_trained(make, reason: str) -> None:
+    verdict = course.check_repair(make())
+    assert not verdict.passed and verdict.text.startswith("✗") and reason in verdict.text
+
+
+def test_repair_without_an_answer_is_neutral() -> None:
+    assert course.check_repair(...).pending

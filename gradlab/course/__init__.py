@@ -46,6 +46,9 @@ _EXPORTS: dict[str, str] = {
     "verify": "exercise",
     "check_running_total": "exercise",
     "check_one_batch": "exercise",
+    "check_guess": "exercise",
+    "check_detach_moved": "exercise",
+    "check_repair": "exercise",
     "EnvironmentReport": "readiness",
     "environment": "readiness",
     "setup": "readiness",
@@ -79,6 +82,9 @@ __all__ = [
     "verify",
     "check_running_total",
     "check_one_batch",
+    "check_guess",
+    "check_detach_moved",
+    "check_repair",
     "EnvironmentReport",
     "environment",
     "setup",
@@ -87,7 +93,15 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .exercise import Verdict, check_one_batch, check_running_total, verify
+    from .exercise import (
+        Verdict,
+        check_detach_moved,
+        check_guess,
+        check_one_batch,
+        check_repair,
+        check_running_total,
+        verify,
+    )
     from .iteration import PRESETS, STEPS, Outcome, Preset, outcome_table, run_order
     from .networks import TARGETS, Net, Pair, batches, make_pair
     from .plots import plot_losses, plot_predictions

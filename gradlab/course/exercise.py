@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -20,7 +21,19 @@ import torch
 
 from gradlab.i18n import _, _t
 
-__all__ = ["Verdict", "verify", "pending", "check_running_total", "check_one_batch"]
+from .networks import Pair, make_pair
+from .training import train
+
+__all__ = [
+    "Verdict",
+    "verify",
+    "pending",
+    "check_running_total",
+    "check_one_batch",
+    "check_guess",
+    "check_detach_moved",
+    "check_repair",
+]
 
 _UNSET = object()
 
@@ -192,10 +205,15 @@ def check_running_total(total_loss: object, losses: Sequence[float], graphs: Seq
         if total_loss.numel() != 1:
             return _not_yet(_("total_loss should be one number, the sum of the losses."))
         value = float(total_loss.item())
-    elif isinstance(total_loss, (int, float)) and not isinstance(total_loss, bool):
-        value = float(total_loss)
+    elif isinstance(total_loss, numbers.Real) and not isinstance(total_loss, bool):
+        value = float(total_loss)  # a Python or a NumPy number (loss_1.detach().numpy() gives one)
     else:
-        raise TypeError(f"total_loss is a {type(total_loss).__name__}; it should be a number or a tensor")
+        return _not_yet(
+            _t(
+                "total_loss is a {kind}: it should be one number, the sum of the losses (total_loss += loss_1.item()).",
+                kind=type(total_loss).__name__,
+            )
+        )
     if not math.isclose(value, sum(losses), rel_tol=1e-6, abs_tol=1e-9):
         return _not_yet(
             _("total_loss is not the sum of the losses: add each step's loss to it (+=), do not replace it.")
@@ -247,3 +265,204 @@ def check_one_batch(n_2: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, last
     if not math.isclose(last_loss, on_target, rel_tol=0.5, abs_tol=0.01):
         return _not_yet(_("last_loss is not the loss of n_2(2 * x) against y after training."))
     return _right(_("network 2 drives the loss on one batch towards zero: it can learn."))
+
+
+# -- notebooks 05-08: guesses, moving the detach (05), repairing the loop (06) ------------------------
+
+
+def check_guess(guess: object, expected: object, *, right: str, wrong: str, tol: float | None = None) -> Verdict:
+    """Compare a guess recorded before a reveal with what the notebook then showed.
+
+    ``guess`` is what the learner wrote in a ``guess = ...`` cell above the
+    reveal; it is compared with ``expected`` as :func:`verify` compares an answer.
+    ``right`` is said when they match, ``wrong`` (what the reveal showed) when they
+    do not. A guess left as ``...`` gets a neutral line: guessing is optional.
+
+    Example::
+
+        >>> check_guess("equal", "equal", right="bitwise equal.", wrong="they are bitwise equal.")
+        ✓ your guess was right: bitwise equal.
+        >>> check_guess("close", "equal", right="bitwise equal.", wrong="they are bitwise equal.")
+        ✗ you guessed 'close': they are bitwise equal.
+        >>> check_guess(..., "equal", right="bitwise equal.", wrong="they are bitwise equal.")
+        … you did not guess this time; the output above is the answer.
+    """
+    for label, text in (("right", right), ("wrong", wrong)):
+        if not isinstance(text, str) or not text.strip():
+            raise TypeError(f"check_guess() needs {label}= as a non-empty sentence, got {text!r}")
+    if guess is Ellipsis:
+        return Verdict(False, _("… you did not guess this time; the output above is the answer."), pending=True)
+    if verify(guess, expected, success=right, hint=wrong, tol=tol).passed:
+        return Verdict(True, "✓ " + _t("your guess was right: {right}", right=right))
+    return Verdict(False, "✗ " + _t("you guessed {guess}: {wrong}", guess=_shown(guess), wrong=wrong))
+
+
+def _shown(value: object) -> str:
+    text = repr(sorted(value) if isinstance(value, (set, frozenset)) else value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _unreached(output: torch.Tensor, params: Mapping[str, torch.nn.Parameter]) -> tuple[list[str], list[str]]:
+    """The parameters ``output`` reaches and those it does not (one backward with ``torch.autograd.grad``)."""
+    grads = torch.autograd.grad(output.sum(), list(params.values()), retain_graph=True, allow_unused=True)
+    reached = [name for name, g in zip(params, grads) if g is not None]
+    return reached, [name for name, g in zip(params, grads) if g is None]
+
+
+def check_detach_moved(pair: object, pred_1: object, pred_2: object) -> Verdict:
+    """Exercise (notebook 05): move the detach out of network 2, to where network 1's output enters it.
+
+    ``pair`` holds networks without the detach inside, ``pred_1`` is
+    ``pair.n_1(x)``, and ``pred_2`` the learner's network 2 output. Right: ``pred_2``
+    is network 2 on ``pred_1``'s values, and its graph reaches every parameter of
+    network 2 and none of network 1 (checked by one ``torch.autograd.grad``; no
+    ``.grad`` is written). Each wrong form gets what it trains.
+
+    Example::
+
+        >>> from gradlab.course import make_pair
+        >>> pair = make_pair(seed=0, softmax=False)
+        >>> pred_1 = pair.n_1(torch.randn(10, 1))
+        >>> check_detach_moved(pair, pred_1, pair.n_2(pred_1.detach()))
+        ✓ loss_2 trains every layer of network 2 and nothing of network 1: fix (a), n_2(pred_1.detach()).
+        >>> check_detach_moved(pair, pred_1, pair.n_2(pred_1))
+        ✗ not yet: pred_2's graph still runs back into network 1 (n_1.linear_1.weight, n_1.linear_1.bias, n_1.linear_2.weight, n_1.linear_2.bias): detach network 1's output where it enters network 2.
+    """
+    if pred_2 is Ellipsis:
+        return pending()
+    if not isinstance(pair, Pair) or not isinstance(pred_1, torch.Tensor):
+        raise TypeError("check_detach_moved(pair, pred_1, pred_2): pass the exercise's pair, pred_1 and your pred_2")
+    if not isinstance(pred_2, torch.Tensor):
+        return _not_yet(
+            _t(
+                "pred_2 is a {kind}; it should be network 2's output, a tensor: pred_2 = n_2(...).",
+                kind=type(pred_2).__name__,
+            )
+        )
+    with torch.no_grad():
+        wanted = pair.n_2(pred_1)
+    if pred_2.shape != wanted.shape or not torch.allclose(pred_2.detach(), wanted):
+        return _not_yet(
+            _(
+                "pred_2 is not network 2 applied to network 1's output: its input must be pred_1 (with the detach), "
+                "not x, and the network must be pair.n_2."
+            )
+        )
+    if pred_2.grad_fn is None:
+        return _not_yet(
+            _(
+                "pred_2 has no graph (it is a leaf, or detached after network 2): loss_2 could train nothing. "
+                "Detach network 1's output, the input of network 2, not network 2's output."
+            )
+        )
+    names_1 = {f"n_1.{name}": p for name, p in pair.n_1.named_parameters()}
+    names_2 = {f"n_2.{name}": p for name, p in pair.n_2.named_parameters()}
+    into_1, _not_1 = _unreached(pred_2, names_1)
+    if into_1:
+        return _not_yet(
+            _t(
+                "pred_2's graph still runs back into network 1 ({names}): detach network 1's output where it "
+                "enters network 2.",
+                names=", ".join(into_1),
+            )
+        )
+    reached_2, frozen = _unreached(pred_2, names_2)
+    if not reached_2:
+        return _not_yet(_("pred_2 does not come from the pair's network 2: compute it with pair.n_2."))
+    if frozen:
+        return _not_yet(
+            _t(
+                "{names} get no gradient from pred_2: a detach inside network 2 still cuts them off. "
+                "The detach belongs on network 2's input.",
+                names=", ".join(frozen),
+            )
+        )
+    return _right(_("loss_2 trains every layer of network 2 and nothing of network 1: fix (a), n_2(pred_1.detach())."))
+
+
+def _state_steps(optimizer: torch.optim.Optimizer) -> int:
+    steps = [state.get("step") for state in optimizer.state.values()]
+    counts = [int(s.item()) if isinstance(s, torch.Tensor) else int(s) for s in steps if s is not None]
+    return max(counts, default=0)
+
+
+def check_repair(pair: object, steps: int = 20) -> Verdict:
+    """Exercise (notebook 06): repair the loop notebook 02 left failing, keeping what it trains.
+
+    ``pair`` is the :class:`Pair` the learner's loop trained, from
+    ``make_pair(seed=0, softmax=False, lr=3e-2)`` on ``batches(steps, seed=0)``.
+    Right: both networks end bitwise where fix (a) ends them (the original loop's
+    training: network 1 from ``loss_1`` only, network 2 from ``loss_2`` on network
+    1's output). Each wrong result is told what it trained instead.
+
+    Example::
+
+        >>> from gradlab.course import train
+        >>> check_repair(train("detach_input", steps=20, softmax=False, lr=3e-2).pair)
+        ✓ both networks end bitwise where the original loop would leave them: network 1 trained by loss_1 only, network 2 by loss_2.
+        >>> check_repair(train("joint", steps=20, softmax=False, lr=3e-2).pair)
+        ✗ not yet: network 1 ended elsewhere: loss_2 trained it too (one backward of the sum is fix (b), a different training). Keep network 1 on loss_1 alone.
+    """
+    if pair is Ellipsis:
+        return pending()
+    if not isinstance(pair, Pair):
+        return _not_yet(
+            _t(
+                "pair is a {kind}; it should be the course.make_pair(seed=0, softmax=False, lr=3e-2) your loop "
+                "trained.",
+                kind=type(pair).__name__,
+            )
+        )
+    start = make_pair(seed=0, softmax=False, lr=3e-2)
+    lrs = {group["lr"] for opt in (pair.opt_1, pair.opt_2) for group in opt.param_groups}
+    if (
+        pair.n_1.softmax
+        or pair.n_2.softmax
+        or lrs != {3e-2}
+        or not all(a.shape == b.shape for a, b in zip(pair.n_1.parameters(), start.n_1.parameters()))
+    ):
+        return _not_yet(_("start from pair = course.make_pair(seed=0, softmax=False, lr=3e-2), as the loop does."))
+    if pair.n_2.detach_inside:
+        return _not_yet(
+            _(
+                "that is the fix that circulates (detach_inside=True, notebook 05): n_2.linear_1 never learns. "
+                "Keep network 2 whole."
+            )
+        )
+    done = (_state_steps(pair.opt_1), _state_steps(pair.opt_2))
+    if done != (steps, steps):
+        return _not_yet(
+            _t(
+                "opt_1 stepped {n_1} times and opt_2 {n_2} times, not {steps} each: the loop stopped early (an error?) "
+                "or ran another number of batches. Run it on course.batches({steps}, seed=0).",
+                n_1=done[0],
+                n_2=done[1],
+                steps=steps,
+            )
+        )
+    meant = train("detach_input", steps=steps, softmax=False, lr=3e-2).pair
+    assert meant is not None
+    same = {
+        net: all(torch.equal(p, q) for p, q in zip(mine.parameters(), ref.parameters()))
+        for net, mine, ref in (("n_1", pair.n_1, meant.n_1), ("n_2", pair.n_2, meant.n_2))
+    }
+    if not same["n_1"]:
+        return _not_yet(
+            _(
+                "network 1 ended elsewhere: loss_2 trained it too (one backward of the sum is fix (b), a different "
+                "training). Keep network 1 on loss_1 alone."
+            )
+        )
+    if not same["n_2"]:
+        return _not_yet(
+            _(
+                "network 1 is right, network 2 ended elsewhere: it learned from another input (network 1's output "
+                "after its step is fix (c), a different training) or another loss. Feed it pred_1 as the loop does."
+            )
+        )
+    return _right(
+        _(
+            "both networks end bitwise where the original loop would leave them: network 1 trained by loss_1 only, "
+            "network 2 by loss_2."
+        )
+    )
