@@ -896,3 +896,120 @@ def test_masked_tanh_a_constant_with_the_right_values_is_caught_by_its_gradient(
 
     verdict = course.check_masked_tanh(rebuilt)
     assert not verdict.passed and "not tanh's gradient" in verdict.text
+
+
+# -- notebooks 05-08: moving the detach (05), repairing the loop (06), running total (07) -----------
+
+
+def test_running_total_numpy_number_passes_and_other_types_fail_with_a_reason() -> None:
+    total, losses, graphs = _running_total(lambda t, loss: t + loss.detach().numpy())
+    assert course.check_running_total(total, losses, graphs).passed  # a NumPy float is a number
+    for wrong in ("3.0", [1.0, 2.0], None):
+        verdict = course.check_running_total(wrong, losses, graphs)
+        assert not verdict.passed and "it should be one number" in verdict.text
+
+
+def _detach_exercise() -> tuple[course.Pair, torch.Tensor]:
+    pair = course.make_pair(seed=0, softmax=False)
+    x, _y = course.batches(1)[0]
+    return pair, pair.n_1(x)
+
+
+def test_detach_moved_to_the_input_passes_and_is_what_fix_a_trains() -> None:
+    pair, pred_1 = _detach_exercise()
+    pred_2 = pair.n_2(pred_1.detach())
+    assert course.check_detach_moved(pair, pred_1, pred_2).passed
+    # the check's claim, against real torch: every n_2 parameter gets a gradient, no n_1 parameter does
+    pred_2.sum().backward()
+    assert all(p.grad is not None for p in pair.n_2.parameters())
+    assert all(p.grad is None for p in pair.n_1.parameters())
+
+
+def _inside_copy(pair: course.Pair) -> torch.nn.Module:
+    inside = course.make_pair(seed=0, softmax=False, detach_inside=True).n_2
+    inside.load_state_dict(pair.n_2.state_dict())
+    return inside
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (lambda pair, pred_1, x: pair.n_2(pred_1), "still runs back into network 1"),
+        (lambda pair, pred_1, x: pair.n_2(x), "is not network 2 applied to network 1's output"),
+        (lambda pair, pred_1, x: pred_1.detach(), "is not network 2 applied to network 1's output"),
+        (lambda pair, pred_1, x: pair.n_2(pred_1).detach(), "has no graph"),
+        (lambda pair, pred_1, x: pair.n_2(pred_1).detach().requires_grad_(), "has no graph"),
+        (lambda pair, pred_1, x: pair.n_2(pred_1).sum().item(), "is a float"),
+        (lambda pair, pred_1, x: "n_2(pred_1.detach())", "is a str"),
+        (lambda pair, pred_1, x: _inside_copy(pair)(pred_1.detach()), "does not come from the pair's network 2"),
+    ],
+    ids=["no-detach", "input-x", "pred_1", "output-detached", "leaf", "number", "text", "other-net"],
+)
+def test_detach_moved_wrong_answers_fail_with_a_reason(answer, reason: str) -> None:
+    pair, pred_1 = _detach_exercise()
+    x, _y = course.batches(1)[0]
+    verdict = course.check_detach_moved(pair, pred_1, answer(pair, pred_1, x))
+    assert not verdict.passed and verdict.text.startswith("✗") and reason in verdict.text
+
+
+def test_detach_moved_names_the_frozen_layer_of_a_detach_inside() -> None:
+    pair = course.make_pair(seed=0, softmax=False, detach_inside=True)
+    x, _y = course.batches(1)[0]
+    pred_1 = pair.n_1(x)
+    verdict = course.check_detach_moved(pair, pred_1, pair.n_2(pred_1.detach()))
+    assert not verdict.passed and "n_2.linear_1.weight, n_2.linear_1.bias get no gradient" in verdict.text
+
+
+def test_detach_moved_without_an_answer_is_neutral_and_bad_setup_is_a_type_error() -> None:
+    pair, pred_1 = _detach_exercise()
+    assert course.check_detach_moved(pair, pred_1, ...).pending
+    with pytest.raises(TypeError, match="pass the exercise's pair"):
+        course.check_detach_moved(None, pred_1, pred_1)
+
+
+def _iteration_06(form: str):
+    """One iteration of the loop notebook 02 left failing (retain_graph=True, opt_1.step() before
+    loss_2.backward()), repaired by ``form``: the answers notebook 06's exercise feeds course.check_repaired_loop."""
+
+    def repaired(n_1, n_2, opt_1, opt_2, criterion, x, y):
+        if form == "joint":
+            pred_1 = n_1(x)
+            pred_2 = n_2(pred_1)
+            opt_1.zero_grad()
+            opt_2.zero_grad()
+            (criterion(y, pred_1) + criterion(y, pred_2)).backward()
+            opt_1.step()
+            opt_2.step()
+            return
+        pred_1 = n_1(x)
+        opt_1.zero_grad()
+        loss_1 = criterion(y, pred_1)
+        loss_1.backward(retain_graph=True)
+        opt_1.step()
+        if form == "recompute":
+            pred_1 = n_1(x)
+        pred_2 = n_2(pred_1.detach() if form in ("detach", "recompute") else pred_1)
+        opt_2.zero_grad()
+        loss_2 = criterion(y, pred_2)
+        loss_2.backward(inputs=list(n_2.parameters()) if form == "inputs" else None)
+        opt_2.step()
+
+    return repaired
+
+
+@pytest.mark.parametrize("form", ["inputs", "detach"])
+def test_notebook_06_repairs_that_keep_the_training_pass(form: str) -> None:
+    assert course.check_repaired_loop(_iteration_06(form)).passed
+
+
+@pytest.mark.parametrize(
+    ("form", "reason"),
+    [
+        ("as written", "(failure 2)"),
+        ("joint", "n_1 trained differently from loss_1 alone"),
+        ("recompute", "n_2 trained differently"),
+    ],
+)
+def test_notebook_06_wrong_repairs_fail_with_what_they_trained(form: str, reason: str) -> None:
+    verdict = course.check_repaired_loop(_iteration_06(form))
+    assert not verdict.passed and verdict.text.startswith("✗") and reason in verdict.text

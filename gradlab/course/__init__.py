@@ -55,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "check_in_place_rewrite": "exercise",
     "check_repaired_loop": "exercise",
     "check_masked_tanh": "exercise",
+    "check_detach_moved": "exercise",
     "EnvironmentReport": "readiness",
     "environment": "readiness",
     "setup": "readiness",
@@ -97,6 +98,7 @@ __all__ = [
     "check_in_place_rewrite",
     "check_repaired_loop",
     "check_masked_tanh",
+    "check_detach_moved",
     "EnvironmentReport",
     "environment",
     "setup",
@@ -107,6 +109,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .exercise import (
         Verdict,
+        check_detach_moved,
         check_doubled_sigmoid,
         check_error_kind,
         check_guess,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -205,10 +206,15 @@ def check_running_total(total_loss: object, losses: Sequence[float], graphs: Seq
         if total_loss.numel() != 1:
             return _not_yet(_("total_loss should be one number, the sum of the losses."))
         value = float(total_loss.item())
-    elif isinstance(total_loss, (int, float)) and not isinstance(total_loss, bool):
-        value = float(total_loss)
+    elif isinstance(total_loss, numbers.Real) and not isinstance(total_loss, bool):
+        value = float(total_loss)  # a Python or a NumPy number (loss_1.detach().numpy() gives one)
     else:
-        raise TypeError(f"total_loss is a {type(total_loss).__name__}; it should be a number or a tensor")
+        return _not_yet(
+            _t(
+                "total_loss is a {kind}: it should be one number, the sum of the losses (total_loss += loss_1.item()).",
+                kind=type(total_loss).__name__,
+            )
+        )
     if not math.isclose(value, sum(losses), rel_tol=1e-6, abs_tol=1e-9):
         return _not_yet(
             _("total_loss is not the sum of the losses: add each step's loss to it (+=), do not replace it.")
@@ -1012,3 +1018,86 @@ def _judge_scores(z: torch.Tensor, before: torch.Tensor, out: object) -> Verdict
             "constant."
         )
     )
+
+
+# -- notebooks 05-08: moving the detach (05) -------------------------------------------------------
+
+__all__ += ["check_detach_moved"]
+
+
+def _unreached(output: torch.Tensor, params: Mapping[str, torch.nn.Parameter]) -> tuple[list[str], list[str]]:
+    """The parameters ``output`` reaches and those it does not (one backward with ``torch.autograd.grad``)."""
+    grads = torch.autograd.grad(output.sum(), list(params.values()), retain_graph=True, allow_unused=True)
+    reached = [name for name, g in zip(params, grads) if g is not None]
+    return reached, [name for name, g in zip(params, grads) if g is None]
+
+
+def check_detach_moved(pair: object, pred_1: object, pred_2: object) -> Verdict:
+    """Exercise (notebook 05): move the detach out of network 2, to where network 1's output enters it.
+
+    ``pair`` holds networks without the detach inside, ``pred_1`` is
+    ``pair.n_1(x)``, and ``pred_2`` the learner's network 2 output. Right: ``pred_2``
+    is network 2 on ``pred_1``'s values, and its graph reaches every parameter of
+    network 2 and none of network 1 (checked by one ``torch.autograd.grad``; no
+    ``.grad`` is written). Each wrong form gets what it trains.
+
+    Example::
+
+        >>> from gradlab.course import make_pair
+        >>> pair = make_pair(seed=0, softmax=False)
+        >>> pred_1 = pair.n_1(torch.randn(10, 1))
+        >>> check_detach_moved(pair, pred_1, pair.n_2(pred_1.detach()))
+        ✓ loss_2 trains every layer of network 2 and nothing of network 1: fix (a), n_2(pred_1.detach()).
+        >>> check_detach_moved(pair, pred_1, pair.n_2(pred_1))
+        ✗ not yet: pred_2's graph still runs back into network 1 (n_1.linear_1.weight, n_1.linear_1.bias, n_1.linear_2.weight, n_1.linear_2.bias): detach network 1's output where it enters network 2.
+    """
+    if pred_2 is Ellipsis:
+        return pending()
+    if not isinstance(pair, Pair) or not isinstance(pred_1, torch.Tensor):
+        raise TypeError("check_detach_moved(pair, pred_1, pred_2): pass the exercise's pair, pred_1 and your pred_2")
+    if not isinstance(pred_2, torch.Tensor):
+        return _not_yet(
+            _t(
+                "pred_2 is a {kind}; it should be network 2's output, a tensor: pred_2 = n_2(...).",
+                kind=type(pred_2).__name__,
+            )
+        )
+    with torch.no_grad():
+        wanted = pair.n_2(pred_1)
+    if pred_2.shape != wanted.shape or not torch.allclose(pred_2.detach(), wanted):
+        return _not_yet(
+            _(
+                "pred_2 is not network 2 applied to network 1's output: its input must be pred_1 (with the detach), "
+                "not x, and the network must be pair.n_2."
+            )
+        )
+    if pred_2.grad_fn is None:
+        return _not_yet(
+            _(
+                "pred_2 has no graph (it is a leaf, or detached after network 2): loss_2 could train nothing. "
+                "Detach network 1's output, the input of network 2, not network 2's output."
+            )
+        )
+    names_1 = {f"n_1.{name}": p for name, p in pair.n_1.named_parameters()}
+    names_2 = {f"n_2.{name}": p for name, p in pair.n_2.named_parameters()}
+    into_1, _not_1 = _unreached(pred_2, names_1)
+    if into_1:
+        return _not_yet(
+            _t(
+                "pred_2's graph still runs back into network 1 ({names}): detach network 1's output where it "
+                "enters network 2.",
+                names=", ".join(into_1),
+            )
+        )
+    reached_2, frozen = _unreached(pred_2, names_2)
+    if not reached_2:
+        return _not_yet(_("pred_2 does not come from the pair's network 2: compute it with pair.n_2."))
+    if frozen:
+        return _not_yet(
+            _t(
+                "{names} get no gradient from pred_2: a detach inside network 2 still cuts them off. "
+                "The detach belongs on network 2's input.",
+                names=", ".join(frozen),
+            )
+        )
+    return _right(_("loss_2 trains every layer of network 2 and nothing of network 1: fix (a), n_2(pred_1.detach())."))

@@ -104,7 +104,7 @@ def plot_losses(losses: Mapping[str, object], *, overlay: bool = False) -> Figur
             y -= 0.08
         ax.set_xlabel(_("step"))
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8, loc="upper right")
+            ax.legend(fontsize=8, loc="best")
     axes[0][0].set_ylabel(_("loss"))
     fig.tight_layout()
     return fig
