@@ -458,7 +458,10 @@ CHEATSHEET_WHEN: dict[str, tuple[str, ...]] = {
     ),
 }
 CHEATSHEET_LANGUAGE = {"en": "en", "zh": "zh_CN"}
-CHEATSHEET_CODES = ("graph_freed", "modified_in_place")  # the kinds of the sheet's two errors  # the edition's language -> gradlab.set_language's
+CHEATSHEET_CODES = (
+    "graph_freed",
+    "modified_in_place",
+)  # the kinds of the sheet's two errors  # the edition's language -> gradlab.set_language's
 
 
 def cheatsheet_template(lang: str) -> Path:
@@ -517,7 +520,11 @@ def _cheatsheet_parts(when: tuple[str, ...], lang: str) -> tuple[str, str, str]:
         ("", steps[2], "(loss_1 + loss_2).backward()"),
         (when[1], fixes_for("optimizer_step", gan)[0], None),
         (when[2], fixes_for("inplace_op", Context(tensor="x", op="__iadd__", code="x += y"))[0], "x = x + y"),
-        (when[3], fixes_for("carried_state", Context(carried="h", loss="loss", entry_line="out, h = rnn(x, h)"))[0], None),
+        (
+            when[3],
+            fixes_for("carried_state", Context(carried="h", loss="loss", entry_line="out, h = rnn(x, h)"))[0],
+            None,
+        ),
         (when[4], fixes_for("carried_state", Context(total=True, carried="total_loss", loss="loss"))[0], None),
     ]
     # each case a full-width row of its own, its fixes full width below it: the fix text gets the page's width
