@@ -34,6 +34,8 @@ LABELS: dict[str, dict[str, str]] = {
         "workbook_note": "Before you run a cell, write down what you expect on the lines below its prompt; "
         "then run it and compare. Solutions are in the notebooks and in the full handout.",
         "name": "Name",
+        "hub_user": "Your user name on the course's hub",
+        "hub_address": "The hub's address",
         "contents": "Contents",
         "prediction": "Your prediction",
         "answer": "Your answer",
@@ -52,6 +54,8 @@ LABELS: dict[str, dict[str, str]] = {
         "workbook_note": "运行每个单元格之前，先在提示下方的横线上写下你的预期；运行之后再对照。"
         "答案在笔记本和完整讲义中。",
         "name": "姓名",
+        "hub_user": "你在课程服务器（hub）上的用户名",
+        "hub_address": "hub 的地址",
         "contents": "目录",
         "prediction": "你的预测",
         "answer": "你的答案",
@@ -146,6 +150,8 @@ ol.toc .toc-fill {{ flex: 1; border-bottom: 0.8pt dotted #555; margin: 0 1.5mm; 
 ol.toc ul {{ margin: 0.4mm 0 0; padding-left: 5mm; }}
 .handout-name {{ margin: 6mm 0 4mm; font-size: 10.5pt; }}
 .handout-name span {{ display: inline-block; width: 80mm; border-bottom: 0.8pt solid #333; }}
+.handout-name.handout-hub {{ margin: 0 0 4mm; font-size: 9.5pt; }}
+.handout-name.handout-hub span {{ width: 70mm; }}
 .handout-note {{ font-size: 9pt; color: #333; border-left: 2pt solid #333; padding-left: 3mm; }}
 
 /* workbook: prompts and tasks keep their ruled lines on the same page */
@@ -367,6 +373,9 @@ def workbook_cover(chapters: list[ChapterLike], lang: str) -> str:
         f'<p class="cover-edition">{html.escape(words["workbook"])}</p>'
         f'<p class="subtitle">{html.escape(words["subtitle"])}</p>'
         f'<p class="handout-name">{html.escape(words["name"])}: <span>&#160;</span></p>'
+        # first-use accounts: what a learner must remember after lunch (the print review's P14)
+        f'<p class="handout-name handout-hub">{html.escape(words["hub_user"])}: <span>&#160;</span></p>'
+        f'<p class="handout-name handout-hub">{html.escape(words["hub_address"])}: <span>&#160;</span></p>'
         f'<p class="handout-note">{html.escape(words["workbook_note"])}</p>'
         f'<p class="cover-heading">{html.escape(words["contents"])}</p>'
         f"{toc_html(chapters, goals=False)}"
