@@ -365,17 +365,18 @@ def handout_cover(chapters: list[ChapterLike], lang: str) -> str:
 
 
 def workbook_cover(chapters: list[ChapterLike], lang: str) -> str:
-    """The workbook's cover: a line for the reader's name, how to use it, the contents."""
+    """The workbook's cover: lines for the reader's name and hub account, how to use it, the contents."""
     words = LABELS[lang]
+    colon = "：" if lang == "zh" else ": "
     return (
         '<section class="handout-cover">'
         f'<p class="cover-title">{html.escape(words["course"])}</p>'
         f'<p class="cover-edition">{html.escape(words["workbook"])}</p>'
         f'<p class="subtitle">{html.escape(words["subtitle"])}</p>'
-        f'<p class="handout-name">{html.escape(words["name"])}: <span>&#160;</span></p>'
+        f'<p class="handout-name">{html.escape(words["name"])}{colon}<span>&#160;</span></p>'
         # first-use accounts: what a learner must remember after lunch (the print review's P14)
-        f'<p class="handout-name handout-hub">{html.escape(words["hub_user"])}: <span>&#160;</span></p>'
-        f'<p class="handout-name handout-hub">{html.escape(words["hub_address"])}: <span>&#160;</span></p>'
+        f'<p class="handout-name handout-hub">{html.escape(words["hub_user"])}{colon}<span>&#160;</span></p>'
+        f'<p class="handout-name handout-hub">{html.escape(words["hub_address"])}{colon}<span>&#160;</span></p>'
         f'<p class="handout-note">{html.escape(words["workbook_note"])}</p>'
         f'<p class="cover-heading">{html.escape(words["contents"])}</p>'
         f"{toc_html(chapters, goals=False)}"
