@@ -325,3 +325,17 @@ def test_the_reveal_stops_at_the_next_prompt_and_a_solution_is_never_the_asked_c
 def test_code_with_backticks_keeps_its_fence() -> None:
     block = workbook.code_block('print("```")\n')
     assert block.startswith("````python\n") and block.endswith("\n````")
+
+
+def test_the_learners_guess_cell_is_not_the_code_a_prompt_asks_about() -> None:
+    nb = notebook(
+        ("markdown", "**Predict:** does it run?", ["predict"]),
+        ("code", 'guess = ...  # "runs" or "fails"', []),
+        ("code", "loop()", ["raises-exception"]),
+        ("code", "course.check_guess(guess, outcome)", []),
+    )
+    assert workbook.is_entry(nb.cells[1]) and not workbook.is_entry(nb.cells[2])
+    assert not workbook.is_entry(nbformat.v4.new_code_cell("x = ...\nprint(x)")), "code that runs is not an entry"
+    assert workbook.asked_code(nb, 0) == 2
+    prompt = workbook.workbook_notebook(nb, LABELS).cells[0].source
+    assert "loop()" in prompt and "guess = ..." not in prompt

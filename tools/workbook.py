@@ -23,7 +23,9 @@ A prediction on paper needs the code it asks about and must not show its
 answer. The cells after a ``predict`` prompt, up to the next heading or the
 next ``predict``/``exercise``/``summary`` cell, are its *reveal*: the first code
 cell of the reveal is the code the prompt asks about and prints inside the
-prompt's block (code only, kept on one page with the prompt and its lines);
+prompt's block (code only, kept on one page with the prompt and its lines; a
+cell where the learner types the guess, ``guess = ...``, is skipped: on paper
+the ruled lines take it);
 every other reveal cell prints as code only (a ``workbook`` code cell) or not at
 all (markdown: it explains the answer). A notebook that wants a picture printed
 after a prompt gives it its own heading. A code cell tagged ``predict`` is its
@@ -81,15 +83,27 @@ def reveal(notebook: nbformat.NotebookNode, at: int) -> list[int]:
     return found
 
 
+_ENTRY_LINE = re.compile(r"^\s*[A-Za-z_]\w*\s*=\s*\.\.\.\s*(?:#.*)?$")
+
+
+def is_entry(cell: nbformat.NotebookNode) -> bool:
+    """A cell where the learner writes a guess or an answer: every line ``name = ...`` (or a comment)."""
+    lines = [line for line in cell.source.splitlines() if line.strip() and not line.strip().startswith("#")]
+    return cell.cell_type == "code" and bool(lines) and all(_ENTRY_LINE.match(line) for line in lines)
+
+
 def asked_code(notebook: nbformat.NotebookNode, at: int) -> int | None:
-    """The code cell the prompt at ``at`` asks about: itself if it is code, else the first code cell of its reveal."""
+    """The code cell the prompt at ``at`` asks about: itself if it is code, else the first code cell of its
+    reveal that is not the learner's entry cell (``guess = ...``: on paper the ruled lines take the guess)."""
     if notebook.cells[at].cell_type == "code":
         return at
     return next(
         (
             i
             for i in reveal(notebook, at)
-            if notebook.cells[i].cell_type == "code" and not tags(notebook.cells[i]) & EXCLUDED
+            if notebook.cells[i].cell_type == "code"
+            and not tags(notebook.cells[i]) & EXCLUDED
+            and not is_entry(notebook.cells[i])
         ),
         None,
     )
