@@ -162,7 +162,7 @@ ol.toc ul {{ margin: 0.4mm 0 0; padding-left: 5mm; }}
 .handout-answer-label {{ font-size: 8.5pt; font-style: italic; color: #444; }}
 /* the prompt's block holds the code it asks about: keep them with the ruled lines */
 .celltag_predict pre {{ break-inside: avoid; }}
-.handout-rule {{ height: 7.5mm; border-bottom: 0.6pt solid #777; }}
+.handout-rule {{ height: 7.1mm; border-bottom: 0.6pt solid #777; }}  /* college ruled */
 """
 
 
