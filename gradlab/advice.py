@@ -1582,15 +1582,17 @@ def pitfalls() -> tuple[Pitfall, ...]:
         Pitfall(
             attempt=_(".detach() inside a network's forward"),
             what_it_does=_(
-                "the errors go away because the gradient is cut there: every layer before the detach "
-                "silently stops learning (gradlab.check_intent reports it as unreachable)."
+                "the errors go away because the gradient is cut there: the layers before the detach silently "
+                "stop learning from this loss, and a layer no other loss reaches stops learning at all "
+                "(gradlab.check_intent reports it as unreachable)."
             ),
         ),
         Pitfall(
             attempt=_("adding the losses of two models with opposite goals (a GAN's) and stepping both"),
             what_it_does=_(
-                "it runs and check() says ok, but each loss now pushes the other model: the generator's "
-                "gradient points the wrong way (gradlab.check_intent reports it)."
+                "it runs and check() says ok, but G also gets d_loss's gradient, which points against g_loss's: "
+                "G's gradient shrinks, and turns against G's goal as D comes to accept the fakes "
+                "(gradlab.check_intent reports it)."
             ),
         ),
         Pitfall(

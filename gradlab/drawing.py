@@ -10,6 +10,7 @@ font after DejaVu Sans (NOTE [Fonts for the language in effect] in :mod:`gradlab
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import unicodedata
@@ -588,6 +589,15 @@ def _render_text_png(text: str, cjk: str | None = None) -> bytes | None:
     return buf.getvalue()
 
 
+_SCREEN_DPI = 96  # Graphviz's default resolution, the size a graph shows at on screen
+
+
+def _display_size(png: bytes, scale: int) -> dict[str, object]:
+    """The width and height (from the PNG's header) at which a picture drawn at ``scale`` times the pixels shows."""
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    return {"width": max(1, width // scale), "height": max(1, height // scale)}
+
+
 class GraphView:
     """A drawn backward graph: DOT text, a text tree, and pictures when Graphviz is installed.
 
@@ -616,12 +626,17 @@ class GraphView:
         """The graph as a readable text tree (no Graphviz needed)."""
         return to_text(self.graph, self.outputs)
 
-    def pipe(self, format: str) -> bytes:
-        """Render with ``dot -T<format>``; RuntimeError with the install line when ``dot`` is missing."""
+    def pipe(self, format: str, *options: str) -> bytes:
+        """Render with ``dot -T<format>`` (and Graphviz ``options`` such as ``-Gdpi=192``); RuntimeError with the
+        install line when ``dot`` is missing."""
         if not isinstance(format, str) or not format.isalnum():
             raise ValueError(f"format must be a Graphviz output format such as 'svg' or 'png', got {format!r}")
+        if not all(isinstance(o, str) and re.fullmatch(r"-[GNE]\w+=[\w.]+", o) for o in options):
+            raise ValueError(f"options must be Graphviz attributes such as '-Gdpi=192', got {options!r}")
         dot = _dot_program()
-        done = subprocess.run([dot, f"-T{format}"], input=self.source.encode("utf-8"), capture_output=True, check=False)
+        done = subprocess.run(
+            [dot, f"-T{format}", *options], input=self.source.encode("utf-8"), capture_output=True, check=False
+        )
         if done.returncode != 0:
             raise RuntimeError(
                 f"Graphviz's dot failed ({done.returncode}): {done.stderr.decode('utf-8', 'replace').strip()}"
@@ -685,7 +700,15 @@ class GraphView:
     # text/plain (the summary line) and puts everything that depends on Graphviz in
     # image/png: the drawn graph with dot, a picture of the text tree and the install
     # line without it. PNG also shows in untrusted notebooks (HTML/SVG may not).
-    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, object]:
+    # NOTE [Pictures at print resolution]
+    # Graphviz draws PNG at 96 dpi; a notebook's PNG goes on paper too (the handout prints the
+    # stored outputs), where 96 ppi looks soft and a graph scaled down to the page has labels of a
+    # few points. So the notebook gets the graph at twice the pixels (-Gdpi=192) with its display
+    # size in the output's metadata (half the pixels): the screen shows it as large as before,
+    # paper gets about 200 ppi. nbval skips metadata and image/png (NOTE [What nbval compares]).
+    def _repr_mimebundle_(
+        self, include: object = None, exclude: object = None
+    ) -> dict[str, object] | tuple[dict[str, object], dict[str, object]]:
         summary = repr(self)
         if self.too_large:
             return {
@@ -695,12 +718,14 @@ class GraphView:
         bundle: dict[str, object] = {"text/plain": summary}
         if shutil.which("dot") is not None:
             try:
-                bundle["image/png"] = self.png()
-                return bundle
+                png = self.pipe("png", f"-Gdpi={2 * _SCREEN_DPI}")
             except RuntimeError:
                 pass
+            else:
+                bundle["image/png"] = png
+                return bundle, {"image/png": _display_size(png, 2)}
         with picture_language() as cjk:
-            png = _render_text_png(self._fallback_text(), cjk)
-        if png is not None:
-            bundle["image/png"] = png
+            picture = _render_text_png(self._fallback_text(), cjk)
+        if picture is not None:
+            bundle["image/png"] = picture
         return bundle

@@ -372,13 +372,11 @@ def _draw_timeline(events: list[Event], names: list[str], bases: dict[str, str])
             for ax in rows.values():
                 ax.axvline(e.index, color=RED, linewidth=2)
             label_ax = rows.get(bases.get(stale[0], stale[0]), axes[0][0]) if stale else axes[0][0]
-            label_ax.annotate(
-                _t("backward failed:\n{reason}", reason=text),
-                (e.index, 0.5),
-                xycoords=("data", "axes fraction"),
-                textcoords="offset points",
-                xytext=(-6, 0),
-                ha="right",
+            # Above the row, right of its name: inside the axes it crossed the version line, the
+            # backward() line and the label of the write that caused it (the print review's P6).
+            label_ax.set_title(
+                _t("backward failed:\n{reason}", reason=text).replace(":\n", ": ").replace("\n", ""),
+                loc="right",
                 fontsize=9,
                 color=RED,
                 fontweight="bold",

@@ -215,15 +215,24 @@ def test_svg_png_and_save(tmp_path):
         path = view.save(tmp_path / f"graph{suffix}")
         assert path.stat().st_size > 0
     assert (tmp_path / "graph.gv").read_text() == view.source
-    bundle = view._repr_mimebundle_()
+    bundle, metadata = view._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "image/png"}
     assert bundle["text/plain"] == repr(view)
+    # twice the pixels of view.png() (96 dpi), shown at the same size: print gets about 200 ppi
+    screen = view.png()
+    width, height = (int.from_bytes(screen[i : i + 4], "big") for i in (16, 20))
+    drawn = int.from_bytes(bundle["image/png"][16:20], "big")
+    assert abs(drawn - 2 * width) <= 2, (drawn, width)
+    assert abs(metadata["image/png"]["width"] - width) <= 1 and abs(metadata["image/png"]["height"] - height) <= 1
+    with pytest.raises(ValueError, match="Graphviz attributes"):
+        view.pipe("png", "-o/tmp/elsewhere")
 
 
 def test_without_dot_repr_is_identical_and_text_tree_is_shown(tmp_path, monkeypatch):
     mlp, loss = mlp_loss()
     view = draw(loss, {"mlp": mlp})
-    with_dot = (repr(view), view._repr_mimebundle_()["text/plain"])
+    found = view._repr_mimebundle_()
+    with_dot = (repr(view), (found[0] if isinstance(found, tuple) else found)["text/plain"])
     monkeypatch.setenv("PATH", str(tmp_path))
     assert shutil.which("dot") is None
     bundle = view._repr_mimebundle_()

@@ -97,3 +97,42 @@ def test_html_escapes_values() -> None:
     )
     assert "<b>" not in report._repr_html_().replace("<table>", "")
     assert "&lt;b&gt;" in report._repr_html_()
+
+
+def test_setup_stores_notebook_figures_at_print_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """course.setup() in a kernel: figures as retina PNG, twice the pixels at the same display size."""
+    import base64
+
+    import IPython
+    from IPython.core.interactiveshell import InteractiveShell
+    from matplotlib.figure import Figure
+
+    from gradlab import course
+
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    monkeypatch.setattr(shell, "kernel", object(), raising=False)
+    figure = Figure(figsize=(4, 2), dpi=100)
+    figure.add_subplot().plot([0, 1], [1, 0])
+    try:
+        course.setup(seed=0)
+        data, metadata = shell.display_formatter.format(figure)
+        png = data["image/png"]
+        png = base64.b64decode(png) if isinstance(png, str) else png  # IPython stores it as base64 text
+        width = int.from_bytes(png[16:20], "big")
+        assert metadata["image/png"]["width"] * 2 == width, (metadata, width)
+        assert width >= 700, "about 400 px on screen, twice that in the notebook's file"
+    finally:
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        set_matplotlib_formats("png")
+        InteractiveShell.clear_instance()
+
+
+def test_setup_outside_a_kernel_changes_no_display_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    import IPython
+
+    from gradlab import course
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    course.setup(seed=0)  # a script: nothing to select, no error

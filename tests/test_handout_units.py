@@ -274,3 +274,68 @@ def test_the_colab_cells_never_print_and_the_title_stays_first() -> None:
         "# 01 · Title\n\n**Learning goals**\n\n- one",
         "## Summary\n\n- it",
     ]
+
+
+def test_a_prompt_prints_with_the_code_it_asks_about_and_without_its_answer() -> None:
+    nb = notebook(
+        ("markdown", "# Title", []),
+        ("markdown", "**Predict:** will this loop run?", ["predict"]),
+        ("code", "for step in range(2):\n    loss.backward()", ["raises-exception"]),
+        ("markdown", "It fails at the second backward: the answer.", []),
+        ("code", "print(report)", ["workbook"]),
+        ("markdown", "The answer again, tagged for print.", ["workbook"]),
+        ("markdown", "## Key code after the reveal", []),
+        ("code", "draw(graph)", ["workbook"]),
+        ("code", "setup_code()", ["workbook-code"]),
+    )
+    assert workbook.reveal(nb, 1) == [2, 3, 4, 5], "up to the next heading"
+    assert workbook.asked_code(nb, 1) == 2
+    chosen = workbook.workbook_notebook(nb, LABELS)
+    prompt = chosen.cells[1].source
+    assert prompt.startswith("**Predict:** will this loop run?")
+    code_at, lines_at = prompt.index("for step in range(2):"), prompt.index("Your prediction")
+    assert "```python\n" in prompt and code_at < lines_at, "the code, then the ruled lines, in one block"
+    text = "\n".join(sources(chosen))
+    assert "the answer" not in text and "tagged for print" not in text, "what explains the answer is not printed"
+    report = next(cell for cell in chosen.cells if cell.source == "print(report)")
+    assert report.outputs == [] and report.execution_count is None, "a workbook cell of the reveal: code only"
+    assert sources(chosen).count("for step in range(2):\n    loss.backward()") == 0, "the asked code prints once"
+    drawing = next(cell for cell in chosen.cells if cell.source == "draw(graph)")
+    assert drawing.outputs[0].text == "DRAW(GRAPH)", "after a heading a workbook cell keeps its outputs"
+    setup = next(cell for cell in chosen.cells if cell.source == "setup_code()")
+    assert setup.outputs == [], "workbook-code prints the code alone"
+
+
+def test_the_reveal_stops_at_the_next_prompt_and_a_solution_is_never_the_asked_code() -> None:
+    nb = notebook(
+        ("markdown", "**Predict:** one?", ["predict"]),
+        ("code", "# Solution\nanswer = 1", ["solution"]),
+        ("code", "shown()", []),
+        ("markdown", "**Predict:** two?", ["predict"]),
+        ("markdown", "no code before the summary", []),
+        ("markdown", "## Summary\n\n- s", ["summary"]),
+    )
+    assert workbook.reveal(nb, 0) == [1, 2] and workbook.asked_code(nb, 0) == 2
+    assert workbook.reveal(nb, 3) == [4] and workbook.asked_code(nb, 3) is None
+    chosen = workbook.workbook_notebook(nb, LABELS)
+    assert "answer = 1" not in "\n".join(sources(chosen))
+    assert "```" not in chosen.cells[-2].source and "Your prediction" in chosen.cells[-2].source
+
+
+def test_code_with_backticks_keeps_its_fence() -> None:
+    block = workbook.code_block('print("```")\n')
+    assert block.startswith("````python\n") and block.endswith("\n````")
+
+
+def test_the_learners_guess_cell_is_not_the_code_a_prompt_asks_about() -> None:
+    nb = notebook(
+        ("markdown", "**Predict:** does it run?", ["predict"]),
+        ("code", 'guess = ...  # "runs" or "fails"', []),
+        ("code", "loop()", ["raises-exception"]),
+        ("code", "course.check_guess(guess, outcome)", []),
+    )
+    assert workbook.is_entry(nb.cells[1]) and not workbook.is_entry(nb.cells[2])
+    assert not workbook.is_entry(nbformat.v4.new_code_cell("x = ...\nprint(x)")), "code that runs is not an entry"
+    assert workbook.asked_code(nb, 0) == 2
+    prompt = workbook.workbook_notebook(nb, LABELS).cells[0].source
+    assert "loop()" in prompt and "guess = ..." not in prompt

@@ -25,6 +25,7 @@ def texts(fig) -> list[str]:
         out.extend(t.get_text() for t in ax.texts)
         out.append(ax.get_title(loc="left"))
         out.append(ax.get_title())
+        out.append(ax.get_title(loc="right"))
         out.extend(t.get_text() for t in ax.get_yticklabels())
         legend = ax.get_legend()
         if legend is not None:
@@ -51,6 +52,25 @@ def test_timeline_explains_the_version_error(failing_tracker):
     assert any(t == "saved (v1)" for t in found)
     red_lines = [ln for ax in fig.axes for ln in ax.lines if ln.get_color() == "#cc0000" and ln.get_linewidth() == 2]
     assert red_lines, "the failing backward is a red vertical line"
+
+
+def test_timeline_labels_do_not_overlap(failing_tracker):
+    """The print review's P6: the failure label ran into the write's label and across the lines."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = timeline(failing_tracker)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    labels = [t for ax in fig.axes for t in [*ax.texts, ax.title, ax._left_title, ax._right_title] if t.get_text()]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in labels]
+    assert any("expected version 1" in text for text, _ in boxes)
+    for i, (first, a) in enumerate(boxes):
+        for second, b in boxes[i + 1 :]:
+            assert not a.overlaps(b), f"{first!r} overlaps {second!r}"
+    failure = next(box for text, box in boxes if "expected version 1" in text)
+    plots = [ax.get_window_extent(renderer) for ax in fig.axes]
+    assert not any(failure.overlaps(area) for area in plots), "the failure label sits outside every plot area"
 
 
 def test_timeline_selects_tensors(failing_tracker):

@@ -11,8 +11,9 @@ Writes ``build/handout/``:
 * ``workbook.pdf``   the edition a workshop hands out: per notebook its goals,
   the key code and pictures, each prediction prompt and exercise with ruled
   lines to write on, the summary (the cell tags choose: see ``workbook.py``);
-* ``cheatsheet.pdf`` one page: the two autograd errors decoded and their fixes
-  (from ``tools/handout_cheatsheet.html``).
+* ``cheatsheet.pdf`` one page: the two autograd errors decoded, their fixes and
+  gradlab's own calls (from ``tools/handout_cheatsheet.html``; the Chinese edition
+  from ``tools/handout_cheatsheet.zh.html``, with gradlab's words in Chinese).
 
 Made for paper: tracebacks are cut to the reader's frames and the error
 (``handout_tracebacks.py``), output lines wrap between words, both books carry
@@ -53,6 +54,7 @@ import jinja2
 import nbformat
 from nbconvert import HTMLExporter
 
+from gradlab import i18n
 from gradlab.advice import Context, Fix, detach_in, fixes_for, pitfalls
 from gradlab.codes import CODES
 
@@ -412,24 +414,87 @@ def cjk_font_missing(lang: str) -> bool:
     return not found.stdout.strip()
 
 
-def _fix_cell(fix: Fix, example: str | None = None) -> str:
+def _fix_cell(fix: Fix, example: str | None = None, lang: str = "en") -> str:
     """A fix as the cheat sheet shows it; ``example`` is the fix written out in the course's loop.
 
     gradlab prints code only as a checked edit of a real file (``Fix.code``); the cheat sheet
     has no file, so the two-network loop's rows show its line rewritten (one page holds no more).
     """
-    intent = f"<strong>{html.escape(fix.intent[0].upper() + fix.intent[1:])}:</strong> " if fix.intent else ""
+    colon, stop = ("：", "。") if lang == "zh" else (":", ".")
+    intent = f"<strong>{html.escape(_sentence(fix.intent))}{colon}</strong> " if fix.intent else ""
     shown = fix.code or example
-    code = f"<pre>{html.escape(shown)}</pre>" if shown else ""
-    return f'{intent}{html.escape(fix.summary)}.{code}<div class="trains">{html.escape(fix.trains)}.</div>'
+    code = f' <code class="example">{html.escape(shown)}</code>' if shown else ""
+    return f'{intent}{html.escape(fix.summary)}{stop}{code}<div class="trains">{html.escape(fix.trains)}{stop}</div>'
 
 
-def cheatsheet_html(template: str) -> str:
-    """The cheat sheet with its fixes and pitfalls rendered from gradlab.advice, in the course's names.
+def _sentence(text: str) -> str:
+    """``text`` with a capital first letter, unless it opens with code (``retain_graph=True ...``)."""
+    first = text.split(" ", 1)[0]
+    if not first[:1].isalpha() or re.search(r"[_.=()\[\]]", first):
+        return text
+    return text[0].upper() + text[1:]
+
+
+# The "When" column of the cheat sheet's fixes, per language of the edition (the fixes
+# themselves are gradlab.advice's, in gradlab's language for that edition).
+CHEATSHEET_WHEN: dict[str, tuple[str, ...]] = {
+    "en": (
+        "Either error in the two-network loop: <code>opt_1.step()</code> (or <code>loss_1.backward()</code>) "
+        "before <code>loss_2.backward()</code>",
+        "A GAN: <code>opt_d.step()</code> before <code>g_loss.backward()</code>, which trains G through D",
+        "An in-place op on a tensor autograd saved: <code>x += y</code> (and likewise <code>relu_</code>, "
+        "<code>mul_</code>, <code>t[i] = ...</code>)",
+        "State carried from one iteration to the next (an RNN's hidden state)",
+        "A running total of losses, <code>total_loss += loss</code>: memory grows, or the next backward fails",
+    ),
+    "zh": (
+        "两个网络的循环里出现任一错误：<code>opt_1.step()</code>（或 <code>loss_1.backward()</code>）"
+        "在 <code>loss_2.backward()</code> 之前",
+        "GAN：<code>opt_d.step()</code> 在 <code>g_loss.backward()</code> 之前，而 g_loss 要经过 D 训练 G",
+        "对 autograd 保存的张量做原地操作：<code>x += y</code>（<code>relu_</code>、<code>mul_</code>、"
+        "<code>t[i] = ...</code> 同理）",
+        "从一次迭代带到下一次迭代的状态（RNN 的隐藏状态）",
+        "把损失累加成总数 <code>total_loss += loss</code>：内存不断增长，或下一次反向传播失败",
+    ),
+}
+CHEATSHEET_LANGUAGE = {"en": "en", "zh": "zh_CN"}
+CHEATSHEET_CODES = (
+    "graph_freed",
+    "modified_in_place",
+)  # the kinds of the sheet's two errors  # the edition's language -> gradlab.set_language's
+
+
+def cheatsheet_template(lang: str) -> Path:
+    """The cheat sheet's page for an edition: ``handout_cheatsheet.html``, or ``handout_cheatsheet.<lang>.html``."""
+    return CHEATSHEET if lang == "en" else CHEATSHEET.with_suffix(f".{lang}.html")
+
+
+def cheatsheet_html(template: str, lang: str = "en") -> str:
+    """The cheat sheet with its fixes, pitfalls and codes rendered from gradlab, in the course's names.
 
     The course passes its own names (n_1, loss_2, opt_1, ...) as the context, as a
-    notebook's tracker would find them; the texts themselves come from the library.
+    notebook's tracker would find them; the texts themselves come from the library,
+    in the edition's language (``lang``: ``"en"`` or ``"zh"``).
     """
+    if lang not in CHEATSHEET_WHEN:
+        raise ValueError(f"the cheat sheet has the editions {sorted(CHEATSHEET_WHEN)}, not {lang!r}")
+    markers = ("<!-- gradlab:fixes -->", "<!-- gradlab:pitfalls -->", "<!-- gradlab:codes -->")
+    if any(marker not in template for marker in markers):
+        raise ValueError(f"the cheat sheet template lost one of its markers {', '.join(markers)}")
+    before = i18n.language()
+    i18n.set_language(CHEATSHEET_LANGUAGE[lang])
+    try:
+        fixes, donts, codes = _cheatsheet_parts(CHEATSHEET_WHEN[lang], lang)
+    finally:
+        i18n.set_language(before)
+    return (
+        template.replace("<!-- gradlab:fixes -->", fixes)
+        .replace("<!-- gradlab:pitfalls -->", donts)
+        .replace("<!-- gradlab:codes -->", codes)
+    )
+
+
+def _cheatsheet_parts(when: tuple[str, ...], lang: str) -> tuple[str, str, str]:
     loop = Context(
         model="n_1",
         others=("n_2",),
@@ -448,45 +513,35 @@ def cheatsheet_html(template: str) -> str:
         judge=True,
         recompute=("out_fake = D(fake)", "g_loss = bce(out_fake, ones)"),
     )
+    steps = fixes_for("optimizer_step", loop)
     rows = [
+        (when[0], steps[0], detach_in(loop.entry_line or "", "pred_1", into=loop.others)),
+        ("", steps[1], "loss_2.backward(inputs=list(n_2.parameters()))"),
+        ("", steps[2], "(loss_1 + loss_2).backward()"),
+        (when[1], fixes_for("optimizer_step", gan)[0], None),
+        (when[2], fixes_for("inplace_op", Context(tensor="x", op="__iadd__", code="x += y"))[0], "x = x + y"),
         (
-            "Either error in the two-network loop: <code>opt_1.step()</code> (or <code>loss_1.backward()</code>) "
-            "before <code>loss_2.backward()</code>",
-            fixes_for("optimizer_step", loop)[0],
-            detach_in(loop.entry_line or "", "pred_1", into=loop.others),
-        ),
-        ("", fixes_for("optimizer_step", loop)[2], "(loss_1 + loss_2).backward()"),
-        (
-            "A GAN: <code>opt_d.step()</code> before <code>g_loss.backward()</code>, which trains G through D",
-            fixes_for("optimizer_step", gan)[0],
+            when[3],
+            fixes_for("carried_state", Context(carried="h", loss="loss", entry_line="out, h = rnn(x, h)"))[0],
             None,
         ),
-        (
-            "An in-place op (<code>x += y</code>, <code>relu_</code>) on a tensor autograd saved",
-            fixes_for("inplace_op", Context(tensor="x", op="__iadd__", code="x += y"))[0],
-            None,
-        ),
-        (
-            "State carried from one iteration to the next (an RNN's hidden state)",
-            fixes_for("carried_state", Context(carried="h", entry_line="out, h = rnn(x, h)"))[0],
-            None,
-        ),
+        (when[4], fixes_for("carried_state", Context(total=True, carried="total_loss", loss="loss"))[0], None),
     ]
-    fixes = "".join(f"<tr><td>{when}</td><td>{_fix_cell(fix, example)}</td></tr>" for when, fix, example in rows)
+    # each case a full-width row of its own, its fixes full width below it: the fix text gets the page's width
+    fixes = "".join(
+        (f'<tr><td colspan="2" class="when">{w}</td></tr>' if w else "")
+        + f'<tr><td colspan="2" class="fix">{_fix_cell(fix, example, lang)}</td></tr>'
+        for w, fix, example in rows
+    )
     donts = "".join(
-        f"<tr><td>{html.escape(p.attempt[0].upper() + p.attempt[1:])}</td>"
-        f'<td class="bad">{html.escape(p.what_it_does)}</td></tr>'
+        f'<tr><td>{html.escape(_sentence(p.attempt))}</td><td class="bad">{html.escape(p.what_it_does)}</td></tr>'
         for p in pitfalls()
     )
-    markers = ("<!-- gradlab:fixes -->", "<!-- gradlab:pitfalls -->", "<!-- gradlab:codes -->")
-    if any(marker not in template for marker in markers):
-        raise ValueError(f"the cheat sheet template lost one of its markers {', '.join(markers)}")
-    codes = " &middot; ".join(f"<code>{c.code}</code>&nbsp;{html.escape(c.title)}" for c in CODES)
-    return (
-        template.replace("<!-- gradlab:fixes -->", fixes)
-        .replace("<!-- gradlab:pitfalls -->", donts)
-        .replace("<!-- gradlab:codes -->", codes)
+    # the two errors of the sheet; `python -m gradlab explain --codes` lists the whole family
+    codes = " &middot; ".join(
+        f"<code>{c.code}</code>&nbsp;{html.escape(c.title)}" for c in CODES if c.kind in CHEATSHEET_CODES
     )
+    return fixes, donts, codes
 
 
 def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
@@ -561,8 +616,9 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
             written.append(pdf)
 
         cheatsheet = Path(scratch) / "cheatsheet.html"
-        page = cheatsheet_html(CHEATSHEET.read_text(encoding="utf-8"))
-        cheatsheet.write_text(offline_page(page, CHEATSHEET.name), encoding="utf-8")
+        template = cheatsheet_template(lang)
+        page = cheatsheet_html(template.read_text(encoding="utf-8"), lang)
+        cheatsheet.write_text(offline_page(page, template.name), encoding="utf-8")
         printer.pdf(cheatsheet, out / "cheatsheet.pdf")
         written.append(out / "cheatsheet.pdf")
     return written

@@ -34,6 +34,8 @@ LABELS: dict[str, dict[str, str]] = {
         "workbook_note": "Before you run a cell, write down what you expect on the lines below its prompt; "
         "then run it and compare. Solutions are in the notebooks and in the full handout.",
         "name": "Name",
+        "hub_user": "Your user name on the course's hub",
+        "hub_address": "The hub's address",
         "contents": "Contents",
         "prediction": "Your prediction",
         "answer": "Your answer",
@@ -52,6 +54,8 @@ LABELS: dict[str, dict[str, str]] = {
         "workbook_note": "运行每个单元格之前，先在提示下方的横线上写下你的预期；运行之后再对照。"
         "答案在笔记本和完整讲义中。",
         "name": "姓名",
+        "hub_user": "你在课程服务器（hub）上的用户名",
+        "hub_address": "hub 的地址",
         "contents": "目录",
         "prediction": "你的预测",
         "answer": "你的答案",
@@ -85,8 +89,8 @@ BOOK_CSS = f"""
   @top-left {{ content: none; }} @top-right {{ content: none; }} @bottom-right {{ content: none; }}
 }}
 :root, body {{
-  --jp-content-font-size1: 9.5pt; --jp-content-line-height: 1.4;
-  --jp-code-font-size: 7.5pt; --jp-code-line-height: 1.3;
+  --jp-content-font-size1: 10pt; --jp-content-line-height: 1.4;
+  --jp-code-font-size: 8.5pt; --jp-code-line-height: 1.3; --jp-ui-font-size1: 10pt;
   --jp-cell-prompt-width: 14mm; --jp-cell-padding: 1.2mm; --jp-code-padding: 1mm;
   --jp-content-heading-margin-top: 1.1em; --jp-content-heading-margin-bottom: 0.4em;
 }}
@@ -94,14 +98,27 @@ body {{ margin: 0; padding: 0; font-family: {SANS}; }}
 main {{ max-width: none; margin: 0; padding: 0; }}
 .jp-Notebook {{ padding: 0; }}
 .jp-Cell {{ padding: 0.6mm 0; }}
-.jp-InputPrompt, .jp-OutputPrompt {{ font-size: 6.5pt; padding-right: 1mm; overflow: visible; }}
+.jp-InputPrompt, .jp-OutputPrompt {{ font-size: 7pt; padding-right: 1mm; overflow: visible; }}
 .jp-RenderedHTMLCommon h1 {{ font-size: 16pt; margin-top: 0; }}
 .jp-RenderedHTMLCommon h2 {{ font-size: 12.5pt; }}
 .jp-RenderedHTMLCommon h3 {{ font-size: 10.5pt; }}
 .jp-RenderedHTMLCommon h1, .jp-RenderedHTMLCommon h2, .jp-RenderedHTMLCommon h3 {{ break-after: avoid; }}
 .jp-RenderedHTMLCommon p, .jp-RenderedHTMLCommon li, pre {{ orphans: 2; widows: 2; }}
-.jp-RenderedHTMLCommon table {{ font-size: 8.5pt; break-inside: avoid; }}
-.jp-RenderedHTMLCommon code {{ font-size: 0.9em; }}
+/* tables fit the page: full width, cells wrap (code between its parts, see table_breaks), no column
+   narrower than a few characters; a wide table (5+ columns) is set a little smaller, never below 8.5 pt */
+.jp-RenderedHTMLCommon table {{ font-size: 9pt; width: 100%; max-width: 100%; table-layout: auto; }}
+.jp-RenderedHTMLCommon table.handout-wide {{ font-size: 8.5pt; }}
+.jp-RenderedHTMLCommon tr {{ break-inside: avoid; }}
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th {{
+  min-width: 4.5em; overflow-wrap: break-word; word-break: normal; padding: 0.35em 0.45em;
+}}
+.jp-RenderedHTMLCommon td code, .jp-RenderedHTMLCommon th code, .jp-RenderedHTMLCommon td pre {{ font-size: 1em; }}
+.jp-RenderedHTMLCommon td pre {{ margin: 0; padding-left: 0 !important; text-indent: 0 !important; }}
+.handout-book .jp-RenderedHTMLCommon, .handout-book .jp-OutputArea-output,
+.handout-book .jp-RenderedMarkdown, .handout-book .jp-Cell-outputArea,
+.handout-book .jp-OutputArea-child {{ overflow: visible; min-width: 0; }}  /* never clip: the edge test sees it */
+.jp-RenderedHTMLCommon code {{ font-size: 0.92em; }}
+.jp-RenderedHTMLCommon pre code {{ font-size: 1em; }}
 .jp-RenderedImage img {{ max-height: 225mm; object-fit: contain; }}
 .jp-RenderedImage, .jp-RenderedSVG, .jp-InputArea {{ break-inside: avoid; }}
 .jp-OutputArea-output pre, .jp-RenderedText pre, pre {{
@@ -133,6 +150,8 @@ ol.toc .toc-fill {{ flex: 1; border-bottom: 0.8pt dotted #555; margin: 0 1.5mm; 
 ol.toc ul {{ margin: 0.4mm 0 0; padding-left: 5mm; }}
 .handout-name {{ margin: 6mm 0 4mm; font-size: 10.5pt; }}
 .handout-name span {{ display: inline-block; width: 80mm; border-bottom: 0.8pt solid #333; }}
+.handout-name.handout-hub {{ margin: 0 0 4mm; font-size: 9.5pt; }}
+.handout-name.handout-hub span {{ width: 70mm; }}
 .handout-note {{ font-size: 9pt; color: #333; border-left: 2pt solid #333; padding-left: 3mm; }}
 
 /* workbook: prompts and tasks keep their ruled lines on the same page */
@@ -140,8 +159,10 @@ ol.toc ul {{ margin: 0.4mm 0 0; padding-left: 5mm; }}
 .celltag_predict {{ border-left: 2.5pt solid #222; padding: 0.5mm 0 0.5mm 3mm; }}
 .celltag_exercise {{ border: 1pt dashed #222; padding: 1.5mm 3mm; }}
 .handout-answer {{ margin: 1.5mm 0 2mm; }}
-.handout-answer-label {{ font-size: 7.5pt; font-style: italic; color: #444; }}
-.handout-rule {{ height: 7.5mm; border-bottom: 0.6pt solid #777; }}
+.handout-answer-label {{ font-size: 8.5pt; font-style: italic; color: #444; }}
+/* the prompt's block holds the code it asks about: keep them with the ruled lines */
+.celltag_predict pre {{ break-inside: avoid; }}
+.handout-rule {{ height: 7.1mm; border-bottom: 0.6pt solid #777; }}  /* college ruled */
 """
 
 
@@ -178,6 +199,57 @@ _ANCHOR = re.compile(r'<a\b([^>]*?)\bhref="([^"]*)"([^>]*)>(.*?)</a\s*>', re.S |
 def _breakable_url(url: str) -> str:
     """An address that may wrap after ``/ . ? & = #``, never inside a word."""
     return re.sub(r"([/.?&=#])(?=[^/])", r"\1<wbr>", html.escape(url))
+
+
+_TABLE = re.compile(r"<table\b([^>]*)>(.*?)</table\s*>", re.S | re.I)
+_ROW = re.compile(r"<tr\b.*?(?:</tr\s*>|(?=<tr\b)|$)", re.S | re.I)
+WIDE_TABLE = 5  # columns from which a table is set in smaller type
+
+
+LONG_TOKEN = 18  # characters: a run of code without a space longer than this may wrap inside (in a table)
+
+
+def _code_breaks(code: str) -> str:
+    """HTML of table cells where a long run without spaces may wrap after ``. ( [ , = / _``.
+
+    A column holds a name as long as ``allow_mutation_on_saved_tensors`` or a call
+    like ``loss_2.backward(inputs=list(n_2.parameters()))``: it breaks between the
+    parts of a name, after an underscore, never inside a word; runs of at most
+    :data:`LONG_TOKEN` characters (``opt_1.zero_grad()``) stay whole. Tags and
+    entities are left alone.
+    """
+
+    def breaks(run: re.Match[str]) -> str:
+        text = run.group(0)
+        if len(html.unescape(re.sub(r"<[^>]+>", "", text))) <= LONG_TOKEN:
+            return text
+        parts = re.split(r"(<[^>]+>|&[#\w]+;)", text)
+        return "".join(
+            part
+            if part.startswith(("<", "&"))
+            else re.sub(r"([.(\[,=/](?=[^\s.(\[,=/)\]])|(?<=[A-Za-z0-9])_(?=[A-Za-z]{3}))", r"\1<wbr>", part)
+            for part in parts
+        )
+
+    return re.sub(r"(?:<[^>]+>|[^\s<])+", breaks, code)
+
+
+def table_breaks(page: str) -> str:
+    """Tables as paper sets them: a long name or call in a cell may wrap between its parts; a table of
+    :data:`WIDE_TABLE` or more columns gets the class ``handout-wide`` (smaller type)."""
+
+    def table(match: re.Match[str]) -> str:
+        attributes, inner = match.groups()
+        columns = max((len(re.findall(r"<t[hd]\b", row, flags=re.I)) for row in _ROW.findall(inner)), default=0)
+        if columns >= WIDE_TABLE:
+            if re.search(r'\bclass="', attributes):
+                attributes = re.sub(r'\bclass="', 'class="handout-wide ', attributes, count=1)
+            else:
+                attributes += ' class="handout-wide"'
+        inner = _code_breaks(inner)
+        return f"<table{attributes}>{inner}</table>"
+
+    return _TABLE.sub(table, page)
 
 
 def page_number(anchor: str) -> str:
@@ -245,7 +317,7 @@ class Book:
         for at, (chapter, main) in enumerate(self.chapters):
             name = f"chapter{at}"
             rules.append(f"@page {name} {{ @top-left {{ content: {css_string(plain_text(chapter.title))}; }} }}")
-            body = print_links(main, everything, page_label)
+            body = table_breaks(print_links(main, everything, page_label))
             if not re.search(r"<h1\b", body, flags=re.I):  # the outline needs a title: a notebook without one
                 body = f"<h1>{inline_markdown(chapter.title)}</h1>{body}"
             sections.append(
@@ -293,14 +365,18 @@ def handout_cover(chapters: list[ChapterLike], lang: str) -> str:
 
 
 def workbook_cover(chapters: list[ChapterLike], lang: str) -> str:
-    """The workbook's cover: a line for the reader's name, how to use it, the contents."""
+    """The workbook's cover: lines for the reader's name and hub account, how to use it, the contents."""
     words = LABELS[lang]
+    colon = "：" if lang == "zh" else ": "
     return (
         '<section class="handout-cover">'
         f'<p class="cover-title">{html.escape(words["course"])}</p>'
         f'<p class="cover-edition">{html.escape(words["workbook"])}</p>'
         f'<p class="subtitle">{html.escape(words["subtitle"])}</p>'
-        f'<p class="handout-name">{html.escape(words["name"])}: <span>&#160;</span></p>'
+        f'<p class="handout-name">{html.escape(words["name"])}{colon}<span>&#160;</span></p>'
+        # first-use accounts: what a learner must remember after lunch (the print review's P14)
+        f'<p class="handout-name handout-hub">{html.escape(words["hub_user"])}{colon}<span>&#160;</span></p>'
+        f'<p class="handout-name handout-hub">{html.escape(words["hub_address"])}{colon}<span>&#160;</span></p>'
         f'<p class="handout-note">{html.escape(words["workbook_note"])}</p>'
         f'<p class="cover-heading">{html.escape(words["contents"])}</p>'
         f"{toc_html(chapters, goals=False)}"

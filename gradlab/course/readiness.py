@@ -185,6 +185,9 @@ def setup(seed: int = 0, threads: int = 1, language: str | None = None) -> None:
     The course's networks are tiny: one thread is fastest for them, and a fixed
     thread count keeps floating-point results identical from run to run. Call it
     once at the top of a notebook; importing gradlab never does this for you.
+    In a notebook it also stores matplotlib figures at twice the pixels, shown at
+    the same size (IPython's ``retina`` PNG): the printed handout prints the stored
+    pictures, and at the screen's 100 dpi they print soft.
     ``language`` sets the language of gradlab's own words (``"en"``, ``"zh_CN"``;
     see :func:`gradlab.set_language`): each edition of the course passes its own.
 
@@ -207,3 +210,17 @@ def setup(seed: int = 0, threads: int = 1, language: str | None = None) -> None:
         set_language(language)
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
+    _figures_for_print()
+
+
+def _figures_for_print() -> None:
+    """In a notebook's kernel, matplotlib figures as retina PNG (twice the pixels, same display size)."""
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return  # a terminal IPython or a script shows no stored PNG
+    set_matplotlib_formats("retina")  # type: ignore[no-untyped-call]

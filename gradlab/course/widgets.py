@@ -51,10 +51,12 @@ def _display(data: dict[str, str]) -> dict[str, Any]:
 
 def _view_output(view: Any) -> dict[str, Any]:
     """A GraphView as a display_data output an ``Output`` widget can sync (bytes as base64)."""
+    found = view._repr_mimebundle_()
+    bundle, metadata = found if isinstance(found, tuple) else (found, {})  # a drawn graph has its display size
     data = {}
-    for mime, value in view._repr_mimebundle_().items():
+    for mime, value in bundle.items():
         data[mime] = base64.b64encode(value).decode("ascii") if isinstance(value, bytes) else value
-    return _display(data)
+    return {**_display(data), "metadata": metadata}
 
 
 def _note_html(preset: str) -> str:
