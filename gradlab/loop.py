@@ -41,6 +41,7 @@ import torch
 from torch import nn
 
 from .location import frame_names
+from .names import held_modules
 
 __all__ = [
     "Site",
@@ -171,6 +172,8 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
     for key, value in namespace.items():
         if isinstance(key, str) and not key.startswith("_") and isinstance(value, nn.Module):
             module_ids.setdefault(key, frozenset(id(p) for p in value.parameters()))
+    for key, held in held_modules(namespace).items():  # models kept on an object of the frame (moco.encoder_q)
+        module_ids.setdefault(key, frozenset(id(p) for p in held.parameters()))
     optimizers = {
         key: frozenset(id(p) for g in value.param_groups for p in g["params"])
         for key, value in namespace.items()

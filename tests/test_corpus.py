@@ -26,10 +26,6 @@ JUDGE_XFAIL = {
     "gan_retain_graph": "the first fix has no edits",
     "grad_accumulation_retain": "the first fix has no edits",
     "maml_fast_weights_sub": "the first fix has no edits",
-    "mean_teacher_ema": "the first fix has no edits",
-    "moco_queue": "the first fix has no edits",
-    "ppo_old_log_probs": "the first fix has no edits",
-    "running_stats_buffer": "the first fix has no edits",
     "step_before_backward": "the first fix (recompute after the step) trains the classifier's bias where the intended version does not",
     "vae_two_optimizers": "the first fix has no edits",
 }
