@@ -208,6 +208,7 @@ class Context:
     copy_of: str | None = None  # the expression the write writes through (``self.running_std``)
     snapshot: str | None = None  # a tensor bound before the loop whose graph the loop reuses
     snapshot_line: int | None = None  # the loop statement before which it is detached
+    intent_note: str | None = None  # the record and the source disagree on the intent (the fixes follow the record)
     buffer: str | None = None
     buffers: tuple[str, ...] = ()
     stale_line: int | None = None
@@ -576,6 +577,8 @@ def _judged(proposals: list[_Proposal], ctx: Context) -> tuple[Fix, ...]:
                 # the loop's own words, where the story's (a zero_grad() the code does not have) would be false
                 fix = replace(fix, trains=_trains_text(ctx, claimed))
             fitting.append(replace(fix, applicability="machine-applicable" if fix.code else "sentence"))
+    if ctx.intent_note:  # which reading each fix assumes: what ran, not what the source reads
+        return tuple(replace(f, trains=f"{f.trains} ({ctx.intent_note})") for f in (*fitting, *rest))
     return (*fitting, *rest)
 
 

@@ -28,9 +28,9 @@ import torch
 from . import internals
 from .advice import Cause, Context
 from .graph import Graph, GraphNode, walk
-from .i18n import _t
+from .i18n import _, _t
 from .location import Location
-from .loop import Site, loop_body_of, next_backward, site_intent, statement_at
+from .loop import LoopIntent, Site, loop_body_of, next_backward, recorded_intent, site_intent, statement_at
 from .saved import Write
 
 if TYPE_CHECKING:
@@ -214,6 +214,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     others = tuple(m for m in reach if m != model) if model else ()
     site = facts.site
     intent = site_intent(site, facts.backward_line) if site is not None and facts.backward_line else None
+    intent, intent_note = _intent_from_record(facts, intent, loss)
     base = Context(
         tensor=p.tensor,
         model=model,
@@ -223,6 +224,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         intent=intent if intent is not None and intent.known else None,
         reach=reach,
         backward_line=facts.backward_line,
+        intent_note=intent_note,
     )
 
     base = replace(base, other_claims=_other_claims(facts, loss))
@@ -277,6 +279,45 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if steps and steps[0][0] is not None:
             ctx = replace(ctx, optimizer=_receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
     return "shared_graph_freed", ctx
+
+
+def _intent_from_record(
+    facts: Facts, read: LoopIntent | None, loss: str | None
+) -> tuple[LoopIntent | None, str | None]:
+    """The loop's intent from what ran when the loop has gone round, else ``read`` from the source; and a
+    sentence when both are known and disagree (NOTE [Intent from the record] in loop.py)."""
+    tracker, site = facts.tracker, facts.site
+    if tracker is None or site is None:
+        return read, None
+    failing = facts.failing
+    if failing is not None:
+        at, until = failing.location, failing.index
+    elif facts.backward_line is not None:
+        line = facts.backward_line
+        at = next(
+            (
+                c.location
+                for c in reversed(tracker.history)
+                if c.location is not None and c.location.filename == site.filename and c.location.lineno == line
+            ),
+            None,
+        )
+        until = tracker.stats()["backward_calls"]
+    else:
+        return read, None
+    ran = recorded_intent(tracker.history, tracker.optimizer_calls, at, until, site)
+    if not ran.known:
+        return read, None
+    if read is None or not read.known or set(read.trained) == set(ran.trained):
+        return ran, None
+    words = {k: _(" and ").join(v) if v else _("nothing") for k, v in (("ran", ran.trained), ("read", read.trained))}
+    note = _t(
+        "the loop's record and its source disagree on what {loss} trains: its optimizers stepped {ran} on it "
+        "when it ran, the source after the backward reads {read}; the fixes follow what ran",
+        loss=loss or _("the failing loss"),
+        **words,
+    )
+    return ran, note
 
 
 def _other_claims(facts: Facts, failing_loss: str | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -821,7 +862,7 @@ def _leaves(fn: Any, stop: Any = None) -> tuple[set[int], bool]:
             continue
         if hasattr(n, "variable"):
             found.add(id(n.variable))
-        for child, _ in getattr(n, "next_functions", ()):
+        for child, _index in getattr(n, "next_functions", ()):
             if child is not None and id(child) not in seen:
                 seen.add(id(child))
                 stack.append(child)
@@ -870,7 +911,7 @@ def _snapshot_context(base: Context, facts: Facts, call: BackwardCall | None) ->
         seq = _seq(fn) if fn is not None else None
         if fn is None or seq is None or seq > call.newest_node:
             continue
-        under, _ = _leaves(fn)
+        under = _leaves(fn)[0]
         rest, met = _leaves(loss.grad_fn, stop=fn)
         if met and under and under <= rest:
             return replace(base, snapshot=key, snapshot_line=loop.lineno)

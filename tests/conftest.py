@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LIBRARY_TESTS = frozenset(
     {
         "test_causes.py",
+        "test_recorded_intent.py",
         "test_cli.py",
         "test_corpus.py",
         "test_ddp.py",
@@ -63,6 +64,7 @@ SLOW_TESTS = frozenset(
         "test_binder.py",
         "test_browser.py",
         "test_causes.py",
+        "test_recorded_intent.py",
         "test_cli.py",
         "test_colab.py",
         "test_corpus.py",
