@@ -362,22 +362,32 @@ def _same_root(call: BackwardCall, root: GraphNode | None, failing: BackwardCall
 # node saved at a line that has also saved a live node of this graph (the same
 # forward line ran again) is from a previous iteration. Both the note and check()
 # use this one rule, so they name the same cause.
+def _at_failing_line(c: BackwardCall, facts: Facts) -> bool:
+    """``c`` ran at the failing backward's line: the same call (the note), or the line check() precedes."""
+    failing, site = facts.failing, facts.site
+    if c.location is None:
+        return False
+    if failing is not None:
+        return c is not failing and c.location.same_call(failing.location)
+    return (
+        site is not None
+        and facts.backward_line is not None
+        and c.location.filename == site.filename
+        and c.location.lineno == facts.backward_line
+    )
+
+
 def _previous_iteration(p: Problem, graph: Graph, node_id: int, facts: Facts, call: BackwardCall | None) -> bool:
     failing, tracker = facts.failing, facts.tracker
-    if failing is not None and tracker is not None and failing.location is not None and call is None:
+    if tracker is not None and call is None and (failing is None or failing.location is not None):
         # a weight written by a step: was this node built before an earlier backward at the failing line?
         seq = next((n.seq for n in graph.nodes if n.id == node_id), None)
         if seq is not None and any(
-            c is not failing
-            and c.location is not None
-            and c.location.same_call(failing.location)
-            and c.newest_node is not None
-            and seq <= c.newest_node
-            for c in tracker.history
+            _at_failing_line(c, facts) and c.newest_node is not None and seq <= c.newest_node for c in tracker.history
         ):
             return True
     if call is not None and call.location is not None:
-        if failing is not None and call.location.same_call(failing.location):
+        if _at_failing_line(call, facts):
             return True
         now = facts.backward_line if failing is None else (failing.location.lineno if failing.location else None)
         site = facts.site
