@@ -1427,6 +1427,33 @@ def pitfalls() -> tuple[Pitfall, ...]:
 # NOTE [the family's fixes]
 # The fixes for the autograd messages that need no recorded context (explain() prints
 # them for a message alone): each says what it trains, like every fix above.
+def locating_fix(kind: str) -> Fix:
+    """The first fix when only the message is known (``gradlab.explain`` on a text): find who wrote or freed it.
+
+    A message names neither the models nor the loop, so no fix that assumes a story
+    (two chained networks, a carried RNN state) can be known to fit; running the
+    failing code under the tracker names the line and the fix that fits it.
+
+    Example::
+
+        >>> "gradlab.track()" in locating_fix("modified_in_place").summary
+        True
+    """
+    if kind == "modified_in_place":
+        summary = _(
+            "find the write first: run the failing code under gradlab.track() (a script: python -m gradlab run "
+            "script.py); it names the line that wrote the saved tensor (an optimizer step, +=, an in-place op) "
+            "and the fix that fits your loop"
+        )
+    else:
+        summary = _(
+            "find the earlier backward first: run the failing code under gradlab.track() (a script: python -m "
+            "gradlab run script.py); it names the backward that freed the graph and tells a loss backwarded twice, "
+            "a state carried across iterations and two models apart"
+        )
+    return Fix(summary=summary, trains=_("nothing changes: the tracker only watches your code run"))
+
+
 def message_fixes(kind: str, parameters: tuple[str, ...] = ()) -> tuple[Fix, ...]:
     """The fixes for one of the family's message kinds (``gradlab.explanation.KINDS``), each with what it trains.
 
