@@ -823,7 +823,7 @@ def _target_context(ctx: Context, p: Problem, facts: Facts) -> Context | None:
     The pattern (a mean teacher, a momentum encoder): a parameter of model ``M``
     (by its name ``M.layer.weight``) is written under ``torch.no_grad()`` (an EMA
     update) after the statement of the failing function that ran ``M``'s forward,
-    and no optimizer of the frame holds any of ``M``'s parameters: nothing trains
+    and no optimizer (of the frame, or seen stepping) holds ``M``'s parameters: nothing trains
     ``M`` by gradient, so its forward can run under ``torch.no_grad()``. Its
     output is then a constant of the loss; what the optimizers' parameters get
     does not change.
@@ -832,6 +832,8 @@ def _target_context(ctx: Context, p: Problem, facts: Facts) -> Context | None:
     if site is None or model is None or model not in site.modules or not site.optimizers:
         return None
     held: frozenset[int] = frozenset().union(*site.optimizers.values())
+    if facts.tracker is not None:  # and every optimizer seen stepping, wherever it is kept
+        held |= frozenset().union(*(e.params for e in facts.tracker.optimizer_calls if e.kind == "step"))
     if site.modules[model] & held:
         return None
     line = _in_site(facts, p.saved_at)

@@ -181,6 +181,12 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
         for key, value in namespace.items()
         if isinstance(key, str) and isinstance(value, torch.optim.Optimizer)
     }
+    for key, value in namespace.items():  # optimizers kept on an object of the frame (trainer.opt_d)
+        if not isinstance(key, str) or key.startswith("_") or isinstance(value, (nn.Module, torch.Tensor, type)):
+            continue
+        for attr, held in getattr(value, "__dict__", {}).items() if not callable(value) else ():
+            if isinstance(attr, str) and isinstance(held, torch.optim.Optimizer):
+                optimizers.setdefault(f"{key}.{attr}", frozenset(id(p) for g in held.param_groups for p in g["params"]))
     kinds = {k: kd for k, v in namespace.items() if isinstance(k, str) and (kd := _kind(v)) is not None}
     site = Site(
         filename=filename,

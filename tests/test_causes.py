@@ -198,16 +198,44 @@ def test_only_a_recurrent_state_is_called_truncated_backpropagation_through_time
     assert len(_diagnosis("kept_memory").fixes) == 1  # no "backpropagate through the whole sequence" for a bank
 
 
-def test_a_target_model_is_run_under_no_grad_only_when_no_optimizer_holds_it() -> None:
+def _ema_variant(tmp_path: Path, *replacements: tuple[str, str]) -> tuple[BaseException | None, str]:
+    """ema_target.py with ``replacements``, written to ``tmp_path`` and run (its own file: its own lines)."""
+    source = (CAUSES / "ema_target.py").read_text()
+    for old, new in replacements:
+        assert old in source
+        source = source.replace(old, new)
+    path = tmp_path / "ema_target.py"
+    path.write_text(source)
+    error, _ = _run(source, str(path))
+    return error, source
+
+
+def test_a_target_model_is_run_under_no_grad_only_when_no_optimizer_holds_it(tmp_path: Path) -> None:
     fix = _diagnosis("ema_target").fixes[0]
     assert fix.code == "with torch.no_grad():\n    z_t = target(view_b)"
     # the same script with the target's parameters in the optimizer: the target is trained, not a target
-    path = CAUSES / "ema_target.py"
-    source = path.read_text().replace(
-        "torch.optim.Adam(online.parameters(), lr=1e-3)",
-        "torch.optim.Adam([*online.parameters(), *target.parameters()])",
+    error, _ = _ema_variant(
+        tmp_path,
+        (
+            "torch.optim.Adam(online.parameters(), lr=1e-3)",
+            "torch.optim.Adam([*online.parameters(), *target.parameters()])",
+        ),
     )
-    error, _ = _run(source, str(path))
     assert error is not None
     first = gradlab.last_diagnosis(error).fixes[0]
     assert "no_grad" not in (first.code or "") and not first.summary.startswith("run target's forward")
+
+
+def test_an_optimizer_kept_on_an_object_makes_the_model_trained_not_a_target(tmp_path: Path) -> None:
+    error, _ = _ema_variant(
+        tmp_path,
+        (
+            "opt = torch.optim.Adam(online.parameters(), lr=1e-3)\n",
+            "opt = torch.optim.Adam(online.parameters(), lr=1e-3)\n\n\nclass Keeper:\n    pass\n\n\n"
+            "keeper = Keeper()\nkeeper.opt = torch.optim.SGD(target.parameters(), lr=0.1)\n",
+        ),
+        ("    opt.step()\n", "    opt.step()\n    keeper.opt.step()\n"),
+    )
+    assert error is not None
+    first = gradlab.last_diagnosis(error).fixes[0]
+    assert not first.summary.startswith("run target's forward")
