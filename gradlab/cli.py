@@ -240,7 +240,7 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
         traceback.print_exception(type(exc), exc, tb, file=stderr)
     from .explanation import explain  # NOTE [Lazy imports] in tracker.py: only on a failure
 
-    explanation = _named_ddp(exc, explain(exc))
+    explanation = _named_ddp(exc, explain(exc), tracker)
     if _distributed() is not None:
         return _report_rank(exc, explanation, stderr, verbose, tracker)
     if explanation.kind != "not_autograd":
@@ -284,32 +284,14 @@ def _distributed() -> tuple[int, int, int] | None:
     return (rank, world, local) if world > 1 else None
 
 
-def _named_ddp(exc: BaseException, explanation: Explanation) -> Explanation:
-    """DDP's unused parameters by name: DDP gives their indices; its module is in the traceback."""
-    if explanation.kind != "ddp_unfinished_reduction" or explanation.parameters:
+def _named_ddp(exc: BaseException, explanation: Explanation, tracker: Tracker | None = None) -> Explanation:
+    """DDP's parameters by name (DDP gives indices; its module is in the traceback), and why (NOTE [DDP's why])."""
+    if explanation.kind not in ("ddp_unfinished_reduction", "ddp_ready_twice"):
         return explanation
-    from dataclasses import replace
+    from .ddp import explain_ddp
 
-    from . import messages
-    from .explanation import explain_message
-
-    m = messages.find(exc)
-    if m is None or not m.parameter_indices:
-        return explanation
-    try:
-        from torch.nn.parallel import DistributedDataParallel
-    except ImportError:
-        return explanation
-    tb = exc.__traceback__
-    while tb is not None:
-        owner = tb.tb_frame.f_locals.get("self")
-        if isinstance(owner, DistributedDataParallel):
-            names = [n for n, p in owner.module.named_parameters() if p.requires_grad]
-            if all(i < len(names) for i in m.parameter_indices):
-                return explain_message(replace(m, parameters=tuple(names[i] for i in m.parameter_indices)))
-            return explanation
-        tb = tb.tb_next
-    return explanation
+    recorder = tracker._recording() if tracker is not None else None
+    return explain_ddp(exc, explanation, tuple(recorder.cuts) if recorder is not None else ())
 
 
 def _report_rank(

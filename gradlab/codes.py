@@ -120,13 +120,17 @@ CODES: tuple[Code, ...] = (
     Code(
         "GL0009",
         "detach_view_in_place",
-        "Can't detach views in-place. Use detach() instead.",
+        "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for "
+        "training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence "
+        "detach_() cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+        "function in torch/optim/optimizer.py as the solution.",
     ),
     Code(
         "GL0010",
         "inference_saved",
         "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
-        "computation tracked by autograd.",
+        "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use "
+        "it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.",
     ),
     Code(
         "GL0011",

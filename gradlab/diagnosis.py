@@ -30,11 +30,13 @@ import torch
 from .advice import Cause, Fix, cause_sentence, fixes_for
 from .causes import Facts, Topology, backward_line_after, decide
 from .codes import code_for
-from .graph import Graph, collect_active
+from .explanation import Explanation, no_graph
+from .graph import Graph, collect, collect_active
 from .i18n import _, _t, ngettext_
 from .location import Location, frame_names
 from .loop import read_site
 from .names import NamesLike, ViewKind, held_modules, modules_in
+from .recorder import active
 from .saved import SavedTensor, Write
 
 if TYPE_CHECKING:
@@ -131,6 +133,9 @@ class Diagnosis:
     ``problems`` are the reasons it would not (the first is the one backward
     meets first); ``fixes`` the fixes of the first problem, the likeliest first;
     ``needed_by`` the backward call that failed (when a tracker saw it fail).
+    ``no_graph`` is set when backward would fail because an output has no graph
+    (GL0003): its explanation, located at the line that cut the graph when a
+    tracker saw it (the same as the note after the error); ``problems`` is then empty.
     """
 
     ok: bool
@@ -138,10 +143,11 @@ class Diagnosis:
     graph: Graph = field(repr=False)
     needed_by: Location | None = field(default=None, repr=False)
     failed: bool = False
+    no_graph: Explanation | None = field(default=None, repr=False)
 
     @property
     def kinds(self) -> list[str]:
-        return sorted({p.kind for p in self.problems})
+        return sorted({p.kind for p in self.problems} | ({"no_grad_fn"} if self.no_graph is not None else set()))
 
     @property
     def cause(self) -> Cause | None:
@@ -151,17 +157,23 @@ class Diagnosis:
     @property
     def fixes(self) -> tuple[Fix, ...]:
         """The fixes of the first problem, the likeliest intent first."""
+        if self.no_graph is not None:
+            return self.no_graph.fixes
         return self.problems[0].fixes if self.problems else ()
 
     def __str__(self) -> str:
         if self.ok:
             return _t("ok: backward() would succeed ({summary}).", summary=self.graph.summary())
+        if self.no_graph is not None:
+            return str(self.no_graph).removeprefix("gradlab: ")
         return "\n".join(_short(self))
 
     def details(self) -> str:
         """Every problem, its cause, and every fix with what it trains."""
         if self.ok:
             return str(self)
+        if self.no_graph is not None:
+            return self.no_graph.details().removeprefix("gradlab: ")
         head = _("backward() failed ({summary}).") if self.failed else _("backward() would fail ({summary}).")
         lines = [head.format(summary=self.graph.summary())]
         for kind, title in (("modified_in_place", _("Modified in place")), ("graph_freed", _("Graph already freed"))):
@@ -543,6 +555,29 @@ def check_graph(
     return Diagnosis(ok=not problems, problems=problems, graph=graph, needed_by=needed_by, failed=failing is not None)
 
 
+def no_graph_diagnosis(output: object, recording: Recorder | None) -> Diagnosis | None:
+    """The diagnosis of a backward that would fail because an output has no graph (GL0003), or None.
+
+    The explanation names the line that cut the graph when ``recording`` saw it
+    (:func:`gradlab.explanation.no_graph`): :func:`check` before the backward says
+    what the note after it says.
+    """
+    if isinstance(output, torch.Tensor):
+        items: list[object] = [output]
+    elif isinstance(output, Sequence) and not isinstance(output, (str, bytes)):
+        items = list(output)
+    else:
+        return None
+    if not items or not all(isinstance(t, torch.Tensor) for t in items):
+        return None  # collect() says what to pass
+    explanation = no_graph(items, recording)
+    if explanation is None:
+        return None
+    with_graph = [t for t in items if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    graph = collect(with_graph) if with_graph else Graph(nodes=(), saved=(), outputs=())
+    return Diagnosis(ok=False, problems=[], graph=graph, no_graph=explanation)
+
+
 def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None) -> Diagnosis:
     """Predict whether ``output.backward()`` would succeed, without running it.
 
@@ -562,6 +597,10 @@ def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
         (False, 'modified_in_place', 'w')
     """
     frame = sys._getframe(1)
+    scope = active()
+    cut = no_graph_diagnosis(output, scope._recording() if scope is not None else None)
+    if cut is not None:
+        return cut
     graph, recording = collect_active(output, names)
     if names is None and recording is not None and not recording.owner.namer():
         # no names anywhere: the caller's models name the parameters, as in the note after a failure

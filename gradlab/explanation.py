@@ -22,18 +22,27 @@ Example::
 from __future__ import annotations
 
 import html
+import linecache
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import torch
 
 from . import messages
-from .advice import Fix, fixes_for, locating_fix, message_fixes
+from .advice import Fix, fixes_for, locating_fix, message_fixes, rewrite_in_place
 from .codes import by_code, code_for
+from .edits import Edit, check_edits
 from .i18n import _, _t, ngettext_
 from .location import Location
 from .messages import Message
 from .notices import GradlabError
 
-__all__ = ["Explanation", "explain", "explain_code", "explain_message", "KINDS"]
+if TYPE_CHECKING:
+    from .recorder import Recorder
+
+__all__ = ["Explanation", "explain", "explain_code", "explain_message", "no_graph", "located_cut", "KINDS"]
 
 #: Every value ``Explanation.kind`` can take: the kinds of gradlab.codes.CODES, then "not_autograd".
 KINDS = (
@@ -66,7 +75,9 @@ class Explanation:
     ``expected_version``) are filled for ``"modified_in_place"`` messages
     that carry them and are ``None`` otherwise; ``output_of``/``output_nr`` also
     for the messages that name a node (multi-view in place, nan in backward);
-    ``parameters`` are the parameters a DDP message names.
+    ``parameters`` are the parameters a DDP message names, and ``why`` why DDP's
+    backward did not reach them, read from the model and the step's graph
+    (:func:`gradlab.ddp.explain_ddp`, under ``gradlab run``).
 
     Example::
 
@@ -100,6 +111,13 @@ class Explanation:
     cut: str | None = None
     cut_at: Location | None = None
     cut_exact: bool = False
+    views_op: str | None = None
+    views_at: Location | None = None
+    write_op: str | None = None
+    write_at: Location | None = None
+    why: tuple[str, ...] = ()
+    checkpointed: str | None = None
+    checkpointed_at: Location | None = None
 
     def located(self, cut: str, where: Location, exact: bool) -> Explanation:
         """This explanation located at the line that cut the graph (``cut`` is ``.item()``, ``.detach()``, ...).
@@ -112,21 +130,49 @@ class Explanation:
         )
         return replace(self, cut=cut, cut_at=where, cut_exact=exact, causes=causes)
 
+    def at_views(
+        self, op: str, made: Location, output: int | None, write_op: str, write: Location | None
+    ) -> Explanation:
+        """This multi-view explanation located: ``op`` (``.split()``) made the views at ``made``; ``write_op`` wrote.
+
+        ``output`` is the index of the view written to (None when the write went to a view
+        of one of them). The fixes then name the user's own lines.
+        """
+        nr = output if output is not None else self.output_nr
+        located = replace(self, views_op=op, views_at=made, write_op=write_op, write_at=write, output_nr=nr)
+        return replace(located, fixes=_view_fixes(located) or self.fixes)
+
     def _cut_lines(self) -> list[str]:
-        if self.cut is None or self.cut_at is None:
-            return []
-        where = self.cut_at
-        number = str(where.lineno)
-        lines = [f"{' ' * len(number)}--> {where.where}", f"{' ' * len(number)} |"]
-        lines.append(f"{number} |     {where.code.strip()}")
-        if self.cut_exact:
-            lines.append(
-                "   = " + _t("cut: {cut} here made the tensor backward was called on, without a graph", cut=self.cut)
+        lines: list[str] = []
+        if self.cut is not None and self.cut_at is not None:
+            if self.cut_exact:
+                said = _t("cut: {cut} here made the tensor backward was called on, without a graph", cut=self.cut)
+            else:
+                said = _t(
+                    "cut: {cut} here is the last place gradlab saw the graph cut before this backward", cut=self.cut
+                )
+            lines += _quoted(self.cut_at, said)
+        if self.views_op is not None and self.views_at is not None:
+            lines += _quoted(
+                self.views_at,
+                _t("views: {op} here returned several views of one tensor", op=self.views_op)
+                + (_t("; the write went to output {nr}", nr=self.output_nr) if self.output_nr is not None else ""),
             )
-        else:
+        if self.checkpointed is not None and self.checkpointed_at is not None:
+            lines += _quoted(
+                self.checkpointed_at,
+                _t("checkpointed: {function}, run again during backward", function=self.checkpointed),
+            )
             lines.append(
                 "   = "
-                + _t("cut: {cut} here is the last place gradlab saw the graph cut before this backward", cut=self.cut)
+                + _(
+                    "which op saved it: torch prints every op of both runs with its line inside"
+                    " `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):`"
+                )
+            )
+        if self.write_op is not None and self.write_at is not None:
+            lines += _quoted(
+                self.write_at, _t("write: {op} here wrote in place to that view", op=_op_name(self.write_op))
             )
         return lines
 
@@ -149,6 +195,7 @@ class Explanation:
 
     def __str__(self) -> str:
         lines = [_t("{header}: {what}", header=self._header(), what=self.summary), *self._cut_lines()]
+        lines += ["   = " + _t("why: {reason}", reason=reason) for reason in self.why]
         if self.closest is not None:
             lines.append("   = " + _t("closest known kind: {title}", title=_closest_title(self.closest)))
         if self.causes:
@@ -166,6 +213,7 @@ class Explanation:
     def details(self) -> str:
         """Everything: what each part of the message means, the causes, every fix with what it trains."""
         lines = [self._header(), self.summary, *self._cut_lines()]
+        lines += [_t("why: {reason}", reason=reason) for reason in self.why]
         if self.closest is not None:
             lines.append(_t("closest known kind: {title}", title=_closest_title(self.closest)))
         if self.torch_wording:
@@ -202,6 +250,72 @@ class Explanation:
                 parts.append(f"<p>{esc(title)}</p><{tag}>{rows}</{tag}>")
         parts.append("</div>")
         return "".join(parts)
+
+
+def _quoted(where: Location, said: str) -> list[str]:
+    """A user's line as a compiler quotes it (``--> file:line``, the code), then what happened there."""
+    number = str(where.lineno)
+    pad = " " * len(number)
+    return [f"{pad}--> {where.where}", f"{pad} |", f"{number} |     {where.code.strip()}", "   = " + said]
+
+
+def _op_name(op: str) -> str:
+    """An in-place op as the user wrote it: ``add_`` -> ``.add_()``, ``__iadd__`` -> ``+=``."""
+    augmented = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=", "__itruediv__": "/=", "__setitem__": "x[...] ="}
+    return augmented.get(op, op if op.startswith("__") else f".{op}()")
+
+
+def _view_fixes(e: Explanation) -> tuple[Fix, ...]:
+    """The fixes of a located multi-view write, in the user's lines: the out-of-place write, or clone the views."""
+    write, made = e.write_at, e.views_at
+    if write is None or e.write_op is None or made is None:
+        return ()
+    trains = _(
+        "the same gradients for every use of the views: they flow through the new tensor into the one that was"
+        " split; the split tensor itself keeps its old values (the refused write would have changed them too)"
+    )
+    fixes: list[Fix] = []
+    original = linecache.getline(write.filename, write.lineno).rstrip("\n")
+    new = rewrite_in_place(original, e.write_op) if original.strip() else None
+    edit = None
+    if new is not None:
+        indent = original[: len(original) - len(original.lstrip())]
+        text = "\n".join(indent + line.strip() for line in new.splitlines())
+        edit = Edit(write.filename, write.lineno, write.lineno, text)
+        source = "".join(linecache.getlines(write.filename))
+        names = set(re.findall(r"[A-Za-z_]\w*", original))  # the write ran: every name it reads exists there
+        if not source or check_edits(source, [edit], names) is not None:
+            edit = None
+    where = _t(" at {where}", where=write.where)
+    if edit is not None:
+        fixes.append(
+            Fix(
+                summary=_t("use the out-of-place form of {op}{where}", op=_op_name(e.write_op), where=where),
+                trains=trains,
+                code="\n".join(line.strip() for line in edit.text.splitlines()),
+                edits=(edit,),
+                applicability="maybe-incorrect",
+            )
+        )
+    else:
+        fixes.append(
+            Fix(
+                summary=_t("use the out-of-place form of {op}{where}", op=_op_name(e.write_op), where=where),
+                trains=trains,
+            )
+        )
+    fixes.append(
+        Fix(
+            summary=_t(
+                "or clone the views where {op} makes them ({where}: [t.clone() for t in ...]), so that each write goes"
+                " to a tensor of its own",
+                op=e.views_op,
+                where=made.where,
+            ),
+            trains=trains,
+        )
+    )
+    return tuple(fixes)
 
 
 def _cut_word(cut: str) -> str:
@@ -655,26 +769,95 @@ def _node_wording(node: str | None) -> str:
     return _("torch 2.13 or later (node names without 'Backward', like Split)")
 
 
-def _non_scalar_output(m: Message) -> Explanation:
-    return Explanation(
-        kind="non_scalar_output",
-        summary=_(
-            "backward() was called without gradient= on a tensor with more than one element, so autograd does"
-            " not know how to weigh its elements."
-        ),
-        message=m.text,
-        torch_wording=_("any torch release ('real scalar outputs' for a complex output)"),
-        meaning=(
+# NOTE [Fixed texts]: the kinds whose message has no part to read (no index, node or name)
+# differ only in their sentences, so one builder reads them from this table (built per call:
+# the sentences are in gradlab's language of the moment).
+def _fixed_texts() -> dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]]:
+    """(summary, torch's wording, what the message says, likely causes) of each kind with fixed texts."""
+    return {
+        "non_scalar_output": (
             _(
-                "'implicitly created' is the gradient of the output with respect to itself: for a scalar loss it"
-                " is 1; for a vector autograd would need one weight per element (a vector-Jacobian product)."
+                "backward() was called without gradient= on a tensor with more than one element, so autograd does"
+                " not know how to weigh its elements."
+            ),
+            _("any torch release ('real scalar outputs' for a complex output)"),
+            (
+                _(
+                    "'implicitly created' is the gradient of the output with respect to itself: for a scalar loss it"
+                    " is 1; for a vector autograd would need one weight per element (a vector-Jacobian product)."
+                ),
+            ),
+            (
+                _("The loss was not reduced: a per-sample loss (reduction='none') or the model's output itself."),
+                _("A reduction over the wrong dimension left a vector (loss.mean(dim=0) of a 2-D loss)."),
             ),
         ),
-        causes=(
-            _("The loss was not reduced: a per-sample loss (reduction='none') or the model's output itself."),
-            _("A reduction over the wrong dimension left a vector (loss.mean(dim=0) of a 2-D loss)."),
+        "numpy_requires_grad": (
+            _(
+                ".numpy() was called on a tensor that is part of a graph: numpy arrays cannot carry gradients, so"
+                " torch refuses to drop them silently."
+            ),
+            _("any torch release"),
+            (_("'requires grad' means the tensor is a parameter or was computed from one in a graph."),),
+            (
+                _("Printing, plotting or logging a model output or a loss (plt.plot(pred), np.mean(loss))."),
+                _("A metric or a loss term computed in numpy (that part could not train anything)."),
+            ),
         ),
-        fixes=message_fixes("non_scalar_output"),
+        "detach_view_in_place": (
+            _("detach_() was called on a view; a view shares its base's graph, so it cannot leave the graph in place."),
+            _("any torch 1.x or 2.x release (the DDP sentence since 1.7)"),
+            (_("detach_() changes the tensor itself; detach() returns a new tensor and works on views."),),
+            (
+                _("x[:n].detach_() or a slice of a hidden state detached in place."),
+                _("Under DDP with gradient_as_bucket_view=True: p.grad.detach_() in a hand-written zero_grad."),
+            ),
+        ),
+        "inference_saved": (
+            _(
+                "A tensor created under torch.inference_mode() was used by an op that saves it for backward;"
+                " inference tensors have no version counter, so autograd cannot save them."
+            ),
+            _("torch 1.9 or later (inference_mode)"),
+            (
+                _(
+                    "Inference tensors are cheaper than no_grad tensors because autograd keeps no bookkeeping for them;"
+                    " that is also why they cannot take part in a graph later."
+                ),
+            ),
+            (
+                _(
+                    "Data or features precomputed under inference_mode() (a cache, a frozen encoder) then used in training."
+                ),
+                _("A tensor returned by an evaluation function decorated with @torch.inference_mode()."),
+            ),
+        ),
+        "hook_no_grad": (
+            _(
+                "register_hook() was called on a tensor that does not require grad: no gradient will ever reach it,"
+                " so a hook there could never run."
+            ),
+            _("any torch release"),
+            (_("A tensor hook runs when its gradient is computed; without requires_grad there is none."),),
+            (
+                _("The tensor was computed under torch.no_grad(), or was .detach()ed, or is an input batch."),
+                _("The parameter was frozen (requires_grad=False) before the hook was registered."),
+            ),
+        ),
+    }
+
+
+def _fixed(m: Message) -> Explanation:
+    """The explanation of a message with fixed texts (NOTE [Fixed texts])."""
+    summary, wording, meaning, causes = _fixed_texts()[m.kind]
+    return Explanation(
+        kind=m.kind,
+        summary=summary,
+        message=m.text,
+        torch_wording=wording,
+        meaning=meaning,
+        causes=causes,
+        fixes=message_fixes(m.kind),
     )
 
 
@@ -703,24 +886,6 @@ def _unused_input(m: Message) -> Explanation:
             _("The parameter belongs to a layer the forward did not call (a branch not taken, an unused head)."),
         ),
         fixes=message_fixes("unused_input"),
-    )
-
-
-def _numpy_requires_grad(m: Message) -> Explanation:
-    return Explanation(
-        kind="numpy_requires_grad",
-        summary=_(
-            ".numpy() was called on a tensor that is part of a graph: numpy arrays cannot carry gradients, so"
-            " torch refuses to drop them silently."
-        ),
-        message=m.text,
-        torch_wording=_("any torch release"),
-        meaning=(_("'requires grad' means the tensor is a parameter or was computed from one in a graph."),),
-        causes=(
-            _("Printing, plotting or logging a model output or a loss (plt.plot(pred), np.mean(loss))."),
-            _("A metric or a loss term computed in numpy (that part could not train anything)."),
-        ),
-        fixes=message_fixes("numpy_requires_grad"),
     )
 
 
@@ -756,64 +921,6 @@ def _multi_view_in_place(m: Message) -> Explanation:
             _("An inplace=True layer applied to one chunk."),
         ),
         fixes=message_fixes("multi_view_in_place"),
-    )
-
-
-def _detach_view_in_place(m: Message) -> Explanation:
-    return Explanation(
-        kind="detach_view_in_place",
-        summary=_(
-            "detach_() was called on a view; a view shares its base's graph, so it cannot leave the graph in place."
-        ),
-        message=m.text,
-        torch_wording=_("any torch 1.x or 2.x release (the DDP sentence since 1.7)"),
-        meaning=(_("detach_() changes the tensor itself; detach() returns a new tensor and works on views."),),
-        causes=(
-            _("x[:n].detach_() or a slice of a hidden state detached in place."),
-            _("Under DDP with gradient_as_bucket_view=True: p.grad.detach_() in a hand-written zero_grad."),
-        ),
-        fixes=message_fixes("detach_view_in_place"),
-    )
-
-
-def _inference_saved(m: Message) -> Explanation:
-    return Explanation(
-        kind="inference_saved",
-        summary=_(
-            "A tensor created under torch.inference_mode() was used by an op that saves it for backward;"
-            " inference tensors have no version counter, so autograd cannot save them."
-        ),
-        message=m.text,
-        torch_wording=_("torch 1.9 or later (inference_mode)"),
-        meaning=(
-            _(
-                "Inference tensors are cheaper than no_grad tensors because autograd keeps no bookkeeping for them;"
-                " that is also why they cannot take part in a graph later."
-            ),
-        ),
-        causes=(
-            _("Data or features precomputed under inference_mode() (a cache, a frozen encoder) then used in training."),
-            _("A tensor returned by an evaluation function decorated with @torch.inference_mode()."),
-        ),
-        fixes=message_fixes("inference_saved"),
-    )
-
-
-def _hook_no_grad(m: Message) -> Explanation:
-    return Explanation(
-        kind="hook_no_grad",
-        summary=_(
-            "register_hook() was called on a tensor that does not require grad: no gradient will ever reach it,"
-            " so a hook there could never run."
-        ),
-        message=m.text,
-        torch_wording=_("any torch release"),
-        meaning=(_("A tensor hook runs when its gradient is computed; without requires_grad there is none."),),
-        causes=(
-            _("The tensor was computed under torch.no_grad(), or was .detach()ed, or is an input batch."),
-            _("The parameter was frozen (requires_grad=False) before the hook was registered."),
-        ),
-        fixes=message_fixes("hook_no_grad"),
     )
 
 
@@ -952,13 +1059,13 @@ _BUILDERS = {
     "graph_freed": _graph_freed,
     "no_grad_fn": _no_grad_fn,
     "leaf_in_place": _leaf_in_place,
-    "non_scalar_output": _non_scalar_output,
+    "non_scalar_output": _fixed,
     "unused_input": _unused_input,
-    "numpy_requires_grad": _numpy_requires_grad,
+    "numpy_requires_grad": _fixed,
     "multi_view_in_place": _multi_view_in_place,
-    "detach_view_in_place": _detach_view_in_place,
-    "inference_saved": _inference_saved,
-    "hook_no_grad": _hook_no_grad,
+    "detach_view_in_place": _fixed,
+    "inference_saved": _fixed,
+    "hook_no_grad": _fixed,
     "anomaly_nan": _anomaly_nan,
     "checkpoint_metadata": _checkpoint_metadata,
     "ddp_unfinished_reduction": _ddp_unfinished,
@@ -1016,7 +1123,10 @@ def explain(error: BaseException | str) -> Explanation:
         )
     m = messages.find(error)
     if m is not None:
-        return _BUILDERS[m.kind](m)
+        explanation = _BUILDERS[m.kind](m)
+        if m.kind == "checkpoint_metadata" and isinstance(error, BaseException):
+            return _at_checkpoint(error, explanation)
+        return explanation
     text = " ".join(str(error).split())
     # NOTE [never a wrong decoding]: a message that only shares words with a kind is not
     # decoded as that kind; the kind is named as the closest, for the reader to judge.
@@ -1037,6 +1147,95 @@ def explain_message(message: Message) -> Explanation:
     parameters DDP gives only by index.
     """
     return _BUILDERS[message.kind](message)
+
+
+_METADATA = re.compile(
+    r"tensor at position (?P<index>\d+):\s*saved metadata: (?P<saved>\{.*?\})\s*recomputed metadata: (?P<again>\{.*?\})"
+)
+
+
+def _at_checkpoint(error: BaseException, explanation: Explanation) -> Explanation:
+    """A checkpoint's recomputation that differed, located: the checkpointed function, the tensor's two metadata.
+
+    The function is read from torch's own frame in the traceback (the recompute
+    function's closure); the metadata from the message.
+    """
+    found = _checkpointed_function(error)
+    chain: list[BaseException] = [error]
+    while len(chain) < 8 and (chain[-1].__cause__ or chain[-1].__context__) is not None:
+        chain.append(chain[-1].__cause__ or chain[-1].__context__)  # type: ignore[arg-type]
+    # in debug mode torch raises its log, from the CheckpointError that has the metadata
+    metadata = next((m for x in chain if (m := _METADATA.search(" ".join(str(x).split()))) is not None), None)
+    meaning = explanation.meaning
+    if metadata is not None:
+        meaning = (
+            _t(
+                "The tensor at position {index} was {saved} in the forward and {again} when recomputed.",
+                index=metadata["index"],
+                saved=metadata["saved"],
+                again=metadata["again"],
+            ),
+            *meaning,
+        )
+    if found is None:
+        return replace(explanation, meaning=meaning)
+    name, where = found
+    return replace(explanation, meaning=meaning, checkpointed=name, checkpointed_at=where)
+
+
+def _checkpointed_function(error: BaseException) -> tuple[str, Location] | None:
+    """The user's function torch.utils.checkpoint ran again, from the frames of ``error``'s traceback."""
+    from .location import _library_file
+
+    tb = error.__traceback__
+    while tb is not None:
+        recompute = getattr(tb.tb_frame.f_locals.get("frame"), "recompute_fn", None)
+        for cell in getattr(recompute, "__closure__", None) or ():
+            try:
+                fn = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            target = type(fn).forward if isinstance(fn, torch.nn.Module) else getattr(fn, "__func__", fn)
+            code = getattr(target, "__code__", None)
+            if code is not None and not _library_file(code.co_filename):
+                return getattr(target, "__qualname__", code.co_name), Location(code.co_filename, code.co_firstlineno)
+        tb = tb.tb_next
+    return None
+
+
+def located_cut(explanation: Explanation, tensors: Sequence[object], recorder: Recorder | None) -> Explanation | None:
+    """``explanation`` located at the cut a tracker saw behind a backward on ``tensors``, or None if it saw none.
+
+    The one rule for the note after the error and for :func:`gradlab.check` before the backward.
+    """
+    found = recorder.cut_for(tensors) if recorder is not None else None
+    if found is None:
+        return None
+    cut, exact = found
+    return explanation.located(cut.label, cut.location, exact)
+
+
+def no_graph(tensors: Sequence[object], recorder: Recorder | None = None) -> Explanation | None:
+    """Why a backward on ``tensors`` would fail for want of a graph (GL0003), before it runs; None if it would not.
+
+    torch refuses the first tensor that does not require grad ("element i of tensors does
+    not require grad and does not have a grad_fn"); under a tracker (``recorder``) the
+    explanation names the line that cut the graph, as the note after the error does.
+
+    Example::
+
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> no_graph([(w * 2).sum().detach()]).code
+        'GL0003'
+        >>> no_graph([(w * 2).sum()]) is None
+        True
+    """
+    for i, t in enumerate(tensors):
+        if isinstance(t, torch.Tensor) and not t.requires_grad:
+            text = f"element {i} of tensors does not require grad and does not have a grad_fn"  # torch's words
+            explanation = explain_message(Message("no_grad_fn", text, index=i))
+            return located_cut(explanation, tensors, recorder) or explanation
+    return None
 
 
 def explain_code(code: str) -> str:

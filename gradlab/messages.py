@@ -90,8 +90,8 @@ _GRAPH_FREED = re.compile(
 # sizes is "[10, 1]" or, for nested tensors, the printed size matrix
 # " 2  3\n 4  3\n[ torch.LongTensor{2,2} ]". NODE is "TBackward" (torch 1.x),
 # "AsStridedBackward0" (1.10 to 2.12) or "AsStrided" (2.13 onwards).
-# torch 0.x printed only the first sentence; 2.4-2.10 also print a hint without
-# check_nan=False.
+# torch 0.x printed only the first sentence; 2.4-2.10 print the hint without
+# check_nan=False (read from each release's libtorch_cpu.so: NOTE [the family's wordings]).
 _IN_PLACE = re.compile(
     r"one of the variables needed for gradient computation has been modified"
     r" by an inplace operation"
@@ -130,8 +130,17 @@ _LEAF_IN_PLACE = re.compile(
 #   TORCH_DISTRIBUTED_DEBUG=INFO or DETAIL, their names ("Parameters which did not
 #   receive grad for rank 0: aux.weight, aux.bias").
 # - ddp_ready_twice: "Expected to mark a variable ready only once. ... Parameter at
-#   index 1 with name a.bias has been marked as ready twice." (the name only with
-#   TORCH_DISTRIBUTED_DEBUG set).
+#   index 1 with name a.bias has been marked as ready twice." (torch 2.13 printed the
+#   name without TORCH_DISTRIBUTED_DEBUG too, with find_unused_parameters=True, and a
+#   parameter of the root module as ".scale": read as "scale"; tests/test_ddp.py).
+# Verified against every minor release from 2.4 to 2.15 (2.4.1, 2.5.1, 2.6.0, 2.7.1,
+# 2.8.0, 2.9.1, 2.10.0, 2.11.0, 2.12.1, 2.13.0, 2.14.1, 2.15.0: the string literals of
+# each wheel's libtorch_cpu.so and libtorch_python.so and the Python files that raise
+# these messages): every phrase the patterns need is in every one of them. What changed
+# is pinned in tests/test_family.py (RELEASE_WORDINGS): unused_input names the index
+# from 2.13 on; inference_saved's second sentence is "Please do not use Tensors created
+# in inference mode ..." from 2.9 on ("To work around you can make a clone ..." up to
+# 2.8); the in-place hint has check_nan=False from 2.11 on (NOTE [in-place wordings]).
 _FAMILY: tuple[tuple[MessageKind, re.Pattern[str]], ...] = (
     ("non_scalar_output", re.compile(r"grad can be implicitly created only for (?P<real>real )?scalar outputs")),
     (
@@ -286,7 +295,7 @@ def _family(kind: MessageKind, m: re.Match[str], text: str) -> Message:
         twice = _DDP_TWICE.search(rest)
         if twice is not None:
             index = twice["index"]
-            parameters = (twice["name"],) if twice["name"] else ()
+            parameters = (twice["name"].lstrip("."),) if twice["name"] else ()  # 2.13: ".scale" at the root
     elif kind == "checkpoint_metadata":
         position = _CHECKPOINT_POSITION.search(rest)
         index = position["index"] if position is not None else None

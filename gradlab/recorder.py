@@ -42,6 +42,7 @@ __all__ = [
     "BackwardCall",
     "Cut",
     "OptimizerCall",
+    "Views",
     "Recorder",
     "Scope",
     "active",
@@ -56,13 +57,57 @@ class Cut:
 
     ``result`` is a weak reference to the tensor the cut returned (None for a number
     or a context manager); ``value`` the number ``.item()`` returned. Weak: a cut
-    never keeps a tensor alive.
+    never keeps a tensor alive. ``reaches`` holds the ids of the leaf tensors (the
+    parameters) the detached tensor's graph reached, read only under torch.distributed
+    (NOTE [DDP's why] in gradlab/ddp.py), else empty.
     """
 
     label: str
     location: Location
     result: weakref.ref[torch.Tensor] | None
     value: int | float | None
+    reaches: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class Views:
+    """Where user code made several views of one tensor (``x.split(2)``, NOTE [Multi-view ops] in writes.py).
+
+    ``label`` is the op (``.split()``), ``location`` the user's line, ``outputs`` weak
+    references to the views it returned, in order (a record never keeps a tensor alive).
+    """
+
+    label: str
+    location: Location
+    outputs: tuple[weakref.ref[torch.Tensor], ...]
+
+
+def _distributed() -> bool:
+    """Whether this process is in an initialised torch.distributed process group (DDP may run)."""
+    dist = sys.modules.get("torch.distributed")
+    return dist is not None and dist.is_available() and dist.is_initialized()
+
+
+def _leaves_reached(tensor: Any) -> frozenset[int]:
+    """The ids of the leaf tensors (parameters) ``tensor``'s graph reaches: one walk, nothing kept."""
+    found: set[int] = set()
+    seen: set[Any] = set()
+    stack = [getattr(tensor, "grad_fn", None)]
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        variable = getattr(fn, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            found.add(id(variable))
+        stack.extend(nxt for nxt, _ in fn.next_functions)
+    return frozenset(found)
+
+
+#: What a tracker does with an in-place write torch refused on one of several views:
+#: (the error, the views, which output was written (None: a view of one), the write's op and line).
+ViewsHandler = Callable[[RuntimeError, "Views", "int | None", str, Location | None], None]
 
 
 def tensors_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
@@ -259,6 +304,7 @@ class Recorder:
     MAX_FREED = 20_000  # nodes whose freeing backward is remembered (a few thousand steps)
     RECENT_CALLS = 4
     RECENT_CUTS = 8
+    RECENT_VIEWS = 8
     HISTORY = 64
 
     def __init__(
@@ -297,6 +343,8 @@ class Recorder:
         self.diagnoses: deque[tuple[int, str, Any]] = deque(maxlen=16)
         self.cuts: deque[Cut] = deque(maxlen=self.RECENT_CUTS)
         self.explained: deque[tuple[int, str, Any]] = deque(maxlen=16)
+        self.views: deque[Views] = deque(maxlen=self.RECENT_VIEWS)
+        self.on_views: ViewsHandler | None = None  # set by the tracker: the note of a refused write to a view
 
     # -- what the tests and benchmarks may read ----------------------------------------------------
     def stats(self) -> dict[str, int]:
@@ -613,9 +661,51 @@ class Recorder:
                 return
             ref = weakref.ref(result) if isinstance(result, torch.Tensor) else None
             value = result if isinstance(result, (int, float)) else None
-            self.cuts.append(Cut(label, location, ref, value))
+            reaches = _leaves_reached(source) if label == ".detach()" and _distributed() else frozenset()
+            self.cuts.append(Cut(label, location, ref, value, reaches))
         except Exception as e:  # NOTE [Hooks fail open]
             _failed(e)
+
+    def record_views(self, label: str, result: Any) -> None:
+        """Remember where user code made several views of one tensor that autograd records (NOTE [Multi-view ops])."""
+        try:
+            if self.internal or self.in_step or not isinstance(result, (tuple, list)) or not torch.is_grad_enabled():
+                return
+            if not any(isinstance(t, torch.Tensor) and t.requires_grad for t in result):
+                return  # views outside autograd may be written to
+            location = user_location()
+            if location is not None:
+                self.views.append(Views(label, location, tuple(weakref.ref(t) for t in result)))
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+
+    def views_of(self, tensor: torch.Tensor) -> tuple[Views, int | None] | None:
+        """The latest recorded views ``tensor`` is one of (with its output index), or a view of (index None)."""
+        for views in reversed(self.views):
+            for i, ref in enumerate(views.outputs):
+                if ref() is tensor:
+                    return views, i
+        base = tensor._base
+        if base is not None:
+            for views in reversed(self.views):
+                if any((t := ref()) is not None and t._base is base for ref in views.outputs):
+                    return views, None
+        return None
+
+    def inplace_failed(self, e: RuntimeError, label: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """torch refused an in-place write: for a write to one of several views, the tracker's note (no other effect)."""
+        try:
+            if self.on_views is None or not self.views:
+                return
+            m = messages.find(e)
+            if m is None or m.kind != "multi_view_in_place":
+                return
+            target = args[0] if args else kwargs.get("input", kwargs.get("self"))
+            found = self.views_of(target) if isinstance(target, torch.Tensor) else None
+            if found is not None:
+                self.on_views(e, found[0], found[1], label, user_location())
+        except Exception as err:  # NOTE [Hooks fail open]
+            _failed(err)
 
     def cut_for(self, tensors: Sequence[Any]) -> tuple[Cut, bool] | None:
         """The cut behind a backward on ``tensors`` without grad_fn: the one that made them (exact) or the latest."""
@@ -831,6 +921,7 @@ class Recorder:
         self.in_step = 0
         self.strict = self.verify = False
         self._roots, self._silent, self._silent_note = [], [], None
+        self.views.clear()
 
 
 # NOTE [Hooks fail open]

@@ -123,10 +123,13 @@ class Tracker(Scope):
         A convenience for ``gradlab.check(output)`` inside the block; after the
         block it still uses what this tracker recorded.
         """
-        from .diagnosis import check_graph
+        from .diagnosis import check_graph, no_graph_diagnosis
         from .graph import collect
 
         frame = frame if frame is not None else sys._getframe(1)
+        cut = no_graph_diagnosis(output, self._recording())
+        if cut is not None:
+            return cut
         return check_graph(collect(output, self.namer(names), tracker=self), tracker=self._recording(), frame=frame)
 
     def diagnosis_for(self, error: BaseException) -> Diagnosis | None:
@@ -167,18 +170,31 @@ class Tracker(Scope):
 
     def _note_cut(self, recorder: Recorder, e: RuntimeError, tensors: list[Any]) -> None:
         """The note of a backward without graph: the explanation, located at the cut gradlab saw."""
-        from .explanation import explain  # NOTE [Lazy imports]: only on a failure
+        from .explanation import explain, located_cut  # NOTE [Lazy imports]: only on a failure
 
         try:
-            found = recorder.cut_for(tensors)
-            if found is None:
+            explanation = located_cut(explain(e), tensors, recorder)
+            if explanation is None:
                 return
-            cut, exact = found
-            explanation = explain(e).located(cut.label, cut.location, exact)
         except Exception:  # never replace the user's error with ours
             return
         recorder.explained.append((id(e), str(e), explanation))
         e.add_note("\n" + str(explanation))
+
+    def _note_views(self, e: RuntimeError, views: Any, output: int | None, op: str, write: Location | None) -> None:
+        """The note of a write torch refused on one of several views: the op and line that made them, the write's."""
+        from .explanation import explain  # NOTE [Lazy imports]: only on a failure
+
+        recorder = self._recorder
+        if recorder is None or any(key == id(e) for key, _, _ in recorder.explained):
+            return
+        try:
+            explanation = explain(e).at_views(views.label, views.location, output, op, write)
+        except Exception:  # never replace the user's error with ours
+            return
+        recorder.explained.append((id(e), str(e), explanation))
+        e.add_note("\n" + str(explanation))
+        e.with_traceback(_without_hook_frames(e.__traceback__))  # it ends at the user's write, as without gradlab
 
     def explanation_for(self, error: BaseException) -> Explanation | None:
         """The located explanation attached to ``error`` (a backward without graph under this tracker), if any."""
@@ -227,6 +243,7 @@ class Tracker(Scope):
         else:
             messages.wording(torch.is_anomaly_enabled())  # read torch's wording before our hooks exist
             recorder = Recorder(self, on_failure=self._on_failure, on_silent=self._silent_note)
+            recorder.on_views = self._note_views
             self._start(recorder)
             session.push(self, recorder)
         self._recorder = self._last = recorder

@@ -12,7 +12,8 @@ backward call failed. gradlab wraps the entry points where that happens:
   in-place op of torch against the two);
 * ``torch.autograd.backward`` (which ``Tensor.backward`` calls) and ``torch.autograd.grad``;
 * optimizer steps, through torch's public global step hooks;
-* the few entry points that cut a graph (NOTE [Cuts]).
+* the few entry points that cut a graph (NOTE [Cuts]) and those that return several
+  views of one tensor (NOTE [Multi-view ops]).
 
 NOTE [Wrappers, not a function mode]
 A ``TorchFunctionMode`` sees every torch call, but each call through it costs
@@ -135,7 +136,11 @@ def _inplace_wrapper(original: Callable[..., Any], label: str) -> Callable[..., 
         recording = local.recording
         if recording is None or recording.in_step:  # no tracker here, or inside optimizer.step()
             return original(*args, **kwargs)
-        return recording.record_inplace(original, label, args, kwargs)
+        try:
+            return recording.record_inplace(original, label, args, kwargs)
+        except RuntimeError as e:  # torch's own error, raised unchanged (a note may be added)
+            recording.inplace_failed(e, label, args, kwargs)
+            raise
 
     return inplace
 
@@ -198,6 +203,40 @@ def _zero_grad_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     return zero_grad
 
 
+# NOTE [Multi-view ops]
+# split, chunk and unbind (also iterating over a tensor: Tensor.__iter__ calls unbind)
+# return several views of one tensor; an in-place write to one of them raises "Output N
+# of SplitBackward0 is a view and is being modified inplace ... returns multiple views"
+# at the write, far from where the views were made. They are wrapped like the cuts, only
+# while a tracker is active, so that the note can name both lines. torch.split is Python
+# code that calls Tensor.split; tensor_split and its kin return single views (no error).
+_MULTI_VIEWS = (
+    (torch.Tensor, "split", ".split()"),
+    (torch.Tensor, "split_with_sizes", ".split_with_sizes()"),
+    (torch.Tensor, "chunk", ".chunk()"),
+    (torch.Tensor, "unbind", ".unbind()"),
+    (torch, "split_with_sizes", "torch.split_with_sizes()"),
+    (torch, "chunk", "torch.chunk()"),
+    (torch, "unbind", "torch.unbind()"),
+)
+
+
+def _views_wrapper(original: Callable[..., Any], label: str) -> Callable[..., Any]:
+    local = session.thread_state()
+
+    @functools.wraps(original)
+    def views(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        recording = local.recording
+        if recording is None:
+            return original(*args, **kwargs)
+        result = original(*args, **kwargs)
+        recording.record_views(label, result)
+        return result
+
+    return views
+
+
 def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
     recording = session.recording()
     if recording is not None:
@@ -222,6 +261,9 @@ def install() -> None:
                 _patch(owner, name, _inplace_wrapper(getattr(owner, name), label))
             for owner, name, label in _CUTS:
                 _patch(owner, name, _cut_wrapper(getattr(owner, name), label))
+            for owner, name, label in _MULTI_VIEWS:
+                if hasattr(owner, name):
+                    _patch(owner, name, _views_wrapper(getattr(owner, name), label))
             for name, kind in (("backward", "autograd.backward"), ("grad", "autograd.grad")):
                 _patch(torch.autograd, name, _backward_wrapper(getattr(torch.autograd, name), kind))
             for owner in (torch.optim.Optimizer, torch.nn.Module):

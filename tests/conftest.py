@@ -69,6 +69,7 @@ SLOW_TESTS = frozenset(
         "test_colab.py",
         "test_corpus.py",
         "test_ddp.py",
+        "test_field_guide.py",
         "test_fix.py",
         "test_handout.py",
         "test_lab.py",

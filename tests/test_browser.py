@@ -3,7 +3,7 @@
 The test starts its own JupyterLab (127.0.0.1, a free port, a random token) on
 a temporary copy of ``notebooks/`` (autosave rewrites notebooks) with HOME and
 every Jupyter directory in a temporary folder, runs all cells of
-``10_playground.ipynb``, uses the playground widget, and saves screenshots to
+``11_playground.ipynb``, uses the playground widget, and saves screenshots to
 ``artifacts/``. Server and browser are always stopped.
 """
 
@@ -30,7 +30,7 @@ from gradlab.course.lab import HOST, build_argv
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "artifacts"
-NOTEBOOK = "10_playground.ipynb"
+NOTEBOOK = "11_playground.ipynb"
 CHROMIUM = shutil.which("chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -196,7 +196,7 @@ def test_playground_in_jupyterlab(tmp_path: Path) -> None:
 
 
 def test_the_chinese_edition_in_jupyterlab(tmp_path: Path) -> None:
-    """notebooks/zh/10_playground.ipynb: Chinese markdown rendered, the playground in Chinese, PyTorch's error in English."""
+    """notebooks/zh/11_playground.ipynb: Chinese markdown rendered, the playground in Chinese, PyTorch's error in English."""
     with lab_page(tmp_path, "zh-failure.png") as (page, base, token):
         fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout.strip()
         assert fonts, (

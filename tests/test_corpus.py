@@ -28,6 +28,10 @@ JUDGE_XFAIL = {
     "maml_fast_weights_sub": "the first fix has no edits",
     "step_before_backward": "the first fix (recompute after the step) trains the classifier's bias where the intended version does not",
     "vae_two_optimizers": "the first fix has no edits",
+    # held-out cases (tests/corpus/README.md): written after the engine, not tuned to it
+    "ddpg_actor_after_critic_step": "the first fix (recompute after critic_opt.step()) has no edits",
+    "rnn_hidden_attribute": "the first fix has no edits (a module attribute's carried state is named 'self')",
+    "wgan_critic_loop_fake_once": "the first fix fits but claims only lossD, though the patched script trains netG with lossG",
 }
 
 # Deliberately wrong variants of intended scripts: (case, old text, new text, what the oracle must say).
@@ -212,7 +216,9 @@ def test_broken_fails_as_the_case_says(case: Case, evaluation: Evaluation) -> No
 def test_intended_runs_clean_and_trains_what_the_case_says(case: Case, variant: str, evaluation: Evaluation) -> None:
     rec = evaluation.records[f"{case.name}/{variant}"]
     assert rec.status == "budget", rec.summary()
-    assert rec.step_counts() == {opt: STEPS for opt in case.intent}, rec.summary()
+    counts = rec.step_counts()
+    # every optimizer stepped; the run stopped when the last one reached the budget (a WGAN's critic steps more often)
+    assert set(counts) == set(case.intent) and min(counts.values()) == STEPS, rec.summary()
     assert oracle.trained(rec) == case.expected_trained()
     assert oracle.optimizer_modules(rec) == case.expected_modules()
 

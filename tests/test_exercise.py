@@ -300,3 +300,599 @@ def test_one_batch_untrained_fails() -> None:
     x, y = course.batches(1)[0]
     verdict = course.check_one_batch(pair.n_2, x, y, 1.0)
     assert not verdict.passed and "not below 0.05" in verdict.text
+
+
+# ------------------------------------------------------------ notebooks 00-04: guesses and code exercises
+
+
+def test_guess_left_out_is_gentle_and_words_compare_loosely() -> None:
+    verdict = course.check_guess(..., "graph_freed", success="s", hint="h")
+    assert verdict.pending and not verdict.passed and "you did not guess" in str(verdict)
+    assert course.check_guess(" Modified-in place", "modified_in_place", success="s", hint="h").passed
+    assert not course.check_guess("graph freed", "modified_in_place", success="s", hint="h").passed
+    assert course.check_guess([4.0, 4.0, 4.0], torch.tensor([4.0, 4.0, 4.0]).tolist(), success="s", hint="h")
+    assert not course.check_guess("raises", [4.0, 4.0, 4.0], success="s", hint="h").passed
+
+
+def _first(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1 = n_1(x)
+    opt_1.zero_grad()
+    loss_1 = criterion(y, pred_1)
+    return pred_1, loss_1
+
+
+def _it_detach(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1, loss_1 = _first(n_1, n_2, opt_1, opt_2, criterion, x, y)
+    loss_1.backward()
+    opt_1.step()
+    opt_2.zero_grad()
+    criterion(y, n_2(pred_1.detach())).backward()
+    opt_2.step()
+
+
+def _it_inputs(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1, loss_1 = _first(n_1, n_2, opt_1, opt_2, criterion, x, y)
+    loss_1.backward()
+    opt_1.step()
+    opt_2.zero_grad()
+    criterion(y, n_2(pred_1)).backward(inputs=list(n_2.parameters()))
+    opt_2.step()
+
+
+def _it_original(n_1, n_2, opt_1, opt_2, criterion, x, y, retain=False):
+    pred_1, loss_1 = _first(n_1, n_2, opt_1, opt_2, criterion, x, y)
+    loss_1.backward(retain_graph=retain)
+    opt_1.step()
+    opt_2.zero_grad()
+    criterion(y, n_2(pred_1)).backward()
+    opt_2.step()
+
+
+def _it_retain(*args):
+    _it_original(*args, retain=True)
+
+
+def _it_sum(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1, loss_1 = _first(n_1, n_2, opt_1, opt_2, criterion, x, y)
+    opt_2.zero_grad()
+    (loss_1 + criterion(y, n_2(pred_1))).backward()
+    opt_1.step()
+    opt_2.step()
+
+
+def _it_no_n_2(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    _pred_1, loss_1 = _first(n_1, n_2, opt_1, opt_2, criterion, x, y)
+    loss_1.backward()
+    opt_1.step()
+
+
+def _it_detach_inside(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1, loss_1 = _first(n_1, n_2, opt_1, opt_2, criterion, x, y)
+    loss_1.backward()
+    opt_1.step()
+    opt_2.zero_grad()
+    criterion(y, n_2.linear_2(n_2.relu(n_2.linear_1(pred_1).detach()))).backward()
+    opt_2.step()
+
+
+def _template_iteration(n_1, n_2, opt_1, opt_2, criterion, x, y): ...  # the notebook's empty cell
+
+
+@pytest.mark.parametrize("answer", [_it_detach, _it_inputs])
+def test_repaired_iteration_right_answers_pass(answer) -> None:
+    assert course.check_repaired_iteration(answer).passed
+
+
+@pytest.mark.parametrize(
+    "answer, reason",
+    [
+        (_it_original, "Trying to backward through the graph a second time"),
+        (_it_retain, "is at version 2; expected version 1"),
+        (_it_sum, "loss_1's and loss_2's gradients"),
+        (_it_no_n_2, "n_2 did not change"),
+        (_it_detach_inside, "not a tensor inside n_2"),
+        (None, "should be a function"),
+        ("pred_1.detach()", "should be a function"),
+    ],
+)
+def test_repaired_iteration_wrong_answers_fail_with_their_reason(answer, reason: str) -> None:
+    verdict = course.check_repaired_iteration(answer)
+    assert not verdict.passed and not verdict.pending and str(verdict).startswith("✗") and reason in str(verdict)
+
+
+def test_repaired_iteration_template_is_neutral() -> None:
+    assert course.check_repaired_iteration(_template_iteration).pending
+
+
+def _writes(make_optimizer, backward=True, version=False):
+    layer = torch.nn.Linear(3, 1)
+    optimizer = make_optimizer(layer.parameters())
+    if backward:
+        layer(torch.ones(2, 3)).sum().backward()
+    before = layer.weight._version
+    optimizer.step()
+    return layer.weight._version - (0 if version else before)
+
+
+@pytest.mark.parametrize(
+    "answer, reason",
+    [
+        (lambda make: _writes(make, version=True), "that is the weight's version"),
+        (lambda make: _writes(make, backward=False), "skips a parameter without a gradient"),
+        (lambda make: 1, "writes(AdamW) returned 1"),
+        (lambda make: "1", "return a whole number"),
+        (lambda make: 1 / 0, "ZeroDivisionError"),
+        (42, "should be a function"),
+    ],
+)
+def test_writes_counter_wrong_answers_fail_with_their_reason(answer, reason: str) -> None:
+    verdict = course.check_writes_counter(answer)
+    assert not verdict.passed and not verdict.pending and reason in str(verdict)
+
+
+def test_writes_counter_right_answer_passes_and_template_is_neutral() -> None:
+    assert course.check_writes_counter(_writes).passed
+    assert course.check_writes_counter(lambda make: torch.tensor(_writes(make))).passed
+
+    def writes(make_optimizer): ...
+
+    assert course.check_writes_counter(writes).pending
+
+
+def _pack_version(t):
+    return t, t._version
+
+
+def _unpack_checked(packed):
+    t, version = packed
+    if t._version != version:
+        raise RuntimeError("a saved tensor was modified in place")
+    return t
+
+
+def _identity(t):
+    return t
+
+
+@pytest.mark.parametrize(
+    "pack, unpack, raises", [(_pack_version, _unpack_checked, True), (lambda t: t.clone(), _identity, False)]
+)
+def test_saved_hooks_right_answers_pass(pack, unpack, raises: bool) -> None:
+    verdict = course.check_saved_hooks(pack, unpack)
+    assert verdict.passed and ("raise" in str(verdict)) == raises
+
+
+@pytest.mark.parametrize(
+    "pack, unpack, reason",
+    [
+        (_identity, _identity, "backward ran and gave"),  # the notebook's identity hooks
+        (lambda t: t.data, _identity, "backward ran and gave"),  # the .data trick
+        (lambda t: t.detach(), _identity, "backward ran and gave"),
+        (lambda t: t._version, _identity, "must give back the tensor"),
+        (_pack_version, lambda p: p[0] * 2, "not autograd's"),
+        (_pack_version, lambda p: 1 / 0, "ZeroDivisionError"),
+        ("lambda t: t", _identity, "pack_hook should be a function"),
+        (_identity, None, "unpack_hook should be a function"),
+    ],
+)
+def test_saved_hooks_wrong_answers_fail_with_their_reason(pack, unpack, reason: str) -> None:
+    verdict = course.check_saved_hooks(pack, unpack)
+    assert not verdict.passed and not verdict.pending and reason in str(verdict)
+
+
+def test_saved_hooks_template_is_neutral() -> None:
+    def pack_hook(t): ...
+
+    assert course.check_saved_hooks(pack_hook, _identity).pending
+
+
+def _data_trick(x):
+    y = x.sigmoid()
+    y.data.mul_(2)
+    return y.sum()
+
+
+def _detach_write(x):
+    y = x.sigmoid()
+    y.detach().mul_(2)
+    return y.sum()
+
+
+def _clone_then_write(x):
+    y = x.sigmoid().clone()
+    y.mul_(2)
+    return y.sum()
+
+
+@pytest.mark.parametrize(
+    "answer", [lambda x: (2 * x.sigmoid()).sum(), lambda x: x.sigmoid().mul(2).sum(), _clone_then_write]
+)
+def test_doubled_sigmoid_right_answers_pass(answer) -> None:
+    assert course.check_doubled_sigmoid(answer).passed
+
+
+@pytest.mark.parametrize(
+    "answer, reason",
+    [
+        (_data_trick, "escaped the version check"),
+        (_detach_write, "loss.backward() raised RuntimeError"),
+        (lambda x: (2 * x.sigmoid()).sum().detach(), "no graph back to x"),
+        (lambda x: (2 * x.sigmoid()).sum().detach().requires_grad_(), "no graph back to x"),
+        (lambda x: (2 * x.sigmoid()).sum().item(), "returned float"),
+        (lambda x: x.sigmoid().sum(), "not the sum of 2 * sigmoid(x)"),
+        (lambda x: 2 * x.sigmoid(), "one-element tensor"),
+        (lambda x: x.nope(), "AttributeError"),
+        ("2 * sigmoid(x)", "should be a function"),
+    ],
+)
+def test_doubled_sigmoid_wrong_answers_fail_with_their_reason(answer, reason: str) -> None:
+    verdict = course.check_doubled_sigmoid(answer)
+    assert not verdict.passed and not verdict.pending and reason in str(verdict)
+
+
+def test_doubled_sigmoid_checks_the_gradient_against_autograd() -> None:
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    (2 * x.sigmoid()).sum().backward()
+    assert f"not {[round(v, 4) for v in x.grad.tolist()]}" in str(course.check_doubled_sigmoid(_data_trick))
+
+
+# -- notebooks 09 and 11: error kinds, guesses, the in-place rewrite, the repaired loop ---------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["modified_in_place", "modified in place", "Modified-In-Place", "GL0002", "gl0002 modified in place", "[GL0002]"],
+)
+def test_error_kind_accepts_every_spelling_gradlab_prints(answer: str) -> None:
+    assert course.check_error_kind(answer, "modified_in_place", success="right", hint="look again").passed
+
+
+@pytest.mark.parametrize("answer", ["graph_freed", "graph freed", "GL0001", "GL0001 modified in place", "inplace", ""])
+def test_error_kind_rejects_another_kind_with_the_hint(answer: str) -> None:
+    verdict = course.check_error_kind(answer, "modified_in_place", success="right", hint="look again")
+    assert not verdict.passed and verdict.text.endswith("look again")
+
+
+@pytest.mark.parametrize("answer", [2, None, True, ["modified_in_place"], torch.tensor(1.0)])
+def test_error_kind_of_another_type_is_a_verdict_that_says_to_answer_with_a_string(answer: object) -> None:
+    verdict = course.check_error_kind(answer, "graph_freed", success="right", hint="look again")
+    assert not verdict.passed and "answer with a string" in verdict.text
+
+
+def test_error_kind_in_the_language_in_effect() -> None:
+    from gradlab.codes import code_for
+
+    title = code_for("graph_freed").title  # the note's header words, as the learner read them
+    assert course.check_error_kind(title, "graph_freed", success="right", hint="no").passed
+
+
+def test_a_guess_left_out_gets_a_gentle_line_not_an_error() -> None:
+    verdict = course.check_guess(..., expected=1, success="one", hint="count")
+    assert verdict.pending and not verdict.passed and "did not guess" in verdict.text
+    assert "✓" not in verdict.text and "✗" not in verdict.text
+
+
+@pytest.mark.parametrize(
+    ("guess", "expected", "passed"),
+    [
+        ((1, "graph freed"), (1, "graph_freed"), True),
+        ((1, "GL0001"), (1, "graph_freed"), True),
+        ((2, "graph_freed"), (1, "graph_freed"), False),
+        ((1, "modified_in_place"), (1, "graph_freed"), False),
+        ("runs", "modified_in_place", False),
+        ("modified in place", "modified_in_place", True),
+        (False, False, True),
+        (0, False, False),
+        ("no", False, False),
+        (None, 1, False),
+    ],
+)
+def test_guesses_compared_after_the_reveal(guess: object, expected: object, passed: bool) -> None:
+    verdict = course.check_guess(guess, expected, success="it ran once", hint="count again")
+    assert verdict.passed is passed
+    assert verdict.text == ("✓ your guess was right: it ran once" if passed else "✗ not what happened: count again")
+
+
+def _exp_exercise() -> tuple[torch.Tensor, torch.Tensor]:
+    """Notebook 09's Exercise 1, as its cell writes it."""
+    torch.manual_seed(0)
+    w = torch.randn(3, requires_grad=True)
+    h = torch.exp(w)
+    h += 1
+    return w, h.sum()
+
+
+def _out_of_place(w: torch.Tensor) -> torch.Tensor:
+    h = torch.exp(w)
+    h = h + 1
+    return h.sum()
+
+
+def _clone_then_write_09(w: torch.Tensor) -> torch.Tensor:
+    h = torch.exp(w).clone()
+    h += 1
+    return h.sum()
+
+
+def _data_trick_09(w: torch.Tensor) -> torch.Tensor:
+    h = torch.exp(w)
+    h.data += 1  # notebook 04's warning: autograd does not see this write
+    return h.sum()
+
+
+def _no_grad_write(w: torch.Tensor) -> torch.Tensor:
+    h = torch.exp(w)
+    with torch.no_grad():
+        h += 1
+    return h.sum()
+
+
+def _already_backwarded(w: torch.Tensor) -> torch.Tensor:
+    fixed = _out_of_place(w)
+    fixed.backward()
+    return fixed
+
+
+@pytest.mark.parametrize("rewrite", [_out_of_place, _clone_then_write_09], ids=["out-of-place", "clone"])
+def test_in_place_rewrite_right_answers_pass_and_leave_no_grad(rewrite) -> None:
+    w, loss = _exp_exercise()
+    verdict = course.check_in_place_rewrite(rewrite(w), loss, w)
+    assert verdict.passed, verdict.text
+    assert w.grad is None  # the check compares gradients without writing .grad
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (_data_trick_09, "not exp(w)"),
+        (_no_grad_write, "would still fail (modified_in_place)"),
+        (lambda w: _exp_exercise()[1], "would still fail (modified_in_place)"),  # the failing loss itself
+        (_already_backwarded, "would still fail (graph_freed)"),
+        (lambda w: _exp_exercise()[1].detach().requires_grad_(), "no graph back to w"),  # a leaf
+        (lambda w: torch.tensor(_exp_exercise()[1].item(), requires_grad=True), "no graph back to w"),
+        (lambda w: _out_of_place(w).detach(), "no graph back to w"),
+        (lambda w: torch.exp(w).sum(), "keep the value"),
+        (lambda w: torch.exp(w) + 1, "one number"),
+        (lambda w: _out_of_place(torch.randn(3, requires_grad=True)) * 0 + _exp_exercise()[1].item(), "lead back"),
+        (lambda w: "h.sum()", "is a str"),
+        (lambda w: None, "is a NoneType"),
+    ],
+    ids=[
+        "data",
+        "no_grad",
+        "unchanged",
+        "freed",
+        "leaf",
+        "from-item",
+        "detached",
+        "value",
+        "vector",
+        "other-w",
+        "str",
+        "none",
+    ],
+)
+def test_in_place_rewrite_wrong_answers_get_a_reason_never_an_exception(answer, reason: str) -> None:
+    w, loss = _exp_exercise()
+    verdict = course.check_in_place_rewrite(answer(w), loss, w)
+    assert not verdict.passed and verdict.text.startswith("✗") and reason in verdict.text, verdict.text
+
+
+def test_in_place_rewrite_data_trick_shows_the_wrong_gradient() -> None:
+    w, loss = _exp_exercise()
+    text = course.check_in_place_rewrite(_data_trick_09(w), loss, w).text
+    wrong = torch.exp(w.detach()) + 1  # what exp's backward computes from the changed h
+    assert f"{wrong[0].item():.4f}" in text and f"{torch.exp(w.detach())[0].item():.4f}" in text
+
+
+def test_in_place_rewrite_without_an_answer_is_neutral() -> None:
+    w, loss = _exp_exercise()
+    assert course.check_in_place_rewrite(..., loss, w).pending
+
+
+def _iteration(second_input, backward_2=lambda loss_2, n_2: loss_2.backward(), retain=False):
+    def repaired(n_1, n_2, opt_1, opt_2, criterion, x, y):
+        pred_1 = n_1(x)
+        opt_1.zero_grad()
+        loss_1 = criterion(y, pred_1)
+        loss_1.backward(retain_graph=retain)
+        opt_1.step()
+        pred_2 = n_2(second_input(pred_1, n_1, x))
+        opt_2.zero_grad()
+        loss_2 = criterion(y, pred_2)
+        backward_2(loss_2, n_2)
+        opt_2.step()
+
+    return repaired
+
+
+def _joint(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1 = n_1(x)
+    pred_2 = n_2(pred_1)
+    opt_1.zero_grad()
+    opt_2.zero_grad()
+    (criterion(y, pred_1) + criterion(y, pred_2)).backward()
+    opt_1.step()
+    opt_2.step()
+
+
+def _detach_inside(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    n_2.detach_inside = True
+    _iteration(lambda pred_1, n_1, x: pred_1)(n_1, n_2, opt_1, opt_2, criterion, x, y)
+
+
+def _without_zero_grad_1(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    loss_1 = criterion(y, n_1(x))
+    loss_1.backward()
+    opt_1.step()
+
+
+@pytest.mark.parametrize(
+    "repaired",
+    [
+        _iteration(lambda pred_1, n_1, x: pred_1.detach()),  # fix (a)
+        _iteration(lambda pred_1, n_1, x: pred_1, lambda loss_2, n_2: loss_2.backward(inputs=list(n_2.parameters()))),
+    ],
+    ids=["detached-input", "inputs="],
+)
+def test_repaired_loop_right_answers_pass(repaired) -> None:
+    assert course.check_repaired_loop(repaired).passed
+
+
+@pytest.mark.parametrize(
+    ("repaired", "reason"),
+    [
+        (_iteration(lambda pred_1, n_1, x: pred_1), "(failure 1)"),  # the original loop
+        (_iteration(lambda pred_1, n_1, x: pred_1, retain=True), "(failure 2)"),  # retain_graph=True
+        (_joint, "n_1 trained differently from loss_1 alone"),  # fix (b): another training
+        (_iteration(lambda pred_1, n_1, x: n_1(x).detach()), "n_2 trained differently"),  # (c): after the step
+        (_detach_inside, "n_2.linear_1.weight, n_2.linear_1.bias never changed"),
+        (_without_zero_grad_1, "n_2.linear_1.weight, n_2.linear_1.bias, n_2.linear_2.weight"),
+        (lambda *args: None, "n_1.linear_1.weight"),
+        (lambda: None, "raised TypeError"),
+        (lambda *args: 1 / 0, "raised ZeroDivisionError"),
+        (3, "should be a function"),
+        ("def repaired(...)", "should be a function"),
+    ],
+    ids=[
+        "original",
+        "retain_graph",
+        "joint",
+        "recompute",
+        "detach-inside",
+        "n_2-untrained",
+        "nothing",
+        "no-args",
+        "raises",
+        "number",
+        "string",
+    ],
+)
+def test_repaired_loop_wrong_answers_get_a_reason_never_an_exception(repaired, reason: str) -> None:
+    verdict = course.check_repaired_loop(repaired)
+    assert not verdict.passed and verdict.text.startswith("✗") and reason in verdict.text, verdict.text
+
+
+def test_repaired_loop_without_an_answer_is_neutral() -> None:
+    assert course.check_repaired_loop(...).pending
+
+
+# -- notebook 10's exercise: repair tanh-with-column-0-zeroed so that backward works ------------------
+
+
+def _tanh_written_in_place(z):
+    s = torch.tanh(z)
+    s[:, 0] = 0  # tanh saved s for its backward
+    return s
+
+
+def _tanh_clone(z):
+    s = torch.tanh(z).clone()
+    s[:, 0] = 0
+    return s
+
+
+def _tanh_where(z):
+    return torch.where(torch.arange(z.shape[1]) == 0, 0.0, torch.tanh(z))
+
+
+def _tanh_cat(z):
+    return torch.cat([torch.zeros(len(z), 1), torch.tanh(z[:, 1:])], dim=1)
+
+
+def _tanh_mask(z):
+    return torch.tanh(z) * torch.tensor([0.0, 1.0, 1.0])
+
+
+def _tanh_data(z):
+    s = torch.tanh(z)
+    s.data[:, 0] = 0  # hidden from autograd
+    return s
+
+
+def _tanh_no_grad_write(z):
+    s = torch.tanh(z)
+    with torch.no_grad():
+        s[:, 0] = 0
+    return s
+
+
+def _tanh_detached(z):
+    s = torch.tanh(z).detach()
+    s[:, 0] = 0
+    return s
+
+
+def _tanh_of_a_clone(z):
+    s = torch.tanh(z.clone())  # the clone is tanh's input; its output is still written
+    s[:, 0] = 0
+    return s
+
+
+def _tanh_raises(z):
+    return torch.tanh(z) @ torch.ones(5)
+
+
+def _tanh_writes_z(z):
+    z.data[:, 0] = 0
+    return torch.tanh(z)
+
+
+@pytest.mark.parametrize("answer", [_tanh_clone, _tanh_where, _tanh_cat, _tanh_mask], ids=lambda f: f.__name__)
+def test_masked_tanh_right_answers_pass(answer) -> None:
+    verdict = course.check_masked_tanh(answer)
+    assert verdict.passed and verdict.text.startswith("✓")
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (_tanh_written_in_place, "backward fails with error[GL0002 modified in place]"),
+        (_tanh_no_grad_write, "backward fails with error[GL0002 modified in place]"),
+        (_tanh_of_a_clone, "backward fails with error[GL0002 modified in place]"),
+        (_tanh_data, "column 0 still gets a gradient"),
+        (_tanh_detached, "have no graph"),
+        (_tanh_raises, "raised RuntimeError: size mismatch"),
+        (_tanh_writes_z, "changed z itself"),
+        (torch.tanh, "values differ"),
+        (lambda z: [0.0], "returned a list"),
+        (lambda z: torch.tanh(z)[:, 1:], "should keep z's shape"),
+        (lambda z: torch.zeros_like(z).requires_grad_(), "values differ"),
+        (3, "not a function of z"),
+        (None, "not a function of z"),
+    ],
+    ids=[
+        "in-place",
+        "no-grad-write",
+        "tanh-of-clone",
+        "data",
+        "detached",
+        "raises",
+        "writes-z",
+        "no-mask",
+        "list",
+        "shape",
+        "zeros",
+        "int",
+        "none",
+    ],
+)
+def test_masked_tanh_wrong_answers_get_a_reason_never_an_exception(answer, reason: str) -> None:
+    verdict = course.check_masked_tanh(answer)
+    assert not verdict.passed and verdict.text.startswith("✗") and reason in verdict.text, verdict.text
+
+
+def test_masked_tanh_without_an_answer_is_neutral() -> None:
+    verdict = course.check_masked_tanh(...)
+    assert verdict.pending and "✓" not in verdict.text and "✗" not in verdict.text
+
+
+def test_masked_tanh_a_constant_with_the_right_values_is_caught_by_its_gradient() -> None:
+    """Right values, no dependence on z through the graph: the gradient check, not the values, rejects it."""
+
+    def rebuilt(z):
+        values = torch.tanh(z.detach()) * torch.tensor([0.0, 1.0, 1.0])
+        return values + 0 * z.sum()  # a graph to z whose gradient is zero
+
+    verdict = course.check_masked_tanh(rebuilt)
+    assert not verdict.passed and "not tanh's gradient" in verdict.text

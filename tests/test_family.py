@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ import torch
 from gradlab import explain
 from gradlab.advice import message_fixes
 from gradlab.codes import CODES, by_code, code_for, index_markdown
-from gradlab.explanation import KINDS, explain_code
+from gradlab.explanation import KINDS, Explanation, explain_code
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -285,3 +286,321 @@ def test_no_cut_seen_no_location_and_results_unchanged() -> None:
             torch.ones(2).sum().backward()  # nothing cut under this tracker: no located note
         except RuntimeError as e:
             assert not getattr(e, "__notes__", [])
+
+
+# -- located: the op that made several views, and the write torch refused ------------------------
+
+
+def _run_tracked(path: Path) -> tuple[BaseException, object]:
+    """Run the script at ``path`` under track(): the error it raised (with gradlab's note) and its explanation."""
+    import runpy
+
+    import gradlab
+
+    with gradlab.track() as tracker:
+        try:
+            runpy.run_path(str(path), run_name="__main__")
+        except RuntimeError as e:
+            return e, tracker.explanation_for(e)
+    raise AssertionError("the script raised nothing")
+
+
+MULTI_VIEW_SCRIPTS = {
+    "split": (
+        "import torch\n"
+        "w = torch.arange(4.0, requires_grad=True)\n"
+        "x = w * 2\n"
+        "a, b = x.split(2)  # the views\n"
+        "a.mul_(3)\n"
+        "(a * b).sum().backward()\n",
+        "a, b = x.split(2)  # the views",
+        ".split()",
+        "a.mul_(3)",
+        "a = a.mul(3)",
+        0,
+    ),
+    "chunk": (
+        "import torch\n"
+        "w = torch.arange(4.0, requires_grad=True)\n"
+        "parts = torch.chunk(w * 2, 2)\n"
+        "second = parts[1]\n"
+        "second += 1\n"
+        "(parts[0] * second).sum().backward()\n",
+        "parts = torch.chunk(w * 2, 2)",
+        "torch.chunk()",
+        "second += 1",
+        "second = second + 1",
+        1,
+    ),
+    "iterating": (
+        "import torch\n"
+        "w = torch.arange(6.0, requires_grad=True)\n"
+        "rows = []\n"
+        "for row in (w * 2).view(3, 2):\n"
+        "    row += 1\n"
+        "    rows.append(row)\n"
+        "torch.stack(rows).pow(2).sum().backward()\n",
+        "for row in (w * 2).view(3, 2):",
+        ".unbind()",
+        "row += 1",
+        "row = row + 1",
+        0,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MULTI_VIEW_SCRIPTS))
+def test_the_note_names_the_views_op_and_the_write_and_its_fix_trains_what_it_says(case: str, tmp_path: Path) -> None:
+    from gradlab.edits import apply_edits
+
+    source, views_line, op, write_line, fixed, nr = MULTI_VIEW_SCRIPTS[case]
+    script = tmp_path / f"{case}.py"
+    script.write_text(source, encoding="utf-8")
+    e, explanation = _run_tracked(script)
+    note = "\n".join(getattr(e, "__notes__", []))
+    assert "error[GL0008 multi-view in place]" in note
+    assert views_line in note and f"views: {op} here returned several views" in note
+    assert f"the write went to output {nr}" in note
+    assert write_line in note and "write: " in note
+    assert traceback.extract_tb(e.__traceback__)[-1].filename == str(script)  # it ends at the user's write
+    # the fix: its code is the edit; the patched script trains w as the code written out of place by hand
+    assert isinstance(explanation, Explanation)
+    fix = explanation.fixes[0]
+    assert fix.code == fixed and fix.applicability == "maybe-incorrect" and "keeps its old values" in fix.trains
+    patched = apply_edits(source, fix.edits)
+    ran: dict[str, object] = {}
+    exec(compile(patched, str(script), "exec"), ran)  # runs: torch no longer refuses the write
+    w = ran["w"]
+    assert isinstance(w, torch.Tensor) and w.grad is not None
+    # the same gradient as the code written out of place by hand, with torch alone
+    expected: dict[str, object] = {}
+    exec(compile(source.replace(write_line, fixed), "<by hand>", "exec"), expected)
+    assert torch.equal(w.grad, expected["w"].grad)  # type: ignore[union-attr]
+    assert "clone the views where" in explanation.fixes[1].summary
+
+
+def test_a_refused_write_without_recorded_views_keeps_the_plain_note() -> None:
+    import gradlab
+
+    x = (torch.ones(4, requires_grad=True) * 1).split(2)  # made before the tracker: not recorded
+    with gradlab.track() as tracker, pytest.raises(RuntimeError, match="returns multiple views") as info:
+        x[0].add_(1)
+    assert not getattr(info.value, "__notes__", []) and tracker.explanation_for(info.value) is None
+    with gradlab.track():
+        a, _b = torch.ones(4).split(2)  # no autograd: torch lets the write through, as without gradlab
+        a.add_(1)
+        assert torch.equal(a, torch.full((2,), 2.0))
+
+
+# -- check() before the backward: the cut, as the note after the error names it ----------------------
+
+
+def test_check_before_backward_names_the_same_cut_as_the_note_after() -> None:
+    import gradlab
+
+    w = torch.ones(3, requires_grad=True)
+    with gradlab.track() as tracker:
+        total = (w * 2).sum()
+        loss = torch.tensor(total.item()) * 2  # rebuilt from a number
+        before = gradlab.check(loss)
+        also = tracker.check([loss])
+        with pytest.raises(RuntimeError, match="does not require grad") as info:
+            loss.backward()
+    after = tracker.explanation_for(info.value)
+    assert not before.ok and before.kinds == ["no_grad_fn"] and before.problems == []
+    assert after is not None and before.no_graph is not None
+    assert before.no_graph.cut_at is after.cut_at and before.no_graph.cut == after.cut == "torch.tensor(x)"
+    assert before.no_graph.causes[0] == after.causes[0] and "torch.tensor(loss.item())" in after.causes[0]
+    assert "# rebuilt from a number" in str(before) and str(before).startswith("error[GL0003 no grad_fn]")
+    assert str(also) == str(before) and before.fixes == after.fixes
+
+
+def test_check_names_the_detach_that_made_the_loss_and_says_ok_otherwise() -> None:
+    import gradlab
+
+    w = torch.ones(3, requires_grad=True)
+    with gradlab.track():
+        good = (w * 2).sum()
+        cut = (w * 3).sum().detach()
+        d = gradlab.check([good, cut])
+        assert gradlab.check(good).ok
+    assert not d.ok and "made the tensor backward was called on" in str(d) and "cut = (w * 3).sum().detach()" in str(d)
+    assert "Element 1 of the tensors" in str(d)  # torch refuses the second, as backward([good, cut]) would
+    outside = gradlab.check(torch.ones(2))  # outside a tracker: the cause is not located, the answer still right
+    assert not outside.ok and outside.no_graph is not None and outside.no_graph.cut_at is None
+    with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
+        torch.ones(2).backward()  # what check() predicted
+    assert w.grad is None  # check() ran no backward
+
+
+# -- DDP: why a backward did not reach a parameter, read from the model (the torchrun runs: test_ddp.py) -------
+
+
+class _Inner(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.used = torch.nn.Linear(2, 2)
+        self.frozen = torch.nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            x = self.frozen(x)
+        return self.used(x)
+
+
+class _Outer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Inner()
+        self.blocks = torch.nn.Sequential(torch.nn.Linear(2, 2))
+        self.gate = torch.nn.Linear(2, 2)
+        self.old = torch.nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor, gated: bool = False) -> torch.Tensor:
+        x = self.blocks(self.inner(x))
+        return self.gate(x) if gated else x
+
+
+def test_why_unreached_reads_unused_branch_and_no_grad_from_the_forwards() -> None:
+    from gradlab.ddp import why_unreached
+
+    model = _Outer()
+    names = ["old.weight", "gate.weight", "gate.bias", "inner.frozen.weight", "blocks.0.weight"]
+    reasons = {r.parameters: r for r in why_unreached(model, names)}
+    assert reasons[("old.weight",)].kind == "unused" and "never uses self.old" in reasons[("old.weight",)].sentence
+    gate = reasons[("gate.weight", "gate.bias")]
+    assert gate.kind == "branch" and "only under `if gated`" in gate.sentence
+    frozen = reasons[("inner.frozen.weight",)]
+    assert frozen.kind == "no_grad" and "_Inner.forward uses self.frozen under with torch.no_grad()" in frozen.sentence
+    assert frozen.where is not None and frozen.where.code.strip() == "with torch.no_grad():"
+    assert reasons[("blocks.0.weight",)].kind == "not_reached"  # used: a container's children count as used
+    # and what it says is what autograd does: those parameters get no gradient from such a step
+    model(torch.ones(1, 2)).sum().backward()
+    assert all(dict(model.named_parameters())[n].grad is None for n in names[:4])
+    assert model.blocks[0].weight.grad is not None
+
+
+def test_why_unreached_names_the_detach_whose_graph_reached_the_parameter() -> None:
+    import weakref
+
+    from gradlab.ddp import why_unreached
+    from gradlab.location import Location
+    from gradlab.recorder import Cut, _leaves_reached
+
+    model = _Outer()
+    feat = model.inner(torch.ones(1, 2))
+    reaches = _leaves_reached(feat)  # what the tracker records at feat.detach() under torch.distributed
+    assert id(model.inner.used.weight) in reaches and id(model.old.weight) not in reaches
+    cut = Cut(".detach()", Location(__file__, 1), weakref.ref(feat), None, reaches)
+    (reason,) = why_unreached(model, ["inner.used.weight", "inner.used.bias"], [cut])
+    assert reason.kind == "detach" and reason.where is cut.location and "a .detach() cut them off" in reason.sentence
+    with pytest.raises(TypeError, match="pass the model"):
+        why_unreached("model", ["a"])  # type: ignore[arg-type]
+
+
+def test_ddp_ready_twice_names_a_root_parameter_without_torchs_dot() -> None:
+    e = explain(
+        "Expected to mark a variable ready only once. ... Parameter at index 0 with name .scale has been marked as "
+        "ready twice. This means that multiple autograd engine  hooks have fired for this particular parameter"
+    )
+    assert e.parameters == ("scale",) and "gradient of scale arrive twice" in e.summary
+
+
+# -- torch 2.4 to 2.15: the wordings, read from each release -------------------------------------------
+#
+# Read from the wheel of each release (2.4.1, 2.5.1, 2.6.0, 2.7.1, 2.8.0, 2.9.1, 2.10.0, 2.11.0, 2.12.1,
+# 2.13.0, 2.14.1, 2.15.0; 2026-12-02): the string literals of torch/lib/libtorch_cpu.so and
+# libtorch_python.so and the Python files that raise the family's messages (torch/autograd/__init__.py,
+# torch/_tensor.py, torch/utils/checkpoint.py, torch/nn/parallel/distributed.py). Every phrase gradlab's
+# patterns need is in every release, except these, which changed (first and last release that has each):
+RELEASE_WORDINGS = {
+    "unused_input": [
+        ((2, 13), (2, 15), "The differentiated Tensor at index 1 appears to not have been used in the graph"),
+        ((2, 4), (2, 12), "One of the differentiated Tensors appears to not have been used in the graph"),
+    ],
+    "inference_saved": [
+        ((2, 9), (2, 15), "Inference tensors cannot be saved for backward. Please do not use Tensors created in"),
+        ((2, 4), (2, 8), "Inference tensors cannot be saved for backward. To work around you can make a clone"),
+    ],
+}
+OLD_TEXTS = {  # as the releases before the change print them
+    "unused_input": "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True "
+    "if this is the desired behavior.",
+    "inference_saved": "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
+    "normal tensor and use it in autograd.",
+}
+
+
+def _release() -> tuple[int, int]:
+    major, minor = torch.__version__.split("+")[0].split(".")[:2]
+    return int(major), int(minor)
+
+
+@pytest.mark.parametrize("kind", sorted(RELEASE_WORDINGS))
+def test_the_installed_torch_words_it_as_the_release_table_says(kind: str) -> None:
+    build = {k: b for k, b, _ in PROVOKED}[kind]
+    text = " ".join(str(_raise(build)).split())
+    expected = [p for first, last, p in RELEASE_WORDINGS[kind] if first <= _release() <= last]
+    assert len(expected) == 1, f"torch {torch.__version__} is outside the releases read (2.4 to 2.15)"
+    assert expected[0] in text
+    assert all(p not in text for first, last, p in RELEASE_WORDINGS[kind] if not first <= _release() <= last)
+
+
+@pytest.mark.parametrize("kind", sorted(OLD_TEXTS))
+def test_each_releases_wording_is_decoded(kind: str) -> None:
+    for _first, _last, phrase in RELEASE_WORDINGS[kind]:
+        assert explain(phrase).kind == kind  # the words each range of releases prints
+    assert explain(OLD_TEXTS[kind]).kind == kind
+
+
+EXACT_EXAMPLES = ("non_scalar_output", "unused_input", "numpy_requires_grad", "multi_view_in_place")
+EXACT_EXAMPLES += ("detach_view_in_place", "inference_saved", "hook_no_grad", "no_grad_fn", "leaf_in_place")
+
+
+@pytest.mark.parametrize("kind", EXACT_EXAMPLES)
+def test_a_codes_example_is_the_message_of_the_installed_torch(kind: str) -> None:
+    if _release() != (2, 13):
+        pytest.skip("the examples are torch 2.13's messages")
+    build = {k: b for k, b, _ in PROVOKED}[kind]
+    assert " ".join(str(_raise(build)).split()) == code_for(kind).example  # type: ignore[union-attr]
+
+
+# -- located: the checkpoint recomputation that differed ---------------------------------------------------
+
+CHECKPOINTED = (
+    "import torch\n"
+    "from torch.utils.checkpoint import checkpoint\n"
+    "calls = [0]\n"
+    "\n"
+    "\n"
+    "class Block(torch.nn.Module):\n"
+    "    def forward(self, a):\n"
+    "        calls[0] += 1\n"
+    "        b = a * 2\n"
+    "        return b[: calls[0]].sin()  # the shape depends on a counter\n"
+    "\n"
+    "\n"
+    "x = torch.ones(3, requires_grad=True)\n"
+    "DEBUG\n"
+    "    checkpoint(Block(), x, use_reentrant=False).sum().backward()\n"
+)
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["plain", "debug"])
+def test_the_note_names_the_checkpointed_function_and_where_its_op_is_visible(debug: bool, tmp_path: Path) -> None:
+    import runpy
+
+    switch = "with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):" if debug else "if True:"
+    script = tmp_path / "checkpointed.py"
+    script.write_text(CHECKPOINTED.replace("DEBUG", switch), encoding="utf-8")
+    with pytest.raises(RuntimeError, match="Recomputed values|non-determinism") as info:
+        runpy.run_path(str(script), run_name="__main__")
+    e = explain(info.value)  # in debug mode torch raises its log, from the CheckpointError
+    assert e.kind == "checkpoint_metadata" and e.checkpointed == "Block.forward"
+    assert e.checkpointed_at is not None and (e.checkpointed_at.filename, e.checkpointed_at.lineno) == (str(script), 7)
+    assert "checkpointed: Block.forward, run again during backward" in str(e) and "def forward(self, a):" in str(e)
+    assert e.meaning[0].startswith("The tensor at position 0 was {'shape': torch.Size([1])")
+    assert "when recomputed" in e.meaning[0] and "torch.Size([2])" in e.meaning[0]
+    if debug:  # what the note says: torch's debug mode names the op's line inside the function, for both runs
+        assert f"{script}:9:forward" in str(info.value) and f"{script}:10:forward" in str(info.value)
+    assert explain(str(info.value)).checkpointed is None  # from pasted text: decoded, not located

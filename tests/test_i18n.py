@@ -371,6 +371,32 @@ def test_a_translated_quiz_grades_its_translated_options(zh: None) -> None:
     assert "x unchanged" in QUESTIONS["softmax"].options and "原样返回 x" not in QUESTIONS["softmax"].options
 
 
+def test_quiz_answers_sit_under_the_same_letter_in_both_editions() -> None:
+    """Each course question shows its options in the same order in English and in Chinese (a bilingual room,
+    or an answer key read aloud, gets the same letters): the order follows the options' written positions.
+    Read with the shipped catalog, as both editions of the playground notebook are."""
+    from gradlab.course import QUESTIONS, quiz
+
+    i18n._catalog.cache_clear()
+
+    def positions() -> dict[str, list[int]]:
+        return {key: [list(q.options).index(o) for o in quiz(key).buttons] for key, q in QUESTIONS.items()}
+
+    def answers() -> dict[str, str]:
+        return {key: q.answer for key, q in QUESTIONS.items()}
+
+    set_language("en")
+    english, english_answers = positions(), answers()
+    try:
+        assert set_language("zh_CN") == "zh_CN"
+        chinese, chinese_answers = positions(), answers()
+    finally:
+        set_language("en")
+    assert any(english_answers[key] != chinese_answers[key] for key in QUESTIONS)  # the texts are translated
+    assert chinese == english
+    assert [order.index(0) for order in english.values()] != [0] * len(QUESTIONS)  # still shuffled
+
+
 def test_untranslated_messages_stay_english(zh: None) -> None:
     """A message the catalog does not translate yet is shown in English, not left out."""
     e = gradlab.explain("RuntimeError: Trying to backward through the graph a second time")

@@ -87,6 +87,7 @@ ORDER = (
     "advice",
     "causes",
     "explanation",
+    "ddp",
     "diagnosis",
     "grads",
     "intent",

@@ -225,6 +225,9 @@ def test_playground_presets_from_the_widget() -> None:
 def test_playground_shows_what_the_preset_trains() -> None:
     pg = playground()
     assert html.escape(PRESETS["original loop"].note) in pg.note.value
+    summary, folded = pg.note.value.split("</summary>")  # folded: the learner predicts before reading it
+    assert "<details" in summary and PRESETS["original loop"].note not in summary
+    assert html.escape(PRESETS["original loop"].note) in folded
     pg.preset.value = JOINT
     assert html.escape(PRESETS[JOINT].note) in pg.note.value
     pg.order.index = 0
@@ -302,8 +305,16 @@ def test_playground_mimebundle_has_a_static_fallback() -> None:
     assert set(bundle) == {"text/plain", "text/html", "application/vnd.jupyter.widget-view+json"}
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == pg.widget.model_id
     assert pg.widget.model_id not in bundle["text/plain"] + bundle["text/html"]
-    assert FREED in bundle["text/html"] and FREED in bundle["text/plain"]
     assert bundle["text/html"] == playground()._repr_mimebundle_()["text/html"]
+
+
+def test_playground_static_view_folds_the_outcomes_it_would_give_away() -> None:
+    """The playground sits under a Predict prompt: a static view (handout, GitHub) folds every outcome."""
+    bundle = playground()._repr_mimebundle_()
+    before, folded = bundle["text/html"].split("<details>")
+    assert FREED in folded and FREED not in before and "<table" in folded and "<table" not in before
+    assert FREED not in bundle["text/plain"] and "✓" not in bundle["text/plain"]
+    assert all(name in bundle["text/plain"] for name in PRESETS)
 
 
 def test_import_does_not_load_ipywidgets() -> None:
@@ -395,6 +406,15 @@ def test_shuffled_keeps_the_quiz_and_depends_on_the_key() -> None:
     assert list(a.options) != list(b.options)  # 8! orders: two keys giving the same one is a 1 in 40320 chance
     assert list(q.shuffled().options) == list(q.shuffled(q.question).options)
     assert a.check("3") == (True, "option 3") and a.check("4") == (False, "option 4")
+
+
+def test_shuffled_order_follows_positions_not_texts() -> None:
+    """A translated quiz (other texts, the same written order) is shuffled into the same order under the same key."""
+    english = Quiz("Which?", {f"option {i}": f"why {i}" for i in range(6)}, answer="option 2")
+    translated = Quiz("哪一个？", {f"选项 {i}": f"原因 {i}" for i in range(6)}, answer="选项 2")
+    order = [[list(q.options).index(o) for o in q.shuffled("key").options] for q in (english, translated)]
+    assert order[0] == order[1] and order[0] != list(range(6))
+    assert list(translated.shuffled("key").options)[order[0].index(2)] == translated.answer
 
 
 def test_quiz_static_fallback() -> None:

@@ -778,7 +778,7 @@ def test_every_notebook_named_in_the_workshop_docs_exists() -> None:
         for found in NOTEBOOK_PATH.findall(path.read_text(encoding="utf-8"))
     }
     assert len({found for _, found in named}) >= 5, "the check reads the docs' notebook paths"
-    assert ("workshop/RUNSHEET.md", "notebooks/10_playground.ipynb") in named
+    assert ("workshop/RUNSHEET.md", "notebooks/11_playground.ipynb") in named
     missing = sorted((where, found) for where, found in named if not (REPO / found).is_file())
     assert missing == [], f"notebooks named in the docs that do not exist: {missing}"
 
@@ -865,7 +865,7 @@ def test_reset_gives_back_the_courses_notebook_where_git_checkout_gives_the_lear
 def test_the_session_replay_runs_every_notebook_in_order() -> None:
     from gradlab_hub import session
 
-    assert [Path(path).name[:2] for path in session.NOTEBOOKS] == [f"{i:02d}" for i in range(11)]
+    assert [Path(path).name[:2] for path in session.NOTEBOOKS] == [f"{i:02d}" for i in range(12)]
     assert all((REPO / path).is_file() for path in session.NOTEBOOKS)
     with pytest.raises(ValueError, match="between 1 and"):
         session.run(0)

@@ -46,6 +46,15 @@ _EXPORTS: dict[str, str] = {
     "verify": "exercise",
     "check_running_total": "exercise",
     "check_one_batch": "exercise",
+    "check_guess": "exercise",
+    "check_repaired_iteration": "exercise",
+    "check_writes_counter": "exercise",
+    "check_saved_hooks": "exercise",
+    "check_doubled_sigmoid": "exercise",
+    "check_error_kind": "exercise",
+    "check_in_place_rewrite": "exercise",
+    "check_repaired_loop": "exercise",
+    "check_masked_tanh": "exercise",
     "EnvironmentReport": "readiness",
     "environment": "readiness",
     "setup": "readiness",
@@ -79,6 +88,15 @@ __all__ = [
     "verify",
     "check_running_total",
     "check_one_batch",
+    "check_guess",
+    "check_repaired_iteration",
+    "check_writes_counter",
+    "check_saved_hooks",
+    "check_doubled_sigmoid",
+    "check_error_kind",
+    "check_in_place_rewrite",
+    "check_repaired_loop",
+    "check_masked_tanh",
     "EnvironmentReport",
     "environment",
     "setup",
@@ -87,7 +105,21 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .exercise import Verdict, check_one_batch, check_running_total, verify
+    from .exercise import (
+        Verdict,
+        check_doubled_sigmoid,
+        check_error_kind,
+        check_guess,
+        check_in_place_rewrite,
+        check_masked_tanh,
+        check_one_batch,
+        check_repaired_iteration,
+        check_repaired_loop,
+        check_running_total,
+        check_saved_hooks,
+        check_writes_counter,
+        verify,
+    )
     from .iteration import PRESETS, STEPS, Outcome, Preset, outcome_table, run_order
     from .networks import TARGETS, Net, Pair, batches, make_pair
     from .plots import plot_losses, plot_predictions

@@ -13,14 +13,27 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from gradlab.i18n import _, _t
 
-__all__ = ["Verdict", "verify", "pending", "check_running_total", "check_one_batch"]
+from .networks import Pair, batches, make_pair
+
+__all__ = [
+    "Verdict",
+    "verify",
+    "pending",
+    "check_running_total",
+    "check_one_batch",
+    "check_error_kind",
+    "check_guess",
+    "check_in_place_rewrite",
+    "check_repaired_loop",
+    "check_masked_tanh",
+]
 
 _UNSET = object()
 
@@ -247,3 +260,755 @@ def check_one_batch(n_2: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, last
     if not math.isclose(last_loss, on_target, rel_tol=0.5, abs_tol=0.01):
         return _not_yet(_("last_loss is not the loss of n_2(2 * x) against y after training."))
     return _right(_("network 2 drives the loss on one batch towards zero: it can learn."))
+
+
+# ---------------------------------------------------------------- notebooks 00-04
+#
+# check_guess compares a one-line guess made before a reveal; the three checks
+# judge code the learner writes: a repaired iteration of the original loop (01),
+# a measurement of an optimizer's writes (02), saved-tensor hooks that keep the
+# version check (03), and a repaired use of ``.data`` (04). Each runs the
+# learner's code on its own fresh tensors and judges it by gradients or
+# parameters; any wrong answer, including one that raises, gets a ✗ and a reason.
+
+__all__ += ["check_guess", "check_repaired_iteration", "check_writes_counter", "check_saved_hooks"]
+__all__ += ["check_doubled_sigmoid"]
+
+
+def _normalised(value: object) -> object:
+    if isinstance(value, str):
+        return " ".join(value.lower().replace("_", " ").replace("-", " ").split())
+    return value
+
+
+def check_guess(guess: object, expected: object, *, success: str, hint: str, tol: float | None = None) -> Verdict:
+    """Compare a guess written down before a reveal with what the cell then showed.
+
+    ``expected`` is the revealed value. A guess left as ``...`` gets a gentle line,
+    never an error: guessing is optional. Words compare without case, spaces or
+    underscores (``"modified in place"`` matches ``"modified_in_place"``); an error
+    kind may be spelled in any way :func:`check_error_kind` accepts (``"GL0002"``),
+    also inside a tuple (``(1, "graph freed")``); numbers compare within ``tol``.
+
+    Example::
+
+        >>> check_guess("Graph freed", "graph_freed", success="failure 1.", hint="look at the message")
+        ✓ your guess was right: failure 1.
+        >>> check_guess(2, 1, success="one batch ran.", hint="count the batches printed")
+        ✗ not what happened: count the batches printed
+        >>> check_guess(..., "graph_freed", success="failure 1.", hint="look at the message")
+        … you did not guess this time: next time, write your guess down before you run the cell.
+    """
+    if guess is Ellipsis:
+        return Verdict(
+            False, _("… you did not guess this time: next time, write your guess down before you run the cell."), True
+        )
+
+    def same(g: object, e: object) -> bool:
+        if isinstance(e, str) and _kind_named(e) is not None:
+            return _kind_named(g) == _kind_named(e)
+        return _equal(_normalised(g), _normalised(e), tol)
+
+    if isinstance(expected, tuple) and isinstance(guess, Sequence) and not isinstance(guess, str):
+        right = len(guess) == len(expected) and all(same(g, e) for g, e in zip(guess, expected))
+    else:
+        right = same(guess, expected)
+    if right:
+        return Verdict(True, "✓ " + _t("your guess was right: {success}", success=success))
+    return Verdict(False, "✗ " + _t("not what happened: {hint}", hint=hint))
+
+
+def _empty_function(*args: object) -> None: ...
+
+
+def _is_template(fn: object) -> bool:
+    """Whether ``fn`` is a function whose body is only ``...`` (the exercise not done yet)."""
+    code = getattr(fn, "__code__", None)
+    return code is not None and code.co_code == _empty_function.__code__.co_code and code.co_names == ()
+
+
+def _first_sentence(error: BaseException) -> str:
+    text = str(error).strip().split("\n")[0]
+    return f"{type(error).__name__}: {text.split('. ')[0]}"
+
+
+def _not_a_function(name: str, example: str) -> Verdict:
+    return _not_yet(_t("{name} should be a function: def {name}({example}): ...", name=name, example=example))
+
+
+def _state(*modules: torch.nn.Module) -> list[torch.Tensor]:
+    return [p.detach().clone() for m in modules for p in m.parameters()]
+
+
+def _same(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> bool:
+    return len(a) == len(b) and all(torch.allclose(u, v, rtol=1e-5, atol=1e-7) for u, v in zip(a, b))
+
+
+def _reference_iterations(kind: str, steps: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """n_1's and n_2's parameters after ``steps`` iterations trained as ``kind`` says (the check's own loops)."""
+    from .networks import batches, make_pair
+
+    pair = make_pair(seed=0, softmax=False)
+    for x, y in batches(steps, seed=1):
+        pred_1 = pair.n_1(x)
+        pair.opt_1.zero_grad()
+        pair.opt_2.zero_grad()
+        loss_1 = pair.criterion(y, pred_1)
+        if kind == "sum":  # loss_2 also trains n_1
+            (loss_1 + pair.criterion(y, pair.n_2(pred_1))).backward()
+        else:  # the note's fix: loss_1 trains n_1, loss_2 trains n_2
+            loss_1.backward()
+            pair.criterion(y, pair.n_2(pred_1.detach())).backward()
+        pair.opt_1.step()
+        pair.opt_2.step()
+    return _state(pair.n_1), _state(pair.n_2)
+
+
+def check_repaired_iteration(one_iteration: object, steps: int = 3) -> Verdict:
+    """Exercise (notebook 01): repair one iteration of the original loop with the fix gradlab's note prints.
+
+    ``one_iteration(n_1, n_2, opt_1, opt_2, criterion, x, y)`` runs one iteration.
+    The check runs it ``steps`` times on fresh networks without the softmax (so
+    every gradient is nonzero) and passes when it ran without an error and left
+    the parameters where the note's training puts them: ``loss_1`` trains
+    ``n_1``, ``loss_2`` trains ``n_2`` only (``n_2(pred_1.detach())``, or
+    ``loss_2.backward(inputs=...)``). Wrong answers get a ✗ that says what they
+    trained: an error, a network that did not learn, ``loss_2`` into ``n_1``.
+
+    Example::
+
+        >>> def one_iteration(n_1, n_2, opt_1, opt_2, criterion, x, y):
+        ...     pred_1 = n_1(x)
+        ...     opt_1.zero_grad()
+        ...     loss_1 = criterion(y, pred_1)
+        ...     loss_1.backward()
+        ...     opt_1.step()
+        ...     pred_2 = n_2(pred_1.detach())
+        ...     opt_2.zero_grad()
+        ...     loss_2 = criterion(y, pred_2)
+        ...     loss_2.backward()
+        ...     opt_2.step()
+        >>> check_repaired_iteration(one_iteration).passed
+        True
+    """
+    from .networks import batches, make_pair
+
+    if _is_template(one_iteration):
+        return pending()
+    if not callable(one_iteration):
+        return _not_a_function("one_iteration", "n_1, n_2, opt_1, opt_2, criterion, x, y")
+    pair = make_pair(seed=0, softmax=False)
+    start_1, start_2 = _state(pair.n_1), _state(pair.n_2)
+    try:
+        for x, y in batches(steps, seed=1):
+            one_iteration(pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion, x, y)
+    except Exception as e:  # the learner's code: every error is a wrong answer, told as one
+        return _not_yet(
+            _t("the iteration still fails: {error}. Apply the fix of the note's help: line.", error=_first_sentence(e))
+        )
+    end_1, end_2 = _state(pair.n_1), _state(pair.n_2)
+    want_1, want_2 = _reference_iterations("note", steps)
+    if _same(end_2, start_2):
+        return _not_yet(_("n_2 did not change: loss_2 must still train n_2 (its backward, then opt_2.step())."))
+    if _same(end_1, start_1):
+        return _not_yet(_("n_1 did not change: loss_1 must still train n_1 (its backward, then opt_1.step())."))
+    if not _same(end_1, want_1):
+        if _same(end_1, _reference_iterations("sum", steps)[0]):
+            return _not_yet(
+                _(
+                    "n_1 was stepped with loss_1's and loss_2's gradients: the note's fix keeps loss_2 out of n_1 "
+                    "(detach pred_1 where it enters n_2)."
+                )
+            )
+        return _not_yet(_("n_1 did not train as loss_1 alone trains it: keep loss_1's backward and opt_1.step()."))
+    if not _same(end_2, want_2):
+        return _not_yet(
+            _(
+                "n_2 did not train as loss_2 trains it through all its layers: detach pred_1 where it enters n_2, "
+                "not a tensor inside n_2."
+            )
+        )
+    return _right(_("it runs, loss_1 trains n_1 and loss_2 trains n_2 only: the training the note's help: line says."))
+
+
+def check_writes_counter(writes: object) -> Verdict:
+    """Exercise (notebook 02): measure how much one optimizer step moves a weight's version counter.
+
+    ``writes(make_optimizer)`` builds a fresh ``nn.Linear``, its optimizer
+    ``make_optimizer(params)``, runs one backward and one step, and returns how
+    much the weight's ``_version`` moved. The check calls it for SGD, Adam,
+    AdamW and ``AdamW(weight_decay=0)`` and compares with its own measurement.
+
+    Example::
+
+        >>> def writes(make_optimizer):
+        ...     layer = torch.nn.Linear(3, 1)
+        ...     optimizer = make_optimizer(layer.parameters())
+        ...     layer(torch.ones(2, 3)).sum().backward()
+        ...     before = layer.weight._version
+        ...     optimizer.step()
+        ...     return layer.weight._version - before
+        >>> check_writes_counter(writes).passed
+        True
+    """
+    if _is_template(writes):
+        return pending()
+    if not callable(writes):
+        return _not_a_function("writes", "make_optimizer")
+    optimizers: dict[str, Callable[..., torch.optim.Optimizer]] = {
+        "SGD": lambda p: torch.optim.SGD(p, lr=0.01),
+        "Adam": lambda p: torch.optim.Adam(p, lr=0.01),
+        "AdamW": lambda p: torch.optim.AdamW(p, lr=0.01),
+        "AdamW(weight_decay=0)": lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0),
+    }
+    for label, make in optimizers.items():
+        layer = torch.nn.Linear(3, 1)
+        optimizer = make(layer.parameters())
+        layer(torch.ones(2, 3)).sum().backward()
+        before = layer.weight._version
+        optimizer.step()
+        expected = layer.weight._version - before
+        try:
+            got = writes(make)
+        except Exception as e:  # the learner's code
+            return _not_yet(_t("writes({label}) raised {error}.", label=label, error=_first_sentence(e)))
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if not isinstance(got, int) or isinstance(got, bool):
+            return _not_yet(
+                _t(
+                    "writes({label}) returned {value!r}: return a whole number, the versions one step added.",
+                    label=label,
+                    value=got,
+                )
+            )
+        if got == expected + 1:
+            return _not_yet(
+                _t(
+                    "writes({label}) returned {got}: that is the weight's version, not how much the step moved it "
+                    "(subtract the version before the step; a fresh weight starts at 1).",
+                    label=label,
+                    got=got,
+                )
+            )
+        if got == 0:
+            return _not_yet(
+                _t(
+                    "writes({label}) returned 0: an optimizer skips a parameter without a gradient; run a backward "
+                    "before the step, and read the version just before and just after it.",
+                    label=label,
+                )
+            )
+        if got != expected:
+            return _not_yet(
+                _t(
+                    "writes({label}) returned {got}, but one step of it moves the counter by {expected}: read the "
+                    "version just before and just after one step.",
+                    label=label,
+                    got=got,
+                    expected=expected,
+                )
+            )
+    return _right(_("your measurement gives 1 for SGD, Adam and AdamW(weight_decay=0), and 2 for AdamW."))
+
+
+def _grad_case(
+    pack: Callable[[torch.Tensor], object], unpack: Callable[[object], torch.Tensor], case: str, write: bool
+) -> torch.Tensor:
+    """The gradient of one small case under the learner's hooks, with or without an in-place write after the save."""
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        if case == "w * w":
+            saved, loss = x, (x * x).sum()
+        else:
+            saved = x.sigmoid()
+            loss = saved.sum()
+    if write:
+        with torch.no_grad():
+            saved.add_(1)
+    torch.autograd.backward(loss)
+    assert x.grad is not None
+    return x.grad
+
+
+def check_saved_hooks(pack_hook: object, unpack_hook: object) -> Verdict:
+    """Exercise (notebook 03): saved-tensor hooks that let no stale tensor give a silently wrong gradient.
+
+    The check runs two cases (``w * w`` saves its input, ``sigmoid`` its output)
+    under ``torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook)``.
+    Without an in-place write the gradients must be autograd's own; with a write
+    after the save the backward must raise, or give the gradient of the forward's
+    values (hooks that save a copy). Identity hooks, or hooks that pass the
+    modified tensor back, give the wrong gradient and are told so.
+
+    Example::
+
+        >>> def pack_hook(t):
+        ...     return t, t._version
+        >>> def unpack_hook(packed):
+        ...     t, version = packed
+        ...     if t._version != version:
+        ...         raise RuntimeError("a saved tensor was modified in place")
+        ...     return t
+        >>> check_saved_hooks(pack_hook, unpack_hook).passed
+        True
+    """
+    if _is_template(pack_hook) or _is_template(unpack_hook):
+        return pending()
+    for name, fn, example in (("pack_hook", pack_hook, "t"), ("unpack_hook", unpack_hook, "packed")):
+        if not callable(fn):
+            return _not_a_function(name, example)
+    assert callable(pack_hook) and callable(unpack_hook)
+    raised = []
+    for case in ("w * w", "sigmoid"):
+        x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        right = torch.autograd.grad((x * x).sum() if case == "w * w" else x.sigmoid().sum(), x)[0]
+        try:
+            clean = _grad_case(pack_hook, unpack_hook, case, write=False)
+        except Exception as e:  # the learner's hooks
+            return _not_yet(
+                _t(
+                    "with no in-place write, the backward of {case} raised {error}: unpack_hook must give back the "
+                    "tensor pack_hook saved.",
+                    case=case,
+                    error=_first_sentence(e),
+                )
+            )
+        if not torch.allclose(clean, right):
+            return _not_yet(
+                _t(
+                    "with no in-place write, {case} gave the gradient {got}, not autograd's {right}: unpack_hook must "
+                    "give back the saved tensor's values.",
+                    case=case,
+                    got=clean.tolist(),
+                    right=right.tolist(),
+                )
+            )
+        try:
+            stale = _grad_case(pack_hook, unpack_hook, case, write=True)
+        except Exception:  # raising on a stale tensor is a right answer
+            raised.append(case)
+            continue
+        if not torch.allclose(stale, right):
+            return _not_yet(
+                _t(
+                    "after an in-place write to the saved tensor, {case}'s backward ran and gave {got}; the forward's "
+                    "gradient is {right}. Compare the version pack_hook saw with the version at unpack, and raise.",
+                    case=case,
+                    got=[round(v, 4) for v in stale.tolist()],
+                    right=[round(v, 4) for v in right.tolist()],
+                )
+            )
+    if raised:
+        return _right(_("your hooks raise when a saved tensor was written in place, as autograd's own check does."))
+    return _right(_("your hooks keep a copy: the backward uses the forward's values even after an in-place write."))
+
+
+def check_doubled_sigmoid(doubled_loss: object) -> Verdict:
+    """Exercise (notebook 04): compute ``(2 * sigmoid(x)).sum()`` without the ``.data`` write, so the gradient is right.
+
+    ``doubled_loss(x)`` returns the loss for an ``x`` with ``requires_grad=True``;
+    the check calls it on fresh tensors, backwards, and compares the value and
+    ``x.grad`` with ``2 * sigmoid(x) * (1 - sigmoid(x))``. The ``.data`` trick
+    (right value, wrong gradient), an in-place write that autograd refuses, and a
+    result without a graph back to ``x`` each get a ✗ that says so.
+
+    Example::
+
+        >>> check_doubled_sigmoid(lambda x: (2 * x.sigmoid()).sum()).passed
+        True
+    """
+    if _is_template(doubled_loss):
+        return pending()
+    if not callable(doubled_loss):
+        return _not_a_function("doubled_loss", "x")
+    for values in ([0.5, -1.0, 2.0], [3.0, 0.0, -0.25, 1.5]):
+        x = torch.tensor(values, requires_grad=True)
+        try:
+            loss = doubled_loss(x)
+        except Exception as e:  # the learner's code
+            return _not_yet(_t("doubled_loss(x) raised {error}.", error=_first_sentence(e)))
+        s = torch.sigmoid(torch.tensor(values))
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            return _not_yet(
+                _t(
+                    "doubled_loss(x) returned {kind}: return the loss as a one-element tensor, (2 * y).sum().",
+                    kind=type(loss).__name__,
+                )
+            )
+        if not torch.allclose(loss.detach().double(), (2 * s).sum().double(), atol=1e-5):
+            return _not_yet(
+                _t(
+                    "doubled_loss(x) is {got:.4f}, not the sum of 2 * sigmoid(x), {want:.4f}.",
+                    got=float(loss.detach()),
+                    want=float((2 * s).sum()),
+                )
+            )
+        if loss.grad_fn is None:
+            return _not_yet(
+                _(
+                    "the loss has no graph back to x (no grad_fn): compute it from x with tensor operations, "
+                    "no .detach(), .item() or torch.tensor(...)."
+                )
+            )
+        try:
+            torch.autograd.backward(loss)
+        except Exception as e:  # an in-place write autograd refuses
+            return _not_yet(
+                _t(
+                    "loss.backward() raised {error}: the write changed the output sigmoid saved; compute 2 * y "
+                    "out of place.",
+                    error=_first_sentence(e),
+                )
+            )
+        right = 2 * s * (1 - s)
+        if x.grad is None:
+            return _not_yet(_("x got no gradient: the loss must be computed from x."))
+        if not torch.allclose(x.grad, right, atol=1e-6):
+            return _not_yet(
+                _t(
+                    "the value is right and the gradient is not ({got}, not {right}): a write through .data "
+                    "escaped the version check and changed what sigmoid's backward reads.",
+                    got=[round(v, 4) for v in x.grad.tolist()],
+                    right=[round(v, 4) for v in right.tolist()],
+                )
+            )
+    return _right(_("the value and the gradient are right: 2 * sigmoid(x) out of place keeps sigmoid's saved output."))
+
+
+# -- notebooks 09 (in the wild) and 11 (the playground) --------------------------------------------------------------
+
+
+def _kind_named(answer: object) -> str | None:
+    """The error kind ``answer`` names, in any spelling gradlab prints; None if it names none.
+
+    ``"modified_in_place"`` (the kind), ``"modified in place"`` (the note's header), ``"GL0002"`` (the code),
+    ``"GL0002 modified in place"`` and the header's title in the language in effect all name the same kind.
+    """
+    from gradlab.codes import CODES, by_code, is_code
+
+    if not isinstance(answer, str) or not answer.strip():
+        return None
+    text = answer.strip().strip("[]").strip()
+    head = text.split()[0]
+    if is_code(head):
+        try:
+            code = by_code(head)
+        except ValueError:
+            return None
+        rest = text[len(head) :].strip()
+        return code.kind if not rest or _kind_named(rest) == code.kind else None
+    spelled = "_".join(text.lower().replace("-", " ").split())
+    for code in CODES:
+        if spelled == code.kind or text == code.title:
+            return code.kind
+    return spelled if spelled == "runs" else None
+
+
+def check_error_kind(answer: object, expected: str, *, success: str, hint: str) -> Verdict:
+    """Check an answer that names an error kind (or ``"runs"``), in any spelling gradlab prints.
+
+    ``expected`` is a kind as :attr:`gradlab.Diagnosis.kinds` gives it (``"graph_freed"``) or ``"runs"``. The
+    answer may be the kind, the note's header words (``"graph freed"``), the code (``"GL0001"``) or the header's
+    title in the language in effect. Any other answer, of any type, gets ✗ with the hint.
+
+    Example::
+
+        >>> check_error_kind("modified in place", "modified_in_place", success="exp saved h.", hint="look again")
+        ✓ exp saved h.
+        >>> check_error_kind(2, "modified_in_place", success="exp saved h.", hint="look again")
+        ✗ not yet: answer with a string: 'graph_freed', 'modified_in_place' or 'runs'.
+    """
+    if answer is Ellipsis:
+        return pending()
+    if not isinstance(answer, str):
+        return _not_yet(_("answer with a string: 'graph_freed', 'modified_in_place' or 'runs'."))
+    return _right(success) if _kind_named(answer) == expected else _not_yet(hint)
+
+
+def check_in_place_rewrite(fixed_loss: object, loss: torch.Tensor, w: torch.Tensor) -> Verdict:
+    """Exercise (notebook 09): ``h = torch.exp(w); h += 1; loss = h.sum()`` rewritten so that backward works.
+
+    Right: a one-number tensor with a graph back to ``w`` that passes :func:`gradlab.check`, equals ``loss``, and
+    whose gradient with respect to ``w`` is ``exp(w)``, the gradient of ``exp(w) + 1`` summed. The gradient is
+    compared, so a write autograd does not see (``h.data += 1``, which passes every other test) gets ✗; a leaf, a
+    tensor without a graph or anything that is not a tensor gets ✗ with its reason, never an exception. The
+    check runs one backward with ``torch.autograd.grad`` and keeps the graph: no ``.grad`` is written.
+    """
+    import gradlab
+
+    if fixed_loss is Ellipsis:
+        return pending()
+    if not isinstance(fixed_loss, torch.Tensor):
+        return _not_yet(
+            _t(
+                "fixed_loss is a {type}; it should be the tensor your rewrite computes, ending in h.sum().",
+                type=type(fixed_loss).__name__,
+            )
+        )
+    if fixed_loss.numel() != 1:
+        return _not_yet(_("fixed_loss should be one number, like loss: end the rewrite with h.sum()."))
+    if fixed_loss.grad_fn is None:
+        return _not_yet(
+            _(
+                "fixed_loss has no graph back to w (it is a leaf, or was made from a number or under no_grad): "
+                "backward from it would train nothing. Compute it from w, as loss is."
+            )
+        )
+    diagnosis = gradlab.check(fixed_loss, {"w": w})
+    if not diagnosis.ok:
+        return _not_yet(
+            _t(
+                "backward from fixed_loss would still fail ({kind}): the rewrite must not write into a tensor "
+                "exp saved, and its graph must not be freed by a backward you ran.",
+                kind=diagnosis.kinds[0] if diagnosis.kinds else "?",
+            )
+        )
+    if not torch.allclose(fixed_loss.detach().double(), loss.detach().double(), rtol=1e-6, atol=1e-9):
+        return _not_yet(
+            _t(
+                "fixed_loss is {value}, loss is {loss}: keep the value, change only how it is computed.",
+                value=f"{float(fixed_loss.detach()):.4f}",
+                loss=f"{float(loss.detach()):.4f}",
+            )
+        )
+    try:
+        (grad,) = torch.autograd.grad(fixed_loss, w, retain_graph=True, allow_unused=True)
+    except RuntimeError as e:
+        return _not_yet(_t("backward from fixed_loss fails: {error}", error=str(e).split(". ")[0]))
+    if grad is None:
+        return _not_yet(_("fixed_loss does not lead back to w: backward from it would not train w."))
+    intended = torch.exp(w.detach())
+    if not torch.allclose(grad, intended, rtol=1e-5, atol=1e-7):
+        return _not_yet(
+            _t(
+                "backward runs, but the gradient for w is {grad}, not exp(w) = {intended}: the + 1 was written "
+                "where autograd does not see it (.data, or under no_grad), and exp's backward read the changed h.",
+                grad=_values(grad),
+                intended=_values(intended),
+            )
+        )
+    return _right(
+        _(
+            "backward runs, fixed_loss equals loss, and the gradient for w is exp(w): the write no longer reaches "
+            "the tensor exp saved."
+        )
+    )
+
+
+def _values(t: torch.Tensor) -> str:
+    return "[" + ", ".join(f"{v:.4f}" for v in t.detach().flatten().tolist()[:4]) + "]"
+
+
+def check_repaired_loop(repaired: object, steps: int = 3) -> Verdict:
+    """Exercise (playground): repair one iteration of the original loop so it trains what the loop meant.
+
+    ``repaired(n_1, n_2, opt_1, opt_2, criterion, x, y)`` runs one iteration. It runs ``steps`` iterations on
+    fresh, seeded networks (no softmax), and its parameters are compared with the original loop's intent run
+    beside it: ``n_1`` trained by ``loss_1`` alone and ``n_2`` by ``loss_2`` on ``n_1``'s output before the step
+    (fix (a); the original loop run with the version check off trains exactly this, notebook 06). Whatever the
+    answer does (raise, train the wrong thing, not be a function), the result is ✓ or ✗ with the reason.
+    """
+    if repaired is Ellipsis:
+        return pending()
+    if not callable(repaired):
+        return _not_yet(_("repaired should be a function: def repaired(n_1, n_2, opt_1, opt_2, criterion, x, y): ..."))
+    learner, reference = make_pair(seed=0, softmax=False), make_pair(seed=0, softmax=False)
+    start = {name: [p.detach().clone() for p in net.parameters()] for name, net in learner.names.items()}
+    for x, y in batches(steps, seed=0):
+        try:
+            repaired(learner.n_1, learner.n_2, learner.opt_1, learner.opt_2, learner.criterion, x, y)
+        except Exception as e:  # any error of the learner's code is a verdict, never a crash
+            return _not_yet(_raised(e))
+        _intended_iteration(reference, x, y)
+    still = [
+        f"{name}.{p_name}"
+        for name, net in learner.names.items()
+        for (p_name, p), before in zip(net.named_parameters(), start[name])
+        if torch.equal(p.detach(), before)
+    ]
+    if still:
+        return _not_yet(
+            _t(
+                "{names} never changed over {steps} iterations: no gradient reached them (a detach cuts off "
+                "every layer before it), or their optimizer never steps.",
+                names=", ".join(still),
+                steps=steps,
+            )
+        )
+
+    def same(name: str) -> bool:
+        pairs = zip(learner.names[name].parameters(), reference.names[name].parameters())
+        return all(torch.allclose(p.detach(), q.detach(), rtol=1e-5, atol=1e-7) for p, q in pairs)
+
+    if not same("n_1"):
+        return _not_yet(
+            _(
+                "n_1 trained differently from loss_1 alone: does loss_2's gradient reach n_1 before "
+                "opt_1.step() (one backward of the sum trains n_1 with both losses), or is a zero_grad() "
+                "missing?"
+            )
+        )
+    if not same("n_2"):
+        return _not_yet(
+            _(
+                "n_2 trained differently from loss_2 on pred_1, network 1's output before its step: is n_2 fed "
+                "another input (pred_1 recomputed after opt_1.step()), or is a zero_grad() missing?"
+            )
+        )
+    return _right(
+        _t(
+            "over {steps} iterations n_1 learned from loss_1 alone and n_2 from loss_2 on n_1's output, as the "
+            "original loop meant.",
+            steps=steps,
+        )
+    )
+
+
+def _intended_iteration(pair: Pair, x: torch.Tensor, y: torch.Tensor) -> None:
+    """One iteration of fix (a), the original loop's intent: n_2 learns on n_1's output as data."""
+    pred_1 = pair.n_1(x)
+    pair.opt_1.zero_grad()
+    loss_1 = pair.criterion(y, pred_1)
+    loss_1.backward()
+    pair.opt_1.step()
+    pred_2 = pair.n_2(pred_1.detach())
+    pair.opt_2.zero_grad()
+    loss_2 = pair.criterion(y, pred_2)
+    loss_2.backward()
+    pair.opt_2.step()
+
+
+def _raised(error: BaseException) -> str:
+    import gradlab
+
+    first = str(error).split(". ")[0].split("\n")[0]
+    kind = gradlab.explain(error).kind if isinstance(error, RuntimeError) else None
+    if kind == "graph_freed":
+        return _t(
+            "your iteration raised {type}: {message} (failure 1): which graph did loss_1.backward() free, and "
+            "does loss_2's backward still need it?",
+            type=type(error).__name__,
+            message=first,
+        )
+    if kind == "modified_in_place":
+        return _t(
+            "your iteration raised {type}: {message} (failure 2): opt_1.step() changed a weight that loss_2's "
+            "graph saved; should loss_2 reach n_1 at all?",
+            type=type(error).__name__,
+            message=first,
+        )
+    return _t("your iteration raised {type}: {message}", type=type(error).__name__, message=first)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def check_masked_tanh(scores: object) -> Verdict:
+    """Exercise: repair ``scores(z)``, tanh of the logits with column 0 set to 0, so that backward works.
+
+    ``scores`` is the learner's function. It is called on a fixed ``z`` that requires
+    grad; the result must be ``tanh(z)`` with column 0 zero, keep its graph, and
+    backward must give tanh's gradient ``1 - tanh(z)**2`` in every column but 0, where
+    the output is a constant and the gradient 0. Every answer gets a verdict, never an
+    exception: one that raises, returns something else or trains a wrong gradient (a
+    write through ``.data`` hides itself from autograd and keeps tanh's gradient in
+    column 0) is told what is wrong with it.
+
+    Example::
+
+        >>> import torch
+        >>> check_masked_tanh(lambda z: torch.tanh(z) * torch.tensor([0.0, 1.0, 1.0]))
+        ✓ backward runs, and the gradient is tanh's in columns 1 and 2 and 0 in column 0, where the output is a constant.
+        >>> def scores(z):
+        ...     s = torch.tanh(z)
+        ...     s[:, 0] = 0
+        ...     return s
+        >>> print(check_masked_tanh(scores))  # doctest: +ELLIPSIS
+        ✗ not yet: backward fails with error[GL0002 modified in place]: ...
+    """
+    if scores is Ellipsis:
+        return pending()
+    if not callable(scores):
+        return _not_yet(
+            _t(
+                "scores is {type}, not a function of z; define one: def scores(z): ..., returning the scores.",
+                type=type(scores).__name__,
+            )
+        )
+    z = torch.linspace(-2.0, 2.0, 12).reshape(4, 3).requires_grad_()
+    before = z.detach().clone()
+    try:
+        out = scores(z)
+    except Exception as error:  # the learner's code: any exception is an answer to explain, not to raise
+        return _not_yet(_t("scores(z) raised {error}.", error=_first_line(error)))
+    try:
+        return _judge_scores(z, before, out)
+    except Exception as error:  # a tensor the comparisons cannot handle (another device, a subclass): still a verdict
+        return _not_yet(_t("the check could not compare what scores(z) returned: {error}.", error=_first_line(error)))
+
+
+def _judge_scores(z: torch.Tensor, before: torch.Tensor, out: object) -> Verdict:
+    """The verdict of :func:`check_masked_tanh` on what ``scores(z)`` returned."""
+    if not torch.equal(z.detach(), before):
+        return _not_yet(_("scores(z) changed z itself: build the scores from z without writing into it."))
+    if not isinstance(out, torch.Tensor):
+        return _not_yet(_t("scores(z) returned a {type}; return a tensor.", type=type(out).__name__))
+    if out.shape != z.shape:
+        return _not_yet(
+            _t(
+                "scores(z) has shape {shape}; it should keep z's shape {expected}.",
+                shape=list(out.shape),
+                expected=list(z.shape),
+            )
+        )
+    mask = torch.tensor([0.0, 1.0, 1.0])
+    expected = torch.tanh(before) * mask
+    if not torch.allclose(out.detach().double(), expected.double(), atol=1e-6):
+        return _not_yet(_("the values differ from tanh(z) with column 0 set to 0."))
+    if not out.requires_grad:
+        return _not_yet(
+            _(
+                "the scores have no graph (a detach, or no_grad around the forward): backward cannot reach z through them."
+            )
+        )
+    weights = torch.linspace(0.5, 1.5, 12).reshape(4, 3)
+    try:
+        (grad,) = torch.autograd.grad(out, z, grad_outputs=weights, allow_unused=True)
+    except Exception as error:  # as above
+        from gradlab.codes import code_for
+        from gradlab.explanation import explain
+
+        found = explain(error)
+        entry = code_for(found.kind)
+        if found.kind == "modified_in_place" and entry is not None:
+            return _not_yet(
+                _t(
+                    "backward fails with {header}: tanh saved its output for its backward, and that output was "
+                    "written in place; set column 0 without writing into it (a mask, torch.where, or a clone).",
+                    header=entry.header(),
+                )
+            )
+        if entry is not None:
+            return _not_yet(_t("backward fails with {header}: {summary}", header=entry.header(), summary=found.summary))
+        return _not_yet(_t("backward fails with {error}.", error=_first_line(error)))
+    right = weights * (1 - torch.tanh(before) ** 2) * mask
+    if grad is None:
+        return _not_yet(_("the scores do not depend on z through the graph: backward gives z no gradient."))
+    if torch.allclose(grad[:, 1:], right[:, 1:], atol=1e-6) and not torch.allclose(grad[:, 0], right[:, 0], atol=1e-6):
+        return _not_yet(
+            _(
+                "column 0 still gets a gradient though its output is a constant 0: the write was hidden from "
+                "autograd (.data, or a copy written back), so backward used tanh's gradient there."
+            )
+        )
+    if not torch.allclose(grad, right, atol=1e-6):
+        return _not_yet(_("backward runs, but z's gradient is not tanh's gradient 1 - tanh(z)**2 with column 0 at 0."))
+    return _right(
+        _(
+            "backward runs, and the gradient is tanh's in columns 1 and 2 and 0 in column 0, where the output is a "
+            "constant."
+        )
+    )

@@ -75,8 +75,12 @@ class Quiz:
     def shuffled(self, key: str | None = None) -> Quiz:
         """The same quiz with its options in an order fixed by ``key`` (default: the question).
 
-        The order comes from a hash of ``key`` and each option, so it is the
-        same on every run and machine, and differs from question to question.
+        The order comes from a hash of ``key`` and each option's position in
+        the order the options were written, never their text: it is the same
+        on every run and machine, differs from question to question, and is
+        the same in every language the texts are translated into (a course
+        question's key is its id, so both editions show the answer under the
+        same letter).
 
         Example::
 
@@ -87,8 +91,11 @@ class Quiz:
         seed = self.question if key is None else key
         if not isinstance(seed, str):
             raise TypeError(f"key must be a string, not {type(seed).__name__}")
-        order = sorted(self.options, key=lambda o: hashlib.sha256(f"{seed}\0{o}".encode()).hexdigest())
-        return Quiz(self.question, {o: self.options[o] for o in order}, self.answer)
+        # NOTE [Quiz order across languages]: hash positions, not option texts. The texts are translated,
+        # so an order keyed by them put the answer under another letter in each edition of the course.
+        written = list(self.options)
+        order = sorted(range(len(written)), key=lambda i: hashlib.sha256(f"{seed}/{i}".encode()).hexdigest())
+        return Quiz(self.question, {written[i]: self.options[written[i]] for i in order}, self.answer)
 
     def __str__(self) -> str:
         # Question and options only: a plain-text view must not give the answer away.
@@ -272,8 +279,9 @@ def _questions() -> dict[str, Quiz]:
             (
                 _("n_1 would learn wrong values, because the step changed its weights"),
                 _(
-                    "The step did change them, which is why autograd refuses (failure 2); but even a correct "
-                    "gradient would arrive too late to be used."
+                    "The step did change them, and with retain_graph=True autograd would refuse for that "
+                    "(failure 2); but the original loop fails first, at the freed graph (failure 1), and even a "
+                    "correct gradient would arrive after opt_1.step(), too late to be used."
                 ),
             ),
         ),

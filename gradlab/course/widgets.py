@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from gradlab.i18n import _
+from gradlab.i18n import _, _t
 
 from .iteration import PRESETS, STEPS, Outcome, _check_steps, outcome_table, preset_title, run_iteration
 from .questions import Quiz
@@ -58,9 +58,15 @@ def _view_output(view: Any) -> dict[str, Any]:
 
 
 def _note_html(preset: str) -> str:
-    """The line under the preset menu: what the chosen preset trains."""
-    note = PRESETS[preset].note if preset in PRESETS else _("your own order: predict what it trains, then press Run.")
-    return f'<p style="margin:0 0 4px 0"><i>{html.escape(note)}</i></p>'
+    """The line under the preset menu: what the chosen preset trains, folded (the learner predicts it first)."""
+    if preset not in PRESETS:
+        note = _("your own order: predict what it trains, then press Run.")
+        return f'<p style="margin:0 0 4px 0"><i>{html.escape(note)}</i></p>'
+    summary = html.escape(_("what this preset trains (open it after your prediction)"))
+    return (
+        f'<details style="margin:0 0 4px 0"><summary><i>{summary}</i></summary>'
+        f"<i>{html.escape(PRESETS[preset].note)}</i></details>"
+    )
 
 
 class Playground:
@@ -126,16 +132,23 @@ class Playground:
         return f"<gradlab playground: {len(self.order.options)} steps>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        # The live widget for a running kernel, and a static table of every
-        # preset for the HTML handout and untrusted notebooks (nbval skips the
-        # widget-view entry: its model id is random).
+        # The live widget for a running kernel, and for the HTML handout, untrusted notebooks and
+        # GitHub a static view whose outcomes are folded: the playground sits under a Predict prompt,
+        # so a static view must not answer it before the reader opens it. The plain text names the
+        # presets only (nbval skips the widget-view entry: its model id is random).
         data = dict(self.widget._repr_mimebundle_())
         table = outcome_table(seed=self.seed)
-        data["text/plain"] = _("gradlab playground (a widget: run the cell in a live kernel)") + "\n" + table.text
+        names = ", ".join(preset_title(name) for name in PRESETS)
+        data["text/plain"] = (
+            _("gradlab playground (a widget: run the cell in a live kernel)")
+            + "\n"
+            + _t("presets: {names}", names=names)
+        )
         intro = html.escape(
             _("{title}: run this cell in a live kernel to edit the steps. One iteration of each preset:"), quote=False
         ).format(title="<b>" + html.escape(_("gradlab playground"), quote=False) + "</b>")
-        data["text/html"] = f"<p>{intro}</p>" + table
+        folded = html.escape(_("open it after your prediction"), quote=False)
+        data["text/html"] = f"<p>{intro}</p><details><summary>{folded}</summary>{table}</details>"
         return data
 
 
