@@ -63,6 +63,9 @@ Cause = Literal[
     "stale_forward",  # a forward computed once, before the loop, reused by every iteration
     "list_never_cleared",  # a list of graph-holding tensors appended to each iteration and never cleared
     "fast_weights_in_place",  # fast weights updated in place inside a loop over them (MAML)
+    "step_before_backward",  # the step on a loss's gradient runs between its forward and its backward
+    "retained_accumulation",  # a running total of losses backwarded each iteration with retain_graph=True
+    "attached_output",  # a loss not meant to train a model (a penalty, D's loss) built on its undetached output
     "unknown",
 ]
 CAUSES: tuple[Cause, ...] = typing.get_args(Cause)
@@ -89,6 +92,19 @@ def _cause_sentences() -> dict[Cause, str]:
         "fast_weights_in_place": _(
             "fast weights are updated in place inside a loop over them: autograd saved them for the gradient that "
             "is still to be taken"
+        ),
+        "step_before_backward": _(
+            "the optimizer step that should use this loss's gradient runs between the loss's forward and its "
+            "backward: it steps on the previous iteration's gradient and changes weights this graph saved"
+        ),
+        "retained_accumulation": _(
+            "a running total of the losses is backwarded at every iteration with retain_graph=True: each backward "
+            "goes through every earlier iteration's graph again, whose weights a step has changed since"
+        ),
+        "attached_output": _(
+            "a loss your loop does not train this model with (a gradient penalty, a discriminator's loss) is built "
+            "on the model's output without .detach(): its backward went through the model's graph and freed it, "
+            "and a later loss that trains the model needs that graph"
         ),
         "unknown": _("gradlab cannot tell what changed the tensor (it was not watching when it happened)"),
     }
@@ -218,6 +234,7 @@ class Context:
     fast_lines: tuple[int, int] | None = None
     fast_text: str | None = None
     other_claims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # what the loop's other losses train, unchanged
+    detach_lines: tuple[int, ...] = ()  # the statements building ``earlier`` that read ``entry`` undetached
 
     # -- the user's names, or descriptions ----------------------------------------------------------
     @property
@@ -486,6 +503,19 @@ def _read_on(source: str, line: int) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
 
+def _used_in(source: str, start: int, end: int) -> set[str] | None:
+    """The names lines ``start`` to ``end`` of ``source`` read or bind, when they are whole statements
+    (they exist there when those lines run); None when the lines do not parse on their own."""
+    lines = source.splitlines()
+    if not 0 < start <= end <= len(lines):
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent("\n".join(lines[start - 1 : end])))
+    except SyntaxError:
+        return None
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
 def checked(fix: Fix, ctx: Context) -> Fix:
     """``fix`` with its code set from its edits when :func:`gradlab.edits.check_edits` passes; else a sentence.
 
@@ -510,11 +540,18 @@ def checked(fix: Fix, ctx: Context) -> Fix:
         # one-line rewrites elsewhere (an in-place op in a model's code): only the names those lines read
         source = site.source if site is not None and filename == site.filename else _source_of(filename)
         names = set().union(*(_read_on(source, e.start) for e in fix.edits))
+    elif all(not e.inserts for e in fix.edits):
+        # whole statements rewritten elsewhere (a helper's loop over fast weights): only the names they use
+        source = site.source if site is not None and filename == site.filename else _source_of(filename)
+        used = [_used_in(source, e.start, e.end) for e in fix.edits]
+        if any(u is None for u in used):
+            return replace(fix, code=None, edits=(), applicability="sentence")
+        names = set().union(*(u for u in used if u is not None))
     else:
         return replace(fix, code=None, edits=(), applicability="sentence")
     if not source or check_edits(source, fix.edits, names) is not None:
         return replace(fix, code=None, edits=(), applicability="sentence")
-    code = "\n".join(textwrap.dedent(e.text) for e in fix.edits)
+    code = "\n".join(textwrap.dedent(e.text) for e in fix.edits if e.text)  # a deletion prints nothing
     return replace(fix, code=code)
 
 
@@ -572,7 +609,11 @@ def _judged(proposals: list[_Proposal], ctx: Context) -> tuple[Fix, ...]:
         elif extra:
             rest.append(replace(fix, applicability="maybe-incorrect" if fix.code else "sentence"))
         else:
-            story_zeroes = ctx.model is not None and "zero_grad()" in fix.trains and intent.zeroer(ctx.model) is None
+            story_zeroes = (
+                ctx.model is not None
+                and "zero_grad()" in fix.trains
+                and (intent.zeroer(ctx.model) is None or intent.zeroed_by_module(ctx.model))
+            )
             if prop.describe or (prop.reach is not None and story_zeroes):
                 # the loop's own words, where the story's (a zero_grad() the code does not have) would be false
                 fix = replace(fix, trains=_trains_text(ctx, claimed))
@@ -590,7 +631,9 @@ def _trains_text(ctx: Context, claimed: set[str]) -> str:
         cleared = []
         for m in dropped:
             zero = intent.zeroer(m)
-            if zero:
+            if zero and intent.zeroed_by_module(m):
+                cleared.append(_t("{module}.zero_grad() clears it before it is stepped", module=zero))
+            elif zero:
                 cleared.append(_t("{optimizer}.zero_grad() clears it before {optimizer}.step()", optimizer=zero))
             else:
                 cleared.append(_t("no optimizer steps {model} on it", model=m))
@@ -679,6 +722,7 @@ def _recompute(ctx: Context) -> _Proposal | None:
     edit = _insert(ctx, ctx.step_line, text, after=True) if text else None
     if edit is None:
         return None
+    keep = _retain_for(ctx, text) if text else None
     what = (
         ", ".join(ctx.site.text(line).strip().split("=")[0].strip() for line in ctx.recompute_lines) if ctx.site else ""
     )
@@ -689,15 +733,42 @@ def _recompute(ctx: Context) -> _Proposal | None:
                 what=what,
                 step=ctx.step,
                 loss=ctx.l,
+            )
+            if keep is None
+            else _t(
+                "recompute {what} after {step}, so that {loss} is built from the stepped weights, and keep the graph "
+                "of {earlier}.backward() (retain_graph=True): {loss} still goes through the part of it no step changed",
+                what=what,
+                step=ctx.step,
+                loss=ctx.l,
+                earlier=ctx.e,
             ),
             trains=_t("{loss} trains what it reaches, through the updated weights", loss=ctx.l),
-            edits=(edit,),
+            edits=(edit,) if keep is None else tuple(sorted((edit, keep), key=lambda e: e.start)),
             claims=_claim(ctx, ctx.reach),
         ),
         ctx.reach,
         False,
         describe=True,
     )
+
+
+def _retain_for(ctx: Context, text: str) -> Edit | None:
+    """``retain_graph=True`` on the earlier backward when the recomputed ``text`` reads a tensor of the frame
+    that still has a graph (``z`` from the encoder): the earlier backward freed that part, the failing loss
+    goes through it again. None when nothing needs keeping (or the earlier backward keeps its graph already)."""
+    site = ctx.site
+    if site is None or ctx.earlier_line is None:
+        return None
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+    if not read & set(ctx.extra.get("graph_names", "").split()):
+        return None
+    return _replace(ctx, ctx.earlier_line, _with_keyword(site.text(ctx.earlier_line), "backward", "retain_graph=True"))
 
 
 def _sum(ctx: Context, others: tuple[str, ...]) -> _Proposal:
@@ -812,6 +883,22 @@ def _chained(ctx: Context, freed: bool) -> list[_Proposal]:
     return proposals
 
 
+def _step_moved_after(ctx: Context, keyword: str) -> tuple[Edit | None, Edit | None]:
+    """Delete the step's line and put it right after the failing backward, given ``keyword`` (``inputs=...``)."""
+    site, step, back = ctx.site, ctx.step_line, ctx.backward_line
+    if site is None or step is None or back is None or not (step < back and site.holds(step)):
+        return None, None
+    if _statement_span(site, step) != (step, step):
+        return None, None
+    call = _with_keyword(site.text(back), "backward", keyword)
+    moved = _replace(ctx, back, call)
+    if moved is None:
+        return None, None
+    indent = _indent_of(site, back)
+    both = Edit(moved.filename, back, back, f"{moved.text}\n{indent}{site.text(step).strip()}")
+    return Edit(site.filename, step, step, ""), both
+
+
 def _judge(ctx: Context, freed: bool) -> list[_Proposal]:
     """The stepped model sits between the failing loss and the models it trains (GAN discriminator)."""
     edit = None
@@ -820,9 +907,20 @@ def _judge(ctx: Context, freed: bool) -> list[_Proposal]:
         edit = _insert(ctx, ctx.step_line, text, after=True) if text else None
     others = tuple(ctx.others)
     inputs = _inputs(ctx.others) if len(ctx.others) == 1 else None
+    # the two readings of the user's loop (G against D after its step, or before it): each fix says which
+    two = bool(ctx.site is not None and ctx.loss and ctx.model and ctx.others)
     proposals = [
         _Proposal(
             Fix(
+                intent=_t(
+                    "if {loss} should train {others} against {model} as {step} left it",
+                    loss=ctx.l,
+                    others=ctx.o,
+                    model=ctx.m,
+                    step=ctx.step,
+                )
+                if two
+                else None,
                 summary=_t(
                     "recompute {model}'s forward after {step}, and {loss} from it",
                     model=ctx.m,
@@ -843,10 +941,30 @@ def _judge(ctx: Context, freed: bool) -> list[_Proposal]:
             ),
             ctx.reach,
             False,
+            describe=True,  # with the loop's intent known, its trains line is read from the loop, not the GAN story
         ),
         _Proposal(
             Fix(
+                intent=_t(
+                    "if {loss} should train {others} against {model} as it was before {step}",
+                    loss=ctx.l,
+                    others=ctx.o,
+                    model=ctx.m,
+                    step=ctx.step,
+                )
+                if two
+                else None,
+                edits=_edits(*_step_moved_after(ctx, inputs)) if inputs else (),
                 summary=_t(
+                    "move {step} after {loss}.backward(), and backward {loss} into {others}'s parameters only "
+                    "({inputs})",
+                    loss=ctx.l,
+                    step=ctx.step,
+                    others=ctx.o,
+                    inputs=inputs or "",
+                )
+                if inputs and two
+                else _t(
                     "or move {loss}.backward({inputs}) before {step}",
                     loss=ctx.l,
                     step=ctx.step,
@@ -1327,8 +1445,9 @@ def _fast_weights(ctx: Context) -> list[_Proposal]:
     site = ctx.site
     if site is not None and ctx.fast_lines is not None and ctx.fast_text is not None:
         start, end = ctx.fast_lines
-        if site.holds(start):
-            edit = Edit(site.filename, start, end, _indent_of(site, start) + ctx.fast_text)
+        # the loop may sit in a helper of the same file (a MAML class's adapt()): checked on the names it uses
+        text = site.text(start)
+        edit = Edit(site.filename, start, end, text[: len(text) - len(text.lstrip())] + ctx.fast_text)
     return [
         _keeping(
             ctx,
@@ -1346,6 +1465,187 @@ def _fast_weights(ctx: Context) -> list[_Proposal]:
             ),
         ),
     ]
+
+
+def _detach_reads(line: str, name: str) -> str | None:
+    """``line`` with every read of ``name`` that is not already ``name.detach()`` detached (None if none).
+
+    Example::
+
+        >>> _detach_reads("gp = penalty(critic, real, fake) + fake.detach().sum()", "fake")
+        'gp = penalty(critic, real, fake.detach()) + fake.detach().sum()'
+    """
+    body, comment = _split_comment(line)
+    try:
+        tree = ast.parse(body)
+    except SyntaxError:
+        return None
+    detached = {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and n.attr == "detach" and isinstance(n.value, ast.Name)
+    }
+    ends = sorted(
+        n.end_col_offset
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name)
+        and n.id == name
+        and isinstance(n.ctx, ast.Load)
+        and id(n) not in detached
+        and n.end_col_offset is not None
+    )
+    if not ends:
+        return None
+    for end in reversed(ends):
+        body = body[:end] + ".detach()" + body[end:]
+    return body + comment
+
+
+def _attached(ctx: Context) -> list[_Proposal]:
+    """Detach the model's output where the loss that does not train it uses it; the freeing fixes after."""
+    site = ctx.site
+    edits: tuple[Edit, ...] = ()
+    if site is not None and ctx.entry and ctx.detach_lines:
+        edits = _edits(*(_replace(ctx, n, _detach_reads(site.text(n).strip(), ctx.entry)) for n in ctx.detach_lines))
+    where = ", ".join(f"{Location(site.filename, n).where}" for n in ctx.detach_lines) if site is not None else ""
+    first = _Proposal(
+        Fix(
+            summary=_t(
+                "detach {entry} where {earlier} is computed from it (at {where}): your loop does not train {model} "
+                "with {earlier}, and its backward through {model} freed the graph {loss} needs",
+                entry=ctx.entry or _("the model's output"),
+                earlier=ctx.e,
+                where=where,
+                model=ctx.m,
+                loss=ctx.l,
+            ),
+            trains=_t(
+                "{loss} trains {model}, as your loop's optimizers ask; {earlier} no longer sends gradient into "
+                "{model}, which your loop cleared before stepping {model} anyway",
+                loss=ctx.l,
+                model=ctx.m,
+                earlier=ctx.e,
+            ),
+            edits=edits,
+            claims=_claim(ctx, ctx.reach),
+        ),
+        ctx.reach,
+        False,
+    )
+    return [first, *(_judge(ctx, True) if ctx.judge else _chained(ctx, True))]
+
+
+def _retained(ctx: Context) -> list[_Proposal]:
+    """Backward each iteration's term once (no retain_graph), and keep the running total detached, for the log."""
+    total, term, site = ctx.carried, ctx.extra.get("term"), ctx.site
+    edits: tuple[Edit, ...] = ()
+    if site is not None and total and term and ctx.entry_lineno is not None and ctx.backward_line is not None:
+        parsed: ast.expr | None
+        call: ast.expr | None
+        try:
+            parsed = ast.parse(term, mode="eval").body
+            call = ast.parse(site.text(ctx.backward_line).strip(), mode="eval").body
+        except SyntaxError:
+            parsed = call = None
+        # the term is evaluated once more for its backward: only names and arithmetic, never a call (a forward)
+        if (
+            parsed is not None
+            and isinstance(call, ast.Call)
+            and not any(isinstance(n, ast.Call) for n in ast.walk(parsed))
+        ):
+            alone = term if isinstance(parsed, (ast.Name, ast.Attribute)) else f"({term})"
+            body, comment = _split_comment(site.text(ctx.entry_lineno).strip())
+            if body.startswith(f"{total} +="):
+                added = f"{total} += {alone}.detach()"
+            elif ctx.extra.get("side") == "right":
+                added = f"{total} = {total} + {alone}.detach()"
+            else:
+                added = f"{alone}.detach() + {total}"
+                added = f"{total} = {added}"
+            keywords = ", ".join(ast.unparse(k) for k in call.keywords if k.arg != "retain_graph")
+            arguments = ", ".join([*(ast.unparse(a) for a in call.args), *([keywords] if keywords else [])])
+            edits = _edits(
+                _replace(ctx, ctx.entry_lineno, added + comment),
+                _replace(ctx, ctx.backward_line, f"{alone}.backward({arguments})"),
+            )
+    name = total or _("the running total")
+    part = term or _("each iteration's loss")
+    return [
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "backward each iteration's {part} once, without retain_graph, and keep {name} detached, for the "
+                    "log: .grad adds the iterations' gradients up until the step",
+                    part=part,
+                    name=name,
+                ),
+                trains=_t(
+                    "{loss} trains what it reaches, once per iteration, accumulated in .grad until the step; {name} "
+                    "takes no part in backward",
+                    loss=ctx.l,
+                    name=name,
+                ),
+                edits=edits,
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            False,
+            describe=True,
+        ),
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "or call {name}.backward() once, when the accumulation ends (right before the step), without "
+                    "retain_graph, and start {name} again after the step",
+                    name=name,
+                ),
+                trains=_(
+                    "every iteration's loss trains what it reaches through one backward (memory grows with the "
+                    "accumulation)"
+                ),
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            False,
+        ),
+    ]
+
+
+def _step_after(ctx: Context) -> list[_Proposal]:
+    """Move the step that ran between the loss's forward and its backward to right after that backward."""
+    site, step, back = ctx.site, ctx.step_line, ctx.backward_line
+    edits: tuple[Edit, ...] = ()
+    if site is not None and step is not None and back is not None and site.holds(step):
+        insert = _insert(ctx, back, site.text(step).strip(), after=True)
+        edits = _edits(Edit(site.filename, step, step, ""), insert)
+    proposals = [
+        _Proposal(
+            Fix(
+                summary=_t(
+                    "move {step} after {loss}.backward(): as written it runs before the backward and steps on the "
+                    "previous iteration's gradient",
+                    step=ctx.step,
+                    loss=ctx.l,
+                ),
+                trains=_t("{loss} trains what it reaches, each step on its own iteration's gradient", loss=ctx.l),
+                edits=edits,
+                claims=_claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            False,
+            describe=True,
+        )
+    ]
+    again = _recompute(ctx)
+    if again is not None:  # the other reading: the step is meant to use the previous iteration's gradient
+        proposals.append(
+            replace(
+                again,
+                fix=replace(again.fix, intent=_("if each step is meant to use the previous iteration's gradient")),
+                describe=False,
+            )
+        )
+    return proposals
 
 
 def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
@@ -1376,6 +1676,12 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = _buffered(ctx)
     elif cause == "fast_weights_in_place":
         proposals = _fast_weights(ctx)
+    elif cause == "step_before_backward":
+        proposals = _step_after(ctx)
+    elif cause == "retained_accumulation":
+        proposals = _retained(ctx)
+    elif cause == "attached_output":
+        proposals = _attached(ctx)
     else:  # unknown: the two likeliest families, each with what it trains
         proposals = [*_in_place(ctx)[:1], *_chained(ctx, False)[:1], *_carried(ctx)[:1]]
     return _judged(proposals, ctx)

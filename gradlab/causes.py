@@ -225,6 +225,8 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         reach=reach,
         backward_line=facts.backward_line,
         intent_note=intent_note,
+        # the frame's tensors that still have a graph (a recompute that reads one needs it kept)
+        extra={"graph_names": " ".join(sorted(_graph_names(facts.namespace)))},
     )
 
     base = replace(base, other_claims=_other_claims(facts, loss))
@@ -234,11 +236,23 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             return "untracked_write", replace(base, tensor=_short_name(p), op=None)
         optimizer_write = next((w for w in writes if w.optimizer), None)
         if optimizer_write is not None or (not writes and _is_parameter(p)):
+            stepper = (
+                _receiver(optimizer_write.location.code, "step")
+                if optimizer_write is not None and optimizer_write.location
+                else None
+            )
+            base = _from_frame(base, facts, stepper)
+            retained = _retained_total(base, facts)  # read from the source alone: check() sees it too
+            if retained is not None:
+                return "retained_accumulation", retained
             if _previous_iteration(p, graph, node_id, facts, None):
                 stale = _stale_forward(base, p, facts)
                 if stale is not None:
                     return "stale_forward", stale
                 return "carried_state", _carried_context(base, graph, topo, facts)
+            early = _step_too_early(base, facts, optimizer_write)
+            if early is not None:
+                return "step_before_backward", replace(early, recompute_lines=_recompute_lines(early, graph, p, facts))
             return "optimizer_step", _step_context(base, p, graph, topo, facts, optimizer_write, node_id)
         if writes:
             w = writes[0]
@@ -261,18 +275,25 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         listed = _buffer_context(base, graph, facts, call)
         if listed is not None:
             return "list_never_cleared", listed
+        retained = _retained_total(base, facts)
+        if retained is not None:
+            return "retained_accumulation", retained
         stale = _stale_forward(base, p, facts) or _snapshot_context(base, facts, call)
         if stale is not None:
             return "stale_forward", stale
-        kept = _kept_attribute(base, facts) if _carried_in_loop(facts) is None else None
+        kept = _kept_attribute(_from_frame(base, facts, None), facts) if _carried_in_loop(facts) is None else None
         return "carried_state", kept or _carried_context(base, graph, topo, facts)
+    attached = _attached_output(base, topo, facts, node_id)
+    if attached is not None:
+        return "attached_output", attached
     if root is not None and node_id == root.id:
         return "same_loss_twice", base
     earlier = _receiver(call.location.code, "backward") if call is not None and call.location else None
     ctx = replace(base, earlier=earlier, earlier_line=_in_site(facts, call.location) if call is not None else None)
     steps = _steps_between(facts.tracker, call, failing) if facts.tracker is not None and call is not None else []
     if steps and steps[0][0] is not None:
-        ctx = replace(ctx, step_line=_in_site(facts, steps[0][0]))
+        # the step's optimizer too: the forward of the model it stepped is what a recompute runs again
+        ctx = replace(ctx, step_line=_in_site(facts, steps[0][0]), optimizer=_receiver(steps[0][0].code, "step"))
     ctx = _step_context(ctx, p, graph, topo, facts, None, node_id)
     if facts.tracker is not None and call is not None:
         ctx = replace(ctx, step_between=bool(steps))
@@ -318,6 +339,14 @@ def _intent_from_record(
         **words,
     )
     return ran, note
+
+
+def _graph_names(namespace: Mapping[str, Any]) -> set[str]:
+    return {
+        k
+        for k, v in namespace.items()
+        if isinstance(k, str) and not k.startswith("_") and isinstance(v, torch.Tensor) and v.grad_fn is not None
+    }
 
 
 def _other_claims(facts: Facts, failing_loss: str | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -425,7 +454,7 @@ def _step_context(
     model = base.model
     below = topo.models_below(node_id)
     judge = bool(model) and bool(below - {model})
-    optimizer = _receiver(write.location.code, "step") if write is not None and write.location else None
+    optimizer = _receiver(write.location.code, "step") if write is not None and write.location else base.optimizer
     optimizer_class = write.op.split(".")[0] if write is not None else None
     earlier, earlier_line = base.earlier, base.earlier_line
     tracker = facts.tracker
@@ -450,7 +479,7 @@ def _step_context(
         return replace(ctx, others=tuple(sorted(below - {model})))
     found = topo.entry(model)
     if found is None:
-        return ctx
+        return _frame_entry(ctx, facts)
     entry, consumer = found
     loc = _saved_line(graph, [consumer.id]) or _saved_line(graph, topo.parents.get(consumer.id, []))
     name = _var_named(
@@ -464,6 +493,60 @@ def _step_context(
         entry_where=loc.where if loc else None,
         entry_lineno=_in_site(facts, loc),
     )
+
+
+def _leaves(t: torch.Tensor) -> set[int]:
+    return {id(fn.variable) for fn in walk([t.grad_fn]) if hasattr(fn, "variable")} if t.grad_fn is not None else set()
+
+
+def _from_frame(base: Context, facts: Facts, optimizer: str | None) -> Context:
+    """Without names for the graph's parameters (models held by a plain object: ``self.teacher``): the models
+    the failing loss reaches, read from its tensor in the frame and the frame's modules; the stepped model is
+    the one ``optimizer`` (the step that wrote the saved weight) holds."""
+    site = facts.site
+    value = facts.namespace.get(base.loss) if base.loss else None
+    if base.model is not None or base.reach or site is None or not site.modules or not isinstance(value, torch.Tensor):
+        return base
+    leaves = _leaves(value)
+    reach = tuple(sorted(m for m, ids in site.modules.items() if ids & leaves))
+    held = site.optimizers.get(optimizer or "")
+    stepped = [m for m in reach if held and site.modules[m] <= held]
+    model = stepped[0] if len(stepped) == 1 else None
+    return replace(base, reach=reach, model=model, others=tuple(m for m in reach if m != model) if model else ())
+
+
+def _frame_entry(ctx: Context, facts: Facts) -> Context:
+    """The variable that carries ``ctx.model``'s output into the failing loss, read from the frame: a tensor whose
+    graph reaches that model's parameters only, read by a one-line statement of the failing function that
+    computes the failing loss (``student_loss = distill(s_logits, t_logits, y)``)."""
+    site, line, model = facts.site, facts.backward_line, ctx.model
+    tree = site.tree() if site is not None else None
+    if site is None or line is None or tree is None or not model or not ctx.loss:
+        return ctx
+    params = site.modules.get(model, frozenset())
+    here = statement_at(tree, line)
+    block = next((b for b in _enclosing_blocks(tree) if here in b), None)
+    if here is None or block is None or not params:
+        return ctx
+    before = block[: block.index(here)]
+    feeding = _feeding(before, {ctx.loss})
+    for st in before:
+        if st.lineno not in feeding or st.lineno != st.end_lineno or not site.holds(st.lineno):
+            continue
+        for name in sorted(_names(st, ast.Load)):
+            value = facts.namespace.get(name)
+            if not isinstance(value, torch.Tensor) or value.grad_fn is None:
+                continue
+            leaves = _leaves(value)
+            if leaves and leaves <= params:
+                return replace(
+                    ctx,
+                    entry=name,
+                    entry_line=site.text(st.lineno).strip(),
+                    entry_where=Location(site.filename, st.lineno).where,
+                    entry_lineno=st.lineno,
+                )
+    return ctx
 
 
 def _names(node: ast.AST, ctx: type) -> set[str]:
@@ -495,6 +578,7 @@ def _recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tu
     body = next((b for b in _enclosing_blocks(tree) if step_stmt in b), None)
     if body is None:
         return ()
+    stepped = _stepped_modules(site, ctx.optimizer)
     chosen: list[int] = []
     dirty: set[str] = set()
     for st in body[: body.index(step_stmt)]:
@@ -503,7 +587,7 @@ def _recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tu
         lines = set(range(st.lineno, (st.end_lineno or st.lineno) + 1))
         if not site.holds(st.lineno) or _calls_backward(st):
             continue
-        if lines & stale_lines or _names(st, ast.Load) & dirty:
+        if lines & stale_lines or _names(st, ast.Load) & dirty or _calls_module(st, stepped):
             chosen.append(st.lineno)
             dirty |= _names(st, ast.Store)
     # keep only what the statements from the step to the backward read (directly or through each other)
@@ -517,6 +601,18 @@ def _recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tu
             kept.append(line)
             needed |= _names(st, ast.Load)
     return tuple(reversed(kept))
+
+
+def _stepped_modules(site: Site, optimizer: str | None) -> set[str]:
+    """The user's modules whose parameters ``optimizer`` (its variable in the frame) holds and steps."""
+    params = site.optimizers.get(optimizer or "")
+    return {m for m, ids in site.modules.items() if params and ids and ids <= params}
+
+
+def _calls_module(st: ast.stmt, modules: set[str]) -> bool:
+    """``st`` calls one of ``modules`` (``netD(fake)``, ``self.teacher(x)``): a forward through its weights
+    (the weights a step writes: a tensor saved inside a model's ``forward`` is saved at that forward's line)."""
+    return bool(modules) and any(isinstance(n, ast.Call) and ast.unparse(n.func) in modules for n in ast.walk(st))
 
 
 def _enclosing_blocks(tree: ast.AST) -> Iterable[list[ast.stmt]]:
@@ -793,6 +889,228 @@ def _out_of_place(st: ast.stmt, target: ast.Tuple) -> str | None:
     return None
 
 
+def _added_term(st: ast.stmt, total: str) -> tuple[ast.expr, bool] | None:
+    """The term ``st`` adds into ``total`` (``total = total + term``, ``total = term + total``, ``total += term``),
+    and whether it stands right of the total; None when ``st`` is no such statement."""
+    if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add):
+        if isinstance(st.target, ast.Name) and st.target.id == total:
+            return st.value, True
+        return None
+    if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+        return None
+    if st.targets[0].id != total or not (isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Add)):
+        return None
+    left, right = st.value.left, st.value.right
+    if isinstance(left, ast.Name) and left.id == total:
+        return right, True
+    if isinstance(right, ast.Name) and right.id == total:
+        return left, False
+    return None
+
+
+def _retained_total(base: Context, facts: Facts) -> Context | None:
+    """``total.backward(retain_graph=True)`` where the loop body adds each iteration's loss into ``total``
+    (``total = total + term`` or ``total += term``): every backward goes through all earlier iterations' graphs
+    again (their gradients added once more, their weights changed by the steps since). Read from the source of
+    the loop around the failing backward; the backward keeps its graph (in the source, or as the tracker saw)."""
+    site, line = facts.site, facts.backward_line
+    tree = site.tree() if site is not None else None
+    if site is None or line is None or tree is None:
+        return None
+    st = statement_at(tree, line)
+    call = st.value if isinstance(st, ast.Expr) else None
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "backward"
+        and isinstance(call.func.value, ast.Name)
+    ):
+        return None
+    total = call.func.value.id
+    retain = any(
+        k.arg == "retain_graph" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords
+    )
+    if not retain and not (facts.failing is not None and facts.failing.keeps_graph):
+        return None
+    for candidate in loop_body_of(tree, line) or []:
+        found = _added_term(candidate, total)
+        if found is None or candidate.lineno != candidate.end_lineno or not site.holds(candidate.lineno):
+            continue
+        term, right = found
+        losses = [
+            n.id
+            for n in ast.walk(term)
+            if isinstance(n, ast.Name)
+            and isinstance(value := facts.namespace.get(n.id), torch.Tensor)
+            and value.grad_fn is not None
+        ]
+        return replace(
+            base,
+            carried=total,
+            loss=losses[0] if losses else None,
+            total=True,
+            entry_lineno=candidate.lineno,
+            extra={"term": ast.unparse(term), "side": "right" if right else "left"},
+        )
+    return None
+
+
+def _feeding(statements: list[ast.stmt], needed: set[str]) -> set[int]:
+    """The line numbers of ``statements`` that compute ``needed`` (directly or through each other)."""
+    needed, out = set(needed), set()
+    for st in reversed(statements):
+        if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and _names(st, ast.Store) & needed:
+            out.add(st.lineno)
+            needed |= _names(st, ast.Load)
+    return out
+
+
+def _undetached_reads(st: ast.stmt, name: str) -> list[ast.Name]:
+    """The reads of ``name`` in ``st`` that are not ``name.detach()``."""
+    detached = {
+        id(n.value)
+        for n in ast.walk(st)
+        if isinstance(n, ast.Attribute) and n.attr == "detach" and isinstance(n.value, ast.Name)
+    }
+    return [
+        n
+        for n in ast.walk(st)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in detached
+    ]
+
+
+def _reaches_params(root: Any, params: frozenset[int], stop: Any) -> bool:
+    """Some path from ``root`` reaches a parameter of ``params`` without going through the node ``stop``."""
+    seen, stack = {root, stop}, [root]
+    while stack:
+        fn = stack.pop()
+        if id(getattr(fn, "variable", None)) in params:
+            return True
+        for nxt, _index in fn.next_functions:
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return False
+
+
+def _attached_output(base: Context, topo: Topology, facts: Facts, node_id: int) -> Context | None:
+    """An earlier loss the loop does not train ``model`` with, built on ``model``'s output without
+    ``.detach()``, whose backward freed the graph the failing loss (meant to train ``model``) needs.
+
+    Reads the loop body around the failing backward: the latest backward before it in the iteration whose
+    loss (in the frame) holds the freed node; that backward's own intent (the optimizers after it) must not
+    step ``model`` on it; every path of that loss into ``model``'s parameters must go through the variable
+    that carries ``model``'s output (``fake``); and the statements to change (those computing that loss that
+    read the variable undetached: a gradient penalty on interpolates, a discriminator's score) must not also
+    compute the failing loss. A WGAN-GP penalty on the attached fake, a GAN's ``D(fake)``, a head whose
+    optimizer does not hold the shared encoder."""
+    site, line, intent, model = facts.site, facts.backward_line, base.intent, base.model
+    if site is None or line is None or intent is None or not model or model not in intent.trained:
+        return None
+    params = site.modules.get(model)
+    tree = site.tree()
+    body = loop_body_of(tree, line) if tree is not None else None
+    node = topo.by_id.get(node_id)
+    found = topo.entry(model)
+    if not params or not body or node is None or node.seq is None or found is None:
+        return None
+    entry_node = found[0]
+    entry = _var_named(
+        facts.namespace,
+        lambda t: t.grad_fn is not None and _seq(t.grad_fn) == entry_node.seq and t.grad_fn.name() == entry_node.name,
+    )
+    here = next((i for i, st in enumerate(body) if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
+    if entry is None or here is None:
+        return None
+    entry_fn = facts.namespace[entry].grad_fn
+    for i in range(here - 1, -1, -1):
+        before = body[i]
+        call = before.value if isinstance(before, ast.Expr) else None
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "backward"
+            and isinstance(call.func.value, ast.Name)
+        ):
+            continue
+        earlier = call.func.value.id
+        value = facts.namespace.get(earlier)
+        if not isinstance(value, torch.Tensor) or value.grad_fn is None:
+            continue
+        if not any(_seq(fn) == node.seq and fn.name() == node.name for fn in walk([value.grad_fn])):
+            continue  # this backward did not go through the freed node
+        own = site_intent(site, body[i].lineno)
+        if not own.known or model in own.trained or _reaches_params(value.grad_fn, params, entry_fn):
+            return None
+        feeds_earlier = _feeding(body[:i], {earlier})
+        feeds_failing = _feeding([st for j, st in enumerate(body[:here]) if j != i], _names(body[here], ast.Load))
+        lines = sorted(
+            st.lineno
+            for st in body[:i]
+            if st.lineno in feeds_earlier and entry not in _names(st, ast.Store) and _undetached_reads(st, entry)
+        )
+        if not lines or set(lines) & feeds_failing:
+            return None
+        if any(_statement_span_of(tree, n) != (n, n) or not site.holds(n) for n in lines):
+            return None
+        return replace(base, earlier=earlier, earlier_line=body[i].lineno, entry=entry, detach_lines=tuple(lines))
+    return None
+
+
+def _statement_span_of(tree: ast.Module | None, line: int) -> tuple[int, int] | None:
+    st = statement_at(tree, line) if tree is not None else None
+    return (st.lineno, st.end_lineno or st.lineno) if st is not None else None
+
+
+def _runs_backward(st: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call)
+        and (
+            (isinstance(n.func, ast.Attribute) and n.func.attr == "backward")
+            or ast.unparse(n.func) in ("torch.autograd.backward", "autograd.backward", "torch.autograd.grad")
+        )
+        for n in ast.walk(st)
+    )
+
+
+def _step_too_early(base: Context, facts: Facts, write: Write | None) -> Context | None:
+    """``opt.step()`` between a loss's forward and its backward, as a statement of the loop body that no backward
+    precedes in the iteration, where ``opt`` is an optimizer the loop steps on that loss's gradient: the step
+    meant for this backward runs too early (it steps on the previous iteration's gradient). With the step's
+    write known (under ``track()``), it must be that statement's."""
+    site, line, intent = facts.site, facts.backward_line, base.intent
+    if site is None or line is None or intent is None:
+        return None
+    tree = site.tree()
+    body = loop_body_of(tree, line) if tree is not None else None
+    if not body:
+        return None
+    here = next((i for i, st in enumerate(body) if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
+    if here is None:
+        return None
+    reach = set(base.reach)
+    stepping = {p.optimizer for p in intent.plans if p.steps and (not reach or reach & set(p.modules))}
+    for st in body[:here]:
+        if _runs_backward(st):
+            return None  # a backward before it in the iteration: the step may be that loss's (the course's loop)
+        call = st.value if isinstance(st, ast.Expr) else None
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "step"
+            and st.lineno == st.end_lineno
+            and site.holds(st.lineno)
+        ):
+            continue
+        optimizer = ast.unparse(call.func.value)
+        if optimizer not in stepping:
+            continue
+        if write is not None and write.location is not None and write.location.lineno != st.lineno:
+            continue
+        return replace(base, optimizer=optimizer, step_line=st.lineno)
+    return None
+
+
 def backward_line_after(site: Site | None, lineno: int) -> int | None:
     """The line of the next backward after ``lineno`` in ``site`` (for ``check()`` before a backward)."""
     if site is None:
@@ -864,7 +1182,7 @@ def _copy_context(ctx: Context, p: Problem, w: Write) -> Context | None:
     return replace(ctx, copy_at=saved, copy_of=target)
 
 
-def _leaves(fn: Any, stop: Any = None) -> tuple[set[int], bool]:
+def _leaves_below(fn: Any, stop: Any = None) -> tuple[set[int], bool]:
     """The ids of the leaf tensors below node ``fn`` (not walking through ``stop``), and whether ``stop`` was met."""
     seen, stack, found, met = {id(fn)}, [fn], set(), False
     while stack:
@@ -923,8 +1241,8 @@ def _snapshot_context(base: Context, facts: Facts, call: BackwardCall | None) ->
         seq = _seq(fn) if fn is not None else None
         if fn is None or seq is None or seq > call.newest_node:
             continue
-        under = _leaves(fn)[0]
-        rest, met = _leaves(loss.grad_fn, stop=fn)
+        under = _leaves_below(fn)[0]
+        rest, met = _leaves_below(loss.grad_fn, stop=fn)
         if met and under and under <= rest:
             return replace(base, snapshot=key, snapshot_line=loop.lineno)
     return None

@@ -35,7 +35,7 @@ from .graph import Graph, collect, collect_active
 from .i18n import _, _t, ngettext_
 from .location import Location, frame_names
 from .loop import read_site
-from .names import NamesLike, ViewKind, held_modules, modules_in
+from .names import NamesLike, ViewKind, modules_in
 from .recorder import active
 from .saved import SavedTensor, Write
 
@@ -604,7 +604,7 @@ def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
     graph, recording = collect_active(output, names)
     if names is None and recording is not None and not recording.owner.namer():
         # no names anywhere: the caller's models name the parameters, as in the note after a failure
-        found = {**modules_in(frame_names(frame)), **held_modules(frame_names(frame))}
+        found = modules_in(frame_names(frame))
         if found:
             graph, recording = collect_active(output, found)
     return check_graph(graph, tracker=recording, frame=frame)

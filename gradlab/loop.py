@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import linecache
 import re
+import types
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
@@ -42,7 +43,6 @@ import torch
 from torch import nn
 
 from .location import frame_names
-from .names import held_modules
 
 __all__ = [
     "Site",
@@ -66,6 +66,7 @@ class Plan:
     modules: tuple[str, ...]
     lineno: int
     steps: bool  # True: step() comes first (it uses the loss's gradient); False: zero_grad() comes first
+    module: bool = False  # True: ``optimizer`` is a module whose own ``zero_grad()`` clears its parameters' grads
 
 
 @dataclass(frozen=True)
@@ -98,8 +99,13 @@ class LoopIntent:
         return next((p.optimizer for p in self.plans if p.steps and module in p.modules), None)
 
     def zeroer(self, module: str) -> str | None:
-        """The optimizer variable that zeroes ``module``'s gradient before its next step, if one does."""
+        """The optimizer variable that zeroes ``module``'s gradient before its next step, if one does
+        (or the module itself, when its own ``zero_grad()`` does: see :meth:`zeroed_by_module`)."""
         return next((p.optimizer for p in self.plans if not p.steps and module in p.modules), None)
+
+    def zeroed_by_module(self, module: str) -> bool:
+        """True when the first ``zero_grad()`` that clears ``module``'s gradient is a module's own."""
+        return next((p.module for p in self.plans if not p.steps and module in p.modules), False)
 
 
 @dataclass(frozen=True)
@@ -174,19 +180,12 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
     for key, value in namespace.items():
         if isinstance(key, str) and not key.startswith("_") and isinstance(value, nn.Module):
             module_ids.setdefault(key, frozenset(id(p) for p in value.parameters()))
-    for key, held in held_modules(namespace).items():  # models kept on an object of the frame (moco.encoder_q)
-        module_ids.setdefault(key, frozenset(id(p) for p in held.parameters()))
     optimizers = {
         key: frozenset(id(p) for g in value.param_groups for p in g["params"])
         for key, value in namespace.items()
         if isinstance(key, str) and isinstance(value, torch.optim.Optimizer)
     }
-    for key, value in namespace.items():  # optimizers kept on an object of the frame (trainer.opt_d)
-        if not isinstance(key, str) or key.startswith("_") or isinstance(value, (nn.Module, torch.Tensor, type)):
-            continue
-        for attr, held in getattr(value, "__dict__", {}).items() if not callable(value) else ():
-            if isinstance(attr, str) and isinstance(held, torch.optim.Optimizer):
-                optimizers.setdefault(f"{key}.{attr}", frozenset(id(p) for g in held.param_groups for p in g["params"]))
+    _held_by_objects(namespace, module_ids, optimizers)
     kinds = {k: kd for k, v in namespace.items() if isinstance(k, str) and (kd := _kind(v)) is not None}
     site = Site(
         filename=filename,
@@ -200,6 +199,36 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
     )
     namespace.clear()
     return site
+
+
+_NOT_HOLDERS = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, torch.Tensor)
+
+
+def _held_by_objects(
+    namespace: Mapping[str, object], modules: dict[str, frozenset[int]], optimizers: dict[str, frozenset[int]]
+) -> None:
+    """Add the modules and optimizers one level into the frame's plain objects (``self.teacher``,
+    ``trainer.t_opt``), locals first; a module already known under another name is not added again."""
+    known = set(modules.values())
+    for key, value in reversed(list(namespace.items())):
+        if not isinstance(key, str) or key.startswith("_") or isinstance(value, (nn.Module, *_NOT_HOLDERS)):
+            continue
+        try:
+            attrs = list(vars(value).items())
+        except TypeError:
+            continue
+        for attr, inner in attrs:
+            if not isinstance(attr, str) or attr.startswith("_"):
+                continue
+            if isinstance(inner, nn.Module):
+                ids = frozenset(id(p) for p in inner.parameters())
+                if ids and ids not in known:
+                    known.add(ids)
+                    modules[f"{key}.{attr}"] = ids
+            elif isinstance(inner, torch.optim.Optimizer):
+                optimizers.setdefault(
+                    f"{key}.{attr}", frozenset(id(p) for g in inner.param_groups for p in g["params"])
+                )
 
 
 # -- statements in the order they run -----------------------------------------------------------------
@@ -327,10 +356,19 @@ def intent_after(
             params = value
         elif isinstance(value, torch.optim.Optimizer):
             params = frozenset(id(p) for g in value.param_groups for p in g["params"])
+        elif method == "zero_grad" and receiver in modules:
+            # netD.zero_grad() clears the module's gradients as its optimizer's zero_grad() would (DCGAN's loop)
+            seen.add(receiver)
+            plans.append(Plan(receiver, _modules_of(modules[receiver], modules), line, False, module=True))
+            continue
         else:
             continue
         seen.add(receiver)
-        plans.append(Plan(receiver, _modules_of(params, modules), line, method == "step"))
+        owned = _modules_of(params, modules)
+        if method == "step":  # a module's zero_grad() before this step: the step does not use its gradient
+            cleared = {m for p in plans if p.module for m in p.modules}
+            owned = tuple(m for m in owned if m not in cleared)
+        plans.append(Plan(receiver, owned, line, method == "step"))
     return LoopIntent(tuple(plans))
 
 
@@ -373,7 +411,9 @@ def recorded_intent(
         return LoopIntent()
     previous = earlier[-1]
     wanted = previous.inputs
-    names = {ids: name for name, ids in site.optimizers.items()}
+    names: dict[frozenset[int], str] = {}
+    for name, ids in sorted(site.optimizers.items(), key=lambda kv: "." in kv[0]):
+        names.setdefault(ids, name)  # the frame's own variable first (sgd, not lr_sched.optimizer)
     plans: list[Plan] = []
     seen: set[int] = set()
     for e in optimizer_calls:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import types
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,33 +42,6 @@ def modules_in(namespace: Mapping[str, object]) -> dict[str, nn.Module]:
     return {
         k: v for k, v in namespace.items() if isinstance(k, str) and isinstance(v, nn.Module) and not k.startswith("_")
     }
-
-
-def held_modules(namespace: Mapping[str, object]) -> dict[str, nn.Module]:
-    """The ``nn.Module`` attributes of the plain objects bound to public names in ``namespace``, as ``obj.attr``.
-
-    A training script often keeps its networks on an object of its own (``moco.encoder_q``,
-    ``agent.actor``); those are the user's models too, named as the script reaches them.
-    Modules themselves, tensors, classes, functions and imported modules are not looked into.
-
-    Example::
-
-        >>> class Pair:
-        ...     def __init__(self):
-        ...         self.student, self.teacher = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)
-        >>> sorted(held_modules({"pair": Pair(), "k": 3}))
-        ['pair.student', 'pair.teacher']
-    """
-    out: dict[str, nn.Module] = {}
-    for key, value in namespace.items():
-        if not isinstance(key, str) or key.startswith("_") or isinstance(value, (nn.Module, torch.Tensor, type)):
-            continue
-        if isinstance(value, types.ModuleType) or callable(value):
-            continue
-        for attr, held in getattr(value, "__dict__", {}).items():
-            if isinstance(attr, str) and not attr.startswith("_") and isinstance(held, nn.Module):
-                out[f"{key}.{attr}"] = held
-    return out
 
 
 def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:

@@ -20,7 +20,7 @@ import torch
 from . import messages, session, writes
 from .i18n import _, _t
 from .location import Location, frame_names
-from .names import NamesLike, held_modules, modules_in
+from .names import NamesLike, modules_in
 from .notices import diagnosis_failed, warn_once
 from .recorder import BackwardCall, Event, EventKind, Recorder, Scope, events_of, name_logged, pending_names
 
@@ -226,8 +226,7 @@ class Tracker(Scope):
         namer = self.namer()
         if not namer and frame is not None:
             # no names= given: the models of the failing frame name the parameters (what the advice speaks of)
-            names = frame_names(frame)
-            found = {**modules_in(names), **held_modules(names)}
+            found = modules_in(frame_names(frame))
             namer = self.namer(found) if found else namer
         graph = collect_nodes(roots, namer, tracker=self)
         return check_graph(graph, failing=call, tracker=recorder, frame=frame)

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LIBRARY_TESTS = frozenset(
     {
         "test_causes.py",
+        "test_causes_unseen.py",
         "test_recorded_intent.py",
         "test_cli.py",
         "test_corpus.py",

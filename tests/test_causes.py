@@ -35,7 +35,7 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
         "optimizer_step",
         (("reg_loss", ("encoder", "reg_head")), ("cls_loss", ("cls_head", "encoder"))),
     ),
-    "gan_no_retain": ("shared_graph_freed", (("g_loss", ("G",)), ("d_loss", ("D",)))),
+    "gan_no_retain": ("attached_output", (("g_loss", ("G",)), ("d_loss", ("D",)))),
     # a model no optimizer holds, EMA-written under no_grad after its forward: its output is a target
     "ema_target": ("untracked_write", (("loss", ("online",)),)),
     # a buffer divided by, then updated under no_grad in the same forward: the division reads a copy

@@ -22,14 +22,7 @@ STEPS = 3
 # The judge's expected failures on today's gradlab: one line per case, removed when gradlab's first fix
 # fits the intent and its claims are true (strict: a case that starts passing fails until its line goes).
 JUDGE_XFAIL = {
-    "distillation_teacher_stepped": "the first fix has no edits",
-    "gan_retain_graph": "the first fix has no edits",
-    "grad_accumulation_retain": "the first fix has no edits",
-    "maml_fast_weights_sub": "the first fix has no edits",
-    "step_before_backward": "the first fix (recompute after the step) trains the classifier's bias where the intended version does not",
-    "vae_two_optimizers": "the first fix has no edits",
     # held-out cases (tests/corpus/README.md): written after the engine, not tuned to it
-    "ddpg_actor_after_critic_step": "the first fix (recompute after critic_opt.step()) has no edits",
     "rnn_hidden_attribute": "the first fix has no edits (a module attribute's carried state is named 'self')",
     "wgan_critic_loop_fake_once": "the first fix fits but claims only lossD, though the patched script trains netG with lossG",
 }
