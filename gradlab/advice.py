@@ -215,6 +215,16 @@ class Context:
     carried_all: tuple[str, ...] = ()
     carried_kind: str | None = None
     carried_none: bool = False
+    recurrent: bool = False  # the carried state goes back into the module call that returns it (an RNN's h)
+    kept_at: Location | None = None  # the statement that stores the carried state for the next iteration
+    target: str | None = None  # a model no optimizer holds, whose output the loss uses as a target
+    target_line: int | None = None  # the statement that runs that model's forward
+    grad_off: str | None = None  # the frame's name for torch.no_grad (``torch.no_grad``)
+    copy_at: Location | None = None  # the line that saved the written tensor, reading it by ``copy_of``
+    copy_of: str | None = None  # the expression the write writes through (``self.running_std``)
+    snapshot: str | None = None  # a tensor bound before the loop whose graph the loop reuses
+    snapshot_line: int | None = None  # the loop statement before which it is detached
+    intent_note: str | None = None  # the record and the source disagree on the intent (the fixes follow the record)
     buffer: str | None = None
     buffers: tuple[str, ...] = ()
     stale_line: int | None = None
@@ -608,6 +618,8 @@ def _judged(proposals: list[_Proposal], ctx: Context) -> tuple[Fix, ...]:
                 # the loop's own words, where the story's (a zero_grad() the code does not have) would be false
                 fix = replace(fix, trains=_trains_text(ctx, claimed))
             fitting.append(replace(fix, applicability="machine-applicable" if fix.code else "sentence"))
+    if ctx.intent_note:  # which reading each fix assumes: what ran, not what the source reads
+        return tuple(replace(f, trains=f"{f.trains} ({ctx.intent_note})") for f in (*fitting, *rest))
     return (*fitting, *rest)
 
 
@@ -1086,7 +1098,74 @@ def _in_place(ctx: Context) -> list[_Proposal]:
     ]
 
 
+def _edit_at(ctx: Context, loc: Location, new: str | None) -> Edit | None:
+    """Replace the one line at ``loc`` (of the failing function, or of another function of the user's code)."""
+    if new is None or "\n" in new:
+        return None
+    site = ctx.site
+    if site is not None and loc.filename == site.filename:
+        return _replace(ctx, loc.lineno, new) if site.holds(loc.lineno) else _replace_other(site, loc, new)
+    return _replace_other(None, loc, new)
+
+
+def _as_target(ctx: Context) -> list[_Proposal]:
+    """Run the forward of a model no optimizer trains under no_grad (``causes._target_context`` reads the pattern)."""
+    site, line = ctx.site, ctx.target_line
+    if site is None or line is None or ctx.target is None or ctx.grad_off is None:
+        return []
+    span = _statement_span(site, line)
+    if span is None:
+        return []
+    indent = _indent_of(site, span[0])
+    block = [f"{indent}with {ctx.grad_off}():", *("    " + site.text(i) for i in range(span[0], span[1] + 1))]
+    reach = tuple(m for m in ctx.reach if m != ctx.target)
+    fix = Fix(
+        summary=_t(
+            "run {model}'s forward under torch.no_grad(): no optimizer holds {model}'s parameters, so its output is a "
+            "target, and its in-place update then overwrites nothing autograd saved",
+            model=ctx.target,
+        ),
+        trains=_t(
+            "the same as intended: {loss} trains the parameters its optimizers step, as before; {model} gets no "
+            "gradient (no optimizer used it)",
+            loss=ctx.l,
+            model=ctx.target,
+        ),
+        edits=(Edit(site.filename, span[0], span[1], "\n".join(block)),),
+        claims=_claim(ctx, reach),
+    )
+    return [_Proposal(fix, reach, True)]
+
+
+def _read_copy(ctx: Context) -> list[_Proposal]:
+    """Read a copy where the forward saved the written tensor (``causes._copy_context`` reads the pattern)."""
+    loc, expr = ctx.copy_at, ctx.copy_of
+    if loc is None or expr is None:
+        return []
+    line = loc.code.strip()
+    new = _rhs_sub(line, expr, f"{expr}.clone()")
+    if new is None and line.startswith("return "):
+        new = re.sub(rf"(?<![\w.]){re.escape(expr)}(?![\w(])", f"{expr}.clone()", line, count=1)
+    fix = Fix(
+        summary=_t(
+            "read a copy of {expr} where the forward uses it (at {where}): the in-place update then changes {expr}, "
+            "not the value autograd saved",
+            expr=expr,
+            where=loc.where,
+        ),
+        trains=_t(
+            "the same as intended: the gradient of the forward as it ran; {expr} is still updated in place", expr=expr
+        ),
+        edits=_edits(_edit_at(ctx, loc, new)),
+    )
+    return [_keeping(ctx, fix)]
+
+
 def _untracked(ctx: Context) -> list[_Proposal]:
+    return [*_as_target(ctx), *_read_copy(ctx), *_untracked_general(ctx)]
+
+
+def _untracked_general(ctx: Context) -> list[_Proposal]:
     where = _t(" at {where}", where=ctx.where) if ctx.where else ""
     tensor = ctx.tensor or _("the tensor")
     return [
@@ -1194,18 +1273,26 @@ def _carried(ctx: Context) -> list[_Proposal]:
             ),
         ]
     edit = None
-    if ctx.entry_lineno is not None and ctx.site is not None and ctx.carried:
+    if ctx.kept_at is not None and ctx.carried:
+        edit = _edit_at(ctx, ctx.kept_at, _detached_value(ctx.kept_at.code.strip()))
+    elif ctx.entry_lineno is not None and ctx.site is not None and ctx.carried:
         simple = ctx.carried_kind in (None, "tensor") and not ctx.carried_none and len(ctx.carried_all) <= 1
         line = ctx.site.text(ctx.entry_lineno).strip()
         inline = detach_in(line, ctx.carried) if simple else None
         edit = _replace(ctx, ctx.entry_lineno, inline) if inline else _insert(ctx, ctx.entry_lineno, _detach_state(ctx))
-    return [
+    proposals = [
         _keeping(
             ctx,
             Fix(
                 summary=_t(
                     "detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
                     "iteration (truncated backpropagation through time)",
+                    name=ctx.carried,
+                )
+                if ctx.carried and ctx.recurrent
+                else _t(
+                    "detach the carried state at the iteration boundary: {name}.detach() where it is kept for the "
+                    "next iteration",
                     name=ctx.carried,
                 )
                 if ctx.carried
@@ -1236,6 +1323,23 @@ def _carried(ctx: Context) -> list[_Proposal]:
             False,
         ),
     ]
+    # a state kept on an object (a queue) is not a sequence to backpropagate through
+    return proposals[:1] if ctx.kept_at is not None else proposals
+
+
+def _detached_value(line: str) -> str | None:
+    """``x.attr = expr`` as ``x.attr = expr.detach()`` (``(expr).detach()`` when ``expr`` is not a primary)."""
+    try:
+        tree = ast.parse(line)
+    except SyntaxError:
+        return None
+    st = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(st, ast.Assign) or len(st.targets) != 1:
+        return None
+    value = ast.get_source_segment(line, st.value) or ast.unparse(st.value)
+    target = ast.get_source_segment(line, st.targets[0]) or ast.unparse(st.targets[0])
+    primary = isinstance(st.value, (ast.Call, ast.Subscript, ast.Attribute, ast.Name))
+    return f"{target} = {value if primary else f'({value})'}.detach()"
 
 
 def _twice(ctx: Context) -> list[_Proposal]:
@@ -1267,7 +1371,30 @@ def _twice(ctx: Context) -> list[_Proposal]:
     ]
 
 
+def _constant(ctx: Context) -> list[_Proposal]:
+    """Detach, before the loop, a tensor the loop reuses next to its own forward (``causes._snapshot_context``)."""
+    name = ctx.snapshot
+    if name is None or ctx.snapshot_line is None:
+        return []
+    fix = Fix(
+        summary=_t(
+            "{name} is a constant of the loop (computed once, before it, from weights the loop's own forward also "
+            "uses): detach it before the loop",
+            name=name,
+        ),
+        trains=_t(
+            "{loss} trains what it reaches through each iteration's own forward; {name} takes no part in backward",
+            loss=ctx.l,
+            name=name,
+        ),
+        edits=_edits(_insert(ctx, ctx.snapshot_line, f"{name} = {name}.detach()")),
+    )
+    return [_keeping(ctx, fix)]
+
+
 def _stale(ctx: Context) -> list[_Proposal]:
+    if ctx.snapshot is not None:
+        return _constant(ctx)
     text = _statements(ctx, (ctx.stale_line,)) if ctx.stale_line is not None else None
     edit = _insert(ctx, ctx.stale_before, text) if text and ctx.stale_before is not None else None
     what = text.split("=")[0].strip() if text else _("the forward")
@@ -1608,6 +1735,33 @@ def pitfalls() -> tuple[Pitfall, ...]:
 # NOTE [the family's fixes]
 # The fixes for the autograd messages that need no recorded context (explain() prints
 # them for a message alone): each says what it trains, like every fix above.
+def locating_fix(kind: str) -> Fix:
+    """The first fix when only the message is known (``gradlab.explain`` on a text): find who wrote or freed it.
+
+    A message names neither the models nor the loop, so no fix that assumes a story
+    (two chained networks, a carried RNN state) can be known to fit; running the
+    failing code under the tracker names the line and the fix that fits it.
+
+    Example::
+
+        >>> "gradlab.track()" in locating_fix("modified_in_place").summary
+        True
+    """
+    if kind == "modified_in_place":
+        summary = _(
+            "find the write first: run the failing code under gradlab.track() (a script: python -m gradlab run "
+            "script.py); it names the line that wrote the saved tensor (an optimizer step, +=, an in-place op) "
+            "and the fix that fits your loop"
+        )
+    else:
+        summary = _(
+            "find the earlier backward first: run the failing code under gradlab.track() (a script: python -m "
+            "gradlab run script.py); it names the backward that freed the graph and tells a loss backwarded twice, "
+            "a state carried across iterations and two models apart"
+        )
+    return Fix(summary=summary, trains=_("nothing changes: the tracker only watches your code run"))
+
+
 def message_fixes(kind: str, parameters: tuple[str, ...] = ()) -> tuple[Fix, ...]:
     """The fixes for one of the family's message kinds (``gradlab.explanation.KINDS``), each with what it trains.
 

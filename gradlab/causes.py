@@ -28,9 +28,9 @@ import torch
 from . import internals
 from .advice import Cause, Context
 from .graph import Graph, GraphNode, walk
-from .i18n import _t
+from .i18n import _, _t
 from .location import Location
-from .loop import Site, loop_body_of, next_backward, site_intent, statement_at
+from .loop import LoopIntent, Site, loop_body_of, next_backward, recorded_intent, site_intent, statement_at
 from .saved import Write
 
 if TYPE_CHECKING:
@@ -73,8 +73,10 @@ def _module(given: str | None) -> str | None:
 class Topology:
     """Which named models each node of a graph reaches (by the leaves below it)."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, dotted: Iterable[str] = ()) -> None:
         self.graph = graph
+        # models held by an object of the frame (``moco.encoder_q``): their names have a dot of their own
+        self.dotted = tuple(sorted(dotted, key=len, reverse=True))
         self.by_id = {n.id: n for n in graph.nodes}
         self.parents: dict[int, list[int]] = {}
         for n in graph.nodes:
@@ -93,7 +95,7 @@ class Topology:
         while stack:
             n = self.by_id[stack.pop()]
             if n.kind == "leaf":
-                module = _module(n.given)
+                module = self.owner(n.given)
                 if module:
                     found.add(module)
             for m in n.next_ids:
@@ -103,6 +105,14 @@ class Topology:
         result = frozenset(found)
         self._reach[node_id] = result
         return result
+
+    def owner(self, given: str | None) -> str | None:
+        """The model a parameter's name belongs to: the longest held model's name it starts with, else its head."""
+        if given is not None:
+            for name in self.dotted:
+                if given.startswith(name + "."):
+                    return name
+        return _module(given)
 
     def entry(self, model: str) -> tuple[GraphNode, GraphNode] | None:
         """The node whose output carries ``model``'s result into the rest, and its consumer."""
@@ -196,7 +206,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             lambda t: t.grad_fn is not None and _seq(t.grad_fn) == root.seq and t.grad_fn.name() == root.name,
         )
     node_id = p.node_id if p.node_id is not None else graph.outputs[0]
-    model = _module(p.given)
+    model = topo.owner(p.given)
     if model is None and p.kind == "graph_freed":
         owners = topo.models_below(node_id)
         model = next(iter(owners)) if len(owners) == 1 else None
@@ -204,6 +214,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     others = tuple(m for m in reach if m != model) if model else ()
     site = facts.site
     intent = site_intent(site, facts.backward_line) if site is not None and facts.backward_line else None
+    intent, intent_note = _intent_from_record(facts, intent, loss)
     base = Context(
         tensor=p.tensor,
         model=model,
@@ -213,6 +224,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         intent=intent if intent is not None and intent.known else None,
         reach=reach,
         backward_line=facts.backward_line,
+        intent_note=intent_note,
         # the frame's tensors that still have a graph (a recompute that reads one needs it kept)
         extra={"graph_names": " ".join(sorted(_graph_names(facts.namespace)))},
     )
@@ -249,7 +261,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             fast = _fast_weights(ctx, w, facts)
             if fast is not None:
                 return "fast_weights_in_place", fast
-            return ("inplace_op" if all(x.grad_mode for x in writes) else "untracked_write"), ctx
+            if all(x.grad_mode for x in writes):
+                return "inplace_op", ctx
+            return "untracked_write", _target_context(ctx, p, facts) or _copy_context(ctx, p, w) or ctx
         # Outside a tracker: the writer is unknown. A non-parameter was changed by the user's own code.
         return "inplace_op", replace(base, tensor=_short_name(p), op=None)
 
@@ -264,10 +278,11 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         retained = _retained_total(base, facts)
         if retained is not None:
             return "retained_accumulation", retained
-        stale = _stale_forward(base, p, facts)
+        stale = _stale_forward(base, p, facts) or _snapshot_context(base, facts, call)
         if stale is not None:
             return "stale_forward", stale
-        return "carried_state", _carried_context(base, graph, topo, facts)
+        kept = _kept_attribute(_from_frame(base, facts, None), facts) if _carried_in_loop(facts) is None else None
+        return "carried_state", kept or _carried_context(base, graph, topo, facts)
     attached = _attached_output(base, topo, facts, node_id)
     if attached is not None:
         return "attached_output", attached
@@ -285,6 +300,45 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if steps and steps[0][0] is not None:
             ctx = replace(ctx, optimizer=_receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
     return "shared_graph_freed", ctx
+
+
+def _intent_from_record(
+    facts: Facts, read: LoopIntent | None, loss: str | None
+) -> tuple[LoopIntent | None, str | None]:
+    """The loop's intent from what ran when the loop has gone round, else ``read`` from the source; and a
+    sentence when both are known and disagree (NOTE [Intent from the record] in loop.py)."""
+    tracker, site = facts.tracker, facts.site
+    if tracker is None or site is None:
+        return read, None
+    failing = facts.failing
+    if failing is not None:
+        at, until = failing.location, failing.index
+    elif facts.backward_line is not None:
+        line = facts.backward_line
+        at = next(
+            (
+                c.location
+                for c in reversed(tracker.history)
+                if c.location is not None and c.location.filename == site.filename and c.location.lineno == line
+            ),
+            None,
+        )
+        until = tracker.stats()["backward_calls"]
+    else:
+        return read, None
+    ran = recorded_intent(tracker.history, tracker.optimizer_calls, at, until, site)
+    if not ran.known:
+        return read, None
+    if read is None or not read.known or set(read.trained) == set(ran.trained):
+        return ran, None
+    words = {k: _(" and ").join(v) if v else _("nothing") for k, v in (("ran", ran.trained), ("read", read.trained))}
+    note = _t(
+        "the loop's record and its source disagree on what {loss} trains: its optimizers stepped {ran} on it "
+        "when it ran, the source after the backward reads {read}; the fixes follow what ran",
+        loss=loss or _("the failing loss"),
+        **words,
+    )
+    return ran, note
 
 
 def _graph_names(namespace: Mapping[str, Any]) -> set[str]:
@@ -337,22 +391,32 @@ def _same_root(call: BackwardCall, root: GraphNode | None, failing: BackwardCall
 # node saved at a line that has also saved a live node of this graph (the same
 # forward line ran again) is from a previous iteration. Both the note and check()
 # use this one rule, so they name the same cause.
+def _at_failing_line(c: BackwardCall, facts: Facts) -> bool:
+    """``c`` ran at the failing backward's line: the same call (the note), or the line check() precedes."""
+    failing, site = facts.failing, facts.site
+    if c.location is None:
+        return False
+    if failing is not None:
+        return c is not failing and c.location.same_call(failing.location)
+    return (
+        site is not None
+        and facts.backward_line is not None
+        and c.location.filename == site.filename
+        and c.location.lineno == facts.backward_line
+    )
+
+
 def _previous_iteration(p: Problem, graph: Graph, node_id: int, facts: Facts, call: BackwardCall | None) -> bool:
     failing, tracker = facts.failing, facts.tracker
-    if failing is not None and tracker is not None and failing.location is not None and call is None:
+    if tracker is not None and call is None and (failing is None or failing.location is not None):
         # a weight written by a step: was this node built before an earlier backward at the failing line?
         seq = next((n.seq for n in graph.nodes if n.id == node_id), None)
         if seq is not None and any(
-            c is not failing
-            and c.location is not None
-            and c.location.same_call(failing.location)
-            and c.newest_node is not None
-            and seq <= c.newest_node
-            for c in tracker.history
+            _at_failing_line(c, facts) and c.newest_node is not None and seq <= c.newest_node for c in tracker.history
         ):
             return True
     if call is not None and call.location is not None:
-        if failing is not None and call.location.same_call(failing.location):
+        if _at_failing_line(call, facts):
             return True
         now = facts.backward_line if failing is None else (failing.location.lineno if failing.location else None)
         site = facts.site
@@ -595,8 +659,10 @@ def _carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) 
     found = _carried_in_loop(facts)
     if found is not None and site is not None:
         line, carried = found
+        st = statement_at(tree, line) if tree is not None else None
         return replace(
             base,
+            recurrent=st is not None and _recurrent(st, carried, facts.namespace),
             carried=carried[-1],
             carried_all=tuple(carried),
             carried_kind=site.kinds.get(carried[-1]),
@@ -634,6 +700,7 @@ def _carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) 
             )
             return replace(
                 base,
+                recurrent=isinstance(st, ast.Assign) and _recurrent(st, carried, facts.namespace),
                 carried=carried[-1],
                 carried_all=tuple(carried),
                 carried_kind=kind,
@@ -919,7 +986,7 @@ def _reaches_params(root: Any, params: frozenset[int], stop: Any) -> bool:
         fn = stack.pop()
         if id(getattr(fn, "variable", None)) in params:
             return True
-        for nxt, _ in fn.next_functions:
+        for nxt, _index in fn.next_functions:
             if nxt is not None and nxt not in seen:
                 seen.add(nxt)
                 stack.append(nxt)
@@ -1050,3 +1117,185 @@ def backward_line_after(site: Site | None, lineno: int) -> int | None:
         return None
     tree = site.tree()
     return next_backward(tree, lineno) if tree is not None else None
+
+
+# -- causes read from the frame's objects and the graph (each a pattern of code, stated where it is read) ----
+
+
+def _torch_alias(namespace: Mapping[str, Any]) -> str | None:
+    """The frame's name for the torch module (``torch``, or ``import torch as th``'s ``th``)."""
+    return next((k for k, v in namespace.items() if isinstance(k, str) and v is torch), None)
+
+
+def _calls(st: ast.AST, callee: str) -> bool:
+    """``st`` calls ``callee`` (``teacher(x)``, ``self.teacher(x)``)."""
+    return any(
+        isinstance(n, ast.Call) and (ast.unparse(n.func) == callee or ast.unparse(n.func).endswith("." + callee))
+        for n in ast.walk(st)
+    )
+
+
+def _target_context(ctx: Context, p: Problem, facts: Facts) -> Context | None:
+    """A model whose output is a target: its parameter was written without autograd before the backward.
+
+    The pattern (a mean teacher, a momentum encoder): a parameter of model ``M``
+    (by its name ``M.layer.weight``) is written under ``torch.no_grad()`` (an EMA
+    update) after the statement of the failing function that ran ``M``'s forward,
+    and no optimizer (of the frame, or seen stepping) holds ``M``'s parameters: nothing trains
+    ``M`` by gradient, so its forward can run under ``torch.no_grad()``. Its
+    output is then a constant of the loss; what the optimizers' parameters get
+    does not change.
+    """
+    site, model = facts.site, ctx.model
+    if site is None or model is None or model not in site.modules or not site.optimizers:
+        return None
+    held: frozenset[int] = frozenset().union(*site.optimizers.values())
+    if facts.tracker is not None:  # and every optimizer seen stepping, wherever it is kept
+        held |= frozenset().union(*(e.params for e in facts.tracker.optimizer_calls if e.kind == "step"))
+    if site.modules[model] & held:
+        return None
+    line = _in_site(facts, p.saved_at)
+    tree = site.tree()
+    st = statement_at(tree, line) if tree is not None and line is not None else None
+    alias = _torch_alias(facts.namespace)
+    if st is None or alias is None or not _calls(st, model):
+        return None
+    return replace(ctx, target=model, target_line=st.lineno, grad_off=f"{alias}.no_grad")
+
+
+def _copy_context(ctx: Context, p: Problem, w: Write) -> Context | None:
+    """A tensor written without autograd through an expression the line that saved it also reads.
+
+    The pattern (a running statistic kept in a buffer): ``out = x / self.running_std``
+    saved the buffer for backward, then ``self.running_std.mul_(...)`` under
+    ``torch.no_grad()`` updated it before the backward ran. Reading a copy on the
+    saving line (``self.running_std.clone()``) keeps the values the forward used;
+    the update still changes the buffer. Read from the write's own line (its
+    receiver) and the saved tensor's forward line.
+    """
+    loc, saved = w.location, p.saved_at
+    if loc is None or saved is None or (saved.filename == loc.filename and saved.lineno == loc.lineno):
+        return None
+    target = _receiver(loc.code, re.escape(w.op)) if w.op.endswith("_") else None
+    if target is None or not re.search(rf"(?<![\w.]){re.escape(target)}(?![\w(])", saved.code or ""):
+        return None
+    return replace(ctx, copy_at=saved, copy_of=target)
+
+
+def _leaves_below(fn: Any, stop: Any = None) -> tuple[set[int], bool]:
+    """The ids of the leaf tensors below node ``fn`` (not walking through ``stop``), and whether ``stop`` was met."""
+    seen, stack, found, met = {id(fn)}, [fn], set(), False
+    while stack:
+        n = stack.pop()
+        if n is stop:
+            met = True
+            continue
+        if hasattr(n, "variable"):
+            found.add(id(n.variable))
+        for child, _index in getattr(n, "next_functions", ()):
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return found, met
+
+
+def _loop_around(tree: ast.Module, lineno: int) -> ast.For | ast.While | None:
+    """The innermost ``for``/``while`` statement whose body holds line ``lineno``."""
+    found: ast.For | ast.While | None = None
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.For, ast.While)) or not node.body[0].lineno <= lineno <= (node.end_lineno or 0):
+            continue
+        if found is None or node.lineno > found.lineno:
+            found = node
+    return found
+
+
+def _snapshot_context(base: Context, facts: Facts, call: BackwardCall | None) -> Context | None:
+    """A tensor bound before the loop whose graph every iteration's loss reuses, next to a fresh forward.
+
+    The pattern (PPO's old log-probs, a target computed once from the model): a
+    tensor variable of the failing function, not assigned in the loop that runs
+    the backward, built before the backward that freed its graph, reached by the
+    loss; and the loss also reaches, without going through it, every parameter
+    that tensor's graph reaches (the loop computes its own forward of the same
+    weights). Recomputing it in the loop would make it equal to the fresh value;
+    it is a constant of the loop: detach it before the loop. (Without a fresh
+    forward in the loop, the stale forward is recomputed instead, ``_stale_forward``.)
+    """
+    site, loss = facts.site, facts.namespace.get(base.loss) if base.loss else None
+    if site is None or facts.backward_line is None or call is None or call.newest_node is None:
+        return None
+    if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
+        return None
+    tree = site.tree()
+    loop = _loop_around(tree, facts.backward_line) if tree is not None else None
+    if loop is None or not site.holds(loop.lineno):
+        return None
+    assigned = set().union(*(_names(st, ast.Store) for st in loop.body))
+    if isinstance(loop, ast.For):
+        assigned |= _names(loop.target, ast.Store)
+    for key, value in facts.namespace.items():
+        if not isinstance(key, str) or key.startswith("_") or key in assigned or not isinstance(value, torch.Tensor):
+            continue
+        fn = value.grad_fn
+        seq = _seq(fn) if fn is not None else None
+        if fn is None or seq is None or seq > call.newest_node:
+            continue
+        under = _leaves_below(fn)[0]
+        rest, met = _leaves_below(loss.grad_fn, stop=fn)
+        if met and under and under <= rest:
+            return replace(base, snapshot=key, snapshot_line=loop.lineno)
+    return None
+
+
+def _kept_attribute(base: Context, facts: Facts) -> Context | None:
+    """State kept on an object across iterations: ``obj.attr = f(..., obj.attr, ...)`` still holding a graph.
+
+    The pattern (a queue of keys, a memory bank): a one-line statement of the
+    user's file assigns an attribute from an expression that reads that same
+    attribute, and an object of the failing frame has that attribute as a tensor
+    with a graph. The next iteration's loss reads it and goes through the earlier
+    iteration's freed graph; the value stored for the next iteration is detached.
+    """
+    site = facts.site
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None:
+        return None
+    holders = [v for k, v in facts.namespace.items() if isinstance(k, str) and not k.startswith("_")]
+    for st in ast.walk(tree):
+        if not isinstance(st, ast.Assign) or len(st.targets) != 1 or st.lineno != st.end_lineno:
+            continue
+        target = st.targets[0]
+        if not isinstance(target, ast.Attribute):
+            continue
+        name = ast.unparse(target)
+        if not any(isinstance(n, ast.Attribute) and ast.unparse(n) == name for n in ast.walk(st.value)):
+            continue
+        if not any(
+            isinstance(kept := getattr(h, "__dict__", {}).get(target.attr), torch.Tensor) and kept.grad_fn is not None
+            for h in holders
+            if not isinstance(h, torch.Tensor)
+        ):
+            continue
+        loc = Location(site.filename, st.lineno)
+        return replace(base, carried=name, kept_at=loc, entry_line=loc.code, entry_where=loc.where)
+    return None
+
+
+def _recurrent(st: ast.stmt, carried: Iterable[str], namespace: Mapping[str, Any]) -> bool:
+    """``st`` passes the carried state into a module call and assigns it back (``out, h = rnn(x, h)``)."""
+    names = set(carried)
+    for n in ast.walk(st):
+        if not isinstance(n, ast.Call) or not isinstance(_resolve_name(n.func, namespace), torch.nn.Module):
+            continue
+        if any(isinstance(a, ast.Name) and a.id in names for arg in n.args for a in ast.walk(arg)):
+            return True
+    return False
+
+
+def _resolve_name(expr: ast.expr, namespace: Mapping[str, Any]) -> Any:
+    parts = ast.unparse(expr).split(".")
+    value = namespace.get(parts[0])
+    for part in parts[1:]:
+        value = getattr(value, part, None)
+    return value

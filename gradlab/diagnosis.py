@@ -494,7 +494,7 @@ def _decide(problems: list[Problem], graph: Graph, facts: Facts) -> list[Problem
     """Fill in each problem's cause and fixes (:mod:`gradlab.causes`, :mod:`gradlab.advice`)."""
     if not problems:
         return problems
-    topo = Topology(graph)
+    topo = Topology(graph, [m for m in facts.site.modules if "." in m] if facts.site is not None else ())
     decided = []
     for p in problems:
         cause, ctx = decide(p, graph, topo, facts)

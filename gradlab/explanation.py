@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from . import messages
-from .advice import Fix, fixes_for, message_fixes, rewrite_in_place
+from .advice import Fix, fixes_for, locating_fix, message_fixes, rewrite_in_place
 from .codes import by_code, code_for
 from .edits import Edit, check_edits
 from .i18n import _, _t, ngettext_
@@ -612,11 +612,12 @@ def _in_place(m: Message) -> Explanation:
     else:
         causes = (step, aug, relu, data)
 
-    # The message alone cannot say who wrote: the likeliest cause's fixes first, then the other family's.
+    # The message alone cannot say who wrote: the likeliest cause's fixes first, then the other family's. Nothing
+    # in it shows two models: the two-network fixes come after the way to find the writer (locating_fix).
     if base in _SAVES_OUTPUT or (base is not None and base not in _VIEW_OPS):
         fixes = (*fixes_for("inplace_op"), *fixes_for("optimizer_step")[:1])
     else:
-        fixes = (*fixes_for("optimizer_step"), *fixes_for("inplace_op")[:1])
+        fixes = (locating_fix("modified_in_place"), *fixes_for("optimizer_step"), *fixes_for("inplace_op")[:1])
 
     if diff is not None:
         size = "x".join(str(d) for d in shape) if shape is not None else _("nested")
@@ -700,6 +701,7 @@ def _graph_freed(m: Message) -> Explanation:
             _("Reading grad_fn._saved_* attributes after backward."),
         ),
         fixes=(
+            locating_fix("graph_freed"),  # nothing in the message shows two models: find the earlier backward
             *fixes_for("shared_graph_freed")[:3],
             fixes_for("carried_state")[0],
             fixes_for("same_loss_twice")[0],

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import ast
 import linecache
+import re
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any
@@ -50,6 +51,7 @@ __all__ = [
     "read_site",
     "intent_after",
     "site_intent",
+    "recorded_intent",
     "statement_at",
     "loop_body_of",
     "next_backward",
@@ -373,6 +375,62 @@ def intent_after(
 def site_intent(site: Site, lineno: int) -> LoopIntent:
     """:func:`intent_after` for a line of ``site`` (its optimizers and modules as recorded)."""
     return intent_after(site.source, lineno, site.optimizers, site.modules)
+
+
+# NOTE [Intent from the record]
+# Under track() the recorder logs every zero_grad() and step() (of an optimizer or a
+# module) with the ids of the parameters it holds, and every backward call. What the
+# loop did with one backward's gradient is then known from what ran, not read from
+# the source: the optimizer calls after the previous backward at the same line, up to
+# the next one, in order. It exists only once the loop has gone round (the failure
+# happens after that line's first backward and the calls that followed it); before
+# that, the source is read (intent_after). The record counts a branch as it went and
+# follows helpers that step; the source cannot. When both are known and disagree,
+# the record wins (it is what ran) and the diagnosis says so.
+def recorded_intent(
+    calls: Iterable[Any],
+    optimizer_calls: Iterable[Any],
+    at: Any,
+    until: int,
+    site: Site,
+) -> LoopIntent:
+    """What the loop did with the gradient of the previous backward at ``at``'s line (NOTE [Intent from the record]).
+
+    ``calls`` are the recorded backward calls (:class:`gradlab.recorder.BackwardCall`),
+    ``optimizer_calls`` the recorded ``zero_grad()``/``step()`` calls
+    (:class:`gradlab.recorder.OptimizerCall`), ``at`` the location of the failing
+    backward (or of the backward a ``check()`` precedes), ``until`` the number of
+    backward calls run so far (the failing call's index). Optimizers are named by
+    the frame's variable holding the same parameters, modules by ``site.modules``.
+    Empty when the loop has not gone round yet.
+    """
+    earlier = [
+        c for c in calls if c.index < until and c.location is not None and at is not None and c.location.same_call(at)
+    ]
+    if not earlier:
+        return LoopIntent()
+    previous = earlier[-1]
+    wanted = previous.inputs
+    names: dict[frozenset[int], str] = {}
+    for name, ids in sorted(site.optimizers.items(), key=lambda kv: "." in kv[0]):
+        names.setdefault(ids, name)  # the frame's own variable first (sgd, not lr_sched.optimizer)
+    plans: list[Plan] = []
+    seen: set[int] = set()
+    for e in optimizer_calls:
+        if not previous.index < e.after <= until or e.owner in seen:
+            continue
+        seen.add(e.owner)
+        params = e.params & wanted if wanted is not None and e.kind == "step" else e.params
+        name = names.get(e.params) or _receiver_of(e.location.code if e.location else "", e.kind) or "optimizer"
+        line = e.location.lineno if e.location is not None else 0
+        plans.append(Plan(name, _modules_of(params, site.modules), line, e.kind == "step"))
+    return LoopIntent(tuple(plans))
+
+
+def _receiver_of(code: str, method: str) -> str | None:
+    """``opt_d`` from ``opt_d.step()`` (the line's own name for the optimizer)."""
+    m = re.search(r"([A-Za-z_][\w.]*)\." + method + r"\(", code)
+    return m[1] if m else None
 
 
 def _backward_in(st: ast.stmt) -> bool:

@@ -36,7 +36,19 @@ from .names import Name, Namer, NamesLike, ViewKind, resolve, storage_key
 from .notices import SilentWriteWarning, UnusedStepWarning, warn_once
 from .saved import Packed, Write, _peek, silently_changed, unpack_hook
 
-__all__ = ["Event", "EventKind", "BackwardCall", "Cut", "Views", "Recorder", "Scope", "active", "current", "scopes"]
+__all__ = [
+    "Event",
+    "EventKind",
+    "BackwardCall",
+    "Cut",
+    "OptimizerCall",
+    "Views",
+    "Recorder",
+    "Scope",
+    "active",
+    "current",
+    "scopes",
+]
 
 
 @dataclass(frozen=True)
@@ -149,6 +161,24 @@ class BackwardCall:
     keeps_graph: bool
     newest_node: int | None
     event: int = 0
+    inputs: frozenset[int] | None = None  # ids of the tensors of ``inputs=``, when given
+
+
+@dataclass(frozen=True)
+class OptimizerCall:
+    """One ``zero_grad()`` or ``step()`` the tracker saw, by ids only (it keeps no tensor or optimizer alive).
+
+    ``after`` is how many backward calls had run before it (so it comes after the
+    backward call with ``index == after - 1``); ``owner`` the id of the optimizer
+    (or of the ``nn.Module`` whose ``zero_grad()`` ran), ``params`` the ids of the
+    parameters it holds; ``location`` the user's line.
+    """
+
+    kind: Literal["zero_grad", "step"]
+    after: int
+    owner: int
+    params: frozenset[int]
+    location: Location | None
 
 
 #: A log entry as kept (the tensor's name may still be pending, NOTE [Lazy names]).
@@ -308,6 +338,7 @@ class Recorder:
         self.recent: deque[tuple[list[Any], BackwardCall]] = deque(maxlen=self.RECENT_CALLS)
         self.history: deque[BackwardCall] = deque(maxlen=self.HISTORY)
         self.step_events: deque[tuple[int, Location | None, str]] = deque(maxlen=self.HISTORY)
+        self.optimizer_calls: deque[OptimizerCall] = deque(maxlen=4 * self.HISTORY)  # zero_grad() and step()
         self.static: Namer | None = None
         self.diagnoses: deque[tuple[int, str, Any]] = deque(maxlen=16)
         self.cuts: deque[Cut] = deque(maxlen=self.RECENT_CUTS)
@@ -759,7 +790,11 @@ class Recorder:
         roots = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
         seqs = [s for s in (internals.sequence_nr(r) for r in roots) if s is not None]
         loc = user_location(callers=2)
-        call = BackwardCall(self._ncalls, kind, loc, keep, max(seqs) if seqs else None, self.count)
+        at = 5 if kind == "autograd.backward" else 1
+        wanted = kwargs.get("inputs", args[at] if len(args) > at else None)
+        wanted = [wanted] if isinstance(wanted, torch.Tensor) else list(wanted or ())
+        inputs = frozenset(id(t) for t in wanted) if wanted else None
+        call = BackwardCall(self._ncalls, kind, loc, keep, max(seqs) if seqs else None, self.count, inputs)
         self._ncalls += 1
         self.history.append(call)
         label = {"autograd.grad": "autograd.grad"}.get(kind, "backward")
@@ -779,8 +814,21 @@ class Recorder:
         except Exception as e:  # NOTE [Hooks fail open]
             _failed(e)
 
+    def zero_grad_called(self, owner: torch.optim.Optimizer | nn.Module) -> None:
+        """Before ``zero_grad()`` of an optimizer or a module: note which parameters it zeroes (ids only)."""
+        try:
+            if isinstance(owner, nn.Module):
+                params = frozenset(id(p) for p in owner.parameters())
+            else:
+                params = frozenset(id(p) for g in owner.param_groups for p in g["params"])
+            self.optimizer_calls.append(OptimizerCall("zero_grad", self._ncalls, id(owner), params, user_location()))
+        except Exception as e:  # NOTE [Hooks fail open]
+            _failed(e)
+
     def _step_started(self, optimizer: torch.optim.Optimizer) -> None:
         params = [p for g in optimizer.param_groups for p in g["params"]]
+        ids = frozenset(id(p) for p in params)
+        self.optimizer_calls.append(OptimizerCall("step", self._ncalls, id(optimizer), ids, user_location()))
         watched = self._watched(params) if self._registry or self._pending else []
         # NOTE [Fused steps]: a fused kernel writes every parameter without moving its
         # version counter; fingerprints of the watched ones before and after tell whether it wrote.
@@ -867,6 +915,7 @@ class Recorder:
         self.recent.clear()
         self._freed.clear()
         self.history.clear()
+        self.optimizer_calls.clear()
         self._lines.clear()
         self.static = None
         self.in_step = 0

@@ -190,6 +190,19 @@ def _cut_wrapper(original: Callable[..., Any], label: str) -> Callable[..., Any]
     return cut
 
 
+def _zero_grad_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    local = session.thread_state()
+
+    @functools.wraps(original)
+    def zero_grad(self: Any, *args: Any, **kwargs: Any) -> Any:
+        recording = local.recording
+        if recording is not None and not recording.in_step:
+            recording.zero_grad_called(self)  # which parameters the loop zeroes, for the loop's intent
+        return original(self, *args, **kwargs)
+
+    return zero_grad
+
+
 # NOTE [Multi-view ops]
 # split, chunk and unbind (also iterating over a tensor: Tensor.__iter__ calls unbind)
 # return several views of one tensor; an in-place write to one of them raises "Output N
@@ -253,6 +266,8 @@ def install() -> None:
                     _patch(owner, name, _views_wrapper(getattr(owner, name), label))
             for name, kind in (("backward", "autograd.backward"), ("grad", "autograd.grad")):
                 _patch(torch.autograd, name, _backward_wrapper(getattr(torch.autograd, name), kind))
+            for owner in (torch.optim.Optimizer, torch.nn.Module):
+                _patch(owner, "zero_grad", _zero_grad_wrapper(vars(owner)["zero_grad"]))
             _hooks.append(register_optimizer_step_pre_hook(_step_pre))
             _hooks.append(register_optimizer_step_post_hook(_step_post))
         except BaseException:

@@ -24,6 +24,7 @@ LIBRARY_TESTS = frozenset(
     {
         "test_causes.py",
         "test_causes_unseen.py",
+        "test_recorded_intent.py",
         "test_cli.py",
         "test_corpus.py",
         "test_ddp.py",
@@ -64,6 +65,7 @@ SLOW_TESTS = frozenset(
         "test_binder.py",
         "test_browser.py",
         "test_causes.py",
+        "test_recorded_intent.py",
         "test_cli.py",
         "test_colab.py",
         "test_corpus.py",

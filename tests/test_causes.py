@@ -36,6 +36,14 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
         (("reg_loss", ("encoder", "reg_head")), ("cls_loss", ("cls_head", "encoder"))),
     ),
     "gan_no_retain": ("attached_output", (("g_loss", ("G",)), ("d_loss", ("D",)))),
+    # a model no optimizer holds, EMA-written under no_grad after its forward: its output is a target
+    "ema_target": ("untracked_write", (("loss", ("online",)),)),
+    # a buffer divided by, then updated under no_grad in the same forward: the division reads a copy
+    "buffer_normalizer": ("untracked_write", (("value_loss", ("critic",)),)),
+    # a tensor computed before the loop from the weights the loop's own forward uses: a constant
+    "reference_logits": ("stale_forward", (("objective", ("policy",)),)),
+    # state kept on an object (obj.attr = f(obj.attr, ...)) across iterations: detached where it is kept
+    "kept_memory": ("carried_state", (("loss", ("encoder",)),)),
 }
 
 
@@ -48,6 +56,7 @@ def _run(source: str, filename: str) -> tuple[BaseException | None, list[list[to
 
     ns: dict[str, Any] = {"__name__": "__main__", "__file__": filename}
     ns["gradlab"] = gradlab
+    ns["_CHECKED"] = []  # the probe's check() results (a global: the failing backward may run in a function)
     _NAMESPACES[:] = [ns]
     handle = register_optimizer_step_pre_hook(before_step)
     error: BaseException | None = None
@@ -116,13 +125,13 @@ def test_check_before_the_backward_agrees_with_the_note(script: str, tmp_path: P
     line = source.splitlines()[needed.lineno - 1]
     indent = line[: len(line) - len(line.lstrip())]
     loss = line.strip().split(".backward(")[0]
-    probe = Edit(str(path), needed.lineno, needed.lineno - 1, f"{indent}_checked = gradlab.check({loss})")
+    probe = Edit(str(path), needed.lineno, needed.lineno - 1, f"{indent}_CHECKED.append(gradlab.check({loss}))")
     copy = tmp_path / f"{script}.py"
     copy.write_text(apply_edits(source, [probe]))
     error, _ = _run(copy.read_text(), str(copy))
     assert error is not None
     again = gradlab.last_diagnosis(error)  # the note of the copy (its lines moved down by one)
-    checked = _NAMESPACES[-1]["_checked"]
+    checked = _NAMESPACES[-1]["_CHECKED"][-1]  # the check right before the backward that failed
     _NAMESPACES.clear()
     assert not checked.ok
     assert (
@@ -176,3 +185,57 @@ def test_last_diagnosis_says_what_to_pass_when_there_is_none() -> None:
         gradlab.last_diagnosis("an error message")  # type: ignore[arg-type]
     d = _diagnosis("double_backward")
     assert d.cause == "same_loss_twice"  # the diagnosis travels with the error, after the tracker closed
+
+
+def test_only_a_recurrent_state_is_called_truncated_backpropagation_through_time() -> None:
+    lstm = _diagnosis("lstm_state").fixes[0]
+    kept = _diagnosis("kept_memory").fixes[0]
+    assert "(truncated backpropagation through time)" in lstm.summary  # out, state = lstm(x, state)
+    assert (
+        "truncated" not in kept.summary
+        and kept.code == "self.items = torch.cat([self.items, feats])[-self.size :].detach()"
+    )
+    assert len(_diagnosis("kept_memory").fixes) == 1  # no "backpropagate through the whole sequence" for a bank
+
+
+def _ema_variant(tmp_path: Path, *replacements: tuple[str, str]) -> tuple[BaseException | None, str]:
+    """ema_target.py with ``replacements``, written to ``tmp_path`` and run (its own file: its own lines)."""
+    source = (CAUSES / "ema_target.py").read_text()
+    for old, new in replacements:
+        assert old in source
+        source = source.replace(old, new)
+    path = tmp_path / "ema_target.py"
+    path.write_text(source)
+    error, _ = _run(source, str(path))
+    return error, source
+
+
+def test_a_target_model_is_run_under_no_grad_only_when_no_optimizer_holds_it(tmp_path: Path) -> None:
+    fix = _diagnosis("ema_target").fixes[0]
+    assert fix.code == "with torch.no_grad():\n    z_t = target(view_b)"
+    # the same script with the target's parameters in the optimizer: the target is trained, not a target
+    error, _ = _ema_variant(
+        tmp_path,
+        (
+            "torch.optim.Adam(online.parameters(), lr=1e-3)",
+            "torch.optim.Adam([*online.parameters(), *target.parameters()])",
+        ),
+    )
+    assert error is not None
+    first = gradlab.last_diagnosis(error).fixes[0]
+    assert "no_grad" not in (first.code or "") and not first.summary.startswith("run target's forward")
+
+
+def test_an_optimizer_kept_on_an_object_makes_the_model_trained_not_a_target(tmp_path: Path) -> None:
+    error, _ = _ema_variant(
+        tmp_path,
+        (
+            "opt = torch.optim.Adam(online.parameters(), lr=1e-3)\n",
+            "opt = torch.optim.Adam(online.parameters(), lr=1e-3)\n\n\nclass Keeper:\n    pass\n\n\n"
+            "keeper = Keeper()\nkeeper.opt = torch.optim.SGD(target.parameters(), lr=0.1)\n",
+        ),
+        ("    opt.step()\n", "    opt.step()\n    keeper.opt.step()\n"),
+    )
+    assert error is not None
+    first = gradlab.last_diagnosis(error).fixes[0]
+    assert not first.summary.startswith("run target's forward")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from corpus import oracle
 from corpus.catalog import Case, all_cases
-from corpus.judge import Evaluation, evaluate
+from corpus.judge import Evaluation, check_agreements, evaluate
 
 CASES = all_cases()
 BY_NAME = {c.name: c for c in CASES}
@@ -22,10 +22,6 @@ STEPS = 3
 # The judge's expected failures on today's gradlab: one line per case, removed when gradlab's first fix
 # fits the intent and its claims are true (strict: a case that starts passing fails until its line goes).
 JUDGE_XFAIL = {
-    "mean_teacher_ema": "the first fix has no edits",
-    "moco_queue": "the first fix has no edits",
-    "ppo_old_log_probs": "the first fix has no edits",
-    "running_stats_buffer": "the first fix has no edits",
     # held-out cases (tests/corpus/README.md): written after the engine, not tuned to it
     "rnn_hidden_attribute": "the first fix has no edits (a module attribute's carried state is named 'self')",
     "wgan_critic_loop_fake_once": "the first fix fits but claims only lossD, though the patched script trains netG with lossG",
@@ -376,3 +372,29 @@ def test_the_oracle_records_the_gradients_a_plain_run_steps_with(
         for a, b in zip(recorded, plain):
             assert (a is None) == (b is None)
             assert a is None or b is None or torch.equal(a, b), f"{step.optimizer} step {step.index}"
+
+
+# Cases where gradlab.check() cannot be put right before the failing backward, with the reason (the driver
+# says why; strict: a case that becomes checkable fails until its line goes). Today every case is checkable.
+CHECK_IMPOSSIBLE: dict[str, str] = {}
+
+
+@pytest.fixture(scope="session")
+def agreements() -> dict[str, dict[str, object]]:
+    return check_agreements([c.broken for c in CASES])
+
+
+@pytest.mark.parametrize("case", [c.name for c in CASES])
+def test_check_before_the_failing_backward_gives_the_notes_cause_and_first_fix(
+    case: str, agreements: dict[str, dict[str, object]]
+) -> None:
+    """``gradlab.check(loss)`` inserted right before the failing backward (a copy of broken.py) names the same
+    cause and the same first fix (summary and code) as the note on the error that backward then raises."""
+    found = agreements.get(str(BY_NAME[case].broken.resolve()))
+    assert found is not None, f"{case}: the driver did not report it"
+    if case in CHECK_IMPOSSIBLE:
+        assert not found["possible"] and found["why"] == CHECK_IMPOSSIBLE[case]
+        return
+    assert found["possible"], f"{case}: {found['why']}"
+    assert found["check"] == found["note"], f"{case}: check() said {found['check']}, the note {found['note']}"
+    assert isinstance(found["note"], dict) and found["note"]["cause"]

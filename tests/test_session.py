@@ -99,6 +99,8 @@ _OWNERS = (
     torch.autograd,
     torch.autograd.grad_mode.no_grad,  # NOTE [Cuts] in writes.py
     torch.autograd.grad_mode.inference_mode,
+    torch.optim.Optimizer,  # zero_grad(), for the loop's intent (NOTE [Intent from the record] in loop.py)
+    torch.nn.Module,
 )
 
 

@@ -107,6 +107,27 @@ def first_fixes(scripts: Sequence[Path], timeout: float = 60) -> dict[str, dict[
         return data
 
 
+def check_agreements(scripts: Sequence[Path], timeout: float = 60) -> dict[str, dict[str, Any]]:
+    """``check()`` before each script's failing backward against its note (``driver.py --check``), by resolved path."""
+    with tempfile.TemporaryDirectory(prefix="corpus-driver-") as tmp:
+        out = Path(tmp) / "checks.json"
+        paths = [str(Path(s).resolve()) for s in scripts]
+        subprocess.run(
+            [sys.executable, str(DRIVER), "--check", str(out), *paths],
+            cwd=tmp,
+            timeout=2 * timeout * len(paths) + 60,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "LANGUAGE": ""},
+            check=False,
+        )
+        if not out.exists():
+            return {}
+        data: dict[str, dict[str, Any]] = json.loads(out.read_text())
+        return data
+
+
 def patch(case: Case, fix: dict[str, Any], folder: Path) -> tuple[Path | None, str]:
     """A copy of ``case.broken`` with ``fix``'s edits applied, in ``folder``; or None and the reason."""
     from gradlab.edits import Edit, apply_edits
