@@ -618,9 +618,18 @@ def _judged(proposals: list[_Proposal], ctx: Context) -> tuple[Fix, ...]:
                 # the loop's own words, where the story's (a zero_grad() the code does not have) would be false
                 fix = replace(fix, trains=_trains_text(ctx, claimed))
             fitting.append(replace(fix, applicability="machine-applicable" if fix.code else "sentence"))
+    ordered = _standing_first((*fitting, *rest))
     if ctx.intent_note:  # which reading each fix assumes: what ran, not what the source reads
-        return tuple(replace(f, trains=f"{f.trains} ({ctx.intent_note})") for f in (*fitting, *rest))
-    return (*fitting, *rest)
+        return tuple(replace(f, trains=f"{f.trains} ({ctx.intent_note})") for f in ordered)
+    return ordered
+
+
+def _standing_first(fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
+    """The first fix worded on its own: an alternative ("or keep two backward calls ...") judged first loses its "or"."""
+    marker = _("or ")
+    if fixes and fixes[0].summary.startswith(marker):
+        return (replace(fixes[0], summary=fixes[0].summary[len(marker) :]), *fixes[1:])
+    return fixes
 
 
 def _trains_text(ctx: Context, claimed: set[str]) -> str:
@@ -848,6 +857,10 @@ def _chained(ctx: Context, freed: bool) -> list[_Proposal]:
             False,
         ),
     ]
+    if not others and ctx.model is not None:
+        # a known model and no downstream one (one model, two losses on its outputs): "detach where it enters" has nothing to
+        # enter, and detaching one of several outputs the loss reads would not stop it training the model
+        proposals = []
     again = _recompute(ctx)
     if again is not None:
         proposals.append(again)
@@ -1274,7 +1287,8 @@ def _carried(ctx: Context) -> list[_Proposal]:
         ]
     edit = None
     if ctx.kept_at is not None and ctx.carried:
-        edit = _edit_at(ctx, ctx.kept_at, _detached_value(ctx.kept_at.code.strip()))
+        value = _detached_value(ctx.kept_at.code.strip())
+        edit = _edit_at(ctx, ctx.kept_at, value) if value else _detached_after(ctx, ctx.kept_at, ctx.carried)
     elif ctx.entry_lineno is not None and ctx.site is not None and ctx.carried:
         simple = ctx.carried_kind in (None, "tensor") and not ctx.carried_none and len(ctx.carried_all) <= 1
         line = ctx.site.text(ctx.entry_lineno).strip()
@@ -1327,6 +1341,30 @@ def _carried(ctx: Context) -> list[_Proposal]:
     return proposals[:1] if ctx.kept_at is not None else proposals
 
 
+def _detached_after(ctx: Context, loc: Location, name: str) -> Edit | None:
+    """``name = name.detach()`` on a line of its own after the statement at ``loc`` that stores ``name``.
+
+    For a state stored as one element of a tuple target (``out, self.h = self.rnn(x, self.h)``), whose value
+    cannot be detached in place; after that statement ``name`` holds a tensor (never the first pass's None).
+    """
+    site = ctx.site
+    source = site.source if site is not None and loc.filename == site.filename else _source_of(loc.filename)
+    lines = source.splitlines()
+    if not 0 < loc.lineno <= len(lines) or not isinstance(_statement_at_line(lines[loc.lineno - 1]), ast.Assign):
+        return None
+    text = lines[loc.lineno - 1]
+    indent = text[: len(text) - len(text.lstrip())]
+    return Edit(loc.filename, loc.lineno, loc.lineno, f"{text}\n{indent}{name} = {name}.detach()")
+
+
+def _statement_at_line(line: str) -> ast.stmt | None:
+    try:
+        tree = ast.parse(line.strip())
+    except SyntaxError:
+        return None
+    return tree.body[0] if len(tree.body) == 1 else None
+
+
 def _detached_value(line: str) -> str | None:
     """``x.attr = expr`` as ``x.attr = expr.detach()`` (``(expr).detach()`` when ``expr`` is not a primary)."""
     try:
@@ -1334,8 +1372,8 @@ def _detached_value(line: str) -> str | None:
     except SyntaxError:
         return None
     st = tree.body[0] if len(tree.body) == 1 else None
-    if not isinstance(st, ast.Assign) or len(st.targets) != 1:
-        return None
+    if not isinstance(st, ast.Assign) or len(st.targets) != 1 or isinstance(st.targets[0], (ast.Tuple, ast.List)):
+        return None  # a tuple target: its value is the tuple, not the state (_detached_after)
     value = ast.get_source_segment(line, st.value) or ast.unparse(st.value)
     target = ast.get_source_segment(line, st.targets[0]) or ast.unparse(st.targets[0])
     primary = isinstance(st.value, (ast.Call, ast.Subscript, ast.Attribute, ast.Name))

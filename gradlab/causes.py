@@ -1251,11 +1251,13 @@ def _snapshot_context(base: Context, facts: Facts, call: BackwardCall | None) ->
 def _kept_attribute(base: Context, facts: Facts) -> Context | None:
     """State kept on an object across iterations: ``obj.attr = f(..., obj.attr, ...)`` still holding a graph.
 
-    The pattern (a queue of keys, a memory bank): a one-line statement of the
-    user's file assigns an attribute from an expression that reads that same
-    attribute, and an object of the failing frame has that attribute as a tensor
-    with a graph. The next iteration's loss reads it and goes through the earlier
-    iteration's freed graph; the value stored for the next iteration is detached.
+    The pattern (a queue of keys, a memory bank, a recurrent module that keeps its
+    hidden state: ``out, self.h = self.rnn(x, self.h)``): a one-line statement of
+    the user's file assigns an attribute (alone or as one element of a tuple
+    target) from an expression that reads that same attribute, and an object of
+    the failing frame has that attribute as a tensor with a graph. The next
+    iteration's loss reads it and goes through the earlier iteration's freed
+    graph; the value stored for the next iteration is detached.
     """
     site = facts.site
     tree = site.tree() if site is not None else None
@@ -1265,12 +1267,13 @@ def _kept_attribute(base: Context, facts: Facts) -> Context | None:
     for st in ast.walk(tree):
         if not isinstance(st, ast.Assign) or len(st.targets) != 1 or st.lineno != st.end_lineno:
             continue
-        target = st.targets[0]
-        if not isinstance(target, ast.Attribute):
+        elements = st.targets[0].elts if isinstance(st.targets[0], ast.Tuple) else [st.targets[0]]
+        read = {ast.unparse(n) for n in ast.walk(st.value) if isinstance(n, ast.Attribute)}
+        kept_here = [e for e in elements if isinstance(e, ast.Attribute) and ast.unparse(e) in read]
+        if not kept_here:
             continue
+        target = kept_here[0]
         name = ast.unparse(target)
-        if not any(isinstance(n, ast.Attribute) and ast.unparse(n) == name for n in ast.walk(st.value)):
-            continue
         if not any(
             isinstance(kept := getattr(h, "__dict__", {}).get(target.attr), torch.Tensor) and kept.grad_fn is not None
             for h in holders

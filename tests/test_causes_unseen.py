@@ -34,6 +34,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "feature_match_stepped": ("optimizer_step", (("small_loss", ("nets.small",)), ("big_loss", ("nets.big",)))),
     # the earlier loss is a term of the failing one, the decoder stepped between; in a function, no sampling
     "autoencoder_rec_reused": ("shared_graph_freed", (("full", ("enc",)), ("rec", ("dec",)))),
+    # an RNN module that keeps its hidden state as an attribute, stored by a tuple target in its forward
+    "rnn_state_on_module": ("carried_state", (("mse", ("net",)),)),
+    # one encoder, two losses on its two outputs, backwarded one after the other (no downstream model)
+    "one_encoder_two_losses": ("shared_graph_freed", (("align", ("embed",)), ("uniform", ("embed",)))),
 }
 
 
@@ -141,3 +145,11 @@ def test_a_running_total_without_retain_graph_is_not_read_as_retained_accumulati
     error, _ = _run(source, str(path))
     assert error is not None
     assert gradlab.last_diagnosis(error).cause != "retained_accumulation"
+
+
+def test_one_model_two_losses_gets_no_downstream_detach() -> None:
+    """With one model and no downstream one, no fix says "detach where it enters the downstream model" (detaching one
+    of the two outputs the second loss reads would not stop it training the model), and the first fix stands alone."""
+    d = _diagnosis("one_encoder_two_losses")
+    assert not any("downstream" in f.summary or "enters" in f.summary for f in d.fixes), [f.summary for f in d.fixes]
+    assert not d.fixes[0].summary.startswith("or ")

@@ -23,8 +23,10 @@ STEPS = 3
 # fits the intent and its claims are true (strict: a case that starts passing fails until its line goes).
 JUDGE_XFAIL = {
     # held-out cases (tests/corpus/README.md): written after the engine, not tuned to it
-    "rnn_hidden_attribute": "the first fix has no edits (a module attribute's carried state is named 'self')",
-    "wgan_critic_loop_fake_once": "the first fix fits but claims only lossD, though the patched script trains netG with lossG",
+    "wgan_critic_loop_fake_once": (
+        "the first fix fits but claims only lossD: the failure comes before lossG exists, and gradlab claims nothing "
+        "for a loss it has not seen (the patched script also trains netG with lossG)"
+    ),
 }
 
 # Deliberately wrong variants of intended scripts: (case, old text, new text, what the oracle must say).
