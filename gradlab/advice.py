@@ -37,7 +37,7 @@ from typing import Literal
 from .edits import Applicability, Edit, check_edits
 from .i18n import _, _t
 from .location import Location
-from .loop import LoopIntent, Site, statement_at
+from .loop import LoopIntent, Site, loop_body_of, statement_at
 
 __all__ = [
     "Cause",
@@ -319,9 +319,12 @@ def rewrite_in_place(code: str, op: str) -> str | None:
             return f"{m[1]}{m[2]} = {m[2]} {_AUGMENTED[op]} {m[3]}{comment}"
         return None
     if op == "__setitem__":
-        m = re.fullmatch(r"(\s*)([\w.]+)\[(.+)\]\s*=\s*(.+?)\s*", body)
+        # into a copy, the index and the value read from the original (which keeps what autograd saved), then
+        # rebound: the same values and gradients, also when the value reads the tensor (z[:, h:] = z[:, h:] * s)
+        m = re.fullmatch(r"(\s*)([A-Za-z_]\w*)\[(.+)\]\s*=\s*(.+?)\s*", body)
         if m:
-            return f"{m[1]}{m[2]} = {m[2]}.clone()\n{m[1]}{m[2]}[{m[3]}] = {m[4]}{comment}"
+            copy = f"{m[2]}_copy"
+            return f"{m[1]}{copy} = {m[2]}.clone()\n{m[1]}{copy}[{m[3]}] = {m[4]}{comment}\n{m[1]}{m[2]} = {copy}"
         return None
     if "inplace=True" in body:
         return re.sub(r",?\s*inplace=True", "", body).replace("(, ", "(") + comment
@@ -1007,13 +1010,22 @@ def _judge(ctx: Context, freed: bool) -> list[_Proposal]:
     return proposals
 
 
-_OP_NAMES = {**{k: f"{v}=" for k, v in _AUGMENTED.items()}, "__setitem__": "x[...] = ..."}
+_OP_NAMES = {k: f"{v}=" for k, v in _AUGMENTED.items()}
 
 
 def _write_edit(ctx: Context, new: str | None) -> Edit | None:
     loc = ctx.write_at
-    if loc is None or new is None or "\n" in new:
+    if loc is None or new is None:
         return None
+    if "\n" in new:  # a rewrite of one line into several (an indexed assignment into a copy)
+        site = ctx.site
+        source = site.source if site is not None and loc.filename == site.filename else _source_of(loc.filename)
+        lines = source.splitlines()
+        if not 0 < loc.lineno <= len(lines) or _statement_at_line(lines[loc.lineno - 1]) is None:
+            return None
+        text = lines[loc.lineno - 1]
+        indent = text[: len(text) - len(text.lstrip())]
+        return Edit(loc.filename, loc.lineno, loc.lineno, "\n".join(indent + part.strip() for part in new.split("\n")))
     site = ctx.site
     if site is not None and loc.filename == site.filename:
         return _replace(ctx, loc.lineno, new) if site.holds(loc.lineno) else _replace_other(site, loc, new)
@@ -1085,10 +1097,12 @@ def _in_place(ctx: Context) -> list[_Proposal]:
     op = _OP_NAMES.get(ctx.op, ctx.op) if ctx.op else _("the in-place op")
     if ctx.op in _ACTIVATIONS:
         summary = _("use the activation without inplace=True (nn.ReLU() rather than nn.ReLU(inplace=True))")
+    elif ctx.op == "__setitem__":
+        summary = _t("write the indexed assignment into a copy and rebind the name{where}", where=where)
     else:
         summary = _t("use the out-of-place form of {op}{where}", op=op, where=where)
     tensor = ctx.tensor or _("the tensor")
-    return [
+    proposals = [
         _keeping(
             ctx,
             Fix(
@@ -1109,6 +1123,9 @@ def _in_place(ctx: Context) -> list[_Proposal]:
             ),
         ),
     ]
+    # an indexed assignment's first fix already writes into a copy; "clone the saved tensor" would name the
+    # wrong one (the saved slice is not what the assignment writes)
+    return proposals[:1] if ctx.op == "__setitem__" and proposals[0].fix.edits else proposals
 
 
 def _edit_at(ctx: Context, loc: Location, new: str | None) -> Edit | None:
@@ -1292,8 +1309,18 @@ def _carried(ctx: Context) -> list[_Proposal]:
     elif ctx.entry_lineno is not None and ctx.site is not None and ctx.carried:
         simple = ctx.carried_kind in (None, "tensor") and not ctx.carried_none and len(ctx.carried_all) <= 1
         line = ctx.site.text(ctx.entry_lineno).strip()
-        inline = detach_in(line, ctx.carried) if simple else None
-        edit = _replace(ctx, ctx.entry_lineno, inline) if inline else _insert(ctx, ctx.entry_lineno, _detach_state(ctx))
+        if simple and _read_before_stored(ctx):
+            # the next iteration reads the state before this line runs again (a memory bank read by the loss):
+            # the value stored must hold no graph, whatever fresh tensors it was built from
+            value = _detached_value(line)
+            edit = _replace(ctx, ctx.entry_lineno, value) if value else None
+        else:
+            inline = detach_in(line, ctx.carried) if simple else None
+            edit = (
+                _replace(ctx, ctx.entry_lineno, inline)
+                if inline
+                else _insert(ctx, ctx.entry_lineno, _detach_state(ctx))
+            )
     proposals = [
         _keeping(
             ctx,
@@ -1337,8 +1364,25 @@ def _carried(ctx: Context) -> list[_Proposal]:
             False,
         ),
     ]
-    # a state kept on an object (a queue) is not a sequence to backpropagate through
-    return proposals[:1] if ctx.kept_at is not None else proposals
+    # a state kept on an object (a queue), or any state no recurrent call passes on, is not a sequence to
+    # backpropagate through
+    return proposals[:1] if ctx.kept_at is not None or not ctx.recurrent else proposals
+
+
+def _read_before_stored(ctx: Context) -> bool:
+    """The carried state is read in the loop body above the statement that stores it (``neg = q @ bank.t()``
+    before ``bank = torch.cat([bank, k])``): the next iteration reads what was stored, not a detached read."""
+    site, name, line = ctx.site, ctx.carried, ctx.entry_lineno
+    tree = site.tree() if site is not None else None
+    if tree is None or name is None or line is None:
+        return False
+    body = loop_body_of(tree, line)
+    for st in body or []:
+        if st.lineno >= line:
+            break
+        if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(st)):
+            return True
+    return False
 
 
 def _detached_after(ctx: Context, loc: Location, name: str) -> Edit | None:

@@ -22,7 +22,7 @@ class GradlabWarning(UserWarning):
 
 class UnusedStepWarning(GradlabWarning):
     """Inside :func:`gradlab.track`: an ``optimizer.step()`` updated parameters whose
-    gradient is ``None`` or all zero, so the step cannot train them.
+    gradient is ``None`` or all zero, so the step's gradient cannot train them (momentum may still move them).
 
     Reported once per parameter and tracker. Turn it off with
     ``warnings.filterwarnings("ignore", category=gradlab.UnusedStepWarning)`` or

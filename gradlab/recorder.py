@@ -882,7 +882,8 @@ class Recorder:
             self._reported.update(id(p) for p in found)
             labels = ", ".join(namer.name_of(p) or _t("parameter {shape}", shape=list(p.shape)) for p in found)
             note = _t(
-                "{step}{where}: {labels} had {what}, so this step cannot train them.",
+                "{step}{where}: {labels} had {what}, so this step's gradient cannot train them (momentum from earlier steps "
+                "may still move them).",
                 step=f"{name}.step()",
                 where=where,
                 labels=labels,

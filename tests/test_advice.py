@@ -391,7 +391,7 @@ def test_inside_track_the_writes_are_known_one_by_one() -> None:
         ("y.mul_(3)", "mul_", "y = y.mul(3)"),
         ("z = y.add_(1)  # note", "add_", "z = y.add(1)  # note"),
         ("x += residual", "__iadd__", "x = x + residual"),
-        ("x[0] = 5", "__setitem__", "x = x.clone()\nx[0] = 5"),
+        ("x[0] = 5", "__setitem__", "x_copy = x.clone()\nx_copy[0] = 5\nx = x_copy"),
         ("self.act = nn.ReLU(inplace=True)", "relu_", "self.act = nn.ReLU()"),
         ("out = self.act(out)", "relu_", None),
     ],

@@ -38,6 +38,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "rnn_state_on_module": ("carried_state", (("mse", ("net",)),)),
     # one encoder, two losses on its two outputs, backwarded one after the other (no downstream model)
     "one_encoder_two_losses": ("shared_graph_freed", (("align", ("embed",)), ("uniform", ("embed",)))),
+    # a memory bank the loss reads before the line that stores it: the stored value is detached, not the read
+    "memory_bank_keys": ("carried_state", (("loss", ("encoder",)),)),
+    # an indexed assignment on a sigmoid's output: written into a copy (three lines), the name rebound
+    "sparse_code_setitem": ("inplace_op", (("loss", ("dec", "enc")),)),
 }
 
 
@@ -153,3 +157,9 @@ def test_one_model_two_losses_gets_no_downstream_detach() -> None:
     d = _diagnosis("one_encoder_two_losses")
     assert not any("downstream" in f.summary or "enters" in f.summary for f in d.fixes), [f.summary for f in d.fixes]
     assert not d.fixes[0].summary.startswith("or ")
+
+
+def test_a_state_no_recurrent_call_passes_on_gets_no_bptt_alternative() -> None:
+    """Backpropagating "through the whole sequence" is offered for a recurrent state only, not for a memory bank."""
+    fixes = _diagnosis("memory_bank_keys").fixes
+    assert len(fixes) == 1 and "torch.cat([bank, k])[-64:].detach()" in fixes[0].code, [f.lines() for f in fixes]

@@ -203,7 +203,7 @@ def test_a_step_with_all_zero_gradients_is_noted() -> None:
         tracker = _train(pair, warn=False)
     assert not [w for w in caught if issubclass(w.category, gradlab.UnusedStepWarning)]  # warn=False
     assert len(tracker.notes) == 2
-    assert all("had an all-zero gradient, so this step cannot train them" in n for n in tracker.notes)
+    assert all("had an all-zero gradient, so this step's gradient cannot train them" in n for n in tracker.notes)
 
 
 def test_the_corrected_loop_is_never_noted() -> None:
