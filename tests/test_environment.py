@@ -109,8 +109,13 @@ def test_setup_stores_notebook_figures_at_print_resolution(monkeypatch: pytest.M
 
     from gradlab import course
 
-    shell = InteractiveShell.instance()
+    from IPython.core.getipython import get_ipython as current
+
+    # the shell matplotlib_inline configures (another test of the process may have made one already)
+    shell = current() or InteractiveShell.instance()
     monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    # a kernel's formatter makes every type; a terminal test shell (IPython's global one) only text/plain
+    monkeypatch.setattr(shell.display_formatter, "active_types", list(shell.display_formatter.format_types))
     monkeypatch.setattr(shell, "kernel", object(), raising=False)
     figure = Figure(figsize=(4, 2), dpi=100)
     figure.add_subplot().plot([0, 1], [1, 0])
