@@ -920,8 +920,8 @@ def check_masked_tanh(scores: object) -> Verdict:
     backward must give tanh's gradient ``1 - tanh(z)**2`` in every column but 0, where
     the output is a constant and the gradient 0. Every answer gets a verdict, never an
     exception: one that raises, returns something else or trains a wrong gradient (a
-    write through ``.data`` hides itself from autograd and keeps tanh's gradient in
-    column 0) is told what is wrong with it.
+    write through ``.data`` hides itself from autograd, and tanh's backward then reads
+    the overwritten 0: column 0 gets 1) is told what is wrong with it.
 
     Example::
 
@@ -1007,7 +1007,8 @@ def _judge_scores(z: torch.Tensor, before: torch.Tensor, out: object) -> Verdict
         return _not_yet(
             _(
                 "column 0 still gets a gradient though its output is a constant 0: the write was hidden from "
-                "autograd (.data, or a copy written back), so backward used tanh's gradient there."
+                "autograd (.data, or a copy written back), so backward computed one there from what it read "
+                "(after a .data write, 1 - 0**2 = 1 from the overwritten output)."
             )
         )
     if not torch.allclose(grad, right, atol=1e-6):
