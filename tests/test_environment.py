@@ -104,12 +104,11 @@ def test_setup_stores_notebook_figures_at_print_resolution(monkeypatch: pytest.M
     import base64
 
     import IPython
+    from IPython.core.getipython import get_ipython as current
     from IPython.core.interactiveshell import InteractiveShell
     from matplotlib.figure import Figure
 
     from gradlab import course
-
-    from IPython.core.getipython import get_ipython as current
 
     # the shell matplotlib_inline configures (another test of the process may have made one already)
     shell = current() or InteractiveShell.instance()
