@@ -1,6 +1,7 @@
 """Two forwards through a DDP model with buffers (BatchNorm), one backward: what torch does with DDP's broadcast.
 
-Run under torchrun by tests/test_ddp.py; each rank prints one line "facts: {json}" of what it measured.
+Run under torchrun by tests/test_ddp.py; each rank writes what it measured to facts-RANK.json in the working
+directory (one file per rank: two ranks printing to one stdout can interleave their lines).
 """
 
 import copy
@@ -49,5 +50,6 @@ facts = {
     "saved_is_the_buffer": saved_is_the_buffer,
     "grad_as_without_broadcast": net[0].weight.grad is not None and torch.allclose(net[0].weight.grad, expected),
 }
-print("facts: " + json.dumps(facts), flush=True)
+with open(f"facts-{rank}.json", "w") as out:
+    json.dump(facts, out)
 dist.barrier()
