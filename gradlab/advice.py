@@ -1018,12 +1018,9 @@ def _write_edit(ctx: Context, new: str | None) -> Edit | None:
     if loc is None or new is None:
         return None
     if "\n" in new:  # a rewrite of one line into several (an indexed assignment into a copy)
-        site = ctx.site
-        source = site.source if site is not None and loc.filename == site.filename else _source_of(loc.filename)
-        lines = source.splitlines()
-        if not 0 < loc.lineno <= len(lines) or _statement_at_line(lines[loc.lineno - 1]) is None:
+        text = _statement_line(ctx, loc)
+        if text is None:
             return None
-        text = lines[loc.lineno - 1]
         indent = text[: len(text) - len(text.lstrip())]
         return Edit(loc.filename, loc.lineno, loc.lineno, "\n".join(indent + part.strip() for part in new.split("\n")))
     site = ctx.site
@@ -1391,22 +1388,27 @@ def _detached_after(ctx: Context, loc: Location, name: str) -> Edit | None:
     For a state stored as one element of a tuple target (``out, self.h = self.rnn(x, self.h)``), whose value
     cannot be detached in place; after that statement ``name`` holds a tensor (never the first pass's None).
     """
-    site = ctx.site
-    source = site.source if site is not None and loc.filename == site.filename else _source_of(loc.filename)
-    lines = source.splitlines()
-    if not 0 < loc.lineno <= len(lines) or not isinstance(_statement_at_line(lines[loc.lineno - 1]), ast.Assign):
+    text = _statement_line(ctx, loc, ast.Assign)
+    if text is None:
         return None
-    text = lines[loc.lineno - 1]
     indent = text[: len(text) - len(text.lstrip())]
     return Edit(loc.filename, loc.lineno, loc.lineno, f"{text}\n{indent}{name} = {name}.detach()")
 
 
-def _statement_at_line(line: str) -> ast.stmt | None:
+def _statement_line(ctx: Context, loc: Location, kind: type[ast.stmt] = ast.stmt) -> str | None:
+    """The text of line ``loc`` (the failing function's source, or the file's), if it holds one whole statement
+    of ``kind``: the line a multi-line edit replaces."""
+    site = ctx.site
+    source = site.source if site is not None and loc.filename == site.filename else _source_of(loc.filename)
+    lines = source.splitlines()
+    if not 0 < loc.lineno <= len(lines):
+        return None
+    text = lines[loc.lineno - 1]
     try:
-        tree = ast.parse(line.strip())
+        tree = ast.parse(text.strip())
     except SyntaxError:
         return None
-    return tree.body[0] if len(tree.body) == 1 else None
+    return text if len(tree.body) == 1 and isinstance(tree.body[0], kind) else None
 
 
 def _detached_value(line: str) -> str | None:
