@@ -64,6 +64,6 @@ def load(folder: Path) -> Case:
     return Case(folder.name, folder, data["description"], data["error"], intent, variants)
 
 
-def all_cases() -> list[Case]:
-    """Every case of the corpus, by name."""
-    return [load(d) for d in sorted(CASES.iterdir()) if (d / "case.toml").is_file()]
+def all_cases(root: Path = CASES) -> list[Case]:
+    """Every case under ``root`` (the corpus's ``cases/`` by default; a blind batch's folder), by name."""
+    return [load(d) for d in sorted(root.iterdir()) if (d / "case.toml").is_file()]

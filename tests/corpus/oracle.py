@@ -84,6 +84,13 @@ CAP = 4
 ERROR_KINDS = {
     "second-time": "Trying to backward through the graph a second time",
     "inplace": "modified by an inplace operation",
+    "no-grad-fn": "does not require grad and does not have a grad_fn",
+    "leaf-inplace": "a leaf Variable that requires grad is being used in an in-place operation",
+    "inference": "Inference tensors cannot be saved for backward",
+    "view-inplace": "is a view and is being modified inplace",
+    "non-scalar": "grad can be implicitly created only for scalar outputs",
+    "unused-input": "appears to not have been used in the graph",
+    "numpy": "Can't call numpy() on Tensor that requires grad",
 }
 
 # NOTE [Tolerance]

@@ -1,6 +1,7 @@
 """Print the table of every case of the corpus: the broken run, the intended runs, and the judge of gradlab's first fix.
 
-``python -m tests.corpus.report`` or ``python tests/corpus/report.py`` (from the repository's root).
+``python -m tests.corpus.report`` or ``python tests/corpus/report.py`` (from the repository's root);
+``python tests/corpus/report.py FOLDER`` judges the cases of another folder (a blind batch).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from .catalog import all_cases
 from .judge import evaluate
 
 
-def main() -> int:
-    cases = all_cases()
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    cases = all_cases(Path(args[0]).resolve()) if args else all_cases()
     ev = evaluate(cases)
     rows = [("case", "error", "broken", "intended", "oracle s", "first fix", "edits", "claims", "fits", "trains true")]
     for case in cases:
