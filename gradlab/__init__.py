@@ -54,7 +54,7 @@ _EXPORTS: dict[str, str] = {
     "check_intent": "intent",
     "IntentReport": "intent",
     "Mismatch": "intent",
-    "Fix": "advice",
+    "Fix": "fixes",
     "Edit": "edits",
     "record_training": "trained",
     "TrainingRecord": "trained",
@@ -129,13 +129,13 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .advice import Fix
     from .codes import CODES, Code
     from .diagnosis import Diagnosis, Problem, check, last_diagnosis
     from .drawing import GraphView, draw
     from .edits import Edit
     from .explanation import Explanation, explain
     from .fix import FixReport, FixTrial, fix_script
+    from .fixes import Fix
     from .grads import GradReport, GradRow, grad_report
     from .graph import Graph, GraphNode, collect, saved_table, saved_tensors
     from .i18n import language, languages, set_language

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Literal
 
 import torch
 
-from .advice import Cause, Fix, cause_sentence, fixes_for
-from .causes import Facts, Topology, backward_line_after, decide
+from .causes import Cause, cause_sentence, decide, fixes_for
 from .codes import code_for
+from .evidence import Facts, Topology, backward_line_after
 from .explanation import Explanation, no_graph
+from .fixes import Fix
 from .graph import Graph, collect, collect_active
 from .i18n import _, _t, ngettext_
 from .location import Location, frame_names

@@ -31,13 +31,16 @@ from typing import TYPE_CHECKING
 import torch
 
 from . import messages
-from .advice import Fix, fixes_for, locating_fix, message_fixes, rewrite_in_place
+from .advice import locating_fix, message_fixes
+from .causes import fixes_for
 from .codes import by_code, code_for
 from .edits import Edit, check_edits
+from .fixes import Fix
 from .i18n import _, _t, ngettext_
 from .location import Location
 from .messages import Message
 from .notices import GradlabError
+from .rewrite import rewrite_in_place
 
 if TYPE_CHECKING:
     from .recorder import Recorder

@@ -61,7 +61,7 @@ from .edits import Edit, apply_edits, unified_diff
 from .i18n import _, _t
 
 if TYPE_CHECKING:
-    from .advice import Fix
+    from .fixes import Fix
     from .trained import TrainingRecord
 
 __all__ = ["FixTrial", "FixReport", "RunResult", "fix_script"]

@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from .location import frame_names
+from .source import after, parse
 
 __all__ = [
     "Site",
@@ -52,9 +53,6 @@ __all__ = [
     "intent_after",
     "site_intent",
     "recorded_intent",
-    "statement_at",
-    "loop_body_of",
-    "next_backward",
 ]
 
 
@@ -137,14 +135,8 @@ class Site:
         return lines[line - 1] if 0 < line <= len(lines) else ""
 
     def tree(self) -> ast.Module | None:
-        return _parse(self.source)
-
-
-def _parse(source: str) -> ast.Module | None:
-    try:
-        return ast.parse(source)
-    except SyntaxError:
-        return None
+        """The file's tree, parsed once (:func:`gradlab.source.parse`)."""
+        return parse(self.source)
 
 
 def _code_lines(code: CodeType) -> frozenset[int]:
@@ -173,7 +165,7 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
         return None
     filename = frame.f_code.co_filename
     source = "".join(linecache.getlines(filename, frame.f_globals))
-    if not source or _parse(source) is None:
+    if not source or parse(source) is None:
         return None
     namespace = frame_names(frame)
     module_ids = dict(modules or {})
@@ -234,63 +226,6 @@ def _held_by_objects(
 # -- statements in the order they run -----------------------------------------------------------------
 
 
-def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
-    for name in ("body", "orelse", "finalbody"):
-        block = getattr(node, name, None)
-        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-            yield block
-    for handler in getattr(node, "handlers", ()) or ():
-        yield handler.body
-
-
-def _path(tree: ast.Module, lineno: int) -> list[tuple[ast.AST, list[ast.stmt], int]]:
-    """From the module down: (owner, block, index) of each statement enclosing ``lineno``."""
-    path: list[tuple[ast.AST, list[ast.stmt], int]] = []
-    owner: ast.AST = tree
-    while True:
-        for block in _blocks(owner):
-            for i, st in enumerate(block):
-                if st.lineno <= lineno <= (st.end_lineno or st.lineno):
-                    path.append((owner, block, i))
-                    owner = st
-                    break
-            else:
-                continue
-            break
-        else:
-            return path
-
-
-def statement_at(tree: ast.Module, lineno: int) -> ast.stmt | None:
-    """The innermost statement that holds line ``lineno``."""
-    path = _path(tree, lineno)
-    return path[-1][1][path[-1][2]] if path else None
-
-
-def loop_body_of(tree: ast.Module, lineno: int) -> list[ast.stmt] | None:
-    """The body of the innermost ``for``/``while`` loop around ``lineno`` (in the same function), or None."""
-    for owner, block, _ in reversed(_path(tree, lineno)):
-        if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return None
-        if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)) and block is owner.body:
-            return block
-    return None
-
-
-def _after(tree: ast.Module, lineno: int) -> list[ast.stmt]:
-    """The statements that run after the one at ``lineno``: the rest of each enclosing block, with a
-    loop's next iteration (its body up to the statement) after the rest of its body. Stops at a function."""
-    out: list[ast.stmt] = []
-    for owner, block, i in reversed(_path(tree, lineno)):
-        if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out += block[i + 1 :]
-            break
-        out += block[i + 1 :]
-        if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)) and block is owner.body:
-            out += block[: i + 1]
-    return out
-
-
 def _calls(statements: list[ast.stmt]) -> Iterator[tuple[str, str, int]]:
     """``(receiver source, method, line)`` of each ``X.step()``/``X.zero_grad()`` call, in order."""
     for st in statements:
@@ -337,7 +272,7 @@ def intent_after(
     mapping of name -> optimizer); ``modules`` maps the user's module names to
     the ids of their parameters (default: the ``nn.Module`` values of ``namespace``).
     """
-    tree = _parse(source)
+    tree = parse(source)
     if tree is None:
         return LoopIntent()
     if modules is None:
@@ -348,7 +283,7 @@ def intent_after(
         }
     plans: list[Plan] = []
     seen: set[str] = set()
-    for receiver, method, line in _calls(_after(tree, lineno)):
+    for receiver, method, line in _calls(after(tree, lineno)):
         if receiver in seen:
             continue
         value = namespace.get(receiver) if receiver in namespace else _resolve(receiver, namespace)
@@ -431,26 +366,3 @@ def _receiver_of(code: str, method: str) -> str | None:
     """``opt_d`` from ``opt_d.step()`` (the line's own name for the optimizer)."""
     m = re.search(r"([A-Za-z_][\w.]*)\." + method + r"\(", code)
     return m[1] if m else None
-
-
-def _backward_in(st: ast.stmt) -> bool:
-    return any(
-        isinstance(n, ast.Call)
-        and (
-            (isinstance(n.func, ast.Attribute) and n.func.attr == "backward")
-            or ast.unparse(n.func) in ("torch.autograd.backward", "autograd.backward")
-        )
-        for n in ast.walk(st)
-    )
-
-
-def next_backward(tree: ast.Module, lineno: int) -> int | None:
-    """The line of the first backward call that runs after the statement at ``lineno`` (in the same function)."""
-    here = statement_at(tree, lineno)
-    if here is not None and _backward_in(here) and here.lineno == lineno:
-        return lineno
-    for st in _after(tree, lineno):
-        if _backward_in(st) and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            inner = [n for n in ast.walk(st) if isinstance(n, ast.stmt) and not list(_blocks(n)) and _backward_in(n)]
-            return min(n.lineno for n in inner) if inner else st.lineno
-    return None

@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 import gradlab
-from gradlab.advice import detach_in, rewrite_in_place
 from gradlab.edits import apply_edits
+from gradlab.rewrite import detach_in, rewrite_in_place
 
 
 def _failure(names, loop) -> gradlab.Diagnosis:

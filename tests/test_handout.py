@@ -883,7 +883,8 @@ def test_the_cheat_sheets_claims_hold_in_torch() -> None:
 
 def test_cheat_sheet_fixes_come_from_gradlab_advice() -> None:
     """One source for fix advice: the cheat sheet renders gradlab.advice, it does not keep a copy."""
-    from gradlab.advice import Context, fixes_for, pitfalls
+    from gradlab.advice import pitfalls
+    from gradlab.causes import Context, fixes_for
 
     template = handout.CHEATSHEET.read_text(encoding="utf-8")
     page = handout.cheatsheet_html(template)

@@ -55,8 +55,11 @@ import nbformat
 from nbconvert import HTMLExporter
 
 from gradlab import i18n
-from gradlab.advice import Context, Fix, detach_in, fixes_for, pitfalls
+from gradlab.advice import pitfalls
+from gradlab.causes import Context, fixes_for
 from gradlab.codes import CODES
+from gradlab.fixes import Fix
+from gradlab.rewrite import detach_in
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from execute_notebooks import title
