@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .fixes import Fix
-from .i18n import _, _t
+from .i18n import T, Words
 
 __all__ = ["Pitfall", "pitfalls", "locating_fix", "message_fixes"]
 
@@ -27,40 +27,40 @@ __all__ = ["Pitfall", "pitfalls", "locating_fix", "message_fixes"]
 class Pitfall:
     """A "fix" that circulates and should not be applied: what people try, and what it really does."""
 
-    attempt: str
-    what_it_does: str
+    attempt: Words
+    what_it_does: Words
 
 
 def pitfalls() -> tuple[Pitfall, ...]:
     """What gradlab never recommends, and why (the cheat sheet and the course print these)."""
     return (
         Pitfall(
-            attempt=_("retain_graph=True for the 'modified by an inplace operation' error"),
-            what_it_does=_(
+            attempt=T("retain_graph=True for the 'modified by an inplace operation' error"),
+            what_it_does=T(
                 "keeps the graph, but the saved tensor is still at the wrong version: the error stays. "
                 "It only helps the 'backward through the graph a second time' error, when nothing is stepped in "
                 "between."
             ),
         ),
         Pitfall(
-            attempt=_(".detach() inside a network's forward"),
-            what_it_does=_(
+            attempt=T(".detach() inside a network's forward"),
+            what_it_does=T(
                 "the errors go away because the gradient is cut there: the layers before the detach silently "
                 "stop learning from this loss, and a layer no other loss reaches stops learning at all "
                 "(gradlab.check_intent reports it as unreachable)."
             ),
         ),
         Pitfall(
-            attempt=_("adding the losses of two models with opposite goals (a GAN's) and stepping both"),
-            what_it_does=_(
+            attempt=T("adding the losses of two models with opposite goals (a GAN's) and stepping both"),
+            what_it_does=T(
                 "it runs and check() says ok, but G also gets d_loss's gradient, which points against g_loss's: "
                 "G's gradient shrinks, and turns against G's goal as D comes to accept the fakes "
                 "(gradlab.check_intent reports it)."
             ),
         ),
         Pitfall(
-            attempt=_("softmax over a dimension of size 1 (one output per row)"),
-            what_it_does=_(
+            attempt=T("softmax over a dimension of size 1 (one output per row)"),
+            what_it_does=T(
                 "every output is exactly 1.0 and every gradient exactly zero: nothing learns, and nothing "
                 "raises an error (gradlab.check_intent reports zero gradients)."
             ),
@@ -84,18 +84,18 @@ def locating_fix(kind: str) -> Fix:
         True
     """
     if kind == "modified_in_place":
-        summary = _(
+        summary = T(
             "find the write first: run the failing code under gradlab.track() (a script: python -m gradlab run "
             "script.py); it names the line that wrote the saved tensor (an optimizer step, +=, an in-place op) "
             "and the fix that fits your loop"
         )
     else:
-        summary = _(
+        summary = T(
             "find the earlier backward first: run the failing code under gradlab.track() (a script: python -m "
             "gradlab run script.py); it names the backward that freed the graph and tells a loss backwarded twice, "
             "a state carried across iterations and two models apart"
         )
-    return Fix(summary=summary, trains=_("nothing changes: the tracker only watches your code run"))
+    return Fix(summary=summary, trains=T("nothing changes: the tracker only watches your code run"))
 
 
 def message_fixes(kind: str, parameters: tuple[str, ...] = ()) -> tuple[Fix, ...]:
@@ -108,163 +108,162 @@ def message_fixes(kind: str, parameters: tuple[str, ...] = ()) -> tuple[Fix, ...
         >>> message_fixes("non_scalar_output")[0].code
         'loss = out.mean()\\nloss.backward()'
     """
-    unused = ", ".join(parameters) if parameters else _("the parameters DDP names")
+    unused = ", ".join(parameters) if parameters else T("the parameters DDP names")
     table: dict[str, tuple[Fix, ...]] = {
         "no_grad_fn": (
             Fix(
-                summary=_("compute the loss outside no_grad(), from the model's output, without .item() or .detach()"),
-                trains=_("the loss then trains every parameter it reaches"),
+                summary=T("compute the loss outside no_grad(), from the model's output, without .item() or .detach()"),
+                trains=T("the loss then trains every parameter it reaches"),
             ),
             Fix(
-                summary=_("check that at least one parameter on the path has requires_grad=True"),
-                trains=_("frozen parameters (requires_grad=False) never train"),
+                summary=T("check that at least one parameter on the path has requires_grad=True"),
+                trains=T("frozen parameters (requires_grad=False) never train"),
             ),
         ),
         "leaf_in_place": (
             Fix(
-                summary=_("wrap manual updates in torch.no_grad()"),
-                trains=_("the update is not part of the graph: the parameter still trains from its loss"),
+                summary=T("wrap manual updates in torch.no_grad()"),
+                trains=T("the update is not part of the graph: the parameter still trains from its loss"),
                 code="with torch.no_grad():\n    w -= lr * w.grad",
             ),
             Fix(
-                summary=_("use the nn.init functions, or an out-of-place op on a non-leaf copy"),
-                trains=_("unchanged"),
+                summary=T("use the nn.init functions, or an out-of-place op on a non-leaf copy"),
+                trains=T("unchanged"),
             ),
         ),
         "non_scalar_output": (
             Fix(
-                summary=_("reduce the output to one number before backward (mean or sum over the batch)"),
-                trains=_(
+                summary=T("reduce the output to one number before backward (mean or sum over the batch)"),
+                trains=T(
                     "every parameter the output reaches, by the gradient of that number: mean keeps the step size "
                     "independent of the batch size, sum scales it with the batch"
                 ),
                 code="loss = out.mean()\nloss.backward()",
             ),
             Fix(
-                summary=_("if you want a vector-Jacobian product, pass the weights of each output as gradient="),
-                trains=_("the same as backward of (out * weights).sum(): each output element weighted as you say"),
+                summary=T("if you want a vector-Jacobian product, pass the weights of each output as gradient="),
+                trains=T("the same as backward of (out * weights).sum(): each output element weighted as you say"),
                 code="out.backward(gradient=torch.ones_like(out))",
             ),
         ),
         "unused_input": (
             Fix(
-                summary=_("check that each tensor you differentiate by is used in the loss (not a copy, not detached)"),
-                trains=_("the same loss; every input you listed then gets its gradient"),
+                summary=T("check that each tensor you differentiate by is used in the loss (not a copy, not detached)"),
+                trains=T("the same loss; every input you listed then gets its gradient"),
             ),
             Fix(
-                summary=_("if some inputs really are unused, pass allow_unused=True (their gradient is None)"),
-                trains=_("nothing changes for the used inputs; the unused ones get None, not zero"),
+                summary=T("if some inputs really are unused, pass allow_unused=True (their gradient is None)"),
+                trains=T("nothing changes for the used inputs; the unused ones get None, not zero"),
                 code="torch.autograd.grad(loss, inputs, allow_unused=True)",
             ),
         ),
         "numpy_requires_grad": (
             Fix(
-                summary=_("convert a detached copy for printing, plotting or metrics"),
-                trains=_("unchanged: the numbers leave the graph, the loss still trains what it reached"),
+                summary=T("convert a detached copy for printing, plotting or metrics"),
+                trains=T("unchanged: the numbers leave the graph, the loss still trains what it reached"),
                 code="y.detach().cpu().numpy()",
             ),
             Fix(
-                summary=_("if the numpy values feed the loss, compute them with torch ops instead"),
-                trains=_("gradient then flows through that computation; through numpy it cannot"),
+                summary=T("if the numpy values feed the loss, compute them with torch ops instead"),
+                trains=T("gradient then flows through that computation; through numpy it cannot"),
             ),
         ),
         "multi_view_in_place": (
             Fix(
-                summary=_("replace the in-place op on the view by its out-of-place form"),
-                trains=_("the same as intended: the views keep their values and gradients flow through each"),
+                summary=T("replace the in-place op on the view by its out-of-place form"),
+                trains=T("the same as intended: the views keep their values and gradients flow through each"),
                 code="a = a * 2  # not a.mul_(2)",
             ),
             Fix(
-                summary=_("or clone the view before writing to it"),
-                trains=_("the same as intended; the clone costs one copy of that view"),
+                alternative=True,
+                summary=T("clone the view before writing to it"),
+                trains=T("the same as intended; the clone costs one copy of that view"),
                 code="a = a.clone()\na.mul_(2)",
             ),
         ),
         "detach_view_in_place": (
             Fix(
-                summary=_("use the out-of-place x.detach() and keep the result"),
-                trains=_("unchanged: the detached tensor leaves the graph, the view itself stays in it"),
+                summary=T("use the out-of-place x.detach() and keep the result"),
+                trains=T("unchanged: the detached tensor leaves the graph, the view itself stays in it"),
                 code="x = x.detach()",
             ),
             Fix(
-                summary=_(
+                summary=T(
                     "for DDP with gradient_as_bucket_view=True, clear gradients with optimizer.zero_grad() "
                     "(set_to_none) instead of grad.detach_()"
                 ),
-                trains=_("unchanged"),
+                trains=T("unchanged"),
             ),
         ),
         "inference_saved": (
             Fix(
-                summary=_("create the tensor outside torch.inference_mode(), or use torch.no_grad() there"),
-                trains=_("unchanged: no_grad tensors can be saved by a later graph; they are still constants in it"),
+                summary=T("create the tensor outside torch.inference_mode(), or use torch.no_grad() there"),
+                trains=T("unchanged: no_grad tensors can be saved by a later graph; they are still constants in it"),
             ),
             Fix(
-                summary=_("clone the inference tensor before using it in a graph"),
-                trains=_("unchanged: the clone is a normal tensor (a constant); it costs one copy"),
+                summary=T("clone the inference tensor before using it in a graph"),
+                trains=T("unchanged: the clone is a normal tensor (a constant); it costs one copy"),
                 code="x = x.clone()",
             ),
         ),
         "hook_no_grad": (
             Fix(
-                summary=_(
+                summary=T(
                     "register the hook on a tensor that requires grad (a parameter, or a result computed from one)"
                 ),
-                trains=_("unchanged: a hook only reads or rewrites gradients that flow"),
+                trains=T("unchanged: a hook only reads or rewrites gradients that flow"),
             ),
             Fix(
-                summary=_("if the tensor should train, set requires_grad_() on it before the forward"),
-                trains=_("that tensor then trains: its gradient is computed and the hook sees it"),
+                summary=T("if the tensor should train, set requires_grad_() on it before the forward"),
+                trains=T("that tensor then trains: its gradient is computed and the hook sees it"),
                 code="x.requires_grad_()",
             ),
         ),
         "anomaly_nan": (
             Fix(
-                summary=_(
+                summary=T(
                     "guard the forward op whose backward produced nan (sqrt or log of 0, division by 0, "
                     "acos of 1): add an epsilon or clamp its input"
                 ),
-                trains=_("the same parameters; the gradient at the guarded points becomes finite"),
+                trains=T("the same parameters; the gradient at the guarded points becomes finite"),
                 code="torch.sqrt(x.clamp_min(1e-12))",
             ),
             Fix(
-                summary=_("check the inputs and the learning rate if the values were already huge"),
-                trains=_("unchanged"),
+                summary=T("check the inputs and the learning rate if the values were already huge"),
+                trains=T("unchanged"),
             ),
         ),
         "checkpoint_metadata": (
             Fix(
-                summary=_(
+                summary=T(
                     "make the checkpointed function deterministic in shape: no state that changes between the "
                     "forward and its recomputation (counters, random sizes, a mode flag)"
                 ),
-                trains=_("unchanged: the recomputation then matches the forward"),
+                trains=T("unchanged: the recomputation then matches the forward"),
             ),
             Fix(
-                summary=_("if it cannot be, leave that part out of checkpoint() (it keeps its activations)"),
-                trains=_("unchanged; costs the memory checkpointing saved"),
+                summary=T("if it cannot be, leave that part out of checkpoint() (it keeps its activations)"),
+                trains=T("unchanged; costs the memory checkpointing saved"),
             ),
         ),
         "ddp_unfinished_reduction": (
             Fix(
-                summary=_t(
+                summary=T(
                     "if {params} should not train: remove them from the model, or freeze them "
                     "(requires_grad_(False)) before wrapping it in DDP",
                     params=unused,
                 ),
-                trains=_("the same as on one process: those parameters never trained; the others train as before"),
+                trains=T("the same as on one process: those parameters never trained; the others train as before"),
             ),
             Fix(
-                summary=_t(
-                    "if {params} should train: use them in forward so that the loss reaches them", params=unused
-                ),
-                trains=_("those parameters then train from the loss, which they did not before"),
+                summary=T("if {params} should train: use them in forward so that the loss reaches them", params=unused),
+                trains=T("those parameters then train from the loss, which they did not before"),
             ),
             Fix(
-                summary=_(
+                summary=T(
                     "if parameters are unused only in some iterations (a branch), pass find_unused_parameters=True"
                 ),
-                trains=_(
+                trains=T(
                     "unchanged: each iteration trains what its forward used; DDP walks the graph to find the rest"
                 ),
                 code="model = DistributedDataParallel(model, find_unused_parameters=True)",
@@ -272,15 +271,15 @@ def message_fixes(kind: str, parameters: tuple[str, ...] = ()) -> tuple[Fix, ...
         ),
         "ddp_ready_twice": (
             Fix(
-                summary=_("use the parameters only inside the DDP model's forward (not model.module.x outside it)"),
-                trains=_("unchanged: the gradient of that use then goes through DDP's all-reduce"),
+                summary=T("use the parameters only inside the DDP model's forward (not model.module.x outside it)"),
+                trains=T("unchanged: the gradient of that use then goes through DDP's all-reduce"),
             ),
             Fix(
-                summary=_(
+                summary=T(
                     "for checkpointing or several forwards per backward, use checkpoint(..., use_reentrant=False) "
                     "or model._set_static_graph()"
                 ),
-                trains=_("unchanged"),
+                trains=T("unchanged"),
             ),
         ),
     }

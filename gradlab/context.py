@@ -6,7 +6,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .i18n import _
+from .i18n import T, Words, join
 from .location import Location
 from .loop import LoopIntent, Site
 
@@ -59,7 +59,7 @@ class Context:
     carried state, the list never cleared, the stale forward and the fast weights.
     """
 
-    tensor: str | None = None
+    tensor: Words | None = None
     model: str | None = None
     others: tuple[str, ...] = ()
     loss: str | None = None
@@ -100,7 +100,7 @@ class Context:
     copy_of: str | None = None  # the expression the write writes through (``self.running_std``)
     snapshot: str | None = None  # a tensor bound before the loop whose graph the loop reuses
     snapshot_line: int | None = None  # the loop statement before which it is detached
-    intent_note: str | None = None  # the record and the source disagree on the intent (the fixes follow the record)
+    intent_note: Words | None = None  # the record and the source disagree on the intent (the fixes follow the record)
     buffer: str | None = None
     buffers: tuple[str, ...] = ()
     stale_line: int | None = None
@@ -114,29 +114,29 @@ class Context:
 
     # -- the user's names, or descriptions ----------------------------------------------------------
     @property
-    def m(self) -> str:
-        return self.model or _("the upstream model")
+    def m(self) -> Words:
+        return self.model or T("the upstream model")
 
     @property
-    def o(self) -> str:
-        return _(" and ").join(self.others) if self.others else _("the downstream model")
+    def o(self) -> Words:
+        return join(self.others, T(" and ")) if self.others else T("the downstream model")
 
     @property
-    def l(self) -> str:  # noqa: E743 - the failing loss
-        return self.loss or _("the failing loss")
+    def l(self) -> Words:  # noqa: E743 - the failing loss
+        return self.loss or T("the failing loss")
 
     @property
-    def e(self) -> str:
-        return self.earlier or _("the earlier loss")
+    def e(self) -> Words:
+        return self.earlier or T("the earlier loss")
 
     @property
     def opt(self) -> str:
         return self.optimizer or "optimizer"
 
     @property
-    def step(self) -> str:
-        return f"{self.optimizer}.step()" if self.optimizer else _("the optimizer step")
+    def step(self) -> Words:
+        return f"{self.optimizer}.step()" if self.optimizer else T("the optimizer step")
 
     @property
-    def zero(self) -> str:
-        return f"{self.optimizer}.zero_grad()" if self.optimizer else _("the optimizer's zero_grad()")
+    def zero(self) -> Words:
+        return f"{self.optimizer}.zero_grad()" if self.optimizer else T("the optimizer's zero_grad()")

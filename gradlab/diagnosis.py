@@ -33,7 +33,7 @@ from .evidence import Facts, Topology, backward_line_after
 from .explanation import Explanation, no_graph
 from .fixes import Fix
 from .graph import Graph, collect, collect_active
-from .i18n import _, _t, ngettext_
+from .i18n import Words, _, _t, ngettext_
 from .location import Location, frame_names
 from .loop import read_site
 from .names import NamesLike, ViewKind, modules_in
@@ -66,7 +66,7 @@ class Problem:
 
     kind: ProblemKind
     node: str
-    tensor: str
+    tensor: Words
     shape: tuple[int, ...] | None
     saved_version: int | None
     current_version: int | None

@@ -13,7 +13,7 @@ import torch
 from . import internals
 from .context import Context
 from .graph import Graph, GraphNode, walk
-from .i18n import _, _t
+from .i18n import T, Words, join
 from .location import Location
 from .loop import LoopIntent, Site, recorded_intent, site_intent
 from .saved import Write
@@ -33,7 +33,7 @@ class Problem(Protocol):
     @property
     def node_id(self) -> int | None: ...
     @property
-    def tensor(self) -> str: ...
+    def tensor(self) -> Words: ...
     @property
     def given(self) -> str | None: ...
     @property
@@ -160,13 +160,13 @@ def sequence_of(fn: Any) -> int | None:
     return internals.sequence_nr(fn)
 
 
-def short_name(p: Problem) -> str:
+def short_name(p: Problem) -> Words:
     """The user's name for the problem's tensor (a view's base name); else its description."""
     return p.given or p.tensor
 
 
 def is_parameter(p: Problem) -> bool:
-    leaf = _t("leaf tensor {shape}", shape=list(p.shape or ()))
+    leaf = T("leaf tensor {shape}", shape=list(p.shape or ()))
     return _module(p.given) is not None or p.tensor == leaf
 
 
@@ -178,7 +178,9 @@ def in_site(facts: Facts, loc: Location | None) -> int | None:
     return loc.lineno
 
 
-def intent_from_record(facts: Facts, read: LoopIntent | None, loss: str | None) -> tuple[LoopIntent | None, str | None]:
+def intent_from_record(
+    facts: Facts, read: LoopIntent | None, loss: str | None
+) -> tuple[LoopIntent | None, Words | None]:
     """The loop's intent from what ran when the loop has gone round, else ``read`` from the source; and a
     sentence when both are known and disagree (NOTE [Intent from the record] in loop.py)."""
     tracker, site = facts.tracker, facts.site
@@ -205,11 +207,11 @@ def intent_from_record(facts: Facts, read: LoopIntent | None, loss: str | None) 
         return read, None
     if read is None or not read.known or set(read.trained) == set(ran.trained):
         return ran, None
-    words = {k: _(" and ").join(v) if v else _("nothing") for k, v in (("ran", ran.trained), ("read", read.trained))}
-    note = _t(
+    words = {k: join(v, T(" and ")) if v else T("nothing") for k, v in (("ran", ran.trained), ("read", read.trained))}
+    note = T(
         "the loop's record and its source disagree on what {loss} trains: its optimizers stepped {ran} on it "
         "when it ran, the source after the backward reads {read}; the fixes follow what ran",
-        loss=loss or _("the failing loss"),
+        loss=loss or T("the failing loss"),
         **words,
     )
     return ran, note

@@ -309,8 +309,9 @@ def _view_fixes(e: Explanation) -> tuple[Fix, ...]:
         )
     fixes.append(
         Fix(
+            alternative=True,
             summary=_t(
-                "or clone the views where {op} makes them ({where}: [t.clone() for t in ...]), so that each write goes"
+                "clone the views where {op} makes them ({where}: [t.clone() for t in ...]), so that each write goes"
                 " to a tensor of its own",
                 op=e.views_op,
                 where=made.where,

@@ -524,8 +524,8 @@ def _user_line(e: BaseException, script: str) -> str | None:
 
 def _fix_data(fx: Any) -> dict[str, Any]:
     return {
-        "summary": fx.summary,
-        "trains": fx.trains,
+        "summary": str(fx.summary),
+        "trains": str(fx.trains),
         "applicability": fx.applicability,
         "edits": [[e.filename, e.start, e.end, e.text] for e in fx.edits],
         "claims": [[loss, list(mods)] for loss, mods in fx.claims],

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from .context import Context
 from .edits import Applicability, Edit, check_edits
-from .i18n import _t
+from .i18n import Words, _t
 from .location import Location
 from .loop import Site
 from .source import statement_at
@@ -31,25 +31,32 @@ class Fix:
     :mod:`gradlab.edits`), and ``claims`` what ``trains`` says as pairs
     ``(loss, modules)``: after the fix, ``loss``'s gradient reaches exactly those
     modules' parameters (in the user's names; empty when gradlab cannot name them).
+    ``alternative`` marks a fix worded as another way to the one before it: shown
+    after another fix, its summary begins with "or".
     """
 
-    summary: str
-    trains: str
+    summary: Words
+    trains: Words
     code: str | None = None
-    intent: str | None = None
-    cost: str | None = None
+    intent: Words | None = None
+    cost: Words | None = None
     edits: tuple[Edit, ...] = ()
     applicability: Applicability = "sentence"
     claims: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    alternative: bool = False
 
-    def lines(self) -> list[str]:
-        """The fix as text lines: the summary (with its intent), the code, what it trains."""
-        head = (
-            _t("{intent}: {summary}", intent=self.intent[0].upper() + self.intent[1:], summary=self.summary)
-            if self.intent
-            else self.summary
-        )
-        out = [head]
+    def lines(self, first: bool = True) -> list[str]:
+        """The fix as text lines, in the language in effect: the summary (with its intent), the code, what it trains.
+
+        ``first`` is False for a fix listed after another one (an alternative then begins with "or").
+        """
+        summary = str(self.summary)
+        if self.alternative and not first:
+            summary = _t("or {summary}", summary=summary)
+        if self.intent:
+            intent = str(self.intent)
+            summary = _t("{intent}: {summary}", intent=intent[:1].upper() + intent[1:], summary=summary)
+        out = [summary]
         if self.code:
             out += [f"    {line}" for line in self.code.splitlines()]
         out.append("  " + _t("trains: {what}", what=self.trains))

@@ -7,7 +7,7 @@ from dataclasses import replace
 from .context import Context
 from .edits import Applicability
 from .fixes import Fix, Proposal, checked, claim
-from .i18n import _, _t
+from .i18n import T, Text, join
 
 __all__ = ["judged"]
 
@@ -54,61 +54,53 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
                 # the loop's own words, where the story's (a zero_grad() the code does not have) would be false
                 fix = replace(fix, trains=_trains_text(ctx, claimed))
             fitting.append(replace(fix, applicability="machine-applicable" if fix.code else "sentence"))
-    ordered = _standing_first((*fitting, *rest))
+    ordered = (*fitting, *rest)
     if ctx.intent_note:  # which reading each fix assumes: what ran, not what the source reads
-        return tuple(replace(f, trains=f"{f.trains} ({ctx.intent_note})") for f in ordered)
+        return tuple(replace(f, trains=T("{trains} ({note})", trains=f.trains, note=ctx.intent_note)) for f in ordered)
     return ordered
 
 
-def _standing_first(fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
-    """The first fix worded on its own: an alternative ("or keep two backward calls ...") judged first loses its "or"."""
-    marker = _("or ")
-    if fixes and fixes[0].summary.startswith(marker):
-        return (replace(fixes[0], summary=fixes[0].summary[len(marker) :]), *fixes[1:])
-    return fixes
-
-
-def _trains_text(ctx: Context, claimed: set[str]) -> str:
+def _trains_text(ctx: Context, claimed: set[str]) -> Text:
     intent = ctx.intent
-    trained = _(" and ").join(sorted(claimed))
+    trained = join(sorted(claimed), T(" and "))
     dropped = [m for m in ctx.reach if m not in claimed]
     if intent is not None and dropped:
         cleared = []
         for m in dropped:
             zero = intent.zeroer(m)
             if zero and intent.zeroed_by_module(m):
-                cleared.append(_t("{module}.zero_grad() clears it before it is stepped", module=zero))
+                cleared.append(T("{module}.zero_grad() clears it before it is stepped", module=zero))
             elif zero:
-                cleared.append(_t("{optimizer}.zero_grad() clears it before {optimizer}.step()", optimizer=zero))
+                cleared.append(T("{optimizer}.zero_grad() clears it before {optimizer}.step()", optimizer=zero))
             else:
-                cleared.append(_t("no optimizer steps {model} on it", model=m))
-        return _t(
+                cleared.append(T("no optimizer steps {model} on it", model=m))
+        return T(
             "{loss} trains {models}, as your loop's optimizers ask; its gradient for {others} is not used ({why})",
             loss=ctx.l,
             models=trained,
-            others=_(" and ").join(dropped),
-            why=", ".join(cleared),
+            others=join(dropped, T(" and ")),
+            why=join(cleared, ", "),
         )
-    return _t("{loss} trains {models}, as your loop's optimizers ask", loss=ctx.l, models=trained)
+    return T("{loss} trains {models}, as your loop's optimizers ask", loss=ctx.l, models=trained)
 
 
-def _gives_up(ctx: Context, claimed: set[str], given_up: list[str]) -> str:
+def _gives_up(ctx: Context, claimed: set[str], given_up: list[str]) -> Text:
     intent = ctx.intent
     stepping = {intent.stepper(m) or "" for m in given_up} - {""} if intent is not None else set()
     steps = ", ".join(f"{opt}.step()" for opt in sorted(stepping))
-    lost = _(" and ").join(given_up)
+    lost = join(given_up, T(" and "))
     if claimed:
-        head = _t("{loss} trains {models} only.", loss=ctx.l, models=_(" and ").join(sorted(claimed)))
+        head = T("{loss} trains {models} only.", loss=ctx.l, models=join(sorted(claimed), T(" and ")))
     else:
-        head = _t("{loss} trains nothing.", loss=ctx.l)
+        head = T("{loss} trains nothing.", loss=ctx.l)
     return (
         head
         + " "
-        + _t(
+        + T(
             "It gives up what your loop asks for: {steps} follows {loss}.backward(), so your loop means {lost} to "
             "learn from {loss}; with this fix {loss} no longer trains {lost}",
             loss=ctx.l,
-            steps=steps or _("an optimizer step"),
+            steps=steps or T("an optimizer step"),
             lost=lost,
         )
     )

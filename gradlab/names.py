@@ -10,7 +10,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from .i18n import _t
+from .i18n import T, Text, Words
 
 __all__ = ["NamesLike", "Namer", "Name", "ViewKind", "modules_in"]
 
@@ -95,6 +95,10 @@ class Name:
     view: ViewKind = None
 
     def __str__(self) -> str:
+        return str(self.words())
+
+    def words(self) -> Words:
+        """The name as a record keeps it: the given name, or the view's words, worded when shown."""
         if self.view is None:
             return self.given
         return view_name(self.given, transposed=self.view == "transposed")
@@ -196,8 +200,8 @@ class Namer:
             chain = link
         return chain or cls()
 
-    def describe(self, t: torch.Tensor, grad_fn_name: str | None = None) -> str:
-        """``name_of(t)`` or a description from the op that made it and its shape."""
+    def describe(self, t: torch.Tensor, grad_fn_name: str | None = None) -> Words:
+        """``name_of(t)`` or a description from the op that made it and its shape (worded when shown)."""
         name = self.name_of(t)
         if name is not None:
             return name
@@ -206,8 +210,8 @@ class Namer:
         if op:
             return output_description(op, shape)
         if t.requires_grad:
-            return _t("leaf tensor {shape}", shape=shape)
-        return _t("tensor {shape} (no grad)", shape=shape)
+            return T("leaf tensor {shape}", shape=shape)
+        return T("tensor {shape} (no grad)", shape=shape)
 
 
 # NOTE [Names and descriptions]
@@ -221,7 +225,7 @@ class Namer:
 # fix) reads ``given``; it never parses a display name back.
 
 
-def view_name(name: str, *, transposed: bool = False) -> str:
+def view_name(name: str, *, transposed: bool = False) -> Text:
     """The name of a view of the named tensor ``name``: ``w (view)``, ``w (transposed view)``.
 
     Example::
@@ -230,11 +234,11 @@ def view_name(name: str, *, transposed: bool = False) -> str:
         'n_1.weight (transposed view)'
     """
     if transposed:
-        return _t("{name} (transposed view)", name=name)
-    return _t("{name} (view)", name=name)
+        return T("{name} (transposed view)", name=name)
+    return T("{name} (view)", name=name)
 
 
-def output_description(node_name: str, shape: Sequence[int]) -> str:
+def output_description(node_name: str, shape: Sequence[int]) -> Text:
     """An unnamed tensor described by the op that made it: ``output of Sigmoid [3]``.
 
     Example::
@@ -242,7 +246,7 @@ def output_description(node_name: str, shape: Sequence[int]) -> str:
         >>> output_description("SigmoidBackward0", (3,))
         'output of Sigmoid [3]'
     """
-    return _t("output of {op} {shape}", op=op_name(node_name), shape=list(shape))
+    return T("output of {op} {shape}", op=op_name(node_name), shape=list(shape))
 
 
 def op_name(node_name: str) -> str:

@@ -147,7 +147,7 @@ def test_check_before_the_backward_agrees_with_the_note(script: str, tmp_path: P
 
 def _words(fix: gradlab.Fix) -> str:
     """The fix's summary without the file:line it names (the probe moves the lines)."""
-    return re.sub(r" \(at [^)]*\)| at \S+\.py:\d+", "", fix.summary)
+    return re.sub(r" \(at [^)]*\)| at \S+\.py:\d+", "", str(fix.summary))
 
 
 def test_a_fix_that_gives_up_what_an_optimizer_steps_on_is_not_first_and_says_so() -> None:

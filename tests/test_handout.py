@@ -898,11 +898,11 @@ def test_cheat_sheet_fixes_come_from_gradlab_advice() -> None:
         entry_line="pred_2 = n_2(pred_1)",
     )
     for fix in fixes_for("optimizer_step", loop)[:3]:
-        assert html.escape(fix.summary) in page and html.escape(fix.trains) in page
+        assert html.escape(str(fix.summary)) in page and html.escape(str(fix.trains)) in page
     assert "pred_2 = n_2(pred_1.detach())" in page
     for pitfall in pitfalls():
-        assert html.escape(pitfall.what_it_does) in page
-        assert pitfall.what_it_does[:40] not in template  # no second copy in the template
+        assert html.escape(str(pitfall.what_it_does)) in page
+        assert str(pitfall.what_it_does)[:40] not in template  # no second copy in the template
     body = template.split("<body>", 1)[1]
     assert "trains:" not in body and "<pre>" not in body  # no hand-written fix or code in the template
     from gradlab.codes import CODES
@@ -922,9 +922,9 @@ def test_cheat_sheet_fixes_come_from_gradlab_advice() -> None:
     i18n.set_language("zh_CN")
     try:
         for fix in fixes_for("optimizer_step", loop)[:3]:
-            assert html.escape(fix.summary) in zh and html.escape(fix.trains) in zh
+            assert html.escape(str(fix.summary)) in zh and html.escape(str(fix.trains)) in zh
         for pitfall in pitfalls():
-            assert html.escape(pitfall.what_it_does) in zh
+            assert html.escape(str(pitfall.what_it_does)) in zh
     finally:
         i18n.set_language("en")
 

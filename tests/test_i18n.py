@@ -187,7 +187,7 @@ def _names() -> str:
     w = torch.nn.Parameter(torch.ones(2, 3))
     namer = Namer({"w": w})
     tensors = (w.t(), w[0], torch.ones(2, requires_grad=True), torch.ones(2))
-    return "\n".join([*(namer.describe(t) for t in tensors), namer.describe(w.sigmoid())])
+    return "\n".join([*(str(namer.describe(t)) for t in tensors), str(namer.describe(w.sigmoid()))])
 
 
 def _memory() -> str:
@@ -440,10 +440,12 @@ def _chained_step_before_backward() -> tuple[gradlab.Diagnosis, str]:
 def test_the_diagnosis_decides_the_same_in_chinese(catalog: Path) -> None:
     """The tensor's name is a translated view name; the model it belongs to is still found (n_1)."""
     english, english_text = _chained_step_before_backward()
+    assert english.problems[0].tensor == "n_1.2.weight (transposed view)"
     set_language("zh_CN")
     chinese, chinese_text = _chained_step_before_backward()
-    assert english.problems[0].tensor == "n_1.2.weight (transposed view)"
-    assert chinese.problems[0].tensor == "n_1.2.weight（转置视图）"
+    # words are data, worded when shown: the diagnosis made in English now shows in Chinese too
+    assert english.problems[0].tensor == chinese.problems[0].tensor == "n_1.2.weight（转置视图）"
+    assert (english.problems[0].given, english.problems[0].view) == ("n_1.2.weight", "transposed")
     assert [p.cause for p in chinese.problems] == [p.cause for p in english.problems] == ["optimizer_step"]
     assert chinese.fixes[0].summary == english.fixes[0].summary  # advice is not in the test catalog: same English
     assert "detach n_1's output where it enters n_2" in chinese.fixes[0].summary

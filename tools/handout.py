@@ -424,10 +424,10 @@ def _fix_cell(fix: Fix, example: str | None = None, lang: str = "en") -> str:
     has no file, so the two-network loop's rows show its line rewritten (one page holds no more).
     """
     colon, stop = ("：", "。") if lang == "zh" else (":", ".")
-    intent = f"<strong>{html.escape(_sentence(fix.intent))}{colon}</strong> " if fix.intent else ""
+    intent = f"<strong>{html.escape(_sentence(str(fix.intent)))}{colon}</strong> " if fix.intent else ""
     shown = fix.code or example
     code = f' <code class="example">{html.escape(shown)}</code>' if shown else ""
-    return f'{intent}{html.escape(fix.summary)}{stop}{code}<div class="trains">{html.escape(fix.trains)}{stop}</div>'
+    return f'{intent}{html.escape(str(fix.summary))}{stop}{code}<div class="trains">{html.escape(str(fix.trains))}{stop}</div>'
 
 
 def _sentence(text: str) -> str:
@@ -537,7 +537,7 @@ def _cheatsheet_parts(when: tuple[str, ...], lang: str) -> tuple[str, str, str]:
         for w, fix, example in rows
     )
     donts = "".join(
-        f'<tr><td>{html.escape(_sentence(p.attempt))}</td><td class="bad">{html.escape(p.what_it_does)}</td></tr>'
+        f'<tr><td>{html.escape(_sentence(str(p.attempt)))}</td><td class="bad">{html.escape(str(p.what_it_does))}</td></tr>'
         for p in pitfalls()
     )
     # the two errors of the sheet; `python -m gradlab explain --codes` lists the whole family

@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "gradlab"
 LOCALE = PACKAGE / "locale"
-MARKERS = {"_", "_t", "gettext_"}
-PLURAL = "ngettext_"
+MARKERS = {"_", "_t", "gettext_", "T"}
+PLURALS = {"ngettext_", "N"}
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def extract(package: Path = PACKAGE) -> dict[str, Message]:
             name = node.func.id
             if name in MARKERS and node.args:
                 args = node.args[:1]
-            elif name == PLURAL and len(node.args) >= 2:
+            elif name in PLURALS and len(node.args) >= 2:
                 args = node.args[:2]
             else:
                 continue

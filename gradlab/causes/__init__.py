@@ -45,7 +45,7 @@ from ..evidence import (
 )
 from ..fixes import Fix, Proposal
 from ..graph import Graph
-from ..i18n import _
+from ..i18n import T, Text
 from ..judge import judged
 from ..loop import site_intent
 from .attached_output import attached_fixes, attached_output_context
@@ -63,46 +63,46 @@ from .untracked_write import copy_context, target_context, untracked_fixes
 __all__ = ["Cause", "CAUSES", "Context", "decide", "fixes_for", "cause_sentence"]
 
 
-def _cause_sentences() -> dict[Cause, str]:
+def _cause_sentences() -> dict[Cause, Text]:
     return {
-        "optimizer_step": _("an optimizer step changed a weight the graph saved, before that graph's backward ran"),
-        "inplace_op": _("an in-place operation in the forward code overwrote a tensor autograd saved"),
-        "untracked_write": _(
+        "optimizer_step": T("an optimizer step changed a weight the graph saved, before that graph's backward ran"),
+        "inplace_op": T("an in-place operation in the forward code overwrote a tensor autograd saved"),
+        "untracked_write": T(
             "a write autograd could not record (under torch.no_grad(), through .detach(), or to data) "
             "overwrote a tensor autograd saved"
         ),
-        "carried_state": _("state carried from one iteration to the next keeps the previous iteration's graph"),
-        "shared_graph_freed": _("a second backward went through a part of the graph an earlier backward freed"),
-        "same_loss_twice": _("the same loss was backwarded twice"),
-        "stale_forward": _(
+        "carried_state": T("state carried from one iteration to the next keeps the previous iteration's graph"),
+        "shared_graph_freed": T("a second backward went through a part of the graph an earlier backward freed"),
+        "same_loss_twice": T("the same loss was backwarded twice"),
+        "stale_forward": T(
             "a forward computed once, before the loop, is reused by every iteration: the first backward freed its graph"
         ),
-        "list_never_cleared": _(
+        "list_never_cleared": T(
             "a list that each iteration appends graph-holding tensors to is never cleared: the next backward goes "
             "through the earlier iterations' freed graphs"
         ),
-        "fast_weights_in_place": _(
+        "fast_weights_in_place": T(
             "fast weights are updated in place inside a loop over them: autograd saved them for the gradient that "
             "is still to be taken"
         ),
-        "step_before_backward": _(
+        "step_before_backward": T(
             "the optimizer step that should use this loss's gradient runs between the loss's forward and its "
             "backward: it steps on the previous iteration's gradient and changes weights this graph saved"
         ),
-        "retained_accumulation": _(
+        "retained_accumulation": T(
             "a running total of the losses is backwarded at every iteration with retain_graph=True: each backward "
             "goes through every earlier iteration's graph again, whose weights a step has changed since"
         ),
-        "attached_output": _(
+        "attached_output": T(
             "a loss your loop does not train this model with (a gradient penalty, a discriminator's loss) is built "
             "on the model's output without .detach(): its backward went through the model's graph and freed it, "
             "and a later loss that trains the model needs that graph"
         ),
-        "unknown": _("gradlab cannot tell what changed the tensor (it was not watching when it happened)"),
+        "unknown": T("gradlab cannot tell what changed the tensor (it was not watching when it happened)"),
     }
 
 
-def cause_sentence(cause: Cause) -> str:
+def cause_sentence(cause: Cause) -> Text:
     """One sentence saying what the cause means (in the language of :func:`gradlab.set_language`)."""
     return _cause_sentences()[cause]
 

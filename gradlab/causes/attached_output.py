@@ -14,7 +14,7 @@ from ..edits import Edit
 from ..evidence import Facts, Topology, sequence_of, var_named
 from ..fixes import Fix, Proposal, all_edits, claim, replace_line
 from ..graph import walk
-from ..i18n import _, _t
+from ..i18n import T
 from ..location import Location
 from ..loop import site_intent
 from ..rewrite import detach_reads
@@ -113,16 +113,16 @@ def attached_fixes(ctx: Context) -> list[Proposal]:
     where = ", ".join(f"{Location(site.filename, n).where}" for n in ctx.detach_lines) if site is not None else ""
     first = Proposal(
         Fix(
-            summary=_t(
+            summary=T(
                 "detach {entry} where {earlier} is computed from it (at {where}): your loop does not train {model} "
                 "with {earlier}, and its backward through {model} freed the graph {loss} needs",
-                entry=ctx.entry or _("the model's output"),
+                entry=ctx.entry or T("the model's output"),
                 earlier=ctx.e,
                 where=where,
                 model=ctx.m,
                 loss=ctx.l,
             ),
-            trains=_t(
+            trains=T(
                 "{loss} trains {model}, as your loop's optimizers ask; {earlier} no longer sends gradient into "
                 "{model}, which your loop cleared before stepping {model} anyway",
                 loss=ctx.l,

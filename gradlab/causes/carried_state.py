@@ -15,7 +15,7 @@ from ..context import Context
 from ..evidence import Facts, Topology, in_site, resolve_name, sequence_of, var_named
 from ..fixes import Fix, Proposal, all_edits, claim, detached_after, edit_at, insert_lines, keeping, replace_line
 from ..graph import Graph
-from ..i18n import _, _t
+from ..i18n import T
 from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, detached_value, replace_reads
@@ -207,8 +207,8 @@ def _detach_state(ctx: Context) -> str | None:
 
 def carried_fixes(ctx: Context) -> list[Proposal]:
     if ctx.total:
-        name = ctx.carried or _("the running total")
-        loss = ctx.loss or _("the iteration's loss")
+        name = ctx.carried or T("the running total")
+        loss = ctx.loss or T("the iteration's loss")
         number = backward = None
         site = ctx.site
         if site is not None and ctx.carried and ctx.loss and ctx.entry_lineno and ctx.backward_line:
@@ -226,13 +226,13 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
             Proposal(
                 Fix(
                     edits=all_edits(number, backward),
-                    summary=_t(
+                    summary=T(
                         "keep the running total as a number: add {loss}.item() to {name}, and call backward on each "
                         "iteration's loss",
                         name=name,
                         loss=loss,
                     ),
-                    trains=_t(
+                    trains=T(
                         "each iteration's loss trains the model, as intended; {name} is only for logging", name=name
                     ),
                     claims=claim(ctx, ctx.reach),
@@ -242,10 +242,10 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
             ),
             Proposal(
                 Fix(
-                    summary=_t(
+                    summary=T(
                         "if {name} should train the model, call {name}.backward() once, after the loop", name=name
                     ),
-                    trains=_(
+                    trains=T(
                         "every iteration's loss trains the model through one backward (memory grows with the loop)"
                     ),
                     claims=claim(ctx, ctx.reach),
@@ -277,22 +277,22 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
         keeping(
             ctx,
             Fix(
-                summary=_t(
+                summary=T(
                     "detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
                     "iteration (truncated backpropagation through time)",
                     name=ctx.carried,
                 )
                 if ctx.carried and ctx.recurrent
-                else _t(
+                else T(
                     "detach the carried state at the iteration boundary: {name}.detach() where it is kept for the "
                     "next iteration",
                     name=ctx.carried,
                 )
                 if ctx.carried
-                else _(  # no name to put before .detach(): words only, nothing that looks like code
+                else T(  # no name to put before .detach(): words only, nothing that looks like code
                     "detach the state carried from one iteration to the next, where it enters the next iteration"
                 ),
-                trains=_t(
+                trains=T(
                     "each iteration's {loss} trains through the current iteration only; the previous iteration's "
                     "graph is released",
                     loss=ctx.l,
@@ -302,11 +302,11 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
         ),
         Proposal(
             Fix(
-                summary=_(
-                    "or backpropagate through the whole sequence: accumulate the losses and call backward once at the "
-                    "end"
+                alternative=True,
+                summary=T(
+                    "backpropagate through the whole sequence: accumulate the losses and call backward once at the end"
                 ),
-                trains=_(
+                trains=T(
                     "full backpropagation through time: each loss trains through every earlier step (memory grows "
                     "with the sequence)"
                 ),

@@ -13,7 +13,7 @@ from ..edits import Edit
 from ..evidence import Facts, Problem, Topology, in_site, leaves_of, receiver, saved_line, sequence_of, var_named
 from ..fixes import Fix, Proposal, all_edits, claim, indent_of, insert_lines, replace_line, span_of, statements_text
 from ..graph import Graph
-from ..i18n import _, _t
+from ..i18n import T, Text
 from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, inputs_keyword, with_keyword
@@ -167,11 +167,12 @@ def _calls_module(st: ast.stmt, modules: set[str]) -> bool:
 def _hatch(ctx: Context) -> Proposal:
     return Proposal(
         Fix(
-            summary=_(
-                "Or run the loop as written inside a `with torch.autograd.graph.allow_mutation_on_saved_tensors():` "
+            alternative=True,
+            summary=T(
+                "run the loop as written inside a `with torch.autograd.graph.allow_mutation_on_saved_tensors():` "
                 "block: autograd keeps a copy of each saved tensor before it is modified in place"
             ),
-            trains=_t(
+            trains=T(
                 "what the code says: {loss} sends gradient into {model}, computed with {model}'s weights from "
                 "before {step}; in a loop whose {zero} runs before the next step, that gradient is never used (the "
                 "same training as detaching)",
@@ -180,7 +181,7 @@ def _hatch(ctx: Context) -> Proposal:
                 step=ctx.step,
                 zero=ctx.zero,
             ),
-            cost=_("a copy of every saved tensor that is modified in place (memory and time)"),
+            cost=T("a copy of every saved tensor that is modified in place (memory and time)"),
             claims=claim(ctx, tuple(ctx.others)),
         ),
         ctx.reach,
@@ -188,8 +189,8 @@ def _hatch(ctx: Context) -> Proposal:
     )
 
 
-def _same_as_failing(ctx: Context) -> str:
-    return _t(
+def _same_as_failing(ctx: Context) -> Text:
+    return T(
         "{loss} trains {others} only; {model} learns from {earlier} only: the training your loop would do if it "
         "ran, since {loss}'s gradient for {model} would arrive after {step}, too late for that step (and "
         "{zero} before the next step discards it)",
@@ -216,14 +217,14 @@ def recompute_fix(ctx: Context) -> Proposal | None:
     )
     return Proposal(
         Fix(
-            summary=_t(
+            summary=T(
                 "recompute {what} after {step}, so that {loss} is built from the stepped weights",
                 what=what,
                 step=ctx.step,
                 loss=ctx.l,
             )
             if keep is None
-            else _t(
+            else T(
                 "recompute {what} after {step}, so that {loss} is built from the stepped weights, and keep the graph "
                 "of {earlier}.backward() (retain_graph=True): {loss} still goes through the part of it no step changed",
                 what=what,
@@ -231,7 +232,7 @@ def recompute_fix(ctx: Context) -> Proposal | None:
                 loss=ctx.l,
                 earlier=ctx.e,
             ),
-            trains=_t("{loss} trains what it reaches, through the updated weights", loss=ctx.l),
+            trains=T("{loss} trains what it reaches, through the updated weights", loss=ctx.l),
             edits=(edit,) if keep is None else tuple(sorted((edit, keep), key=lambda e: e.start)),
             claims=claim(ctx, ctx.reach),
         ),
@@ -265,14 +266,14 @@ def _sum(ctx: Context, others: tuple[str, ...]) -> Proposal:
     """One backward of the sum, then every step: the other intent, where the loss also trains the model."""
     return Proposal(
         Fix(
-            intent=_t("if {loss} should also train {model}", loss=ctx.l, model=ctx.m),
-            summary=_t(
+            intent=T("if {loss} should also train {model}", loss=ctx.l, model=ctx.m),
+            summary=T(
                 "one backward of the sum, then the steps: zero every optimizer, backward ({earlier} + {loss}) "
                 "once, then step every optimizer",
                 earlier=ctx.e,
                 loss=ctx.l,
             ),
-            trains=_t(
+            trains=T(
                 "{earlier} and {loss} both train {model}, and {loss} trains {others}: a different training from "
                 "the failing code's, where {model} followed {earlier} only",
                 earlier=ctx.e,
@@ -293,12 +294,12 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     if ctx.entry and ctx.entry_lineno is not None and ctx.site is not None:
         line = ctx.site.text(ctx.entry_lineno).strip()
         detach_edit = replace_line(ctx, ctx.entry_lineno, detach_in(line, ctx.entry, into=ctx.others))
-    where = _t(" (at {where})", where=ctx.entry_where) if ctx.entry_where and detach_edit else ""
-    entry = _t(": feed in {entry}.detach(){where}", entry=ctx.entry, where=where) if ctx.entry else ""
+    where = T(" (at {where})", where=ctx.entry_where) if ctx.entry_where and detach_edit else ""
+    entry = T(": feed in {entry}.detach(){where}", entry=ctx.entry, where=where) if ctx.entry else ""
     if ctx.optimizer or not freed:
         trains_same = _same_as_failing(ctx)
     else:
-        trains_same = _t(
+        trains_same = T(
             "{loss} trains {others} only; {model} learns from {earlier} only",
             loss=ctx.l,
             others=ctx.o,
@@ -315,8 +316,8 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     proposals = [
         Proposal(
             Fix(
-                intent=_t("if {loss} should not train {model}", loss=ctx.l, model=ctx.m),
-                summary=_t(
+                intent=T("if {loss} should not train {model}", loss=ctx.l, model=ctx.m),
+                summary=T(
                     "detach {model}'s output where it enters {others}{entry}", model=ctx.m, others=ctx.o, entry=entry
                 ),
                 trains=trains_same,
@@ -328,9 +329,9 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
         ),
         Proposal(
             Fix(
-                intent=_("the same, keeping the order and the graph"),
-                summary=_t("backward {loss} into {others}'s parameters only", loss=ctx.l, others=ctx.o),
-                trains=_t("the same as detaching: {loss} trains {others} only", loss=ctx.l, others=ctx.o),
+                intent=T("the same, keeping the order and the graph"),
+                summary=T("backward {loss} into {others}'s parameters only", loss=ctx.l, others=ctx.o),
+                trains=T("the same as detaching: {loss} trains {others} only", loss=ctx.l, others=ctx.o),
                 edits=all_edits(inputs_edit),
                 claims=claim(ctx, others),
             ),
@@ -356,13 +357,14 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
         proposals.append(
             Proposal(
                 Fix(
-                    summary=_t(
-                        "or keep two backward calls: {earlier}.backward(retain_graph=True), then {loss}.backward(), "
+                    alternative=True,
+                    summary=T(
+                        "keep two backward calls: {earlier}.backward(retain_graph=True), then {loss}.backward(), "
                         "and only then any optimizer step",
                         earlier=ctx.e,
                         loss=ctx.l,
                     ),
-                    trains=_t(
+                    trains=T(
                         "like the sum: {earlier} and {loss} both train {model}", earlier=ctx.e, loss=ctx.l, model=ctx.m
                     ),
                     edits=all_edits(retain_edit),
@@ -406,7 +408,7 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     proposals = [
         Proposal(
             Fix(
-                intent=_t(
+                intent=T(
                     "if {loss} should train {others} against {model} as {step} left it",
                     loss=ctx.l,
                     others=ctx.o,
@@ -415,13 +417,13 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
                 )
                 if two
                 else None,
-                summary=_t(
+                summary=T(
                     "recompute {model}'s forward after {step}, and {loss} from it",
                     model=ctx.m,
                     step=ctx.step,
                     loss=ctx.l,
                 ),
-                trains=_t(
+                trains=T(
                     "{loss} trains {others} through the updated {model} (the usual GAN order); {model} learns from "
                     "{earlier} only, since {zero} clears what {loss} leaves in {model}'s .grad",
                     loss=ctx.l,
@@ -439,7 +441,7 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
         ),
         Proposal(
             Fix(
-                intent=_t(
+                intent=T(
                     "if {loss} should train {others} against {model} as it was before {step}",
                     loss=ctx.l,
                     others=ctx.o,
@@ -449,7 +451,8 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
                 if two
                 else None,
                 edits=all_edits(*_step_moved_after(ctx, inputs)) if inputs else (),
-                summary=_t(
+                alternative=not (inputs and two),
+                summary=T(
                     "move {step} after {loss}.backward(), and backward {loss} into {others}'s parameters only "
                     "({inputs})",
                     loss=ctx.l,
@@ -458,20 +461,20 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
                     inputs=inputs or "",
                 )
                 if inputs and two
-                else _t(
-                    "or move {loss}.backward({inputs}) before {step}",
+                else T(
+                    "move {loss}.backward({inputs}) before {step}",
                     loss=ctx.l,
                     step=ctx.step,
                     inputs=inputs or "",
                 )
                 if inputs
-                else _t(
-                    "or backward {loss} before {step}, into {others}'s parameters only",
+                else T(
+                    "backward {loss} before {step}, into {others}'s parameters only",
                     loss=ctx.l,
                     step=ctx.step,
                     others=ctx.o,
                 ),
-                trains=_t(
+                trains=T(
                     "{loss} trains {others} through {model} as it was before its step; {model}'s gradient is untouched",
                     loss=ctx.l,
                     others=ctx.o,

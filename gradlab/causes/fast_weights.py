@@ -9,7 +9,7 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts
 from ..fixes import Fix, Proposal, all_edits, keeping
-from ..i18n import _, _t
+from ..i18n import T
 from ..rewrite import out_of_place_update
 from ..saved import Write
 
@@ -51,12 +51,12 @@ def fast_weights_fixes(ctx: Context) -> list[Proposal]:
         keeping(
             ctx,
             Fix(
-                summary=_t(
+                summary=T(
                     "build the adapted weights as a new list instead of updating {name} in place (rebinding the loop "
                     "variable would adapt nothing)",
-                    name=ctx.fast or ctx.tensor or _("the weights"),
+                    name=ctx.fast or ctx.tensor or T("the weights"),
                 ),
-                trains=_(
+                trains=T(
                     "the same as intended: the outer loss trains through the adaptation step, and the inner step "
                     "really changes the weights it uses"
                 ),

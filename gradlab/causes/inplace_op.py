@@ -8,7 +8,7 @@ import re
 from ..context import Context
 from ..edits import Edit
 from ..fixes import Fix, Proposal, all_edits, keeping, source_of, write_edit
-from ..i18n import _, _t
+from ..i18n import T
 from ..rewrite import ACTIVATION_NAMES, ACTIVATIONS, OP_NAMES, rewrite_in_place
 
 
@@ -47,21 +47,21 @@ def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
 def in_place_fixes(ctx: Context) -> list[Proposal]:
     rewritten = rewrite_in_place(ctx.code, ctx.op) if ctx.code and ctx.op else None
     flags = _inplace_flags(ctx) if ctx.op in ACTIVATIONS and not (rewritten and "inplace" in (ctx.code or "")) else ()
-    where = _t(" at {where}", where=ctx.where) if ctx.where else ""
-    op = OP_NAMES.get(ctx.op, ctx.op) if ctx.op else _("the in-place op")
+    where = T(" at {where}", where=ctx.where) if ctx.where else ""
+    op = OP_NAMES.get(ctx.op, ctx.op) if ctx.op else T("the in-place op")
     if ctx.op in ACTIVATIONS:
-        summary = _("use the activation without inplace=True (nn.ReLU() rather than nn.ReLU(inplace=True))")
+        summary = T("use the activation without inplace=True (nn.ReLU() rather than nn.ReLU(inplace=True))")
     elif ctx.op == "__setitem__":
-        summary = _t("write the indexed assignment into a copy and rebind the name{where}", where=where)
+        summary = T("write the indexed assignment into a copy and rebind the name{where}", where=where)
     else:
-        summary = _t("use the out-of-place form of {op}{where}", op=op, where=where)
-    tensor = ctx.tensor or _("the tensor")
+        summary = T("use the out-of-place form of {op}{where}", op=op, where=where)
+    tensor = ctx.tensor or T("the tensor")
     proposals = [
         keeping(
             ctx,
             Fix(
                 summary=summary,
-                trains=_t(
+                trains=T(
                     "the same as intended: nothing changes in which loss trains which parameters; {tensor} keeps the "
                     "value autograd saved",
                     tensor=tensor,
@@ -72,8 +72,9 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
         keeping(
             ctx,
             Fix(
-                summary=_t("or write to a copy: clone {name} before the in-place write", name=tensor),
-                trains=_("the same as intended (the copy costs one tensor's memory)"),
+                alternative=True,
+                summary=T("write to a copy: clone {name} before the in-place write", name=tensor),
+                trains=T("the same as intended (the copy costs one tensor's memory)"),
             ),
         ),
     ]

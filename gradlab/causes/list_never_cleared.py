@@ -12,7 +12,7 @@ from ..context import Context
 from ..evidence import Facts, sequence_of
 from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping
 from ..graph import Graph
-from ..i18n import _, _t
+from ..i18n import T, join
 from ..source import loop_body_of
 
 if TYPE_CHECKING:
@@ -85,20 +85,21 @@ def buffered_fixes(ctx: Context) -> list[Proposal]:
         keeping(
             ctx,
             Fix(
-                summary=_t(
+                summary=T(
                     "clear {names} after each backward, so that the next one goes through the new iteration's graph "
                     "only",
-                    names=_(" and ").join(names) if names else _("the list"),
+                    names=join(names, T(" and ")) if names else T("the list"),
                 ),
-                trains=_t("{loss} trains what it reaches, from this iteration's tensors only", loss=ctx.l),
+                trains=T("{loss} trains what it reaches, from this iteration's tensors only", loss=ctx.l),
                 edits=all_edits(edit),
             ),
         ),
         keeping(
             ctx,
             Fix(
-                summary=_("or keep only numbers in lists kept for logging: append .item() of each tensor"),
-                trains=_("unchanged: the logged values take no part in backward"),
+                alternative=True,
+                summary=T("keep only numbers in lists kept for logging: append .item() of each tensor"),
+                trains=T("unchanged: the logged values take no part in backward"),
             ),
         ),
     ]

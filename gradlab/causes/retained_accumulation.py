@@ -12,7 +12,7 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts
 from ..fixes import Fix, Proposal, all_edits, claim, replace_line
-from ..i18n import _, _t
+from ..i18n import T
 from ..rewrite import split_comment
 from ..source import loop_body_of, statement_at
 
@@ -116,18 +116,18 @@ def retained_fixes(ctx: Context) -> list[Proposal]:
                 replace_line(ctx, ctx.entry_lineno, added + comment),
                 replace_line(ctx, ctx.backward_line, f"{alone}.backward({arguments})"),
             )
-    name = total or _("the running total")
-    part = term or _("each iteration's loss")
+    name = total or T("the running total")
+    part = term or T("each iteration's loss")
     return [
         Proposal(
             Fix(
-                summary=_t(
+                summary=T(
                     "backward each iteration's {part} once, without retain_graph, and keep {name} detached, for the "
                     "log: .grad adds the iterations' gradients up until the step",
                     part=part,
                     name=name,
                 ),
-                trains=_t(
+                trains=T(
                     "{loss} trains what it reaches, once per iteration, accumulated in .grad until the step; {name} "
                     "takes no part in backward",
                     loss=ctx.l,
@@ -142,12 +142,13 @@ def retained_fixes(ctx: Context) -> list[Proposal]:
         ),
         Proposal(
             Fix(
-                summary=_t(
-                    "or call {name}.backward() once, when the accumulation ends (right before the step), without "
+                alternative=True,
+                summary=T(
+                    "call {name}.backward() once, when the accumulation ends (right before the step), without "
                     "retain_graph, and start {name} again after the step",
                     name=name,
                 ),
-                trains=_(
+                trains=T(
                     "every iteration's loss trains what it reaches through one backward (memory grows with the "
                     "accumulation)"
                 ),

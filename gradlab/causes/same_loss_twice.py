@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..context import Context
 from ..fixes import Fix, Proposal, all_edits, keeping, replace_line
-from ..i18n import _, _t
+from ..i18n import T
 from ..rewrite import with_keyword
 
 
@@ -18,20 +18,21 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
         keeping(
             ctx,
             Fix(
-                summary=_t(
+                summary=T(
                     "call {loss}.backward() once; if you need two backward calls through it, pass retain_graph=True "
                     "to the first",
                     loss=ctx.l,
                 ),
-                trains=_("unchanged; note that two backward calls add their gradients into .grad"),
+                trains=T("unchanged; note that two backward calls add their gradients into .grad"),
                 edits=all_edits(edit),
             ),
         ),
         keeping(
             ctx,
             Fix(
-                summary=_("or recompute the forward before the second backward"),
-                trains=_("unchanged, with a fresh graph"),
+                alternative=True,
+                summary=T("recompute the forward before the second backward"),
+                trains=T("unchanged, with a fresh graph"),
             ),
         ),
     ]

@@ -12,7 +12,7 @@ import torch
 from ..context import Context
 from ..evidence import Facts, Problem, leaves_below, sequence_of
 from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, statements_text
-from ..i18n import _, _t
+from ..i18n import T
 from ..source import loop_around, loop_body_of, names, statement_at
 
 if TYPE_CHECKING:
@@ -87,12 +87,12 @@ def _constant(ctx: Context) -> list[Proposal]:
     if name is None or ctx.snapshot_line is None:
         return []
     fix = Fix(
-        summary=_t(
+        summary=T(
             "{name} is a constant of the loop (computed once, before it, from weights the loop's own forward also "
             "uses): detach it before the loop",
             name=name,
         ),
-        trains=_t(
+        trains=T(
             "{loss} trains what it reaches through each iteration's own forward; {name} takes no part in backward",
             loss=ctx.l,
             name=name,
@@ -107,16 +107,16 @@ def stale_fixes(ctx: Context) -> list[Proposal]:
         return _constant(ctx)
     text = statements_text(ctx, (ctx.stale_line,)) if ctx.stale_line is not None else None
     edit = insert_lines(ctx, ctx.stale_before, text) if text and ctx.stale_before is not None else None
-    what = text.split("=")[0].strip() if text else _("the forward")
+    what = text.split("=")[0].strip() if text else T("the forward")
     return [
         keeping(
             ctx,
             Fix(
-                summary=_t(
+                summary=T(
                     "recompute {what} inside the loop, where it is used: each iteration then builds its own graph",
                     what=what,
                 ),
-                trains=_t("{loss} trains what it reaches, from a fresh forward at every iteration", loss=ctx.l),
+                trains=T("{loss} trains what it reaches, from a fresh forward at every iteration", loss=ctx.l),
                 edits=all_edits(edit),
             ),
         ),

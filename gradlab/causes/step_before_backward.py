@@ -10,7 +10,7 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts
 from ..fixes import Fix, Proposal, all_edits, claim, insert_lines
-from ..i18n import _, _t
+from ..i18n import T
 from ..saved import Write
 from ..source import loop_body_of, runs_backward
 from .chained import recompute_fix
@@ -64,13 +64,13 @@ def step_after_fixes(ctx: Context) -> list[Proposal]:
     proposals = [
         Proposal(
             Fix(
-                summary=_t(
+                summary=T(
                     "move {step} after {loss}.backward(): as written it runs before the backward and steps on the "
                     "previous iteration's gradient",
                     step=ctx.step,
                     loss=ctx.l,
                 ),
-                trains=_t("{loss} trains what it reaches, each step on its own iteration's gradient", loss=ctx.l),
+                trains=T("{loss} trains what it reaches, each step on its own iteration's gradient", loss=ctx.l),
                 edits=edits,
                 claims=claim(ctx, ctx.reach),
             ),
@@ -84,7 +84,7 @@ def step_after_fixes(ctx: Context) -> list[Proposal]:
         proposals.append(
             replace(
                 again,
-                fix=replace(again.fix, intent=_("if each step is meant to use the previous iteration's gradient")),
+                fix=replace(again.fix, intent=T("if each step is meant to use the previous iteration's gradient")),
                 describe=False,
             )
         )

@@ -10,7 +10,7 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts, Problem, calls_name, in_site, receiver, torch_alias
 from ..fixes import Fix, Proposal, all_edits, claim, edit_at, indent_of, keeping, span_of
-from ..i18n import _, _t
+from ..i18n import T
 from ..rewrite import replace_reads
 from ..saved import Write
 from ..source import statement_at
@@ -75,12 +75,12 @@ def _as_target(ctx: Context) -> list[Proposal]:
     block = [f"{indent}with {ctx.grad_off}():", *("    " + site.text(i) for i in range(span[0], span[1] + 1))]
     reach = tuple(m for m in ctx.reach if m != ctx.target)
     fix = Fix(
-        summary=_t(
+        summary=T(
             "run {model}'s forward under torch.no_grad(): no optimizer holds {model}'s parameters, so its output is a "
             "target, and its in-place update then overwrites nothing autograd saved",
             model=ctx.target,
         ),
-        trains=_t(
+        trains=T(
             "the same as intended: {loss} trains the parameters its optimizers step, as before; {model} gets no "
             "gradient (no optimizer used it)",
             loss=ctx.l,
@@ -102,13 +102,13 @@ def _read_copy(ctx: Context) -> list[Proposal]:
     if new is None and line.startswith("return "):
         new = re.sub(rf"(?<![\w.]){re.escape(expr)}(?![\w(])", f"{expr}.clone()", line, count=1)
     fix = Fix(
-        summary=_t(
+        summary=T(
             "read a copy of {expr} where the forward uses it (at {where}): the in-place update then changes {expr}, "
             "not the value autograd saved",
             expr=expr,
             where=loc.where,
         ),
-        trains=_t(
+        trains=T(
             "the same as intended: the gradient of the forward as it ran; {expr} is still updated in place", expr=expr
         ),
         edits=all_edits(edit_at(ctx, loc, new)),
@@ -121,28 +121,28 @@ def untracked_fixes(ctx: Context) -> list[Proposal]:
 
 
 def _untracked_general(ctx: Context) -> list[Proposal]:
-    where = _t(" at {where}", where=ctx.where) if ctx.where else ""
-    tensor = ctx.tensor or _("the tensor")
+    where = T(" at {where}", where=ctx.where) if ctx.where else ""
+    tensor = ctx.tensor or T("the tensor")
     return [
         keeping(
             ctx,
             Fix(
-                summary=_t(
+                summary=T(
                     "do not write to {tensor} while a graph that saved it still needs it: move the write{where} after "
                     "{loss}.backward(), or write to a copy ({tensor}.clone())",
                     tensor=tensor,
                     where=where,
                     loss=ctx.l,
                 ),
-                trains=_("the same as intended: the write changed values, not which loss trains which parameters"),
+                trains=T("the same as intended: the write changed values, not which loss trains which parameters"),
             ),
         ),
         Proposal(
             Fix(
-                summary=_(
+                summary=T(
                     "if the write is meant to be part of the model, make it an out-of-place op with grad enabled"
                 ),
-                trains=_("the write's result then takes part in backward, so the gradient also flows through it"),
+                trains=T("the write's result then takes part in backward, so the gradient also flows through it"),
                 claims=claim(ctx, ctx.reach),
             ),
             ctx.reach,
