@@ -41,7 +41,7 @@ _EXPORTS: dict[str, str] = {
     "GradRow": "grads",
     "draw": "drawing",
     "GraphView": "drawing",
-    "explain": "explanation",
+    "explain": "kinds",
     "Explanation": "explanation",
     "Code": "codes",
     "CODES": "codes",
@@ -133,7 +133,7 @@ if TYPE_CHECKING:
     from .diagnosis import Diagnosis, Problem, check, last_diagnosis
     from .drawing import GraphView, draw
     from .edits import Edit
-    from .explanation import Explanation, explain
+    from .explanation import Explanation
     from .fix import FixReport, FixTrial, fix_script
     from .fixes import Fix
     from .grads import GradReport, GradRow, grad_report
@@ -141,6 +141,7 @@ if TYPE_CHECKING:
     from .i18n import language, languages, set_language
     from .intent import IntentReport, Mismatch, check_intent
     from .ipython import load_ipython_extension, unload_ipython_extension
+    from .kinds import explain
     from .memory import MemoryTrace, measure_memory, plot_memory
     from .names import modules_in
     from .notices import GradlabError, GradlabWarning, SilentWriteWarning, UnusedStepWarning

@@ -28,6 +28,8 @@ import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from .notices import prefixed
+
 if TYPE_CHECKING:
     from .explanation import Explanation
     from .tracker import Tracker
@@ -238,7 +240,7 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
         import traceback
 
         traceback.print_exception(type(exc), exc, tb, file=stderr)
-    from .explanation import explain  # NOTE [Lazy imports] in tracker.py: only on a failure
+    from .kinds import explain  # NOTE [Lazy imports] in tracker.py: only on a failure
 
     explanation = _named_ddp(exc, explain(exc), tracker)
     if _distributed() is not None:
@@ -255,9 +257,9 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
 
                 print("\n" + diagnosis.details(), file=stderr)
                 explanation = dataclasses.replace(explanation, causes=(), fixes=())
-            print("\n" + explanation.details(), file=stderr)
+            print("\n" + prefixed(explanation.details()), file=stderr)
         elif diagnosis is None and located is None:
-            print("\n" + str(explanation), file=stderr)
+            print("\n" + prefixed(str(explanation)), file=stderr)
     return 130 if isinstance(exc, KeyboardInterrupt) else 1
 
 
@@ -303,9 +305,9 @@ def _report_rank(
     rank, world, local = place
     notes: list[str] = [n.strip("\n") for n in getattr(exc, "__gradlab_notes__", ())]
     if explanation.kind != "not_autograd" and not notes:
-        notes.append(explanation.details() if verbose else str(explanation))
+        notes.append(prefixed(explanation.details() if verbose else str(explanation)))
     elif verbose and explanation.kind != "not_autograd":
-        notes.append(explanation.details())
+        notes.append(prefixed(explanation.details()))
     if not notes:
         return 130 if isinstance(exc, KeyboardInterrupt) else 1
     text = "\n\n".join(notes)
@@ -403,10 +405,12 @@ def _gradlab_failed(when: str, error: BaseException) -> str:
     from .i18n import _, _t
 
     what = _("gradlab could not start its tracker") if when == "start" else _("gradlab could not stop its tracker")
-    return _t(
-        "gradlab: {what} ({error}); the script runs as under python, without gradlab's notes.",
-        what=what,
-        error=f"{type(error).__name__}: {error}",
+    return prefixed(
+        _t(
+            "{what} ({error}); the script runs as under python, without gradlab's notes.",
+            what=what,
+            error=f"{type(error).__name__}: {error}",
+        )
     )
 
 
@@ -533,10 +537,10 @@ def explain_text(text: str, stdout: TextIO | None = None, verbose: bool = False)
         0
     """
     out = stdout if stdout is not None else sys.stdout
-    from .explanation import explain
+    from .kinds import explain
 
     explanation = explain(text)
-    print(explanation.details() if verbose else explanation, file=out)
+    print(prefixed(explanation.details() if verbose else str(explanation)), file=out)
     return 0 if explanation.kind != "not_autograd" else 1
 
 
@@ -547,7 +551,7 @@ def explain_text(text: str, stdout: TextIO | None = None, verbose: bool = False)
 
 def _usage_error(message: str) -> int:
     print(USAGE.split("\n\n", 1)[0], file=sys.stderr)
-    print(f"gradlab: error: {message}", file=sys.stderr)
+    print(prefixed(f"error: {message}"), file=sys.stderr)
     return 2
 
 
@@ -609,7 +613,7 @@ def _main_explain(argv: list[str]) -> int:
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
         except OSError as e:
-            print(f"gradlab: can't open file {path!r}: [Errno {e.errno}] {e.strerror}", file=sys.stderr)
+            print(prefixed(f"can't open file {path!r}: [Errno {e.errno}] {e.strerror}"), file=sys.stderr)
             return 2
     try:
         code = explain_text(text, verbose=verbose)
@@ -627,9 +631,11 @@ def _read_stdin() -> str | None:
     stdin = sys.stdin
     if stdin is None or stdin.closed:
         print(
-            _(
-                "gradlab: error: stdin is closed; pass the traceback with --file TRACEBACK.txt, "
-                "or pipe it in: python -m gradlab explain < error.txt"
+            prefixed(
+                _(
+                    "error: stdin is closed; pass the traceback with --file TRACEBACK.txt, "
+                    "or pipe it in: python -m gradlab explain < error.txt"
+                )
             ),
             file=sys.stderr,
         )
@@ -686,14 +692,14 @@ def _print_codes() -> int:
 
 
 def _print_long_form(code: str) -> int:
-    from .explanation import explain_code
+    from .kinds import explain_code
 
     try:
         text = explain_code(code)
     except ValueError as e:
-        print(f"gradlab: error: {e}", file=sys.stderr)
+        print(prefixed(f"error: {e}"), file=sys.stderr)
         return 2
-    print(text, file=sys.stdout)
+    print(prefixed(text), file=sys.stdout)
     return 0
 
 

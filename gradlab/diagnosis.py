@@ -16,9 +16,6 @@ every fix with what it trains.
 from __future__ import annotations
 
 import html
-import os
-import re
-import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -28,16 +25,17 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from .causes import Cause, cause_sentence, decide, fixes_for
-from .codes import code_for
 from .evidence import Facts, Topology, backward_line_after
-from .explanation import Explanation, no_graph
+from .explanation import Explanation
 from .fixes import Fix
 from .graph import Graph, collect, collect_active
 from .i18n import Words, _, _t, ngettext_
+from .kinds import no_graph
 from .location import Location, frame_names
 from .loop import read_site
 from .names import NamesLike, ViewKind, modules_in
 from .recorder import active
+from .render import header, help_lines, html_fixes, more, numbered, op_span, others_line, quote
 from .saved import SavedTensor, Write
 
 if TYPE_CHECKING:
@@ -166,7 +164,7 @@ class Diagnosis:
         if self.ok:
             return _t("ok: backward() would succeed ({summary}).", summary=self.graph.summary())
         if self.no_graph is not None:
-            return str(self.no_graph).removeprefix("gradlab: ")
+            return str(self.no_graph)
         return "\n".join(_short(self))
 
     def details(self) -> str:
@@ -174,7 +172,7 @@ class Diagnosis:
         if self.ok:
             return str(self)
         if self.no_graph is not None:
-            return self.no_graph.details().removeprefix("gradlab: ")
+            return self.no_graph.details()
         head = _("backward() failed ({summary}).") if self.failed else _("backward() would fail ({summary}).")
         lines = [head.format(summary=self.graph.summary())]
         for kind, title in (("modified_in_place", _("Modified in place")), ("graph_freed", _("Graph already freed"))):
@@ -192,10 +190,7 @@ class Diagnosis:
             "",
             _("Fixes, by what you want to train:"),
         ]
-        for i, fix in enumerate(first.fixes, 1):
-            fix_lines = fix.lines()
-            lines.append(f"  {i}. {fix_lines[0]}")
-            lines += [f"     {line}" for line in fix_lines[1:]]
+        lines += numbered(first.fixes)
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -205,12 +200,7 @@ class Diagnosis:
         if self.ok:
             return f"<p>{html.escape(str(self))}</p>"
         short = html.escape(str(self))
-        fixes = "".join(
-            f"<li>{html.escape(fix.lines()[0])}"
-            + (f"<pre>{html.escape(fix.code)}</pre>" if fix.code else "")
-            + f"<br>{html.escape(_t('trains: {what}', what=fix.trains))}</li>"
-            for fix in self.fixes
-        )
+        fixes = html_fixes(self.fixes)
         title = html.escape(_("All fixes, by what you want to train"))
         return f"<pre>{short}</pre><details><summary>{title}</summary><ol>{fixes}</ol></details>"
 
@@ -234,7 +224,7 @@ def _short(d: Diagnosis) -> list[str]:
             )
         else:
             head = _t("{verb}{tensor} was changed after autograd saved it", verb=verb, tensor=p.tensor)
-        lines.append(_t("{header}: {what}", header=_header("modified_in_place"), what=head))
+        lines.append(_t("{header}: {what}", header=header("modified_in_place"), what=head))
         if p.location is not None:
             label = _t(
                 "{writer}: version {saved} -> {now}",
@@ -248,7 +238,7 @@ def _short(d: Diagnosis) -> list[str]:
                     writer=p.modified_by or _("this write"),
                     now=p.current_version,
                 )
-            lines += _quote(p.location, _op_span(p.location.code, p.writes[0].op if p.writes else None), label)
+            lines += quote(p.location, op_span(p.location.code, p.writes[0].op if p.writes else None), label)
         elif p.counter_missed:
             lines.append(
                 "   = "
@@ -277,9 +267,9 @@ def _short(d: Diagnosis) -> list[str]:
             )
         else:
             head = _t("{verb}{node} needs saved tensors that were already freed", verb=verb, node=p.node)
-        lines.append(_t("{header}: {what}", header=_header("graph_freed"), what=head))
+        lines.append(_t("{header}: {what}", header=header("graph_freed"), what=head))
         if p.location is not None:
-            lines += _quote(p.location, _op_span(p.location.code, "backward"), _("freed them (no retain_graph=True)"))
+            lines += quote(p.location, op_span(p.location.code, "backward"), _("freed them (no retain_graph=True)"))
     shape = f" {list(p.shape)}" if p.shape is not None and "[" not in p.tensor else ""
     if p.kind == "modified_in_place":
         if p.saved_at is not None:
@@ -302,77 +292,23 @@ def _short(d: Diagnosis) -> list[str]:
         lines.append("   = " + line)
     if d.needed_by is not None:
         lines.append("   = " + _t("needed by: {call}", call=d.needed_by.trail()))
-    more = len(d.problems) - 1
-    if more:
+    extra = len(d.problems) - 1
+    if extra:
         lines.append(
             "   = "
             + ngettext_(
                 "and {n} more problem of this graph",
                 "and {n} more problems of this graph",
-                more,
-            ).format(n=more)
+                extra,
+            ).format(n=extra)
         )
     lines.append("   = " + _t("cause: {cause}", cause=cause_sentence(p.cause)))
     if p.fixes:
-        fix = p.fixes[0]
-        lines.append(_t("help: {fix}", fix=fix.lines()[0]))
-        if fix.code:
-            lines += [f"   |     {line}" for line in fix.code.splitlines()]
-        lines.append("   = " + _t("trains: {what}", what=fix.trains))
-        if len(p.fixes) > 1:
-            n = len(p.fixes) - 1
-            lines.append(
-                "   = "
-                + ngettext_(
-                    "{n} other fix, for other intents: {how}", "{n} other fixes, for other intents: {how}", n
-                ).format(n=n, how=_more(d.needed_by))
-            )
-        elif more:
-            lines.append("   = " + _t("every problem: {how}", how=_more(d.needed_by)))
+        lines += help_lines(p.fixes[0])
+        lines += others_line(p.fixes, d.needed_by)
+        if len(p.fixes) == 1 and extra:
+            lines.append("   = " + _t("every problem: {how}", how=more(d.needed_by)))
     return lines
-
-
-def _header(kind: str) -> str:
-    """``error[GL0002 modified in place]``: the note's head, with the kind's stable code."""
-    entry = code_for(kind)
-    return entry.header() if entry is not None else f"error[{kind}]"
-
-
-def _in_ipython() -> bool:
-    ipython = sys.modules.get("IPython")
-    get = getattr(ipython, "get_ipython", None)
-    return bool(get is not None and get() is not None)
-
-
-def _in_main_script(where: Location | None) -> bool:
-    """True when ``where`` is a line of the script running as ``__main__`` (``sys.argv[0]``)."""
-    script = sys.argv[0] if sys.argv else ""
-    if where is None or where.in_cell or not script.endswith((".py", ".pyw")):
-        return False
-    try:
-        return os.path.samefile(script, where.filename)
-    except OSError:
-        return False
-
-
-def _more(where: Location | None = None) -> str:
-    """Where the other fixes are, as something that runs where the note is read (NOTE [Where notes are read])."""
-    # NOTE [Where notes are read]: in IPython/Jupyter the note shows under a cell's traceback, so the line is a
-    # call for the next cell; elsewhere it is the command that reruns the script with every fix printed. A
-    # shell merely started in the process (a test, an embedding app) does not make the failure of the script
-    # that is running as __main__ (python -m gradlab run, in the same process) a cell's.
-    if _in_ipython() and not _in_main_script(where):
-        return "import gradlab; print(gradlab.last_diagnosis().details())"
-    script = sys.argv[0] if sys.argv and sys.argv[0].endswith((".py", ".pyw")) else None
-    if script is None:
-        return _("python -m gradlab run --verbose, on your script")
-    try:
-        shown = os.path.relpath(script)
-    except ValueError:  # another drive (Windows)
-        shown = script
-    if shown.startswith(".."):
-        shown = script
-    return shlex.join(["python", "-m", "gradlab", "run", "--verbose", shown, *sys.argv[1:]])
 
 
 def last_diagnosis(error: BaseException | None = None) -> Diagnosis:
@@ -417,53 +353,6 @@ def last_diagnosis(error: BaseException | None = None) -> Diagnosis:
         "this error carries no gradlab diagnosis: run the failing backward inside gradlab.track() "
         "(or %load_ext gradlab in a notebook), then call last_diagnosis() again"
     )
-
-
-def _quote(loc: Location, span: tuple[int, int] | None, label: str) -> list[str]:
-    """rustc-style: the location, the user's line, and the op marked under it."""
-    code = loc.code
-    number = str(loc.lineno)
-    pad = " " * len(number)
-    out = [f"  --> {loc.where}", f"{pad} |", f"{number} |     {code}"]
-    start, end = span if span is not None else (0, len(code))
-    out.append(f"{pad} |     {' ' * start}{'^' * max(1, end - start)} {label}")
-    for caller in loc.callers:
-        out.append(f"{pad} = " + _t("called from {caller}", caller=caller))
-    return out
-
-
-def _op_span(code: str, op: str | None) -> tuple[int, int] | None:
-    """Where in ``code`` the operation ``op`` is (for the ``^^^`` marker), or None."""
-    if not code:
-        return None
-    patterns = []
-    if op and op.endswith(".step()"):
-        patterns.append(r"[\w.\[\]]+\.step\(\s*\)")
-    elif op == "backward":
-        patterns += [r"[\w.\[\]()+ ]*?\.backward\([^()]*(?:\([^()]*\)[^()]*)*\)", r"torch\.autograd\.\w+\(.*\)"]
-    elif op in _AUGMENTED_SIGNS:
-        patterns.append(re.escape(_AUGMENTED_SIGNS[op]) + "=")
-    elif op == "__setitem__":
-        patterns.append(r"[\w.]+\[.*?\]\s*=")
-    elif op:
-        patterns += [r"[\w.\[\]]*\." + re.escape(op) + r"\([^)]*\)", r"inplace\s*=\s*True"]
-    for pattern in patterns:
-        m = re.search(pattern, code)
-        if m:
-            return m.start(), m.end()
-    return None
-
-
-_AUGMENTED_SIGNS = {
-    "__iadd__": "+",
-    "__isub__": "-",
-    "__imul__": "*",
-    "__itruediv__": "/",
-    "__imatmul__": "@",
-    "__ifloordiv__": "//",
-    "__imod__": "%",
-    "__ipow__": "**",
-}
 
 
 # -- deciding the cause -----------------------------------------------------------------------------------

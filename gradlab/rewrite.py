@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import re
 
-__all__ = ["AUGMENTED", "rewrite_in_place", "detach_in", "with_keyword"]
+__all__ = ["AUGMENTED", "rewrite_in_place", "detach_in", "with_keyword", "op_display"]
 
 
 AUGMENTED = {
@@ -69,6 +69,21 @@ ACTIVATION_NAMES = {
 }
 
 OP_NAMES = {k: f"{v}=" for k, v in AUGMENTED.items()}
+
+
+def op_display(op: str) -> str:
+    """An in-place op as the user wrote it: ``add_`` -> ``.add_()``, ``__iadd__`` -> ``+=``.
+
+    Example::
+
+        >>> op_display("add_"), op_display("__itruediv__"), op_display("__setitem__")
+        ('.add_()', '/=', 'x[...] =')
+    """
+    if op in OP_NAMES:
+        return OP_NAMES[op]
+    if op == "__setitem__":
+        return "x[...] ="
+    return op if op.startswith("__") else f".{op}()"
 
 
 def rewrite_in_place(code: str, op: str) -> str | None:

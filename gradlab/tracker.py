@@ -21,7 +21,7 @@ from . import messages, session, writes
 from .i18n import _, _t
 from .location import Location, frame_names
 from .names import NamesLike, modules_in
-from .notices import diagnosis_failed, warn_once
+from .notices import diagnosis_failed, prefixed, warn_once
 from .recorder import BackwardCall, Event, EventKind, Recorder, Scope, events_of, name_logged, pending_names
 
 if TYPE_CHECKING:
@@ -163,14 +163,14 @@ class Tracker(Scope):
                 return
             recorder.diagnoses.append((id(e), str(e), diag))
             e.__dict__["_gradlab_diagnosis"] = diag  # for gradlab.last_diagnosis(), after the tracker has closed
-            e.add_note("\ngradlab: " + str(diag))
+            e.add_note("\n" + prefixed(str(diag)))
         finally:
             del frame
             e.with_traceback(_without_hook_frames(e.__traceback__))
 
     def _note_cut(self, recorder: Recorder, e: RuntimeError, tensors: list[Any]) -> None:
         """The note of a backward without graph: the explanation, located at the cut gradlab saw."""
-        from .explanation import explain, located_cut  # NOTE [Lazy imports]: only on a failure
+        from .kinds import explain, located_cut  # NOTE [Lazy imports]: only on a failure
 
         try:
             explanation = located_cut(explain(e), tensors, recorder)
@@ -179,11 +179,11 @@ class Tracker(Scope):
         except Exception:  # never replace the user's error with ours
             return
         recorder.explained.append((id(e), str(e), explanation))
-        e.add_note("\n" + str(explanation))
+        e.add_note("\n" + prefixed(str(explanation)))
 
     def _note_views(self, e: RuntimeError, views: Any, output: int | None, op: str, write: Location | None) -> None:
         """The note of a write torch refused on one of several views: the op and line that made them, the write's."""
-        from .explanation import explain  # NOTE [Lazy imports]: only on a failure
+        from .kinds import explain  # NOTE [Lazy imports]: only on a failure
 
         recorder = self._recorder
         if recorder is None or any(key == id(e) for key, _, _ in recorder.explained):
@@ -193,7 +193,7 @@ class Tracker(Scope):
         except Exception:  # never replace the user's error with ours
             return
         recorder.explained.append((id(e), str(e), explanation))
-        e.add_note("\n" + str(explanation))
+        e.add_note("\n" + prefixed(str(explanation)))
         e.with_traceback(_without_hook_frames(e.__traceback__))  # it ends at the user's write, as without gradlab
 
     def explanation_for(self, error: BaseException) -> Explanation | None:

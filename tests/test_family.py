@@ -13,7 +13,8 @@ import torch
 from gradlab import explain
 from gradlab.advice import message_fixes
 from gradlab.codes import CODES, by_code, code_for, index_markdown
-from gradlab.explanation import KINDS, Explanation, explain_code
+from gradlab.explanation import KINDS, Explanation
+from gradlab.kinds import explain_code
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,7 +109,7 @@ def test_each_message_of_the_installed_torch_is_decoded(kind: str, build: Callab
     e = explain(_raise(build))
     assert e.kind == kind
     assert e.code == code_for(kind).code  # type: ignore[union-attr]
-    assert str(e).startswith(f"gradlab: error[{e.code} ")
+    assert str(e).startswith(f"error[{e.code} ")
     assert e.causes and e.fixes and e.meaning
     assert all(f.trains for f in e.fixes)  # every fix says what it trains
     for name, value in parts.items():
@@ -175,7 +176,7 @@ def test_every_code_decodes_its_own_example_and_codes_are_stable() -> None:
     assert {c.kind for c in CODES} | {"not_autograd"} == set(KINDS)
     for c in CODES:
         assert explain(c.example).kind == c.kind
-        assert explain_code(c.code.lower()).startswith(f"gradlab: error[{c.code} ")
+        assert explain_code(c.code.lower()).startswith(f"error[{c.code} ")
         if c.kind not in ("graph_freed", "modified_in_place"):
             assert message_fixes(c.kind)
 
@@ -204,7 +205,7 @@ def test_unknown_message_is_not_decoded_but_named_closest(text: str, closest: st
     e = explain(text)
     assert e.kind == "not_autograd" and e.code is None
     assert e.closest == closest
-    assert str(e).startswith("gradlab: not decoded: ")
+    assert str(e).startswith("not decoded: ")
     assert ("closest known kind: " in str(e)) == (closest is not None)
 
 

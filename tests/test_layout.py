@@ -88,6 +88,7 @@ ORDER = (
     # analysis: what every cause shares, fixes and judging them, the evidence, one module per cause, the dispatcher
     "context",
     "fixes",
+    "render",
     "judge",
     "evidence",
     "causes.inplace_op",
@@ -104,6 +105,7 @@ ORDER = (
     "causes",
     "advice",
     "explanation",
+    "kinds",
     "ddp",
     "diagnosis",
     "grads",

@@ -984,8 +984,8 @@ def _judge_scores(z: torch.Tensor, before: torch.Tensor, out: object) -> Verdict
     try:
         (grad,) = torch.autograd.grad(out, z, grad_outputs=weights, allow_unused=True)
     except Exception as error:  # as above
+        from gradlab import explain
         from gradlab.codes import code_for
-        from gradlab.explanation import explain
 
         found = explain(error)
         entry = code_for(found.kind)
