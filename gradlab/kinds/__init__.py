@@ -32,7 +32,8 @@ from ..explanation import Explanation, Span
 from ..i18n import T, _t
 from ..messages import Message
 from ..notices import GradlabError
-from . import graph_freed, leaf_in_place, modified_in_place, no_grad_fn
+from . import graph_freed, inference_saved, leaf_in_place, modified_in_place, no_grad_fn
+from .at_line import LOCATORS as _AT_LINE
 from .family import BUILDERS as _FAMILY
 from .family import at_checkpoint
 from .no_grad_fn import located_cut, no_graph
@@ -152,6 +153,9 @@ def explain_code(code: str) -> str:
 # other fix. A kind without one is located at the user's line that raised it.
 _LOCATORS: dict[str, Callable[[Failure], Explanation]] = {
     "no_grad_fn": no_grad_fn.locate,
+    "leaf_in_place": leaf_in_place.locate,
+    "inference_saved": inference_saved.locate,
+    **_AT_LINE,
 }
 
 
