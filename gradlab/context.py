@@ -27,6 +27,7 @@ Cause = Literal[
     "step_before_backward",  # the step on a loss's gradient runs between its forward and its backward
     "retained_accumulation",  # a running total of losses backwarded each iteration with retain_graph=True
     "attached_output",  # a loss not meant to train a model (a penalty, D's loss) built on its undetached output
+    "closure_step",  # a closure an optimizer's step calls several times backwards a forward computed outside it
     "unknown",
 ]
 

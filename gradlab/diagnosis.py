@@ -454,7 +454,7 @@ def check_graph(
     return Diagnosis(ok=not problems, problems=problems, graph=graph, needed_by=needed_by, failed=failing is not None)
 
 
-def no_graph_diagnosis(output: object, recording: Recorder | None) -> Diagnosis | None:
+def no_graph_diagnosis(output: object, recording: Recorder | None, frame: FrameType | None = None) -> Diagnosis | None:
     """The diagnosis of a backward that would fail because an output has no graph (GL0003), or None.
 
     The explanation names the line that cut the graph when ``recording`` saw it
@@ -469,7 +469,7 @@ def no_graph_diagnosis(output: object, recording: Recorder | None) -> Diagnosis 
         return None
     if not items or not all(isinstance(t, torch.Tensor) for t in items):
         return None  # collect() says what to pass
-    explanation = no_graph(items, recording)
+    explanation = no_graph(items, recording, frame)
     if explanation is None:
         return None
     with_graph = [t for t in items if isinstance(t, torch.Tensor) and t.grad_fn is not None]
@@ -513,7 +513,7 @@ def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
     """
     frame = sys._getframe(1)
     scope = active()
-    cut = no_graph_diagnosis(output, scope._recording() if scope is not None else None)
+    cut = no_graph_diagnosis(output, scope._recording() if scope is not None else None, frame)
     if cut is not None:
         return cut
     graph, recording = collect_active(output, names)

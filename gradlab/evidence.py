@@ -30,7 +30,16 @@ from .source import loop_body_of, next_backward
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
 
-__all__ = ["Facts", "Failure", "Topology", "backward_line_after", "failure_of", "user_frame_of"]
+__all__ = [
+    "Facts",
+    "Failure",
+    "Topology",
+    "backward_line_after",
+    "failure_of",
+    "user_frame_of",
+    "user_frames_of",
+    "loop_claims",
+]
 
 
 class Problem(Protocol):
@@ -147,7 +156,7 @@ class Failure:
     read while the diagnosis is made and kept by nothing.
     """
 
-    error: BaseException
+    error: BaseException | None  # None for check() before the backward: the failure it predicts
     message: Message
     location: Location | None = None
     site: Site | None = None
@@ -155,20 +164,41 @@ class Failure:
     recorder: Recorder | None = None
     tensors: tuple[Any, ...] = ()
     op: str | None = None
+    outer: tuple[tuple[FrameType, int], ...] = field(default=(), repr=False)  # the user frames around, innermost first
 
     @property
     def kind(self) -> str:
         return self.message.kind
 
+    def claims(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """What the loop's losses train as the code stands (:func:`loop_claims`), read in the innermost user frame
+        of the failure that backwards after its line: the failing function, or the loop that called it."""
+        if self.location is not None:
+            found = loop_claims(self.site, self.namespace, self.location.lineno)
+            if found:
+                return found
+        for frame, line in self.outer:
+            site = read_site(frame)
+            found = loop_claims(site, frame_names(frame), line)
+            if found:
+                return found
+        return ()
+
 
 def user_frame_of(tb: TracebackType | None) -> tuple[FrameType, int] | None:
     """The innermost frame of user code in a traceback, and the line it was running."""
-    found: tuple[FrameType, int] | None = None
+    frames = user_frames_of(tb)
+    return frames[0] if frames else None
+
+
+def user_frames_of(tb: TracebackType | None) -> list[tuple[FrameType, int]]:
+    """The frames of user code in a traceback with the lines they were running, innermost first."""
+    found: list[tuple[FrameType, int]] = []
     while tb is not None:
         if not _library_file(tb.tb_frame.f_code.co_filename):
-            found = (tb.tb_frame, tb.tb_lineno)
+            found.append((tb.tb_frame, tb.tb_lineno))
         tb = tb.tb_next
-    return found
+    return found[::-1]
 
 
 def failure_of(
@@ -189,15 +219,22 @@ def failure_of(
     if message is None:
         return None
     line: int | None = None
-    if frame is None:
-        found = user_frame_of(error.__traceback__)
-        if found is not None:
-            frame, line = found
+    frames = user_frames_of(error.__traceback__)
+    if frame is None and frames:
+        frame, line = frames[0]
+    outer = tuple(f for f in frames if f[0] is not frame)
     if frame is None:
         return Failure(error, message, recorder=recorder, tensors=tensors, op=op)
+    if not outer:  # raised in a hook gradlab called from the user's frame: the frames above it are the user's
+        g, up = frame.f_back, list[tuple[FrameType, int]]()
+        while g is not None and len(up) < 8:
+            if not _library_file(g.f_code.co_filename):
+                up.append((g, g.f_lineno))
+            g = g.f_back
+        outer = tuple(up)
     location = Location(frame.f_code.co_filename, line if line is not None else frame.f_lineno)
     site = read_site(frame, modules)
-    return Failure(error, message, location, site, frame_names(frame), recorder, tensors, op)
+    return Failure(error, message, location, site, frame_names(frame), recorder, tensors, op, outer)
 
 
 def var_named(namespace: Mapping[str, Any] | None, match: Any) -> str | None:
@@ -462,3 +499,49 @@ def backward_line_after(site: Site | None, lineno: int) -> int | None:
         return None
     tree = site.tree()
     return next_backward(tree, lineno) if tree is not None else None
+
+
+def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What each loss the code backwards after ``line`` trains, as the code stands: ``(loss, modules)``.
+
+    For a fix that changes nothing of the training (a failure raised before the loss's
+    backward: in its forward, in the logging after it): each backward statement that runs
+    next in the loop (or the function), its loss's reach (the graph of the tensor bound to
+    its name, else the user's models the statements computing it call) limited to the
+    modules whose optimizer steps on it.
+    """
+    from .source import after, calls_method, feeding, preceding
+
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None:
+        return ()
+    out: dict[str, tuple[str, ...]] = {}
+    for st in after(tree, line):
+        for node in ast.walk(st):
+            if not (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward"
+            ):
+                continue
+            loss = ast.unparse(node.func.value)
+            if loss in out or not loss.isidentifier():
+                continue
+            value = namespace.get(loss)
+            if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+                ids = leaves_of(value)
+                reach = {m for m, held in site.modules.items() if held & ids}
+            else:
+                before = preceding(tree, node.lineno)
+                lines = feeding(before, {loss})
+                called = {
+                    ast.unparse(n.func)
+                    for b in before
+                    if b.lineno in lines
+                    for n in ast.walk(b)
+                    if isinstance(n, ast.Call)
+                }
+                reach = {m for m in site.modules if m in called or any(c.endswith("." + m) for c in called)}
+            intent = site_intent(site, node.lineno)
+            out[loss] = tuple(sorted(reach & set(intent.trained) if intent.known else reach))
+        if calls_method(st, ("backward",)) and out:
+            break
+    return tuple(sorted(out.items()))

@@ -191,6 +191,13 @@ def checked(fix: Fix, ctx: Context) -> Fix:
         and all(site.holds(e.start if not e.inserts else e.start - 1) or site.holds(e.start) for e in fix.edits)
     ):
         source, names = site.source, set(site.names)
+    elif (
+        site is not None
+        and filename == site.filename
+        and all(e.inserts and e.text.lstrip().startswith("@") for e in fix.edits)
+    ):
+        # a decorator put on the failing function (@torch.no_grad()): it reads the function's globals
+        source, names = site.source, set(site.names)
     elif all(not e.inserts and e.start == e.end for e in fix.edits):
         # one-line rewrites elsewhere (an in-place op in a model's code): only the names those lines read
         source = site.source if site is not None and filename == site.filename else source_of(filename)

@@ -345,6 +345,7 @@ class Recorder:
         self.diagnoses: deque[tuple[int, str, Any]] = deque(maxlen=16)
         self.cuts: deque[Cut] = deque(maxlen=self.RECENT_CUTS)
         self.views: deque[Views] = deque(maxlen=self.RECENT_VIEWS)
+        self._closure_steps: set[int] = set()  # optimizers inside a step(closure) (NOTE [Closure steps])
         self.on_views: ViewsHandler | None = None  # set by the tracker: the note of a refused write to a view
         self.on_refused: RefusedHandler | None = None  # set by the tracker: the note of another refused write
 
@@ -810,11 +811,15 @@ class Recorder:
     # NOTE [Optimizer steps]: an optimizer step runs ~20 torch calls per parameter.
     # The step hooks compare the watched parameters' versions before and after the
     # step instead, and the in-place wrappers pass straight through during a step.
-    def step_started(self, optimizer: torch.optim.Optimizer) -> None:
-        """Before ``optimizer.step()``: note the versions of watched parameters (a step pre hook)."""
+    def step_started(self, optimizer: torch.optim.Optimizer, closure: bool = False) -> None:
+        """Before ``optimizer.step()``: note the versions of watched parameters (a step pre hook).
+
+        With a ``closure`` (``LBFGS.step(closure)``) the step computes its gradient itself: whether it
+        could train every parameter is checked after it (NOTE [Closure steps]).
+        """
         self.in_step += 1
         try:
-            self._step_started(optimizer)
+            self._step_started(optimizer, closure)
         except Warning:  # an UnusedStepWarning the user turned into an error (-W error) is theirs
             raise
         except Exception as e:  # NOTE [Hooks fail open]
@@ -831,7 +836,10 @@ class Recorder:
         except Exception as e:  # NOTE [Hooks fail open]
             _failed(e)
 
-    def _step_started(self, optimizer: torch.optim.Optimizer) -> None:
+    # NOTE [Closure steps]: an optimizer given a closure (LBFGS, or any step(closure)) runs the
+    # forward and backward itself, inside its step: before it, .grad is None or last step's.
+    # The check that every parameter gets a gradient waits for the step's end.
+    def _step_started(self, optimizer: torch.optim.Optimizer, closure: bool = False) -> None:
         params = [p for g in optimizer.param_groups for p in g["params"]]
         ids = frozenset(id(p) for p in params)
         self.optimizer_calls.append(OptimizerCall("step", self._ncalls, id(optimizer), ids, user_location()))
@@ -841,13 +849,21 @@ class Recorder:
         self._steps[id(optimizer)] = (watched, fingerprint.snapshot(watched) if watched else [])
         count = self._step_counts.get(id(optimizer), 0) + 1
         self._step_counts[id(optimizer)] = count
-        self._check_step_grads(optimizer, params, zeros=count & (count - 1) == 0)
+        if closure:
+            self._closure_steps.add(id(optimizer))
+        else:
+            self._check_step_grads(optimizer, params, zeros=count & (count - 1) == 0)
 
     def step_finished(self, optimizer: torch.optim.Optimizer) -> None:
         """After ``optimizer.step()``: record the watched parameters it wrote (a step post hook)."""
         watched, before = self._steps.pop(id(optimizer), ([], []))
         self.in_step = max(0, self.in_step - 1)
         try:
+            if id(optimizer) in self._closure_steps:  # NOTE [Closure steps]: its gradient exists now
+                self._closure_steps.discard(id(optimizer))
+                count = self._step_counts.get(id(optimizer), 1)
+                params = [p for g in optimizer.param_groups for p in g["params"]]
+                self._check_step_grads(optimizer, params, zeros=count & (count - 1) == 0)
             self.step_events.append((self.count, user_location(), type(optimizer).__name__))
             if not watched:
                 return

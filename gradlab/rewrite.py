@@ -483,14 +483,14 @@ class _FromGraph(ast.NodeTransformer):
         new: ast.expr
         if isinstance(value, (ast.List, ast.Tuple)) and value.elts:
             parts = [self._value(e) for e in value.elts]
-            if any(isinstance(p, ast.Constant) for p in parts):
-                return node  # numbers of its own: not a value of the graph
+            if any(isinstance(p, ast.Constant) for p in parts) or all(p is e for p, e in zip(parts, value.elts)):
+                return node  # numbers of its own, or values gradlab cannot trace to a tensor
             stack = ast.Attribute(ast.Name(self.torch_name, ast.Load()), "stack", ast.Load())
             new = ast.Call(stack, [ast.List(parts, ast.Load())], [])
         else:
             new = self._value(value)
-            if isinstance(new, ast.Constant) or (isinstance(new, ast.Name) and new is value):
-                return node  # a number of its own, or a name gradlab cannot trace to a tensor
+            if isinstance(new, ast.Constant) or new is value:
+                return node  # a number of its own, or a value gradlab cannot trace to a tensor
         kept = [k for k in node.keywords if k.arg in ("dtype", "device")]
         if kept:
             new = ast.Call(ast.Attribute(new, "to", ast.Load()), [], kept)

@@ -19,7 +19,7 @@ import torch
 
 from . import messages, session, writes
 from .i18n import _, _t
-from .location import Location, frame_names
+from .location import Location, frame_names, user_frame
 from .names import NamesLike, modules_in
 from .notices import diagnosis_failed, prefixed, warn_once
 from .recorder import BackwardCall, Event, EventKind, Recorder, Scope, events_of, name_logged, pending_names
@@ -127,7 +127,7 @@ class Tracker(Scope):
         from .graph import collect
 
         frame = frame if frame is not None else sys._getframe(1)
-        cut = no_graph_diagnosis(output, self._recording())
+        cut = no_graph_diagnosis(output, self._recording(), frame)
         if cut is not None:
             return cut
         return check_graph(collect(output, self.namer(names), tracker=self), tracker=self._recording(), frame=frame)
@@ -217,27 +217,26 @@ class Tracker(Scope):
 
     def _note_views(self, e: RuntimeError, views: Any, output: int | None, op: str, write: Location | None) -> None:
         """The note of a write torch refused on one of several views: the op and line that made them, the write's."""
-        from .diagnosis import Diagnosis, failure_diagnosis  # NOTE [Lazy imports]: only on a failure
+        from .diagnosis import Diagnosis  # NOTE [Lazy imports]: only on a failure
         from .evidence import failure_of
-        from .kinds import explain
+        from .kinds import explain, views_of_leaf
 
         recorder = self._recorder
         if recorder is None or self._noted(recorder, e):
             return
         try:
             explanation = explain(e).at_views(views.label, views.location, output, op, write)
-            failure = failure_of(e, recorder)
-            base = failure_diagnosis(failure) if failure is not None else None
-            diag = (
-                Diagnosis(ok=False, problems=[], graph=base.graph, needed_by=write, failed=True, located=explanation)
-                if base is not None
-                else None
+            failure = failure_of(e, recorder, frame=user_frame())
+            if failure is not None:  # the views of a parameter: the write is an update (an init): no_grad
+                split = next((b for r in views.outputs if (t := r()) is not None and (b := t._base) is not None), None)
+                explanation = views_of_leaf(failure, explanation, split)
+            diag = Diagnosis(
+                ok=False, problems=[], graph=_EMPTY_GRAPH(), needed_by=write, failed=True, located=explanation
             )
         except Exception as err:  # never replace the user's error with ours
             diagnosis_failed(err)
             return
-        if diag is not None:
-            self._attach(recorder, e, diag)
+        self._attach(recorder, e, diag)
         e.with_traceback(_without_hook_frames(e.__traceback__))  # it ends at the user's write, as without gradlab
 
     def _note_refused(self, e: RuntimeError, op: str, target: Any, frame: FrameType | None) -> None:
@@ -354,6 +353,12 @@ class Tracker(Scope):
             finally:
                 self._hooks = None
                 recorder.clear()
+
+
+def _EMPTY_GRAPH() -> Any:
+    from .graph import Graph
+
+    return Graph(nodes=(), saved=(), outputs=())
 
 
 def _cannot(what: str, error: BaseException) -> None:

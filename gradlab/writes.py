@@ -240,7 +240,7 @@ def _views_wrapper(original: Callable[..., Any], label: str) -> Callable[..., An
 def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
     recording = session.recording()
     if recording is not None:
-        recording.step_started(optimizer)
+        recording.step_started(optimizer, closure=bool(args) or kwargs.get("closure") is not None)
 
 
 def _step_post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:

@@ -255,7 +255,9 @@ def test_the_note_names_no_grad_and_torch_tensor_of_an_item() -> None:
         loss.backward()
 
     note = _note_of(rebuilt)
-    assert "# rebuilt from a number" in note and "torch.tensor(x)" in note
+    # on the loss's path (NOTE [The cut on the loss's path]): where the value left the graph, where it was rebuilt
+    assert "# rebuilt from a number" in note and "cut: .item() here takes the value out of the graph" in note
+    assert "rebuilt: torch.tensor() here makes a new tensor from that value" in note
 
 
 def test_the_exact_cut_is_named_when_it_made_the_loss() -> None:
@@ -284,9 +286,10 @@ def test_no_cut_seen_no_location_and_results_unchanged() -> None:
             assert "last place gradlab saw" in "\n".join(getattr(e, "__notes__", []))
     with gradlab.track():
         try:
-            torch.ones(2).sum().backward()  # nothing cut under this tracker: no located note
+            torch.ones(2).sum().backward()  # nothing cut under this tracker: located at its line, no cut named
         except RuntimeError as e:
-            assert not getattr(e, "__notes__", [])
+            note = "\n".join(getattr(e, "__notes__", []))
+            assert "error[GL0003 no grad_fn]" in note and "raised here" in note and "cut:" not in note
 
 
 # -- located: the op that made several views, and the write torch refused ------------------------
@@ -386,7 +389,10 @@ def test_a_refused_write_without_recorded_views_keeps_the_plain_note() -> None:
     x = (torch.ones(4, requires_grad=True) * 1).split(2)  # made before the tracker: not recorded
     with gradlab.track() as tracker, pytest.raises(RuntimeError, match="returns multiple views") as info:
         x[0].add_(1)
-    assert not getattr(info.value, "__notes__", []) and tracker.explanation_for(info.value) is None
+    # every kind is diagnosed (NOTE [Every kind diagnosed]): located at the write, without the views' line
+    note = "\n".join(getattr(info.value, "__notes__", []))
+    assert "error[GL0008 multi-view in place]" in note and "x[0].add_(1)" in note and "views:" not in note
+    assert tracker.explanation_for(info.value) is not None
     with gradlab.track():
         a, _b = torch.ones(4).split(2)  # no autograd: torch lets the write through, as without gradlab
         a.add_(1)
@@ -409,9 +415,12 @@ def test_check_before_backward_names_the_same_cut_as_the_note_after() -> None:
             loss.backward()
     after = tracker.explanation_for(info.value)
     assert not before.ok and before.kinds == ["no_grad_fn"] and before.problems == []
-    assert after is not None and before.no_graph is not None
-    assert before.no_graph.cut_at is after.cut_at and before.no_graph.cut == after.cut == "torch.tensor(x)"
-    assert before.no_graph.causes[0] == after.causes[0] and "torch.tensor(loss.item())" in after.causes[0]
+    assert after is not None and before.located is not None
+    assert before.located.located_spans() == after.located_spans()  # the same lines, the same words
+    assert [s.at.code for s in after.located_spans()] == [
+        "loss = torch.tensor(total.item()) * 2  # rebuilt from a number"
+    ]
+    assert before.located.causes[0] == after.causes[0] and "torch.tensor(loss.item())" in after.causes[0]
     assert "# rebuilt from a number" in str(before) and str(before).startswith("error[GL0003 no grad_fn]")
     assert str(also) == str(before) and before.fixes == after.fixes
 
@@ -428,7 +437,7 @@ def test_check_names_the_detach_that_made_the_loss_and_says_ok_otherwise() -> No
     assert not d.ok and "made the tensor backward was called on" in str(d) and "cut = (w * 3).sum().detach()" in str(d)
     assert "Element 1 of the tensors" in str(d)  # torch refuses the second, as backward([good, cut]) would
     outside = gradlab.check(torch.ones(2))  # outside a tracker: the cause is not located, the answer still right
-    assert not outside.ok and outside.no_graph is not None and outside.no_graph.cut_at is None
+    assert not outside.ok and outside.located is not None and not outside.located.located_spans()
     with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
         torch.ones(2).backward()  # what check() predicted
     assert w.grad is None  # check() ran no backward

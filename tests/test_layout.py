@@ -102,6 +102,7 @@ ORDER = (
     "causes.step_before_backward",
     "causes.retained_accumulation",
     "causes.attached_output",
+    "causes.closure_step",
     "causes",
     "advice",
     "explanation",

@@ -51,6 +51,7 @@ from ..loop import site_intent
 from .attached_output import attached_fixes, attached_output_context
 from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
 from .chained import between_fixes, chained_fixes, recompute_lines, step_context
+from .closure_step import closure_context, closure_fixes
 from .fast_weights import fast_context, fast_weights_fixes
 from .inplace_op import in_place_fixes
 from .list_never_cleared import buffer_context, buffered_fixes
@@ -97,6 +98,10 @@ def _cause_sentences() -> dict[Cause, Text]:
             "a loss your loop does not train this model with (a gradient penalty, a discriminator's loss) is built "
             "on the model's output without .detach(): its backward went through the model's graph and freed it, "
             "and a later loss that trains the model needs that graph"
+        ),
+        "closure_step": T(
+            "the closure an optimizer's step calls (LBFGS calls it several times a step) backwards through a forward "
+            "computed outside it: the second call finds that graph freed"
         ),
         "unknown": T("gradlab cannot tell what changed the tensor (it was not watching when it happened)"),
     }
@@ -182,6 +187,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         return "inplace_op", replace(base, tensor=short_name(p), op=None)
 
     # graph freed
+    closure = closure_context(base, facts)
+    if closure is not None:
+        return "closure_step", closure
     call = freeing_call(p, facts)
     if call is not None and same_root(call, root, failing):
         return "same_loss_twice", replace(base, earlier=loss, earlier_line=in_site(facts, call.location))
@@ -250,6 +258,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = retained_fixes(ctx)
     elif cause == "attached_output":
         proposals = attached_fixes(ctx)
+    elif cause == "closure_step":
+        proposals = closure_fixes(ctx)
     else:  # unknown: the two likeliest families, each with what it trains
         proposals = [*in_place_fixes(ctx)[:1], *chained_fixes(ctx, False)[:1], *carried_fixes(ctx)[:1]]
     return judged(proposals, ctx)

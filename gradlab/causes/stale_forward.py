@@ -13,7 +13,7 @@ from ..context import Context
 from ..evidence import Facts, Problem, leaves_below, sequence_of
 from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, statements_text
 from ..i18n import T
-from ..source import loop_around, loop_body_of, names, statement_at
+from ..source import loop_around, loop_body_of, names, preceding, statement_at
 
 if TYPE_CHECKING:
     from ..recorder import BackwardCall
@@ -37,10 +37,26 @@ def stale_forward_context(base: Context, p: Problem, facts: Facts) -> Context | 
     if not isinstance(st, ast.Assign):
         return None
     stored = set().union(*(names(t, ast.Store) for t in st.targets))
+    # what the loop reads may be built from it by statements between it and the loop (a distribution of a
+    # transformed parameter: std = log_std.exp(); dist = Normal(mean, std)): those are recomputed too
+    chain = [st.lineno]
+    loop = loop_around(tree, facts.backward_line)
+    for later in preceding(tree, loop.lineno if loop is not None else first):
+        if later.lineno <= (st.end_lineno or st.lineno) or not isinstance(later, (ast.Assign, ast.AnnAssign)):
+            continue
+        if names(later, ast.Load) & stored and site.holds(later.lineno):
+            chain.append(later.lineno)
+            stored |= names(later, ast.Store)
     use = next((b for b in body if names(b, ast.Load) & stored), None)
     if use is None:
         return None
-    return replace(base, stale_line=st.lineno, stale_end=st.end_lineno or st.lineno, stale_before=use.lineno)
+    return replace(
+        base,
+        stale_line=st.lineno,
+        stale_end=st.end_lineno or st.lineno,
+        stale_before=use.lineno,
+        recompute_lines=tuple(chain),
+    )
 
 
 def snapshot_context(base: Context, facts: Facts, call: BackwardCall | None) -> Context | None:
@@ -105,9 +121,10 @@ def _constant(ctx: Context) -> list[Proposal]:
 def stale_fixes(ctx: Context) -> list[Proposal]:
     if ctx.snapshot is not None:
         return _constant(ctx)
-    text = statements_text(ctx, (ctx.stale_line,)) if ctx.stale_line is not None else None
+    lines = ctx.recompute_lines or ((ctx.stale_line,) if ctx.stale_line is not None else ())
+    text = statements_text(ctx, lines) if lines else None
     edit = insert_lines(ctx, ctx.stale_before, text) if text and ctx.stale_before is not None else None
-    what = text.split("=")[0].strip() if text else T("the forward")
+    what = ", ".join(t.split("=")[0].strip() for t in text.splitlines() if "=" in t) if text else T("the forward")
     return [
         keeping(
             ctx,

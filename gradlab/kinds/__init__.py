@@ -38,7 +38,7 @@ from .family import BUILDERS as _FAMILY
 from .family import at_checkpoint
 from .no_grad_fn import located_cut, no_graph
 
-__all__ = ["explain", "explain_code", "explain_message", "no_graph", "located_cut", "locate"]
+__all__ = ["explain", "explain_code", "explain_message", "no_graph", "located_cut", "locate", "views_of_leaf"]
 
 
 #: The builder of each kind's explanation, by kind (the kinds of gradlab.codes.CODES).
@@ -166,3 +166,20 @@ def locate(failure: Failure) -> Explanation:
     if explanation.located_spans() or failure.location is None:
         return explanation
     return replace(explanation, spans=(Span(failure.location, T("raised here")),))
+
+
+def views_of_leaf(failure: Failure, explanation: Explanation, split: object) -> Explanation:
+    """A refused write to one of several views of ``split``: when ``split`` is a leaf that requires grad (a
+    parameter's ``chunk()`` written to at its init), the write under ``torch.no_grad()`` comes first."""
+    import torch
+
+    from ..context import Context
+    from ..judge import judged
+
+    if not (isinstance(split, torch.Tensor) and split.is_leaf and split.requires_grad):
+        return explanation
+    wrap = leaf_in_place.no_grad_fix(failure, None, True)
+    if wrap is None:
+        return explanation
+    fixes = judged([wrap], Context(site=failure.site))
+    return replace(explanation, fixes=(*fixes, *explanation.fixes))

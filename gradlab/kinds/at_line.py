@@ -14,13 +14,16 @@ import ast
 from collections.abc import Callable
 from dataclasses import replace
 
+import torch
+
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Failure
+from ..evidence import Failure, leaves_of
 from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of
 from ..i18n import T
 from ..judge import judged
+from ..loop import site_intent
 from ..rewrite import split_comment
 from ..source import statement_at
 from .family import BUILDERS
@@ -58,39 +61,58 @@ class _Statement:
         return (Edit(site.filename, loc.lineno, loc.lineno, "\n".join(indent + line for line in lines)),)
 
 
+def _judged(
+    f: Failure, proposals: list[Proposal], claims: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+) -> tuple[Fix, ...]:
+    """The proposals judged; a fix that keeps the training claims what the loop's losses train now."""
+    kept = f.claims() if claims is None else claims
+    fixes = judged(proposals, Context(site=f.site))
+    return tuple(replace(fix, claims=kept or ()) if not fix.claims else fix for fix in fixes)
+
+
 def _located(f: Failure, label: Callable[[], object]) -> Explanation:
     e = BUILDERS[f.kind](f.message)
     return replace(e, spans=(Span(f.location, label()),)) if f.location is not None else e  # type: ignore[arg-type]
 
 
 def _numpy(f: Failure) -> Explanation:
-    """``x.numpy()`` (or ``x.cpu().numpy()``) on a tensor with a graph: ``.detach()`` before it."""
+    """``x.numpy()`` (or ``x.cpu().numpy()``) on a tensor with a graph: ``.detach()`` before it.
+
+    The ``.numpy()`` calls are found on the statement's tree; ``.detach()`` goes right
+    before each one on the raising line that has none on its receiver (the line may be one
+    of a longer statement: a metric's lambda in a dict).
+    """
     e = _located(f, lambda: T("here: .numpy() of a tensor that requires grad"))
-    line = _Statement(f)
-    if line.tree is None:
+    site, loc = f.site, f.location
+    tree = site.tree() if site is not None else None
+    if site is None or loc is None or tree is None or loc.filename != site.filename:
         return e
-    changed = False
-
-    class Detach(ast.NodeTransformer):
-        def visit_Call(self, node: ast.Call) -> ast.AST:
-            nonlocal changed
-            self.generic_visit(node)
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr == "numpy" and "detach()" not in ast.unparse(func.value):
-                changed = True
-                detached = ast.Call(ast.Attribute(func.value, "detach", ast.Load()), [], [])
-                return ast.Call(ast.Attribute(detached, "numpy", ast.Load()), node.args, node.keywords)
-            return node
-
-    new = Detach().visit(line.tree)
-    if not changed:
+    st = statement_at(tree, loc.lineno)
+    text = site.text(loc.lineno)
+    nodes = list(ast.walk(st)) if st is not None else []
+    ends = sorted(
+        {
+            n.func.value.end_col_offset
+            for n in nodes
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "numpy"
+            and n.func.value.end_lineno == loc.lineno
+            and n.func.value.end_col_offset is not None
+            and "detach()" not in ast.unparse(n.func.value)
+        }
+    )
+    if not ends:
         return e
+    for end in reversed(ends):  # col offsets are in bytes of the line's UTF-8
+        raw = text.encode("utf-8")
+        text = (raw[:end] + b".detach()" + raw[end:]).decode("utf-8")
     fix = Fix(
         summary=T("take the values out of the graph first: .detach() before .numpy()"),
         trains=T("the same as intended: the numbers leave the graph; every loss trains what it trained"),
-        edits=line.edit(f, new),
+        edits=(Edit(site.filename, loc.lineno, loc.lineno, text),),
     )
-    return replace(e, fixes=(*judged([Proposal(fix, None, True)], Context(site=f.site)), *e.fixes))
+    return replace(e, fixes=(*_judged(f, [Proposal(fix, None, True)]), *e.fixes))
 
 
 def _backward_call(st: ast.stmt) -> ast.Call | None:
@@ -131,8 +153,20 @@ def _non_scalar(f: Failure) -> Explanation:
             ),
             edits=line.edit(f, new),
         )
-        proposals.append(Proposal(fix, None, False))
-    return replace(e, fixes=(*judged(proposals, Context(site=f.site)), *e.fixes))
+        proposals.append(Proposal(replace(fix, claims=_own_claim(f, f"{wrapped}.{how}()", target)), None, False))
+    return replace(e, fixes=(*_judged(f, proposals), *e.fixes))
+
+
+def _own_claim(f: Failure, loss: str, tensor: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``(loss, modules)``: the models the tensor named ``tensor`` reaches whose optimizer steps after this backward."""
+    site, loc = f.site, f.location
+    value = f.namespace.get(tensor)
+    if site is None or loc is None or not isinstance(value, torch.Tensor) or value.grad_fn is None:
+        return ()
+    ids = leaves_of(value)
+    reach = {m for m, held in site.modules.items() if held & ids}
+    intent = site_intent(site, loc.lineno)
+    return ((loss, tuple(sorted(reach & set(intent.trained) if intent.known else reach))),)
 
 
 def _detach_view(f: Failure) -> Explanation:
@@ -151,7 +185,7 @@ def _detach_view(f: Failure) -> Explanation:
         trains=T("the same as intended: the name holds the detached tensor, the view itself stays in its graph"),
         edits=line.edit(f, new),
     )
-    return replace(e, fixes=(*judged([Proposal(fix, None, True)], Context(site=f.site)), *e.fixes))
+    return replace(e, fixes=(*_judged(f, [Proposal(fix, None, True)]), *e.fixes))
 
 
 def _unused_input(f: Failure) -> Explanation:
@@ -198,7 +232,7 @@ def _unused_input(f: Failure) -> Explanation:
         ),
         edits=line.edit(f, Swap().visit(line.tree)),
     )
-    return replace(e, fixes=(*e.fixes[:1], *judged([Proposal(fix, None, False)], Context(site=f.site)), *e.fixes[1:]))
+    return replace(e, fixes=(*e.fixes[:1], *_judged(f, [Proposal(fix, None, False)]), *e.fixes[1:]))
 
 
 def _hook(f: Failure) -> Explanation:
@@ -221,7 +255,7 @@ def _hook(f: Failure) -> Explanation:
         trains=T("unchanged: a hook only reads or rewrites gradients that flow"),
         edits=line.edit(f, guarded),
     )
-    return replace(e, fixes=(*judged([Proposal(fix, None, False)], Context(site=f.site)), *e.fixes))
+    return replace(e, fixes=(*_judged(f, [Proposal(fix, None, False)]), *e.fixes))
 
 
 #: The locator of each kind fixed at its line, by kind.

@@ -162,7 +162,8 @@ def locate(f: Failure) -> Explanation:
                     True,
                 )
             )
-    fixes = judged(proposals, Context(site=site))
+    kept = f.claims()
+    fixes = tuple(replace(fix, claims=kept) for fix in judged(proposals, Context(site=site)))
     return replace(located, fixes=(*fixes, *e.fixes))
 
 

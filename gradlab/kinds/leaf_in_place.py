@@ -20,9 +20,9 @@ from ..i18n import T
 from ..judge import judged
 from ..messages import Message
 from ..rewrite import op_display, rewrite_in_place
-from ..source import enclosing_blocks, statement_at
+from ..source import calls_method, enclosing_blocks, function_of, runs_backward, statement_at
 
-__all__ = ["explain", "locate"]
+__all__ = ["explain", "locate", "no_grad_fix"]
 
 
 def explain(m: Message) -> Explanation:
@@ -83,6 +83,77 @@ def _writes_to_leaf(st: ast.stmt, namespace: Mapping[str, Any]) -> bool:
     return isinstance(value, torch.Tensor) and value.is_leaf and value.requires_grad
 
 
+def no_grad_fix(f: Failure, name: str | None, parameter: bool) -> Proposal | None:
+    """The write at ``f.location`` (and the leaf writes right after it) under ``torch.no_grad()`` (NOTE [Writes to a
+    leaf]); machine-applicable for an update: of a parameter, or from a gradient. None when it cannot be placed."""
+    site, loc = f.site, f.location
+    tree = site.tree() if site is not None else None
+    if site is None or loc is None or tree is None or loc.filename != site.filename:
+        return None
+    st = statement_at(tree, loc.lineno)
+    alias = torch_alias(f.namespace)
+    if st is None or alias is None:
+        return None
+    block = next((b for b in enclosing_blocks(tree) if st in b), None)
+    run = [st]
+    if block is not None:
+        for later in block[block.index(st) + 1 :]:
+            if not _writes_to_leaf(later, f.namespace):
+                break
+            run.append(later)
+    first, last = run[0].lineno, run[-1].end_lineno or run[-1].lineno
+    fn = function_of(tree, loc.lineno)
+    helper = (
+        fn is not None
+        and not any(runs_backward(n) or calls_method(n, ("step",)) for n in fn.body)
+        and not any(isinstance(r, ast.Return) and r.value is not None for r in ast.walk(fn))
+    )
+    if fn is not None and helper:  # an init or update helper (it backwards nothing, returns nothing): all of it
+        top = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
+        decorator = f"{indent_of(site, fn.lineno)}@{alias}.no_grad()"
+        return Proposal(
+            Fix(
+                summary=T(
+                    "run {function}() under torch.no_grad(): it writes to parameters, it is no step of the forward",
+                    function=fn.name,
+                ),
+                trains=T(
+                    "the same as intended: the parameters keep training from their losses; {function}() changes "
+                    "their values outside the graph, as an optimizer's step does",
+                    function=fn.name,
+                ),
+                edits=(Edit(site.filename, top, top - 1, decorator),),
+                claims=f.claims(),
+            ),
+            None,
+            True,
+        )
+    if not site.holds(first):
+        return None
+    # an update: of a parameter, or made from a gradient (w -= lr * w.grad): no_grad is what the code means
+    update = parameter or any(isinstance(n, ast.Attribute) and n.attr == "grad" for s in run for n in ast.walk(s))
+    body = "\n".join(site.text(i) for i in range(first, last + 1))
+    indent = indent_of(site, first)
+    wrapped = f"{indent}with {alias}.no_grad():\n" + textwrap.indent(textwrap.dedent(body), indent + "    ")
+    return Proposal(
+        Fix(
+            summary=T(
+                "make the write under torch.no_grad(): it updates {name}, it is no step of the forward",
+                name=name or T("the leaf"),
+            ),
+            trains=T(
+                "the same as intended: {name} keeps training from its loss; the write changes its value "
+                "outside the graph, as an optimizer's step does",
+                name=name or T("the leaf"),
+            ),
+            edits=(Edit(site.filename, first, last, wrapped),),
+            claims=f.claims() if update else (),
+        ),
+        None,
+        update,
+    )
+
+
 def locate(f: Failure) -> Explanation:
     """The write torch refused, located, with its fixes: under ``torch.no_grad()``, or out of place."""
     e = explain(f.message)
@@ -106,39 +177,9 @@ def locate(f: Failure) -> Explanation:
     located = replace(e, spans=(Span(loc, label),))
     ctx = Context(site=site, tensor=name)
     proposals: list[Proposal] = []
-    block = next((b for b in enclosing_blocks(tree) if st in b), None)
-    run = [st]
-    if block is not None:
-        for later in block[block.index(st) + 1 :]:
-            if not _writes_to_leaf(later, f.namespace):
-                break
-            run.append(later)
-    alias = torch_alias(f.namespace)
-    first, last = run[0].lineno, run[-1].end_lineno or run[-1].lineno
-    # an update: of a parameter, or made from a gradient (w -= lr * w.grad): no_grad is what the code means
-    update = parameter or any(isinstance(n, ast.Attribute) and n.attr == "grad" for st in run for n in ast.walk(st))
-    if alias is not None and site.holds(first):
-        body = "\n".join(site.text(i) for i in range(first, last + 1))
-        indent = indent_of(site, first)
-        wrapped = f"{indent}with {alias}.no_grad():\n" + textwrap.indent(textwrap.dedent(body), indent + "    ")
-        proposals.append(
-            Proposal(
-                Fix(
-                    summary=T(
-                        "make the write under torch.no_grad(): it updates {name}, it is no step of the forward",
-                        name=name or T("the leaf"),
-                    ),
-                    trains=T(
-                        "the same as intended: {name} keeps training from its loss; the write changes its value "
-                        "outside the graph, as an optimizer's step does",
-                        name=name or T("the leaf"),
-                    ),
-                    edits=(Edit(site.filename, first, last, wrapped),),
-                ),
-                None,
-                update,
-            )
-        )
+    wrap = no_grad_fix(f, name, parameter)
+    if wrap is not None:
+        proposals.append(wrap)
     rewritten = rewrite_in_place(site.text(loc.lineno), f.op) if f.op and st.lineno == st.end_lineno else None
     if rewritten is not None:
         indent = indent_of(site, loc.lineno)

@@ -22,6 +22,7 @@ import ast
 import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -29,13 +30,13 @@ import torch
 from ..advice import message_fixes
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Failure, leaves_of, torch_alias
+from ..evidence import Failure, backward_line_after, leaves_of, torch_alias
 from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of, replace_line
 from ..i18n import T
 from ..judge import judged
-from ..location import Location
-from ..loop import site_intent
+from ..location import Location, frame_names
+from ..loop import read_site, site_intent
 from ..messages import Message
 from ..rewrite import EXTRACTIONS, REBUILDS, from_graph, split_comment, without_detach
 from ..source import enclosing, function_of, names, preceding, statement_at
@@ -80,12 +81,16 @@ def located_cut(explanation: Explanation, tensors: Sequence[object], recorder: R
     return explanation.located(cut.label, cut.location, exact)
 
 
-def no_graph(tensors: Sequence[object], recorder: Recorder | None = None) -> Explanation | None:
+def no_graph(
+    tensors: Sequence[object], recorder: Recorder | None = None, frame: FrameType | None = None
+) -> Explanation | None:
     """Why a backward on ``tensors`` would fail for want of a graph (GL0003), before it runs; None if it would not.
 
     torch refuses the first tensor that does not require grad ("element i of tensors does
-    not require grad and does not have a grad_fn"); under a tracker (``recorder``) the
-    explanation names the line that cut the graph, as the note after the error does.
+    not require grad and does not have a grad_fn"). With ``frame`` (the caller of
+    :func:`gradlab.check`) the explanation is located on the path of the next backward
+    there, by the rule the note after the error uses (NOTE [The cut on the loss's path]);
+    else under a tracker (``recorder``) at the cut it saw.
 
     Example::
 
@@ -98,7 +103,16 @@ def no_graph(tensors: Sequence[object], recorder: Recorder | None = None) -> Exp
     for i, t in enumerate(tensors):
         if isinstance(t, torch.Tensor) and not t.requires_grad:
             text = f"element {i} of tensors does not require grad and does not have a grad_fn"  # torch's words
-            explanation = explain(Message("no_grad_fn", text, index=i))
+            message = Message("no_grad_fn", text, index=i)
+            site = read_site(frame) if frame is not None else None
+            tree = site.tree() if site is not None else None
+            line = backward_line_after(site, site.lineno) if site is not None and tree is not None else None
+            if site is not None and line is not None:
+                failure = Failure(
+                    None, message, Location(site.filename, line), site, frame_names(frame), recorder, tuple(tensors)
+                )
+                return locate(failure)
+            explanation = explain(message)
             return located_cut(explanation, tensors, recorder) or explanation
     return None
 
@@ -147,6 +161,7 @@ class PathCut:
 
     def __init__(self) -> None:
         self.rebuilt: ast.stmt | None = None
+        self.rebuilt_call: str | None = None
         self.left: ast.stmt | None = None
         self.left_call: str | None = None
         self.block: ast.With | None = None
@@ -155,13 +170,77 @@ class PathCut:
         self.decorator_call: str | None = None
         self.statements: list[ast.stmt] = []
         self.values: dict[str, str] = {}  # a name bound to a number -> the tensor it was taken from
+        self.exact = False  # the cut statement made the very tensor backward was called on (loss = x.detach())
+        self.callee: str | None = None  # a function (a model's forward) on the path whose result left the graph
+        self.inside: list[ast.stmt] = []  # its statements that take the result out of the graph (.data, .detach())
 
     @property
     def found(self) -> bool:
-        return self.rebuilt is not None or self.left is not None or self.block is not None or self.decorator is not None
+        return (
+            self.rebuilt is not None
+            or self.left is not None
+            or self.block is not None
+            or self.decorator is not None
+            or bool(self.inside)
+        )
 
 
-def path_cut(tree: ast.Module, line: int) -> PathCut:
+def _detaches(st: ast.stmt) -> bool:
+    """``st`` rebinds a name to a tensor taken out of the graph, as it is: ``out = out.data``, ``h = h.detach()``
+    (a ``.clone()`` after it allowed), not ``out.data.new(...)`` or ``x.detach().numpy()``."""
+    value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "clone":
+        value = value.func.value
+    if isinstance(value, ast.Attribute) and value.attr == "data":
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "detach"
+        and not value.args
+    )
+
+
+def _callee_cut(tree: ast.Module, path: list[ast.stmt], models: dict[str, str]) -> tuple[str, list[ast.stmt]] | None:
+    """A function of the file that the path calls (a model's ``forward``: ``models`` maps the frame's model names to
+    their class names) whose returned value it takes out of the graph: its name, and the statements that do."""
+    called = {ast.unparse(n.func) for st in path for n in ast.walk(st) if isinstance(n, ast.Call)}
+    wanted: dict[str, str] = {}  # a definition's name -> how the path calls it
+    for call in called:
+        last = call.rsplit(".", 1)[-1]
+        if call in models or last in models:
+            wanted.setdefault(f"{models.get(call) or models[last]}.forward", call)
+        else:
+            wanted.setdefault(last, call)
+    for node in ast.walk(tree):
+        defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+        if isinstance(node, ast.ClassDef):
+            defs = [
+                (f"{node.name}.{f.name}", f)
+                for f in node.body
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs = [(node.name, node)]
+        for key, fn in defs:
+            if key not in wanted:
+                continue
+            returns = [r for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None]
+            needed = (
+                set().union(*(names(r.value, ast.Load) for r in returns if r.value is not None)) if returns else set()
+            )
+            inside = []
+            for st in reversed(preceding(tree, max(r.lineno for r in returns))) if returns else ():
+                if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and names(st, ast.Store) & needed:
+                    needed |= names(st, ast.Load)
+                    if _detaches(st) and st.lineno == st.end_lineno:
+                        inside.append(st)
+            if inside:
+                return wanted[key], sorted(inside, key=lambda st: st.lineno)
+    return None
+
+
+def path_cut(tree: ast.Module, line: int, models: dict[str, str] | None = None) -> PathCut:
     """The cut on the data path of the tensor the statement at ``line`` backwards (NOTE [The cut on the loss's path])."""
     cut = PathCut()
     here = statement_at(tree, line)
@@ -180,7 +259,7 @@ def path_cut(tree: ast.Module, line: int) -> PathCut:
         reads = names(st, ast.Load) | (names(st, ast.Store) if isinstance(st, ast.AugAssign) else set())
         needed |= reads
         if cut.rebuilt is None and _calls_named(st, REBUILDS):
-            cut.rebuilt = st
+            cut.rebuilt, cut.rebuilt_call = st, f"{ast.unparse(_calls_named(st, REBUILDS)[0].func)}()"
         extracted = _calls_named(st, EXTRACTIONS)
         if cut.left is None and extracted:
             cut.left, cut.left_call = st, f".{extracted[0].func.attr}()"  # type: ignore[attr-defined]
@@ -189,6 +268,15 @@ def path_cut(tree: ast.Module, line: int) -> PathCut:
             stripped = _stripped_source(value)
             if stripped is not None:
                 cut.values[st.targets[0].id] = stripped  # type: ignore[union-attr]
+    if cut.left is not None and isinstance(target, ast.Name) and isinstance(cut.left, ast.Assign):
+        value = cut.left.value
+        binds = any(isinstance(t, ast.Name) and t.id == target.id for t in cut.left.targets)
+        cut.exact = (
+            binds
+            and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in EXTRACTIONS
+        )
     if cut.left is not None and cut.left_call is None:
         found = _calls_named(cut.left, EXTRACTIONS)
         cut.left_call = f".{found[0].func.attr}()" if found else None  # type: ignore[attr-defined]
@@ -205,6 +293,10 @@ def path_cut(tree: ast.Module, line: int) -> PathCut:
             call = _grad_off(dec)
             if call is not None:
                 cut.decorator, cut.decorator_call = dec, call
+    if not cut.found:  # nothing in this function: a function it calls (a model's forward) may take it out
+        inner = _callee_cut(tree, cut.statements, models or {})
+        if inner is not None:
+            cut.callee, cut.inside = inner
     return cut
 
 
@@ -225,48 +317,70 @@ def locate(f: Failure) -> Explanation:
         if f.location is not None and site is not None and site.filename == f.location.filename
         else None
     )
-    cut = path_cut(tree, line) if tree is not None and line is not None else PathCut()
+    models = {
+        k: type(v).__name__
+        for k, v in f.namespace.items()
+        if isinstance(k, str) and isinstance(v, torch.nn.Module) and not k.startswith("_")
+    }
+    cut = path_cut(tree, line, models) if tree is not None and line is not None else PathCut()
     if site is None or tree is None or line is None or not cut.found:
         recorded = located_cut(e, f.tensors, f.recorder)
         return recorded if recorded is not None else e
     where = site.filename
     spans: list[Span] = []
-    if cut.left is not None and cut.left is not cut.rebuilt:
+    if cut.left is not None and cut.rebuilt is not None and cut.left is not cut.rebuilt:
         spans.append(
             Span(
                 Location(where, cut.left.lineno),
-                T("left the graph: {call} here takes the value out of the graph", call=cut.left_call or ".item()"),
+                T("cut: {call} here takes the value out of the graph", call=cut.left_call or ".item()"),
             )
         )
     if cut.rebuilt is not None:
         spans.append(
-            Span(Location(where, cut.rebuilt.lineno), T("rebuilt: a new tensor without a graph is made from it here"))
+            Span(
+                Location(where, cut.rebuilt.lineno),
+                T(
+                    "rebuilt: {call} here makes a new tensor from that value, without a graph",
+                    call=cut.rebuilt_call or "torch.tensor()",
+                ),
+            )
         )
-    elif cut.left is not None and cut.left is cut.rebuilt:
-        pass
-    if cut.rebuilt is None and cut.left is not None and cut.left is not None and not spans:
-        spans.append(
-            Span(Location(where, cut.left.lineno), T("left the graph: {call} here", call=cut.left_call or ".detach()"))
+    if cut.rebuilt is None and cut.left is not None:
+        label = (
+            T(
+                "cut: {cut} here made the tensor backward was called on, without a graph",
+                cut=cut.left_call or ".detach()",
+            )
+            if cut.exact
+            else T("cut: {call} here takes the value out of the graph", call=cut.left_call or ".detach()")
         )
+        spans.append(Span(Location(where, cut.left.lineno), label))
     if cut.block is not None:
         spans.append(
             Span(
                 Location(where, cut.block.lineno),
-                T("no graph: {call} is in effect here, around the loss's computation", call=cut.block_call),
+                T("cut: {call} is in effect here, around the loss's computation", call=cut.block_call),
+            )
+        )
+    for st in cut.inside:
+        spans.append(
+            Span(
+                Location(where, st.lineno),
+                T("cut: {call}() returns a value taken out of the graph here", call=cut.callee),
             )
         )
     if cut.decorator is not None:
         spans.append(
             Span(
                 Location(where, cut.decorator.lineno),
-                T("no graph: {call} is in effect in the whole function", call=cut.decorator_call),
+                T("cut: {call} is in effect in the whole function", call=cut.decorator_call),
             )
         )
     # the likeliest cause first: the one the code shows (the causes are explain()'s, in this order)
     grad_off, detached, rebuilt = e.causes[0], e.causes[1], e.causes[2]
     if cut.rebuilt is not None:
         causes = (rebuilt, grad_off, detached)
-    elif cut.left is not None:
+    elif cut.left is not None or cut.inside:
         causes = (detached, rebuilt, grad_off)
     else:
         causes = (grad_off, detached, rebuilt)
@@ -392,6 +506,29 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
                 in_function,
                 False,
                 describe=bool(in_function),
+            )
+        )
+    if cut.inside:
+        edits: list[Edit | None] = []
+        for st in cut.inside:
+            new = without_detach(site.text(st.lineno).strip(), names(st, ast.Load))
+            edits.append(Edit(site.filename, st.lineno, st.lineno, indent_of(site, st.lineno) + new) if new else None)
+        reach = tuple(sorted({m for st in cut.statements for m in _called_modules(site, st)}))
+        whole = tuple(e for e in edits if e is not None) if all(e is not None for e in edits) else ()
+        proposals.append(
+            Proposal(
+                Fix(
+                    summary=T(
+                        "return {call}()'s result with its graph: drop the .detach() (or .data) at {where}",
+                        call=cut.callee,
+                        where=", ".join(Location(site.filename, st.lineno).where for st in cut.inside),
+                    ),
+                    trains=_trains(loss, reach),
+                    edits=whole,
+                ),
+                reach,
+                False,
+                describe=bool(reach),
             )
         )
     # what the loss can reach once it has its graph: the models of the fixes that give it one
