@@ -37,7 +37,8 @@ class Message:
     plural: str | None
     where: tuple[str, ...]
     #: how the code uses the message: the keywords it is passed as (``intent=``, ``trains=``; directly or
-    #: through a variable of the same function) and ``in:FUNCTION`` for the function it is made in; a
+    #: through a variable of the same function), ``call:FUNCTION`` for a function it is passed to,
+    #: ``in:FUNCTION`` for the function it is made in; a
     #: message filled into another's field has that message's roles too (a part of a summary is a summary)
     roles: frozenset[str] = field(default=frozenset(), compare=False)
     #: its fields the code fills from a description of :class:`gradlab.context.Context` (``loss=ctx.l``)
@@ -102,6 +103,11 @@ def _roles(tree: ast.AST) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
         for node in nodes:
             if not isinstance(node, ast.Call):
                 continue
+            if isinstance(node.func, ast.Name) and not _is_marker(node):
+                for arg in node.args:
+                    calls = _markers(arg) + (bound.get(arg.id, []) if isinstance(arg, ast.Name) else [])
+                    for call in calls:
+                        roles[id(call)].add(f"call:{node.func.id}")
             for keyword in node.keywords:
                 if keyword.arg is None:
                     continue
@@ -216,6 +222,7 @@ LABELLED = frozenset(
         "in:_cause_sentences",  # causes/__init__.py: the cause line's sentences
         "in:_module_reason",  # ddp.py: why DDP's backward missed a parameter (after "why: {parameters}")
         "in:why_unreached",
+        "call:_usage_error",  # cli.py: a usage error (after "error:")
     }
 )
 
@@ -227,7 +234,9 @@ _BRACKETS = {"（": "）", "(": ")", "[": "]", "【": "】", "<": ">"}
 
 
 def _condition_end(text: str, start: int) -> int:
-    """Where the condition that starts at ``start`` ends: the first ，：；。 outside brackets (or the end)."""
+    """Where the condition that starts at ``start`` ends: the first ，：；。 outside brackets (or the end).
+
+    A line break is no end: help texts wrap their sentences."""
     depth = 0
     for i in range(start, len(text)):
         ch = text[i]
@@ -235,7 +244,7 @@ def _condition_end(text: str, start: int) -> int:
             depth += 1
         elif ch in "）)":
             depth = max(0, depth - 1)
-        elif depth == 0 and ch in "，：；。\n":
+        elif depth == 0 and ch in "，：；。":
             return i
     return len(text)
 
@@ -260,14 +269,15 @@ def rule_if_then(msgid: str, msgstr: str, message: Message | None = None) -> lis
             found.append(f"'如果…' ends in {msgstr[end : end + 1] or 'nothing'!r}, not '，就' and its clause")
             continue
         clause = msgstr[end + 1 : _condition_end(msgstr, end + 1)]
-        if "就" not in clause[:8]:
+        if "就" not in clause:
             found.append(f"'如果…，{clause[:6]}' has no 就 (如果 X，就 Y)")
     return found
 
 
 def rule_note_word(msgid: str, msgstr: str, message: Message | None = None) -> list[str]:
     """提示 is PyTorch's *Hint*; gradlab's note is 诊断 (the glossary: one word must not name both)."""
-    if "提示" in msgstr and not re.search(r"\bhint", msgid, re.IGNORECASE):
+    hint = re.search(r"\bhint", msgid, re.IGNORECASE)
+    if ("提示" in msgstr and not hint) or re.search(r"gradlab ?的提示", msgstr):
         return ["提示 is PyTorch's Hint; gradlab's note is 诊断"]
     return []
 
