@@ -558,7 +558,7 @@ STYLE_CASES: dict[str, list[tuple[str, str, str, dict[str, Any]]]] = {
         ),
     ],
     "placeholder-words": [
-        ("the failing loss", "（出错的损失）", "出错的那个损失", {}),
+        ("the failing loss", "（出错的损失）", "出错的损失", {}),
         (
             "call {loss}.backward() once",
             "只调用一次 {loss}.backward()",
@@ -699,8 +699,7 @@ def test_the_shipped_catalog_joins_an_intent_to_its_fix(monkeypatch: pytest.Monk
     unnamed = Context()
     detach = T("detach {model}'s output where it enters {others}{entry}", model=unnamed.m, others=unnamed.o, entry="")
     assert (
-        first_line(unnamed, detach)
-        == "如果出错的那个损失不该训练上游模型，就在上游模型的输出进入下游模型的地方把它 detach"
+        first_line(unnamed, detach) == "如果出错的损失不该训练上游模型，就在上游模型的输出进入下游模型的地方把它 detach"
     )
     code_first = T(
         "{name} is a constant of the loop (computed once, before it, from weights the loop's own forward also "
@@ -712,7 +711,7 @@ def test_the_shipped_catalog_joins_an_intent_to_its_fix(monkeypatch: pytest.Monk
         "call {loss}.backward() once; if you need two backward calls through it, pass retain_graph=True to the first",
         loss=unnamed.l,
     )
-    assert str(twice).startswith("只对出错的那个损失调用一次 backward()；")
+    assert str(twice).startswith("只对出错的损失调用一次 backward()；")
 
 
 # -- the command line in both languages -----------------------------------------------------------

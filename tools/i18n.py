@@ -37,7 +37,8 @@ class Message:
     plural: str | None
     where: tuple[str, ...]
     #: how the code uses the message: the keywords it is passed as (``intent=``, ``trains=``; directly or
-    #: through a variable of the same function), ``call:FUNCTION`` for a function it is passed to,
+    #: through a variable of the same function or a function that returns it), ``call:FUNCTION`` for a
+    #: function it is passed to,
     #: ``in:FUNCTION`` for the function it is made in; a
     #: message filled into another's field has that message's roles too (a part of a summary is a summary)
     roles: frozenset[str] = field(default=frozenset(), compare=False)
@@ -78,48 +79,111 @@ def _is_description(value: ast.AST, words: set[str]) -> bool:
     return isinstance(value, ast.Name) and value.id in words
 
 
-def _roles(tree: ast.AST) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
-    """``{id(marker call): roles}`` and ``{id(marker call): described fields}`` of a module's messages
+def _called(node: ast.AST) -> str | None:
+    """The name of the function ``node`` calls (``f(...)``; not a method: ``obj.f`` may be any f), or None."""
+    if isinstance(node, ast.Call) and not _is_marker(node) and isinstance(node.func, ast.Name):
+        return node.func.id
+    return None
+
+
+def _scopes(tree: ast.AST) -> list[ast.AST]:
+    return [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+
+
+def _bindings(nodes: list[ast.AST]) -> tuple[dict[str, list[ast.Call]], dict[str, set[str]]]:
+    """A scope's variables bound to messages (``summary = T(...)``) and to calls (``trains = same(ctx)``)."""
+    bound: dict[str, list[ast.Call]] = defaultdict(list)
+    calls: dict[str, set[str]] = defaultdict(set)
+    for node in nodes:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) else None
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        for target in targets if value is not None else ():
+            if isinstance(target, ast.Name):
+                bound[target.id] += _markers(value)  # type: ignore[arg-type]
+                name = _called(value)  # type: ignore[arg-type]
+                if name:
+                    calls[target.id].add(name)
+    return bound, calls
+
+
+def _returned(trees: list[ast.AST]) -> dict[str, list[ast.Call]]:
+    """``{function name: the messages it returns}``, through the functions it returns the result of."""
+    direct: dict[str, list[ast.Call]] = defaultdict(list)
+    forwards: dict[str, set[str]] = defaultdict(set)
+    for tree in trees:
+        for scope in _scopes(tree)[1:]:
+            name = scope.name  # type: ignore[attr-defined]
+            nodes = _scope_nodes(scope)
+            bound, calls = _bindings(nodes)
+            for node in nodes:
+                if isinstance(node, ast.Return) and node.value is not None:
+                    direct[name] += _markers(node.value)
+                    for value in [node.value, *getattr(node.value, "elts", [])]:
+                        if isinstance(value, ast.Name):
+                            direct[name] += bound.get(value.id, [])
+                            forwards[name] |= calls.get(value.id, set())
+                        called = _called(value)
+                        if called:
+                            forwards[name].add(called)
+    out = {name: list(found) for name, found in direct.items()}
+    changed = True
+    while changed:
+        changed = False
+        for name, others in forwards.items():
+            for other in others:
+                extra = [c for c in out.get(other, []) if all(c is not d for d in out.get(name, []))]
+                if extra and other != name:
+                    out.setdefault(name, []).extend(extra)
+                    changed = True
+    return out
+
+
+def _roles(trees: list[ast.AST]) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
+    """``{id(marker call): roles}`` and ``{id(marker call): described fields}`` of the package's messages
     (:attr:`Message.roles`, :attr:`Message.described`)."""
     roles: dict[int, set[str]] = defaultdict(set)
     described: dict[int, set[str]] = defaultdict(set)
     parts: list[tuple[ast.Call, list[ast.Call]]] = []  # (a message, the messages filled into its fields)
-    scopes = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]
-    for scope in scopes:
-        nodes = _scope_nodes(scope)
-        bound: dict[str, list[ast.Call]] = defaultdict(list)
-        words: set[str] = set()  # variables that may hold a description
-        for node in sorted(nodes, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
-            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_marker(node):
-                roles[id(node)].add(f"in:{scope.name}")
-            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) else None
-            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-            if value is not None:
-                for target in targets:
-                    if isinstance(target, ast.Name):
-                        bound[target.id] += _markers(value)
-                        if _is_description(value, words):
-                            words.add(target.id)
-        for node in nodes:
-            if not isinstance(node, ast.Call):
-                continue
-            if isinstance(node.func, ast.Name) and not _is_marker(node):
-                for arg in node.args:
-                    calls = _markers(arg) + (bound.get(arg.id, []) if isinstance(arg, ast.Name) else [])
-                    for call in calls:
-                        roles[id(call)].add(f"call:{node.func.id}")
-            for keyword in node.keywords:
-                if keyword.arg is None:
+    returned = _returned(trees)
+
+    def flow(value: ast.AST, bound: dict[str, list[ast.Call]], calls: dict[str, set[str]]) -> list[ast.Call]:
+        """The messages an argument may carry: its own, a variable's, what the function it calls returns."""
+        found = _markers(value)
+        names = {_called(value)} - {None}
+        if isinstance(value, ast.Name):
+            found += bound.get(value.id, [])
+            names |= calls.get(value.id, set())
+        for name in names:
+            found += returned.get(name, [])  # type: ignore[arg-type]
+        return found
+
+    for tree in trees:
+        for scope in _scopes(tree):
+            nodes = _scope_nodes(scope)
+            bound, calls = _bindings(nodes)
+            words: set[str] = set()  # variables that may hold a description
+            for node in sorted(nodes, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
+                if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_marker(node):
+                    roles[id(node)].add(f"in:{scope.name}")
+                if isinstance(node, ast.Assign) and _is_description(node.value, words):
+                    words |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+            for node in nodes:
+                if not isinstance(node, ast.Call):
                     continue
-                calls = _markers(keyword.value)
-                if isinstance(keyword.value, ast.Name):
-                    calls += bound.get(keyword.value.id, [])
-                for call in calls:
-                    roles[id(call)].add(keyword.arg)
-                if _is_marker(node):
-                    parts.append((node, calls))
-                    if _is_description(keyword.value, words):
-                        described[id(node)].add(keyword.arg)
+                if isinstance(node.func, ast.Name) and not _is_marker(node):
+                    for arg in node.args:
+                        for call in flow(arg, bound, calls):
+                            roles[id(call)].add(f"call:{node.func.id}")
+                for keyword in node.keywords:
+                    if keyword.arg is None:
+                        continue
+                    pieces = flow(keyword.value, bound, calls)
+                    for call in pieces:
+                        roles[id(call)].add(keyword.arg)
+                    if _is_marker(node):
+                        parts.append((node, pieces))
+                        if _is_description(keyword.value, words):
+                            described[id(node)].add(keyword.arg)
     changed = True
     while changed:  # a message filled into another's field is a part of it
         changed = False
@@ -134,12 +198,11 @@ def _roles(tree: ast.AST) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
 def extract(package: Path = PACKAGE) -> dict[str, Message]:
     """Every marked message of the package: ``{msgid: Message}``, in file order."""
     found: dict[str, Message] = {}
-    for path in sorted(package.rglob("*.py")):
-        if path.name == "i18n.py":  # the functions themselves
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    files = [p for p in sorted(package.rglob("*.py")) if p.name != "i18n.py"]  # i18n.py: the functions themselves
+    trees: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8")) for path in files]
+    roles, described = _roles(trees)
+    for path, tree in zip(files, trees):
         rel = path.relative_to(package.parent).as_posix()
-        roles, described = _roles(tree)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
                 continue
@@ -218,7 +281,7 @@ FIELD = r"(?<!\{)\{\w+(?:[:!][^{}]*)?\}"
 #: whose sentences are. Such a message has no colon of its own in Chinese.
 LABELLED = frozenset(
     {
-        *("intent", "summary", "trains", "cost", "cause", "why", "reason"),
+        *("intent", "summary", "trains", "cost", "cause", "why", "reason", "what"),
         "in:_cause_sentences",  # causes/__init__.py: the cause line's sentences
         "in:_module_reason",  # ddp.py: why DDP's backward missed a parameter (after "why: {parameters}")
         "in:why_unreached",
