@@ -270,12 +270,13 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
             explanation = located  # the note printed it in short, located at the cut
         if verbose:
             if diagnosis is not None:
-                # the diagnosis's own fixes only; of the explanation, what the message says
+                print("\n" + prefixed(diagnosis.details()), file=stderr)
+            if diagnosis is None or diagnosis.located is None:
+                # of the message's explanation, what it says (the diagnosis has its own causes and fixes)
                 import dataclasses
 
-                print("\n" + diagnosis.details(), file=stderr)
-                explanation = dataclasses.replace(explanation, causes=(), fixes=())
-            print("\n" + prefixed(explanation.details()), file=stderr)
+                said = explanation if diagnosis is None else dataclasses.replace(explanation, causes=(), fixes=())
+                print("\n" + prefixed(said.details()), file=stderr)
         elif diagnosis is None and located is None:
             print("\n" + prefixed(str(explanation)), file=stderr)
     return 130 if isinstance(exc, KeyboardInterrupt) else 1
@@ -384,15 +385,15 @@ def _run(
 ) -> int:
     tracker = None if explain_only else _start_tracking(names, stderr)
     try:
-        try:
-            body()
-        finally:
-            if tracker is not None:
-                _stop_tracking(tracker, stderr)
-    except SystemExit as e:
-        return _exit_code(e, stderr)
+        body()
     except BaseException as e:
+        if tracker is not None:  # the tracker sees the error leave: its note, for any autograd error
+            _stop_tracking(tracker, stderr, e)
+        if isinstance(e, SystemExit):
+            return _exit_code(e, stderr)
         return _report(e, stderr, verbose, tracker)
+    if tracker is not None:
+        _stop_tracking(tracker, stderr)
     return 0
 
 
@@ -412,9 +413,9 @@ def _start_tracking(names: _MainNamespace, stderr: TextIO) -> Tracker | None:
     return tracker
 
 
-def _stop_tracking(tracker: Tracker, stderr: TextIO) -> None:
+def _stop_tracking(tracker: Tracker, stderr: TextIO, error: BaseException | None = None) -> None:
     try:
-        tracker.__exit__(None, None, None)
+        tracker.__exit__(type(error) if error is not None else None, error, error.__traceback__ if error else None)
     except Exception as e:
         print(_gradlab_failed("stop", e), file=stderr)
 

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from .causes import Cause, cause_sentence, decide, fixes_for
-from .evidence import Facts, Topology, backward_line_after
+from .evidence import Facts, Failure, Topology, backward_line_after
 from .explanation import Explanation
 from .fixes import Fix
 from .graph import Graph, collect, collect_active
 from .i18n import Words, _, _t, ngettext_
-from .kinds import no_graph
+from .kinds import locate, no_graph
 from .location import Location, frame_names
 from .loop import read_site
 from .names import NamesLike, ViewKind, modules_in
@@ -41,7 +41,7 @@ from .saved import SavedTensor, Write
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
 
-__all__ = ["Diagnosis", "Problem", "ProblemKind", "check", "check_graph", "last_diagnosis"]
+__all__ = ["Diagnosis", "Problem", "ProblemKind", "check", "check_graph", "last_diagnosis", "failure_diagnosis"]
 
 #: The two ways a backward fails that gradlab diagnoses.
 ProblemKind = Literal["graph_freed", "modified_in_place"]
@@ -132,9 +132,11 @@ class Diagnosis:
     ``problems`` are the reasons it would not (the first is the one backward
     meets first); ``fixes`` the fixes of the first problem, the likeliest first;
     ``needed_by`` the backward call that failed (when a tracker saw it fail).
-    ``no_graph`` is set when backward would fail because an output has no graph
-    (GL0003): its explanation, located at the line that cut the graph when a
-    tracker saw it (the same as the note after the error); ``problems`` is then empty.
+    ``located`` is set for the other kinds of autograd error (a backward on a
+    tensor without a graph, an in-place write torch refused, an inference tensor
+    saved, ...): their explanation, located at the user's lines a tracker saw
+    (the line that cut the graph, the write, where the tensor was made), with
+    fixes as edits of those lines; ``problems`` is then empty.
     """
 
     ok: bool
@@ -142,11 +144,18 @@ class Diagnosis:
     graph: Graph = field(repr=False)
     needed_by: Location | None = field(default=None, repr=False)
     failed: bool = False
-    no_graph: Explanation | None = field(default=None, repr=False)
+    located: Explanation | None = field(default=None, repr=False)
 
     @property
     def kinds(self) -> list[str]:
-        return sorted({p.kind for p in self.problems} | ({"no_grad_fn"} if self.no_graph is not None else set()))
+        return sorted({p.kind for p in self.problems} | ({self.located.kind} if self.located is not None else set()))
+
+    @property
+    def kind(self) -> str | None:
+        """The kind of the failure (``modified_in_place``, ``no_grad_fn``, ...; its code: :data:`gradlab.CODES`)."""
+        if self.located is not None:
+            return self.located.kind
+        return self.problems[0].kind if self.problems else None
 
     @property
     def cause(self) -> Cause | None:
@@ -156,23 +165,23 @@ class Diagnosis:
     @property
     def fixes(self) -> tuple[Fix, ...]:
         """The fixes of the first problem, the likeliest intent first."""
-        if self.no_graph is not None:
-            return self.no_graph.fixes
+        if self.located is not None:
+            return self.located.fixes
         return self.problems[0].fixes if self.problems else ()
 
     def __str__(self) -> str:
         if self.ok:
             return _t("ok: backward() would succeed ({summary}).", summary=self.graph.summary())
-        if self.no_graph is not None:
-            return str(self.no_graph)
+        if self.located is not None:
+            return str(self.located)
         return "\n".join(_short(self))
 
     def details(self) -> str:
         """Every problem, its cause, and every fix with what it trains."""
         if self.ok:
             return str(self)
-        if self.no_graph is not None:
-            return self.no_graph.details()
+        if self.located is not None:
+            return self.located.details()
         head = _("backward() failed ({summary}).") if self.failed else _("backward() would fail ({summary}).")
         lines = [head.format(summary=self.graph.summary())]
         for kind, title in (("modified_in_place", _("Modified in place")), ("graph_freed", _("Graph already freed"))):
@@ -465,7 +474,23 @@ def no_graph_diagnosis(output: object, recording: Recorder | None) -> Diagnosis 
         return None
     with_graph = [t for t in items if isinstance(t, torch.Tensor) and t.grad_fn is not None]
     graph = collect(with_graph) if with_graph else Graph(nodes=(), saved=(), outputs=())
-    return Diagnosis(ok=False, problems=[], graph=graph, no_graph=explanation)
+    return Diagnosis(ok=False, problems=[], graph=graph, located=explanation)
+
+
+_EMPTY = Graph(nodes=(), saved=(), outputs=())
+
+
+def failure_diagnosis(failure: Failure) -> Diagnosis:
+    """The diagnosis of any autograd error, located where a tracker saw it (NOTE [Every kind diagnosed]).
+
+    For a backward that failed on a freed or modified saved tensor, the tracker
+    diagnoses from the graph (:func:`check_graph`); every other kind, and those two
+    when the tracker did not see the backward, are located here by their kind
+    (:func:`gradlab.kinds.locate`): the user's lines, and fixes as edits of them.
+    """
+    return Diagnosis(
+        ok=False, problems=[], graph=_EMPTY, needed_by=failure.location, failed=True, located=locate(failure)
+    )
 
 
 def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None) -> Diagnosis:

@@ -1,4 +1,10 @@
-"""What gradlab knows about one failure besides the problem itself: the graph's topology, the frame, the record."""
+"""What gradlab knows about one failure besides the problem itself: the graph's topology, the frame, the record.
+
+Built once per failure and read by every cause and kind: :class:`Facts` for a
+backward that failed (or a ``check()`` before it), :class:`Failure` for any
+autograd error, wherever torch raised it (a backward, an in-place write, a
+forward that saved an inference tensor, ``.numpy()``).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import ast
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
@@ -14,15 +21,16 @@ from . import internals
 from .context import Context
 from .graph import Graph, GraphNode, walk
 from .i18n import T, Words, join
-from .location import Location
-from .loop import LoopIntent, Site, recorded_intent, site_intent
+from .location import Location, _library_file, frame_names
+from .loop import LoopIntent, Site, read_site, recorded_intent, site_intent
+from .messages import Message, find
 from .saved import Write
 from .source import loop_body_of, next_backward
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
 
-__all__ = ["Facts", "Topology", "backward_line_after"]
+__all__ = ["Facts", "Failure", "Topology", "backward_line_after", "failure_of", "user_frame_of"]
 
 
 class Problem(Protocol):
@@ -124,6 +132,72 @@ class Facts:
     namespace: dict[str, Any] = field(default_factory=dict)
     site: Site | None = None
     backward_line: int | None = None
+
+
+@dataclass
+class Failure:
+    """One autograd error and what gradlab knows around it, wherever torch raised it.
+
+    ``message`` is torch's message read once (:func:`gradlab.messages.find`);
+    ``location`` the user's line that raised it (the innermost frame of user code
+    in its traceback), ``site`` the code of that function and ``namespace`` its
+    names; ``recorder`` the tracker's record, when one watched; ``tensors`` the
+    tensors the failing call was given (a backward's outputs, an in-place write's
+    target) and ``op`` the in-place op torch refused, when known. Transient: it is
+    read while the diagnosis is made and kept by nothing.
+    """
+
+    error: BaseException
+    message: Message
+    location: Location | None = None
+    site: Site | None = None
+    namespace: dict[str, Any] = field(default_factory=dict)
+    recorder: Recorder | None = None
+    tensors: tuple[Any, ...] = ()
+    op: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.message.kind
+
+
+def user_frame_of(tb: TracebackType | None) -> tuple[FrameType, int] | None:
+    """The innermost frame of user code in a traceback, and the line it was running."""
+    found: tuple[FrameType, int] | None = None
+    while tb is not None:
+        if not _library_file(tb.tb_frame.f_code.co_filename):
+            found = (tb.tb_frame, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
+def failure_of(
+    error: BaseException,
+    recorder: Recorder | None = None,
+    *,
+    frame: FrameType | None = None,
+    tensors: tuple[Any, ...] = (),
+    op: str | None = None,
+    modules: Mapping[str, frozenset[int]] | None = None,
+) -> Failure | None:
+    """The :class:`Failure` of ``error`` (None when it is no autograd error gradlab decodes).
+
+    ``frame`` is the user's frame that raised it (default: the innermost user frame
+    of its traceback); ``modules`` the user's models by name, as ``names=`` gives them.
+    """
+    message = find(error)
+    if message is None:
+        return None
+    line: int | None = None
+    if frame is None:
+        found = user_frame_of(error.__traceback__)
+        if found is not None:
+            frame, line = found
+    if frame is None:
+        return Failure(error, message, recorder=recorder, tensors=tensors, op=op)
+    location = Location(frame.f_code.co_filename, line if line is not None else frame.f_lineno)
+    site = read_site(frame, modules)
+    return Failure(error, message, location, site, frame_names(frame), recorder, tensors, op)
 
 
 def var_named(namespace: Mapping[str, Any] | None, match: Any) -> str | None:

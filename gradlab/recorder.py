@@ -108,6 +108,8 @@ def _leaves_reached(tensor: Any) -> frozenset[int]:
 #: What a tracker does with an in-place write torch refused on one of several views:
 #: (the error, the views, which output was written (None: a view of one), the write's op and line).
 ViewsHandler = Callable[[RuntimeError, "Views", "int | None", str, Location | None], None]
+#: The tracker's note on another in-place write torch refused: (error, op, target, user frame).
+RefusedHandler = Callable[[RuntimeError, str, Any, FrameType | None], None]
 
 
 def tensors_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
@@ -342,9 +344,9 @@ class Recorder:
         self.static: Namer | None = None
         self.diagnoses: deque[tuple[int, str, Any]] = deque(maxlen=16)
         self.cuts: deque[Cut] = deque(maxlen=self.RECENT_CUTS)
-        self.explained: deque[tuple[int, str, Any]] = deque(maxlen=16)
         self.views: deque[Views] = deque(maxlen=self.RECENT_VIEWS)
         self.on_views: ViewsHandler | None = None  # set by the tracker: the note of a refused write to a view
+        self.on_refused: RefusedHandler | None = None  # set by the tracker: the note of another refused write
 
     # -- what the tests and benchmarks may read ----------------------------------------------------
     def stats(self) -> dict[str, int]:
@@ -693,14 +695,18 @@ class Recorder:
         return None
 
     def inplace_failed(self, e: RuntimeError, label: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """torch refused an in-place write: for a write to one of several views, the tracker's note (no other effect)."""
+        """torch refused an in-place write: the tracker's note (no other effect)."""
         try:
-            if self.on_views is None or not self.views:
-                return
             m = messages.find(e)
-            if m is None or m.kind != "multi_view_in_place":
+            if m is None:
                 return
             target = args[0] if args else kwargs.get("input", kwargs.get("self"))
+            if m.kind != "multi_view_in_place" or not self.views:
+                if self.on_refused is not None:
+                    self.on_refused(e, label, target, user_frame())
+                return
+            if self.on_views is None:
+                return
             found = self.views_of(target) if isinstance(target, torch.Tensor) else None
             if found is not None:
                 self.on_views(e, found[0], found[1], label, user_location())
@@ -766,7 +772,7 @@ class Recorder:
                 if self.on_failure is not None:
                     self.on_failure(e, roots, call, user_frame())  # the note; gradlab's frames taken out
                 raise e  # the same error (raised from here: this frame, then torch's engine, below the user's)
-            if m is not None and m.kind == "no_grad_fn" and self.cuts and self.on_failure is not None:
+            if m is not None and self.on_failure is not None:  # every other kind (NOTE [Every kind diagnosed])
                 self.on_failure(e, tensors_of(args, kwargs), call, user_frame())
                 raise e
             raise

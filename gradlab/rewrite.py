@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 
-__all__ = ["AUGMENTED", "rewrite_in_place", "detach_in", "with_keyword", "op_display"]
+__all__ = ["AUGMENTED", "rewrite_in_place", "detach_in", "with_keyword", "op_display", "from_graph", "without_detach"]
 
 
 AUGMENTED = {
@@ -86,8 +87,67 @@ def op_display(op: str) -> str:
     return op if op.startswith("__") else f".{op}()"
 
 
+_BINOPS: dict[type[ast.operator], str] = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+}
+
+
+def _has_method(name: str) -> bool:
+    import torch
+
+    return hasattr(torch.Tensor, name)
+
+
+def _has_function(module: str, name: str) -> bool:
+    import torch
+    import torch.nn.functional as F
+
+    return hasattr({"torch": torch, "F": F, "functional": F}.get(module.rsplit(".", 1)[-1], torch), name)
+
+
+def _copy_name(target: ast.expr) -> str:
+    return f"{ast.unparse(target).replace('.', '_').replace('[', '_').replace(']', '')}_copy"
+
+
+def _into_copy(base: ast.expr, write: ast.stmt) -> str:
+    """``write`` (a write to ``base``) made to a copy of ``base``, then ``base`` rebound to the copy."""
+    copy = _copy_name(base)
+    b = ast.unparse(base)
+
+    class Rename(ast.NodeTransformer):
+        def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+            if isinstance(node.ctx, ast.Store) and ast.unparse(node.value) == b:
+                return ast.Subscript(ast.Name(copy, ast.Load()), node.slice, ast.Store())
+            return self.generic_visit(node)
+
+        def visit_Call(self, node: ast.Call) -> ast.AST:  # the write itself: w.fill_(...) -> w_copy.fill_(...)
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr.endswith("_") and ast.unparse(func.value) == b:
+                renamed = ast.Attribute(ast.Name(copy, ast.Load()), func.attr, ast.Load())
+                return ast.Call(renamed, node.args, node.keywords)
+            return self.generic_visit(node)
+
+    written = Rename().visit(ast.parse(ast.unparse(write)).body[0])
+    return f"{copy} = {b}.clone()\n{ast.unparse(written)}\n{b} = {copy}"
+
+
 def rewrite_in_place(code: str, op: str) -> str | None:
-    """The out-of-place form of one line that ran the in-place ``op``, or None if gradlab cannot write it.
+    r"""The out-of-place form of one line that ran the in-place ``op``, or None if gradlab cannot write it.
+
+    Rewritten on the statement's tree (NOTE [Exact rewrites]): precedence and every
+    argument kept, only methods and functions the installed torch has; where torch
+    has no out-of-place twin (``fill_``, ``copy_``, ``zero_``), the write goes to a
+    copy and the name is rebound to it. Several lines are joined by ``"\n"``.
 
     Example::
 
@@ -95,32 +155,82 @@ def rewrite_in_place(code: str, op: str) -> str | None:
         'y = y.mul(3)'
         >>> rewrite_in_place("h += x  # step", "__iadd__")
         'h = h + x  # step'
+        >>> rewrite_in_place("x /= a + b", "__itruediv__")
+        'x = x / (a + b)'
         >>> rewrite_in_place("act = nn.ReLU(inplace=True)", "relu_")
         'act = nn.ReLU()'
+        >>> rewrite_in_place("w.fill_(0.5)", "fill_")
+        'w_copy = w.clone()\nw_copy.fill_(0.5)\nw = w_copy'
     """
     body, comment = split_comment(code)
-    if op in AUGMENTED:
-        m = re.fullmatch(r"(\s*)([\w.\[\]]+)\s*" + re.escape(AUGMENTED[op]) + r"=\s*(.+?)\s*", body)
-        if m:
-            return f"{m[1]}{m[2]} = {m[2]} {AUGMENTED[op]} {m[3]}{comment}"
+    indent = body[: len(body) - len(body.lstrip())]
+    try:
+        tree = ast.parse(body.strip())
+    except SyntaxError:
         return None
-    if op == "__setitem__":
-        # into a copy, the index and the value read from the original (which keeps what autograd saved), then
-        # rebound: the same values and gradients, also when the value reads the tensor (z[:, h:] = z[:, h:] * s)
-        m = re.fullmatch(r"(\s*)([A-Za-z_]\w*)\[(.+)\]\s*=\s*(.+?)\s*", body)
-        if m:
-            copy = f"{m[2]}_copy"
-            return f"{m[1]}{copy} = {m[2]}.clone()\n{m[1]}{copy}[{m[3]}] = {m[4]}{comment}\n{m[1]}{m[2]} = {copy}"
+    if len(tree.body) != 1:
         return None
-    if "inplace=True" in body:
-        return re.sub(r",?\s*inplace=True", "", body).replace("(, ", "(") + comment
-    if op in ACTIVATIONS:
+    new = _out_of_place(tree.body[0], op)
+    if new is None:
         return None
-    m = re.fullmatch(r"(\s*)(?:([\w.]+)\s*=\s*)?([\w.\[\]]+)\." + re.escape(op) + r"\((.*)\)\s*", body)
-    if m:
-        target = m[2] or m[3]
-        return f"{m[1]}{target} = {m[3]}.{op[:-1]}({m[4]}){comment}"
-    return None
+    lines = new.split("\n")
+    lines[1 if len(lines) == 3 else 0] += comment  # the comment stays with the write
+    return "\n".join(indent + line for line in lines)
+
+
+# NOTE [Exact rewrites]
+# An in-place write and its out-of-place form compute the same values; what differs is
+# who sees them: the out-of-place form binds the result to the name, so the tensor
+# autograd saved keeps its value. That is exact only if the rewrite keeps the
+# arithmetic (x /= a + b is x = x / (a + b): the tree is rewritten, never the text) and
+# calls what torch has (Tensor.fill does not exist: fill_ goes to a copy). Reads of
+# the old tensor through another name (a view, an alias) still see the old values; the
+# forward-preserved oracle of gradlab fix catches a rewrite where that matters.
+def _out_of_place(st: ast.stmt, op: str) -> str | None:
+    if isinstance(st, ast.AugAssign):
+        symbol = _BINOPS.get(type(st.op))
+        if symbol is None:
+            return None
+        target = st.target
+        load = ast.parse(ast.unparse(target), mode="eval").body
+        value = ast.BinOp(load, st.op, st.value)
+        if isinstance(target, ast.Subscript):  # x[i] += v writes into x: into a copy of x
+            assign = ast.Assign([target], value)
+            return _into_copy(target.value, ast.fix_missing_locations(assign))
+        return ast.unparse(ast.Assign([target], value, lineno=1))
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript):
+        if op != "__setitem__":
+            return None
+        return _into_copy(st.targets[0].value, st)
+    call = st.value if isinstance(st, (ast.Expr, ast.Assign)) else None
+    if not isinstance(call, ast.Call):
+        return None
+    targets = st.targets if isinstance(st, ast.Assign) else []
+    if any(k.arg == "inplace" for k in call.keywords):
+        keywords = [k for k in call.keywords if k.arg != "inplace"]
+        rewritten = ast.Call(call.func, call.args, keywords)
+        if targets:
+            return ast.unparse(ast.Assign(targets, rewritten, lineno=1))
+        if call.args and isinstance(call.args[0], (ast.Name, ast.Attribute)):
+            return ast.unparse(ast.Assign([call.args[0]], rewritten, lineno=1))  # F.relu(h, inplace=True) alone
+        return None
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__")):
+        return None
+    twin = func.attr[:-1]
+    module = ast.unparse(func.value)
+    if module.split(".")[0] in ("torch", "F", "nn") and call.args:  # torch.relu_(x), F.relu_(x)
+        if not _has_function(module, twin) or not isinstance(call.args[0], (ast.Name, ast.Attribute)):
+            return None
+        rewritten = ast.Call(ast.Attribute(func.value, twin, ast.Load()), call.args, call.keywords)
+        return ast.unparse(ast.Assign([*targets, call.args[0]], rewritten, lineno=1))
+    receiver = func.value
+    if not isinstance(receiver, (ast.Name, ast.Attribute)):
+        return None
+    if not _has_method(twin):  # no out-of-place twin in this torch: write into a copy
+        return _into_copy(receiver, ast.Expr(call))
+    rewritten = ast.Call(ast.Attribute(receiver, twin, ast.Load()), call.args, call.keywords)
+    return ast.unparse(ast.Assign([*targets, receiver], rewritten, lineno=1))
 
 
 def detach_in(line: str, name: str, into: tuple[str, ...] = ()) -> str | None:
@@ -313,3 +423,143 @@ def out_of_place_update(st: ast.stmt, target: ast.Tuple) -> str | None:
     ):
         return f"{name} {_AUG[type(st.op)]} ({ast.unparse(st.value)})"
     return None
+
+
+# -- building a value from the graph again (GL0003) ---------------------------------------------------------
+
+#: Calls that take a value out of the graph (a number, a list, an array, a tensor without history).
+EXTRACTIONS = frozenset({"item", "tolist", "numpy", "detach"})
+#: Calls that build a new tensor, without history, from a value.
+REBUILDS = frozenset({"tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor", "DoubleTensor", "scalar_tensor"})
+
+
+def _strip(node: ast.expr) -> ast.expr:
+    """``node`` with every call that takes a value out of the graph removed: ``x.detach().cpu().item()`` -> ``x.cpu()``."""
+    extraction = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in EXTRACTIONS
+    if extraction and isinstance(node, ast.Call) and not node.args and not node.keywords:
+        return _strip(node.func.value)  # type: ignore[attr-defined]
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        return _strip(node.value)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "float"
+        and len(node.args) == 1
+    ):
+        return _strip(node.args[0])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        inner = _strip(node.func.value)
+        if inner is not node.func.value:
+            return ast.Call(ast.Attribute(inner, node.func.attr, ast.Load()), node.args, node.keywords)
+    return node
+
+
+def _rebuild(call: ast.Call) -> bool:
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name in REBUILDS and len(call.args) == 1
+
+
+class _FromGraph(ast.NodeTransformer):
+    """Rebuilds (``torch.tensor(x.item())``, ``torch.tensor([a, b])``) replaced by the tensors they copy."""
+
+    def __init__(self, torch_name: str, values: Mapping[str, str]) -> None:
+        self.torch_name = torch_name
+        self.values = values
+        self.changed = False
+
+    def _value(self, node: ast.expr) -> ast.expr:
+        """``node`` stripped of extractions; a name bound to a number taken from a tensor becomes that tensor."""
+        node = _strip(node)
+        if isinstance(node, ast.Name) and node.id in self.values:
+            return ast.parse(self.values[node.id], mode="eval").body
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if not _rebuild(node):
+            return node
+        value = node.args[0]
+        new: ast.expr
+        if isinstance(value, (ast.List, ast.Tuple)) and value.elts:
+            parts = [self._value(e) for e in value.elts]
+            if any(isinstance(p, ast.Constant) for p in parts):
+                return node  # numbers of its own: not a value of the graph
+            stack = ast.Attribute(ast.Name(self.torch_name, ast.Load()), "stack", ast.Load())
+            new = ast.Call(stack, [ast.List(parts, ast.Load())], [])
+        else:
+            new = self._value(value)
+            if isinstance(new, ast.Constant) or (isinstance(new, ast.Name) and new is value):
+                return node  # a number of its own, or a name gradlab cannot trace to a tensor
+        kept = [k for k in node.keywords if k.arg in ("dtype", "device")]
+        if kept:
+            new = ast.Call(ast.Attribute(new, "to", ast.Load()), [], kept)
+        self.changed = True
+        return new
+
+
+def from_graph(statement: str, torch_name: str = "torch", values: Mapping[str, str] | None = None) -> str | None:
+    """``statement`` (one line) with each tensor rebuilt from values of a graph replaced by the graph's own tensor.
+
+    ``torch.tensor(x.item())`` becomes ``x``, ``torch.tensor([a.item(), b])`` becomes
+    ``torch.stack([a, b])``, ``torch.from_numpy(y.detach().numpy())`` becomes ``y``;
+    ``dtype=``/``device=`` are kept as ``.to(...)``, ``requires_grad=`` is dropped (the
+    tensor has a graph). ``values`` maps a name bound to a number (``v = x.item()``)
+    to the tensor it was taken from (``x``). None when the line rebuilds nothing.
+
+    Example::
+
+        >>> from_graph("loss = torch.tensor(total.item(), requires_grad=True)")
+        'loss = total'
+        >>> from_graph("loss = torch.tensor([a, b.detach()]).sum()  # both terms")
+        'loss = torch.stack([a, b]).sum()  # both terms'
+    """
+    body, comment = split_comment(statement)
+    try:
+        tree = ast.parse(body.strip())
+    except SyntaxError:
+        return None
+    if len(tree.body) != 1:
+        return None
+    worker = _FromGraph(torch_name, values or {})
+    new = worker.visit(tree)
+    if not worker.changed:
+        return None
+    return ast.unparse(new) + comment
+
+
+def without_detach(statement: str, names: frozenset[str] | set[str]) -> str | None:
+    """``statement`` (one line) with ``.detach()``, ``.data`` and ``.item()`` taken off the reads of ``names``.
+
+    Example::
+
+        >>> without_detach("loss = crit(pred.detach(), y)", {"pred"})
+        'loss = crit(pred, y)'
+    """
+    body, comment = split_comment(statement)
+    try:
+        tree = ast.parse(body.strip())
+    except SyntaxError:
+        return None
+    changed = False
+
+    class Strip(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            nonlocal changed
+            self.generic_visit(node)
+            stripped = _strip(node)
+            if stripped is not node and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(stripped)):
+                changed = True
+                return stripped
+            return node
+
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            nonlocal changed
+            self.generic_visit(node)
+            if node.attr == "data" and isinstance(node.value, ast.Name) and node.value.id in names:
+                changed = True
+                return node.value
+            return node
+
+    new = Strip().visit(tree)
+    return ast.unparse(new) + comment if changed else None

@@ -37,6 +37,9 @@ __all__ = [
     "runs_backward",
     "calls_method",
     "undetached_reads",
+    "enclosing",
+    "preceding",
+    "function_of",
 ]
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -205,3 +208,46 @@ def undetached_reads(st: ast.AST, name: str) -> list[ast.Name]:
         for n in ast.walk(st)
         if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in detached
     ]
+
+
+def enclosing(tree: ast.Module, lineno: int) -> list[ast.stmt]:
+    """The compound statements whose body holds line ``lineno``, outermost first (``def``, ``for``, ``with``, ...)."""
+    out: list[ast.stmt] = []
+    for _owner, block, i in _path(tree, lineno):
+        st = block[i]
+        if any(b[0].lineno <= lineno <= (b[-1].end_lineno or b[-1].lineno) for b in blocks(st)):
+            out.append(st)
+    return out
+
+
+def function_of(tree: ast.Module, lineno: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost function whose body holds line ``lineno`` (None at module level)."""
+    found = None
+    for st in enclosing(tree, lineno):
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found = st
+    return found
+
+
+def _simple(st: ast.stmt) -> Iterator[ast.stmt]:
+    if isinstance(st, _SCOPES):
+        return
+    inner = list(blocks(st))
+    if not inner:
+        yield st
+        return
+    for block in inner:
+        for child in block:
+            yield from _simple(child)
+
+
+def preceding(tree: ast.Module, lineno: int) -> list[ast.stmt]:
+    """The simple statements that run before the one at ``lineno`` in its function (or the module's body), in
+    source order: those of each enclosing block above it, also inside the compound statements before it."""
+    out: list[ast.stmt] = []
+    for owner, block, i in _path(tree, lineno):
+        if isinstance(owner, _SCOPES):
+            out = []  # what runs before the function was called is not its code
+        for st in block[:i]:
+            out += list(_simple(st))
+    return out

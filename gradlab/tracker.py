@@ -133,13 +133,26 @@ class Tracker(Scope):
         return check_graph(collect(output, self.namer(names), tracker=self), tracker=self._recording(), frame=frame)
 
     def diagnosis_for(self, error: BaseException) -> Diagnosis | None:
-        """The diagnosis attached to ``error`` when a backward raised it under this tracker."""
+        """The diagnosis of ``error``, an autograd error raised under this tracker (None for any other error).
+
+        Every kind of autograd error has one (NOTE [Every kind diagnosed] in :mod:`gradlab.kinds`):
+        made when torch raised it where gradlab's hooks saw it (a backward, an in-place write),
+        otherwise now, from the error's traceback and what the tracker recorded.
+        """
         recorder = self._recording()
         for key, text, diag in reversed(recorder.diagnoses if recorder is not None else ()):
             if key == id(error) and text == str(error):
                 found: Diagnosis = diag
                 return found
-        return None
+        if recorder is None or not messages.is_decoded(error):
+            return None
+        try:
+            made = self._located(recorder, error)
+        except Exception as err:  # never replace the user's error with ours
+            diagnosis_failed(err)
+            return None
+        self._attach(recorder, error, made)
+        return made
 
     def __repr__(self) -> str:
         state = "active" if self.active else "closed"
@@ -150,60 +163,103 @@ class Tracker(Scope):
         """Attach the diagnosis to ``e`` as a note (once) and take gradlab's hook frames out of its traceback."""
         recorder = self._recorder
         try:
-            if recorder is None or any(key == id(e) for key, _, _ in recorder.diagnoses):
+            if recorder is None or self._noted(recorder, e):
                 return  # a nested backward already annotated this exception
             found = messages.find(e)
-            if found is not None and found.kind == "no_grad_fn":
-                self._note_cut(recorder, e, roots)
-                return
             try:
-                diag = self._failure_diagnosis(recorder, roots, call, frame)
+                if found is not None and found.kind in ("graph_freed", "modified_in_place"):
+                    diag = self._failure_diagnosis(recorder, roots, call, frame)
+                else:  # every other kind a backward raises (NOTE [Every kind diagnosed] in gradlab.kinds)
+                    diag = self._located(recorder, e, frame=frame, tensors=tuple(roots))
             except Exception as err:  # never replace the user's error with ours, but say once why no note
                 diagnosis_failed(err)
                 return
-            recorder.diagnoses.append((id(e), str(e), diag))
-            e.__dict__["_gradlab_diagnosis"] = diag  # for gradlab.last_diagnosis(), after the tracker has closed
-            e.add_note("\n" + prefixed(str(diag)))
+            self._attach(recorder, e, diag)
         finally:
             del frame
             e.with_traceback(_without_hook_frames(e.__traceback__))
 
-    def _note_cut(self, recorder: Recorder, e: RuntimeError, tensors: list[Any]) -> None:
-        """The note of a backward without graph: the explanation, located at the cut gradlab saw."""
-        from .kinds import explain, located_cut  # NOTE [Lazy imports]: only on a failure
+    @staticmethod
+    def _noted(recorder: Recorder, e: BaseException) -> bool:
+        return any(key == id(e) and text == str(e) for key, text, _ in recorder.diagnoses)
 
-        try:
-            explanation = located_cut(explain(e), tensors, recorder)
-            if explanation is None:
-                return
-        except Exception:  # never replace the user's error with ours
-            return
-        recorder.explained.append((id(e), str(e), explanation))
-        e.add_note("\n" + prefixed(str(explanation)))
+    def _attach(self, recorder: Recorder, e: BaseException, diag: Diagnosis) -> None:
+        """Keep ``diag`` for ``e`` (:meth:`diagnosis_for`, :func:`gradlab.last_diagnosis`) and add it as a note."""
+        recorder.diagnoses.append((id(e), str(e), diag))
+        e.__dict__["_gradlab_diagnosis"] = diag  # for gradlab.last_diagnosis(), after the tracker has closed
+        e.add_note("\n" + prefixed(str(diag)))
+
+    def _located(
+        self,
+        recorder: Recorder | None,
+        e: BaseException,
+        *,
+        frame: FrameType | None = None,
+        tensors: tuple[Any, ...] = (),
+        op: str | None = None,
+    ) -> Diagnosis:
+        """The diagnosis of an autograd error other than a graph's freed or modified tensor (or one the hooks missed)."""
+        from .diagnosis import failure_diagnosis  # NOTE [Lazy imports]: only on a failure
+        from .evidence import failure_of
+
+        modules = (
+            {
+                name.split(".", 1)[0]: frozenset(id(p) for p in m.parameters())
+                for name, m in modules_in(frame_names(frame)).items()
+            }
+            if frame is not None
+            else None
+        )
+        failure = failure_of(e, recorder, frame=frame, tensors=tensors, op=op, modules=modules)
+        if failure is None:
+            raise ValueError("not an autograd error gradlab decodes")
+        return failure_diagnosis(failure)
 
     def _note_views(self, e: RuntimeError, views: Any, output: int | None, op: str, write: Location | None) -> None:
         """The note of a write torch refused on one of several views: the op and line that made them, the write's."""
-        from .kinds import explain  # NOTE [Lazy imports]: only on a failure
+        from .diagnosis import Diagnosis, failure_diagnosis  # NOTE [Lazy imports]: only on a failure
+        from .evidence import failure_of
+        from .kinds import explain
 
         recorder = self._recorder
-        if recorder is None or any(key == id(e) for key, _, _ in recorder.explained):
+        if recorder is None or self._noted(recorder, e):
             return
         try:
             explanation = explain(e).at_views(views.label, views.location, output, op, write)
-        except Exception:  # never replace the user's error with ours
+            failure = failure_of(e, recorder)
+            base = failure_diagnosis(failure) if failure is not None else None
+            diag = (
+                Diagnosis(ok=False, problems=[], graph=base.graph, needed_by=write, failed=True, located=explanation)
+                if base is not None
+                else None
+            )
+        except Exception as err:  # never replace the user's error with ours
+            diagnosis_failed(err)
             return
-        recorder.explained.append((id(e), str(e), explanation))
-        e.add_note("\n" + prefixed(str(explanation)))
+        if diag is not None:
+            self._attach(recorder, e, diag)
         e.with_traceback(_without_hook_frames(e.__traceback__))  # it ends at the user's write, as without gradlab
 
+    def _note_refused(self, e: RuntimeError, op: str, target: Any, frame: FrameType | None) -> None:
+        """The note of another in-place write torch refused (to a leaf that requires grad, ``detach_`` of a view)."""
+        recorder = self._recorder
+        try:
+            if recorder is None or self._noted(recorder, e):
+                return
+            try:
+                diag = self._located(recorder, e, frame=frame, tensors=(target,), op=op)
+            except Exception as err:  # never replace the user's error with ours
+                diagnosis_failed(err)
+                return
+            self._attach(recorder, e, diag)
+        finally:
+            del frame
+            e.with_traceback(_without_hook_frames(e.__traceback__))  # it ends at the user's write, as without gradlab
+
     def explanation_for(self, error: BaseException) -> Explanation | None:
-        """The located explanation attached to ``error`` (a backward without graph under this tracker), if any."""
-        recorder = self._recording()
-        for key, text, explanation in reversed(recorder.explained if recorder is not None else ()):
-            if key == id(error) and text == str(error):
-                found: Explanation = explanation
-                return found
-        return None
+        """The located explanation of ``error``'s diagnosis (a kind other than a graph's freed or modified tensor)."""
+        diag = self.diagnosis_for(error)
+        return diag.located if diag is not None else None
 
     def _silent_note(self, roots: list[Any], call: BackwardCall, frame: FrameType | None) -> str | None:
         """The note of a backward that used saved tensors changed behind their counter (NOTE [Silent writes])."""
@@ -243,6 +299,7 @@ class Tracker(Scope):
             messages.wording(torch.is_anomaly_enabled())  # read torch's wording before our hooks exist
             recorder = Recorder(self, on_failure=self._on_failure, on_silent=self._silent_note)
             recorder.on_views = self._note_views
+            recorder.on_refused = self._note_refused
             self._start(recorder)
             session.push(self, recorder)
         self._recorder = self._last = recorder
@@ -254,6 +311,8 @@ class Tracker(Scope):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         recorder = self._recorder
+        if exc is not None and recorder is not None and not self._noted(recorder, exc):
+            self.diagnosis_for(exc)  # an autograd error no hook saw raised (NOTE [Every kind diagnosed])
         try:
             session.pop(self)
         finally:

@@ -389,7 +389,15 @@ def test_inside_track_the_writes_are_known_one_by_one() -> None:
     ("code", "op", "expected"),
     [
         ("y.mul_(3)", "mul_", "y = y.mul(3)"),
-        ("z = y.add_(1)  # note", "add_", "z = y.add(1)  # note"),
+        ("z = y.add_(1)  # note", "add_", "z = y = y.add(1)  # note"),  # y changes too, as in place
+        ("x /= a + b", "__itruediv__", "x = x / (a + b)"),
+        ("h *= 1 + gamma if film else 1.0", "__imul__", "h = h * (1 + gamma if film else 1.0)"),
+        ("x -= lr * g", "__isub__", "x = x - lr * g"),
+        ("x[:, 1] += v", "__iadd__", "x_copy = x.clone()\nx_copy[:, 1] = x[:, 1] + v\nx = x_copy"),
+        ("w.fill_(0.5)", "fill_", "w_copy = w.clone()\nw_copy.fill_(0.5)\nw = w_copy"),
+        ("F.relu(h, inplace=True)", "relu_", "h = F.relu(h)"),
+        ("torch.sigmoid_(z)", "sigmoid_", "z = torch.sigmoid(z)"),
+        ("h.masked_fill_(mask, 0.0)", "masked_fill_", "h = h.masked_fill(mask, 0.0)"),
         ("x += residual", "__iadd__", "x = x + residual"),
         ("x[0] = 5", "__setitem__", "x_copy = x.clone()\nx_copy[0] = 5\nx = x_copy"),
         ("self.act = nn.ReLU(inplace=True)", "relu_", "self.act = nn.ReLU()"),

@@ -110,6 +110,8 @@ ORDER = (
     "kinds.no_grad_fn",
     "kinds.leaf_in_place",
     "kinds.family",
+    "kinds.inference_saved",
+    "kinds.at_line",
     "kinds",
     "ddp",
     "diagnosis",

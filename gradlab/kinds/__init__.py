@@ -23,19 +23,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from .. import messages
 from ..codes import by_code
-from ..explanation import Explanation
+from ..evidence import Failure
+from ..explanation import Explanation, Span
 from ..i18n import T, _t
 from ..messages import Message
 from ..notices import GradlabError
-from . import graph_freed, leaf_in_place, modified_in_place, no_grad_fn
+from . import graph_freed, inference_saved, leaf_in_place, modified_in_place, no_grad_fn
+from .at_line import LOCATORS as _AT_LINE
 from .family import BUILDERS as _FAMILY
 from .family import at_checkpoint
 from .no_grad_fn import located_cut, no_graph
 
-__all__ = ["explain", "explain_code", "explain_message", "no_graph", "located_cut"]
+__all__ = ["explain", "explain_code", "explain_message", "no_graph", "located_cut", "locate"]
 
 
 #: The builder of each kind's explanation, by kind (the kinds of gradlab.codes.CODES).
@@ -139,3 +142,27 @@ def explain_code(code: str) -> str:
     entry = by_code(code)
     explanation = explain(entry.example)
     return "\n".join([explanation.details(), "", _t("Example of torch's message: {text}", text=entry.example)])
+
+
+# NOTE [Every kind diagnosed]
+# Under a tracker every autograd error gets a diagnosis, wherever torch raised it: a
+# backward (the graph's problems, or a tensor without a graph), an in-place write it
+# refused (a leaf, one of several views), a forward that saved an inference tensor,
+# ``.numpy()``. Each kind that can be located has a ``locate(failure)`` here: the
+# user's lines that explain it, and fixes as edits of those lines, judged like every
+# other fix. A kind without one is located at the user's line that raised it.
+_LOCATORS: dict[str, Callable[[Failure], Explanation]] = {
+    "no_grad_fn": no_grad_fn.locate,
+    "leaf_in_place": leaf_in_place.locate,
+    "inference_saved": inference_saved.locate,
+    **_AT_LINE,
+}
+
+
+def locate(failure: Failure) -> Explanation:
+    """The explanation of ``failure``, located at the user's lines, with fixes that edit them."""
+    locator = _LOCATORS.get(failure.kind)
+    explanation = locator(failure) if locator is not None else explain_message(failure.message)
+    if explanation.located_spans() or failure.location is None:
+        return explanation
+    return replace(explanation, spans=(Span(failure.location, T("raised here")),))
