@@ -28,6 +28,7 @@ import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from .i18n import T, _t, join
 from .notices import prefixed
 
 if TYPE_CHECKING:
@@ -36,20 +37,29 @@ if TYPE_CHECKING:
 
 __all__ = ["main", "run_script", "run_module", "explain_text", "fix_child", "USAGE"]
 
-USAGE = """\
+# The help, in the language of LANG (NOTE [Words as data] in gradlab.i18n: worded when printed).
+_SYNOPSIS = T(
+    """\
 usage: python -m gradlab run [--verbose] [--explain-only] SCRIPT.py [ARGS...]
        python -m gradlab run [--verbose] [--explain-only] -m MODULE [ARGS...]
        python -m gradlab explain [--verbose] [--file TRACEBACK.txt]
        python -m gradlab explain CODE | --codes
        python -m gradlab fix [--steps K] [--timeout S] [--apply [--unsafe]] SCRIPT.py [ARGS...]
-       python -m gradlab --help | --version
-
+       python -m gradlab --help | --version"""
+)
+USAGE = join(
+    [
+        _SYNOPSIS,
+        T(
+            """\
 Run a PyTorch script as `python SCRIPT.py ARGS...` would, with gradlab's
 tracker watching autograd. If a backward fails because the graph was freed or
 a saved tensor was modified in place, the traceback ends with gradlab's note:
 the line that changed the tensor, the tensor, and the fix that fits, with what
-it trains. --verbose adds every problem, every fix and the message decoded.
-
+it trains. --verbose adds every problem, every fix and the message decoded."""
+        ),
+        T(
+            """\
 commands:
   run            run a script (or -m MODULE) with tracking; exit code as python's
   explain        explain an autograd error read from stdin or --file;
@@ -59,15 +69,19 @@ commands:
                  optimizer steps, show each as a diff with what it trained;
                  exit 0 if one is verified (or nothing fails), 1 if none, 2 on
                  bad input
-  --version      gradlab's version, and the Python and torch it runs with
-
+  --version      gradlab's version, and the Python and torch it runs with"""
+        ),
+        T(
+            """\
 options of fix:
   --steps K      optimizer steps each patched copy runs (default 3)
   --timeout S    seconds each run may take (default 60)
   --apply        write the best verified fix into the script (only then is
                  any file of yours written); machine-applicable fixes only
-  --unsafe       with --apply, also a fix that may change what trains
-
+  --unsafe       with --apply, also a fix that may change what trains"""
+        ),
+        T(
+            """\
 options of run:
   --verbose      on an autograd error, also print every problem and every fix
                  (with what each trains) and what the message says
@@ -75,6 +89,10 @@ options of run:
                  print the traceback and the explanation of its message
   -m MODULE      run a module as `python -m MODULE` would
 """
+        ),
+    ],
+    "\n\n",
+)
 
 
 def _interpreter() -> str:
@@ -550,9 +568,9 @@ def explain_text(text: str, stdout: TextIO | None = None, verbose: bool = False)
 # --------------------------------------------------------------------------
 
 
-def _usage_error(message: str) -> int:
-    print(USAGE.split("\n\n", 1)[0], file=sys.stderr)
-    print(prefixed(f"error: {message}"), file=sys.stderr)
+def _usage_error(message: object) -> int:
+    print(_SYNOPSIS, file=sys.stderr)
+    print(prefixed(_t("error: {message}", message=message)), file=sys.stderr)
     return 2
 
 
@@ -569,7 +587,7 @@ def _main_run(argv: list[str]) -> int:
             return 0
         elif opt == "-m":
             if not argv:
-                return _usage_error("-m needs a module name")
+                return _usage_error(T("-m needs a module name"))
             module = argv.pop(0)
             return run_module(module, argv, explain_only=explain_only, verbose=verbose)
         elif opt.startswith("-m") and len(opt) > 2:  # -mtrain, like python
@@ -577,9 +595,9 @@ def _main_run(argv: list[str]) -> int:
         elif opt == "--":
             break
         else:
-            return _usage_error(f"unknown option {opt!r} for run")
+            return _usage_error(T("unknown option {option} for run", option=repr(opt)))
     if not argv:
-        return _usage_error("run needs a script (SCRIPT.py) or -m MODULE")
+        return _usage_error(T("run needs a script (SCRIPT.py) or -m MODULE"))
     script = argv.pop(0)
     return run_script(script, argv, explain_only=explain_only, verbose=verbose)
 
@@ -603,7 +621,9 @@ def _main_explain(argv: list[str]) -> int:
         elif opt.startswith("--file="):
             path = opt.split("=", 1)[1]
         else:
-            return _usage_error(f"unknown argument {opt!r} for explain (use --file F or stdin)")
+            return _usage_error(
+                T("unknown argument {argument} for explain (use --file F or stdin)", argument=repr(opt))
+            )
     if path is None or path == "-":
         read = _read_stdin()
         if read is None:
@@ -614,7 +634,17 @@ def _main_explain(argv: list[str]) -> int:
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
         except OSError as e:
-            print(prefixed(f"can't open file {path!r}: [Errno {e.errno}] {e.strerror}"), file=sys.stderr)
+            print(
+                prefixed(
+                    _t(
+                        "can't open file {path}: [Errno {errno}] {reason}",
+                        path=repr(path),
+                        errno=e.errno,
+                        reason=e.strerror,
+                    )
+                ),
+                file=sys.stderr,
+            )
             return 2
     try:
         code = explain_text(text, verbose=verbose)
@@ -698,7 +728,7 @@ def _print_long_form(code: str) -> int:
     try:
         text = explain_code(code)
     except ValueError as e:
-        print(prefixed(f"error: {e}"), file=sys.stderr)
+        print(prefixed(_t("error: {message}", message=e)), file=sys.stderr)
         return 2
     print(prefixed(text), file=sys.stdout)
     return 0
@@ -871,5 +901,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "fix":
         return _main_fix(rest)
     if command.endswith(".py"):
-        return _usage_error(f"did you mean: python -m gradlab run {command}")
-    return _usage_error(f"unknown command {command!r}")
+        return _usage_error(T("did you mean: python -m gradlab run {script}", script=command))
+    return _usage_error(T("unknown command {command}", command=repr(command)))
