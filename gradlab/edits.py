@@ -168,6 +168,8 @@ def check_edits(
         block = _dedent_block(edit.text)
         if block.lstrip().startswith("@") and not block.rstrip().endswith(":"):
             block += "\ndef _decorated(): pass"  # a decorator line parses only above a definition
+        elif block.rstrip().endswith(":"):
+            block += "\n    pass"  # a block's header alone (with torch.no_grad():): its body is the file's
         try:
             piece = ast.parse(block)
         except SyntaxError as err:

@@ -53,6 +53,7 @@ __all__ = [
     "intent_after",
     "site_intent",
     "recorded_intent",
+    "modules_of",
 ]
 
 
@@ -253,7 +254,7 @@ def _resolve(expr: str, namespace: Mapping[str, Any]) -> Any:
     return value
 
 
-def _modules_of(params: frozenset[int], modules: Mapping[str, frozenset[int]]) -> tuple[str, ...]:
+def modules_of(params: frozenset[int], modules: Mapping[str, frozenset[int]]) -> tuple[str, ...]:
     """The user's modules whose parameters ``params`` hold (a module inside another named one is left out)."""
     hits = {name for name, ids in modules.items() if ids & params}
     # keep the largest: a container holding a named submodule names it already
@@ -294,12 +295,12 @@ def intent_after(
         elif method == "zero_grad" and receiver in modules:
             # netD.zero_grad() clears the module's gradients as its optimizer's zero_grad() would (DCGAN's loop)
             seen.add(receiver)
-            plans.append(Plan(receiver, _modules_of(modules[receiver], modules), line, False, module=True))
+            plans.append(Plan(receiver, modules_of(modules[receiver], modules), line, False, module=True))
             continue
         else:
             continue
         seen.add(receiver)
-        owned = _modules_of(params, modules)
+        owned = modules_of(params, modules)
         if method == "step":  # a module's zero_grad() before this step: the step does not use its gradient
             cleared = {m for p in plans if p.module for m in p.modules}
             owned = tuple(m for m in owned if m not in cleared)
@@ -358,7 +359,7 @@ def recorded_intent(
         params = e.params & wanted if wanted is not None and e.kind == "step" else e.params
         name = names.get(e.params) or _receiver_of(e.location.code if e.location else "", e.kind) or "optimizer"
         line = e.location.lineno if e.location is not None else 0
-        plans.append(Plan(name, _modules_of(params, site.modules), line, e.kind == "step"))
+        plans.append(Plan(name, modules_of(params, site.modules), line, e.kind == "step"))
     return LoopIntent(tuple(plans))
 
 

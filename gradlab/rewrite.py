@@ -463,10 +463,15 @@ def _rebuild(call: ast.Call) -> bool:
 class _FromGraph(ast.NodeTransformer):
     """Rebuilds (``torch.tensor(x.item())``, ``torch.tensor([a, b])``) replaced by the tensors they copy."""
 
-    def __init__(self, torch_name: str, values: Mapping[str, str]) -> None:
+    def __init__(self, torch_name: str, values: Mapping[str, str], tensors: frozenset[str]) -> None:
         self.torch_name = torch_name
         self.values = values
+        self.tensors = tensors
         self.changed = False
+
+    def _traced(self, before: ast.expr, after: ast.expr) -> bool:
+        """``after`` is a tensor of the graph: an extraction was stripped, a number traced, or a known tensor."""
+        return after is not before or (isinstance(after, ast.Name) and after.id in self.tensors)
 
     def _value(self, node: ast.expr) -> ast.expr:
         """``node`` stripped of extractions; a name bound to a number taken from a tensor becomes that tensor."""
@@ -483,13 +488,15 @@ class _FromGraph(ast.NodeTransformer):
         new: ast.expr
         if isinstance(value, (ast.List, ast.Tuple)) and value.elts:
             parts = [self._value(e) for e in value.elts]
-            if any(isinstance(p, ast.Constant) for p in parts) or all(p is e for p, e in zip(parts, value.elts)):
+            if any(isinstance(p, ast.Constant) for p in parts) or not all(
+                self._traced(e, p) for p, e in zip(parts, value.elts)
+            ):
                 return node  # numbers of its own, or values gradlab cannot trace to a tensor
             stack = ast.Attribute(ast.Name(self.torch_name, ast.Load()), "stack", ast.Load())
             new = ast.Call(stack, [ast.List(parts, ast.Load())], [])
         else:
             new = self._value(value)
-            if isinstance(new, ast.Constant) or new is value:
+            if isinstance(new, ast.Constant) or not self._traced(value, new):
                 return node  # a number of its own, or a value gradlab cannot trace to a tensor
         kept = [k for k in node.keywords if k.arg in ("dtype", "device")]
         if kept:
@@ -498,20 +505,26 @@ class _FromGraph(ast.NodeTransformer):
         return new
 
 
-def from_graph(statement: str, torch_name: str = "torch", values: Mapping[str, str] | None = None) -> str | None:
+def from_graph(
+    statement: str,
+    torch_name: str = "torch",
+    values: Mapping[str, str] | None = None,
+    tensors: frozenset[str] = frozenset(),
+) -> str | None:
     """``statement`` (one line) with each tensor rebuilt from values of a graph replaced by the graph's own tensor.
 
     ``torch.tensor(x.item())`` becomes ``x``, ``torch.tensor([a.item(), b])`` becomes
     ``torch.stack([a, b])``, ``torch.from_numpy(y.detach().numpy())`` becomes ``y``;
     ``dtype=``/``device=`` are kept as ``.to(...)``, ``requires_grad=`` is dropped (the
     tensor has a graph). ``values`` maps a name bound to a number (``v = x.item()``)
-    to the tensor it was taken from (``x``). None when the line rebuilds nothing.
+    to the tensor it was taken from (``x``); ``tensors`` are the names that hold tensors of
+    the graph (``torch.tensor([la, lb])`` of two losses). None when the line rebuilds nothing.
 
     Example::
 
         >>> from_graph("loss = torch.tensor(total.item(), requires_grad=True)")
         'loss = total'
-        >>> from_graph("loss = torch.tensor([a, b.detach()]).sum()  # both terms")
+        >>> from_graph("loss = torch.tensor([a, b.detach()]).sum()  # both terms", tensors=frozenset({"a"}))
         'loss = torch.stack([a, b]).sum()  # both terms'
     """
     body, comment = split_comment(statement)
@@ -521,7 +534,7 @@ def from_graph(statement: str, torch_name: str = "torch", values: Mapping[str, s
         return None
     if len(tree.body) != 1:
         return None
-    worker = _FromGraph(torch_name, values or {})
+    worker = _FromGraph(torch_name, values or {}, tensors)
     new = worker.visit(tree)
     if not worker.changed:
         return None

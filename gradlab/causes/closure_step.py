@@ -23,6 +23,7 @@ from ..context import Context
 from ..evidence import Facts
 from ..fixes import Fix, Proposal, claim, insert_lines
 from ..i18n import T
+from ..loop import LoopIntent, Plan, modules_of
 from ..source import function_of, names, parse
 
 __all__ = ["ClosureContext", "closure_context", "closure_fixes"]
@@ -37,13 +38,14 @@ class ClosureContext(Context):
     before: int | None = None
 
 
-def _passed_to_step(tree: ast.Module, name: str) -> bool:
+def _stepper(tree: ast.Module, name: str) -> ast.Call | None:
+    """The ``X.step(name)`` (or ``X.step(closure=name)``) call of the file that runs the closure ``name``."""
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
             given = [*n.args, *(k.value for k in n.keywords if k.arg in (None, "closure"))]
             if any(isinstance(a, ast.Name) and a.id == name for a in given):
-                return True
-    return False
+                return n
+    return None
 
 
 def closure_context(base: Context, facts: Facts) -> ClosureContext | None:
@@ -53,7 +55,8 @@ def closure_context(base: Context, facts: Facts) -> ClosureContext | None:
     if site is None or tree is None or line is None:
         return None
     fn = function_of(tree, line)
-    if fn is None or not _passed_to_step(tree, fn.name):
+    step = _stepper(tree, fn.name) if fn is not None else None
+    if fn is None or step is None:
         return None
     bound = names(fn, ast.Store) | {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
     outside = sorted(
@@ -71,8 +74,15 @@ def closure_context(base: Context, facts: Facts) -> ClosureContext | None:
         statements.append(made)
     reads = [st for st in fn.body if names(st, ast.Load) & set(outside)]
     before = reads[0].lineno if reads else fn.body[0].lineno
+    # what the closure's loss is for: the optimizer whose step runs it steps on its gradient (the record shows
+    # only the zero_grad() of the step's next call, the step began before the closure ran)
+    optimizer = ast.unparse(step.func.value)  # type: ignore[attr-defined]
+    held = site.optimizers.get(optimizer, frozenset())
+    intent = LoopIntent((Plan(optimizer, modules_of(held, site.modules), step.lineno, True),)) if held else base.intent
+    fields = {f: getattr(base, f) for f in Context.__dataclass_fields__}
+    fields.update(intent=intent, intent_note=None)
     return ClosureContext(
-        **{f: getattr(base, f) for f in Context.__dataclass_fields__},
+        **fields,
         closure=fn.name,
         statements=tuple(statements),
         before=before,

@@ -417,7 +417,12 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
     base = Context(loss=loss, site=site, backward_line=line)
     if cut.rebuilt is not None and cut.rebuilt.lineno == cut.rebuilt.end_lineno:
         text = site.text(cut.rebuilt.lineno).strip()
-        new = from_graph(text, alias, cut.values)
+        graph = frozenset(
+            k
+            for k, v in f.namespace.items()
+            if isinstance(k, str) and isinstance(v, torch.Tensor) and v.grad_fn is not None
+        )
+        new = from_graph(text, alias, cut.values, graph)
         if new is not None:
             reach = _reach_of(f, split_comment(new)[0].split("=", 1)[-1].strip())
             ctx = replace(base, reach=reach, intent=_intent(site, line))
