@@ -28,20 +28,29 @@ from .causes import Cause, cause_sentence, decide, fixes_for
 from .evidence import Facts, Failure, Topology, backward_line_after
 from .explanation import Explanation
 from .fixes import Fix
-from .graph import Graph, collect, collect_active
+from .graph import Graph, collect
 from .i18n import Words, _, _t, ngettext_
 from .kinds import locate, no_graph
 from .location import Location, frame_names
 from .loop import read_site
 from .names import NamesLike, ViewKind, modules_in
-from .recorder import active
+from .recorder import Scope, active
 from .render import header, help_lines, html_fixes, more, numbered, op_span, others_line, quote
 from .saved import SavedTensor, Write
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
 
-__all__ = ["Diagnosis", "Problem", "ProblemKind", "check", "check_graph", "last_diagnosis", "failure_diagnosis"]
+__all__ = [
+    "Diagnosis",
+    "Problem",
+    "ProblemKind",
+    "check",
+    "check_in",
+    "check_graph",
+    "last_diagnosis",
+    "failure_diagnosis",
+]
 
 #: The two ways a backward fails that gradlab diagnoses.
 ProblemKind = Literal["graph_freed", "modified_in_place"]
@@ -511,15 +520,25 @@ def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
         >>> d.ok, d.problems[0].kind, d.problems[0].tensor
         (False, 'modified_in_place', 'w')
     """
-    frame = sys._getframe(1)
-    scope = active()
-    cut = no_graph_diagnosis(output, scope._recording() if scope is not None else None, frame)
+    return check_in(output, names, sys._getframe(1), active())
+
+
+def check_in(
+    output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike, frame: FrameType | None, scope: Scope | None
+) -> Diagnosis:
+    """:func:`check` from ``frame``, with the names and record of the tracker ``scope`` (None: none).
+
+    The one way ``gradlab.check`` and ``Tracker.check`` find names and collect, so they
+    name a tensor alike: ``names``, else the tracker's, else the frame's models, as the
+    note after a failure does.
+    """
+    recording = scope._recording() if scope is not None else None
+    cut = no_graph_diagnosis(output, recording, frame)
     if cut is not None:
         return cut
-    graph, recording = collect_active(output, names)
-    if names is None and recording is not None and not recording.owner.namer():
-        # no names anywhere: the caller's models name the parameters, as in the note after a failure
-        found = modules_in(frame_names(frame))
-        if found:
-            graph, recording = collect_active(output, found)
+    if names is None and (scope is None or not scope.namer()):
+        found = modules_in(frame_names(frame))  # no names anywhere: the caller's models name the parameters
+        names = found or None
+    namer = scope.namer(names) if scope is not None else names
+    graph = collect(output, namer, tracker=scope)
     return check_graph(graph, tracker=recording, frame=frame)

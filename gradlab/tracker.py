@@ -123,14 +123,9 @@ class Tracker(Scope):
         A convenience for ``gradlab.check(output)`` inside the block; after the
         block it still uses what this tracker recorded.
         """
-        from .diagnosis import check_graph, no_graph_diagnosis
-        from .graph import collect
+        from .diagnosis import check_in
 
-        frame = frame if frame is not None else sys._getframe(1)
-        cut = no_graph_diagnosis(output, self._recording(), frame)
-        if cut is not None:
-            return cut
-        return check_graph(collect(output, self.namer(names), tracker=self), tracker=self._recording(), frame=frame)
+        return check_in(output, names, frame if frame is not None else sys._getframe(1), self)
 
     def diagnosis_for(self, error: BaseException) -> Diagnosis | None:
         """The diagnosis of ``error``, an autograd error raised under this tracker (None for any other error).
