@@ -766,12 +766,22 @@ def fix_child(spec_path: str) -> None:
     record = None
     tracker = None
     try:
-        with (
-            _as_main([spec["argv0"], *spec["args"]], os.path.dirname(script), module),
-            track(names=_MainNamespace(namespace), warn=False) as tracker,
-            record_training(steps=spec["steps"]) as record,
-        ):
-            exec(compile(source, script, "exec", dont_inherit=True), namespace)
+        if spec.get("reference"):  # the code as written: saved tensors kept from the writes (NOTE [Oracles])
+            import torch
+
+            with (
+                _as_main([spec["argv0"], *spec["args"]], os.path.dirname(script), module),
+                torch.autograd.graph.allow_mutation_on_saved_tensors(),
+                record_training(steps=spec["steps"]) as record,
+            ):
+                exec(compile(source, script, "exec", dont_inherit=True), namespace)
+        else:
+            with (
+                _as_main([spec["argv0"], *spec["args"]], os.path.dirname(script), module),
+                track(names=_MainNamespace(namespace), warn=False) as tracker,
+                record_training(steps=spec["steps"]) as record,
+            ):
+                exec(compile(source, script, "exec", dont_inherit=True), namespace)
         if record is not None and record.stopped:
             out["outcome"] = "budget"
     except SystemExit as e:
@@ -787,9 +797,11 @@ def fix_child(spec_path: str) -> None:
         elif messages.find(e) is not None:
             out["outcome"] = "autograd"
             diagnosis = tracker.diagnosis_for(e) if tracker is not None else None
-            if diagnosis is not None and messages.is_autograd_error(e):
+            if diagnosis is not None:
                 out["headline"] = str(diagnosis).splitlines()[0]
                 out["fixes"] = [_fix_data(fx) for fx in diagnosis.fixes]
+                # a write to a tensor that is no parameter: the gradient of the code as written is its oracle
+                out["reference"] = diagnosis.cause in ("inplace_op", "fast_weights_in_place")
         else:
             out["outcome"] = "error"
     out["record"] = record.as_dict() if record is not None else {}

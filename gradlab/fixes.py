@@ -32,7 +32,11 @@ class Fix:
     ``(loss, modules)``: after the fix, ``loss``'s gradient reaches exactly those
     modules' parameters (in the user's names; empty when gradlab cannot name them).
     ``alternative`` marks a fix worded as another way to the one before it: shown
-    after another fix, its summary begins with "or".
+    after another fix, its summary begins with "or". ``keeps_forward`` says whether
+    the fixed code computes the values the failing code computed up to its failure
+    (True: an exact rewrite, a detach, ``inputs=``; False: a recompute after a step,
+    the mean of a non-scalar loss; None: not known): ``gradlab fix`` checks it
+    (NOTE [Oracles] in :mod:`gradlab.fix`).
     """
 
     summary: Words
@@ -44,6 +48,7 @@ class Fix:
     applicability: Applicability = "sentence"
     claims: tuple[tuple[str, tuple[str, ...]], ...] = ()
     alternative: bool = False
+    keeps_forward: bool | None = None
 
     def lines(self, first: bool = True) -> list[str]:
         """The fix as text lines, in the language in effect: the summary (with its intent), the code, what it trains.
@@ -82,8 +87,10 @@ class Proposal:
 
 
 def keeping(ctx: Context, fix: Fix) -> Proposal:
-    """A fix that keeps what the failing code trains: its loss reaches what it reached (its claim says so)."""
-    return Proposal(replace(fix, claims=claim(ctx, ctx.reach)), ctx.reach, True)
+    """A fix that keeps what the failing code trains: its loss reaches what it reached (its claim says so), and
+    the forward computes what it computed."""
+    forward = True if fix.keeps_forward is None else fix.keeps_forward
+    return Proposal(replace(fix, claims=claim(ctx, ctx.reach), keeps_forward=forward), ctx.reach, True)
 
 
 def all_edits(*edits: Edit | None) -> tuple[Edit, ...]:

@@ -25,6 +25,8 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
     rest: list[Fix] = []
     for prop in proposals:
         fix = checked(prop.fix, ctx)
+        if fix.keeps_forward is None:  # a fix computes what the failing code computed, unless it says otherwise
+            fix = replace(fix, keeps_forward=True)
         if intent is None or intended is None or not ctx.loss or not ctx.reach:
             sure: Applicability = "machine-applicable" if prop.keeps else "maybe-incorrect"
             fitting.append(replace(fix, applicability=sure if fix.code else "sentence"))

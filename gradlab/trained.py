@@ -56,12 +56,18 @@ __all__ = ["LossRecord", "StepRecord", "TrainingRecord", "record_training"]
 
 @dataclass(frozen=True)
 class LossRecord:
-    """One backward: ``loss`` as written at ``where``, and the modules whose gradients it changed."""
+    """One backward: ``loss`` as written at ``where``, and the modules whose gradients it changed.
+
+    ``value`` is the backwarded tensors' fingerprint (their sum and squared norm in float64), taken before
+    the backward runs: two runs whose forwards computed the same values give equal fingerprints
+    (NOTE [Oracles] in :mod:`gradlab.fix`).
+    """
 
     index: int
     loss: str
     where: str | None
     trained: tuple[str, ...]
+    value: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,8 @@ class StepRecord:
     ``losses`` are the losses whose backward ran since its parameters' gradients
     were last reset (what the code means to train them with); ``trained`` pairs
     each of them with the modules of this optimizer whose gradients it changed;
-    ``modules`` are the modules whose parameters the optimizer holds.
+    ``modules`` are the modules whose parameters the optimizer holds; ``grads`` the
+    fingerprint of each of its parameters' gradient (``module.name``), as the step used it.
     """
 
     optimizer: str
@@ -80,6 +87,7 @@ class StepRecord:
     losses: tuple[str, ...]
     trained: tuple[tuple[str, tuple[str, ...]], ...]
     modules: tuple[str, ...]
+    grads: tuple[tuple[str, tuple[float, float] | None], ...] = ()  # each parameter's gradient as the step used it
 
     def untrained(self) -> tuple[str, ...]:
         """The optimizer's modules that no loss of this step trained."""
@@ -110,6 +118,7 @@ class TrainingRecord:
         self._optimizers: dict[int, tuple[weakref.ref[torch.optim.Optimizer], str]] = {}
         self._counts: dict[int, int] = {}
         self._module_of: dict[int, str] = {}
+        self._param_of: dict[int, str] = {}
         self._depth = 0
         self._seen_step = False
 
@@ -138,8 +147,9 @@ class TrainingRecord:
         same: dict[int, list[str]] = {}  # one module under several names (`net`, and `model` in a function)
         for name, module in modules:
             same.setdefault(id(module), []).append(name)
-            for p in module.parameters():
+            for pname, p in module.named_parameters():
                 self._module_of[id(p)] = name
+                self._param_of[id(p)] = f"{name}.{pname}"
         for names in same.values():
             for alias in names:
                 self.aliases[alias] = names[-1]
@@ -157,6 +167,11 @@ class TrainingRecord:
         for p in _params_of(optimizer):
             self._track(p)
         return label
+
+    def _parameter(self, p: torch.Tensor, optimizer: str, index: int) -> str:
+        """A parameter's name: ``module.name`` (``net.0.weight``), else its place in the optimizer."""
+        name = self._param_of.get(id(p))
+        return name if name is not None else f"{optimizer}[{index}]"
 
     def _module(self, p: torch.Tensor, optimizer: str | None = None) -> str:
         name = self._module_of.get(id(p))
@@ -201,6 +216,7 @@ class TrainingRecord:
             self._track(leaf)
         del tensors, outputs
         index = len(self.backwards)
+        value = _value_of(args[0] if args else kwargs.get("tensors"))
         before: dict[int, tuple[float, float] | None] = {}
         for key, p in self._live():
             fp = _fingerprint(p)
@@ -225,7 +241,9 @@ class TrainingRecord:
             self._inputs.append(inputs)
             modules = sorted({self._module(p) for key, p in self._live() if key in changed})
             self.backwards.append(
-                LossRecord(index, _loss_name(loc.code if loc else ""), loc.where if loc else None, tuple(modules))
+                LossRecord(
+                    index, _loss_name(loc.code if loc else ""), loc.where if loc else None, tuple(modules), value
+                )
             )
 
     def _step(self, optimizer: torch.optim.Optimizer) -> None:
@@ -249,7 +267,10 @@ class TrainingRecord:
             losses.append(record.loss)
             trained.append((record.loss, tuple(mods)))
         modules = tuple(sorted({self._module(p, name) for p in mine}))
-        self.steps.append(StepRecord(name, count, loc.where if loc else None, tuple(losses), tuple(trained), modules))
+        grads = tuple((self._parameter(p, name, i), _fingerprint(p)) for i, p in enumerate(mine))
+        self.steps.append(
+            StepRecord(name, count, loc.where if loc else None, tuple(losses), tuple(trained), modules, grads)
+        )
 
     def _after_step(self, optimizer: torch.optim.Optimizer) -> None:
         budget = self.budget
@@ -279,7 +300,7 @@ class TrainingRecord:
     def as_dict(self) -> dict[str, Any]:
         """The record as plain data (JSON-ready)."""
         return {
-            "backwards": [[b.index, b.loss, b.where, list(b.trained)] for b in self.backwards],
+            "backwards": [[b.index, b.loss, b.where, list(b.trained), b.value] for b in self.backwards],
             "steps": [
                 [
                     s.optimizer,
@@ -288,6 +309,7 @@ class TrainingRecord:
                     list(s.losses),
                     [[loss, list(m)] for loss, m in s.trained],
                     list(s.modules),
+                    [[n, g] for n, g in s.grads],
                 ]
                 for s in self.steps
             ],
@@ -299,10 +321,21 @@ class TrainingRecord:
     def from_dict(cls, data: Mapping[str, Any]) -> TrainingRecord:
         """The record :meth:`as_dict` wrote."""
         record = cls(None, None)
-        record.backwards = [LossRecord(i, loss, where, tuple(t)) for i, loss, where, t in data.get("backwards", [])]
+        record.backwards = [
+            LossRecord(b[0], b[1], b[2], tuple(b[3]), tuple(b[4]) if len(b) > 4 and b[4] is not None else None)
+            for b in data.get("backwards", [])
+        ]
         record.steps = [
-            StepRecord(o, c, w, tuple(ls), tuple((loss, tuple(m)) for loss, m in tr), tuple(mods))
-            for o, c, w, ls, tr, mods in data.get("steps", [])
+            StepRecord(
+                st[0],
+                st[1],
+                st[2],
+                tuple(st[3]),
+                tuple((loss, tuple(m)) for loss, m in st[4]),
+                tuple(st[5]),
+                tuple((n, tuple(g) if g is not None else None) for n, g in (st[6] if len(st) > 6 else [])),
+            )
+            for st in data.get("steps", [])
         ]
         record.stopped = bool(data.get("stopped", False))
         record.aliases = dict(data.get("aliases", {}))
@@ -326,6 +359,26 @@ def _fingerprint(p: torch.Tensor) -> tuple[float, float] | None:
             d = d.coalesce().values()
         d = d.to(torch.float64)
         return float(d.sum()), float(d.pow(2).sum())
+
+
+def _value_of(outputs: object) -> tuple[float, float] | None:
+    """The fingerprint of what a backward is called on (its tensors' values, in float64), or None."""
+    tensors = (
+        [outputs]
+        if isinstance(outputs, torch.Tensor)
+        else list(outputs or ())
+        if isinstance(outputs, (list, tuple))
+        else []
+    )
+    found = [t for t in tensors if isinstance(t, torch.Tensor)]
+    if not found:
+        return None
+    with torch.no_grad():
+        d = [t.detach().to(torch.float64).reshape(-1) for t in found if not t.is_sparse]
+        if not d:
+            return None
+        flat = torch.cat(d)
+        return float(flat.sum()), float(flat.pow(2).sum())
 
 
 def _leaves(roots: list[Any]) -> list[torch.Tensor]:

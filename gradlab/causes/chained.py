@@ -217,6 +217,7 @@ def recompute_fix(ctx: Context) -> Proposal | None:
     )
     return Proposal(
         Fix(
+            keeps_forward=False,  # the loss is built from the stepped weights: other values
             summary=T(
                 "recompute {what} after {step}, so that {loss} is built from the stepped weights",
                 what=what,
@@ -408,6 +409,7 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     proposals = [
         Proposal(
             Fix(
+                keeps_forward=False,  # the loss is built from the stepped model: other values
                 intent=T(
                     "if {loss} should train {others} against {model} as {step} left it",
                     loss=ctx.l,

@@ -142,6 +142,7 @@ def _non_scalar(f: Failure) -> Explanation:
         new = line.text[:start] + f"{wrapped}.{how}()" + line.text[end:]
         fix = Fix(
             alternative=alternative,
+            keeps_forward=False,  # what is backwarded is another tensor (one number)
             summary=T("backward the {how} of {target} (one number)", how=how, target=target),
             trains=T(
                 "every parameter {target} reaches, by the gradient of its {how}: {note}",
