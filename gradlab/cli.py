@@ -765,6 +765,7 @@ def fix_child(spec_path: str) -> None:
         source = f.read()
     record = None
     tracker = None
+    _same_random_state()  # every run of gradlab fix starts alike (NOTE [Oracles]): a script need not seed itself
     try:
         if spec.get("reference"):  # the code as written: saved tensors kept from the writes (NOTE [Oracles])
             import torch
@@ -809,6 +810,21 @@ def fix_child(spec_path: str) -> None:
         json.dump(out, f)
     sys.stdout.flush()
     sys.stderr.flush()
+
+
+def _same_random_state() -> None:
+    """Seed torch, random and numpy (when installed) at 0: the runs of one ``gradlab fix`` draw the same numbers."""
+    import random
+
+    import torch
+
+    random.seed(0)
+    torch.manual_seed(0)
+    try:
+        import numpy
+    except ImportError:
+        return
+    numpy.random.seed(0)
 
 
 def _main_fix(argv: list[str]) -> int:

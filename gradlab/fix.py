@@ -45,7 +45,10 @@ cheap and each able to fail a fix that runs clean:
 * **what trains what, per parameter**: at each step the unpatched run completed,
   the candidate gives a gradient to the same parameters.
 
-A candidate that fails one is not verified (and so never applied).
+A candidate that fails one is not verified (and so never applied). Every run of one
+``gradlab fix`` starts from the same random state (torch, random and numpy seeded at
+0 before the script runs), so the runs of a script that does not seed itself draw the
+same numbers and compare too.
 
 NOTE [The scratch directory]
 The copy runs in a fresh directory that mirrors the script's directory: small
