@@ -39,8 +39,40 @@ def modules_in(namespace: Mapping[str, object]) -> dict[str, nn.Module]:
     """
     if not isinstance(namespace, Mapping):
         raise TypeError(f"modules_in() takes a mapping such as globals(), not {type(namespace).__name__}")
+    found: dict[str, nn.Module] = {}
+    for k, v in namespace.items():
+        if isinstance(k, str) and isinstance(v, nn.Module) and not k.startswith("_"):
+            held = held_models(v)
+            if held:
+                for attr, model in held.items():
+                    found.setdefault(attr, model)
+            else:
+                found[k] = v
+    return found
+
+
+# NOTE [Models held by a LightningModule]
+# A LightningModule is the training code's container, not a model: a GAN's holds
+# `self.generator` and `self.discriminator`, each stepped by its own optimizer. Named
+# as one module (`self`, `model`) every loss would "train model". So its models are
+# named by their attributes (`generator.0.weight`), as the user's code calls them.
+# It is recognised by its class's bases, without importing Lightning.
+def held_models(module: nn.Module) -> dict[str, nn.Module]:
+    """The models a LightningModule holds, by attribute name; empty for any other module.
+
+    Empty too when the LightningModule has parameters of its own (outside any
+    submodule): then it is named as one module, so that every parameter has a name.
+    """
+    lightning = any(
+        c.__name__ == "LightningModule" and c.__module__.startswith(("lightning.", "pytorch_lightning."))
+        for c in type(module).__mro__
+    )
+    if not lightning or any(True for _ in module.parameters(recurse=False)):
+        return {}
     return {
-        k: v for k, v in namespace.items() if isinstance(k, str) and isinstance(v, nn.Module) and not k.startswith("_")
+        name: child
+        for name, child in module.named_children()
+        if not name.startswith("_") and any(True for _ in child.parameters())
     }
 
 
@@ -51,8 +83,8 @@ def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:
             raise TypeError(f"names= keys must be strings, got {key!r}; pass e.g. names={{'n_1': n_1}}")
         if isinstance(value, nn.Module):
             prefix = f"{key}." if key else ""
-            out.extend((f"{prefix}{n}", p) for n, p in value.named_parameters())
-            out.extend((f"{prefix}{n}", b) for n, b in value.named_buffers())
+            out.extend((f"{prefix}{_compiled(n)}", p) for n, p in value.named_parameters())
+            out.extend((f"{prefix}{_compiled(n)}", b) for n, b in value.named_buffers())
         elif isinstance(value, torch.Tensor):
             out.append((key, value))
         else:
@@ -61,6 +93,12 @@ def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:
                 "e.g. names={'n_1': n_1, 'x': x}"
             )
     return out
+
+
+def _compiled(name: str) -> str:
+    """A parameter's name without the ``_orig_mod`` that ``torch.compile``'s wrapper puts before it:
+    ``encoder.2.weight``, as the user's model calls it, not ``encoder._orig_mod.2.weight``."""
+    return ".".join(part for part in name.split(".") if part != "_orig_mod") if "_orig_mod" in name else name
 
 
 def resolve(names: NamesLike | Mapping[str, object]) -> Mapping[str, object]:

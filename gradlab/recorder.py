@@ -804,9 +804,48 @@ class Recorder:
     # NOTE [Optimizer steps]: an optimizer step runs ~20 torch calls per parameter.
     # The step hooks compare the watched parameters' versions before and after the
     # step instead, and the in-place wrappers pass straight through during a step.
-    def step_started(self, optimizer: torch.optim.Optimizer) -> None:
-        """Before ``optimizer.step()``: note the versions of watched parameters (a step pre hook)."""
+    def step_started(
+        self, optimizer: torch.optim.Optimizer, closure: Callable[..., Any] | None = None
+    ) -> Callable[..., Any] | None:
+        """Before ``optimizer.step()``: note the versions of watched parameters (a step pre hook).
+
+        With a ``closure``, the closure to call in its place (NOTE [Closure steps]); else None.
+        """
         self.in_step += 1
+        if closure is not None:
+            return self._closure_step(optimizer, closure)
+        self._step_bookkeeping(optimizer)
+        return None
+
+    # NOTE [Closure steps]
+    # optimizer.step(closure) calls the closure inside the step, and the closure runs the
+    # user's forward, zero_grad() and backward: Lightning's automatic optimization (its
+    # manual optimization passes a closure too), LBFGS. The step pre hook runs before the
+    # closure, when the gradients are not there yet. So the closure is replaced by one
+    # that records like code outside a step (in-place writes, cuts, zero_grad() are the
+    # user's) and notes the step when the closure has returned: then the gradients it
+    # checks are the ones the step uses, the parameters are fingerprinted before the
+    # update, and the record has the step after the closure's backward, as it ran. A
+    # closure that raises (a failing backward) leaves no step in the record: none ran.
+    def _closure_step(self, optimizer: torch.optim.Optimizer, closure: Callable[..., Any]) -> Callable[..., Any]:
+        noted = False
+
+        def user_closure(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            nonlocal noted
+            depth, self.in_step = self.in_step, 0
+            try:
+                result = closure(*args, **kwargs)
+            finally:
+                self.in_step = depth
+            if not noted:
+                noted = True
+                self._step_bookkeeping(optimizer)
+            return result
+
+        return user_closure
+
+    def _step_bookkeeping(self, optimizer: torch.optim.Optimizer) -> None:
         try:
             self._step_started(optimizer)
         except Warning:  # an UnusedStepWarning the user turned into an error (-W error) is theirs
