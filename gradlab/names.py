@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from torch import nn
 
 from .i18n import _t
 
-__all__ = ["NamesLike", "Namer", "Name", "ViewKind", "modules_in"]
+__all__ = ["NamesLike", "Namer", "Name", "ViewKind", "modules_in", "held_models", "framework_backward"]
 
 #: How a named tensor's view relates to it: itself (None), a view, or the transpose of a 2-d tensor.
 ViewKind = Literal[None, "view", "transposed"]
@@ -93,6 +94,23 @@ def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:
                 "e.g. names={'n_1': n_1, 'x': x}"
             )
     return out
+
+
+def framework_backward(func: ast.Attribute) -> bool:
+    """Whether calling ``func`` backwards its first argument: Lightning's ``self.manual_backward(loss)``,
+    Accelerate's ``accelerator.backward(loss)``, Fabric's ``fabric.backward(loss)`` (the receivers as
+    their documentation names them), so the loss is ``loss``, not the receiver.
+
+    Example::
+
+        >>> call = ast.parse("accelerator.backward(head_loss)").body[0].value
+        >>> framework_backward(call.func), framework_backward(ast.parse("loss.backward(g)").body[0].value.func)
+        (True, False)
+    """
+    if func.attr == "manual_backward":
+        return True
+    receiver = ast.unparse(func.value).rsplit(".", 1)[-1]
+    return func.attr == "backward" and receiver in ("accelerator", "fabric")
 
 
 def _compiled(name: str) -> str:

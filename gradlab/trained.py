@@ -50,7 +50,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from .i18n import _, _t
 from .location import frame_names, user_frame, user_location
-from .names import modules_in
+from .names import framework_backward, modules_in
 from .writes import step_closure, with_closure
 
 __all__ = ["LossRecord", "StepRecord", "TrainingRecord", "record_training"]
@@ -144,7 +144,9 @@ class TrainingRecord:
         for name, value in found.items():
             if isinstance(value, torch.optim.Optimizer) and isinstance(name, str) and not name.startswith("_"):
                 self._optimizer_name(value, name)
-                inner = getattr(value, "optimizer", None)  # Lightning's and Accelerate's wrappers step the one they hold
+                inner = getattr(
+                    value, "optimizer", None
+                )  # Lightning's and Accelerate's wrappers step the one they hold
                 if isinstance(inner, torch.optim.Optimizer) and inner is not value:
                     self._optimizer_name(inner, name)
         del found, modules
@@ -368,7 +370,7 @@ def _loss_name(code: str) -> str:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
-            if isinstance(func, ast.Attribute) and node.args and _framework_backward(func):
+            if isinstance(func, ast.Attribute) and node.args and framework_backward(func):
                 return ast.unparse(node.args[0])  # self.manual_backward(loss), accelerator.backward(loss)
             if isinstance(func, ast.Attribute) and func.attr == "backward":
                 if isinstance(func.value, ast.Attribute) and func.value.attr == "autograd" and node.args:
@@ -380,15 +382,6 @@ def _loss_name(code: str) -> str:
             if isinstance(func, ast.Name) and func.id == "backward" and node.args:
                 return ast.unparse(node.args[0])
     return text or "?"
-
-
-def _framework_backward(func: ast.Attribute) -> bool:
-    """A framework's backward of its first argument: Lightning's ``self.manual_backward(loss)``, Accelerate's
-    ``accelerator.backward(loss)``, Fabric's ``fabric.backward(loss)`` (receivers as their docs name them)."""
-    if func.attr == "manual_backward":
-        return True
-    receiver = ast.unparse(func.value).rsplit(".", 1)[-1]
-    return func.attr == "backward" and receiver in ("accelerator", "fabric")
 
 
 class _Recording:
@@ -416,6 +409,7 @@ class _Recording:
                 torch.autograd.backward = original
 
         self._undo.append(restore)
+
         def before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
             closure = step_closure(args, kwargs)
             if closure is None:

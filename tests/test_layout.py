@@ -17,6 +17,7 @@ import gradlab.course
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = sorted(p for p in (ROOT / "gradlab").glob("*.py"))
+INTEGRATIONS = sorted((ROOT / "gradlab" / "integrations").glob("*.py"))  # gradlab.integrations.*: entry points
 COURSE = sorted((ROOT / "gradlab" / "course").glob("*.py"))
 
 
@@ -38,7 +39,7 @@ def _imports(path: Path, source: str | None = None) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", LIBRARY + INTEGRATIONS, ids=lambda p: p.name)
 def test_the_library_never_imports_the_course(path: Path) -> None:
     course = [m for m in _imports(path) if m == "gradlab.course" or m.startswith("gradlab.course.") or m == ".course"]
     assert course == [], f"{path.name} imports {course}"
@@ -100,9 +101,18 @@ ORDER = (
     "ipython",
     "fix",
     "cli",
+    "integrations.__init__",
+    "integrations._tracking",
+    "integrations.lightning",
+    "integrations.huggingface",
     "__main__",
     "__init__",
 )
+
+
+def _layer(path: Path) -> str:
+    """A library file's name in ORDER: ``tracker``, ``integrations.lightning``."""
+    return f"integrations.{path.stem}" if path.parent.name == "integrations" else path.stem
 
 
 def _library_imports(path: Path, source: str | None = None) -> set[str]:
@@ -110,9 +120,13 @@ def _library_imports(path: Path, source: str | None = None) -> set[str]:
     found = set()
     for module in _imports(path, source):
         parts = module.split(".")
-        if parts[0] == "gradlab" and len(parts) > 1 and (ROOT / "gradlab" / f"{parts[1]}.py").exists():
+        if parts[:2] == ["gradlab", "integrations"]:
+            inner = parts[2] if len(parts) > 2 else "__init__"
+            if (ROOT / "gradlab" / "integrations" / f"{inner}.py").exists():
+                found.add(f"integrations.{inner}")
+        elif parts[0] == "gradlab" and len(parts) > 1 and (ROOT / "gradlab" / f"{parts[1]}.py").exists():
             found.add(parts[1])
-    found.discard(path.stem)
+    found.discard(_layer(path))
     return found
 
 
@@ -133,11 +147,13 @@ def _circle(imports: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_every_library_module_has_its_place_in_the_layers() -> None:
-    assert sorted(ORDER) == sorted(p.stem for p in LIBRARY), "add a new module to ORDER, above what it imports"
+    assert sorted(ORDER) == sorted(_layer(p) for p in LIBRARY + INTEGRATIONS), (
+        "add a new module to ORDER, above what it imports"
+    )
 
 
 def test_nothing_imports_upward_not_even_lazily() -> None:
-    imports = {p.stem: _library_imports(p) for p in LIBRARY}
+    imports = {_layer(p): _library_imports(p) for p in LIBRARY + INTEGRATIONS}
     assert _upward(imports, ORDER) == []
     assert _circle(imports) is None
 

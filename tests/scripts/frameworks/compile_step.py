@@ -15,7 +15,7 @@ head = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
 opt_encoder = torch.optim.SGD(encoder.parameters(), lr=0.05)
 opt_head = torch.optim.SGD(head.parameters(), lr=0.05)
 
-for step in range(3):
+for _ in range(3):
     x, code, y = torch.randn(8, 8), torch.randn(8, 4), torch.randn(8, 1)
     z = encoder(x)
     code_loss = nn.functional.mse_loss(z, code)
