@@ -11,6 +11,7 @@ from torch import nn
 
 from ..i18n import _t
 from ..intent import IntentReport, check_intent
+from ..location import user_location
 from ..names import Namer, NamesLike, held_models
 from ..notices import GradlabWarning
 from ..tracker import Tracker, track
@@ -99,7 +100,12 @@ class Tracking:
         report = check_intent({label: (loss, spec if isinstance(spec, str) else list(spec))}, names=names)
         self.reports.append(report)
         if not report.ok:
-            warnings.warn(_t("gradlab, step 1: {report}", report=str(report)), GradlabWarning, stacklevel=2)
+            text = _t("gradlab, step 1: {report}", report=str(report))
+            where = user_location()  # the user's line that runs the framework (trainer.fit(...)), not ours
+            if where is None:
+                warnings.warn(text, GradlabWarning, stacklevel=2)
+            else:
+                warnings.warn_explicit(text, GradlabWarning, where.filename, where.lineno)
         return report
 
 
