@@ -1,5 +1,8 @@
-"""hf_trainer_adversarial.py as intended: the model's loss is built on the critic's output recomputed after the
-critic's step (tests/test_frameworks.py compares what this trains with the note's trains: line)."""
+"""hf_trainer_adversarial.py as gradlab's first fix would make it: the model's loss is built on the critic's output
+recomputed after the critic's step (tests/test_frameworks.py compares what this trains with the note's trains: line).
+
+critic_loss still sends gradient into the model (the critic reads its features undetached), and the Trainer's AdamW
+steps on it: the note does not say so (issue #30's note)."""
 
 import tempfile
 
