@@ -18,6 +18,7 @@ from ..tracker import Tracker, track
 
 Spec = str | Sequence[str]
 
+
 def missing(module: str, framework: str) -> str:
     """The sentence of the ImportError raised when ``framework`` is not installed."""
     return _t(
