@@ -15,7 +15,7 @@ PY_TORCH ?= 2.15.0
 # pytest's workers for test-python (PYTEST_WORKERS=0: one process).
 PYTEST_WORKERS ?= auto
 
-.PHONY: setup system-deps lab test test-fast lint test-browser test-torch test-python dist notebooks handout binder bench \
+.PHONY: setup system-deps lab test test-fast lint test-browser test-torch test-python dist notebooks handout binder bench bench-frameworks \
         test-stability lock clean
 
 setup: $(STAMP)
@@ -110,6 +110,11 @@ binder: setup
 
 bench: setup
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/frameworks.py
+
+# What gradlab's Lightning callback costs (benchmarks/frameworks.py; make bench runs it too).
+bench-frameworks: setup
+	$(BIN)/python benchmarks/frameworks.py
 
 test-stability: system-deps setup
 	bash tools/test-stability.sh

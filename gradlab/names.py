@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from torch import nn
 
 from .i18n import T, Text, Words
 
-__all__ = ["NamesLike", "Namer", "Name", "ViewKind", "modules_in"]
+__all__ = ["NamesLike", "Namer", "Name", "ViewKind", "modules_in", "held_models", "framework_backward"]
 
 #: How a named tensor's view relates to it: itself (None), a view, or the transpose of a 2-d tensor.
 ViewKind = Literal[None, "view", "transposed"]
@@ -39,8 +40,40 @@ def modules_in(namespace: Mapping[str, object]) -> dict[str, nn.Module]:
     """
     if not isinstance(namespace, Mapping):
         raise TypeError(f"modules_in() takes a mapping such as globals(), not {type(namespace).__name__}")
+    found: dict[str, nn.Module] = {}
+    for k, v in namespace.items():
+        if isinstance(k, str) and isinstance(v, nn.Module) and not k.startswith("_"):
+            held = held_models(v)
+            if held:
+                for attr, model in held.items():
+                    found.setdefault(attr, model)
+            else:
+                found[k] = v
+    return found
+
+
+# NOTE [Models held by a LightningModule]
+# A LightningModule is the training code's container, not a model: a GAN's holds
+# `self.generator` and `self.discriminator`, each stepped by its own optimizer. Named
+# as one module (`self`, `model`) every loss would "train model". So its models are
+# named by their attributes (`generator.0.weight`), as the user's code calls them.
+# It is recognised by its class's bases, without importing Lightning.
+def held_models(module: nn.Module) -> dict[str, nn.Module]:
+    """The models a LightningModule holds, by attribute name; empty for any other module.
+
+    Empty too when the LightningModule has parameters of its own (outside any
+    submodule): then it is named as one module, so that every parameter has a name.
+    """
+    lightning = any(
+        c.__name__ == "LightningModule" and c.__module__.startswith(("lightning.", "pytorch_lightning."))
+        for c in type(module).__mro__
+    )
+    if not lightning or any(True for _ in module.parameters(recurse=False)):
+        return {}
     return {
-        k: v for k, v in namespace.items() if isinstance(k, str) and isinstance(v, nn.Module) and not k.startswith("_")
+        name: child
+        for name, child in module.named_children()
+        if not name.startswith("_") and any(True for _ in child.parameters())
     }
 
 
@@ -51,8 +84,8 @@ def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:
             raise TypeError(f"names= keys must be strings, got {key!r}; pass e.g. names={{'n_1': n_1}}")
         if isinstance(value, nn.Module):
             prefix = f"{key}." if key else ""
-            out.extend((f"{prefix}{n}", p) for n, p in value.named_parameters())
-            out.extend((f"{prefix}{n}", b) for n, b in value.named_buffers())
+            out.extend((f"{prefix}{_compiled(n)}", p) for n, p in value.named_parameters())
+            out.extend((f"{prefix}{_compiled(n)}", b) for n, b in value.named_buffers())
         elif isinstance(value, torch.Tensor):
             out.append((key, value))
         else:
@@ -61,6 +94,29 @@ def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:
                 "e.g. names={'n_1': n_1, 'x': x}"
             )
     return out
+
+
+def framework_backward(func: ast.Attribute) -> bool:
+    """Whether calling ``func`` backwards its first argument: Lightning's ``self.manual_backward(loss)``,
+    Accelerate's ``accelerator.backward(loss)``, Fabric's ``fabric.backward(loss)`` (the receivers as
+    their documentation names them), so the loss is ``loss``, not the receiver.
+
+    Example::
+
+        >>> call = ast.parse("accelerator.backward(head_loss)").body[0].value
+        >>> framework_backward(call.func), framework_backward(ast.parse("loss.backward(g)").body[0].value.func)
+        (True, False)
+    """
+    if func.attr == "manual_backward":
+        return True
+    receiver = ast.unparse(func.value).rsplit(".", 1)[-1]
+    return func.attr == "backward" and receiver in ("accelerator", "fabric")
+
+
+def _compiled(name: str) -> str:
+    """A parameter's name without the ``_orig_mod`` that ``torch.compile``'s wrapper puts before it:
+    ``encoder.2.weight``, as the user's model calls it, not ``encoder._orig_mod.2.weight``."""
+    return ".".join(part for part in name.split(".") if part != "_orig_mod") if "_orig_mod" in name else name
 
 
 def resolve(names: NamesLike | Mapping[str, object]) -> Mapping[str, object]:

@@ -345,7 +345,6 @@ class Recorder:
         self.diagnoses: deque[tuple[int, str, Any]] = deque(maxlen=16)
         self.cuts: deque[Cut] = deque(maxlen=self.RECENT_CUTS)
         self.views: deque[Views] = deque(maxlen=self.RECENT_VIEWS)
-        self._closure_steps: set[int] = set()  # optimizers inside a step(closure) (NOTE [Closure steps])
         self.on_views: ViewsHandler | None = None  # set by the tracker: the note of a refused write to a view
         self.on_refused: RefusedHandler | None = None  # set by the tracker: the note of another refused write
 
@@ -811,15 +810,50 @@ class Recorder:
     # NOTE [Optimizer steps]: an optimizer step runs ~20 torch calls per parameter.
     # The step hooks compare the watched parameters' versions before and after the
     # step instead, and the in-place wrappers pass straight through during a step.
-    def step_started(self, optimizer: torch.optim.Optimizer, closure: bool = False) -> None:
+    def step_started(
+        self, optimizer: torch.optim.Optimizer, closure: Callable[..., Any] | None = None
+    ) -> Callable[..., Any] | None:
         """Before ``optimizer.step()``: note the versions of watched parameters (a step pre hook).
 
-        With a ``closure`` (``LBFGS.step(closure)``) the step computes its gradient itself: whether it
-        could train every parameter is checked after it (NOTE [Closure steps]).
+        With a ``closure``, the closure to call in its place (NOTE [Closure steps]); else None.
         """
         self.in_step += 1
+        if closure is not None:
+            return self._closure_step(optimizer, closure)
+        self._step_bookkeeping(optimizer)
+        return None
+
+    # NOTE [Closure steps]
+    # optimizer.step(closure) calls the closure inside the step, and the closure runs the
+    # user's forward, zero_grad() and backward: Lightning's automatic optimization (its
+    # manual optimization passes a closure too), LBFGS. The step pre hook runs before the
+    # closure, when the gradients are not there yet. So the closure is replaced by one
+    # that records like code outside a step (in-place writes, cuts, zero_grad() are the
+    # user's) and notes the step when the closure has returned: then the gradients it
+    # checks are the ones the step uses, the parameters are fingerprinted before the
+    # update, and the record has the step after the closure's backward, as it ran. A
+    # closure that raises (a failing backward) leaves no step in the record: none ran.
+    def _closure_step(self, optimizer: torch.optim.Optimizer, closure: Callable[..., Any]) -> Callable[..., Any]:
+        noted = False
+
+        def user_closure(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            nonlocal noted
+            depth, self.in_step = self.in_step, 0
+            try:
+                result = closure(*args, **kwargs)
+            finally:
+                self.in_step = depth
+            if not noted:
+                noted = True
+                self._step_bookkeeping(optimizer)
+            return result
+
+        return user_closure
+
+    def _step_bookkeeping(self, optimizer: torch.optim.Optimizer) -> None:
         try:
-            self._step_started(optimizer, closure)
+            self._step_started(optimizer)
         except Warning:  # an UnusedStepWarning the user turned into an error (-W error) is theirs
             raise
         except Exception as e:  # NOTE [Hooks fail open]
@@ -836,10 +870,7 @@ class Recorder:
         except Exception as e:  # NOTE [Hooks fail open]
             _failed(e)
 
-    # NOTE [Closure steps]: an optimizer given a closure (LBFGS, or any step(closure)) runs the
-    # forward and backward itself, inside its step: before it, .grad is None or last step's.
-    # The check that every parameter gets a gradient waits for the step's end.
-    def _step_started(self, optimizer: torch.optim.Optimizer, closure: bool = False) -> None:
+    def _step_started(self, optimizer: torch.optim.Optimizer) -> None:
         params = [p for g in optimizer.param_groups for p in g["params"]]
         ids = frozenset(id(p) for p in params)
         self.optimizer_calls.append(OptimizerCall("step", self._ncalls, id(optimizer), ids, user_location()))
@@ -849,21 +880,13 @@ class Recorder:
         self._steps[id(optimizer)] = (watched, fingerprint.snapshot(watched) if watched else [])
         count = self._step_counts.get(id(optimizer), 0) + 1
         self._step_counts[id(optimizer)] = count
-        if closure:
-            self._closure_steps.add(id(optimizer))
-        else:
-            self._check_step_grads(optimizer, params, zeros=count & (count - 1) == 0)
+        self._check_step_grads(optimizer, params, zeros=count & (count - 1) == 0)
 
     def step_finished(self, optimizer: torch.optim.Optimizer) -> None:
         """After ``optimizer.step()``: record the watched parameters it wrote (a step post hook)."""
         watched, before = self._steps.pop(id(optimizer), ([], []))
         self.in_step = max(0, self.in_step - 1)
         try:
-            if id(optimizer) in self._closure_steps:  # NOTE [Closure steps]: its gradient exists now
-                self._closure_steps.discard(id(optimizer))
-                count = self._step_counts.get(id(optimizer), 1)
-                params = [p for g in optimizer.param_groups for p in g["params"]]
-                self._check_step_grads(optimizer, params, zeros=count & (count - 1) == 0)
             self.step_events.append((self.count, user_location(), type(optimizer).__name__))
             if not watched:
                 return

@@ -50,6 +50,8 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from .i18n import _, _t
 from .location import frame_names, user_frame, user_location
+from .names import framework_backward, modules_in
+from .writes import step_closure, with_closure
 
 __all__ = ["LossRecord", "StepRecord", "TrainingRecord", "record_training"]
 
@@ -137,11 +139,7 @@ class TrainingRecord:
                     if isinstance(value, (nn.Module, torch.optim.Optimizer)):
                         visible[f"self.{key}"] = value
             found.update(visible)
-        modules = [
-            (k, v)
-            for k, v in found.items()
-            if isinstance(k, str) and not k.startswith("_") and isinstance(v, nn.Module)
-        ]
+        modules = list(modules_in(found).items())  # a LightningModule: the models it holds (names.held_models)
         # The smallest module that holds a parameter names it: `encoder` before `model`.
         modules.sort(key=lambda kv: -sum(1 for _p in kv[1].parameters()))
         same: dict[int, list[str]] = {}  # one module under several names (`net`, and `model` in a function)
@@ -156,6 +154,11 @@ class TrainingRecord:
         for name, value in found.items():
             if isinstance(value, torch.optim.Optimizer) and isinstance(name, str) and not name.startswith("_"):
                 self._optimizer_name(value, name)
+                inner = getattr(
+                    value, "optimizer", None
+                )  # Lightning's and Accelerate's wrappers step the one they hold
+                if isinstance(inner, torch.optim.Optimizer) and inner is not value:
+                    self._optimizer_name(inner, name)
         del found, modules
 
     def _optimizer_name(self, optimizer: torch.optim.Optimizer, name: str | None = None) -> str:
@@ -271,6 +274,22 @@ class TrainingRecord:
         self.steps.append(
             StepRecord(name, count, loc.where if loc else None, tuple(losses), tuple(trained), modules, grads)
         )
+
+    def _after_closure(self, optimizer: torch.optim.Optimizer, closure: Callable[..., Any]) -> Callable[..., Any]:
+        """``closure`` noting the step once it has returned: the backward it runs builds the step's gradient
+        (NOTE [Closure steps] in :mod:`gradlab.recorder`; a closure that raises leaves no step: none ran)."""
+        noted = False
+
+        def user_closure(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            nonlocal noted
+            result = closure(*args, **kwargs)
+            if not noted:
+                noted = True
+                self._step(optimizer)
+            return result
+
+        return user_closure
 
     def _after_step(self, optimizer: torch.optim.Optimizer) -> None:
         budget = self.budget
@@ -404,6 +423,8 @@ def _loss_name(code: str) -> str:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
+            if isinstance(func, ast.Attribute) and node.args and framework_backward(func):
+                return ast.unparse(node.args[0])  # self.manual_backward(loss), accelerator.backward(loss)
             if isinstance(func, ast.Attribute) and func.attr == "backward":
                 if isinstance(func.value, ast.Attribute) and func.value.attr == "autograd" and node.args:
                     return ast.unparse(node.args[0])
@@ -441,7 +462,15 @@ class _Recording:
                 torch.autograd.backward = original
 
         self._undo.append(restore)
-        pre = register_optimizer_step_pre_hook(lambda opt, args, kwargs: record._step(opt))
+
+        def before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
+            closure = step_closure(args, kwargs)
+            if closure is None:
+                record._step(optimizer)
+                return None
+            return with_closure(args, kwargs, record._after_closure(optimizer, closure))
+
+        pre = register_optimizer_step_pre_hook(before_step)
         self._undo.append(pre.remove)
         post = register_optimizer_step_post_hook(lambda opt, args, kwargs: record._after_step(opt))
         self._undo.append(post.remove)

@@ -43,7 +43,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from . import internals, session
 
-__all__ = ["NOT_WRAPPED", "install", "uninstall", "installed", "patched"]
+__all__ = ["NOT_WRAPPED", "install", "uninstall", "installed", "patched", "step_closure", "with_closure"]
 
 # In-place operators that do not end in "_".
 _INPLACE_DUNDERS = (
@@ -237,10 +237,30 @@ def _views_wrapper(original: Callable[..., Any], label: str) -> Callable[..., An
     return views
 
 
-def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+def step_closure(args: Any, kwargs: Any) -> Callable[..., Any] | None:
+    """The closure an ``optimizer.step(closure)`` call passes, as a step pre hook sees the call; None without one.
+
+    ``args[0]`` is the optimizer; the closure comes as ``args[1]`` or ``closure=``
+    (NOTE [Closure steps] in :mod:`gradlab.recorder`).
+    """
+    closure = kwargs.get("closure") if "closure" in kwargs else (args[1] if len(args) > 1 else None)
+    return closure if callable(closure) else None
+
+
+def with_closure(args: Any, kwargs: Any, closure: Callable[..., Any]) -> tuple[Any, Any]:
+    """The step call's ``(args, kwargs)`` with ``closure`` in place of its own (what a step pre hook returns)."""
+    if "closure" in kwargs:
+        return args, {**kwargs, "closure": closure}
+    return (args[0], closure, *args[2:]), kwargs
+
+
+def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
     recording = session.recording()
-    if recording is not None:
-        recording.step_started(optimizer, closure=bool(args) or kwargs.get("closure") is not None)
+    if recording is None:
+        return None
+    closure = step_closure(args, kwargs)
+    wrapped = recording.step_started(optimizer, closure)
+    return None if wrapped is None else with_closure(args, kwargs, wrapped)
 
 
 def _step_post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:

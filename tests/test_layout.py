@@ -127,6 +127,10 @@ ORDER = (
     "ipython",
     "fix",
     "cli",
+    "integrations",
+    "integrations._tracking",
+    "integrations.lightning",
+    "integrations.huggingface",
     "__main__",
     "__init__",
 )
