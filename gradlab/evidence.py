@@ -24,8 +24,9 @@ from .i18n import T, Words, join
 from .location import Location, _library_file, frame_names
 from .loop import LoopIntent, Site, read_site, recorded_intent, site_intent
 from .messages import Message, find
+from .names import framework_backward
 from .saved import Write
-from .source import loop_body_of, next_backward
+from .source import loop_body_of, next_backward, parse
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
@@ -248,9 +249,16 @@ def var_named(namespace: Mapping[str, Any] | None, match: Any) -> str | None:
 
 
 def receiver(code: str | None, method: str) -> str | None:
-    """``opt_1`` from ``opt_1.step()``; ``loss_2`` from ``loss_2.backward()``."""
+    """``opt_1`` from ``opt_1.step()``; ``loss_2`` from ``loss_2.backward()``; ``head_loss`` from a framework's
+    ``accelerator.backward(head_loss)`` or ``self.manual_backward(head_loss)`` (:func:`gradlab.names.framework_backward`)."""
     if not code:
         return None
+    if method == "backward":
+        tree = parse(code.strip())
+        for node in ast.walk(tree) if tree is not None else ():
+            call = node if isinstance(node, ast.Call) and node.args else None
+            if call is not None and isinstance(call.func, ast.Attribute) and framework_backward(call.func):
+                return ast.unparse(call.args[0])
     m = re.search(r"([\w.\[\]]+|\([^()]*\))\." + method + r"\(", code)
     if m:
         return m[1].strip("()") if m[1].startswith("(") else m[1]

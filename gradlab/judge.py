@@ -64,7 +64,7 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
 
 def _trains_text(ctx: Context, claimed: set[str]) -> Text:
     intent = ctx.intent
-    trained = join(sorted(claimed), T(" and "))
+    trained = join(sorted(claimed), T(" and ")) if claimed else T("nothing")
     dropped = [m for m in ctx.reach if m not in claimed]
     if intent is not None and dropped:
         cleared = []

@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from .location import frame_names
+from .names import modules_in
 from .source import after, parse
 
 __all__ = [
@@ -170,9 +171,8 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
         return None
     namespace = frame_names(frame)
     module_ids = dict(modules or {})
-    for key, value in namespace.items():
-        if isinstance(key, str) and not key.startswith("_") and isinstance(value, nn.Module):
-            module_ids.setdefault(key, frozenset(id(p) for p in value.parameters()))
+    for key, value in modules_in(namespace).items():  # a LightningModule: the models it holds, by attribute
+        module_ids.setdefault(key, frozenset(id(p) for p in value.parameters()))
     optimizers = {
         key: frozenset(id(p) for g in value.param_groups for p in g["params"])
         for key, value in namespace.items()

@@ -49,18 +49,20 @@ def main(out: str, script: str, *args: str) -> None:
         except ValueError:
             diagnosis = None
         if diagnosis is not None:
-            problem = diagnosis.problems[0]
+            problem = diagnosis.problems[0] if diagnosis.problems else None
             data["diagnosis"] = {
                 "note": str(diagnosis),
                 "cause": diagnosis.cause,
-                "kind": problem.kind,
-                "tensor": problem.tensor,
-                "writes": [[w.op, *(_location(w.location) or [None, None, None])] for w in problem.writes],
-                "saved_at": _location(problem.saved_at),
+                "kind": diagnosis.kind,
+                "tensor": str(problem.tensor) if problem is not None else None,
+                "writes": [[w.op, *(_location(w.location) or [None, None, None])] for w in problem.writes]
+                if problem is not None
+                else [],
+                "saved_at": _location(problem.saved_at) if problem is not None else None,
                 "needed_by": _location(diagnosis.needed_by),
                 "fixes": [
                     {
-                        "summary": fix.summary,
+                        "summary": str(fix.summary),
                         "applicability": fix.applicability,
                         "claims": [[loss, list(modules)] for loss, modules in fix.claims],
                         "edits": [[e.filename, e.start, e.end, e.text] for e in fix.edits],

@@ -306,29 +306,9 @@ def _trained_by(record: dict[str, Any], loss: str) -> set[str]:
 
 
 CLAIMED = [
-    pytest.param(
-        "lightning_manual_gan.py",
-        marks=[
-            LIGHTNING,
-            pytest.mark.xfail(
-                strict=True,
-                reason="loop.read_site names the LightningModule `self` as one module; it needs names.modules_in",
-            ),
-        ],
-        id="lightning-gan",
-    ),
+    pytest.param("lightning_manual_gan.py", marks=[LIGHTNING], id="lightning-gan"),
     pytest.param("compile_step.py", id="compile"),
-    pytest.param(
-        "accelerate_backward_step.py",
-        marks=[
-            ACCELERATE,
-            pytest.mark.xfail(
-                strict=True,
-                reason="causes._receiver reads `accelerator` as the loss of accelerator.backward(head_loss)",
-            ),
-        ],
-        id="accelerate",
-    ),
+    pytest.param("accelerate_backward_step.py", marks=[ACCELERATE], id="accelerate"),
 ]
 
 

@@ -293,7 +293,7 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
                     "detach the state carried from one iteration to the next, where it enters the next iteration"
                 ),
                 trains=T(
-                    "each iteration's {loss} trains through the current iteration only; the previous iteration's "
+                    "at each iteration, {loss} trains through that iteration's graph only; the previous iteration's "
                     "graph is released",
                     loss=ctx.l,
                 ),
