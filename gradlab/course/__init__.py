@@ -30,6 +30,8 @@ _EXPORTS: dict[str, str] = {
     "TrainResult": "training",
     "joint_step": "training",
     "train": "training",
+    "run_iterations": "training",
+    "compare_parameters": "training",
     "STEPS": "iteration",
     "PRESETS": "iteration",
     "Preset": "iteration",
@@ -50,7 +52,6 @@ _EXPORTS: dict[str, str] = {
     "check_repaired_iteration": "repair",
     "check_writes_counter": "exercise",
     "check_saved_hooks": "exercise",
-    "check_doubled_sigmoid": "exercise",
     "check_error_kind": "exercise",
     "check_in_place_rewrite": "exercise",
     "check_repaired_loop": "repair",
@@ -80,6 +81,8 @@ __all__ = [
     "TrainResult",
     "joint_step",
     "train",
+    "run_iterations",
+    "compare_parameters",
     "STEPS",
     "PRESETS",
     "Preset",
@@ -100,7 +103,6 @@ __all__ = [
     "check_repaired_iteration",
     "check_writes_counter",
     "check_saved_hooks",
-    "check_doubled_sigmoid",
     "check_error_kind",
     "check_in_place_rewrite",
     "check_repaired_loop",
@@ -131,7 +133,6 @@ if TYPE_CHECKING:
     )
     from .exercise import (
         Verdict,
-        check_doubled_sigmoid,
         check_error_kind,
         check_guess,
         check_in_place_rewrite,
@@ -149,7 +150,7 @@ if TYPE_CHECKING:
     from .questions import QUESTIONS, Quiz
     from .readiness import EnvironmentReport, environment, setup
     from .repair import check_guided_loop, check_repaired_iteration, check_repaired_loop
-    from .training import ORDERS, TrainResult, joint_step, train
+    from .training import ORDERS, TrainResult, compare_parameters, joint_step, run_iterations, train
     from .widgets import Playground, QuizWidget, playground, quiz
 
 

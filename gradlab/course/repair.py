@@ -578,7 +578,7 @@ def _raised_in_guided(error: BaseException) -> str:
             type=type(error).__name__,
             message=first,
         )
-    return say_t("your iteration raised {type}: {message}", type=type(error).__name__, message=first)
+    return _raised(error)
 
 
 def check_guided_loop(iteration: object, steps: int = 3) -> Verdict:
