@@ -51,3 +51,10 @@ def test_a_message_without_a_translation_stays_english(message: str) -> None:
         assert words.say_t(message, x=1) == "a message the catalog does not hold 1"
     finally:
         set_language("en")
+
+
+def test_the_example_runs() -> None:
+    import doctest
+
+    result = doctest.testmod(words)
+    assert result.attempted >= 2 and result.failed == 0

@@ -12,6 +12,7 @@ import torch
 
 import gradlab
 import gradlab.course.exercise
+import gradlab.course.repair
 from gradlab import course
 
 
@@ -228,8 +229,9 @@ def test_table_rejects_a_single_record_or_a_diagnosis_in_the_list() -> None:
 
 
 def test_docstring_examples_run() -> None:
-    result = doctest.testmod(gradlab.course.exercise)
-    assert result.attempted >= 2 and result.failed == 0
+    for module in (gradlab.course.exercise, gradlab.course.repair):
+        result = doctest.testmod(module)
+        assert result.attempted >= 2 and result.failed == 0, module.__name__
 
 
 # -- checks that judge the answer: right answers pass, likely wrong ones get a true hint --------------
@@ -387,6 +389,7 @@ def test_saved_hooks_right_answers_pass(pack, unpack, raises: bool) -> None:
         (lambda t: t._version, _identity, "must give back the tensor"),
         (_pack_version, lambda p: p[0] * 2, "not autograd's"),
         (_pack_version, lambda p: 1 / 0, "ZeroDivisionError"),
+        (lambda t: 1 / 0, _identity, "pack_hook raised ZeroDivisionError: division by zero while the forward of w * w"),
         ("lambda t: t", _identity, "pack_hook should be a function"),
         (_identity, None, "unpack_hook should be a function"),
     ],

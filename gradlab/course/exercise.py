@@ -482,17 +482,40 @@ def check_writes_counter(writes: object) -> Verdict:
     return _right(_("your measurement gives 1 for SGD, Adam and AdamW(weight_decay=0), and 2 for AdamW."))
 
 
+class _PackFailed(Exception):
+    """The learner's pack hook raised while the forward saved a tensor."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _pack_failed(case: str, error: BaseException) -> str:
+    return say_t(
+        "pack_hook raised {error} while the forward of {case} saved a tensor: it gets each saved tensor and returns "
+        "what to keep, for unpack_hook to turn back into the tensor.",
+        case=case,
+        error=_first_sentence(error),
+    )
+
+
 def _grad_case(
     pack: Callable[[torch.Tensor], object], unpack: Callable[[object], torch.Tensor], case: str, write: bool
 ) -> torch.Tensor:
-    """The gradient of one small case under the learner's hooks, with or without an in-place write after the save."""
+    """The gradient of one small case under the learner's hooks, with or without an in-place write after the save.
+
+    An error in the forward, where only ``pack`` runs, comes out as :class:`_PackFailed`.
+    """
     x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
-    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-        if case == "w * w":
-            saved, loss = x, (x * x).sum()
-        else:
-            saved = x.sigmoid()
-            loss = saved.sum()
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            if case == "w * w":
+                saved, loss = x, (x * x).sum()
+            else:
+                saved = x.sigmoid()
+                loss = saved.sum()
+    except Exception as e:  # the learner's pack hook
+        raise _PackFailed(e) from e
     if write:
         with torch.no_grad():
             saved.add_(1)
@@ -535,6 +558,8 @@ def check_saved_hooks(pack_hook: object, unpack_hook: object) -> Verdict:
         right = torch.autograd.grad((x * x).sum() if case == "w * w" else x.sigmoid().sum(), x)[0]
         try:
             clean = _grad_case(pack_hook, unpack_hook, case, write=False)
+        except _PackFailed as e:
+            return _not_yet(_pack_failed(case, e.error))
         except Exception as e:  # the learner's hooks
             return _not_yet(
                 _t(
@@ -556,6 +581,8 @@ def check_saved_hooks(pack_hook: object, unpack_hook: object) -> Verdict:
             )
         try:
             stale = _grad_case(pack_hook, unpack_hook, case, write=True)
+        except _PackFailed as e:  # a pack hook that failed only on its second forward
+            return _not_yet(_pack_failed(case, e.error))
         except Exception:  # raising on a stale tensor is a right answer
             raised.append(case)
             continue

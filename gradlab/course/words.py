@@ -17,10 +17,10 @@ message translated, no stale entry, every placeholder kept.
 Example::
 
     >>> from gradlab.i18n import set_language
-    >>> set_language("zh_CN") and say("✗ not yet: {hint}").startswith("✗")
-    True
-    >>> set_language("en")
-    'en'
+    >>> set_language("zh_CN") and say("bitwise equal")
+    '逐位相等'
+    >>> set_language("en") and say("bitwise equal")
+    'bitwise equal'
 """
 
 from __future__ import annotations
