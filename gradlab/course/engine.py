@@ -332,8 +332,8 @@ def check_sigmoid_function(Sigmoid: object) -> Verdict:
     except RuntimeError:
         return _right(
             say(
-                "the values and gradcheck are right, and autograd refuses the saved output once it is written in "
-                "place: save_for_backward puts it under the version check."
+                "the values and gradcheck are right, and a write into the saved output after the forward makes the "
+                "backward raise, as it does for torch.sigmoid."
             )
         )
     right = torch.sigmoid(x.detach()) * (1 - torch.sigmoid(x.detach()))
