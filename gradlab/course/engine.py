@@ -40,7 +40,7 @@ __all__ = [
 
 def _error(e: BaseException) -> str:
     text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
+    return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(":, ")
 
 
 def _close(a: float, b: float) -> bool:
