@@ -178,7 +178,7 @@ def test_table_rows_match_the_records() -> None:
     rows = gradlab.saved_table(saved).splitlines()[1:]
     for record, row in zip(saved, rows):
         assert row.startswith(str(record.node_id) + " ")
-        assert record.node in row and record.name in row and row.endswith(record.status)
+        assert record.node in row and str(record.name) in row and row.endswith(record.status)
 
 
 def test_table_shows_freed_rows_with_unknown_shape() -> None:
