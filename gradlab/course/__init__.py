@@ -56,6 +56,10 @@ _EXPORTS: dict[str, str] = {
     "check_repaired_loop": "exercise",
     "check_masked_tanh": "exercise",
     "check_detach_moved": "exercise",
+    "check_actor_critic": "repairs",
+    "check_carried_state": "repairs",
+    "check_softmax_loop": "repairs",
+    "softmax_loop_data": "repairs",
     "EnvironmentReport": "readiness",
     "environment": "readiness",
     "setup": "readiness",
@@ -99,6 +103,10 @@ __all__ = [
     "check_repaired_loop",
     "check_masked_tanh",
     "check_detach_moved",
+    "check_actor_critic",
+    "check_carried_state",
+    "check_softmax_loop",
+    "softmax_loop_data",
     "EnvironmentReport",
     "environment",
     "setup",
@@ -128,6 +136,7 @@ if TYPE_CHECKING:
     from .plots import plot_losses, plot_predictions
     from .questions import QUESTIONS, Quiz
     from .readiness import EnvironmentReport, environment, setup
+    from .repairs import check_actor_critic, check_carried_state, check_softmax_loop, softmax_loop_data
     from .training import ORDERS, TrainResult, joint_step, train
     from .widgets import Playground, QuizWidget, playground, quiz
 
