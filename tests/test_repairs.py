@@ -106,7 +106,15 @@ def test_actor_critic_repairs_that_train_what_the_loop_meant_pass(answer) -> Non
         (actor_critic(detach_value=True), "a loss with no graph"),
         (actor_critic(detach=True, zero_critic=False), "added to another one left in .grad"),
     ],
-    ids=["as written", "identity hooks", "sum without detach", "actor first", "recomputed", "critic detached", "no zero_grad"],
+    ids=[
+        "as written",
+        "identity hooks",
+        "sum without detach",
+        "actor first",
+        "recomputed",
+        "critic detached",
+        "no zero_grad",
+    ],
 )
 def test_actor_critic_wrong_repairs_are_told_what_they_did(answer, reason: str) -> None:
     verdict = check_actor_critic(answer)
@@ -141,8 +149,7 @@ def test_the_checks_leave_the_learners_random_generator_alone() -> None:
 
 
 def test_unanswered_and_non_functions_get_a_verdict() -> None:
-    def template(*args):
-        ...
+    def template(*args): ...
 
     for check in (check_actor_critic, check_carried_state, check_softmax_loop):
         assert check(...).pending and check(template).pending
@@ -158,12 +165,16 @@ def carried_state(mode: str) -> Callable[..., None]:
         hidden = torch.zeros(1, 2, 4)
         with identity_hooks() if mode == "hooks" else contextlib.nullcontext():
             for x, y in batches:
-                incoming = {
-                    "detach": lambda: hidden.detach(),
-                    "data": lambda: hidden.data,
-                    "zeros": lambda: torch.zeros(1, 2, 4),
-                    "none": lambda: None,
-                }.get(mode, lambda: hidden)()
+                if mode == "detach":
+                    incoming = hidden.detach()
+                elif mode == "data":
+                    incoming = hidden.data
+                elif mode == "zeros":
+                    incoming = torch.zeros(1, 2, 4)
+                elif mode == "none":
+                    incoming = None
+                else:
+                    incoming = hidden
                 out, hidden = rnn(x, incoming)
                 loss = (head(out[:, -1]) - y).pow(2).mean()
                 if mode != "no zero_grad":

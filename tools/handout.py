@@ -59,7 +59,7 @@ from gradlab.advice import Context, Fix, detach_in, fixes_for, pitfalls
 from gradlab.codes import CODES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from execute_notebooks import title
+from execute_notebooks import is_generated, title
 from handout_book import (  # noqa: F401  (tests reach these through this module)
     HTML_LANG,
     LABELS,
@@ -221,6 +221,29 @@ def static_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 output["data"] = nbformat.from_dict(fallback)
             kept.append(output)
         cell["outputs"] = kept
+    return notebook
+
+
+def for_books(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy for the printed books: no generated cell (navigation, Colab), and a widget whose static view
+    folds what another output of the notebook prints in full (the playground's table) as its plain text."""
+    notebook = copy.deepcopy(notebook)
+    notebook.cells = [cell for cell in notebook.cells if not is_generated(cell)]
+    shown = [
+        output.get("data", {}).get("text/html", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if WIDGET_VIEW not in output.get("data", {})
+    ]
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data", {})
+            if WIDGET_VIEW not in data or "text/plain" not in data:
+                continue
+            folded = re.findall(r"<details>.*?</summary>(.*?)</details>", data.get("text/html", ""), flags=re.S)
+            if any(part.strip() and any(part.strip() in other for other in shown) for part in folded):
+                output["data"] = nbformat.from_dict({"text/plain": data["text/plain"]})
     return notebook
 
 
@@ -571,8 +594,9 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
         target.write_text(offline_page(link_pages(page, chapters), chapter.page), encoding="utf-8")
         written.append(target)
         rendered = split_page(page)
-        full.append((chapter, open_details(rendered.main)))
-        workbook = workbook_notebook(print_outputs(chapter.notebook, context=False), words)
+        book_page = notebook_html(exporter, print_outputs(for_books(chapter.notebook)), plain_text(chapter.title))
+        full.append((chapter, open_details(split_page(omitted_frames_styled(book_page)).main)))
+        workbook = workbook_notebook(print_outputs(for_books(chapter.notebook), context=False), words)
         short.append(
             (
                 chapter,
@@ -594,7 +618,8 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
             rendered.head,
             rendered.body_tag,
             full,
-            handout_cover(chapters, lang),
+            handout_cover(chapters, lang, index=True),
+            index=True,
         ),
         Book(
             lang,
@@ -605,6 +630,7 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
             rendered.body_tag,
             short,
             workbook_cover(chapters, lang),
+            flow=True,
         ),
     ]
     with tempfile.TemporaryDirectory(prefix="handout-print-") as scratch, Printer(chromium) as printer:
@@ -612,7 +638,13 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
             html_file = Path(scratch) / f"{book.kind}.html"
             html_file.write_text(offline_page(book.html(), f"the {book.kind}"), encoding="utf-8")
             pdf = out / f"{book.kind}.pdf"
-            printer.pdf_numbered(html_file, pdf, book.anchors)
+            numbers = printer.pdf_numbered(html_file, pdf, book.anchors)
+            if book.index:  # again, with each page listed once per index term
+                book.index_pages = numbers
+                html_file.write_text(offline_page(book.html(), f"the {book.kind}"), encoding="utf-8")
+                again = printer.pdf_numbered(html_file, pdf, book.anchors)
+                if any(again[anchor] != numbers[anchor] for anchor in again):
+                    raise HandoutError(f"{pdf.name}: the chapters moved when the index was written in")
             written.append(pdf)
 
         cheatsheet = Path(scratch) / "cheatsheet.html"
