@@ -59,7 +59,7 @@ from gradlab.advice import Context, Fix, detach_in, fixes_for, pitfalls
 from gradlab.codes import CODES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from execute_notebooks import is_generated, title
+from execute_notebooks import title
 from handout_book import (  # noqa: F401  (tests reach these through this module)
     HTML_LANG,
     LABELS,
@@ -227,6 +227,8 @@ def static_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def for_books(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """A copy for the printed books: no generated cell (navigation, Colab), and a widget whose static view
     folds what another output of the notebook prints in full (the playground's table) as its plain text."""
+    from execute_notebooks import is_generated
+
     notebook = copy.deepcopy(notebook)
     notebook.cells = [cell for cell in notebook.cells if not is_generated(cell)]
     shown = [
