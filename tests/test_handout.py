@@ -1137,18 +1137,19 @@ def test_the_workbook_fits_a_stapled_booklet(edition: tuple[str, list[Path], Pat
 
 
 def word_boxes(pdf: Path) -> list[tuple[int, float, list[tuple[float, float, float, str]]]]:
-    """Per page: its number, its width and its words as ``(x_min, y_min, x_max, text)`` (pdftotext -bbox)."""
+    """Per page: its number, its width and its words as ``(x_min, y_middle, x_max, text)`` (pdftotext -bbox)."""
     boxes = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
     pages = []
     for number, (page_width, body) in enumerate(
         re.findall(r'<page width="([\d.]+)"[^>]*>(.*?)</page>', boxes, flags=re.S), start=1
     ):
         found = re.findall(
-            r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)"[^>]*>(.*?)</word>', body
+            r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">(.*?)</word>', body
         )  # fmt: skip
-        pages.append(
-            (number, float(page_width), [(float(a), float(b), float(c), html.unescape(t)) for a, b, c, t in found])
-        )
+        boxes_on_page = [
+            (float(a), (float(b) + float(d)) / 2, float(c), html.unescape(t)) for a, b, c, d, t in found
+        ]  # fmt: skip
+        pages.append((number, float(page_width), boxes_on_page))
     return pages
 
 
@@ -1166,23 +1167,32 @@ def past_the_margin(pdf: Path) -> list[str]:
     ]
 
 
+def text_lines(words_on_page: list[tuple[float, float, float, str]]) -> list[list[tuple[float, str]]]:
+    """A page's words as lines, top to bottom, each ``(x_min, text)`` left to right: words whose middles lie within
+    3 pt belong to one line (a CJK glyph's box is taller than a Latin one's, around the same middle)."""
+    lines: list[tuple[float, list[tuple[float, str]]]] = []
+    for x_min, middle, _, text in sorted(words_on_page, key=lambda word: word[1]):
+        if lines and middle - lines[-1][0] < 3:
+            lines[-1][1].append((x_min, text))
+        else:
+            lines.append((middle, [(x_min, text)]))
+    return [sorted(line) for _, line in lines]
+
+
 def continuations(pdf: Path) -> tuple[int, list[str]]:
-    """How many code lines continue behind the mark ``↪``, and those that do not start deeper than the line they
-    continue (the first word of the line above)."""
+    """How many code lines continue behind the mark ``↪``, and those that do not start deeper than the statement
+    they continue (the first word of the last line above that is not a continuation)."""
     mark = handout_paper.MARK
     count, wrong = 0, []
-    for number, _, words in word_boxes(pdf):
-        lines: dict[float, list[tuple[float, str]]] = {}
-        for x_min, y_min, _, text in words:
-            lines.setdefault(round(y_min, 1), []).append((x_min, text))
-        ordered = sorted(lines.items())
-        for (_, above), (_, line) in zip(ordered, ordered[1:]):
-            start = min(line)
-            if not start[1].startswith(mark):
+    for number, _, words_on_page in word_boxes(pdf):
+        statement: float | None = None
+        for line in text_lines(words_on_page):
+            if not line[0][1].startswith(mark):
+                statement = line[0][0]
                 continue
             count += 1
-            if start[0] <= min(above)[0] + 1:
-                wrong.append(f"page {number}: {' '.join(t for _, t in sorted(line))[:60]!r}")
+            if statement is None or line[0][0] <= statement + 1:
+                wrong.append(f"page {number}: {' '.join(t for _, t in line)[:60]!r}")
     return count, wrong
 
 

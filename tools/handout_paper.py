@@ -40,6 +40,8 @@ SMALLEST_OUTPUT_PT = 7.0
 MARK = "↪"
 
 _TOKEN = re.compile(r"<[^>]+>|&[#\w]+;|[^<&]", re.S)
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")  # Chinese text breaks between any two characters
+_CLOSING = re.compile(r"[，。；：！？、）」』】]")  # ... but never before closing punctuation
 
 
 def _visible(token: str) -> str:
@@ -58,7 +60,13 @@ def _break_at(text: str, columns: int, floor: int) -> int:
         fits = at
     for marks in (" ,", ".([=/"):
         for at in range(fits, floor, -1):
-            if text[at - 1] in marks and text[at : at + 1] not in ("", " "):
+            after_cjk = (
+                marks == " ,"
+                and _CJK.match(text[at - 1])
+                and text[at - 1] not in "（「『【"
+                and not _CLOSING.match(text[at : at + 1])
+            )
+            if (text[at - 1] in marks or after_cjk) and text[at : at + 1] not in ("", " "):
                 return at
     return max(fits, floor + 1)
 
