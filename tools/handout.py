@@ -67,6 +67,7 @@ from handout_book import (  # noqa: F401  (tests reach these through this module
     NOTEBOOK_HREF,
     SANS,
     Book,
+    fill_page_numbers,
     handout_cover,
     inline_markdown,
     markdown2html_mistune,
@@ -75,7 +76,7 @@ from handout_book import (  # noqa: F401  (tests reach these through this module
     print_links,
     workbook_cover,
 )
-from handout_print import APT_LINE, Printer, PrintError, find_chromium  # noqa: F401
+from handout_print import APT_LINE, Printer, PrintError, destinations, find_chromium  # noqa: F401
 from handout_tracebacks import cut_printed_frames, cut_traceback
 from workbook import workbook_notebook
 
@@ -641,11 +642,13 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
             html_file.write_text(offline_page(book.html(), f"the {book.kind}"), encoding="utf-8")
             pdf = out / f"{book.kind}.pdf"
             numbers = printer.pdf_numbered(html_file, pdf, book.anchors)
-            if book.index:  # again, with each page listed once per index term
+            if book.index:  # once more, every page known: each page listed once per index term
                 book.index_pages = numbers
-                html_file.write_text(offline_page(book.html(), f"the {book.kind}"), encoding="utf-8")
-                again = printer.pdf_numbered(html_file, pdf, book.anchors)
-                if any(again[anchor] != numbers[anchor] for anchor in again):
+                page = fill_page_numbers(book.html(), numbers)
+                html_file.write_text(offline_page(page, f"the {book.kind}"), encoding="utf-8")
+                printer.pdf(html_file, pdf)
+                found = destinations(pdf)
+                if any(found.get(anchor) != numbers[anchor] for anchor in book.anchors):
                     raise HandoutError(f"{pdf.name}: the chapters moved when the index was written in")
             written.append(pdf)
 

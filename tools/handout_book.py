@@ -279,6 +279,19 @@ def page_number(anchor: str) -> str:
     return f'<span data-page-of="{html.escape(anchor)}">00</span>'
 
 
+def fill_page_numbers(page: str, numbers: dict[str, int]) -> str:
+    """Every :func:`page_number` placeholder of ``page`` with its number (as the printer fills them in)."""
+    return re.sub(
+        r'(<span data-page-of="([^"]*)">)00(</span>)',
+        lambda m: (
+            f"{m.group(1)}{numbers[html.unescape(m.group(2))]}{m.group(3)}"
+            if html.unescape(m.group(2)) in numbers
+            else m.group(0)
+        ),
+        page,
+    )
+
+
 def print_links(page: str, chapters: list[ChapterLike], page_label: str) -> str:
     """Links as paper shows them.
 

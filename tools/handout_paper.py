@@ -346,37 +346,60 @@ _CELL = re.compile(r'<div\b[^>]*\bclass="(?:[^"]*\s)?jp-Cell(?=[\s"])[^"]*"[^>]*
 
 
 _BLOCK = re.compile(r"</?(?:p|li|div|br|tr|td|th|h[1-6]|pre|ul|ol|table)\b[^>]*>", re.I)
+_PIECE = re.compile(r"<[^>]+>|&[#\w]+;|[^<&]", re.S)
 
 
-def _text(cell: str, *, prose: bool) -> str:
-    """The text a reader sees in a cell's HTML; ``prose``: its markdown only, without code blocks."""
-    if prose:
-        if "jp-MarkdownCell" not in cell[: cell.index(">")]:
-            return ""
-        cell = re.sub(r"<pre\b.*?</pre\s*>", " ", cell, flags=re.S | re.I)
-    return html.unescape(re.sub(r"<[^>]+>", "", _BLOCK.sub(" ", cell)))
+def _reader_text(cell: str, *, prose: bool) -> tuple[str, list[int]]:
+    """The text a reader sees in a cell's HTML, and for each of its characters where it stands in the HTML.
+
+    A block tag reads as a space. ``prose``: the cell's markdown only; its code blocks and any other cell read
+    as spaces.
+    """
+    if prose and "jp-MarkdownCell" not in cell[: cell.index(">")]:
+        return "", []
+    text: list[str] = []
+    where: list[int] = []
+    in_pre = 0
+    for piece in _PIECE.finditer(cell):
+        token = piece.group(0)
+        if token.startswith("<"):
+            if re.match(r"<pre\b", token, re.I):
+                in_pre += 1
+            elif re.match(r"</pre\b", token, re.I):
+                in_pre = max(0, in_pre - 1)
+            if _BLOCK.fullmatch(token):
+                text.append(" ")
+                where.append(piece.start())
+            continue
+        shown = html.unescape(token)
+        text.append(" " * len(shown) if prose and in_pre else shown)
+        where.extend([piece.start()] * len(shown))
+    return "".join(text), where
 
 
 def anchor_cells(body: str, chapter: str, lang: str, found: dict[int, list[str]]) -> str:
-    """``body`` (a chapter) with an id on the first cell that uses each index term (a word: in the text, code:
-    anywhere); ``found`` collects term -> ids, one per chapter."""
+    """``body`` (a chapter) with an anchor where each index term first occurs (a word: in the text, code:
+    anywhere); ``found`` collects term -> anchor ids, one per chapter."""
     starts = [m.start() for m in _CELL.finditer(body)] + [len(body)]
     out = [body[: starts[0]]]
     done: set[int] = set()
     for number, (start, end) in enumerate(zip(starts, starts[1:])):
         cell = body[start:end]
-        terms = [
-            at
-            for at, term in enumerate(INDEX_TERMS)
-            if at not in done and term.finds(lang).search(_text(cell, prose=not term.code))
-        ]
-        if terms:
-            anchor = f"ix-{chapter}-{number}"
-            for term in terms:
-                found.setdefault(term, []).append(anchor)
-            done.update(terms)
-            cut = cell.index(">") + 1
-            cell = f'{cell[:cut]}<span id="{anchor}"></span>{cell[cut:]}'
+        views = {prose: _reader_text(cell, prose=prose) for prose in (False, True)}
+        places: list[tuple[int, str]] = []
+        for at, term in enumerate(INDEX_TERMS):
+            if at in done:
+                continue
+            text, where = views[not term.code]
+            match = term.finds(lang).search(text)
+            if match is None:
+                continue
+            anchor = f"ix-{chapter}-{number}-{at}"
+            found.setdefault(at, []).append(anchor)
+            done.add(at)
+            places.append((where[match.start()], anchor))
+        for place, anchor in sorted(places, reverse=True):
+            cell = f'{cell[:place]}<span id="{anchor}"></span>{cell[place:]}'
         out.append(cell)
     return "".join(out)
 
