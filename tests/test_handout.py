@@ -1282,8 +1282,6 @@ def test_the_handout_ends_with_an_index_whose_pages_hold_the_term(edition: tuple
             page, text = squeezed(raw[number - 1]), raw[number - 1]
             pattern = term.finds(lang)  # a term may wrap: look in the text as printed, and without line breaks
             found_here = pattern.search(" ".join(text.split())) or pattern.search(re.sub(r"\s+", "", text))
-            assert squeezed(label) in page or found_here, (
-                f"{lang}: index says {label!r} is on page {number}"
-            )
+            assert squeezed(label) in page or found_here, f"{lang}: index says {label!r} is on page {number}"
             checked += 1
     assert checked >= 60, f"{lang}: only {checked} index references checked"

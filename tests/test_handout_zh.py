@@ -79,7 +79,9 @@ def test_chinese_text_reaches_the_pdf(chinese_edition: tuple[Path, str]) -> None
     titles = [title.split(" · ", 1)[1].replace(" ", "") for title in TITLES]
     for expected in [*titles, "预测：这个单元格能运行吗？", "你的预测", "目录"]:
         assert expected in text.replace(" ", ""), expected
-    assert "版本计数器记录原地修改" not in text.replace(" ", ""), "the summary is the full handout's, not the workbook's"
+    assert "版本计数器记录原地修改" not in text.replace(" ", ""), (
+        "the summary is the full handout's, not the workbook's"
+    )
     full = subprocess.run(["pdftotext", str(out / "handout.pdf"), "-"], capture_output=True, text=True).stdout
     assert "版本计数器记录原地修改" in full.replace(" ", "")
     second = [page for depth, _, page in handout_print.outline(out / "handout.pdf") if depth == 0][1]
