@@ -64,6 +64,10 @@ _EXPORTS: dict[str, str] = {
     "check_visible_write": "engine",
     "check_tanh_function": "engine",
     "check_second_derivative": "engine",
+    "check_actor_critic": "repairs",
+    "check_carried_state": "repairs",
+    "check_softmax_loop": "repairs",
+    "softmax_loop_data": "repairs",
     "EnvironmentReport": "readiness",
     "environment": "readiness",
     "setup": "readiness",
@@ -115,6 +119,10 @@ __all__ = [
     "check_visible_write",
     "check_tanh_function",
     "check_second_derivative",
+    "check_actor_critic",
+    "check_carried_state",
+    "check_softmax_loop",
+    "softmax_loop_data",
     "EnvironmentReport",
     "environment",
     "setup",
@@ -150,6 +158,7 @@ if TYPE_CHECKING:
     from .questions import QUESTIONS, Quiz
     from .readiness import EnvironmentReport, environment, setup
     from .repair import check_guided_loop, check_repaired_iteration, check_repaired_loop
+    from .repairs import check_actor_critic, check_carried_state, check_softmax_loop, softmax_loop_data
     from .training import ORDERS, TrainResult, compare_parameters, joint_step, run_iterations, train
     from .widgets import Playground, QuizWidget, playground, quiz
 

@@ -24,7 +24,7 @@ import torch
 
 from gradlab.i18n import _, _t
 
-from .networks import Pair
+from .networks import Pair, make_pair
 from .words import say, say_t
 
 __all__ = [
@@ -246,8 +246,19 @@ def check_one_batch(n_2: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, last
         return pending()
     if not isinstance(n_2, torch.nn.Module):
         raise TypeError("check_one_batch(n_2, x, y, last_loss): pass network 2, the batch and the last loss")
-    if not isinstance(last_loss, float):
+    if isinstance(last_loss, torch.Tensor) or not isinstance(last_loss, numbers.Real) or isinstance(last_loss, bool):
         return _not_yet(_("store the last loss as a number: last_loss = loss_2.item()."))
+    last_loss = float(last_loss)  # a Python or a NumPy number
+    with torch.random.fork_rng(devices=[]):  # make_pair seeds torch: leave the learner's generator as it was
+        untouched = make_pair(seed=0, softmax=False).n_2
+    if all(torch.equal(p, q) for p, q in zip(n_2.state_dict().values(), untouched.state_dict().values())):
+        return _not_yet(
+            _(
+                "n_2's parameters are exactly where make_pair put them: no step changed them. Does your loss reach "
+                "n_2 (not a number rebuilt with .item(), not another network), and does opt_2.step() run after "
+                "its backward?"
+            )
+        )
     with torch.no_grad():
         on_target = float(torch.nn.functional.mse_loss(n_2(2 * x), y))
         on_x = float(torch.nn.functional.mse_loss(n_2(x), y))
@@ -624,6 +635,9 @@ def _kind_named(answer: object) -> str | None:
         rest = text[len(head) :].strip()
         return code.kind if not rest or _kind_named(rest) == code.kind else None
     spelled = "_".join(text.lower().replace("-", " ").split())
+    # PyTorch's own word: "modified by an inplace operation"
+    spelled = {"inplace": "modified_in_place", "in_place": "modified_in_place"}.get(spelled, spelled)
+    spelled = spelled.replace("modified_by_an_inplace_operation", "modified_in_place").replace("inplace", "in_place")
     for code in CODES:
         if spelled == code.kind or text == code.title:
             return code.kind
