@@ -373,7 +373,7 @@ def oracles(
             continue
         had = {n for n, g in o.grads if g is not None and g != (0.0, 0.0)}
         has = {n for n, g in s.grads if g is not None and g != (0.0, 0.0)}
-        if had != has:
+        if had and had != has:  # a step on no gradient at all says nothing of what is meant to train
             changed = sorted(had ^ has)
             out.append(
                 _t(

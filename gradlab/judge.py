@@ -29,7 +29,7 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
             fix = replace(fix, keeps_forward=True)
         if intent is None or intended is None or not ctx.loss or not ctx.reach:
             sure: Applicability = "machine-applicable" if prop.keeps else "maybe-incorrect"
-            fitting.append(replace(fix, applicability=sure if fix.code else "sentence"))
+            fitting.append(replace(fix, applicability=sure if fix.code is not None else "sentence"))
             continue
         claimed = (
             set(prop.reach) & set(intent.trained) if prop.reach is not None else set(dict(fix.claims).get(ctx.loss, ()))
@@ -41,11 +41,11 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
             fix = replace(
                 fix,
                 trains=_gives_up(ctx, claimed, given_up),
-                applicability="maybe-incorrect" if fix.code else "sentence",
+                applicability="maybe-incorrect" if fix.code is not None else "sentence",
             )
             rest.append(fix)
         elif extra:
-            rest.append(replace(fix, applicability="maybe-incorrect" if fix.code else "sentence"))
+            rest.append(replace(fix, applicability="maybe-incorrect" if fix.code is not None else "sentence"))
         else:
             story_zeroes = (
                 ctx.model is not None
@@ -55,7 +55,7 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
             if prop.describe or (prop.reach is not None and story_zeroes):
                 # the loop's own words, where the story's (a zero_grad() the code does not have) would be false
                 fix = replace(fix, trains=_trains_text(ctx, claimed))
-            fitting.append(replace(fix, applicability="machine-applicable" if fix.code else "sentence"))
+            fitting.append(replace(fix, applicability="machine-applicable" if fix.code is not None else "sentence"))
     ordered = (*fitting, *rest)
     if ctx.intent_note:  # which reading each fix assumes: what ran, not what the source reads
         return tuple(replace(f, trains=T("{trains} ({note})", trains=f.trains, note=ctx.intent_note)) for f in ordered)

@@ -135,6 +135,14 @@ def _into_copy(base: ast.expr, write: ast.stmt) -> str:
             if isinstance(func, ast.Attribute) and func.attr.endswith("_") and ast.unparse(func.value) == b:
                 renamed = ast.Attribute(ast.Name(copy, ast.Load()), func.attr, ast.Load())
                 return ast.Call(renamed, node.args, node.keywords)
+            if (  # into a part of it: p[i].log_() -> p_copy[i].log_()
+                isinstance(func, ast.Attribute)
+                and func.attr.endswith("_")
+                and isinstance(func.value, ast.Subscript)
+                and ast.unparse(func.value.value) == b
+            ):
+                part = ast.Subscript(ast.Name(copy, ast.Load()), func.value.slice, ast.Load())
+                return ast.Call(ast.Attribute(part, func.attr, ast.Load()), node.args, node.keywords)
             return self.generic_visit(node)
 
     written = Rename().visit(ast.parse(ast.unparse(write)).body[0])
@@ -225,6 +233,13 @@ def _out_of_place(st: ast.stmt, op: str) -> str | None:
         rewritten = ast.Call(ast.Attribute(func.value, twin, ast.Load()), call.args, call.keywords)
         return ast.unparse(ast.Assign([*targets, call.args[0]], rewritten, lineno=1))
     receiver = func.value
+    if isinstance(receiver, ast.Call) and targets and _has_method(twin):
+        # a temporary (self.fc(x).relu_()): nothing else holds it, so its out-of-place twin is exact
+        return ast.unparse(
+            ast.Assign(targets, ast.Call(ast.Attribute(receiver, twin, ast.Load()), call.args, call.keywords), lineno=1)
+        )
+    if isinstance(receiver, ast.Subscript) and isinstance(receiver.value, (ast.Name, ast.Attribute)):
+        return _into_copy(receiver.value, st)  # p[i].log_() writes into p: into a copy of p
     if not isinstance(receiver, (ast.Name, ast.Attribute)):
         return None
     if not _has_method(twin):  # no out-of-place twin in this torch: write into a copy

@@ -119,6 +119,7 @@ class TrainingRecord:
         self._inputs: list[set[int] | None] = []  # per backward: ids of its inputs= (None: every leaf)
         self._optimizers: dict[int, tuple[weakref.ref[torch.optim.Optimizer], str]] = {}
         self._counts: dict[int, int] = {}
+        self._labels: set[str] = set()  # every optimizer's label so far: one label, one optimizer
         self._module_of: dict[int, str] = {}
         self._param_of: dict[int, str] = {}
         self._depth = 0
@@ -165,7 +166,13 @@ class TrainingRecord:
         known = self._optimizers.get(id(optimizer))
         if known is not None and known[0]() is optimizer and (name is None or not known[1].startswith("<")):
             return known[1]
+        if known is not None and known[0]() is not optimizer:  # a new optimizer where a gone one lived
+            self._counts.pop(id(optimizer), None)
         label = name or f"<{type(optimizer).__name__} {len(self._optimizers) + 1}>"
+        taken = self._labels - {known[1]} if known is not None and known[0]() is optimizer else self._labels
+        if label in taken:  # two optimizers by one name (a local `opt` in two functions, gone or not): number them
+            label = next(f"{name} #{k}" for k in range(2, len(taken) + 3) if f"{name} #{k}" not in taken)
+        self._labels.add(label)
         self._optimizers[id(optimizer)] = (weakref.ref(optimizer), label)
         for p in _params_of(optimizer):
             self._track(p)

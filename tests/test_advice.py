@@ -245,7 +245,7 @@ def test_rnn_hidden_state_first_fix_detaches_it_at_the_iteration_boundary() -> N
     fix = d.fixes[0]
     assert fix.code == "out, hidden = rnn(x, hidden.detach())"
     assert "truncated backpropagation through time" in fix.summary
-    assert fix.trains.startswith("each iteration's loss trains through the current iteration only")
+    assert fix.trains.startswith("at each iteration, loss trains through that iteration's graph only")
     # Applied: the second batch's gradient is exactly the gradient of that batch alone, from its hidden state.
     hidden = torch.zeros(1, 2, 4)
     for x, y in data:
@@ -402,10 +402,35 @@ def test_inside_track_the_writes_are_known_one_by_one() -> None:
         ("x[0] = 5", "__setitem__", "x_copy = x.clone()\nx_copy[0] = 5\nx = x_copy"),
         ("self.act = nn.ReLU(inplace=True)", "relu_", "self.act = nn.ReLU()"),
         ("out = self.act(out)", "relu_", None),
+        # a temporary: nothing else holds it, so its twin is exact; alone, the statement computes nothing
+        ("out = self.fc(x).relu_()", "relu_", "out = self.fc(x).relu()"),
+        ("self.fc(x).relu_()", "relu_", None),
+        # a write into part of a tensor goes into a copy of the whole, which the name then holds
+        (
+            "logp = probs[a].log_()",
+            "log_",
+            "probs_copy = probs.clone()\nlogp = probs_copy[a].log_()\nprobs = probs_copy",
+        ),
     ],
 )
 def test_rewrite_in_place(code: str, op: str, expected: str | None) -> None:
     assert rewrite_in_place(code, op) == expected
+
+
+def test_a_write_into_part_of_a_tensor_rewritten_into_a_copy_gives_torch_s_gradient() -> None:
+    """The copy rewrite of ``probs[a].log_()`` runs where the original fails, with the out-of-place gradient."""
+    new = rewrite_in_place("logp = probs[a].log_()", "log_")
+    assert new is not None
+    logits = torch.randn(5, requires_grad=True)
+    ns: dict[str, object] = {"probs": torch.softmax(logits, 0), "a": 2}
+    exec(new, ns)
+    (-ns["logp"]).backward()  # type: ignore[operator]
+    got = logits.grad.clone()  # type: ignore[union-attr]
+    logits.grad = None
+    (-torch.softmax(logits, 0)[2].log()).backward()
+    assert torch.equal(got, logits.grad)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):  # as written, it fails
+        (-torch.softmax(logits, 0)[2].log_()).backward()
 
 
 @pytest.mark.parametrize(

@@ -410,13 +410,23 @@ def test_saved_hooks_template_is_neutral() -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["modified_in_place", "modified in place", "Modified-In-Place", "GL0002", "gl0002 modified in place", "[GL0002]", "inplace"],
+    [
+        "modified_in_place",
+        "modified in place",
+        "Modified-In-Place",
+        "GL0002",
+        "gl0002 modified in place",
+        "[GL0002]",
+        "inplace",
+    ],
 )
 def test_error_kind_accepts_every_spelling_gradlab_prints(answer: str) -> None:
     assert course.check_error_kind(answer, "modified_in_place", success="right", hint="look again").passed
 
 
-@pytest.mark.parametrize("answer", ["graph_freed", "graph freed", "GL0001", "GL0001 modified in place", "in place of", ""])
+@pytest.mark.parametrize(
+    "answer", ["graph_freed", "graph freed", "GL0001", "GL0001 modified in place", "in place of", ""]
+)
 def test_error_kind_rejects_another_kind_with_the_hint(answer: str) -> None:
     verdict = course.check_error_kind(answer, "modified_in_place", success="right", hint="look again")
     assert not verdict.passed and verdict.text.endswith("look again")

@@ -323,6 +323,25 @@ def test_record_training_says_which_loss_trained_which_module() -> None:
     ]
 
 
+def test_two_optimizers_reached_by_one_name_get_two_labels() -> None:
+    """A local ``opt`` in two training functions: two optimizers, each with its own steps counted from 1."""
+    x = torch.randn(4, 3)
+    teacher, student = nn.Linear(3, 1), nn.Linear(3, 1)
+
+    def train(model: nn.Module, kind: type[torch.optim.Optimizer]) -> None:
+        opt = kind(model.parameters(), lr=0.1)
+        for _ in range(2):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+
+    with record_training(names={"teacher": teacher, "student": student}) as record:
+        train(teacher, torch.optim.SGD)
+        train(student, torch.optim.Adam)
+    assert [(s.optimizer, s.count) for s in record.steps] == [("opt", 1), ("opt", 2), ("opt #2", 1), ("opt #2", 2)]
+
+
 def test_record_training_agrees_with_torch_on_what_a_loss_reaches() -> None:
     torch.manual_seed(2)
     a, b, unused = nn.Linear(2, 2), nn.Linear(2, 1), nn.Linear(2, 1)

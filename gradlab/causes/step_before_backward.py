@@ -22,7 +22,7 @@ def step_too_early(base: Context, facts: Facts, write: Write | None) -> Context 
     meant for this backward runs too early (it steps on the previous iteration's gradient). With the step's
     write known (under ``track()``), it must be that statement's."""
     site, line, intent = facts.site, facts.backward_line, base.intent
-    if site is None or line is None or intent is None:
+    if site is None or line is None:
         return None
     tree = site.tree()
     body = loop_body_of(tree, line) if tree is not None else None
@@ -32,7 +32,12 @@ def step_too_early(base: Context, facts: Facts, write: Write | None) -> Context 
     if here is None:
         return None
     reach = set(base.reach)
-    stepping = {p.optimizer for p in intent.plans if p.steps and (not reach or reach & set(p.modules))}
+    stepping = (
+        {p.optimizer for p in intent.plans if p.steps and (not reach or reach & set(p.modules))} if intent else set()
+    )
+    # an optimizer of the frame holding parameters the loss reaches, whatever the order says it is for
+    reached: frozenset[int] = frozenset().union(*(site.modules.get(m, frozenset()) for m in reach))
+    stepping |= {name for name, params in site.optimizers.items() if params & reached}
     for st in body[:here]:
         if runs_backward(st):
             return None  # a backward before it in the iteration: the step may be that loss's (the course's loop)
@@ -50,7 +55,8 @@ def step_too_early(base: Context, facts: Facts, write: Write | None) -> Context 
             continue
         if write is not None and write.location is not None and write.location.lineno != st.lineno:
             continue
-        return replace(base, optimizer=optimizer, step_line=st.lineno)
+        # the loop as written steps before it has this loss's gradient: its order is the bug, not the intent
+        return replace(base, optimizer=optimizer, step_line=st.lineno, intent=None)
     return None
 
 
@@ -70,13 +76,18 @@ def step_after_fixes(ctx: Context) -> list[Proposal]:
                     step=ctx.step,
                     loss=ctx.l,
                 ),
-                trains=T("{loss} trains what it reaches, each step on its own iteration's gradient", loss=ctx.l),
+                trains=T(
+                    "{loss} trains what it reaches ({models}) through {step}, each step on its own iteration's "
+                    "gradient",
+                    loss=ctx.l,
+                    models=", ".join(ctx.reach) or T("its parameters"),
+                    step=ctx.step,
+                ),
                 edits=edits,
                 claims=claim(ctx, ctx.reach),
             ),
-            ctx.reach,
-            False,
-            describe=True,
+            None,
+            True,  # the order the loop's optimizer asks for: its step after the gradient it steps on
         )
     ]
     again = recompute_fix(ctx)
