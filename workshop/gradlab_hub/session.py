@@ -65,6 +65,8 @@ FIELDS = [
     "pss_hub_mb",
     "pss_all_mb",
     "cpu_s",
+    "tasks",
+    "tasks_learner_max",
     "machine_used_mb",
     "load1",
 ]
@@ -91,18 +93,27 @@ class Sampler(threading.Thread):
         self.keep_free_mb = keep_free_mb
         self.low_memory = threading.Event()
         self.started = time.monotonic()
-        # CPU seconds of processes that have ended (culled kernels) still count.
+        # CPU seconds of processes that have ended (culled kernels) still count; the uid says whose.
         self.cpu: dict[tuple[int, float], float] = {}
+        self.owner: dict[tuple[int, float], int] = {}
+        self.learner_uids: dict[int, str] = {}
 
     def sample(self) -> dict[str, float]:
         pss = {"kernels": 0.0, "servers": 0.0, "hub": 0.0}
         count = {"kernels": 0, "servers": 0, "hub": 0}
+        # Tasks (processes and their threads): what a per-learner pids limit counts.
+        tasks: dict[int, int] = {}
+        learners = set(self.hub.uids())
         for proc in self.hub.processes():
             with contextlib.suppress(psutil.Error):
                 role = _role(proc)
                 pss[role] += proc.memory_full_info().pss / 2**20
                 count[role] += 1
-                self.cpu[(proc.pid, proc.create_time())] = _cpu(proc)
+                key = (proc.pid, proc.create_time())
+                self.cpu[key] = _cpu(proc)
+                uid = proc.uids().real
+                self.owner[key] = uid
+                tasks[uid] = tasks.get(uid, 0) + proc.num_threads()
         memory = psutil.virtual_memory()
         return {
             "t_s": round(time.monotonic() - self.started, 1),
@@ -114,12 +125,15 @@ class Sampler(threading.Thread):
             "pss_hub_mb": round(pss["hub"], 1),
             "pss_all_mb": round(sum(pss.values()), 1),
             "cpu_s": round(sum(self.cpu.values()), 1),
+            "tasks": sum(tasks.values()),
+            "tasks_learner_max": max((n for uid, n in tasks.items() if uid in learners), default=0),
             "machine_used_mb": round((memory.total - memory.available) / 2**20, 1),
             "load1": round(os.getloadavg()[0], 2),
         }
 
     def run(self) -> None:
         while not self.done.is_set():
+            self.learner_uids.update(self.hub.uids())
             self.rows.append(self.sample())
             if psutil.virtual_memory().available / 2**20 < self.keep_free_mb:
                 self.low_memory.set()
@@ -279,6 +293,15 @@ def run(
             writer.writerows(rows)
     report["peak"] = {key: max((row[key] for row in rows), default=0.0) for key in FIELDS if key != "t_s"}
     report["cpu_s"] = rows[-1]["cpu_s"] if rows else None
+    if sampler is not None:
+        # CPU seconds of each learner's own processes (server, kernels, what they ran), by account.
+        names = {uid: name for uid, name in sampler.learner_uids.items()}
+        per_cpu: dict[str, float] = {}
+        for key, seconds in sampler.cpu.items():
+            name = names.get(sampler.owner.get(key, -1))
+            if name is not None:
+                per_cpu[name] = per_cpu.get(name, 0.0) + seconds
+        report["learner_cpu_s"] = {name: round(value, 1) for name, value in sorted(per_cpu.items())}
     report["total_s"] = time.monotonic() - started
     report["load_after"] = os.getloadavg()
     report["ok"] = not problems
