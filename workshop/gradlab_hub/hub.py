@@ -19,6 +19,8 @@ from pathlib import Path
 
 from gradlab.course.workshop import pull_link
 
+from .check import guards
+from .code import workshop_code
 from .firewall import block
 from .pin import drift, links, load_pin
 from .settings import (
@@ -48,7 +50,7 @@ def prepare(environ: dict[str, str]) -> Settings:
     state.mkdir(parents=True, exist_ok=True)
     state.chmod(0o700)
     if not environ.get("GRADLAB_HUB_WORKSHOP_CODE"):
-        ensure_secret(state / WORKSHOP_CODE_FILE, secrets.token_urlsafe(9))
+        ensure_secret(state / WORKSHOP_CODE_FILE, workshop_code())
     if not environ.get("GRADLAB_HUB_ADMIN_PASSWORD"):
         ensure_secret(state / ADMIN_PASSWORD_FILE, secrets.token_urlsafe(36))
     return Settings.from_env({**environ, "GRADLAB_HUB_STATE_DIR": str(state)})
@@ -127,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         _, metadata = block(settings.learner_group)
     else:
         metadata = "learners CAN reach the cloud metadata service (GRADLAB_HUB_BLOCK_METADATA=0)"
-    print(announcement(settings, metadata), flush=True)
+    print(announcement(settings, metadata), end="")
+    for name, ok, what in guards(settings):
+        print(f"  {name}: {'enforced' if ok else 'NOT enforced'}, {what}")
+    print(flush=True)
     config = WORKSHOP / "jupyterhub_config.py"
     command = [sys.executable, "-m", "jupyterhub", "-f", str(config), *(argv if argv is not None else sys.argv[1:])]
     os.chdir(settings.state_dir)
