@@ -834,7 +834,9 @@ def test_reset_gives_back_the_courses_notebook_where_git_checkout_gives_the_lear
     with pytest.raises(ValueError, match="inside the course"):
         reset.reset_notebook(me, "../x.ipynb", home=home)
     runsheet = (WORKSHOP / "RUNSHEET.md").read_text(encoding="utf-8")
-    assert "git -C ~/gradlab checkout @{upstream} -- notebooks/" in runsheet
+    assert "delete the notebook in the file browser (right-click → Delete), open the workshop" in runsheet
+    assert "make hub-reset NAME=ada NOTEBOOK=notebooks/05_the_detach_fix.ipynb" in runsheet
+    assert "@{upstream}" not in runsheet, "learners are given no git command on the hub"
 
 
 def test_the_session_replay_runs_every_notebook_in_order() -> None:
