@@ -31,7 +31,7 @@ def kernel_culling(settings: Settings) -> list[str]:
     """The learner server's own culling of idle kernels (``jupyter_server``'s ``MappingKernelManager``).
 
     JupyterLab keeps a notebook's kernel alive after its tab closes, and a torch kernel
-    holds about 0.25 GiB of its own: over notebooks 00 to 10 a learner would reach the
+    holds about 0.3 GiB of its own: over notebooks 00 to 11 a learner would reach the
     memory limit. A kernel that has run nothing for ``kernel_cull_timeout`` seconds is
     shut down, also when its tab is still open (``cull_connected``); a busy kernel never
     is. The notebook's file stays; the learner restarts the kernel to go on.

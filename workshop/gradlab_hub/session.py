@@ -1,4 +1,4 @@
-"""``make hub-session N=10``: a whole workshop session, N learners running notebooks 00 to 10 in order.
+"""``make hub-session N=10``: a whole workshop session, N learners running every notebook (00 to 11) in order.
 
 :mod:`gradlab_hub.loadtest` replays the room's worst minute (everybody starts and runs
 notebook 01 at once). This replays the day, to see what memory does over it with the
@@ -7,7 +7,7 @@ culling the hub runs with (:func:`gradlab_hub.config.kernel_culling`, the idle c
 1. N learners are created through the REST API; they arrive spread over ``--arrival``
    seconds: each one's server starts, they sign in through the login form with the
    workshop code and pull the course through the nbgitpuller link;
-2. each learner opens notebooks 00 to 10 in order, as JupyterLab does (a session, a
+2. each learner opens notebooks 00 to 11 in order, as JupyterLab does (a session, a
    kernel, the websocket), runs every code cell with ``--think`` seconds between two
    cells, and moves on to the next notebook **leaving the kernel running** (a closed
    tab does not stop a kernel): only the server's kernel culling stops it once it has
@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--linger", type=float, default=None, help="seconds to watch the culling after the last cell (default: enough)"
     )
-    parser.add_argument("--notebooks", nargs="*", default=None, help="notebook paths (default: 00 to 10)")
+    parser.add_argument("--notebooks", nargs="*", default=None, help="notebook paths (default: every one, 00 to 11)")
     parser.add_argument("--output", type=Path, default=None, help="JSON report (default: workshop/results/)")
     options = parser.parse_args(argv)
     if os.geteuid() != 0:
