@@ -172,7 +172,7 @@ def detect(name: str) -> tuple[CgroupLimits | None, str]:
         own = _own_paths()
     except OSError as error:
         return None, f"cannot read the cgroup mounts ({error})"
-    v1 = {
+    v1: dict[str, str] = {
         c: point
         for point, fstype, options in mounts
         if fstype == "cgroup"

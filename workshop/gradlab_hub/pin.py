@@ -96,7 +96,11 @@ def pin(repo: str, ref: str, *, checkout: Path = REPO, notebooks: list[str] | No
             f"cannot read {repo} (git ls-remote: {listed.stderr.strip() or listed.returncode}); "
             "check the URL and that the repository is public"
         )
-    refs = dict(reversed(line.split("\t", 1)) for line in listed.stdout.splitlines() if "\t" in line)
+    refs: dict[str, str] = {}
+    for line in listed.stdout.splitlines():
+        sha, _, name = line.partition("\t")
+        if name:
+            refs[name] = sha
     branches = sorted(name.removeprefix("refs/heads/") for name in refs if name.startswith("refs/heads/"))
     if f"refs/heads/{ref}" not in refs:
         if f"refs/tags/{ref}" in refs:

@@ -295,12 +295,12 @@ def run(
     report["cpu_s"] = rows[-1]["cpu_s"] if rows else None
     if sampler is not None:
         # CPU seconds of each learner's own processes (server, kernels, what they ran), by account.
-        names = {uid: name for uid, name in sampler.learner_uids.items()}
+        accounts = dict(sampler.learner_uids)
         per_cpu: dict[str, float] = {}
         for key, seconds in sampler.cpu.items():
-            name = names.get(sampler.owner.get(key, -1))
-            if name is not None:
-                per_cpu[name] = per_cpu.get(name, 0.0) + seconds
+            whose = accounts.get(sampler.owner.get(key, -1))
+            if whose is not None:
+                per_cpu[whose] = per_cpu.get(whose, 0.0) + seconds
         report["learner_cpu_s"] = {name: round(value, 1) for name, value in sorted(per_cpu.items())}
     report["total_s"] = time.monotonic() - started
     report["load_after"] = os.getloadavg()
