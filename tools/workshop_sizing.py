@@ -86,6 +86,13 @@ class Model:
     kernel_mb: float
     shared_mb: float
     cpu_s: float
+    notebook_cpu_s: dict[str, float]  # a notebook's kernel, median, by the notebook's number
+
+    def cpu_for(self, notebooks: list[str]) -> float:
+        """CPU seconds of a learner who runs ``notebooks``: each notebook's kernel plus an equal share of the rest
+        (server, kernel starts, pulls) of the whole course's figure."""
+        rest = (self.cpu_s - sum(self.notebook_cpu_s.values())) / len(self.notebook_cpu_s)
+        return sum(self.notebook_cpu_s[Path(nb).name[:2]] + rest for nb in notebooks)
 
     def memory_mb(self, hub_mb: float, servers: float, kernels: float) -> float:
         return hub_mb + servers * self.server_mb + (self.shared_mb if kernels else 0.0) + kernels * self.kernel_mb
@@ -99,19 +106,28 @@ def kernel_uss_mb(run: Run) -> float:
     return statistics.median(done["kernel_uss_mb"] for done in run.notebooks() if "kernel_uss_mb" in done)
 
 
+def notebook_cpu(run: Run) -> dict[str, float]:
+    found: dict[str, list[float]] = {}
+    for data in run.per_learner.values():
+        for notebook, done in data.get("notebooks", {}).items():
+            found.setdefault(Path(notebook).name[:2], []).append(done["kernel_cpu_s"])
+    return {name: statistics.median(values) for name, values in sorted(found.items())}
+
+
 def learner_cpu(run: Run) -> float:
     values = list(run.report.get("learner_cpu_s", {}).values())
     return statistics.mean(values) if values else float("nan")
 
 
 def model_from(run: Run) -> Model:
-    peak = max(run.samples, key=lambda row: row["kernels"])
     kernel = kernel_uss_mb(run)
     return Model(
         server_mb=server_mb(run),
         kernel_mb=kernel,
-        shared_mb=max(0.0, peak["pss_kernels_mb"] - peak["kernels"] * kernel),
+        # What the kernels' PSS holds beyond their own memory: the libraries they share, counted once.
+        shared_mb=max(row["pss_kernels_mb"] - row["kernels"] * kernel for row in run.samples if row["kernels"]),
         cpu_s=learner_cpu(run),
+        notebook_cpu_s=notebook_cpu(run),
     )
 
 
@@ -119,13 +135,17 @@ def check(model: Model, run: Run) -> dict[str, float]:
     """The model against one run: predicted and measured peak memory and CPU seconds per learner."""
     peak = run.peak_row()
     predicted = model.memory_mb(peak["pss_hub_mb"], peak["servers"], peak["kernels"])
+    measured_cpu = run.report.get("learner_cpu_s", {})
+    cpu_model = statistics.mean(
+        model.cpu_for(list(run.per_learner[name].get("notebooks", {}))) for name in measured_cpu
+    )
     return {
         "memory_predicted": predicted,
         "memory_measured": peak["pss_all_mb"],
         "memory_ratio": predicted / peak["pss_all_mb"],
-        "cpu_predicted": model.cpu_s,
+        "cpu_predicted": cpu_model,
         "cpu_measured": learner_cpu(run),
-        "cpu_ratio": learner_cpu(run) / model.cpu_s,
+        "cpu_ratio": learner_cpu(run) / cpu_model,
     }
 
 
@@ -180,7 +200,13 @@ def generated(runs: list[Run]) -> str:
             [
                 f"N = {run.learners}",
                 f"{len(run.report['notebooks'])} ({Path(run.report['notebooks'][0]).name[:2]} to "
-                f"{Path(run.report['notebooks'][-1]).name[:2]})",
+                f"{Path(run.report['notebooks'][-1]).name[:2]})"
+                + (
+                    ""
+                    if run.report.get("split", 1) == 1
+                    else f"; the room in {run.report['split']} groups, each learner a stretch of "
+                    f"{len(run.report['notebooks']) // run.report['split']}"
+                ),
                 f"`--think {s['think_s']:g} --kernel-cull {s['kernel_cull_s']} --arrival {s['arrival_s']:g}`",
                 f"{_f(run.report['total_s'] / 60, 0)} min",
                 _f(max(row["load1"] for row in run.samples), 1),
@@ -220,7 +246,9 @@ def generated(runs: list[Run]) -> str:
             "tasks (processes and threads) of one learner, most",
             [_f(max(x["tasks_learner_max"] for x in r.samples)) for r in runs],
         ),
-        row("CPU seconds of one learner's processes, mean", [_f(learner_cpu(r), 1) for r in runs]),
+        row(
+            "CPU seconds of one learner's processes (over their notebooks), mean", [_f(learner_cpu(r), 1) for r in runs]
+        ),
         row("CPU seconds of the whole run (hub included)", [_f(r.report["cpu_s"], 1) for r in runs]),
         row(
             "spawn time, median",
@@ -230,12 +258,8 @@ def generated(runs: list[Run]) -> str:
             ],
         ),
     ]
-    per_notebook: dict[str, list[float]] = {}
-    for data in by_n[1].per_learner.values():
-        for notebook, done in data.get("notebooks", {}).items():
-            per_notebook.setdefault(Path(notebook).name[:2], []).append(done["kernel_cpu_s"])
-    cpu_list = ", ".join(f"{name} {statistics.median(v):.1f}" for name, v in sorted(per_notebook.items()))
-    course_cpu = sum(statistics.median(v) for v in per_notebook.values())
+    cpu_list = ", ".join(f"{name} {value:.1f}" for name, value in model.notebook_cpu_s.items())
+    course_cpu = sum(model.notebook_cpu_s.values())
 
     checks = []
     for run in runs:

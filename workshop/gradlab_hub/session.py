@@ -180,6 +180,20 @@ def run_notebook(
     return result
 
 
+def split_course(notebooks: list[str], parts: int) -> list[list[str]]:
+    """The course cut into ``parts`` consecutive stretches (learner ``i`` runs stretch ``i % parts``).
+
+    Example::
+
+        >>> [len(p) for p in split_course([f"{i:02d}" for i in range(12)], 3)]
+        [4, 4, 4]
+        >>> split_course(["00", "01", "02"], 2)
+        [['00'], ['01', '02']]
+    """
+    n = len(notebooks)
+    return [notebooks[i * n // parts : (i + 1) * n // parts] for i in range(parts)]
+
+
 def _process_of_kernel(hub: TrialHub, name: str, kernel_id: str) -> psutil.Process | None:
     for proc in hub.user_processes(name):
         with contextlib.suppress(psutil.Error):
@@ -198,6 +212,7 @@ def run(
     sample: float = 5.0,
     linger: float | None = None,
     notebooks: list[str] | None = None,
+    split: int = 1,
     csv_path: Path | None = None,
     keep_log: Path | None = None,
 ) -> dict[str, Any]:
@@ -207,11 +222,15 @@ def run(
     if think < 0 or kernel_cull < 1 or arrival < 0 or sample <= 0:
         raise ValueError("--think and --arrival must be >= 0, --kernel-cull >= 1 s, --sample > 0")
     chosen = notebooks or NOTEBOOKS
+    if not 1 <= split <= len(chosen):
+        raise ValueError(f"--split must be between 1 and the number of notebooks ({len(chosen)})")
+    parts = split_course(chosen, split)
     rules = read_rules(RULES)
     linger = kernel_cull + 3 * max(1.0, kernel_cull / 20) + 2 * sample if linger is None else linger
     report: dict[str, Any] = {
         "learners": learners,
         "notebooks": chosen,
+        "split": split,
         "scale": {"think_s": think, "kernel_cull_s": kernel_cull, "server_cull_s": cull, "arrival_s": arrival},
         "machine": machine(),
         "problems": [],
@@ -247,7 +266,7 @@ def run(
                     session = sign_in(hub, name, secrets.token_urlsafe(12), code)
                     per.update(pull(hub, name, session, repo))
                     per["notebooks"] = {}
-                    for notebook in chosen:
+                    for notebook in parts[index % split]:
                         if sampler is not None and sampler.low_memory.is_set():
                             raise MemoryError(f"stopped before {notebook}: the machine has under 3 GiB left")
                         per["notebooks"][notebook] = run_notebook(hub, name, token, notebook, think, rules)
@@ -353,6 +372,12 @@ def main(argv: list[str] | None = None) -> int:
         "--linger", type=float, default=None, help="seconds to watch the culling after the last cell (default: enough)"
     )
     parser.add_argument("--notebooks", nargs="*", default=None, help="notebook paths (default: every one, 00 to 11)")
+    parser.add_argument(
+        "--split",
+        type=int,
+        default=1,
+        help="cut the course into this many stretches; learner i runs stretch i mod SPLIT (default: all of it)",
+    )
     parser.add_argument("--output", type=Path, default=None, help="JSON report (default: workshop/results/)")
     options = parser.parse_args(argv)
     if os.geteuid() != 0:
@@ -368,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         sample=options.sample,
         linger=options.linger,
         notebooks=options.notebooks,
+        split=options.split,
         csv_path=output.with_suffix(".csv"),
         keep_log=output.with_suffix(".log"),
     )
