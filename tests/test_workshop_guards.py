@@ -158,6 +158,9 @@ def test_the_client_address_is_read_from_the_right_end_of_x_forwarded_for() -> N
     assert seen("203.0.113.7, 127.0.0.1") == "203.0.113.7"  # Caddy on this machine set the first entry
     assert seen("203.0.113.7, 10.0.0.2", trusted=("10.0.0.2",)) == "203.0.113.7"  # a TLS proxy elsewhere
     assert seen("127.0.0.1") == "127.0.0.1"  # a process on this machine
+    # A proxy listening on a dual-stack socket writes IPv4 addresses in their IPv6 form.
+    assert seen("::ffff:203.0.113.7, ::ffff:127.0.0.1") == "203.0.113.7"
+    assert seen("2001:db8::7, ::1") == "2001:db8::7"
     assert seen("203.0.113.7", real_ip="9.9.9.9") == "203.0.113.7"
     assert seen(None) == "127.0.0.1"
     assert accounts.client_address(None) is None

@@ -39,6 +39,7 @@ import base64
 import fcntl
 import grp
 import hashlib
+import ipaddress
 import json
 import os
 import pwd
@@ -259,13 +260,31 @@ def client_address(handler: Any, trusted: Iterable[str] = ()) -> str | None:
     request = getattr(handler, "request", None)
     if request is None:
         return None
-    hops = [hop.strip() for hop in request.headers.get("X-Forwarded-For", "").split(",") if hop.strip()]
-    skip = set(trusted)
+    hops = [_plain(hop) for hop in request.headers.get("X-Forwarded-For", "").split(",") if hop.strip()]
+    skip = {_plain(hop) for hop in trusted}
     for hop in reversed(hops):
-        if hop in skip or hop.startswith("127.") or hop in ("::1", "localhost"):
+        if hop in skip or _loopback(hop):
             continue
         return hop
     return hops[0] if hops else getattr(request, "remote_ip", None)
+
+
+def _plain(hop: str) -> str:
+    """An address as one spelling: ``::ffff:203.0.113.7`` (IPv4 on a dual-stack socket) is ``203.0.113.7``."""
+    hop = hop.strip()
+    try:
+        address = ipaddress.ip_address(hop)
+    except ValueError:
+        return hop
+    mapped = getattr(address, "ipv4_mapped", None)
+    return str(mapped or address)
+
+
+def _loopback(hop: str) -> bool:
+    try:
+        return ipaddress.ip_address(hop).is_loopback
+    except ValueError:
+        return hop == "localhost"
 
 
 class WorkshopAuthenticator(Authenticator):  # type: ignore[misc]
