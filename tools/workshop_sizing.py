@@ -115,7 +115,8 @@ def notebook_cpu(run: Run) -> dict[str, float]:
 
 
 def learner_cpu(run: Run) -> float:
-    values = list(run.report.get("learner_cpu_s", {}).values())
+    """Mean CPU seconds of the learners who ran their notebooks (one who failed at the start is not one)."""
+    values = [cpu for name, cpu in run.report.get("learner_cpu_s", {}).items() if name in run.per_learner]
     return statistics.mean(values) if values else float("nan")
 
 
@@ -137,7 +138,9 @@ def check(model: Model, run: Run) -> dict[str, float]:
     predicted = model.memory_mb(peak["pss_hub_mb"], peak["servers"], peak["kernels"])
     measured_cpu = run.report.get("learner_cpu_s", {})
     cpu_model = statistics.mean(
-        model.cpu_for(list(run.per_learner[name].get("notebooks", {}))) for name in measured_cpu
+        model.cpu_for(list(run.per_learner[name].get("notebooks", {})))
+        for name in measured_cpu
+        if name in run.per_learner
     )
     return {
         "memory_predicted": predicted,
@@ -153,6 +156,11 @@ def holds(result: dict[str, float]) -> bool:
     return (
         MEMORY_BAND[0] <= result["memory_ratio"] <= MEMORY_BAND[1] and CPU_BAND[0] <= result["cpu_ratio"] <= CPU_BAND[1]
     )
+
+
+def _problem(text: str) -> str:
+    """A run's problem in a table cell: its first line."""
+    return text.splitlines()[0].replace("|", "/")
 
 
 def _f(value: float, digits: int = 0) -> str:
@@ -210,7 +218,12 @@ def generated(runs: list[Run]) -> str:
                 f"`--think {s['think_s']:g} --kernel-cull {s['kernel_cull_s']} --arrival {s['arrival_s']:g}`",
                 f"{_f(run.report['total_s'] / 60, 0)} min",
                 _f(max(row["load1"] for row in run.samples), 1),
-                "PASS" if run.report["ok"] else f"FAIL ({len(run.report['problems'])} problem(s))",
+                ("PASS" if run.report["ok"] else f"FAIL: {'; '.join(_problem(p) for p in run.report['problems'])}")
+                + (
+                    f"; {run.report['kernel_restarts']} kernel(s) started again"
+                    if run.report.get("kernel_restarts")
+                    else ""
+                ),
             ]
         )
     runs_table = _table(["Run", "Notebooks", "Scale", "Wall time", "Load average, peak (2 CPUs)", "Result"], scale)
