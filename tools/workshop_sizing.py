@@ -248,7 +248,7 @@ def generated(runs: list[Run]) -> str:
         row("a kernel after its notebook: own memory (USS), median", [f"{_f(kernel_uss_mb(r))} MiB" for r in runs]),
         row("a server: PSS, median", [f"{_f(server_mb(r))} MiB" for r in runs]),
         row(
-            "hub, proxy, idle culler, git (pulls, daemon): PSS at the peak",
+            "everything else at the peak (PSS): hub, proxy, culler, git, and the programs kernels run",
             [f"{_f(r.peak_row()['pss_hub_mb'])} MiB" for r in runs],
         ),
         row(
