@@ -431,7 +431,8 @@ def render(result: dict[str, Any]) -> str:
     m = result["meta"]
     return "\n\n".join(
         [
-            f"Measured {m['date']} on gradlab at `{m['commit'][:12]}`{' (with uncommitted changes)' if m['dirty'] else ''}, "
+            f"Measured {m['date']} at `{m['commit'][:12]}` (gradlab/ as of `{m['gradlab_commit'][:12]}`"
+            f"{', with uncommitted changes' if m['dirty'] else ''}), "
             f"torch {m['torch']}, Python {m['python']}, {m['cpus']} shared CPUs; wall time {m['wall_minutes']} min "
             f"({'quick subset' if m['quick'] else 'all families'}; `gradlab fix` run on {t['total']['gradlab fix run']} "
             f"of {t['total']['mutants']} mutants{', ' + m['fix_subset'] if m['fix_subset'] else ''}).",
@@ -523,6 +524,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "meta": {
             "date": dt.date.today().isoformat(),
             "commit": _git("rev-parse", "HEAD"),
+            "gradlab_commit": _git(
+                "log", "-1", "--format=%H", "--", "gradlab"
+            ),  # the last commit that changed gradlab/
             "dirty": bool(_git("status", "--porcelain", "--", "gradlab")),
             "torch": torch.__version__,
             "python": platform.python_version(),
