@@ -28,7 +28,8 @@ Usage::
 
     python benchmarks/advice/run.py              # everything; writes results/<date>.json and the README's table
     python benchmarks/advice/run.py --quick      # a deterministic subset (4 families, gradlab fix on one mutant per operator)
-    python benchmarks/advice/run.py --fix-per-operator 3   # gradlab fix on at most 3 mutants per operator
+    python benchmarks/advice/run.py --fix diagnosed         # (c) only where (a) found a fix (and one check per operator)
+    python benchmarks/advice/run.py --fix-per-operator 3    # (c) on at most 3 mutants per operator
 """
 
 from __future__ import annotations
@@ -75,6 +76,11 @@ CAP = 3
 #: Scripts per oracle or driver process.
 BATCH = 60
 QUICK_FAMILIES = ("actor_critic", "dcgan", "image_cnn", "tbptt_forecaster")
+FIX_SCOPES = {
+    "all": "",
+    "diagnosed": "those diagnosed in (a) and the first undiagnosed mutant of each operator",
+    "none": "none",
+}
 MARK_START, MARK_END = "<!-- results:start -->", "<!-- results:end -->"
 
 
@@ -321,21 +327,32 @@ def judge_gradlab_fix(chosen: list[Outcome], originals: dict[str, oracle.Record]
         o.verified_fits, o.verified_why = judge(originals[o.mutant.family], rec)
 
 
-def choose_for_fix(failing: list[Outcome], per_operator: int | None) -> list[Outcome]:
-    """The mutants ``gradlab fix`` runs on: all, or the first ``per_operator`` of each operator (families in turn)."""
+def choose_for_fix(failing: list[Outcome], scope: str = "all", per_operator: int | None = None) -> list[Outcome]:
+    """The mutants ``gradlab fix`` runs on.
+
+    ``scope`` "all": every failing mutant; "diagnosed": those with a fix in (a) (``gradlab fix``
+    tries the fixes of the diagnosis, so only these can get a verified fix), plus the first
+    undiagnosed mutant of each operator as a check that ``gradlab fix`` has none either.
+    ``per_operator``: at most this many of each operator, spread over the families in turn.
+    """
+    if scope not in ("all", "diagnosed"):
+        raise ValueError(f"scope must be 'all' or 'diagnosed', not {scope!r}")
+    pool = list(failing)
+    if scope == "diagnosed":
+        checks: dict[str, Outcome] = {}
+        for o in failing:
+            if not o.diagnosed:
+                checks.setdefault(o.mutant.operator, o)
+        pool = [o for o in failing if o.diagnosed or checks.get(o.mutant.operator) is o]
     if per_operator is None:
-        return list(failing)
-    by_op: dict[str, list[Outcome]] = {}
-    for o in failing:
-        by_op.setdefault(o.mutant.operator, []).append(o)
+        return pool
+    by_op: dict[str, dict[str, list[Outcome]]] = {}
+    for o in pool:
+        by_op.setdefault(o.mutant.operator, {}).setdefault(o.mutant.family, []).append(o)
     chosen = []
-    for items in by_op.values():
-        # round-robin over families, so that a subset is spread over the scripts
+    for families in by_op.values():
         order: list[Outcome] = []
-        families: dict[str, list[Outcome]] = {}
-        for o in items:
-            families.setdefault(o.mutant.family, []).append(o)
-        while any(families.values()):
+        while any(families.values()):  # round-robin over families, so that a subset is spread over the scripts
             for fam in sorted(families):
                 if families[fam]:
                     order.append(families[fam].pop(0))
@@ -463,8 +480,8 @@ def _git(*args: str) -> str:
 def measure(
     families: Sequence[str] | None = None,
     operators: Sequence[str] | None = None,
+    fix_scope: str = "all",
     fix_per_operator: int | None = None,
-    run_fix: bool = True,
     work: Path | None = None,
 ) -> tuple[list[Outcome], dict[str, oracle.Record]]:
     """Build, validate and judge the mutants; returns every outcome and the originals' records."""
@@ -482,8 +499,8 @@ def measure(
     _say(f"{len(failing)} failing mutants kept")
     diagnose(failing)
     judge_first_fixes(failing, base, work)
-    if run_fix:
-        judge_gradlab_fix(choose_for_fix(failing, fix_per_operator), base, work)
+    if fix_scope != "none":
+        judge_gradlab_fix(choose_for_fix(failing, fix_scope, fix_per_operator), base, work)
     return outcomes, base
 
 
@@ -492,14 +509,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"families {', '.join(QUICK_FAMILIES)} only; gradlab fix on one mutant per operator",
+        help=f"families {', '.join(QUICK_FAMILIES)} only; --fix diagnosed --fix-per-operator 1",
     )
     parser.add_argument("--families", nargs="+", help="only these scripts (stems of scripts/*.py)")
     parser.add_argument("--operators", nargs="+", choices=list(mutations.OPERATORS), help="only these operators")
     parser.add_argument(
         "--fix-per-operator", type=int, help="run gradlab fix on at most this many mutants per operator"
     )
-    parser.add_argument("--no-fix", action="store_true", help="skip (c), gradlab fix")
+    parser.add_argument(
+        "--fix",
+        choices=("all", "diagnosed", "none"),
+        default="all",
+        help="the mutants gradlab fix runs on: all; those diagnosed in (a), plus one undiagnosed per operator; none",
+    )
     parser.add_argument(
         "--keep", type=Path, help="write the mutants and patched copies here (default: a temporary folder)"
     )
@@ -511,10 +533,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     families = list(QUICK_FAMILIES) if args.quick else args.families
     per_op = 1 if args.quick and args.fix_per_operator is None else args.fix_per_operator
+    scope = "diagnosed" if args.quick else args.fix
     start = time.perf_counter()
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-advice-"))
     try:
-        outcomes, _ = measure(families, args.operators, per_op, not args.no_fix, work)
+        outcomes, _ = measure(families, args.operators, scope, per_op, work)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -536,7 +559,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "families": sorted({o.mutant.family for o in outcomes}),
             "operators": {name: op.doc for name, op in mutations.OPERATORS.items()},
             "cap": CAP,
-            "fix_subset": f"at most {per_op} per operator" if per_op is not None else "",
+            "fix_subset": ", ".join(
+                part
+                for part in (
+                    FIX_SCOPES[scope],
+                    f"at most {per_op} per operator" if per_op is not None else "",
+                )
+                if part
+            ),
         },
     }
     result["tables"] = tables(outcomes)
