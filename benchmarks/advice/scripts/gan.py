@@ -30,7 +30,7 @@ class Critic(nn.Module):
         super().__init__()
         self.fc1 = nn.Linear(2, 32)
         self.fc2 = nn.Linear(32, 32)
-        self.out = nn.Linear(32, 1)
+        self.out = nn.Linear(32, 1, bias=False)  # a bias cancels in E[critic(fake)] - E[critic(real)]
 
     def forward(self, x):
         h = torch.tanh(self.fc1(x))
