@@ -158,6 +158,15 @@ UNIT = [
             "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor i in range(2):\n    y = torch.ones(1)\n"
         ],
     ),
+    (  # not data: a call of a model handed to the function, an autograd call, a graph kept on a parameter
+        "inference_data",
+        "def residual(net, x, policy):\n    u = net(x)\n    du = torch.autograd.grad(u.sum(), x)\n"
+        "    loss = torch.stack(policy.saved)\n    noise = torch.randn(x.shape[0])\n",
+        [
+            "def residual(net, x, policy):\n    u = net(x)\n    du = torch.autograd.grad(u.sum(), x)\n"
+            "    loss = torch.stack(policy.saved)\n    with torch.inference_mode():\n        noise = torch.randn(x.shape[0])\n"
+        ],
+    ),
     (
         "param_inplace",
         "def ema():\n    with torch.no_grad():\n        for p in m.parameters():\n            p.clamp_(-1, 1)\n"
@@ -193,7 +202,7 @@ def test_every_operator_has_a_unit_case() -> None:
     assert len(mutations.OPERATORS) >= 10
 
 
-@pytest.mark.parametrize(("operator", "source", "expected"), UNIT, ids=[u[0] for u in UNIT])
+@pytest.mark.parametrize(("operator", "source", "expected"), UNIT, ids=[f"{u[0]}-{i}" for i, u in enumerate(UNIT)])
 def test_an_operator_makes_its_transform_on_a_known_shape(operator: str, source: str, expected: list[str]) -> None:
     assert mutate(operator, source) == expected
 

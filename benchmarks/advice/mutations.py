@@ -509,20 +509,41 @@ def _item_rebuild(requires_grad: bool) -> Callable[[_Source], Iterator[Mutation]
     return find
 
 
+_METADATA = {"shape", "size", "dtype", "device", "ndim"}
+
+
 def _data_statement(s: _Source, stmt: ast.stmt) -> bool:
-    """An assignment outside any loop and class that makes data: it calls functions, no class, no optimizer."""
+    """An assignment outside loops, classes and methods that makes data.
+
+    It calls functions; it builds no model or optimizer; and it computes nothing from a model or a
+    graph handed to its function: no call of one of the function's parameters (``net(x)``), no
+    ``torch.autograd`` call, no attribute of a parameter but its metadata (``x.shape``).
+    """
     if not isinstance(stmt, ast.Assign) or s.in_loop(stmt) is not None:
         return False
     scope = s.enclosing(stmt, (ast.ClassDef, ast.FunctionDef))
     if isinstance(scope, ast.ClassDef) or (scope is not None and isinstance(s.parent.get(scope), ast.ClassDef)):
         return False  # a class body or a method (a forward): not data preparation
+    params = (
+        {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)} if isinstance(scope, ast.FunctionDef) else set()
+    )
     calls = [n for n in ast.walk(stmt.value) if isinstance(n, ast.Call)]
     if not calls:
         return False
     for c in calls:
-        name = _dotted(c.func).split(".")[-1] if _dotted(c.func) else ""
-        if name[:1].isupper() or "optim" in _dotted(c.func) or name in ("parameters", "deepcopy", "requires_grad_"):
+        dotted = _dotted(c.func)
+        name = dotted.split(".")[-1] if dotted else ""
+        if name[:1].isupper() or "optim" in dotted or name in ("parameters", "deepcopy", "requires_grad_"):
             return False
+        if dotted.startswith(("torch.autograd.", "autograd.")) or (
+            isinstance(c.func, ast.Name) and c.func.id in params
+        ):
+            return False
+    for n in ast.walk(stmt.value):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
+            called = isinstance(s.parent.get(n), ast.Call) and s.parent[n].func is n  # type: ignore[attr-defined]
+            if not called and n.attr not in _METADATA:
+                return False
     return True
 
 

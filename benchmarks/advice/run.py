@@ -69,8 +69,10 @@ from tests.corpus.judge import first_fixes  # noqa: E402
 STEPS = 10_000
 #: Seconds one script may run under the oracle or the driver.
 TIMEOUT = 30.0
-#: Seconds one ``gradlab fix`` run of a mutant may take in all (its own runs get ``--timeout 60`` each).
-FIX_TIMEOUT = 900.0
+#: Seconds each run ``gradlab fix`` starts may take (``--timeout``; its default, 60, is too short on a loaded machine).
+FIX_RUN_TIMEOUT = 300
+#: Seconds one ``gradlab fix`` of a mutant may take in all.
+FIX_TIMEOUT = 1800.0
 #: At most this many failing mutants per (family, operator), the first in source order.
 CAP = 3
 #: Scripts per oracle or driver process.
@@ -283,7 +285,17 @@ def run_gradlab_fix(o: Outcome, work: Path) -> Path | None:
     env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "LANGUAGE": "", "PYTHONPATH": str(REPO)}
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "gradlab", "fix", "--apply", "--unsafe", copy.name],
+            [
+                sys.executable,
+                "-m",
+                "gradlab",
+                "fix",
+                "--timeout",
+                str(FIX_RUN_TIMEOUT),
+                "--apply",
+                "--unsafe",
+                copy.name,
+            ],
             cwd=folder,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -350,10 +362,13 @@ def choose_for_fix(failing: list[Outcome], scope: str = "all", per_operator: int
     for o in pool:
         by_op.setdefault(o.mutant.operator, {}).setdefault(o.mutant.family, []).append(o)
     chosen = []
-    for families in by_op.values():
+    for k, families in enumerate(by_op.values()):
+        # round-robin over the families, each operator starting at another, so that a subset is spread over the scripts
+        names = sorted(families)
+        names = names[k % len(names) :] + names[: k % len(names)]
         order: list[Outcome] = []
-        while any(families.values()):  # round-robin over families, so that a subset is spread over the scripts
-            for fam in sorted(families):
+        while any(families.values()):
+            for fam in names:
                 if families[fam]:
                     order.append(families[fam].pop(0))
         chosen += order[:per_operator]
