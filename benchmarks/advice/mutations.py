@@ -140,7 +140,7 @@ class _Source:
             p = self.parent.get(p)
         return p
 
-    def in_loop(self, node: ast.AST) -> ast.AST | None:
+    def in_loop(self, node: ast.AST) -> ast.For | ast.While | None:
         """The innermost loop around ``node`` in the same function (None if none)."""
         p = self.parent.get(node)
         while p is not None and not isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
@@ -308,7 +308,8 @@ class _StripDetach(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         if _is_call_of(node, "detach") and not node.args and not node.keywords:
-            return node.func.value  # type: ignore[attr-defined]
+            assert isinstance(node.func, ast.Attribute)
+            return node.func.value
         return node
 
 
@@ -337,12 +338,13 @@ def _state_detach(s: _Source, stmt: ast.stmt) -> bool:
 def _drop_detach(s: _Source) -> Iterator[Mutation]:
     """``x.detach()`` -> ``x`` anywhere but a loop's state detach (``drop_state_detach`` does those)."""
     for node in ast.walk(s.tree):
-        if not (_is_call_of(node, "detach") and not node.args and not node.keywords):  # type: ignore[attr-defined]
+        if not (isinstance(node, ast.Call) and _is_call_of(node, "detach") and not node.args and not node.keywords):
             continue
         stmt = s.enclosing(node, (ast.stmt,))
         if isinstance(stmt, ast.stmt) and _state_detach(s, stmt):
             continue
-        inner = node.func.value  # type: ignore[attr-defined]
+        assert isinstance(node.func, ast.Attribute)
+        inner = node.func.value
         new = s.segment(inner) if _atomic(inner) else f"({s.segment(inner)})"
         yield s.replace(node, new, f"line {node.lineno}: {s.segment(node)} -> {new}")
 
@@ -426,7 +428,7 @@ def _accumulate_loss(s: _Source) -> Iterator[Mutation]:
                 continue
             loop = s.in_loop(stmt)
             name = call.func.value.id  # type: ignore[attr-defined]
-            if loop is None or name not in _names_bound(loop.body):  # type: ignore[attr-defined]
+            if loop is None or name not in _names_bound(loop.body):
                 continue
             total = f"{name}_total"
             ind = s.indent(stmt.lineno)
