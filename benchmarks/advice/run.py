@@ -129,7 +129,7 @@ class Outcome:
                 "tracked_error": self.tracked_error,
                 "diagnosed": self.diagnosed,
                 "fixes": self.fixes,
-                "first_fix": self.first_fix,
+                "first_fix": portable(self.first_fix),
                 "first_fix_fits": self.first_fix_fits,
                 "first_fix_why": self.first_fix_why,
                 "gradlab_fix_run": self.fix_run,
@@ -142,6 +142,14 @@ class Outcome:
                     "verified_why": self.verified_why,
                 }
         return out
+
+
+def portable(fix: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A driver dump of a fix with each edit's file named by its name alone (the scratch folder is this machine's)."""
+    if fix is None:
+        return None
+    edits = [{**e, "filename": Path(e["filename"]).name} for e in fix.get("edits", [])]
+    return {**fix, "edits": edits}
 
 
 # ---------------------------------------------------------------------------------------------- steps
