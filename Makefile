@@ -15,7 +15,7 @@ PY_TORCH ?= 2.15.0
 # pytest's workers for test-python (PYTEST_WORKERS=0: one process).
 PYTEST_WORKERS ?= auto
 
-.PHONY: setup system-deps lab test test-fast lint test-browser test-torch test-python dist notebooks handout binder bench bench-frameworks \
+.PHONY: setup system-deps lab test test-fast lint test-browser test-torch test-python dist notebooks handout binder bench bench-frameworks bench-advice \
         test-stability lock clean
 
 setup: $(STAMP)
@@ -115,6 +115,10 @@ bench: setup
 # What gradlab's Lightning callback costs (benchmarks/frameworks.py; make bench runs it too).
 bench-frameworks: setup
 	$(BIN)/python benchmarks/frameworks.py
+
+# The bug-injection benchmark of gradlab's advice (benchmarks/advice/README.md); e.g. BENCH_ADVICE_ARGS=--quick.
+bench-advice: setup
+	$(BIN)/python benchmarks/advice/run.py $(BENCH_ADVICE_ARGS)
 
 test-stability: system-deps setup
 	bash tools/test-stability.sh
