@@ -111,7 +111,12 @@ class Context:
     fast_lines: tuple[int, int] | None = None
     fast_text: str | None = None
     other_claims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # what the loop's other losses train, unchanged
+    # the models other losses train through the very steps that use the failing loss's gradient (one summed step)
+    shared: tuple[str, ...] = ()
     detach_lines: tuple[int, ...] = ()  # the statements building ``earlier`` that read ``entry`` undetached
+    # the tensors written after they were saved: (the line that saved each, the expression it reads it by)
+    stale: tuple[tuple[Location, str], ...] = ()
+    after_write: tuple[int, ...] = ()  # the statements to run again after a write (not a step) to read its values
 
     # -- the user's names, or descriptions ----------------------------------------------------------
     @property

@@ -26,7 +26,7 @@ from .loop import LoopIntent, Site, read_site, recorded_intent, site_intent
 from .messages import Message, find
 from .names import framework_backward
 from .saved import Write
-from .source import loop_body_of, next_backward, parse
+from .source import calls_method, loop_body_of, next_backward, parse
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
@@ -347,20 +347,44 @@ def graph_names(namespace: Mapping[str, Any]) -> set[str]:
 def other_claims(facts: Facts, failing_loss: str | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """What each other loss the loop backwards trains as the code stands: the models its graph reaches
     whose optimizer steps on it (read as for the failing loss), for the losses still bound in the frame."""
-    site = facts.site
-    if site is None or facts.backward_line is None or not site.modules:
+    return claims_of_others(facts.site, facts.backward_line, facts.namespace, failing_loss)
+
+
+def claims_of_others(
+    site: Site | None,
+    line: int | None,
+    namespace: Mapping[str, Any],
+    failing_loss: str | None,
+    *,
+    same_steps: bool = False,
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """:func:`other_claims` from the failing function's site, the failing backward's line and the frame's names.
+
+    ``same_steps``: only the losses whose gradients the same optimizer steps use as the failing loss's (no
+    ``step()`` or ``zero_grad()`` between the two backward statements): an actor-critic's two losses summed
+    into one step, not a shared encoder stepped after each of its losses.
+    """
+    if site is None or line is None or not site.modules:
         return ()
     tree = site.tree()
-    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    body = loop_body_of(tree, line) if tree is not None else None
     if body is None and tree is not None:
         body = list(tree.body)
+    body = body or []
+    here = next((k for k, st in enumerate(body) if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
     out: dict[str, tuple[str, ...]] = {}
-    for st in body or []:
+    for k, st in enumerate(body):
+        if same_steps and (
+            here is None
+            or k == here
+            or any(calls_method(b, ("step", "zero_grad")) for b in body[min(k, here) + 1 : max(k, here)])
+        ):
+            continue
         for n in ast.walk(st):
             if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"):
                 continue
             name = ast.unparse(n.func.value)
-            value = facts.namespace.get(name)
+            value = namespace.get(name)
             if name == failing_loss or not isinstance(value, torch.Tensor) or value.grad_fn is None:
                 continue
             leaves = {id(fn.variable) for fn in walk([value.grad_fn]) if hasattr(fn, "variable")}

@@ -34,7 +34,9 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
         claimed = (
             set(prop.reach) & set(intent.trained) if prop.reach is not None else set(dict(fix.claims).get(ctx.loss, ()))
         )
-        given_up = sorted(intended - claimed)
+        # a model another loss of the loop trains is not given up when this loss stops reaching it: an optimizer
+        # stepped after several backwards is not asked to learn from each of them (an actor-critic's two losses)
+        given_up = sorted(intended - claimed - set(ctx.shared))
         extra = sorted(claimed - intended)
         fix = replace(fix, claims=(*claim(ctx, claimed), *ctx.other_claims))
         if given_up:
@@ -54,7 +56,7 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
             )
             if prop.describe or (prop.reach is not None and story_zeroes):
                 # the loop's own words, where the story's (a zero_grad() the code does not have) would be false
-                fix = replace(fix, trains=_trains_text(ctx, claimed))
+                fix = replace(fix, trains=_trains_text(ctx, claimed, prop.reach))
             fitting.append(replace(fix, applicability="machine-applicable" if fix.code is not None else "sentence"))
     ordered = (*fitting, *rest)
     if ctx.intent_note:  # which reading each fix assumes: what ran, not what the source reads
@@ -62,10 +64,11 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
     return ordered
 
 
-def _trains_text(ctx: Context, claimed: set[str]) -> Text:
+def _trains_text(ctx: Context, claimed: set[str], reach: tuple[str, ...] | None = None) -> Text:
     intent = ctx.intent
     trained = join(sorted(claimed), T(" and ")) if claimed else T("nothing")
-    dropped = [m for m in ctx.reach if m not in claimed]
+    # the models the loss still reaches after the fix, whose gradient from it no step uses
+    dropped = [m for m in (ctx.reach if reach is None else reach) if m not in claimed]
     if intent is not None and dropped:
         cleared = []
         for m in dropped:

@@ -179,6 +179,7 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
         if isinstance(key, str) and isinstance(value, torch.optim.Optimizer)
     }
     _held_by_objects(namespace, module_ids, optimizers)
+    _containers(namespace, optimizers)
     kinds = {k: kd for k, v in namespace.items() if isinstance(k, str) and (kd := _kind(v)) is not None}
     site = Site(
         filename=filename,
@@ -228,7 +229,11 @@ def _held_by_objects(
 
 
 def _calls(statements: list[ast.stmt]) -> Iterator[tuple[str, str, int]]:
-    """``(receiver source, method, line)`` of each ``X.step()``/``X.zero_grad()`` call, in order."""
+    """``(receiver source, method, line)`` of each ``X.step()``/``X.zero_grad()`` call, in order.
+
+    A call on the variable of a ``for`` loop over a container (``for opt in optimizers: opt.step()``) has the
+    receiver ``optimizers[*]``: every element of it (``intent_after`` expands it in the frame).
+    """
     for st in statements:
         found = [
             n
@@ -238,9 +243,45 @@ def _calls(statements: list[ast.stmt]) -> Iterator[tuple[str, str, int]]:
             and n.func.attr in ("step", "zero_grad")
             and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         ]
+        over: dict[int, str] = {}  # id of a call on a loop variable -> the container it runs over
+        for loop in (n for n in ast.walk(st) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)):
+            assert isinstance(loop.target, ast.Name)
+            for inner in ast.walk(loop):
+                func = inner.func if isinstance(inner, ast.Call) else None
+                if (
+                    isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id == loop.target.id
+                ):
+                    over[id(inner)] = ast.unparse(loop.iter)
         for n in sorted(found, key=lambda c: (c.lineno, c.col_offset)):
             assert isinstance(n.func, ast.Attribute)
-            yield ast.unparse(n.func.value), n.func.attr, n.lineno
+            receiver = f"{over[id(n)]}[*]" if id(n) in over else ast.unparse(n.func.value)
+            yield receiver, n.func.attr, n.lineno
+
+
+def _elements(container: str, namespace: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The elements of the container ``container`` names, each with the expression that names it
+    (``optimizers[0]``, ``opts['g']``); ``x.values()`` is ``x``'s values. Empty if it names none."""
+    base = container[: -len(".values()")] if container.endswith(".values()") else container
+    value = namespace.get(base) if base in namespace else _resolve(base, namespace)
+    if isinstance(value, (list, tuple)):
+        return [(f"{base}[{i}]", v) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return [(f"{base}[{k!r}]", v) for k, v in value.items()]
+    return []
+
+
+def _containers(namespace: Mapping[str, object], optimizers: dict[str, frozenset[int]]) -> None:
+    """Add the optimizers kept in the frame's lists, tuples and dicts, by index or key (``optimizers[0]``)."""
+    for key, value in namespace.items():
+        if isinstance(key, str) and not key.startswith("_") and isinstance(value, (list, tuple, dict)):
+            for name, inner in _elements(key, namespace):
+                if isinstance(inner, torch.optim.Optimizer):
+                    optimizers.setdefault(name, frozenset(id(p) for g in inner.param_groups for p in g["params"]))
+
+
+_MISSING = object()
 
 
 def _resolve(expr: str, namespace: Mapping[str, Any]) -> Any:
@@ -284,10 +325,25 @@ def intent_after(
         }
     plans: list[Plan] = []
     seen: set[str] = set()
+    calls: list[tuple[str, str, int, Any]] = []
     for receiver, method, line in _calls(after(tree, lineno)):
+        if receiver.endswith("[*]"):  # a loop over a container of optimizers: each of them, in order
+            container = receiver[:-3]
+            base = container[: -len(".values()")] if container.endswith(".values()") else container
+            found = _elements(container, namespace) or [  # a mapping of names (a Site's optimizers)
+                (k, v) for k, v in namespace.items() if isinstance(k, str) and k.startswith(base + "[")
+            ]
+            if found:
+                calls += [(name, method, line, v) for name, v in found]
+                continue
+        calls.append((receiver, method, line, _MISSING))
+    for receiver, method, line, given in calls:
         if receiver in seen:
             continue
-        value = namespace.get(receiver) if receiver in namespace else _resolve(receiver, namespace)
+        if given is not _MISSING:
+            value = given
+        else:
+            value = namespace.get(receiver) if receiver in namespace else _resolve(receiver, namespace)
         if isinstance(value, frozenset):
             params = value
         elif isinstance(value, torch.optim.Optimizer):

@@ -103,6 +103,7 @@ ORDER = (
     "causes.retained_accumulation",
     "causes.attached_output",
     "causes.closure_step",
+    "candidates",
     "causes",
     "advice",
     "explanation",

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..candidates import after_write_lines, general_fixes, stale_reads
 from ..context import CAUSES, Cause, Context
 from ..evidence import (
     Facts,
     Problem,
     Topology,
+    claims_of_others,
     freeing_call,
     from_frame,
     graph_names,
@@ -149,7 +151,10 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     )
 
     base = replace(base, other_claims=other_claims(facts, loss))
+    shared = claims_of_others(facts.site, facts.backward_line, facts.namespace, loss, same_steps=True)
+    base = replace(base, shared=tuple(sorted({m for _loss, models in shared for m in models})))
     if p.kind == "modified_in_place":
+        base = replace(base, stale=stale_reads(graph, p))
         writes = p.writes
         if not writes and p.counter_missed:  # changed behind the counter by a writer gradlab did not see
             return "untracked_write", replace(base, tensor=short_name(p), op=None)
@@ -177,6 +182,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             w = writes[0]
             code = w.location.code if w.location else None
             ctx = replace(base, tensor=short_name(p), op=w.op, code=code, where=w.where, write_at=w.location)
+            ctx = replace(ctx, after_write=after_write_lines(ctx, graph, p, facts))
             fast = fast_context(ctx, w, facts)
             if fast is not None:
                 return "fast_weights_in_place", fast
@@ -262,4 +268,13 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = closure_fixes(ctx)
     else:  # unknown: the two likeliest families, each with what it trains
         proposals = [*in_place_fixes(ctx)[:1], *chained_fixes(ctx, False)[:1], *carried_fixes(ctx)[:1]]
-    return judged(proposals, ctx)
+    return judged(_with_general(proposals, general_fixes(ctx)), ctx)
+
+
+def _with_general(proposals: list[Proposal], general: list[Proposal]) -> list[Proposal]:
+    """The cause's fixes with code, then the general candidates it does not already make, then its sentences
+    (NOTE [Candidates] in :mod:`gradlab.candidates`)."""
+    made = {p.fix.edits for p in proposals if p.fix.edits}
+    extra = [g for g in general if g.fix.edits not in made]
+    coded = [p for p in proposals if p.fix.edits]
+    return [*coded, *extra, *(p for p in proposals if not p.fix.edits)]

@@ -30,7 +30,7 @@ import torch
 from ..advice import message_fixes
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Failure, backward_line_after, leaves_of, torch_alias
+from ..evidence import Failure, backward_line_after, claims_of_others, leaves_of, torch_alias
 from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of, replace_line
 from ..i18n import T
@@ -173,6 +173,12 @@ class PathCut:
         self.exact = False  # the cut statement made the very tensor backward was called on (loss = x.detach())
         self.callee: str | None = None  # a function (a model's forward) on the path whose result left the graph
         self.inside: list[ast.stmt] = []  # its statements that take the result out of the graph (.data, .detach())
+        # a path statement's line (or a block's first line) -> how many steps back from the backward it is
+        self.distance: dict[int, int] = {}
+
+    def nearness(self, line: int) -> int:
+        """How far back from the backward the cut at ``line`` is (0: the backward's own statement)."""
+        return self.distance.get(line, len(self.distance) + 1)
 
     @property
     def found(self) -> bool:
@@ -281,12 +287,14 @@ def path_cut(tree: ast.Module, line: int, models: dict[str, str] | None = None) 
         found = _calls_named(cut.left, EXTRACTIONS)
         cut.left_call = f".{found[0].func.attr}()" if found else None  # type: ignore[attr-defined]
     cut.statements = sorted(path, key=lambda st: st.lineno)
-    for st in cut.statements:  # a block that turns grad off around the path
+    cut.distance = {st.lineno: k for k, st in enumerate(path)}
+    for st in path:  # a block that turns grad off around the path, the one nearest the loss
         for outer in enclosing(tree, st.lineno):
             if isinstance(outer, ast.With) and cut.block is None:
                 call = next((c for item in outer.items if (c := _grad_off(item.context_expr))), None)
                 if call is not None:
                     cut.block, cut.block_call = outer, call
+                    cut.distance[outer.lineno] = cut.distance[st.lineno]
     function = function_of(tree, line)
     if function is not None:
         for dec in function.decorator_list:
@@ -413,6 +421,7 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
     target = _backward_target(here) if here is not None else None
     loss = ast.unparse(target) if target is not None else None
     proposals: list[Proposal] = []
+    nearness: list[int] = []  # how far back from the backward each proposal's cut is
     alias = torch_alias(f.namespace) or "torch"
     base = Context(loss=loss, site=site, backward_line=line)
     if cut.rebuilt is not None and cut.rebuilt.lineno == cut.rebuilt.end_lineno:
@@ -426,6 +435,7 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
         if new is not None:
             reach = _reach_of(f, split_comment(new)[0].split("=", 1)[-1].strip())
             ctx = replace(base, reach=reach, intent=_intent(site, line))
+            nearness.append(cut.nearness(cut.rebuilt.lineno))
             proposals.append(
                 Proposal(
                     Fix(
@@ -448,6 +458,7 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
         if new is not None:
             reach = _reach_of(f, split_comment(new)[0].split("=", 1)[-1].strip())
             ctx = replace(base, reach=reach, intent=_intent(site, line))
+            nearness.append(cut.nearness(cut.left.lineno))
             proposals.append(
                 Proposal(
                     Fix(
@@ -467,7 +478,12 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
             )
     if cut.block is not None:
         edit = _unwrapped(site, cut.block)
-        called = _called_modules(site, cut.block)
+        # what the loss reaches with grad on: the models the block calls, and those its inputs' graphs reach
+        read = sorted(names(cut.block, ast.Load))
+        called = tuple(
+            sorted(set(_called_modules(site, cut.block)) | set(_reach_of(f, ", ".join(read)) if read else ()))
+        )
+        nearness.append(cut.nearness(cut.block.lineno))
         proposals.append(
             Proposal(
                 Fix(
@@ -494,6 +510,7 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
         edit = (
             Edit(site.filename, dec.lineno, dec.end_lineno or dec.lineno, "") if dec.lineno == dec.end_lineno else None
         )
+        nearness.append(cut.nearness(-1))
         proposals.append(
             Proposal(
                 Fix(
@@ -520,6 +537,7 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
             edits.append(Edit(site.filename, st.lineno, st.lineno, indent_of(site, st.lineno) + new) if new else None)
         reach = tuple(sorted({m for st in cut.statements for m in _called_modules(site, st)}))
         whole = tuple(e for e in edits if e is not None) if all(e is not None for e in edits) else ()
+        nearness.append(cut.nearness(-1))
         proposals.append(
             Proposal(
                 Fix(
@@ -536,9 +554,14 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
                 describe=bool(reach),
             )
         )
+    # the cut nearest the loss first (NOTE [The cut on the loss's path]): a no_grad block around the loss's own
+    # statement explains a loss without a graph better than a .detach() further back on one of its inputs
+    proposals = [p for _near, _k, p in sorted((near, k, p) for k, (near, p) in enumerate(zip(nearness, proposals)))]
     # what the loss can reach once it has its graph: the models of the fixes that give it one
     reach = tuple(sorted({m for p in proposals for m in (p.reach or ())}))
     ctx = replace(base, reach=reach, intent=_intent(site, line))
+    shared = claims_of_others(site, line, f.namespace, loss, same_steps=True)
+    ctx = replace(ctx, shared=tuple(sorted({m for _loss, models in shared for m in models})))
     return judged(proposals, ctx)
 
 

@@ -1,0 +1,229 @@
+"""Fixes from general rewrites of the located sites, whatever the cause (NOTE [Candidates]).
+
+A cause explains a failure and writes the fixes that its pattern calls for; it is
+never the only source of fixes. For a tensor autograd saved and something then
+wrote, the sites alone give three rewrites, each checked and run like any fix:
+
+- **a copy where it is saved**: every stale tensor read as ``expr.clone()`` on the
+  line that saved it, all of them in one fix (several tensors one write made
+  stale are fixed together, or the patched run fails on the next one);
+- **recompute after the write**: the statements that built the failing loss from
+  the written tensors run again after the write, in the function that runs both;
+- **move the write after the backward**: when the write is a statement of that
+  function and nothing between it and the backward reads what it writes.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+
+from .context import Context
+from .edits import Edit
+from .evidence import Facts, Problem
+from .fixes import Fix, Proposal, all_edits, claim, edit_at, insert_lines, keeping, span_of, statements_text
+from .graph import Graph
+from .i18n import T, join
+from .location import Location
+from .rewrite import replace_reads, split_comment
+from .source import enclosing_blocks, names, statement_at
+
+__all__ = ["stale_reads", "general_fixes"]
+
+
+def _read(line: str, expr: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(expr)}(?![\w(])", split_comment(line)[0]) is not None
+
+
+def _names_for(given: str | None, short: str | None) -> list[str]:
+    """The expressions a line may read a saved tensor by: its given name (``emb.weight``), its short name, and
+    ``self.<attribute path>`` for a line inside the module's own method (``self.running_std``)."""
+    out = [n for n in (given, short) if n]
+    if given and "." in given:
+        parts = given.split(".")
+        out += [".".join(["self", *parts[k:]]) for k in range(1, len(parts))]
+    return list(dict.fromkeys(out))
+
+
+def stale_reads(graph: Graph, p: Problem) -> tuple[tuple[Location, str], ...]:
+    """Each tensor of the failing graph that was written after it was saved, as (the line that saved it, the
+    expression that line reads it by); empty if one of them cannot be named on its line (a copy of only some
+    would leave the patched run failing on the others)."""
+    out: list[tuple[Location, str]] = []
+    seen: set[tuple[str, int, str]] = set()
+    for s in graph.saved:
+        if s.status != "modified_in_place":
+            continue
+        loc = s.saved_at if s.saved_at is not None else (p.saved_at if s.node_id == p.node_id else None)
+        if loc is None or not loc.code:
+            return ()
+        short = str(s.name).split(" ")[0] if s.name else None
+        expr = next((e for e in _names_for(s.given, short) if _read(loc.code, e)), None)
+        if expr is None:
+            return ()
+        key = (loc.filename, loc.lineno, expr)
+        if key not in seen:
+            seen.add(key)
+            out.append((loc, expr))
+    return tuple(out)
+
+
+def _cloned(line: str, exprs: list[str]) -> str | None:
+    for expr in exprs:
+        new = replace_reads(line, expr, f"{expr}.clone()")
+        if new is None and line.strip().startswith("return "):
+            body, comment = split_comment(line)
+            new = re.sub(rf"(?<![\w.]){re.escape(expr)}(?![\w(])", f"{expr}.clone()", body) + comment
+        if new is None:
+            return None
+        line = new
+    return line
+
+
+def _clone_where_saved(ctx: Context) -> Proposal | None:
+    if not ctx.stale:
+        return None
+    by_line: dict[tuple[str, int], tuple[Location, list[str]]] = {}
+    for loc, expr in ctx.stale:
+        by_line.setdefault((loc.filename, loc.lineno), (loc, []))[1].append(expr)
+    edits: list[Edit | None] = []
+    for loc, exprs in by_line.values():
+        edits.append(edit_at(ctx, loc, _cloned(loc.code, exprs)))
+    found = all_edits(*edits)
+    if not found:
+        return None
+    exprs = sorted({e for _loc, e in ctx.stale})
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "read a copy of {exprs} where the forward saves it ({where}): the write then changes {exprs}, not "
+                "the values autograd saved",
+                exprs=join([f"{e}" for e in exprs], T(" and ")),
+                where=", ".join(loc.where for loc, _ in by_line.values()),
+            ),
+            trains=T(
+                "the same as intended: the gradient of the forward as it ran (the gradient reaches {exprs} through "
+                "the copy); the write still changes {exprs}",
+                exprs=join(exprs, T(" and ")),
+            ),
+            edits=tuple(sorted(found, key=lambda e: e.start)),
+        ),
+    )
+
+
+def after_write_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tuple[int, ...]:
+    """The statements to run again after a write (not an optimizer's step) so the loss reads what it wrote."""
+    from .causes.chained import recompute_lines
+
+    loc = ctx.write_at
+    site = facts.site
+    if loc is None or site is None or loc.filename != site.filename or not site.holds(loc.lineno):
+        return ()
+    return recompute_lines(replace(ctx, step_line=loc.lineno, optimizer=None), graph, p, facts)
+
+
+def _recompute_after_write(ctx: Context) -> Proposal | None:
+    loc, site = ctx.write_at, ctx.site
+    if loc is None or site is None or not ctx.after_write:
+        return None
+    text = statements_text(ctx, ctx.after_write)
+    edit = insert_lines(ctx, loc.lineno, text, after=True) if text else None
+    if edit is None:
+        return None
+    what = ", ".join(site.text(line).strip().split("=")[0].strip() for line in ctx.after_write)
+    return Proposal(
+        Fix(
+            keeps_forward=False,
+            summary=T(
+                "recompute {what} after the write at {where}, so that {loss} is built from the values it wrote",
+                what=what,
+                where=loc.where,
+                loss=ctx.l,
+            ),
+            trains=T("{loss} trains what it reaches, computed from the written values", loss=ctx.l),
+            edits=(edit,),
+            claims=claim(ctx, ctx.reach),
+        ),
+        ctx.reach,
+        True,
+    )
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _written(st: ast.stmt) -> set[str]:
+    """The names whose tensors ``st`` writes: an assignment's targets, an in-place method's receiver."""
+    if isinstance(st, ast.Expr):
+        call = st.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr.endswith("_"):
+            root = _root(call.func.value)
+            return {root} if root else set()
+        return set()
+    targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(st, ast.AugAssign) else []
+    return {r for t in targets for r in [_root(t)] if r}
+
+
+def _move_write(ctx: Context) -> Proposal | None:
+    """The write statement moved to right after the failing backward, when nothing between them reads it."""
+    loc, site, back = ctx.write_at, ctx.site, ctx.backward_line
+    if loc is None or site is None or back is None or loc.filename != site.filename or not site.holds(loc.lineno):
+        return None
+    tree = site.tree()
+    write = statement_at(tree, loc.lineno) if tree is not None else None
+    if write is None or not isinstance(write, (ast.Expr, ast.AugAssign, ast.Assign)) or write.lineno == back:
+        return None
+    block = next((b for b in enclosing_blocks(tree) if write in b), None) if tree is not None else None
+    if block is None:
+        return None
+    later = [st for st in block if st.lineno > write.lineno]
+    backward = next((st for st in later if st.lineno <= back <= (st.end_lineno or st.lineno)), None)
+    if backward is None:
+        return None
+    between = later[: later.index(backward)]
+    written = _written(write)
+    if not written:
+        return None
+    if any(names(st, ast.Load) & written for st in [*between, backward]):
+        return None  # what it writes is read before the backward: moving it changes the forward
+    span = span_of(site, write.lineno)
+    if span is None:
+        return None
+    text = "\n".join(site.text(i).strip() for i in range(span[0], span[1] + 1))
+    insert = insert_lines(ctx, back, text, after=True)
+    if insert is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T("move the write at {where} after {loss}.backward()", where=loc.where, loss=ctx.l),
+            trains=T(
+                "the same as intended: the backward uses the values the forward saved; the write happens after it"
+            ),
+            edits=all_edits(Edit(site.filename, span[0], span[1], ""), insert),
+        ),
+    )
+
+
+def general_fixes(ctx: Context) -> list[Proposal]:
+    """The general candidates for a write to a saved tensor, best first (each only where its rewrite exists)."""
+    found = [_clone_where_saved(ctx), _recompute_after_write(ctx), _move_write(ctx)]
+    return [f for f in found if f is not None]
+
+
+# NOTE [Candidates]
+# Causes were once the only source of fixes, and a fix held only on the pattern its
+# cause was written for: on a script of a new shape the note had a sentence, or a
+# fix that changed the arithmetic. The rewrites here need only the sites (where the
+# tensor was saved and by which expression, where it was written, where the backward
+# is), so they apply to code no cause has seen. They are ranked after the cause's
+# fixes that carry checked code and before those that do not (causes.fixes_for);
+# the judge and gradlab fix's oracles then treat them like any fix: a copy where it
+# is saved keeps the forward (checked bitwise by gradlab fix), a recompute after the
+# write does not and says so, a moved write keeps it only when nothing reads the
+# written tensor before the backward (else it is not offered).
