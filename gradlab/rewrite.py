@@ -591,3 +591,35 @@ def without_detach(statement: str, names: frozenset[str] | set[str]) -> str | No
 
     new = Strip().visit(tree)
     return ast.unparse(new) + comment if changed else None
+
+
+def twin_in_expression(line: str, op: str) -> str | None:
+    """``line`` with its in-place call ``x.op_(...)`` made ``x.op(...)`` where the call's result is used as a value
+    (``y = a / w.exp_()``): None when the statement is the write itself (``w.exp_()``, ``t.mul_(a).add_(b)``),
+    when the call is not there once, or when torch has no out-of-place twin."""
+    body, comment = split_comment(line)
+    indent = body[: len(body) - len(body.lstrip())]
+    if not op.endswith("_") or op.endswith("__") or not _has_method(op[:-1]):
+        return None
+    try:
+        tree = ast.parse(body.strip())
+    except SyntaxError:
+        return None
+    if len(tree.body) != 1:
+        return None
+    st = tree.body[0]
+    top = st.value if isinstance(st, ast.Expr) else None
+    if isinstance(top, ast.Call) and isinstance(top.func, ast.Attribute) and top.func.attr.endswith("_"):
+        return None  # a statement that writes: an update, not a value
+    calls = [
+        n
+        for n in ast.walk(st)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == op and n is not top
+    ]
+    if len(calls) != 1 or calls[0].func.end_col_offset is None:
+        return None
+    stripped = body.strip()
+    end = calls[0].func.end_col_offset
+    if stripped[end - len(op) : end] != op:
+        return None
+    return indent + stripped[: end - 1] + stripped[end:] + comment

@@ -37,7 +37,8 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     "init_views": ("multi_view_in_place", ("gates = self.lstm.bias_ih_l0.chunk(4)", "gates[1].fill_(1.0)"), ()),
     "inference_cache": ("inference_saved", ("with torch.inference_mode():",), (("loss", ("probe",)),)),
     "numpy_log": ("numpy_requires_grad", ("means.append(float(np.mean(pred.numpy())))",), ()),
-    "per_sample_loss": ("non_scalar_output", ("per_sample.backward()",), (("per_sample.mean()", ("net",)),)),
+    # reduced where it is made: per_sample is then the one number the loop backwards
+    "per_sample_loss": ("non_scalar_output", ("per_sample.backward()",), (("per_sample", ("net",)),)),
     "lbfgs_closure": ("graph_freed", ("err.backward()",), (("err", ("curve",)),)),
     "stale_chain": ("graph_freed", ("nll.backward()",), ()),
 }
@@ -82,9 +83,11 @@ def test_the_first_fix_applied_as_printed_trains_what_the_intended_version_train
 def test_a_fix_that_guesses_the_reading_is_not_machine_applicable() -> None:
     """A non-scalar loss: its mean or its sum scale the step differently; neither is applied without the user's word."""
     fixes = gradlab.last_diagnosis(_error("per_sample_loss")).fixes
-    mean, total = fixes[0], fixes[1]
-    assert "mean" in mean.summary and "sum" in total.summary
-    assert mean.applicability == total.applicability == "maybe-incorrect"
+    made, mean, total = fixes[0], fixes[1], fixes[2]
+    assert "where it is computed" in made.summary and "mean" in mean.summary and "sum" in total.summary
+    assert made.applicability == mean.applicability == total.applicability == "maybe-incorrect"
+    # nothing in the code says mean or sum: the first fix says it takes one by default
+    assert "no other term says which" in made.summary
     assert total.lines(first=False)[0].startswith("or ")  # an alternative, worded as one after the first
 
 

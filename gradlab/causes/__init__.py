@@ -22,6 +22,7 @@ in :mod:`gradlab.evidence`).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..candidates import after_write_lines, general_fixes, stale_reads
 from ..context import CAUSES, Cause, Context
@@ -62,6 +63,9 @@ from .same_loss_twice import twice_fixes
 from .stale_forward import snapshot_context, stale_fixes, stale_forward_context
 from .step_before_backward import step_after_fixes, step_too_early
 from .untracked_write import copy_context, target_context, untracked_fixes
+
+if TYPE_CHECKING:
+    from ..recorder import BackwardCall
 
 __all__ = ["Cause", "CAUSES", "Context", "decide", "fixes_for", "cause_sentence"]
 
@@ -170,7 +174,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             if retained is not None:
                 return "retained_accumulation", retained
             if previous_iteration(p, graph, node_id, facts, None):
-                stale = stale_forward_context(base, p, facts)
+                stale = stale_forward_context(base, p, facts, graph)
                 if stale is not None:
                     return "stale_forward", stale
                 return "carried_state", carried_context(base, graph, topo, facts)
@@ -197,7 +201,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     if closure is not None:
         return "closure_step", closure
     call = freeing_call(p, facts)
-    if call is not None and same_root(call, root, failing):
+    if call is not None and (same_root(call, root, failing) or _same_statement_again(call, failing, facts)):
         return "same_loss_twice", replace(base, earlier=loss, earlier_line=in_site(facts, call.location))
     if previous_iteration(p, graph, node_id, facts, call):
         listed = buffer_context(base, graph, facts, call)
@@ -206,7 +210,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         retained = retained_total(base, facts)
         if retained is not None:
             return "retained_accumulation", retained
-        stale = stale_forward_context(base, p, facts) or snapshot_context(base, facts, call)
+        stale = stale_forward_context(base, p, facts, graph) or snapshot_context(base, facts, call)
         if stale is not None:
             return "stale_forward", stale
         kept = kept_attribute(from_frame(base, facts, None), facts) if carried_in_loop(facts) is None else None
@@ -228,6 +232,17 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if steps and steps[0][0] is not None:
             ctx = replace(ctx, optimizer=receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
     return "shared_graph_freed", ctx
+
+
+def _same_statement_again(call: BackwardCall, failing: BackwardCall | None, facts: Facts) -> bool:
+    """The freeing backward is a second copy of the failing statement (``(w * loss).backward()`` twice, each a new
+    product of one graph) on another line, with no optimizer step between: the same loss backwarded twice."""
+    if failing is None or call.location is None or failing.location is None or call is failing:
+        return False
+    a, b = call.location, failing.location
+    if a.filename != b.filename or a.lineno == b.lineno or (a.code or "").strip() != (b.code or "").strip():
+        return False
+    return facts.tracker is None or not steps_between(facts.tracker, call, failing)
 
 
 def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:

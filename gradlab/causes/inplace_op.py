@@ -9,7 +9,7 @@ from ..context import Context
 from ..edits import Edit
 from ..fixes import Fix, Proposal, all_edits, keeping, source_of, write_edit
 from ..i18n import T
-from ..rewrite import ACTIVATION_NAMES, ACTIVATIONS, OP_NAMES, rewrite_in_place
+from ..rewrite import ACTIVATION_NAMES, ACTIVATIONS, OP_NAMES, rewrite_in_place, twin_in_expression
 
 
 def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
@@ -46,6 +46,8 @@ def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
 
 def in_place_fixes(ctx: Context) -> list[Proposal]:
     rewritten = rewrite_in_place(ctx.code, ctx.op) if ctx.code and ctx.op else None
+    if rewritten is None and ctx.code and ctx.op:  # used as a value (y = x * s.exp_()): its twin, in place of it
+        rewritten = twin_in_expression(ctx.code, ctx.op)
     flags = _inplace_flags(ctx) if ctx.op in ACTIVATIONS and not (rewritten and "inplace" in (ctx.code or "")) else ()
     where = T(" at {where}", where=ctx.where) if ctx.where else ""
     op = OP_NAMES.get(ctx.op, ctx.op) if ctx.op else T("the in-place op")

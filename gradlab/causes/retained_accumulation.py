@@ -13,8 +13,9 @@ from ..edits import Edit
 from ..evidence import Facts
 from ..fixes import Fix, Proposal, all_edits, claim, replace_line
 from ..i18n import T
+from ..loop import Site
 from ..rewrite import split_comment
-from ..source import loop_body_of, statement_at
+from ..source import loop_body_of, runs_backward, statement_at
 
 
 def _added_term(st: ast.stmt, total: str) -> tuple[ast.expr, bool] | None:
@@ -83,6 +84,13 @@ def retained_total(base: Context, facts: Facts) -> Context | None:
     return None
 
 
+def _backward_follows(site: Site, line: int) -> bool:
+    """Another backward runs after the statement at ``line`` in the same iteration of its loop."""
+    tree = site.tree()
+    body = loop_body_of(tree, line) if tree is not None else None
+    return bool(body) and any(st.lineno > line and runs_backward(st) for st in body or [])
+
+
 def retained_fixes(ctx: Context) -> list[Proposal]:
     """Backward each iteration's term once (no retain_graph), and keep the running total detached, for the log."""
     total, term, site = ctx.carried, ctx.extra.get("term"), ctx.site
@@ -110,7 +118,10 @@ def retained_fixes(ctx: Context) -> list[Proposal]:
             else:
                 added = f"{alone}.detach() + {total}"
                 added = f"{total} = {added}"
-            keywords = ", ".join(ast.unparse(k) for k in call.keywords if k.arg != "retain_graph")
+            # retain_graph stays when another backward follows in the iteration: it may go through this graph
+            # again (a GAN's generator loss through the discriminator's graph); else the total was its only reason
+            later = _backward_follows(site, ctx.backward_line)
+            keywords = ", ".join(ast.unparse(k) for k in call.keywords if later or k.arg != "retain_graph")
             arguments = ", ".join([*(ast.unparse(a) for a in call.args), *([keywords] if keywords else [])])
             edits = all_edits(
                 replace_line(ctx, ctx.entry_lineno, added + comment),
@@ -122,8 +133,8 @@ def retained_fixes(ctx: Context) -> list[Proposal]:
         Proposal(
             Fix(
                 summary=T(
-                    "backward each iteration's {part} once, without retain_graph, and keep {name} detached, for the "
-                    "log: .grad adds the iterations' gradients up until the step",
+                    "backward each iteration's {part} once and keep {name} detached, for the log: .grad adds the "
+                    "iterations' gradients up until the step",
                     part=part,
                     name=name,
                 ),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import re
+from dataclasses import replace
 
 from ..context import Context
 from ..edits import Edit
@@ -47,6 +49,9 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
             ctx, ctx.earlier_line, with_keyword(ctx.site.text(ctx.earlier_line), "backward", "retain_graph=True")
         )
     once = _deleted(ctx, ctx.backward_line) if ctx.earlier_line not in (None, ctx.backward_line) else None
+    shown = ctx  # the loss as the text names it: (w * loss).backward() keeps its parentheses
+    if ctx.loss is not None and not re.fullmatch(r"[\w.\[\]]+", ctx.loss):
+        shown = replace(ctx, loss=f"({ctx.loss})")
     return [
         keeping(
             ctx,
@@ -54,9 +59,9 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
                 summary=T(
                     "call {loss}.backward() once: delete the second call (the one that failed); the first already "
                     "put {loss}'s gradient into .grad",
-                    loss=ctx.l,
+                    loss=shown.l,
                 ),
-                trains=T("what one backward of {loss} trains: each gradient once", loss=ctx.l),
+                trains=T("what one backward of {loss} trains: each gradient once", loss=shown.l),
                 edits=all_edits(once),
             ),
         ),
@@ -64,8 +69,10 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
             ctx,
             Fix(
                 alternative=True,
-                summary=T("if you mean two backward calls through it, pass retain_graph=True to the first", loss=ctx.l),
-                trains=T("twice the gradient: both backward calls add {loss}'s gradient into .grad", loss=ctx.l),
+                summary=T(
+                    "if you mean two backward calls through it, pass retain_graph=True to the first", loss=shown.l
+                ),
+                trains=T("twice the gradient: both backward calls add {loss}'s gradient into .grad", loss=shown.l),
                 edits=all_edits(retain),
             ),
         ),

@@ -10,19 +10,52 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..context import Context
+from ..edits import Edit
 from ..evidence import Facts, Problem, leaves_below, sequence_of
 from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, statements_text
+from ..graph import Graph, walk
 from ..i18n import T
+from ..internals import node_name
+from ..location import Location
 from ..source import loop_around, loop_body_of, names, preceding, statement_at
 
 if TYPE_CHECKING:
     from ..recorder import BackwardCall
 
 
-def stale_forward_context(base: Context, p: Problem, facts: Facts) -> Context | None:
+def _bound_before_loop(graph: Graph, p: Problem, facts: Facts) -> int | None:
+    """The statement before the loop that binds a tensor of the frame whose graph holds ``p``'s node: the
+    forward's line in the failing function when the node was saved inside a model's ``forward``."""
+    site, line = facts.site, facts.backward_line
+    tree = site.tree() if site is not None else None
+    loop = loop_around(tree, line) if tree is not None and line is not None else None
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    if site is None or tree is None or loop is None or node is None or node.seq is None:
+        return None
+    assigned = set().union(*(names(st, ast.Store) for st in loop.body))
+    for key, value in facts.namespace.items():
+        if not isinstance(key, str) or key in assigned or not isinstance(value, torch.Tensor) or value.grad_fn is None:
+            continue
+        if not any(sequence_of(fn) == node.seq and node_name(fn) == node.name for fn in walk([value.grad_fn])):
+            continue
+        binding = [st for st in preceding(tree, loop.lineno) if key in names(st, ast.Store) and site.holds(st.lineno)]
+        if binding:
+            return binding[-1].lineno
+    return None
+
+
+def stale_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
     """A forward computed before the loop and reused by every iteration: its statement, to move inside."""
-    site, loc = facts.site, p.saved_at
-    if site is None or loc is None or loc.filename != site.filename or facts.backward_line is None:
+    site, saved = facts.site, p.saved_at
+    if site is None or saved is None or facts.backward_line is None:
+        return None
+    # the line of the failing function that ran the forward (the model's call, when the tensor was saved inside it)
+    if saved.filename == site.filename and site.holds(saved.lineno):
+        loc: Location | None = saved
+    else:
+        bound = _bound_before_loop(graph, p, facts)
+        loc = Location(site.filename, bound) if bound is not None else None
+    if loc is None:
         return None
     tree = site.tree()
     if tree is None:
@@ -124,17 +157,41 @@ def stale_fixes(ctx: Context) -> list[Proposal]:
     lines = ctx.recompute_lines or ((ctx.stale_line,) if ctx.stale_line is not None else ())
     text = statements_text(ctx, lines) if lines else None
     edit = insert_lines(ctx, ctx.stale_before, text) if text and ctx.stale_before is not None else None
+    moved = _moved_out(ctx, lines) if edit is not None else ()
     what = ", ".join(t.split("=")[0].strip() for t in text.splitlines() if "=" in t) if text else T("the forward")
     return [
         keeping(
             ctx,
             Fix(
                 summary=T(
+                    "move {what} into the loop, where it is used: each iteration then builds its own graph",
+                    what=what,
+                )
+                if moved
+                else T(
                     "recompute {what} inside the loop, where it is used: each iteration then builds its own graph",
                     what=what,
                 ),
                 trains=T("{loss} trains what it reaches, from a fresh forward at every iteration", loss=ctx.l),
-                edits=all_edits(edit),
+                edits=tuple(sorted((*moved, *all_edits(edit)), key=lambda e: e.start)) if edit else (),
             ),
         ),
     ]
+
+
+def _moved_out(ctx: Context, lines: tuple[int, ...]) -> tuple[Edit, ...]:
+    """The stale statements deleted before the loop, when nothing else reads what they bind before the loop:
+    moved, not copied, so the first iteration does not run the forward twice (nor draw its random numbers twice)."""
+    site, back = ctx.site, ctx.backward_line
+    tree = site.tree() if site is not None else None
+    loop = loop_around(tree, back) if tree is not None and back is not None else None
+    if site is None or tree is None or loop is None:
+        return ()
+    chain = [st for st in preceding(tree, loop.lineno) if st.lineno in lines]
+    if len(chain) != len(lines) or any(not site.holds(st.lineno) for st in chain):
+        return ()
+    stored = set().union(*(names(t, ast.Store) for st in chain for t in ast.walk(st) if isinstance(t, ast.expr)))
+    between = [st for st in preceding(tree, loop.lineno) if st.lineno > min(lines) and st.lineno not in lines]
+    if any(names(st, ast.Load) & stored for st in between):
+        return ()
+    return tuple(Edit(site.filename, st.lineno, st.end_lineno or st.lineno, "") for st in chain)

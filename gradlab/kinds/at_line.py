@@ -11,6 +11,7 @@ non-scalar loss), the fix says which one it takes and is not machine-applicable.
 from __future__ import annotations
 
 import ast
+import linecache
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -23,9 +24,10 @@ from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of
 from ..i18n import T
 from ..judge import judged
-from ..loop import site_intent
+from ..location import Location
+from ..loop import Site, site_intent
 from ..rewrite import split_comment
-from ..source import statement_at
+from ..source import preceding, statement_at
 from .family import BUILDERS
 
 __all__ = ["LOCATORS"]
@@ -122,13 +124,269 @@ def _backward_call(st: ast.stmt) -> ast.Call | None:
     return None
 
 
+_REDUCERS = frozenset({"mean", "sum", "item", "norm", "logsumexp", "max", "min", "amax", "amin", "prod", "trace"})
+
+
+def _reduced(node: ast.expr) -> bool:
+    """``node`` is one number by its form: a constant, a reduction (``x.mean()``, ``torch.sum(x)``), a loss
+    function with its default reduction (``F.mse_loss(a, b)``, not ``reduction="none"``)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return _reduced(node.operand)
+    if not isinstance(node, ast.Call):
+        return False
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    if name in _REDUCERS and not any(k.arg in ("dim", "axis") for k in node.keywords) and len(node.args) <= 1:
+        return (isinstance(node.func, ast.Attribute) and not node.args) or (
+            name in ("sum", "mean") and len(node.args) == 1
+        )
+    return (name.endswith("_loss") or name in ("cross_entropy", "nll_loss")) and not any(
+        k.arg == "reduction" and isinstance(k.value, ast.Constant) and k.value.value == "none" for k in node.keywords
+    )
+
+
+def _reduction_of(tree: ast.AST, near: ast.AST | None) -> str:
+    return _reduction_read(tree, near)[0]
+
+
+def _reduction_read(tree: ast.AST, near: ast.AST | None) -> tuple[str, bool]:
+    """The reduction the code uses for its losses: the one of the terms beside the unreduced one, else the
+    file's most common (``.sum()``/``reduction="sum"`` against ``.mean()``), ``sum`` for a stack of per-step
+    losses (REINFORCE's ``torch.stack(...)``), else ``mean``."""
+
+    def count(node: ast.AST) -> dict[str, int]:
+        """Reductions that make a loss: the outermost ones of a value or of its terms, without a dim."""
+        found = {"mean": 0, "sum": 0}
+        values = [n.value for n in ast.walk(node) if isinstance(n, (ast.Assign, ast.AugAssign, ast.Return)) and n.value]
+        if isinstance(node, ast.expr):
+            values.append(node)
+        for value in values:
+            for term in _operands(value):
+                while isinstance(term, ast.UnaryOp):
+                    term = term.operand
+                if not isinstance(term, ast.Call) or any(k.arg in ("dim", "axis") for k in term.keywords):
+                    continue
+                name = term.func.attr if isinstance(term.func, ast.Attribute) else getattr(term.func, "id", "")
+                method = isinstance(term.func, ast.Attribute) and not term.args and name in found
+                function = name in found and len(term.args) == 1 and not isinstance(term.func, ast.Attribute)
+                torch_call = (  # torch.sum(x), not x.sum(-1)
+                    name in found
+                    and isinstance(term.func, ast.Attribute)
+                    and isinstance(term.func.value, ast.Name)
+                    and term.func.value.id == "torch"
+                    and len(term.args) == 1
+                )
+                if method or function or torch_call:
+                    found[name] += 1
+        for n in ast.walk(node):
+            if isinstance(n, ast.Call):
+                for k in n.keywords:
+                    if k.arg == "reduction" and isinstance(k.value, ast.Constant) and k.value.value in found:
+                        found[k.value.value] += 1
+        return found
+
+    if near is not None:
+        here = count(near)
+        if here["mean"] != here["sum"]:
+            return ("mean" if here["mean"] > here["sum"] else "sum"), True
+        if any(isinstance(n, ast.Call) and ast.unparse(n.func).endswith(("stack", "cat")) for n in ast.walk(near)):
+            return "sum", True
+    total = count(tree)
+    if total["sum"] == total["mean"]:
+        return "mean", False  # nothing says which: the mean, by default
+    return ("sum" if total["sum"] > total["mean"] else "mean"), True
+
+
+def _operands(node: ast.expr) -> list[ast.expr]:
+    """The terms and factors of an arithmetic expression (``a + b * c`` -> a, b, c)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        return [*_operands(node.left), *_operands(node.right)]
+    if isinstance(node, ast.UnaryOp):
+        return _operands(node.operand)
+    return [node]
+
+
+def _scalar(node: ast.expr, namespace: dict[str, object]) -> bool | None:
+    """Whether ``node`` is one number: by its form, or by the frame's value of a name (None: unknown)."""
+    if _reduced(node):
+        return True
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        value = namespace.get(ast.unparse(node))
+        if isinstance(value, torch.Tensor):
+            return value.numel() == 1
+        if isinstance(value, (int, float)):
+            return True
+    return None
+
+
+def _reduce_where_made(f: Failure, name: str) -> tuple[int, str, str, bool] | None:
+    """Where the non-scalar loss ``name`` became several numbers, and that statement with the term reduced:
+    ``(line, new text, reduction)``. Followed through the loss's own statements of the failing function: the
+    term without a reduction beside terms that are one number each (``loss_c = critic(fake) -
+    critic(real).mean()``), else the whole value of the statement that binds it (``recon = (x_hat - x) ** 2``),
+    so that every later use (a ``.item()`` for the log) gets one number too."""
+    site, loc = f.site, f.location
+    tree = site.tree() if site is not None else None
+    if site is None or loc is None or tree is None:
+        return None
+    seen: set[str] = set()
+    line = loc.lineno
+    while name not in seen:
+        seen.add(name)
+        binding = [
+            st
+            for st in preceding(tree, line)
+            if isinstance(st, ast.Assign)
+            and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Name)
+            and st.targets[0].id == name
+        ]
+        if not binding:
+            return _reduce_returned(tree, preceding(tree, line), name, site)
+        st = binding[-1]
+        if st.lineno != st.end_lineno or not site.holds(st.lineno):
+            return None
+        value = st.value
+        terms = _operands(value)
+        kinds = [_scalar(t, f.namespace) for t in terms]
+        loose = [t for t, k in zip(terms, kinds) if k is not True]
+        if len(terms) > 1 and len(loose) == 1 and not isinstance(loose[0], ast.Constant):
+            term = loose[0]
+            if (
+                isinstance(term, ast.Name)
+                and kinds[terms.index(term)] is False
+                and _used_as_number(tree, term.id, loc.lineno)
+            ):
+                # read as one number later too (kl.item() for the log): reduced where it is made
+                inner = _reduce_where_made(replace(f, location=Location(site.filename, st.lineno)), term.id)
+                if inner is not None:
+                    return inner
+            how, known = _reduction_read(tree, value)
+            text = site.text(st.lineno)
+            start, end = term.col_offset, term.end_col_offset or 0
+            wrapped = (
+                ast.unparse(term)
+                if isinstance(term, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+                else f"({ast.unparse(term)})"
+            )
+            return st.lineno, text[:start] + f"{wrapped}.{how}()" + text[end:], how, known
+        how, known = _reduction_read(tree, value)
+        text = site.text(st.lineno)
+        start, end = value.col_offset, value.end_col_offset or 0
+        while text[start - 1 : start] == "(" and text[end : end + 1] == ")":  # (r**2): its own parentheses
+            start, end = start - 1, end + 1
+        simple = isinstance(value, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) or text[start] == "("
+        inner_text = text[start:end]
+        return (
+            st.lineno,
+            text[:start] + (f"{inner_text}.{how}()" if simple else f"({inner_text}).{how}()") + text[end:],
+            how,
+            known,
+        )
+    return None
+
+
+def _used_as_number(tree: ast.Module, name: str, line: int) -> bool:
+    """``name`` is read as one number after ``line``: ``name.item()``, ``float(name)``, ``f"{name}"``."""
+    for n in ast.walk(tree):
+        if getattr(n, "lineno", 0) <= line:
+            continue
+        item = isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "item"
+        if item and ast.unparse(n.func.value) == name:  # type: ignore[attr-defined]
+            return True
+        number = isinstance(n, ast.Call) and ast.unparse(n.func) in ("float", "int") and bool(n.args)
+        if number and ast.unparse(n.args[0]) == name:  # type: ignore[attr-defined]
+            return True
+        if isinstance(n, ast.FormattedValue) and isinstance(n.value, ast.Name) and n.value.id == name:
+            return True
+    return False
+
+
+def _reduce_returned(
+    tree: ast.Module, before: list[ast.stmt], name: str, site: Site
+) -> tuple[int, str, str, bool] | None:
+    """``a, b = helper(...)`` where ``helper`` (a function of the file) ends in ``return x, y``: the element
+    ``name`` receives, reduced in that return statement (``return recon, (beta * kl).sum()``)."""
+    binding = [
+        st
+        for st in before
+        if isinstance(st, ast.Assign)
+        and len(st.targets) == 1
+        and isinstance(st.targets[0], ast.Tuple)
+        and any(isinstance(e, ast.Name) and e.id == name for e in st.targets[0].elts)
+        and isinstance(st.value, ast.Call)
+    ]
+    if not binding:
+        return None
+    st = binding[-1]
+    assert isinstance(st.targets[0], ast.Tuple) and isinstance(st.value, ast.Call)
+    index = next(k for k, e in enumerate(st.targets[0].elts) if isinstance(e, ast.Name) and e.id == name)
+    callee = ast.unparse(st.value.func).rsplit(".", 1)[-1]
+    defs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == callee]
+    if len(defs) != 1:
+        return None
+    returns = [r for r in ast.walk(defs[0]) if isinstance(r, ast.Return)]
+    if len(returns) != 1 or not isinstance(returns[0].value, ast.Tuple):
+        return None
+    ret = returns[0]
+    elts = ret.value.elts  # type: ignore[union-attr]
+    if len(elts) != len(st.targets[0].elts) or ret.lineno != ret.end_lineno or _reduced(elts[index]):
+        return None
+    element = elts[index]
+    how, known = _reduction_read(tree, defs[0])
+    text = (
+        site.text(ret.lineno) if site.holds(ret.lineno) else linecache.getline(site.filename, ret.lineno).rstrip("\n")
+    )
+    start, end = element.col_offset, element.end_col_offset or 0
+    simple = isinstance(element, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+    part = text[start:end]
+    return ret.lineno, text[:start] + (f"{part}.{how}()" if simple else f"({part}).{how}()") + text[end:], how, known
+
+
 def _non_scalar(f: Failure) -> Explanation:
-    """``out.backward()`` on a tensor of several elements: backward its mean, or its sum."""
+    """``out.backward()`` on a tensor of several elements: reduce it where it became several numbers, with the
+    reduction the code uses; or backward its mean, or its sum; ``grad_outputs=`` for ``autograd.grad``."""
     e = _located(f, lambda: T("here: backward of a tensor with more than one element, without gradient="))
     line = _Statement(f)
+    grads = _grad_outputs(f, line)
+    if grads is not None:
+        return replace(e, fixes=(*_judged(f, [grads]), *e.fixes))
     call = _backward_call(line.tree) if line.tree is not None else None
     if call is None or call.args or any(k.arg == "gradient" for k in call.keywords) or line.text is None:
         return e
+    assert isinstance(call.func, ast.Attribute)
+    loss = call.func.value.id if isinstance(call.func.value, ast.Name) else None
+    where = _reduce_where_made(f, loss) if loss is not None else None
+    made: list[Proposal] = []
+    if where is not None and f.site is not None:
+        at, text, how, known = where
+        made.append(
+            Proposal(
+                Fix(
+                    keeps_forward=False,
+                    summary=T(
+                        "reduce the term that has several numbers where it is computed (line {line}), with the "
+                        "{how} your code uses for its other terms: {loss} is then one number everywhere it is used",
+                        line=at,
+                        how=how,
+                        loss=loss,
+                    )
+                    if known
+                    else T(
+                        "reduce it where it is computed (line {line}), with its mean (no other term says which; "
+                        "the sum makes the step grow with the number of elements): {loss} is then one number "
+                        "everywhere it is used",
+                        line=at,
+                        loss=loss,
+                    ),
+                    trains=T("every parameter {loss} reaches, by the gradient of that {how}", loss=loss, how=how),
+                    edits=(Edit(f.site.filename, at, at, text),),
+                ),
+                None,
+                False,
+            )
+        )
     assert isinstance(call.func, ast.Attribute)
     target = ast.get_source_segment(line.text, call.func.value)
     if target is None:
@@ -154,8 +412,45 @@ def _non_scalar(f: Failure) -> Explanation:
             ),
             edits=line.edit(f, new),
         )
+        if made:
+            fix = replace(fix, alternative=True)
         proposals.append(Proposal(replace(fix, claims=_own_claim(f, f"{wrapped}.{how}()", target)), None, False))
-    return replace(e, fixes=(*_judged(f, proposals), *e.fixes))
+    return replace(e, fixes=(*_judged(f, [*made, *proposals]), *e.fixes))
+
+
+def _grad_outputs(f: Failure, line: _Statement) -> Proposal | None:
+    """``torch.autograd.grad(u, x)`` of a non-scalar ``u``: ``grad_outputs=torch.ones_like(u)``, which is the
+    gradient of ``u.sum()``: the derivative of each element of ``u`` by its own input (a PINN's du/dx)."""
+    if line.tree is None or line.text is None:
+        return None
+    call = next(
+        (
+            n
+            for n in ast.walk(line.tree)
+            if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("autograd.grad") and n.args
+        ),
+        None,
+    )
+    if call is None or any(k.arg == "grad_outputs" for k in call.keywords) or len(call.args) > 2:
+        return None
+    alias = ast.unparse(call.func).split(".")[0]
+    output = ast.unparse(call.args[0])
+    end = (call.end_col_offset or 0) - 1  # the closing parenthesis
+    new = line.text[:end] + f", grad_outputs={alias}.ones_like({output})" + line.text[end:]
+    return Proposal(
+        Fix(
+            summary=T(
+                "pass grad_outputs={alias}.ones_like({output}): the gradient of each element of {output} by its "
+                "own input, as {output}.sum() would give",
+                alias=alias,
+                output=output,
+            ),
+            trains=T("the same derivative as of {output}.sum(), with {output} unchanged", output=output),
+            edits=line.edit(f, new),
+        ),
+        None,
+        True,
+    )
 
 
 def _own_claim(f: Failure, loss: str, tensor: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -217,6 +512,9 @@ def _unused_input(f: Failure) -> Explanation:
             else T("here: an input is not used by what is differentiated")
         ),
     )
+    rebuilt = _rebuilt_output(f)
+    if rebuilt:  # the output was rebuilt from a number (torch.tensor(loss.item(), requires_grad=True)): no input is used
+        e = replace(e, fixes=(*rebuilt, *e.fixes))
     if call is None or any(k.arg == "allow_unused" for k in call.keywords):
         return e
     new = ast.Call(call.func, call.args, [*call.keywords, ast.keyword("allow_unused", ast.Constant(True))])
@@ -234,6 +532,21 @@ def _unused_input(f: Failure) -> Explanation:
         edits=line.edit(f, Swap().visit(line.tree)),
     )
     return replace(e, fixes=(*e.fixes[:1], *_judged(f, [Proposal(fix, None, False)]), *e.fixes[1:]))
+
+
+def _rebuilt_output(f: Failure) -> tuple[Fix, ...]:
+    """The fixes of a cut on the differentiated output's path (GL0003's rule, NOTE [The cut on the loss's path])
+    when the path rebuilt it from a number: a leaf that requires grad, so no input reaches it."""
+    from .no_grad_fn import _fixes, path_cut
+
+    site, loc = f.site, f.location
+    tree = site.tree() if site is not None else None
+    if site is None or loc is None or tree is None or loc.filename != site.filename:
+        return ()
+    cut = path_cut(tree, loc.lineno)
+    if cut.rebuilt is None:
+        return ()
+    return tuple(fix for fix in _fixes(f, cut, loc.lineno) if fix.edits)
 
 
 def _hook(f: Failure) -> Explanation:

@@ -31,6 +31,7 @@ from ..location import Location
 from ..rewrite import replace_reads
 from ..source import parse, statement_at
 from .family import BUILDERS
+from .no_grad_fn import _unwrapped
 
 __all__ = ["locate"]
 
@@ -113,6 +114,24 @@ def locate(f: Failure) -> Explanation:
     if site is None:
         return located
     proposals: list[Proposal] = []
+    trained = _trained_blocks(f, entered)
+    if trained:
+        unwrapped = [_unwrapped(site, block) for block in trained]
+        proposals.append(
+            Proposal(
+                Fix(
+                    summary=T(
+                        "take the forward out of the inference_mode() block ({where}): it computes from tensors that "
+                        "require grad, so its result is meant to have a graph",
+                        where=", ".join(Location(site.filename, b.lineno).where for b in trained),
+                    ),
+                    trains=T("what the code means to train: the forward's result keeps its graph to the parameters"),
+                    edits=tuple(e for e in unwrapped if e is not None) if all(unwrapped) else (),
+                ),
+                None,
+                True,
+            )
+        )
     edits = []
     for at in entered:
         line = at.code
@@ -165,6 +184,45 @@ def locate(f: Failure) -> Explanation:
     kept = f.claims()
     fixes = tuple(replace(fix, claims=kept) for fix in judged(proposals, Context(site=site)))
     return replace(located, fixes=(*fixes, *e.fixes))
+
+
+def _trained(value: object, held: frozenset[int]) -> bool:
+    """A tensor that requires grad, a model whose parameters an optimizer holds (``held``: their ids; with no
+    optimizer in the frame, any model with trainable parameters), or a list or dict holding one: what a forward
+    meant to train reads (a frozen encoder's cache is not one)."""
+    if isinstance(value, torch.Tensor):
+        return value.requires_grad
+    if isinstance(value, torch.nn.Module):
+        return any(p.requires_grad and (not held or id(p) in held) for p in value.parameters())
+    if isinstance(value, (list, tuple)):
+        return any(_trained(v, held) for v in value[:16])
+    if isinstance(value, dict):
+        return any(_trained(v, held) for v in list(value.values())[:16])
+    return False
+
+
+def _trained_blocks(f: Failure, entered: list[Location]) -> list[ast.With]:
+    """The ``with torch.inference_mode():`` blocks of the failing function whose statements read a tensor that
+    requires grad or a model with trainable parameters: a forward meant to train, not data."""
+    site = f.site
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None:
+        return []
+    found = []
+    for at in entered:
+        if at.filename != site.filename or not site.holds(at.lineno):
+            continue
+        block = next(
+            (n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno == at.lineno),
+            None,
+        )
+        if block is None:
+            continue
+        read = {n.id for st in block.body for n in ast.walk(st) if isinstance(n, ast.Name)}
+        held = frozenset().union(*site.optimizers.values()) if site.optimizers else frozenset()
+        if any(_trained(f.namespace.get(name), held) for name in read):
+            found.append(block)
+    return found
 
 
 def _line_text(at: Location) -> str:

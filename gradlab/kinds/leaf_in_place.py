@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from collections.abc import Mapping
 from dataclasses import replace
@@ -13,13 +14,13 @@ import torch
 from ..advice import message_fixes
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Failure, resolve_name, torch_alias, var_named
+from ..evidence import Failure, receiver, resolve_name, torch_alias, var_named
 from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of
 from ..i18n import T
 from ..judge import judged
 from ..messages import Message
-from ..rewrite import op_display, rewrite_in_place
+from ..rewrite import op_display, rewrite_in_place, twin_in_expression
 from ..source import calls_method, enclosing_blocks, function_of, runs_backward, statement_at
 
 __all__ = ["explain", "locate", "no_grad_fix"]
@@ -166,6 +167,8 @@ def locate(f: Failure) -> Explanation:
         return e
     target = f.tensors[0] if f.tensors and isinstance(f.tensors[0], torch.Tensor) else None
     name = var_named(f.namespace, lambda t: t is target) if target is not None else None
+    if name is None and f.op:  # the receiver of the write as the line writes it (self.log_std)
+        name = receiver(site.text(loc.lineno), re.escape(f.op)) if f.op.endswith("_") else None
     holders = frozenset().union(*site.optimizers.values()) if site.optimizers else frozenset()
     modules = frozenset().union(*site.modules.values()) if site.modules else frozenset()
     parameter = target is not None and (isinstance(target, torch.nn.Parameter) or id(target) in holders | modules)
@@ -177,6 +180,29 @@ def locate(f: Failure) -> Explanation:
     located = replace(e, spans=(Span(loc, label),))
     ctx = Context(site=site, tensor=name)
     proposals: list[Proposal] = []
+    twin = twin_in_expression(site.text(loc.lineno), f.op) if f.op and st.lineno == st.end_lineno else None
+    read = Edit(site.filename, loc.lineno, loc.lineno, twin) if twin is not None else None
+    if read is not None:  # the in-place call's result is used as a value: its out-of-place twin was meant
+        proposals.append(
+            Proposal(
+                Fix(
+                    summary=T(
+                        "compute {op} out of place where its result is used: the line reads {name}, it need not "
+                        "write it",
+                        op=op_display(f.op or ""),
+                        name=name or T("the tensor"),
+                    ),
+                    trains=T(
+                        "the computation as written, without changing {name}: its gradient flows through the "
+                        "out-of-place op",
+                        name=name or T("the tensor"),
+                    ),
+                    edits=(read,),
+                ),
+                None,
+                True,
+            )
+        )
     wrap = no_grad_fix(f, name, parameter)
     if wrap is not None:
         proposals.append(wrap)

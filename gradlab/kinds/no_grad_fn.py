@@ -39,7 +39,7 @@ from ..location import Location, frame_names
 from ..loop import read_site, site_intent
 from ..messages import Message
 from ..rewrite import EXTRACTIONS, REBUILDS, from_graph, split_comment, without_detach
-from ..source import enclosing, function_of, names, preceding, statement_at
+from ..source import enclosing, function_of, names, parse, preceding, statement_at
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -176,9 +176,10 @@ class PathCut:
         # a path statement's line (or a block's first line) -> how many steps back from the backward it is
         self.distance: dict[int, int] = {}
 
-    def nearness(self, line: int) -> int:
-        """How far back from the backward the cut at ``line`` is (0: the backward's own statement)."""
-        return self.distance.get(line, len(self.distance) + 1)
+    def nearness(self, line: int, block: bool = False) -> int:
+        """How far back from the backward the cut at ``line`` is (0: the backward's own statement), doubled; a
+        grad-off block counts as nearer than a ``.detach()`` on the statement it holds (that detach is the code's)."""
+        return 2 * self.distance.get(line, len(self.distance) + 1) - (1 if block else 0)
 
     @property
     def found(self) -> bool:
@@ -333,7 +334,9 @@ def locate(f: Failure) -> Explanation:
     cut = path_cut(tree, line, models) if tree is not None and line is not None else PathCut()
     if site is None or tree is None or line is None or not cut.found:
         recorded = located_cut(e, f.tensors, f.recorder)
-        return recorded if recorded is not None else e
+        if recorded is None:
+            return e
+        return replace(recorded, fixes=(*_recorded_block_fix(f, tree), *recorded.fixes))
     where = site.filename
     spans: list[Span] = []
     if cut.left is not None and cut.rebuilt is not None and cut.left is not cut.rebuilt:
@@ -397,6 +400,45 @@ def locate(f: Failure) -> Explanation:
     return replace(located, fixes=(*fixes, *e.fixes))
 
 
+def _rebinds_itself(statement: str) -> bool:
+    """``x = x``: a statement that does nothing."""
+    tree = parse(split_comment(statement)[0].strip())
+    st = tree.body[0] if tree is not None and len(tree.body) == 1 else None
+    return (
+        isinstance(st, ast.Assign)
+        and len(st.targets) == 1
+        and ast.unparse(st.targets[0]) == ast.unparse(st.value)
+    )
+
+
+def _recorded_block_fix(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]:
+    """The grad-off block a tracker saw cut the graph, in a caller of the failing function (a helper that calls
+    ``autograd.grad`` run under ``torch.no_grad()``), taken away: its statements run with grad on."""
+    found = f.recorder.cut_for(f.tensors) if f.recorder is not None else None
+    site = f.site
+    if found is None or site is None or tree is None or found[0].location.filename != site.filename:
+        return ()
+    at = found[0].location.lineno
+    block = next((n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno == at), None)
+    call = next((c for item in block.items if (c := _grad_off(item.context_expr))), None) if block else None
+    if block is None or call is None:
+        return ()
+    edit = _unwrapped(site, block)
+    fix = Fix(
+        summary=T(
+            "run the loss's forward and backward with grad on: take them out of the {call} block at {where}",
+            call=call,
+            where=found[0].location.where,
+        ),
+        trains=T(
+            "{loss} then trains the parameters its forward uses, as the optimizer step after it asks",
+            loss=T("the loss"),
+        ),
+        edits=_one(edit),
+    )
+    return judged([Proposal(fix, None, True)], Context(site=site))
+
+
 def _reach_of(f: Failure, source: str) -> tuple[str, ...]:
     """The user's modules the tensors read by ``source`` (an expression of the frame's names) reach."""
     site = f.site
@@ -445,7 +487,11 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
                             where=Location(site.filename, cut.rebuilt.lineno).where,
                         ),
                         trains=_trains(loss, reach),
-                        edits=_one(replace_line(ctx, cut.rebuilt.lineno, new)),
+                        edits=_one(
+                            Edit(site.filename, cut.rebuilt.lineno, cut.rebuilt.lineno, "")
+                            if _rebinds_itself(new)  # loss = loss: the statement goes
+                            else replace_line(ctx, cut.rebuilt.lineno, new)
+                        ),
                     ),
                     reach,
                     False,
@@ -483,7 +529,7 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
         called = tuple(
             sorted(set(_called_modules(site, cut.block)) | set(_reach_of(f, ", ".join(read)) if read else ()))
         )
-        nearness.append(cut.nearness(cut.block.lineno))
+        nearness.append(cut.nearness(cut.block.lineno, block=True))
         proposals.append(
             Proposal(
                 Fix(
