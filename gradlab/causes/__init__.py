@@ -210,7 +210,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         retained = retained_total(base, facts)
         if retained is not None:
             return "retained_accumulation", retained
-        stale = stale_forward_context(base, p, facts, graph) or snapshot_context(base, facts, call)
+        stale = snapshot_context(base, facts, call) or stale_forward_context(base, p, facts, graph)
         if stale is not None:
             return "stale_forward", stale
         kept = kept_attribute(from_frame(base, facts, None), facts) if carried_in_loop(facts) is None else None
