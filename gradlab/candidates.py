@@ -98,7 +98,7 @@ def _clone_where_saved(ctx: Context) -> Proposal | None:
         ctx,
         Fix(
             summary=T(
-                "read a copy of {exprs} where the forward saves it ({where}): the write then changes {exprs}, not "
+                "read a copy of {exprs} where the forward saves it, at {where}: the write then changes {exprs}, not "
                 "the values autograd saved",
                 exprs=join([f"{e}" for e in exprs], T(" and ")),
                 where=", ".join(loc.where for loc, _ in by_line.values()),

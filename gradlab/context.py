@@ -116,6 +116,7 @@ class Context:
     detach_lines: tuple[int, ...] = ()  # the statements building ``earlier`` that read ``entry`` undetached
     # the tensors written after they were saved: (the line that saved each, the expression it reads it by)
     stale: tuple[tuple[Location, str], ...] = ()
+    stale_lines: tuple[int, ...] = ()  # the statements of the file that assign a constant kept on an object
     after_write: tuple[int, ...] = ()  # the statements to run again after a write (not a step) to read its values
 
     # -- the user's names, or descriptions ----------------------------------------------------------

@@ -105,7 +105,20 @@ class Location:
 # or the trainer.fit(...) that ran the framework's backward). A framework's folder is
 # read from its package once it is imported (nothing is imported here); its frames can
 # only run after that.
-_FRAMEWORKS = ("lightning", "pytorch_lightning", "lightning_fabric", "transformers", "accelerate")
+# Libraries whose frames are never the user's line: training frameworks, and the numeric libraries a tensor
+# passes through on its way to an error (np.sum of a list of tensors calls .numpy() inside numpy).
+_FRAMEWORKS = (
+    "lightning",
+    "pytorch_lightning",
+    "lightning_fabric",
+    "transformers",
+    "accelerate",
+    "numpy",
+    "scipy",
+    "pandas",
+    "matplotlib",
+    "sklearn",
+)
 
 
 def _framework_file(filename: str) -> bool:

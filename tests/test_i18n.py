@@ -708,10 +708,11 @@ def test_the_shipped_catalog_joins_an_intent_to_its_fix(monkeypatch: pytest.Monk
     )
     assert first_line(named, code_first).startswith("如果 loss_2 不该训练 n_1，就 ref 是循环里的常量（")
     twice = T(
-        "call {loss}.backward() once; if you need two backward calls through it, pass retain_graph=True to the first",
+        "call {loss}.backward() once: delete the second call (the one that failed); the first already "
+        "put {loss}'s gradient into .grad",
         loss=unnamed.l,
     )
-    assert str(twice).startswith("只对出错的损失调用一次 backward()；")
+    assert str(twice).startswith("只对出错的损失调用一次 backward()，删掉第二次调用")
 
 
 # -- the command line in both languages -----------------------------------------------------------

@@ -41,6 +41,18 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     "per_sample_loss": ("non_scalar_output", ("per_sample.backward()",), (("per_sample", ("net",)),)),
     "lbfgs_closure": ("graph_freed", ("err.backward()",), (("err", ("curve",)),)),
     "stale_chain": ("graph_freed", ("nll.backward()",), ()),
+    # numpy converts the tensors of a list it is given: each element detached in the comprehension
+    "numpy_list_sum": ("numpy_requires_grad", ("mean = np.sum([w * x for w, x in zip([1, 1, 1], losses)]) / 3",), ()),
+    # a step decorated with @torch.no_grad() calls the closure: @torch.enable_grad() on the closure
+    "closure_no_grad_step": ("no_grad_fn", ("loss.backward()",), ()),
+    # a term without its reduction returned by a helper: reduced in the helper's return, as the log reads it too
+    "kl_term_unreduced": ("non_scalar_output", ("loss.backward()",), ()),
+    # inference_mode around a layer whose weights the optimizer holds: the block goes, not into no_grad
+    "inference_forward_trained": ("inference_saved", ("with torch.inference_mode():",), ()),
+    # autograd.grad of a field with one value per point: grad_outputs=ones_like (the derivative of its sum)
+    "grad_of_field": ("non_scalar_output", ("du = torch.autograd.grad(u, x, create_graph=True)[0]",), ()),
+    # an in-place exp_() whose result is only read: its out-of-place twin
+    "leaf_exp_in_expression": ("leaf_in_place", ("return self.lin(x) / self.log_scale.exp_()",), ()),
 }
 
 

@@ -60,7 +60,7 @@ from .inplace_op import in_place_fixes
 from .list_never_cleared import buffer_context, buffered_fixes
 from .retained_accumulation import retained_fixes, retained_total
 from .same_loss_twice import twice_fixes
-from .stale_forward import snapshot_context, stale_fixes, stale_forward_context
+from .stale_forward import kept_constant_context, snapshot_context, stale_fixes, stale_forward_context
 from .step_before_backward import step_after_fixes, step_too_early
 from .untracked_write import copy_context, target_context, untracked_fixes
 
@@ -210,7 +210,11 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         retained = retained_total(base, facts)
         if retained is not None:
             return "retained_accumulation", retained
-        stale = snapshot_context(base, facts, call) or stale_forward_context(base, p, facts, graph)
+        stale = (
+            snapshot_context(base, facts, call)
+            or stale_forward_context(base, p, facts, graph)
+            or kept_constant_context(base, p, facts, graph)
+        )
         if stale is not None:
             return "stale_forward", stale
         kept = kept_attribute(from_frame(base, facts, None), facts) if carried_in_loop(facts) is None else None

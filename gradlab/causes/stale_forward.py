@@ -4,6 +4,8 @@ the loop's own forward kept from before it); its fixes."""
 from __future__ import annotations
 
 import ast
+import types
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -17,6 +19,7 @@ from ..graph import Graph, walk
 from ..i18n import T
 from ..internals import node_name
 from ..location import Location
+from ..rewrite import detached_value
 from ..source import loop_around, loop_body_of, names, preceding, statement_at
 
 if TYPE_CHECKING:
@@ -152,6 +155,8 @@ def _constant(ctx: Context) -> list[Proposal]:
 
 
 def stale_fixes(ctx: Context) -> list[Proposal]:
+    if ctx.snapshot is not None and ctx.kept_at is not None:
+        return kept_constant_fixes(ctx)
     if ctx.snapshot is not None:
         return _constant(ctx)
     lines = ctx.recompute_lines or ((ctx.stale_line,) if ctx.stale_line is not None else ())
@@ -195,3 +200,111 @@ def _moved_out(ctx: Context, lines: tuple[int, ...]) -> tuple[Edit, ...]:
     if any(names(st, ast.Load) & stored for st in between):
         return ()
     return tuple(Edit(site.filename, st.lineno, st.end_lineno or st.lineno, "") for st in chain)
+
+
+_NOT_HOLDERS = (
+    types.ModuleType,
+    type,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    torch.Tensor,
+    str,
+    bytes,
+    int,
+    float,
+)
+
+
+def _held_tensors(namespace: Mapping[str, object]) -> Iterator[tuple[str, str, torch.Tensor]]:
+    """Tensors with a graph kept on the frame's objects, two attributes deep (``self.net.latent_avg``): the
+    dotted name, the attribute's own name and the tensor."""
+    for key, value in sorted(namespace.items(), key=lambda kv: kv[0] != "self"):  # the method's own object first
+        if not isinstance(key, str) or key.startswith("_") or isinstance(value, _NOT_HOLDERS):
+            continue
+        try:
+            first = list(vars(value).items())
+        except TypeError:
+            continue
+        for attr, inner in first:
+            if not isinstance(attr, str) or attr.startswith("_"):
+                continue
+            if isinstance(inner, torch.Tensor):
+                yield f"{key}.{attr}", attr, inner
+                continue
+            try:
+                second = list(vars(inner).items()) if not isinstance(inner, _NOT_HOLDERS) else []
+            except TypeError:
+                continue
+            for name, tensor in second:
+                if isinstance(name, str) and not name.startswith("_") and isinstance(tensor, torch.Tensor):
+                    yield f"{key}.{attr}.{name}", name, tensor
+
+
+def kept_constant_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
+    """A tensor computed once (in a constructor: an estimated average latent) and kept on an object, whose graph
+    every iteration's loss goes through: no optimizer holds the parameters of that graph, so it is a constant of
+    the loop; the statement of the file that assigns it is where it is detached."""
+    site = facts.site
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or node is None or node.seq is None:
+        return None
+    held: frozenset[int] = frozenset().union(*site.optimizers.values()) if site.optimizers else frozenset()
+    if facts.tracker is not None:
+        held |= frozenset().union(*(e.params for e in facts.tracker.optimizer_calls if e.kind == "step"))
+    for dotted, attr, tensor in _held_tensors(facts.namespace):
+        fn = tensor.grad_fn
+        if fn is None or not any(sequence_of(g) == node.seq and node_name(g) == node.name for g in walk([fn])):
+            continue
+        leaves, _ = leaves_below(fn)
+        if leaves & held:
+            continue  # an optimizer trains what it was computed from: not a constant
+        where = [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Attribute)
+            and n.targets[0].attr == attr
+            and n.lineno == n.end_lineno
+        ]
+        if any(
+            isinstance(r, ast.Attribute) and r.attr == attr and isinstance(r.ctx, ast.Load)
+            for n in where
+            for r in ast.walk(n.value)
+        ):
+            continue  # built from itself (self.queue = cat([k, self.queue])): state carried across iterations
+        if 0 < len(where) <= 3:  # every statement that assigns it (a detach of a loaded tensor changes nothing)
+            lines = tuple(n.lineno for n in where)
+            return replace(
+                base, snapshot=dotted, snapshot_line=None, kept_at=Location(site.filename, lines[0]), stale_lines=lines
+            )
+    return None
+
+
+def kept_constant_fixes(ctx: Context) -> list[Proposal]:
+    """Detach, where it is assigned, a tensor kept on an object whose graph no optimizer trains."""
+    loc, site = ctx.kept_at, ctx.site
+    if loc is None or site is None or ctx.snapshot is None:
+        return []
+    edits: list[Edit | None] = []
+    for line in ctx.stale_lines or (loc.lineno,):
+        text = site.text(line)
+        new = detached_value(text.strip())
+        edits.append(Edit(loc.filename, line, line, text[: len(text) - len(text.lstrip())] + new) if new else None)
+    fix = Fix(
+        summary=T(
+            "{name} is a constant of the loop (computed once, from parameters no optimizer holds): detach it where "
+            "it is assigned ({where})",
+            name=ctx.snapshot,
+            where=", ".join(Location(loc.filename, line).where for line in ctx.stale_lines or (loc.lineno,)),
+        ),
+        trains=T(
+            "{loss} trains what it reaches through each iteration's own forward; {name} takes no part in backward",
+            loss=ctx.l,
+            name=ctx.snapshot,
+        ),
+        edits=all_edits(*edits),
+    )
+    return [keeping(ctx, fix)]

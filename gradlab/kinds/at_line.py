@@ -105,7 +105,15 @@ def _numpy(f: Failure) -> Explanation:
         }
     )
     if not ends:
-        return e
+        implicit = _numpy_arguments(f, st, text) if st is not None and st.lineno == st.end_lineno else None
+        if implicit is None:
+            return e
+        fix = Fix(
+            summary=T("take the values out of the graph first: .detach() the tensors numpy is given"),
+            trains=T("the same as intended: the numbers leave the graph; every loss trains what it trained"),
+            edits=(Edit(site.filename, loc.lineno, loc.lineno, implicit),),
+        )
+        return replace(e, fixes=(*_judged(f, [Proposal(fix, None, True)]), *e.fixes))
     for end in reversed(ends):  # col offsets are in bytes of the line's UTF-8
         raw = text.encode("utf-8")
         text = (raw[:end] + b".detach()" + raw[end:]).decode("utf-8")
@@ -115,6 +123,55 @@ def _numpy(f: Failure) -> Explanation:
         edits=(Edit(site.filename, loc.lineno, loc.lineno, text),),
     )
     return replace(e, fixes=(*_judged(f, [Proposal(fix, None, True)]), *e.fixes))
+
+
+def _graph_tensors(value: object) -> bool:
+    """A tensor with a graph, or a list or tuple holding one."""
+    if isinstance(value, torch.Tensor):
+        return value.requires_grad
+    return isinstance(value, (list, tuple)) and any(_graph_tensors(v) for v in value[:64])
+
+
+def _numpy_arguments(f: Failure, st: ast.stmt, text: str) -> str | None:
+    """The line with ``.detach()`` on the tensors a numpy function is given (``np.sum([x * y for x, y in
+    zip(n, losses)])`` converts each tensor with ``.numpy()`` inside numpy): a name that holds a tensor with a
+    graph, or the element of a comprehension over one; None when there is none to detach."""
+    import numpy
+
+    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    spots: list[tuple[int, int, str]] = []  # (start, end, replacement) in the line's columns
+    for call in (n for n in ast.walk(st) if isinstance(n, ast.Call)):
+        root = call.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not (isinstance(root, ast.Name) and root.id in aliases):
+            continue
+        for arg in call.args:
+            if (
+                isinstance(arg, ast.Name)
+                and _graph_tensors(f.namespace.get(arg.id))
+                and isinstance(f.namespace.get(arg.id), torch.Tensor)
+            ):
+                spots.append((arg.col_offset, arg.end_col_offset or 0, f"{arg.id}.detach()"))
+            elif isinstance(arg, (ast.ListComp, ast.GeneratorExp)):
+                iters = {n.id for g in arg.generators for n in ast.walk(g.iter) if isinstance(n, ast.Name)}
+                if any(_graph_tensors(f.namespace.get(name)) for name in iters):
+                    elt = arg.elt
+                    part = ast.unparse(elt)
+                    simple = isinstance(elt, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+                    spots.append(
+                        (
+                            elt.col_offset,
+                            elt.end_col_offset or 0,
+                            f"{part}.detach()" if simple else f"({part}).detach()",
+                        )
+                    )
+    if not spots:
+        return None
+    raw = text.encode("utf-8")
+    for start, end, new in sorted(spots, reverse=True):
+        raw = raw[:start] + new.encode("utf-8") + raw[end:]
+    return raw.decode("utf-8")
 
 
 def _backward_call(st: ast.stmt) -> ast.Call | None:
@@ -513,7 +570,9 @@ def _unused_input(f: Failure) -> Explanation:
         ),
     )
     rebuilt = _rebuilt_output(f)
-    if rebuilt:  # the output was rebuilt from a number (torch.tensor(loss.item(), requires_grad=True)): no input is used
+    if (
+        rebuilt
+    ):  # the output was rebuilt from a number (torch.tensor(loss.item(), requires_grad=True)): no input is used
         e = replace(e, fixes=(*rebuilt, *e.fixes))
     if call is None or any(k.arg == "allow_unused" for k in call.keywords):
         return e

@@ -332,11 +332,15 @@ def locate(f: Failure) -> Explanation:
         if isinstance(k, str) and isinstance(v, torch.nn.Module) and not k.startswith("_")
     }
     cut = path_cut(tree, line, models) if tree is not None and line is not None else PathCut()
+    closure = _closure_fix(f, tree, line) if tree is not None and line is not None and not cut.found else ()
+    if closure and site is not None and line is not None:  # located at the closure's backward, not a cut elsewhere
+        label = T("here: this closure runs inside an optimizer step that turns grad off")
+        return replace(e, spans=(Span(Location(site.filename, line), label),), fixes=(*closure, *e.fixes))
     if site is None or tree is None or line is None or not cut.found:
         recorded = located_cut(e, f.tensors, f.recorder)
         if recorded is None:
-            return e
-        return replace(recorded, fixes=(*_recorded_block_fix(f, tree), *recorded.fixes))
+            return replace(e, fixes=(*closure, *e.fixes))
+        return replace(recorded, fixes=(*closure, *_recorded_block_fix(f, tree), *recorded.fixes))
     where = site.filename
     spans: list[Span] = []
     if cut.left is not None and cut.rebuilt is not None and cut.left is not cut.rebuilt:
@@ -404,11 +408,50 @@ def _rebinds_itself(statement: str) -> bool:
     """``x = x``: a statement that does nothing."""
     tree = parse(split_comment(statement)[0].strip())
     st = tree.body[0] if tree is not None and len(tree.body) == 1 else None
-    return (
-        isinstance(st, ast.Assign)
-        and len(st.targets) == 1
-        and ast.unparse(st.targets[0]) == ast.unparse(st.value)
+    return isinstance(st, ast.Assign) and len(st.targets) == 1 and ast.unparse(st.targets[0]) == ast.unparse(st.value)
+
+
+def _closure_fix(f: Failure, tree: ast.Module, line: int) -> tuple[Fix, ...]:
+    """The failing backward runs in a closure handed to an optimizer's ``step`` (``optimizer.step(closure)``), and a
+    step decorated with ``@torch.no_grad()`` calls it with grad off (Lightning's closure through a custom
+    optimizer): ``@torch.enable_grad()`` on the closure, as torch's own optimizers do around their closure call."""
+    site = f.site
+    function = function_of(tree, line)
+    if site is None or function is None or function.decorator_list or not site.holds(function.body[0].lineno):
+        return ()
+    handed = any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "step"
+        and any(isinstance(a, ast.Name) and a.id == function.name for a in (*n.args, *(k.value for k in n.keywords)))
+        for n in ast.walk(tree)
     )
+    if not handed:
+        return ()
+    alias = torch_alias(f.namespace) or "torch"
+    indent = indent_of(site, function.lineno) if site.holds(function.lineno) else None
+    if indent is None:
+        text = linecache_line(site.filename, function.lineno)
+        indent = text[: len(text) - len(text.lstrip())]
+    fix = Fix(
+        summary=T(
+            "run the closure with grad on: put @{alias}.enable_grad() on {name}(); the optimizer's step calls it "
+            "with grad off (its update runs under no_grad)",
+            alias=alias,
+            name=function.name,
+        ),
+        trains=T("what the closure's loss reaches, as the step that calls it asks"),
+        edits=(Edit(site.filename, function.lineno, function.lineno - 1, f"{indent}@{alias}.enable_grad()"),),
+    )
+    return tuple(
+        replace(x, claims=x.claims or f.claims()) for x in judged([Proposal(fix, None, True)], Context(site=site))
+    )
+
+
+def linecache_line(filename: str, line: int) -> str:
+    import linecache
+
+    return linecache.getline(filename, line).rstrip("\n")
 
 
 def _recorded_block_fix(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]:
@@ -436,7 +479,9 @@ def _recorded_block_fix(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]:
         ),
         edits=_one(edit),
     )
-    return judged([Proposal(fix, None, True)], Context(site=site))
+    return tuple(
+        replace(x, claims=x.claims or f.claims()) for x in judged([Proposal(fix, None, True)], Context(site=site))
+    )
 
 
 def _reach_of(f: Failure, source: str) -> tuple[str, ...]:

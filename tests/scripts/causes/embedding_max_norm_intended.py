@@ -1,0 +1,15 @@
+import torch
+from torch import nn
+
+torch.manual_seed(71)
+emb = nn.Embedding(10, 3, max_norm=1.0)
+head = nn.Linear(3, 1)
+opt = torch.optim.SGD([*emb.parameters(), *head.parameters()], lr=0.1)
+ids = torch.tensor([1, 2, 4, 5])
+for _ in range(3):
+    scores = emb.weight.clone() @ head.weight.t()  # as torch's documentation of max_norm says
+    out = emb(ids)
+    loss = (out @ head.weight.t()).sum() + scores.pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()

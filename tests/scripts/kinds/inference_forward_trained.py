@@ -1,0 +1,16 @@
+"""A layer of the model's own forward run under torch.inference_mode() by mistake: its weights are trained."""
+
+import torch
+from torch import nn
+
+torch.manual_seed(53)
+first, second = nn.Linear(4, 8), nn.Linear(8, 1)
+opt = torch.optim.SGD([*first.parameters(), *second.parameters()], lr=0.1)
+x, y = torch.randn(10, 4), torch.randn(10, 1)
+for _ in range(3):
+    with torch.inference_mode():
+        h = torch.relu(first(x))
+    loss = nn.functional.mse_loss(second(h), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
