@@ -598,7 +598,7 @@ def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
     """
     frame = sys._getframe(1)
     scope = active()
-    cut = no_graph_diagnosis(output, scope._recording() if scope is not None else None)
+    cut = no_graph_diagnosis(output, scope._recorder() if scope is not None else None)
     if cut is not None:
         return cut
     graph, recording = collect_active(output, names)

@@ -22,10 +22,10 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .events import Event
 from .grads import GradReport
 from .i18n import _, _t, language, set_language
 from .notices import GradlabWarning
-from .recorder import Event
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -126,7 +126,7 @@ class Packed:
             self.fn_seq: int | None = None
             self.source: weakref.ref[torch.Tensor] | None = None
             return
-        self.tensor = tensor.detach()
+        self.tensor = _detach(tensor)
         self.requires_grad = True  # a tensor with a grad_fn requires grad
         self.output_nr = tensor.output_nr
         self.is_view = internals.is_view(tensor)
@@ -160,6 +160,9 @@ class Packed:
 
 
 _version = internals.version
+# torch's own detach, taken when gradlab is imported (before any tracker wraps Tensor.detach):
+# a save is not one of the user's cuts (NOTE [Cuts] in writes.py), and the wrapper costs a microsecond.
+_detach = torch.Tensor.detach
 _names_by_type: dict[type, str] = {}
 
 

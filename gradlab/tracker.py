@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from . import messages, session, writes
+from .cuts import Views
+from .events import Event, EventKind
 from .i18n import _, _t
 from .location import Location, frame_names
 from .names import NamesLike, modules_in
 from .notices import diagnosis_failed, warn_once
-from .recorder import BackwardCall, Event, EventKind, Recorder, Scope, events_of, name_logged, pending_names
+from .recorder import BackwardCall, Recorder, Scope
 
 if TYPE_CHECKING:
     from .diagnosis import Diagnosis
@@ -63,31 +65,31 @@ class Tracker(Scope):
     # -- what was recorded -------------------------------------------------------------------------
     @property
     def events(self) -> deque[Event]:
-        """The log, oldest first: at most ``MAX_EVENTS`` of the latest events."""
-        return events_of(self._entries)
+        """The log, oldest first: at most ``MAX_EVENTS`` of the latest events (each built once, when first read)."""
+        return self._log.events()
 
     @property
     def writes(self) -> list[Event]:
         """The in-place writes to saved tensors seen so far."""
-        return [e for e in self.events if e.kind == "write"]
+        return [e for e in self._log.events() if e.kind == "write"]
 
     @property
     def history(self) -> list[BackwardCall]:
-        """The latest backward calls (at most ``Recorder.HISTORY``), oldest first."""
-        recorder = self._recording()
+        """The latest backward calls (at most ``Backwards.HISTORY``), oldest first."""
+        recorder = self._recorder()
         return list(recorder.history) if recorder is not None else []
 
     @property
     def steps(self) -> list[tuple[int, Location | None, str]]:
         """The latest optimizer steps: (event index at the step's end, the user's line, the optimizer's class)."""
-        recorder = self._recording()
+        recorder = self._recorder()
         return recorder.steps if recorder is not None else []
 
     @property
     def calls(self) -> list[BackwardCall]:
-        """The latest backward calls that freed a graph (at most ``Recorder.RECENT_CALLS``), oldest first."""
-        recorder = self._recording()
-        return [call for _, call in recorder.recent] if recorder is not None else []
+        """The latest backward calls that freed a graph (at most ``Backwards.RECENT_CALLS``), oldest first."""
+        recorder = self._recorder()
+        return recorder.backwards.calls() if recorder is not None else []
 
     def stats(self) -> dict[str, int]:
         """How much the recording holds now: for tests, benchmarks and the curious.
@@ -110,9 +112,9 @@ class Tracker(Scope):
             >>> inside["saved"], inside["backward_calls"], tracker.stats()["registry_records"]
             (1, 1, 0)
         """
-        recorder = self._recording()
+        recorder = self._recorder()
         stats = recorder.stats() if recorder is not None else Recorder(self).stats()
-        stats["names_pending"] = pending_names(self._entries)
+        stats["names_pending"] = self._log.pending_names()
         return stats
 
     def check(
@@ -127,33 +129,36 @@ class Tracker(Scope):
         from .graph import collect
 
         frame = frame if frame is not None else sys._getframe(1)
-        cut = no_graph_diagnosis(output, self._recording())
+        recorder = self._recorder()
+        cut = no_graph_diagnosis(output, recorder)
         if cut is not None:
             return cut
-        return check_graph(collect(output, self.namer(names), tracker=self), tracker=self._recording(), frame=frame)
+        return check_graph(collect(output, self.namer(names), tracker=self), tracker=recorder, frame=frame)
 
     def diagnosis_for(self, error: BaseException) -> Diagnosis | None:
         """The diagnosis attached to ``error`` when a backward raised it under this tracker."""
-        recorder = self._recording()
-        for key, text, diag in reversed(recorder.diagnoses if recorder is not None else ()):
-            if key == id(error) and text == str(error):
-                found: Diagnosis = diag
-                return found
-        return None
+        found: Diagnosis | None = _attached(error, self._recorder(), _DIAGNOSIS)
+        return found
+
+    def explanation_for(self, error: BaseException) -> Explanation | None:
+        """The located explanation attached to ``error`` (a backward without graph under this tracker), if any."""
+        found: Explanation | None = _attached(error, self._recorder(), _EXPLANATION)
+        return found
 
     def __repr__(self) -> str:
         state = "active" if self.active else "closed"
-        return f"<gradlab tracker, {state}, {len(self._entries)} events>"
+        return f"<gradlab tracker, {state}, {len(self._log)} events>"
 
     # -- a failing backward ------------------------------------------------------------------------
-    def _on_failure(self, e: RuntimeError, roots: list[Any], call: BackwardCall, frame: FrameType | None) -> None:
+    def _on_failure(
+        self, e: RuntimeError, found: messages.Message, roots: list[Any], call: BackwardCall, frame: FrameType | None
+    ) -> None:
         """Attach the diagnosis to ``e`` as a note (once) and take gradlab's hook frames out of its traceback."""
-        recorder = self._recorder
+        recorder = self._joined
         try:
-            if recorder is None or any(key == id(e) for key, _, _ in recorder.diagnoses):
+            if recorder is None or _DIAGNOSIS in e.__dict__:
                 return  # a nested backward already annotated this exception
-            found = messages.find(e)
-            if found is not None and found.kind == "no_grad_fn":
+            if found.kind == "no_grad_fn":
                 self._note_cut(recorder, e, roots)
                 return
             try:
@@ -161,8 +166,7 @@ class Tracker(Scope):
             except Exception as err:  # never replace the user's error with ours, but say once why no note
                 diagnosis_failed(err)
                 return
-            recorder.diagnoses.append((id(e), str(e), diag))
-            e.__dict__["_gradlab_diagnosis"] = diag  # for gradlab.last_diagnosis(), after the tracker has closed
+            _attach(e, recorder, _DIAGNOSIS, diag)  # also for gradlab.last_diagnosis(), after the tracker has closed
             e.add_note("\ngradlab: " + str(diag))
         finally:
             del frame
@@ -178,36 +182,27 @@ class Tracker(Scope):
                 return
         except Exception:  # never replace the user's error with ours
             return
-        recorder.explained.append((id(e), str(e), explanation))
+        _attach(e, recorder, _EXPLANATION, explanation)
         e.add_note("\n" + str(explanation))
 
-    def _note_views(self, e: RuntimeError, views: Any, output: int | None, op: str, write: Location | None) -> None:
+    def _note_views(self, e: RuntimeError, views: Views, output: int | None, op: str, write: Location | None) -> None:
         """The note of a write torch refused on one of several views: the op and line that made them, the write's."""
         from .explanation import explain  # NOTE [Lazy imports]: only on a failure
 
-        recorder = self._recorder
-        if recorder is None or any(key == id(e) for key, _, _ in recorder.explained):
+        recorder = self._joined
+        if recorder is None or _EXPLANATION in e.__dict__:
             return
         try:
             explanation = explain(e).at_views(views.label, views.location, output, op, write)
         except Exception:  # never replace the user's error with ours
             return
-        recorder.explained.append((id(e), str(e), explanation))
+        _attach(e, recorder, _EXPLANATION, explanation)
         e.add_note("\n" + str(explanation))
         e.with_traceback(_without_hook_frames(e.__traceback__))  # it ends at the user's write, as without gradlab
 
-    def explanation_for(self, error: BaseException) -> Explanation | None:
-        """The located explanation attached to ``error`` (a backward without graph under this tracker), if any."""
-        recorder = self._recording()
-        for key, text, explanation in reversed(recorder.explained if recorder is not None else ()):
-            if key == id(error) and text == str(error):
-                found: Explanation = explanation
-                return found
-        return None
-
     def _silent_note(self, roots: list[Any], call: BackwardCall, frame: FrameType | None) -> str | None:
         """The note of a backward that used saved tensors changed behind their counter (NOTE [Silent writes])."""
-        recorder = self._recorder
+        recorder = self._joined
         try:
             if recorder is None:
                 return None
@@ -235,17 +230,16 @@ class Tracker(Scope):
     def __enter__(self) -> Tracker:
         if self.active:
             raise RuntimeError("this tracker is already active; open a new `with gradlab.track():` block")
-        outer = session.recording()
+        outer = session.recorder()
         if isinstance(outer, Recorder):
             recorder = outer
             session.push(self)
         else:
             messages.wording(torch.is_anomaly_enabled())  # read torch's wording before our hooks exist
-            recorder = Recorder(self, on_failure=self._on_failure, on_silent=self._silent_note)
-            recorder.on_views = self._note_views
+            recorder = Recorder(self, self._on_failure, self._silent_note, self._note_views)
             self._start(recorder)
             session.push(self, recorder)
-        self._recorder = self._last = recorder
+        self._joined = self._last = recorder
         self.active = True
         recorder.refresh_names()
         return self
@@ -253,13 +247,13 @@ class Tracker(Scope):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        recorder = self._recorder
+        recorder = self._joined
         try:
             session.pop(self)
         finally:
             self.active = False
-            self._recorder = None
-            name_logged(self._entries)  # while the named tensors are surely alive
+            self._joined = None
+            self._log.name_all()  # while the named tensors are surely alive
             if recorder is not None and recorder.owner is self:
                 self._stop(recorder)
             elif recorder is not None:
@@ -297,6 +291,28 @@ class Tracker(Scope):
                 recorder.clear()
 
 
+# NOTE [Notes on the error]: the diagnosis (or the located explanation) of a
+# failing backward is kept on the exception itself, with the serial number of the
+# recorder that saw it: one home, read by Tracker.diagnosis_for and by
+# gradlab.last_diagnosis() after the tracker has closed; the tracker keeps no
+# table of errors (an exception object may be reused with another message).
+_DIAGNOSIS = "_gradlab_diagnosis"
+_EXPLANATION = "_gradlab_explanation"
+
+
+def _attach(error: BaseException, recorder: Recorder, key: str, note: object) -> None:
+    error.__dict__[key] = note
+    error.__dict__[key + "_recorder"] = (recorder.serial, str(error))
+
+
+def _attached(error: BaseException, recorder: Recorder | None, key: str) -> Any:
+    """The note ``key`` attached to ``error`` under ``recorder`` (and while the error says the same), or None."""
+    seen = error.__dict__.get(key + "_recorder") if isinstance(getattr(error, "__dict__", None), dict) else None
+    if recorder is None or seen != (recorder.serial, str(error)):
+        return None
+    return error.__dict__.get(key)
+
+
 def _cannot(what: str, error: BaseException) -> None:
     """Warn once what gradlab cannot do here; the user's code runs on without it."""
     warn_once(
@@ -312,7 +328,7 @@ def _cannot(what: str, error: BaseException) -> None:
 
 _HOOK_FILES = frozenset(
     os.path.realpath(os.path.join(os.path.dirname(__file__), name))
-    for name in ("tracker.py", "recorder.py", "saved.py", "writes.py", "location.py")
+    for name in ("tracker.py", "recorder.py", "backwards.py", "saved.py", "writes.py", "location.py")
 )
 
 

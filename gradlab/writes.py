@@ -133,13 +133,13 @@ def _inplace_wrapper(original: Callable[..., Any], label: str) -> Callable[..., 
     @functools.wraps(original)
     def inplace(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        recording = local.recording
-        if recording is None or recording.in_step:  # no tracker here, or inside optimizer.step()
+        recorder = local.recorder
+        if recorder is None or recorder.in_step:  # no tracker here, or inside optimizer.step()
             return original(*args, **kwargs)
         try:
-            return recording.record_inplace(original, label, args, kwargs)
+            return recorder.record_inplace(original, label, args, kwargs)
         except RuntimeError as e:  # torch's own error, raised unchanged (a note may be added)
-            recording.inplace_failed(e, label, args, kwargs)
+            recorder.inplace_failed(e, label, args, kwargs)
             raise
 
     return inplace
@@ -151,10 +151,10 @@ def _backward_wrapper(original: Callable[..., Any], kind: str) -> Callable[..., 
     @functools.wraps(original)
     def backward(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        recording = local.recording
-        if recording is None:
+        recorder = local.recorder
+        if recorder is None:
             return original(*args, **kwargs)
-        return recording.record_backward(original, kind, args, kwargs)
+        return recorder.record_backward(original, kind, args, kwargs)
 
     return backward
 
@@ -179,12 +179,12 @@ def _cut_wrapper(original: Callable[..., Any], label: str) -> Callable[..., Any]
     @functools.wraps(original)
     def cut(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        recording = local.recording
-        if recording is None:
+        recorder = local.recorder
+        if recorder is None:
             return original(*args, **kwargs)
         grad_before = torch.is_grad_enabled()
         result = original(*args, **kwargs)
-        recording.record_cut(label, args, result, grad_before)
+        recorder.record_cut(label, args, result, grad_before)
         return result
 
     return cut
@@ -195,9 +195,9 @@ def _zero_grad_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(original)
     def zero_grad(self: Any, *args: Any, **kwargs: Any) -> Any:
-        recording = local.recording
-        if recording is not None and not recording.in_step:
-            recording.zero_grad_called(self)  # which parameters the loop zeroes, for the loop's intent
+        recorder = local.recorder
+        if recorder is not None and not recorder.in_step:
+            recorder.zero_grad_called(self)  # which parameters the loop zeroes, for the loop's intent
         return original(self, *args, **kwargs)
 
     return zero_grad
@@ -227,26 +227,26 @@ def _views_wrapper(original: Callable[..., Any], label: str) -> Callable[..., An
     @functools.wraps(original)
     def views(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        recording = local.recording
-        if recording is None:
+        recorder = local.recorder
+        if recorder is None:
             return original(*args, **kwargs)
         result = original(*args, **kwargs)
-        recording.record_views(label, result)
+        recorder.record_views(label, result)
         return result
 
     return views
 
 
 def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-    recording = session.recording()
-    if recording is not None:
-        recording.step_started(optimizer)
+    recorder = session.recorder()
+    if recorder is not None:
+        recorder.step_started(optimizer)
 
 
 def _step_post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-    recording = session.recording()
-    if recording is not None:
-        recording.step_finished(optimizer)
+    recorder = session.recorder()
+    if recorder is not None:
+        recorder.step_finished(optimizer)
 
 
 def install() -> None:

@@ -79,6 +79,12 @@ ORDER = (
     "writes",
     # records
     "saved",
+    "events",
+    "registry",
+    "backwards",
+    "steps",
+    "silent",
+    "cuts",
     "recorder",
     "graph",
     "loop",

@@ -45,7 +45,7 @@ def test_the_record_follows_a_helper_and_a_branch_the_source_cannot() -> None:
                 opt_head.step()
         frame = sys._getframe()
         site = read_site(frame)
-        recording = t._recording()
+        recording = t._recorder()
         assert site is not None and recording is not None
         calls = list(recording.history)
         at = next(c.location for c in calls if c.location is not None and "fit.backward()" in c.location.code)
@@ -122,7 +122,7 @@ def test_the_record_keeps_ids_only_no_graph_no_tensor_no_optimizer() -> None:
             opt.zero_grad()
             loss.backward(inputs=[extra, *net.parameters()])
             opt.step()
-        recording = t._recording()
+        recording = t._recorder()
         assert recording is not None
         calls = list(recording.optimizer_calls)
         assert calls and all(isinstance(c, OptimizerCall) for c in calls)
