@@ -109,7 +109,7 @@ binder: setup
 	$(BIN)/python tools/binder_requirements.py
 
 bench: setup
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/run.py --guard --readme README.md
 
 test-stability: system-deps setup
 	bash tools/test-stability.sh

@@ -180,7 +180,7 @@ def _cut_wrapper(original: Callable[..., Any], label: str) -> Callable[..., Any]
     def cut(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         recorder = local.recorder
-        if recorder is None:
+        if recorder is None or recorder.in_step:  # no tracker here, or inside optimizer.step() (Adam's .item())
             return original(*args, **kwargs)
         grad_before = torch.is_grad_enabled()
         result = original(*args, **kwargs)
@@ -228,7 +228,7 @@ def _views_wrapper(original: Callable[..., Any], label: str) -> Callable[..., An
     def views(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         recorder = local.recorder
-        if recorder is None:
+        if recorder is None or recorder.in_step:
             return original(*args, **kwargs)
         result = original(*args, **kwargs)
         recorder.record_views(label, result)
