@@ -150,7 +150,8 @@ _RUNNER_FILES = frozenset(
     )
 )
 _HOOK_FILES = frozenset(
-    os.path.normcase(os.path.join(_HERE, name)) for name in ("tracker.py", "recorder.py", "backwards.py", "saved.py", "writes.py")
+    os.path.normcase(os.path.join(_HERE, name))
+    for name in ("tracker.py", "recorder.py", "backwards.py", "saved.py", "writes.py")
 )
 
 
