@@ -40,7 +40,7 @@ from .location import Location, user_frame, user_location
 from .names import Namer, NamesLike, resolve
 from .notices import warn_once
 from .registry import Registry
-from .saved import Packed, Write, _peek, silently_changed, unpack_hook
+from .saved import Packed, Write, _peek, silently_changed, stale_error, unpack_hook
 from .silent import SilentWrites
 from .steps import OptimizerCall, Steps, warn_unused, watch_step
 
@@ -159,6 +159,7 @@ SilentHandler = Callable[[list[Any], BackwardCall, FrameType | None], "str | Non
 ViewsHandler = Callable[[RuntimeError, Views, "int | None", str, Location | None], None]
 
 _serials = itertools.count(1)
+_version = internals.version
 
 
 class Recorder:
@@ -194,6 +195,7 @@ class Recorder:
         self.static: Namer | None = None  # the names consulted at save time (NOTE [Lazy names])
         self.strict = False  # any active scope's strict= (NOTE [Nested trackers])
         self.verify = False  # any active scope's verify_saved=
+        self._callables = False  # whether an active scope names by a callable (refreshed at each backward)
 
     # -- what the analysis reads --------------------------------------------------------------------
     @property
@@ -228,12 +230,13 @@ class Recorder:
         ``callables_only``: refresh only when some scope names by a callable (at each
         backward call, so modules the callable finds later name the next forward's saves).
         """
+        if callables_only and not self._callables:
+            return
         current = scopes()
         if not callables_only:
             self.strict = any(s.strict for s in current)
             self.verify = any(s.verify_saved for s in current)
-        elif not any(s._names_arg is not None for s in current):
-            return
+            self._callables = any(s._names_arg is not None for s in current)
         own = [namer for namer in (s._static_namer() for s in current) if namer]
         self.static = Namer.chained(own) if own else None
 
@@ -303,7 +306,7 @@ class Recorder:
         try:
             if self.verify:
                 p.fingerprint = fingerprint.fingerprint(t)
-            if self.registry.add(p):
+            if self.registry.add(p):  # every PRUNE_EVERY saves
                 self.registry.prune()
                 self.backwards.prune()
             static = self.static
@@ -320,13 +323,16 @@ class Recorder:
 
     def unpack(self, p: Packed) -> torch.Tensor:
         __tracebackhide__ = True
-        if self.backwards.freeing is not None and _peek.get() is None:
+        if _peek.get() is not None:  # gradlab reading save-time versions: hand the tensor out unchecked
+            return unpack_hook(p)
+        if self.backwards.freeing is not None:
             try:
                 self.backwards.unpacked(p)  # NOTE [Who freed a node]
             except Exception as e:  # NOTE [Hooks fail open]
                 _failed(e)
-        t = unpack_hook(p)  # raises torch's in-place error for a stale tensor, as torch would
-        if (p.writes or p.fingerprint is not None) and _peek.get() is None:
+        if _version(p.tensor) != p.version:
+            raise stale_error(p)  # torch's in-place error for a stale tensor, as torch would raise it
+        if p.writes or p.fingerprint is not None:
             try:
                 changed = silently_changed(p)
             except Exception as e:  # NOTE [Hooks fail open]
@@ -334,7 +340,7 @@ class Recorder:
                 changed = False
             if changed:
                 self._silent_use(p)
-        return t
+        return p.tensor
 
     def _silent_use(self, p: Packed) -> None:
         """The running backward unpacks ``p``, changed behind its counter (NOTE [Silent writes] in silent.py)."""
@@ -551,7 +557,7 @@ class Recorder:
         self.cuts.clear()
         self.static = None
         self.in_step = 0
-        self.strict = self.verify = False
+        self.strict = self.verify = self._callables = False
 
 
 # NOTE [Hooks fail open]
