@@ -155,9 +155,10 @@ def breakdown(fresh: Callable[[], tuple], steps: int, rounds: int = 5) -> dict:
 
     ``fresh()`` returns ``(run, names, warmup)`` as :func:`_variants`' factories do
     (``warmup`` may be None). cProfile's own cost per call distorts a loop of
-    microsecond calls; here each entry point is timed with ``perf_counter_ns``
-    (about 0.1 us per call of its own, included), and ``record_backward`` without
-    the engine's time. What is left ("the rest") is torch's cost of running with
+    microsecond calls; here each entry point is timed with ``thread_time_ns`` (the
+    CPU time of this thread: a time slice given to another process is not
+    counted), less what timing one call costs by itself, and ``record_backward``
+    without the engine's time. What is left ("the rest") is torch's cost of running with
     saved-tensor hooks and the in-place wrappers' pass-through calls (inside
     optimizer steps). Medians of ``rounds`` rounds (plain, tracked, timed tracked),
     CPU time of one thread; the recorder is restored exactly.
@@ -167,16 +168,24 @@ def breakdown(fresh: Callable[[], tuple], steps: int, rounds: int = 5) -> dict:
     spent: dict[str, int] = {}
     calls: dict[str, int] = {}
 
+    clock = time.thread_time_ns  # CPU time of this thread: other processes' time slices are not counted
+
     def timed(name: str, method: Callable[..., object]) -> Callable[..., object]:
         def run(*args: object, **kwargs: object) -> object:
-            start = time.perf_counter_ns()
+            start = clock()
             try:
                 return method(*args, **kwargs)
             finally:
-                spent[name] = spent.get(name, 0) + time.perf_counter_ns() - start
+                spent[name] = spent.get(name, 0) + clock() - start
                 calls[name] = calls.get(name, 0) + 1
 
         return run
+
+    # What timing one call costs by itself (two clock reads, the wrapper): taken off each call's time.
+    noop = timed("noop", lambda: None)
+    for _ in range(2000):
+        noop()
+    own_ns = spent.pop("noop") / calls.pop("noop")
 
     originals = {name: Recorder.__dict__[name] for name in (*TIMED, "record_backward")}
 
@@ -216,7 +225,7 @@ def breakdown(fresh: Callable[[], tuple], steps: int, rounds: int = 5) -> dict:
             if rnd:  # round 0 warms up
                 plain.append(plain_s)
                 tracked.append(track_s)
-                own = dict(spent)
+                own = {k: v - own_ns * calls[k] for k, v in spent.items()}
                 own["record_backward"] = own.get("record_backward", 0) - own.pop("engine", 0)
                 per_round.append({k: v / 1e3 / steps for k, v in own.items()})
                 per_call = {k: calls[k] / steps for k in calls if k != "engine"}
