@@ -37,7 +37,6 @@ Example::
 from __future__ import annotations
 
 import ast
-import functools
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ import torch
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+from . import writes
 from .i18n import _, _t
 from .location import frame_names, user_frame, user_location
 
@@ -374,20 +374,8 @@ class _Recording:
         if self._undo:
             raise RuntimeError("this record_training() block is already active; open a new one")
         record = self.record
-        original = torch.autograd.backward
-
-        @functools.wraps(original)
-        def backward(*args: Any, **kwargs: Any) -> Any:
-            __tracebackhide__ = True
-            return record._backward(original, args, kwargs)
-
-        torch.autograd.backward = backward
-
-        def restore() -> None:
-            if torch.autograd.backward is backward:
-                torch.autograd.backward = original
-
-        self._undo.append(restore)
+        # one patcher: writes.py wraps torch.autograd.backward for trackers and records alike
+        self._undo.append(writes.observe_backward(record._backward))
         pre = register_optimizer_step_pre_hook(lambda opt, args, kwargs: record._step(opt))
         self._undo.append(pre.remove)
         post = register_optimizer_step_post_hook(lambda opt, args, kwargs: record._after_step(opt))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import warnings
 
 import pytest
 import scenarios
@@ -101,6 +102,8 @@ _OWNERS = (
     torch.autograd.grad_mode.inference_mode,
     torch.optim.Optimizer,  # zero_grad(), for the loop's intent (NOTE [Intent from the record] in loop.py)
     torch.nn.Module,
+    torch.autograd.graph,  # disable_saved_tensors_hooks (NOTE [Stepping aside] in writes.py)
+    warnings,  # _showwarnmsg (NOTE [Warnings keep the user's frame] in writes.py)
 )
 
 
