@@ -139,7 +139,6 @@ class Packed:
             self.source: weakref.ref[torch.Tensor] | None = None
             self.original: torch.Tensor | None = None
             return
-        self.tensor = _detach(tensor)
         self.requires_grad = True  # a tensor with a grad_fn requires grad
         self.output_nr = tensor.output_nr
         self.is_view = internals.is_view(tensor)
@@ -148,9 +147,12 @@ class Packed:
         self.fn_name = _node_name(fn)
         self.fn_seq = internals.sequence_nr(fn)
         if self.fn_seq is not None and self.fn_seq != internals.newest_sequence_nr():
-            self.original = tensor  # an op's input: kept as torch keeps it (NOTE [Which node torch names])
+            # an op's input: kept as torch keeps it (NOTE [Which node torch names]), and handed
+            # back as it is (no cycle to break; torch rebuilds its grad_fn on unpack)
+            self.tensor = self.original = tensor
             self.source = None
         else:
+            self.tensor = _detach(tensor)  # an op's output: an alias without the node that saves it
             self.original = None
             self.source = weakref.ref(tensor)
 
