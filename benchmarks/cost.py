@@ -197,6 +197,8 @@ def breakdown(fresh: Callable[[], tuple], steps: int, rounds: int = 5) -> dict:
         with context:
             if warmup is not None:
                 warmup()
+            spent.clear()  # only the timed steps count
+            calls.clear()
             gc.collect()
             start = time.thread_time()
             run()
@@ -212,8 +214,6 @@ def breakdown(fresh: Callable[[], tuple], steps: int, rounds: int = 5) -> dict:
         for rnd in range(rounds + 1):
             plain_s = loop(contextlib.nullcontext())
             track_s = loop(gradlab.track())
-            spent.clear()
-            calls.clear()
             try:
                 for name in TIMED:
                     setattr(Recorder, name, timed(name, originals[name]))

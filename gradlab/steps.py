@@ -71,9 +71,9 @@ class Steps:
     def zero_grad(self, owner: torch.optim.Optimizer | nn.Module, backwards: int) -> None:
         """``zero_grad()`` of an optimizer or a module, after ``backwards`` backward calls: which parameters."""
         if isinstance(owner, nn.Module):
-            params = frozenset(id(p) for p in owner.parameters())
+            params = frozenset(map(id, owner.parameters()))
         else:
-            params = frozenset(id(p) for p in _parameters(owner))
+            params = frozenset(map(id, _parameters(owner)))
         self.calls.append(OptimizerCall("zero_grad", backwards, id(owner), params, user_location()))
 
     def started(
@@ -87,7 +87,7 @@ class Steps:
         params = _parameters(optimizer)
         key = id(optimizer)
         loc = user_location()
-        self.calls.append(OptimizerCall("step", backwards, key, frozenset(id(p) for p in params), loc))
+        self.calls.append(OptimizerCall("step", backwards, key, frozenset(map(id, params)), loc))
         self._open[key] = watch(params) if watch is not None else ([], [])
         count = self._counts.get(key, 0) + 1
         self._counts[key] = count
