@@ -133,7 +133,11 @@ class Tracker(Scope):
         cut = no_graph_diagnosis(output, recorder)
         if cut is not None:
             return cut
-        return check_graph(collect(output, self.namer(names), tracker=self), tracker=recorder, frame=frame)
+        namer = self.namer(names)
+        if names is None and not namer:  # as gradlab.check: the models of the caller's frame name the parameters
+            found = modules_in(frame_names(frame))
+            namer = self.namer(found) if found else namer
+        return check_graph(collect(output, namer, tracker=self), tracker=recorder, frame=frame)
 
     def diagnosis_for(self, error: BaseException) -> Diagnosis | None:
         """The diagnosis attached to ``error`` when a backward raised it under this tracker."""
@@ -180,7 +184,8 @@ class Tracker(Scope):
             explanation = located_cut(explain(e), tensors, recorder)
             if explanation is None:
                 return
-        except Exception:  # never replace the user's error with ours
+        except Exception as err:  # never replace the user's error with ours, but say once why no note
+            diagnosis_failed(err)
             return
         _attach(e, recorder, _EXPLANATION, explanation)
         e.add_note("\n" + str(explanation))
@@ -194,7 +199,8 @@ class Tracker(Scope):
             return
         try:
             explanation = explain(e).at_views(views.label, views.location, output, op, write)
-        except Exception:  # never replace the user's error with ours
+        except Exception as err:  # never replace the user's error with ours, but say once why no note
+            diagnosis_failed(err)
             return
         _attach(e, recorder, _EXPLANATION, explanation)
         e.add_note("\n" + str(explanation))
