@@ -593,7 +593,13 @@ def markdown(results: dict) -> str:
             title += f", every save slowed by {co['slowdown_us']} us (a check of the guard)"
         lines += [title, "", cost.cost_table(co["rows"], co.get("verdicts")), ""]
         for v in co.get("verdicts", []):
-            if "again" in v:
+            if "vs_baseline_code" in v:
+                lines.append(
+                    f"- {v['row']}: {v['ratio']:.3f}x over its line {v['line']:.3f}x (baseline {v['baseline']:.3f}x); "
+                    f"measured again beside the baseline commit's gradlab ({co['baseline_commit'][:10]}): "
+                    f"{v['again']:.3f}x plain, {v['vs_baseline_code']:.3f}x the baseline's track(): {v['status']}"
+                )
+            elif "again" in v:
                 lines.append(
                     f"- {v['row']}: {v['ratio']:.3f}x over its line {v['line']:.3f}x (baseline {v['baseline']:.3f}x); "
                     f"measured again {v['again']:.3f}x, both runs' rounds {v['pooled']:.3f}x: {v['status']}"
@@ -789,12 +795,27 @@ def bench_cost(reps: int, rows: tuple[tuple[str, str], ...], slowdown_us: float,
         print(f"  {cost.key(workload, optimizer)}: track() {r['vs_plain']:.3f}x", file=sys.stderr, flush=True)
     out: dict = {"rows": results, "slowdown_us": slowdown_us}
     if guard:
+        import tempfile
+
         baseline = cost.load_baseline()
-        out["verdicts"] = cost.guard(
-            results,
-            baseline,
-            lambda r: cost.measure_row(r["workload"], r["optimizer"], r["repetitions"], slowdown_us),
-        )
+        commit = cost.baseline_commit()
+        with tempfile.TemporaryDirectory() as tmp:
+            package = cost.baseline_gradlab(commit, Path(tmp)) if commit else None
+            if commit and package is None:
+                print(
+                    f"  the baseline commit {commit[:10]} is not in this clone: re-measuring instead", file=sys.stderr
+                )
+            out["baseline_commit"] = commit if package is not None else None
+            out["verdicts"] = cost.guard(
+                results,
+                baseline,
+                lambda r: cost.measure_row(r["workload"], r["optimizer"], r["repetitions"], slowdown_us),
+                (
+                    (lambda r: cost.measure_row(r["workload"], r["optimizer"], r["repetitions"], slowdown_us, package))
+                    if package is not None
+                    else None
+                ),
+            )
     if breakdowns:
         out["breakdowns"] = {cost.key(w, o): cost.breakdown_row(w, o, rounds=3 if w != "tiny" else 5) for w, o in rows}
     return out
@@ -877,9 +898,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         if not cost.write_readme(args.readme, cost.cost_table(co["rows"], co.get("verdicts")), note):
             print(f"{args.readme}: no cost-table markers, not written", file=sys.stderr)
-    worse = [v for v in (co or {}).get("verdicts", []) if v["status"] == "WORSE"]
+    worse = [v for v in (co or {}).get("verdicts", []) if v["status"].startswith("WORSE")]
     if worse:
-        print("bench guard: " + ", ".join(f"{v['row']} {v['pooled']:.3f}x > {v['line']:.3f}x" for v in worse))
+        print("bench guard: " + ", ".join(f"{v['row']}: {v['status']}" for v in worse))
         return 1
     return 0
 

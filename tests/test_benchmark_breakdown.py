@@ -85,3 +85,48 @@ def test_the_guard_forgives_one_slow_run_that_the_second_does_not_repeat(cost) -
     assert verdict["status"] == "ok (re-measured)" and verdict["pooled"] <= verdict["line"]
     (new,) = cost.guard([_result(cost, [1.09])], {}, remeasure)
     assert new["status"] == "no baseline"
+
+
+def test_a_row_over_its_line_is_judged_against_the_baseline_code_in_the_same_rounds(cost) -> None:  # type: ignore[no-untyped-def]
+    def side_by_side(ratio_to_baseline: float):  # type: ignore[no-untyped-def]
+        def measure(result: dict) -> dict:
+            base = [1.0, 1.1, 0.9, 1.2]
+            return {
+                "rows": [{"variant": "track()", "vs_plain": 1.5}],
+                "cpu": {"track()": [b * ratio_to_baseline for b in base], cost.BASELINE_VARIANT: base},
+            }
+
+        return measure
+
+    busy = _result(cost, [1.30, 1.31, 1.29])  # far over 1.02 * 1.05, but so is the baseline code today
+    (ok,) = cost.guard([busy], {"cnn SGD": 1.02}, lambda r: r, side_by_side(1.02))
+    assert ok["status"].startswith("ok") and ok["vs_baseline_code"] == pytest.approx(1.02)
+    (worse,) = cost.guard([busy], {"cnn SGD": 1.02}, lambda r: r, side_by_side(1.08))
+    assert worse["status"].startswith("WORSE")
+
+
+def test_the_baseline_commit_is_imported_beside_todays_gradlab_and_restores_torch(cost, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+    import subprocess
+
+    import torch
+
+    inside = subprocess.run(["git", "rev-parse", "HEAD"], cwd=BENCH, capture_output=True, text=True)
+    if shutil.which("git") is None or inside.returncode:
+        pytest.skip("not a git clone: the guard then re-measures instead")
+    before = dict(vars(torch.Tensor))
+    package = cost.baseline_gradlab("HEAD", tmp_path)
+    try:
+        assert package is not None and package.__name__ == "gradlab_baseline"
+        w = torch.ones(2, requires_grad=True)
+        with package.track() as tracker:
+            y = (w * w).sum()
+            with torch.no_grad():
+                w.add_(1)
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                y.backward()
+        assert [e.op for e in tracker.writes] == ["add_", "add_"]  # the baseline's own tracker saw the write
+        assert dict(vars(torch.Tensor)) == before
+    finally:
+        for name in [m for m in sys.modules if m == "gradlab_baseline" or m.startswith("gradlab_baseline.")]:
+            del sys.modules[name]
