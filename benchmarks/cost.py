@@ -79,8 +79,9 @@ def _variants(workload: str, optimizer: str, baseline: Any = None) -> dict[str, 
         contexts[BASELINE_VARIANT] = lambda names: baseline.track()
     else:
         contexts["detect_anomaly()"] = lambda names: anomaly()
-    if workload == "tiny" and baseline is None:
-        contexts["track(names=)"] = lambda names: gradlab.track(names=names)  # type: ignore[arg-type]
+    if workload == "tiny":
+        if baseline is None:
+            contexts["track(names=)"] = lambda names: gradlab.track(names=names)  # type: ignore[arg-type]
         data = course.batches(TINY_STEPS, seed=0)
 
         def tiny(kind: str) -> Callable[[], tuple]:
