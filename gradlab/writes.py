@@ -370,7 +370,7 @@ def _stepped_aside(error_message: str) -> None:
     frame = user_frame()
     text = _t(
         "gradlab steps aside inside {what}: torch allows no saved-tensor hooks there, so gradlab does not watch "
-        "the tensors saved inside (an in-place error there is torch's alone, without gradlab's note).",
+        "the tensors saved inside and cannot say who modified one of them.",
         what=what,
     )
     if frame is None:
