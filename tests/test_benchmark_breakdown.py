@@ -15,6 +15,8 @@ from loading import load_module
 from gradlab import course
 from gradlab.recorder import Recorder
 
+pytestmark = pytest.mark.library
+
 RUN = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
 
 

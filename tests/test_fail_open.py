@@ -20,6 +20,8 @@ import gradlab
 from gradlab import internals, messages, notices, recorder, writes
 from gradlab.cli import run_script
 
+pytestmark = pytest.mark.library
+
 
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:

@@ -20,6 +20,8 @@ import torch
 import gradlab
 from gradlab import course
 
+pytestmark = pytest.mark.library
+
 STEPS = 200
 
 OPTIMIZERS = {

@@ -18,6 +18,8 @@ import gradlab
 from gradlab import course, grad_report, plot_grads, timeline
 from gradlab.course import plot_losses, plot_predictions
 
+pytestmark = pytest.mark.library
+
 
 def texts(fig) -> list[str]:
     out = [t.get_text() for t in fig.texts]

@@ -13,6 +13,8 @@ import torch
 import gradlab
 from gradlab import session, writes
 
+pytestmark = pytest.mark.library
+
 
 def _gradlab_notes(error: BaseException) -> list[str]:
     return [n for n in getattr(error, "__notes__", []) if n.lstrip().startswith("gradlab:")]
