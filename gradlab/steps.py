@@ -119,7 +119,7 @@ class Steps:
             g = p.grad
             if g is None:
                 missing.append(p)
-            elif zeros and g.numel() and not bool(g.detach().ne(0).any()):
+            elif zeros and g.numel() and not _any_nonzero(g):
                 zero.append(p)
         if not missing and not zero:
             return []
@@ -147,6 +147,14 @@ class Steps:
         self._open.clear()
         self.calls.clear()
         self.in_step = 0
+
+
+def _any_nonzero(g: torch.Tensor) -> bool:
+    """Whether gradient ``g`` has a non-zero element (a sparse one: among its stored values)."""
+    d = g.detach()
+    if d.layout != torch.strided:  # sparse gradients (nn.Embedding(sparse=True)) have no ne() kernel
+        d = d.coalesce().values() if d.is_sparse else d.values()
+    return bool(d.ne(0).any())
 
 
 def watch_step(watched: list[tuple[Packed, int]]) -> Watch:

@@ -333,9 +333,11 @@ def _views_wrapper(original: Callable[..., Any], label: str) -> Callable[..., An
 # active: a tracker's hooks would make a correct script fail. So while the wrappers are
 # installed that context manager is wrapped too: when the only hooks of this thread are
 # its tracker's, they are taken off for the transform and put back after it, and gradlab
-# warns once that it does not see inside (torch saves there without any hook; an in-place
-# error inside is torch's own, without a note). Other hooks (the user's own, those of a
+# warns once that it does not see inside (torch saves there without any hook, so nobody
+# records who modifies a tensor saved there). Other hooks (the user's own, those of a
 # non-reentrant checkpoint) stay, and torch raises as it would without gradlab.
+# torch.compile over a torch.func transform is not covered: dynamo, tracing, calls
+# torch's C function for this context manager itself, with gradlab's hooks on the stack.
 def _disable_hooks_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     local = session.thread_state()
 
@@ -370,7 +372,7 @@ def _stepped_aside(error_message: str) -> None:
     frame = user_frame()
     text = _t(
         "gradlab steps aside inside {what}: torch allows no saved-tensor hooks there, so gradlab does not watch "
-        "the tensors saved inside (an in-place error there is torch's alone, without gradlab's note).",
+        "the tensors saved inside and cannot say who modified one of them.",
         what=what,
     )
     if frame is None:

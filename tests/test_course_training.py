@@ -11,6 +11,8 @@ import gradlab.course.networks
 import gradlab.course.training
 from gradlab import course
 
+pytestmark = pytest.mark.course
+
 HINT_WORDS = ("pass", "must")
 
 

@@ -12,6 +12,8 @@ import gradlab
 import gradlab.course.exercise
 from gradlab import course
 
+pytestmark = pytest.mark.course
+
 
 def _verify(value, expected=..., **kw):
     kw.setdefault("success", "right")

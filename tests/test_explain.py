@@ -12,6 +12,8 @@ from torch import nn
 
 from gradlab.explanation import KINDS, Explanation, explain
 
+pytestmark = pytest.mark.library
+
 
 def _raise(fn) -> RuntimeError:
     with pytest.raises(RuntimeError) as info:

@@ -20,6 +20,8 @@ import gradlab
 from gradlab import backwards, internals, messages, notices, recorder, registry, steps, writes
 from gradlab.cli import run_script
 
+pytestmark = pytest.mark.library
+
 
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:

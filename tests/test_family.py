@@ -15,6 +15,8 @@ from gradlab.advice import message_fixes
 from gradlab.codes import CODES, by_code, code_for, index_markdown
 from gradlab.explanation import KINDS, Explanation, explain_code
 
+pytestmark = pytest.mark.library
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -15,6 +15,8 @@ import pytest
 import gradlab
 import gradlab.course
 
+pytestmark = pytest.mark.library
+
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = sorted(p for p in (ROOT / "gradlab").glob("*.py"))
 COURSE = sorted((ROOT / "gradlab" / "course").glob("*.py"))

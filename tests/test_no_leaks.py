@@ -23,6 +23,8 @@ import gradlab
 from gradlab import course
 from gradlab.backwards import Backwards
 
+pytestmark = pytest.mark.library
+
 
 def _corrected_step(pair: course.Pair, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     pred_1 = pair.n_1(x)

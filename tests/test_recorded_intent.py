@@ -14,6 +14,7 @@ import sys
 import weakref
 from typing import Any
 
+import pytest
 import torch
 from torch import nn
 
@@ -21,6 +22,8 @@ import gradlab
 from gradlab import writes
 from gradlab.loop import intent_after, read_site, recorded_intent
 from gradlab.recorder import OptimizerCall
+
+pytestmark = [pytest.mark.library, pytest.mark.slow]
 
 
 def _step(opt: torch.optim.Optimizer) -> None:

@@ -30,8 +30,14 @@ from gradlab.course import workshop
 REPO = Path(__file__).resolve().parent.parent
 WORKSHOP = REPO / "workshop"
 sys.path.insert(0, str(WORKSHOP))
+pytest.importorskip(
+    "jupyterhub",
+    reason="the workshop is a JupyterHub: without jupyterhub (requirements/course.lock has it) there is nothing to test",
+)
 
 from gradlab_hub import accounts, config, cputorch, firewall, learner_env, limits, settings  # noqa: E402
+
+pytestmark = [pytest.mark.course, pytest.mark.slow]
 
 Z2JH = WORKSHOP / "z2jh"
 CHART = Z2JH / "chart-4.4.0"
