@@ -25,7 +25,7 @@ LOCK_TORCH := $(shell sed -n 's/^torch==//p' requirements/course.lock)
 find_python = $(or $(shell python$(1) -c 'import sys; print(sys.executable)' 2>/dev/null),$(lastword $(wildcard $(shell pyenv root 2>/dev/null)/versions/$(1).*/bin/python$(1))))
 
 .PHONY: setup system-deps lab test test-fast lint test-browser test-torch test-python test-cell test-matrix dist notebooks \
-        handout binder bench test-stability lock clean
+        handout binder bench bench-frameworks bench-advice test-stability lock clean
 
 setup: $(STAMP)
 
@@ -146,6 +146,15 @@ binder: setup
 
 bench: setup
 	$(BIN)/python benchmarks/run.py --guard --readme README.md
+	$(BIN)/python benchmarks/frameworks.py
+
+# What gradlab's Lightning callback costs (benchmarks/frameworks.py; make bench runs it too).
+bench-frameworks: setup
+	$(BIN)/python benchmarks/frameworks.py
+
+# The bug-injection benchmark of gradlab's advice (benchmarks/advice/README.md); e.g. BENCH_ADVICE_ARGS=--quick.
+bench-advice: setup
+	$(BIN)/python benchmarks/advice/run.py $(BENCH_ADVICE_ARGS)
 
 test-stability: system-deps setup
 	bash tools/test-stability.sh

@@ -41,7 +41,7 @@ _EXPORTS: dict[str, str] = {
     "GradRow": "grads",
     "draw": "drawing",
     "GraphView": "drawing",
-    "explain": "explanation",
+    "explain": "kinds",
     "Explanation": "explanation",
     "Code": "codes",
     "CODES": "codes",
@@ -54,7 +54,7 @@ _EXPORTS: dict[str, str] = {
     "check_intent": "intent",
     "IntentReport": "intent",
     "Mismatch": "intent",
-    "Fix": "advice",
+    "Fix": "fixes",
     "Edit": "edits",
     "record_training": "trained",
     "TrainingRecord": "trained",
@@ -129,18 +129,19 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .advice import Fix
     from .codes import CODES, Code
     from .diagnosis import Diagnosis, Problem, check, last_diagnosis
     from .drawing import GraphView, draw
     from .edits import Edit
-    from .explanation import Explanation, explain
+    from .explanation import Explanation
     from .fix import FixReport, FixTrial, fix_script
+    from .fixes import Fix
     from .grads import GradReport, GradRow, grad_report
     from .graph import Graph, GraphNode, collect, saved_table, saved_tensors
     from .i18n import language, languages, set_language
     from .intent import IntentReport, Mismatch, check_intent
     from .ipython import load_ipython_extension, unload_ipython_extension
+    from .kinds import explain
     from .memory import MemoryTrace, measure_memory, plot_memory
     from .names import modules_in
     from .notices import GradlabError, GradlabWarning, SilentWriteWarning, UnusedStepWarning

@@ -28,26 +28,38 @@ import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from .i18n import T, _t, join
+from .notices import prefixed
+
 if TYPE_CHECKING:
     from .explanation import Explanation
     from .tracker import Tracker
 
 __all__ = ["main", "run_script", "run_module", "explain_text", "fix_child", "USAGE"]
 
-USAGE = """\
+# The help, in the language of LANG (NOTE [Words as data] in gradlab.i18n: worded when printed).
+_SYNOPSIS = T(
+    """\
 usage: python -m gradlab run [--verbose] [--explain-only] SCRIPT.py [ARGS...]
        python -m gradlab run [--verbose] [--explain-only] -m MODULE [ARGS...]
        python -m gradlab explain [--verbose] [--file TRACEBACK.txt]
        python -m gradlab explain CODE | --codes
        python -m gradlab fix [--steps K] [--timeout S] [--apply [--unsafe]] SCRIPT.py [ARGS...]
-       python -m gradlab --help | --version
-
+       python -m gradlab --help | --version"""
+)
+USAGE = join(
+    [
+        _SYNOPSIS,
+        T(
+            """\
 Run a PyTorch script as `python SCRIPT.py ARGS...` would, with gradlab's
 tracker watching autograd. If a backward fails because the graph was freed or
 a saved tensor was modified in place, the traceback ends with gradlab's note:
 the line that changed the tensor, the tensor, and the fix that fits, with what
-it trains. --verbose adds every problem, every fix and the message decoded.
-
+it trains. --verbose adds every problem, every fix and the message decoded."""
+        ),
+        T(
+            """\
 commands:
   run            run a script (or -m MODULE) with tracking; exit code as python's
   explain        explain an autograd error read from stdin or --file;
@@ -57,15 +69,19 @@ commands:
                  optimizer steps, show each as a diff with what it trained;
                  exit 0 if one is verified (or nothing fails), 1 if none, 2 on
                  bad input
-  --version      gradlab's version, and the Python and torch it runs with
-
+  --version      gradlab's version, and the Python and torch it runs with"""
+        ),
+        T(
+            """\
 options of fix:
   --steps K      optimizer steps each patched copy runs (default 3)
   --timeout S    seconds each run may take (default 60)
   --apply        write the best verified fix into the script (only then is
                  any file of yours written); machine-applicable fixes only
-  --unsafe       with --apply, also a fix that may change what trains
-
+  --unsafe       with --apply, also a fix that may change what trains"""
+        ),
+        T(
+            """\
 options of run:
   --verbose      on an autograd error, also print every problem and every fix
                  (with what each trains) and what the message says
@@ -73,6 +89,10 @@ options of run:
                  print the traceback and the explanation of its message
   -m MODULE      run a module as `python -m MODULE` would
 """
+        ),
+    ],
+    "\n\n",
+)
 
 
 def _interpreter() -> str:
@@ -239,7 +259,7 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
         import traceback
 
         traceback.print_exception(type(exc), exc, tb, file=stderr)
-    from .explanation import explain  # NOTE [Lazy imports] in tracker.py: only on a failure
+    from .kinds import explain  # NOTE [Lazy imports] in tracker.py: only on a failure
 
     explanation = _named_ddp(exc, explain(exc), tracker)
     if _distributed() is not None:
@@ -251,14 +271,15 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
             explanation = located  # the note printed it in short, located at the cut
         if verbose:
             if diagnosis is not None:
-                # the diagnosis's own fixes only; of the explanation, what the message says
+                print("\n" + prefixed(diagnosis.details()), file=stderr)
+            if diagnosis is None or diagnosis.located is None:
+                # of the message's explanation, what it says (the diagnosis has its own causes and fixes)
                 import dataclasses
 
-                print("\n" + diagnosis.details(), file=stderr)
-                explanation = dataclasses.replace(explanation, causes=(), fixes=())
-            print("\n" + explanation.details(), file=stderr)
+                said = explanation if diagnosis is None else dataclasses.replace(explanation, causes=(), fixes=())
+                print("\n" + prefixed(said.details()), file=stderr)
         elif diagnosis is None and located is None:
-            print("\n" + str(explanation), file=stderr)
+            print("\n" + prefixed(str(explanation)), file=stderr)
     return 130 if isinstance(exc, KeyboardInterrupt) else 1
 
 
@@ -304,9 +325,9 @@ def _report_rank(
     rank, world, local = place
     notes: list[str] = [n.strip("\n") for n in getattr(exc, "__gradlab_notes__", ())]
     if explanation.kind != "not_autograd" and not notes:
-        notes.append(explanation.details() if verbose else str(explanation))
+        notes.append(prefixed(explanation.details() if verbose else str(explanation)))
     elif verbose and explanation.kind != "not_autograd":
-        notes.append(explanation.details())
+        notes.append(prefixed(explanation.details()))
     if not notes:
         return 130 if isinstance(exc, KeyboardInterrupt) else 1
     text = "\n\n".join(notes)
@@ -365,15 +386,15 @@ def _run(
 ) -> int:
     tracker = None if explain_only else _start_tracking(names, stderr)
     try:
-        try:
-            body()
-        finally:
-            if tracker is not None:
-                _stop_tracking(tracker, stderr)
-    except SystemExit as e:
-        return _exit_code(e, stderr)
+        body()
     except BaseException as e:
+        if tracker is not None:  # the tracker sees the error leave: its note, for any autograd error
+            _stop_tracking(tracker, stderr, e)
+        if isinstance(e, SystemExit):
+            return _exit_code(e, stderr)
         return _report(e, stderr, verbose, tracker)
+    if tracker is not None:
+        _stop_tracking(tracker, stderr)
     return 0
 
 
@@ -393,9 +414,9 @@ def _start_tracking(names: _MainNamespace, stderr: TextIO) -> Tracker | None:
     return tracker
 
 
-def _stop_tracking(tracker: Tracker, stderr: TextIO) -> None:
+def _stop_tracking(tracker: Tracker, stderr: TextIO, error: BaseException | None = None) -> None:
     try:
-        tracker.__exit__(None, None, None)
+        tracker.__exit__(type(error) if error is not None else None, error, error.__traceback__ if error else None)
     except Exception as e:
         print(_gradlab_failed("stop", e), file=stderr)
 
@@ -404,10 +425,12 @@ def _gradlab_failed(when: str, error: BaseException) -> str:
     from .i18n import _, _t
 
     what = _("gradlab could not start its tracker") if when == "start" else _("gradlab could not stop its tracker")
-    return _t(
-        "gradlab: {what} ({error}); the script runs as under python, without gradlab's notes.",
-        what=what,
-        error=f"{type(error).__name__}: {error}",
+    return prefixed(
+        _t(
+            "{what} ({error}); the script runs as under python, without gradlab's notes.",
+            what=what,
+            error=f"{type(error).__name__}: {error}",
+        )
     )
 
 
@@ -534,10 +557,10 @@ def explain_text(text: str, stdout: TextIO | None = None, verbose: bool = False)
         0
     """
     out = stdout if stdout is not None else sys.stdout
-    from .explanation import explain
+    from .kinds import explain
 
     explanation = explain(text)
-    print(explanation.details() if verbose else explanation, file=out)
+    print(prefixed(explanation.details() if verbose else str(explanation)), file=out)
     return 0 if explanation.kind != "not_autograd" else 1
 
 
@@ -546,9 +569,9 @@ def explain_text(text: str, stdout: TextIO | None = None, verbose: bool = False)
 # --------------------------------------------------------------------------
 
 
-def _usage_error(message: str) -> int:
-    print(USAGE.split("\n\n", 1)[0], file=sys.stderr)
-    print(f"gradlab: error: {message}", file=sys.stderr)
+def _usage_error(message: object) -> int:
+    print(_SYNOPSIS, file=sys.stderr)
+    print(prefixed(_t("error: {message}", message=message)), file=sys.stderr)
     return 2
 
 
@@ -565,7 +588,7 @@ def _main_run(argv: list[str]) -> int:
             return 0
         elif opt == "-m":
             if not argv:
-                return _usage_error("-m needs a module name")
+                return _usage_error(T("-m needs a module name"))
             module = argv.pop(0)
             return run_module(module, argv, explain_only=explain_only, verbose=verbose)
         elif opt.startswith("-m") and len(opt) > 2:  # -mtrain, like python
@@ -573,9 +596,9 @@ def _main_run(argv: list[str]) -> int:
         elif opt == "--":
             break
         else:
-            return _usage_error(f"unknown option {opt!r} for run")
+            return _usage_error(T("unknown option {option} for run", option=repr(opt)))
     if not argv:
-        return _usage_error("run needs a script (SCRIPT.py) or -m MODULE")
+        return _usage_error(T("run needs a script (SCRIPT.py) or -m MODULE"))
     script = argv.pop(0)
     return run_script(script, argv, explain_only=explain_only, verbose=verbose)
 
@@ -599,7 +622,9 @@ def _main_explain(argv: list[str]) -> int:
         elif opt.startswith("--file="):
             path = opt.split("=", 1)[1]
         else:
-            return _usage_error(f"unknown argument {opt!r} for explain (use --file F or stdin)")
+            return _usage_error(
+                T("unknown argument {argument} for explain (use --file F or stdin)", argument=repr(opt))
+            )
     if path is None or path == "-":
         read = _read_stdin()
         if read is None:
@@ -610,7 +635,17 @@ def _main_explain(argv: list[str]) -> int:
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
         except OSError as e:
-            print(f"gradlab: can't open file {path!r}: [Errno {e.errno}] {e.strerror}", file=sys.stderr)
+            print(
+                prefixed(
+                    _t(
+                        "can't open file {path}: [Errno {errno}] {reason}",
+                        path=repr(path),
+                        errno=e.errno,
+                        reason=e.strerror,
+                    )
+                ),
+                file=sys.stderr,
+            )
             return 2
     try:
         code = explain_text(text, verbose=verbose)
@@ -628,9 +663,11 @@ def _read_stdin() -> str | None:
     stdin = sys.stdin
     if stdin is None or stdin.closed:
         print(
-            _(
-                "gradlab: error: stdin is closed; pass the traceback with --file TRACEBACK.txt, "
-                "or pipe it in: python -m gradlab explain < error.txt"
+            prefixed(
+                _(
+                    "error: stdin is closed; pass the traceback with --file TRACEBACK.txt, "
+                    "or pipe it in: python -m gradlab explain < error.txt"
+                )
             ),
             file=sys.stderr,
         )
@@ -687,14 +724,14 @@ def _print_codes() -> int:
 
 
 def _print_long_form(code: str) -> int:
-    from .explanation import explain_code
+    from .kinds import explain_code
 
     try:
         text = explain_code(code)
     except ValueError as e:
-        print(f"gradlab: error: {e}", file=sys.stderr)
+        print(prefixed(_t("error: {message}", message=e)), file=sys.stderr)
         return 2
-    print(text, file=sys.stdout)
+    print(prefixed(text), file=sys.stdout)
     return 0
 
 
@@ -729,13 +766,24 @@ def fix_child(spec_path: str) -> None:
         source = f.read()
     record = None
     tracker = None
+    _same_random_state()  # every run of gradlab fix starts alike (NOTE [Oracles]): a script need not seed itself
     try:
-        with (
-            _as_main([spec["argv0"], *spec["args"]], os.path.dirname(script), module),
-            track(names=_MainNamespace(namespace), warn=False) as tracker,
-            record_training(steps=spec["steps"]) as record,
-        ):
-            exec(compile(source, script, "exec", dont_inherit=True), namespace)
+        if spec.get("reference"):  # the code as written: saved tensors kept from the writes (NOTE [Oracles])
+            import torch
+
+            with (
+                _as_main([spec["argv0"], *spec["args"]], os.path.dirname(script), module),
+                torch.autograd.graph.allow_mutation_on_saved_tensors(),
+                record_training(steps=spec["steps"]) as record,
+            ):
+                exec(compile(source, script, "exec", dont_inherit=True), namespace)
+        else:
+            with (
+                _as_main([spec["argv0"], *spec["args"]], os.path.dirname(script), module),
+                track(names=_MainNamespace(namespace), warn=False) as tracker,
+                record_training(steps=spec["steps"]) as record,
+            ):
+                exec(compile(source, script, "exec", dont_inherit=True), namespace)
         if record is not None and record.stopped:
             out["outcome"] = "budget"
     except SystemExit as e:
@@ -751,9 +799,11 @@ def fix_child(spec_path: str) -> None:
         elif messages.find(e) is not None:
             out["outcome"] = "autograd"
             diagnosis = tracker.diagnosis_for(e) if tracker is not None else None
-            if diagnosis is not None and messages.is_autograd_error(e):
+            if diagnosis is not None:
                 out["headline"] = str(diagnosis).splitlines()[0]
                 out["fixes"] = [_fix_data(fx) for fx in diagnosis.fixes]
+                # a write to a tensor that is no parameter: the gradient of the code as written is its oracle
+                out["reference"] = diagnosis.cause in ("inplace_op", "fast_weights_in_place")
         else:
             out["outcome"] = "error"
     out["record"] = record.as_dict() if record is not None else {}
@@ -761,6 +811,21 @@ def fix_child(spec_path: str) -> None:
         json.dump(out, f)
     sys.stdout.flush()
     sys.stderr.flush()
+
+
+def _same_random_state() -> None:
+    """Seed torch, random and numpy (when installed) at 0: the runs of one ``gradlab fix`` draw the same numbers."""
+    import random
+
+    import torch
+
+    random.seed(0)
+    torch.manual_seed(0)
+    try:
+        import numpy
+    except ImportError:
+        return
+    numpy.random.seed(0)
 
 
 def _main_fix(argv: list[str]) -> int:
@@ -865,5 +930,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "fix":
         return _main_fix(rest)
     if command.endswith(".py"):
-        return _usage_error(f"did you mean: python -m gradlab run {command}")
-    return _usage_error(f"unknown command {command!r}")
+        return _usage_error(T("did you mean: python -m gradlab run {script}", script=command))
+    return _usage_error(T("unknown command {command}", command=repr(command)))

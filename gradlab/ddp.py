@@ -46,8 +46,9 @@ from typing import Literal
 from torch import nn
 
 from .cuts import Cut
-from .explanation import Explanation, explain_message
+from .explanation import Explanation
 from .i18n import _, _t
+from .kinds import explain_message
 from .location import Location
 from .messages import find
 

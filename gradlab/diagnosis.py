@@ -16,9 +16,6 @@ every fix with what it trains.
 from __future__ import annotations
 
 import html
-import os
-import re
-import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -27,22 +24,33 @@ from typing import TYPE_CHECKING, Literal
 
 import torch
 
-from .advice import Cause, Fix, cause_sentence, fixes_for
-from .causes import Facts, Topology, backward_line_after, decide
-from .codes import code_for
-from .explanation import Explanation, no_graph
-from .graph import Graph, collect, collect_active
-from .i18n import _, _t, ngettext_
+from .causes import Cause, cause_sentence, decide, fixes_for
+from .evidence import Facts, Failure, Topology, backward_line_after
+from .explanation import Explanation
+from .fixes import Fix
+from .graph import Graph, collect
+from .i18n import Words, _, _t, ngettext_
+from .kinds import locate, no_graph
 from .location import Location, frame_names
 from .loop import read_site
 from .names import NamesLike, ViewKind, modules_in
-from .recorder import active
+from .recorder import Scope, active
+from .render import header, help_lines, html_fixes, more, numbered, op_span, others_line, quote
 from .saved import SavedTensor, Write
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
 
-__all__ = ["Diagnosis", "Problem", "ProblemKind", "check", "check_graph", "last_diagnosis"]
+__all__ = [
+    "Diagnosis",
+    "Problem",
+    "ProblemKind",
+    "check",
+    "check_in",
+    "check_graph",
+    "last_diagnosis",
+    "failure_diagnosis",
+]
 
 #: The two ways a backward fails that gradlab diagnoses.
 ProblemKind = Literal["graph_freed", "modified_in_place"]
@@ -65,7 +73,7 @@ class Problem:
 
     kind: ProblemKind
     node: str
-    tensor: str
+    tensor: Words
     shape: tuple[int, ...] | None
     saved_version: int | None
     current_version: int | None
@@ -133,9 +141,11 @@ class Diagnosis:
     ``problems`` are the reasons it would not (the first is the one backward
     meets first); ``fixes`` the fixes of the first problem, the likeliest first;
     ``needed_by`` the backward call that failed (when a tracker saw it fail).
-    ``no_graph`` is set when backward would fail because an output has no graph
-    (GL0003): its explanation, located at the line that cut the graph when a
-    tracker saw it (the same as the note after the error); ``problems`` is then empty.
+    ``located`` is set for the other kinds of autograd error (a backward on a
+    tensor without a graph, an in-place write torch refused, an inference tensor
+    saved, ...): their explanation, located at the user's lines a tracker saw
+    (the line that cut the graph, the write, where the tensor was made), with
+    fixes as edits of those lines; ``problems`` is then empty.
     """
 
     ok: bool
@@ -143,11 +153,18 @@ class Diagnosis:
     graph: Graph = field(repr=False)
     needed_by: Location | None = field(default=None, repr=False)
     failed: bool = False
-    no_graph: Explanation | None = field(default=None, repr=False)
+    located: Explanation | None = field(default=None, repr=False)
 
     @property
     def kinds(self) -> list[str]:
-        return sorted({p.kind for p in self.problems} | ({"no_grad_fn"} if self.no_graph is not None else set()))
+        return sorted({p.kind for p in self.problems} | ({self.located.kind} if self.located is not None else set()))
+
+    @property
+    def kind(self) -> str | None:
+        """The kind of the failure (``modified_in_place``, ``no_grad_fn``, ...; its code: :data:`gradlab.CODES`)."""
+        if self.located is not None:
+            return self.located.kind
+        return self.problems[0].kind if self.problems else None
 
     @property
     def cause(self) -> Cause | None:
@@ -157,23 +174,23 @@ class Diagnosis:
     @property
     def fixes(self) -> tuple[Fix, ...]:
         """The fixes of the first problem, the likeliest intent first."""
-        if self.no_graph is not None:
-            return self.no_graph.fixes
+        if self.located is not None:
+            return self.located.fixes
         return self.problems[0].fixes if self.problems else ()
 
     def __str__(self) -> str:
         if self.ok:
             return _t("ok: backward() would succeed ({summary}).", summary=self.graph.summary())
-        if self.no_graph is not None:
-            return str(self.no_graph).removeprefix("gradlab: ")
+        if self.located is not None:
+            return str(self.located)
         return "\n".join(_short(self))
 
     def details(self) -> str:
         """Every problem, its cause, and every fix with what it trains."""
         if self.ok:
             return str(self)
-        if self.no_graph is not None:
-            return self.no_graph.details().removeprefix("gradlab: ")
+        if self.located is not None:
+            return self.located.details()
         head = _("backward() failed ({summary}).") if self.failed else _("backward() would fail ({summary}).")
         lines = [head.format(summary=self.graph.summary())]
         for kind, title in (("modified_in_place", _("Modified in place")), ("graph_freed", _("Graph already freed"))):
@@ -191,10 +208,7 @@ class Diagnosis:
             "",
             _("Fixes, by what you want to train:"),
         ]
-        for i, fix in enumerate(first.fixes, 1):
-            fix_lines = fix.lines()
-            lines.append(f"  {i}. {fix_lines[0]}")
-            lines += [f"     {line}" for line in fix_lines[1:]]
+        lines += numbered(first.fixes)
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -204,12 +218,7 @@ class Diagnosis:
         if self.ok:
             return f"<p>{html.escape(str(self))}</p>"
         short = html.escape(str(self))
-        fixes = "".join(
-            f"<li>{html.escape(fix.lines()[0])}"
-            + (f"<pre>{html.escape(fix.code)}</pre>" if fix.code else "")
-            + f"<br>{html.escape(_t('trains: {what}', what=fix.trains))}</li>"
-            for fix in self.fixes
-        )
+        fixes = html_fixes(self.fixes)
         title = html.escape(_("All fixes, by what you want to train"))
         return f"<pre>{short}</pre><details><summary>{title}</summary><ol>{fixes}</ol></details>"
 
@@ -233,7 +242,7 @@ def _short(d: Diagnosis) -> list[str]:
             )
         else:
             head = _t("{verb}{tensor} was changed after autograd saved it", verb=verb, tensor=p.tensor)
-        lines.append(_t("{header}: {what}", header=_header("modified_in_place"), what=head))
+        lines.append(_t("{header}: {what}", header=header("modified_in_place"), what=head))
         if p.location is not None:
             label = _t(
                 "{writer}: version {saved} -> {now}",
@@ -247,7 +256,7 @@ def _short(d: Diagnosis) -> list[str]:
                     writer=p.modified_by or _("this write"),
                     now=p.current_version,
                 )
-            lines += _quote(p.location, _op_span(p.location.code, p.writes[0].op if p.writes else None), label)
+            lines += quote(p.location, op_span(p.location.code, p.writes[0].op if p.writes else None), label)
         elif p.counter_missed:
             lines.append(
                 "   = "
@@ -276,9 +285,9 @@ def _short(d: Diagnosis) -> list[str]:
             )
         else:
             head = _t("{verb}{node} needs saved tensors that were already freed", verb=verb, node=p.node)
-        lines.append(_t("{header}: {what}", header=_header("graph_freed"), what=head))
+        lines.append(_t("{header}: {what}", header=header("graph_freed"), what=head))
         if p.location is not None:
-            lines += _quote(p.location, _op_span(p.location.code, "backward"), _("freed them (no retain_graph=True)"))
+            lines += quote(p.location, op_span(p.location.code, "backward"), _("freed them (no retain_graph=True)"))
     shape = f" {list(p.shape)}" if p.shape is not None and "[" not in p.tensor else ""
     if p.kind == "modified_in_place":
         if p.saved_at is not None:
@@ -301,77 +310,23 @@ def _short(d: Diagnosis) -> list[str]:
         lines.append("   = " + line)
     if d.needed_by is not None:
         lines.append("   = " + _t("needed by: {call}", call=d.needed_by.trail()))
-    more = len(d.problems) - 1
-    if more:
+    extra = len(d.problems) - 1
+    if extra:
         lines.append(
             "   = "
             + ngettext_(
                 "and {n} more problem of this graph",
                 "and {n} more problems of this graph",
-                more,
-            ).format(n=more)
+                extra,
+            ).format(n=extra)
         )
     lines.append("   = " + _t("cause: {cause}", cause=cause_sentence(p.cause)))
     if p.fixes:
-        fix = p.fixes[0]
-        lines.append(_t("help: {fix}", fix=fix.lines()[0]))
-        if fix.code:
-            lines += [f"   |     {line}" for line in fix.code.splitlines()]
-        lines.append("   = " + _t("trains: {what}", what=fix.trains))
-        if len(p.fixes) > 1:
-            n = len(p.fixes) - 1
-            lines.append(
-                "   = "
-                + ngettext_(
-                    "{n} other fix, for other intents: {how}", "{n} other fixes, for other intents: {how}", n
-                ).format(n=n, how=_more(d.needed_by))
-            )
-        elif more:
-            lines.append("   = " + _t("every problem: {how}", how=_more(d.needed_by)))
+        lines += help_lines(p.fixes[0])
+        lines += others_line(p.fixes, d.needed_by)
+        if len(p.fixes) == 1 and extra:
+            lines.append("   = " + _t("every problem: {how}", how=more(d.needed_by)))
     return lines
-
-
-def _header(kind: str) -> str:
-    """``error[GL0002 modified in place]``: the note's head, with the kind's stable code."""
-    entry = code_for(kind)
-    return entry.header() if entry is not None else f"error[{kind}]"
-
-
-def _in_ipython() -> bool:
-    ipython = sys.modules.get("IPython")
-    get = getattr(ipython, "get_ipython", None)
-    return bool(get is not None and get() is not None)
-
-
-def _in_main_script(where: Location | None) -> bool:
-    """True when ``where`` is a line of the script running as ``__main__`` (``sys.argv[0]``)."""
-    script = sys.argv[0] if sys.argv else ""
-    if where is None or where.in_cell or not script.endswith((".py", ".pyw")):
-        return False
-    try:
-        return os.path.samefile(script, where.filename)
-    except OSError:
-        return False
-
-
-def _more(where: Location | None = None) -> str:
-    """Where the other fixes are, as something that runs where the note is read (NOTE [Where notes are read])."""
-    # NOTE [Where notes are read]: in IPython/Jupyter the note shows under a cell's traceback, so the line is a
-    # call for the next cell; elsewhere it is the command that reruns the script with every fix printed. A
-    # shell merely started in the process (a test, an embedding app) does not make the failure of the script
-    # that is running as __main__ (python -m gradlab run, in the same process) a cell's.
-    if _in_ipython() and not _in_main_script(where):
-        return "import gradlab; print(gradlab.last_diagnosis().details())"
-    script = sys.argv[0] if sys.argv and sys.argv[0].endswith((".py", ".pyw")) else None
-    if script is None:
-        return _("python -m gradlab run --verbose, on your script")
-    try:
-        shown = os.path.relpath(script)
-    except ValueError:  # another drive (Windows)
-        shown = script
-    if shown.startswith(".."):
-        shown = script
-    return shlex.join(["python", "-m", "gradlab", "run", "--verbose", shown, *sys.argv[1:]])
 
 
 def last_diagnosis(error: BaseException | None = None) -> Diagnosis:
@@ -416,53 +371,6 @@ def last_diagnosis(error: BaseException | None = None) -> Diagnosis:
         "this error carries no gradlab diagnosis: run the failing backward inside gradlab.track() "
         "(or %load_ext gradlab in a notebook), then call last_diagnosis() again"
     )
-
-
-def _quote(loc: Location, span: tuple[int, int] | None, label: str) -> list[str]:
-    """rustc-style: the location, the user's line, and the op marked under it."""
-    code = loc.code
-    number = str(loc.lineno)
-    pad = " " * len(number)
-    out = [f"  --> {loc.where}", f"{pad} |", f"{number} |     {code}"]
-    start, end = span if span is not None else (0, len(code))
-    out.append(f"{pad} |     {' ' * start}{'^' * max(1, end - start)} {label}")
-    for caller in loc.callers:
-        out.append(f"{pad} = " + _t("called from {caller}", caller=caller))
-    return out
-
-
-def _op_span(code: str, op: str | None) -> tuple[int, int] | None:
-    """Where in ``code`` the operation ``op`` is (for the ``^^^`` marker), or None."""
-    if not code:
-        return None
-    patterns = []
-    if op and op.endswith(".step()"):
-        patterns.append(r"[\w.\[\]]+\.step\(\s*\)")
-    elif op == "backward":
-        patterns += [r"[\w.\[\]()+ ]*?\.backward\([^()]*(?:\([^()]*\)[^()]*)*\)", r"torch\.autograd\.\w+\(.*\)"]
-    elif op in _AUGMENTED_SIGNS:
-        patterns.append(re.escape(_AUGMENTED_SIGNS[op]) + "=")
-    elif op == "__setitem__":
-        patterns.append(r"[\w.]+\[.*?\]\s*=")
-    elif op:
-        patterns += [r"[\w.\[\]]*\." + re.escape(op) + r"\([^)]*\)", r"inplace\s*=\s*True"]
-    for pattern in patterns:
-        m = re.search(pattern, code)
-        if m:
-            return m.start(), m.end()
-    return None
-
-
-_AUGMENTED_SIGNS = {
-    "__iadd__": "+",
-    "__isub__": "-",
-    "__imul__": "*",
-    "__itruediv__": "/",
-    "__imatmul__": "@",
-    "__ifloordiv__": "//",
-    "__imod__": "%",
-    "__ipow__": "**",
-}
 
 
 # -- deciding the cause -----------------------------------------------------------------------------------
@@ -555,7 +463,7 @@ def check_graph(
     return Diagnosis(ok=not problems, problems=problems, graph=graph, needed_by=needed_by, failed=failing is not None)
 
 
-def no_graph_diagnosis(output: object, recording: Recorder | None) -> Diagnosis | None:
+def no_graph_diagnosis(output: object, recording: Recorder | None, frame: FrameType | None = None) -> Diagnosis | None:
     """The diagnosis of a backward that would fail because an output has no graph (GL0003), or None.
 
     The explanation names the line that cut the graph when ``recording`` saw it
@@ -570,12 +478,28 @@ def no_graph_diagnosis(output: object, recording: Recorder | None) -> Diagnosis 
         return None
     if not items or not all(isinstance(t, torch.Tensor) for t in items):
         return None  # collect() says what to pass
-    explanation = no_graph(items, recording)
+    explanation = no_graph(items, recording, frame)
     if explanation is None:
         return None
     with_graph = [t for t in items if isinstance(t, torch.Tensor) and t.grad_fn is not None]
     graph = collect(with_graph) if with_graph else Graph(nodes=(), saved=(), outputs=())
-    return Diagnosis(ok=False, problems=[], graph=graph, no_graph=explanation)
+    return Diagnosis(ok=False, problems=[], graph=graph, located=explanation)
+
+
+_EMPTY = Graph(nodes=(), saved=(), outputs=())
+
+
+def failure_diagnosis(failure: Failure) -> Diagnosis:
+    """The diagnosis of any autograd error, located where a tracker saw it (NOTE [Every kind diagnosed]).
+
+    For a backward that failed on a freed or modified saved tensor, the tracker
+    diagnoses from the graph (:func:`check_graph`); every other kind, and those two
+    when the tracker did not see the backward, are located here by their kind
+    (:func:`gradlab.kinds.locate`): the user's lines, and fixes as edits of them.
+    """
+    return Diagnosis(
+        ok=False, problems=[], graph=_EMPTY, needed_by=failure.location, failed=True, located=locate(failure)
+    )
 
 
 def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None) -> Diagnosis:
@@ -596,15 +520,25 @@ def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None
         >>> d.ok, d.problems[0].kind, d.problems[0].tensor
         (False, 'modified_in_place', 'w')
     """
-    frame = sys._getframe(1)
-    scope = active()
-    cut = no_graph_diagnosis(output, scope._recorder() if scope is not None else None)
+    return check_in(output, names, sys._getframe(1), active())
+
+
+def check_in(
+    output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike, frame: FrameType | None, scope: Scope | None
+) -> Diagnosis:
+    """:func:`check` from ``frame``, with the names and record of the tracker ``scope`` (None: none).
+
+    The one way ``gradlab.check`` and ``Tracker.check`` find names and collect, so they
+    name a tensor alike: ``names``, else the tracker's, else the frame's models, as the
+    note after a failure does.
+    """
+    recorder = scope._recorder() if scope is not None else None
+    cut = no_graph_diagnosis(output, recorder, frame)
     if cut is not None:
         return cut
-    graph, recording = collect_active(output, names)
-    if names is None and recording is not None and not recording.owner.namer():
-        # no names anywhere: the caller's models name the parameters, as in the note after a failure
-        found = modules_in(frame_names(frame))
-        if found:
-            graph, recording = collect_active(output, found)
-    return check_graph(graph, tracker=recording, frame=frame)
+    if names is None and (scope is None or not scope.namer()):
+        found = modules_in(frame_names(frame))  # no names anywhere: the caller's models name the parameters
+        names = found or None
+    namer = scope.namer(names) if scope is not None else names
+    graph = collect(output, namer, tracker=scope)
+    return check_graph(graph, tracker=recorder, frame=frame)

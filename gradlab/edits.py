@@ -165,8 +165,13 @@ def check_edits(
     for edit in edits:
         if not edit.text.strip():
             continue
+        block = _dedent_block(edit.text)
+        if block.lstrip().startswith("@") and not block.rstrip().endswith(":"):
+            block += "\ndef _decorated(): pass"  # a decorator line parses only above a definition
+        elif block.rstrip().endswith(":"):
+            block += "\n    pass"  # a block's header alone (with torch.no_grad():): its body is the file's
         try:
-            piece = ast.parse(_dedent_block(edit.text))
+            piece = ast.parse(block)
         except SyntaxError as err:
             return f"the new lines do not parse on their own: {err.msg}"
         # A name the edit binds may be read only by its later statements: `x = x.detach()` needs an x.

@@ -41,6 +41,7 @@ import torch
 
 from . import internals, messages
 from .i18n import _
+from .notices import prefixed
 
 
 class Saved(Protocol):
@@ -171,4 +172,4 @@ def warning_text(note: str | None) -> str:
         "the write did not move the tensor's version counter. The gradients were computed from the new values, "
         "not from the ones the forward used. gradlab.track(strict=True) raises PyTorch's in-place error instead."
     )
-    return head if not note else head + "\ngradlab: " + note
+    return head if not note else head + "\n" + prefixed(note)

@@ -26,6 +26,30 @@ own end, after at least one step) without an error, and its measured training
   trained: the modules whose gradient it changed, at the steps of the optimizers
   that step on it.
 
+NOTE [Oracles]
+Beside the training each candidate measures, three checks need no intent, each
+cheap and each able to fail a fix that runs clean:
+
+* **forward preserved**: a fix that says it keeps the forward (``Fix.keeps_forward``:
+  an exact rewrite, a detach, ``inputs=``) must compute what the failing code
+  computed before it failed: each loss the unpatched run backwarded has, the first
+  time the candidate backwards it (by the same name), the same value (a fingerprint
+  of the backwarded tensors, :class:`gradlab.LossRecord`). A rewrite that lost
+  parentheses (``x /= a + b`` as ``x = x / a + b``) or moved a write that the forward
+  reads fails here;
+* **the gradient of the code as written**: for a write to a tensor that is no
+  parameter (an in-place op of the forward, a buffer), the script runs once more
+  under ``torch.autograd.graph.allow_mutation_on_saved_tensors()``, which keeps a
+  copy of each saved tensor a write would change: every optimizer step of a
+  candidate must use the gradients of that run;
+* **what trains what, per parameter**: at each step the unpatched run completed,
+  the candidate gives a gradient to the same parameters.
+
+A candidate that fails one is not verified (and so never applied). Every run of one
+``gradlab fix`` starts from the same random state (torch, random and numpy seeded at
+0 before the script runs), so the runs of a script that does not seed itself draw the
+same numbers and compare too.
+
 NOTE [The scratch directory]
 The copy runs in a fresh directory that mirrors the script's directory: small
 files are copied, large files are linked (data sets are read, not copied),
@@ -61,7 +85,7 @@ from .edits import Edit, apply_edits, unified_diff
 from .i18n import _, _t
 
 if TYPE_CHECKING:
-    from .advice import Fix
+    from .fixes import Fix
     from .trained import TrainingRecord
 
 __all__ = ["FixTrial", "FixReport", "RunResult", "fix_script"]
@@ -89,6 +113,7 @@ class RunResult:
     headline: str | None = None
     fixes: tuple[dict[str, Any], ...] = ()
     output: str = ""
+    reference: bool = False  # the failure is a write to a tensor that is no parameter (NOTE [Oracles])
 
     @property
     def clean(self) -> bool:
@@ -294,6 +319,73 @@ def _read(path: str) -> str:
 # --------------------------------------------------------------------------
 
 
+def _close(a: tuple[float, float] | None, b: tuple[float, float] | None, rtol: float = 1e-5) -> bool:
+    if a is None or b is None:
+        return a is b
+    return all(abs(x - y) <= rtol * max(abs(x), abs(y), 1e-12) + 1e-12 for x, y in zip(a, b))
+
+
+def oracles(
+    run: TrainingRecord,
+    original: TrainingRecord,
+    keeps_forward: bool | None,
+    reference: TrainingRecord | None = None,
+) -> list[str]:
+    """Why ``run`` fails a check that needs no intent (NOTE [Oracles]), one sentence each."""
+    out: list[str] = []
+    if keeps_forward:
+        first: dict[str, tuple[float, float] | None] = {}
+        for b in original.backwards:
+            first.setdefault(b.loss, b.value)
+        seen: set[str] = set()
+        for b in run.backwards:
+            if b.loss in first and b.loss not in seen:
+                seen.add(b.loss)
+                if first[b.loss] is not None and b.value is not None and not _close(b.value, first[b.loss], 1e-6):
+                    out.append(
+                        _t(
+                            "the fix says it keeps the forward, but {loss} has another value than in the code as "
+                            "it ran (the first time it is backwarded)",
+                            loss=b.loss,
+                        )
+                    )
+    if reference is not None:
+        want = {(s.optimizer, s.count): s for s in reference.steps}
+        for s in run.steps:
+            r = want.get((s.optimizer, s.count))
+            if r is None or len(r.grads) != len(s.grads):
+                continue
+            differ = [name for (name, g), (_n, rg) in zip(s.grads, r.grads) if not _close(g, rg)]
+            if differ:
+                out.append(
+                    _t(
+                        "{optimizer}, step {k}: the gradient of {params} differs from the code as written "
+                        "(run under allow_mutation_on_saved_tensors())",
+                        optimizer=s.optimizer,
+                        k=s.count,
+                        params=", ".join(differ[:3]) + (" ..." if len(differ) > 3 else ""),
+                    )
+                )
+    done = {(s.optimizer, s.count): s for s in original.steps}
+    for s in run.steps:
+        o = done.get((s.optimizer, s.count))
+        if o is None or len(o.grads) != len(s.grads):
+            continue
+        had = {n for n, g in o.grads if g is not None and g != (0.0, 0.0)}
+        has = {n for n, g in s.grads if g is not None and g != (0.0, 0.0)}
+        if had and had != has:  # a step on no gradient at all says nothing of what is meant to train
+            changed = sorted(had ^ has)
+            out.append(
+                _t(
+                    "{optimizer}, step {k}: the code as it ran gave a gradient to other parameters ({params})",
+                    optimizer=s.optimizer,
+                    k=s.count,
+                    params=", ".join(changed[:3]) + (" ..." if len(changed) > 3 else ""),
+                )
+            )
+    return out
+
+
 def judge(run: TrainingRecord, original: TrainingRecord, claims: Sequence[tuple[str, Sequence[str]]] = ()) -> list[str]:
     """Why ``run`` does not match the code's intent, one sentence each (NOTE [What "verified" means]).
 
@@ -424,6 +516,7 @@ def _run_child(
     timeout: float,
     stdin: bytes,
     workdir: str,
+    reference: bool = False,
 ) -> RunResult:
     """Run ``script`` under the tracker and the training record in a subprocess; read back its result.
 
@@ -440,6 +533,7 @@ def _run_child(
                 "steps": steps,
                 "result": result,
                 "stdin": bool(stdin),
+                "reference": reference,
             },
             f,
         )
@@ -488,6 +582,7 @@ def _run_child(
         headline=data.get("headline"),
         fixes=tuple(data.get("fixes", ())),
         output=text,
+        reference=bool(data.get("reference")),
     )
 
 
@@ -524,11 +619,12 @@ def _user_line(e: BaseException, script: str) -> str | None:
 
 def _fix_data(fx: Any) -> dict[str, Any]:
     return {
-        "summary": fx.summary,
-        "trains": fx.trains,
+        "summary": str(fx.summary),
+        "trains": str(fx.trains),
         "applicability": fx.applicability,
         "edits": [[e.filename, e.start, e.end, e.text] for e in fx.edits],
         "claims": [[loss, list(mods)] for loss, mods in fx.claims],
+        "keeps_forward": fx.keeps_forward,
     }
 
 
@@ -663,9 +759,17 @@ def fix_script(
         if original.outcome != "autograd":
             return report
         candidates = original.fixes if fixes is None else tuple(_fix_data(fx) for fx in fixes)
+        reference = None
+        if original.reference and candidates:  # the gradient of the code as written (NOTE [Oracles])
+            work = os.path.join(scratch, "reference")
+            os.mkdir(work)
+            ref = _run_child(script, argv0, args, cwd, steps, timeout, stdin, work, reference=True)
+            reference = ref.record if ref.clean else None
         for number, data in enumerate(candidates, 1):
             report.trials.append(
-                _try(number, data, script, argv0, args, cwd, steps, timeout, stdin, sources, original, scratch)
+                _try(
+                    number, data, script, argv0, args, cwd, steps, timeout, stdin, sources, original, scratch, reference
+                )
             )
     return report
 
@@ -683,6 +787,7 @@ def _try(
     sources: dict[str, str],
     original: RunResult,
     scratch: str,
+    reference: TrainingRecord | None = None,
 ) -> FixTrial:
     edits = tuple(Edit(f, s, e, t) for f, s, e, t in data.get("edits", ()))
     claims = tuple((loss, tuple(mods)) for loss, mods in data.get("claims", ()))
@@ -712,5 +817,10 @@ def _try(
     work = os.path.join(scratch, f"run{number}")
     os.mkdir(work)
     run = _run_child(copy, argv0, args, run_cwd, steps, timeout, stdin, work)
-    mismatches = tuple(judge(run.record, original.record, claims)) if run.clean else ()
+    mismatches = (
+        tuple(judge(run.record, original.record, claims))
+        + tuple(oracles(run.record, original.record, data.get("keeps_forward"), reference))
+        if run.clean
+        else ()
+    )
     return FixTrial(**base, diff=diff, patched=patched, run=run, mismatches=mismatches)

@@ -376,7 +376,7 @@ def saved_table(saved: Sequence[SavedTensor]) -> str:
             str(s.node_id),
             s.node,
             s.attribute,
-            s.name,
+            str(s.name),
             "?" if s.shape is None else str(list(s.shape)),
             "-" if s.saved_version is None else str(s.saved_version),
             "-" if s.current_version is None else str(s.current_version),

@@ -27,10 +27,27 @@ import re
 import struct
 import threading
 import unicodedata
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import TypeAlias
 
-__all__ = ["set_language", "language", "languages", "gettext_", "_", "_t", "ngettext_", "width", "ljust"]
+__all__ = [
+    "Words",
+    "set_language",
+    "language",
+    "languages",
+    "gettext_",
+    "_",
+    "_t",
+    "ngettext_",
+    "Text",
+    "T",
+    "N",
+    "join",
+    "width",
+    "ljust",
+]
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 DOMAIN = "gradlab"
@@ -125,13 +142,160 @@ def _t(message: str, /, **fields: object) -> str:
         >>> set_language("en")
         'en'
     """
-    text = gettext_(message).format(**fields)
-    return _CJK_GAP.sub("", text) if _current.startswith("zh") else text
+    return str(Text(message, fields))
 
 
 def ngettext_(singular: str, plural: str, n: int) -> str:
     """The singular or plural form of a message for ``n``, in the language in effect."""
     return _translation.ngettext(singular, plural, n)
+
+
+# NOTE [Words as data]
+# A diagnosis is often made in one language and shown in another (a note built under
+# a tracker, printed after set_language(); a record kept and rendered later). So the
+# records keep gradlab's words as Text: the message and its fields, not the sentence.
+# A Text is worded each time it is shown, in the language in effect then, like
+# Django's gettext_lazy; its fields may be Texts themselves (a fix's "trains" line
+# names the models and says "the upstream model" when it knows no name). For reading
+# code it behaves as the str it shows (==, in, startswith, len, + and format).
+class Text:
+    """Words of gradlab's kept as data (NOTE [Words as data]): ``str(text)`` words them in the language in effect.
+
+    Make one with :func:`T` (a message and its fields), :func:`N` (a message with a
+    plural form) or :func:`join`.
+
+    Example::
+
+        >>> t = T("{name} (view)", name="w")
+        >>> str(t), t == "w (view)", "view" in t
+        ('w (view)', True, True)
+        >>> set_language("zh_CN") and str(t)
+        'w（视图）'
+        >>> set_language("en")
+        'en'
+    """
+
+    __slots__ = ("_message", "_plural", "_n", "_fields", "_parts")
+
+    def __init__(
+        self,
+        message: str,
+        fields: dict[str, object] | None = None,
+        *,
+        plural: str | None = None,
+        n: int = 1,
+        parts: tuple[object, ...] | None = None,
+    ) -> None:
+        self._message = message
+        self._plural = plural
+        self._n = n
+        self._fields = dict(fields or {})
+        self._parts = parts  # a join or a concatenation: the message is the separator
+
+    @property
+    def message(self) -> str:
+        """The English message (the gettext ``msgid``), with its ``{fields}`` unfilled."""
+        return self._message
+
+    @property
+    def fields(self) -> dict[str, object]:
+        """The values of the message's fields (each may be a :class:`Text`)."""
+        return dict(self._fields)
+
+    def __str__(self) -> str:
+        if self._parts is not None:
+            return _worded(self._message).join(str(p) for p in self._parts)
+        template = (
+            ngettext_(self._message, self._plural, self._n) if self._plural is not None else gettext_(self._message)
+        )
+        if not self._fields:
+            return template
+        text = template.format(**{k: str(v) if isinstance(v, Text) else v for k, v in self._fields.items()})
+        return _CJK_GAP.sub("", text) if _current.startswith("zh") else text
+
+    def __repr__(self) -> str:
+        return repr(str(self))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (str, Text)):
+            return str(self) == str(other)
+        return NotImplemented
+
+    def __hash__(
+        self,
+    ) -> int:  # equal to its str's, as == is (so it is found in a set of str, and a str in a set of it)
+        return hash(str(self))
+
+    def __bool__(self) -> bool:
+        return bool(self._message) or bool(self._parts)
+
+    def __len__(self) -> int:
+        return len(str(self))
+
+    def __contains__(self, part: object) -> bool:
+        return str(part) in str(self)
+
+    def __add__(self, other: object) -> Text:
+        return Text("", parts=(self, other))
+
+    def __radd__(self, other: object) -> Text:
+        return Text("", parts=(other, self))
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def startswith(self, prefix: str | tuple[str, ...]) -> bool:
+        return str(self).startswith(prefix)
+
+    def endswith(self, suffix: str | tuple[str, ...]) -> bool:
+        return str(self).endswith(suffix)
+
+    def splitlines(self) -> list[str]:
+        return str(self).splitlines()
+
+    def split(self, sep: str | None = None, maxsplit: int = -1) -> list[str]:
+        return str(self).split(sep, maxsplit)
+
+    def strip(self, chars: str | None = None) -> str:
+        return str(self).strip(chars)
+
+    def lower(self) -> str:
+        return str(self).lower()
+
+
+#: gradlab's words as a record keeps them: a plain str, or a :class:`Text` worded when shown.
+Words: TypeAlias = str | Text
+
+
+def _worded(message: str) -> str:
+    return gettext_(message) if message.strip() else message  # a blank separator is not a message
+
+
+def T(message: str, /, **fields: object) -> Text:
+    """``message`` with its ``fields``, kept as data and worded when shown (NOTE [Words as data]).
+
+    Example::
+
+        >>> str(T("if {loss} should not train {model}", loss="loss_2", model=T("the upstream model")))
+        'if loss_2 should not train the upstream model'
+    """
+    return Text(message, fields)
+
+
+def N(singular: str, plural: str, n: int, /, **fields: object) -> Text:
+    """The singular or plural form of a message for ``n``, kept as data (``{n}`` is filled in too)."""
+    return Text(singular, {"n": n, **fields}, plural=plural, n=n)
+
+
+def join(parts: Sequence[object], separator: str | Text = ", ") -> Text:
+    """``parts`` joined by ``separator`` (a message of its own: ``T(" and ")``), worded when shown.
+
+    Example::
+
+        >>> str(join(["n_1", "n_2"], T(" and ")))
+        'n_1 and n_2'
+    """
+    return Text(separator.message if isinstance(separator, Text) else separator, parts=tuple(parts))
 
 
 def width(text: str) -> int:

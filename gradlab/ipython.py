@@ -6,6 +6,7 @@ from typing import Any
 
 from . import messages
 from .names import modules_in
+from .notices import prefixed
 from .tracker import Tracker
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
@@ -23,9 +24,9 @@ def _handler(
     # Show the original traceback first, unchanged (it carries gradlab's note when tracked).
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
     if messages.is_autograd_error(value) and not _has_note(value):
-        from .explanation import explain
+        from .kinds import explain
 
-        print("\ngradlab: " + str(explain(value)))
+        print("\n" + prefixed(str(explain(value))))
 
 
 def load_ipython_extension(shell: Any) -> None:

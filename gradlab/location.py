@@ -97,10 +97,29 @@ class Location:
         return str(self) + "".join(f" (called from {c})" for c in self.callers)
 
 
+# NOTE [Framework frames]
+# Lightning, Transformers and Accelerate own the training loop: they call the user's
+# training_step, compute_loss and forward, and call backward(), zero_grad() and step()
+# themselves. Their frames are never the user's line, so they are skipped like torch's:
+# the line found is the user's own (the write in training_step, the manual_backward call,
+# or the trainer.fit(...) that ran the framework's backward). A framework's folder is
+# read from its package once it is imported (nothing is imported here); its frames can
+# only run after that.
+_FRAMEWORKS = ("lightning", "pytorch_lightning", "lightning_fabric", "transformers", "accelerate")
+
+
+def _framework_file(filename: str) -> bool:
+    for name in _FRAMEWORKS:
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(path, str) and filename.startswith(os.path.dirname(path) + os.sep):
+            return True
+    return False
+
+
 def _library_file(filename: str) -> bool:
     hit = _is_library.get(filename)
     if hit is None:
-        hit = filename.startswith(_SKIP_DIRS) or filename.startswith("<frozen")
+        hit = filename.startswith(_SKIP_DIRS) or filename.startswith("<frozen") or _framework_file(filename)
         if len(_is_library) >= _MAX_CACHED:
             _is_library.clear()
         _is_library[filename] = hit
@@ -147,9 +166,10 @@ def _compute_display_name(filename: str) -> str:
 def user_location(frame: FrameType | None = None, callers: int = 0) -> Location | None:
     """The innermost frame of user code above ``frame`` (default: the caller).
 
-    Frames inside torch, gradlab and contextlib are skipped, so the result is the
-    line the learner wrote, e.g. ``train.py:12: opt_1.step()``. With ``callers=N``
-    the next N user frames further out are kept in ``Location.callers``.
+    Frames inside torch, gradlab, contextlib and the training frameworks (NOTE
+    [Framework frames]) are skipped, so the result is the line the learner wrote,
+    e.g. ``train.py:12: opt_1.step()``. With ``callers=N`` the next N user frames
+    further out are kept in ``Location.callers``.
     """
     # Hot path (every saved tensor under track()): NOTE [Cheap save locations].
     f: FrameType | None = frame if frame is not None else sys._getframe(1)

@@ -43,6 +43,8 @@ import torch
 from torch import nn
 
 from .location import frame_names
+from .names import modules_in
+from .source import after, parse
 
 __all__ = [
     "Site",
@@ -52,9 +54,7 @@ __all__ = [
     "intent_after",
     "site_intent",
     "recorded_intent",
-    "statement_at",
-    "loop_body_of",
-    "next_backward",
+    "modules_of",
 ]
 
 
@@ -137,14 +137,8 @@ class Site:
         return lines[line - 1] if 0 < line <= len(lines) else ""
 
     def tree(self) -> ast.Module | None:
-        return _parse(self.source)
-
-
-def _parse(source: str) -> ast.Module | None:
-    try:
-        return ast.parse(source)
-    except SyntaxError:
-        return None
+        """The file's tree, parsed once (:func:`gradlab.source.parse`)."""
+        return parse(self.source)
 
 
 def _code_lines(code: CodeType) -> frozenset[int]:
@@ -173,13 +167,12 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
         return None
     filename = frame.f_code.co_filename
     source = "".join(linecache.getlines(filename, frame.f_globals))
-    if not source or _parse(source) is None:
+    if not source or parse(source) is None:
         return None
     namespace = frame_names(frame)
     module_ids = dict(modules or {})
-    for key, value in namespace.items():
-        if isinstance(key, str) and not key.startswith("_") and isinstance(value, nn.Module):
-            module_ids.setdefault(key, frozenset(id(p) for p in value.parameters()))
+    for key, value in modules_in(namespace).items():  # a LightningModule: the models it holds, by attribute
+        module_ids.setdefault(key, frozenset(id(p) for p in value.parameters()))
     optimizers = {
         key: frozenset(id(p) for g in value.param_groups for p in g["params"])
         for key, value in namespace.items()
@@ -234,63 +227,6 @@ def _held_by_objects(
 # -- statements in the order they run -----------------------------------------------------------------
 
 
-def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
-    for name in ("body", "orelse", "finalbody"):
-        block = getattr(node, name, None)
-        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-            yield block
-    for handler in getattr(node, "handlers", ()) or ():
-        yield handler.body
-
-
-def _path(tree: ast.Module, lineno: int) -> list[tuple[ast.AST, list[ast.stmt], int]]:
-    """From the module down: (owner, block, index) of each statement enclosing ``lineno``."""
-    path: list[tuple[ast.AST, list[ast.stmt], int]] = []
-    owner: ast.AST = tree
-    while True:
-        for block in _blocks(owner):
-            for i, st in enumerate(block):
-                if st.lineno <= lineno <= (st.end_lineno or st.lineno):
-                    path.append((owner, block, i))
-                    owner = st
-                    break
-            else:
-                continue
-            break
-        else:
-            return path
-
-
-def statement_at(tree: ast.Module, lineno: int) -> ast.stmt | None:
-    """The innermost statement that holds line ``lineno``."""
-    path = _path(tree, lineno)
-    return path[-1][1][path[-1][2]] if path else None
-
-
-def loop_body_of(tree: ast.Module, lineno: int) -> list[ast.stmt] | None:
-    """The body of the innermost ``for``/``while`` loop around ``lineno`` (in the same function), or None."""
-    for owner, block, _ in reversed(_path(tree, lineno)):
-        if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return None
-        if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)) and block is owner.body:
-            return block
-    return None
-
-
-def _after(tree: ast.Module, lineno: int) -> list[ast.stmt]:
-    """The statements that run after the one at ``lineno``: the rest of each enclosing block, with a
-    loop's next iteration (its body up to the statement) after the rest of its body. Stops at a function."""
-    out: list[ast.stmt] = []
-    for owner, block, i in reversed(_path(tree, lineno)):
-        if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out += block[i + 1 :]
-            break
-        out += block[i + 1 :]
-        if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)) and block is owner.body:
-            out += block[: i + 1]
-    return out
-
-
 def _calls(statements: list[ast.stmt]) -> Iterator[tuple[str, str, int]]:
     """``(receiver source, method, line)`` of each ``X.step()``/``X.zero_grad()`` call, in order."""
     for st in statements:
@@ -318,7 +254,7 @@ def _resolve(expr: str, namespace: Mapping[str, Any]) -> Any:
     return value
 
 
-def _modules_of(params: frozenset[int], modules: Mapping[str, frozenset[int]]) -> tuple[str, ...]:
+def modules_of(params: frozenset[int], modules: Mapping[str, frozenset[int]]) -> tuple[str, ...]:
     """The user's modules whose parameters ``params`` hold (a module inside another named one is left out)."""
     hits = {name for name, ids in modules.items() if ids & params}
     # keep the largest: a container holding a named submodule names it already
@@ -337,7 +273,7 @@ def intent_after(
     mapping of name -> optimizer); ``modules`` maps the user's module names to
     the ids of their parameters (default: the ``nn.Module`` values of ``namespace``).
     """
-    tree = _parse(source)
+    tree = parse(source)
     if tree is None:
         return LoopIntent()
     if modules is None:
@@ -348,7 +284,7 @@ def intent_after(
         }
     plans: list[Plan] = []
     seen: set[str] = set()
-    for receiver, method, line in _calls(_after(tree, lineno)):
+    for receiver, method, line in _calls(after(tree, lineno)):
         if receiver in seen:
             continue
         value = namespace.get(receiver) if receiver in namespace else _resolve(receiver, namespace)
@@ -359,12 +295,12 @@ def intent_after(
         elif method == "zero_grad" and receiver in modules:
             # netD.zero_grad() clears the module's gradients as its optimizer's zero_grad() would (DCGAN's loop)
             seen.add(receiver)
-            plans.append(Plan(receiver, _modules_of(modules[receiver], modules), line, False, module=True))
+            plans.append(Plan(receiver, modules_of(modules[receiver], modules), line, False, module=True))
             continue
         else:
             continue
         seen.add(receiver)
-        owned = _modules_of(params, modules)
+        owned = modules_of(params, modules)
         if method == "step":  # a module's zero_grad() before this step: the step does not use its gradient
             cleared = {m for p in plans if p.module for m in p.modules}
             owned = tuple(m for m in owned if m not in cleared)
@@ -423,7 +359,7 @@ def recorded_intent(
         params = e.params & wanted if wanted is not None and e.kind == "step" else e.params
         name = names.get(e.params) or _receiver_of(e.location.code if e.location else "", e.kind) or "optimizer"
         line = e.location.lineno if e.location is not None else 0
-        plans.append(Plan(name, _modules_of(params, site.modules), line, e.kind == "step"))
+        plans.append(Plan(name, modules_of(params, site.modules), line, e.kind == "step"))
     return LoopIntent(tuple(plans))
 
 
@@ -431,26 +367,3 @@ def _receiver_of(code: str, method: str) -> str | None:
     """``opt_d`` from ``opt_d.step()`` (the line's own name for the optimizer)."""
     m = re.search(r"([A-Za-z_][\w.]*)\." + method + r"\(", code)
     return m[1] if m else None
-
-
-def _backward_in(st: ast.stmt) -> bool:
-    return any(
-        isinstance(n, ast.Call)
-        and (
-            (isinstance(n.func, ast.Attribute) and n.func.attr == "backward")
-            or ast.unparse(n.func) in ("torch.autograd.backward", "autograd.backward")
-        )
-        for n in ast.walk(st)
-    )
-
-
-def next_backward(tree: ast.Module, lineno: int) -> int | None:
-    """The line of the first backward call that runs after the statement at ``lineno`` (in the same function)."""
-    here = statement_at(tree, lineno)
-    if here is not None and _backward_in(here) and here.lineno == lineno:
-        return lineno
-    for st in _after(tree, lineno):
-        if _backward_in(st) and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            inner = [n for n in ast.walk(st) if isinstance(n, ast.stmt) and not list(_blocks(n)) and _backward_in(n)]
-            return min(n.lineno for n in inner) if inner else st.lineno
-    return None

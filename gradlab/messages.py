@@ -37,6 +37,7 @@ __all__ = [
     "find",
     "closest",
     "is_autograd_error",
+    "is_decoded",
     "stale_message",
     "wording",
     "FREED_HEAD",
@@ -367,6 +368,19 @@ def is_autograd_error(error: BaseException | str) -> bool:
         return False
     m = _find_in(text)
     return m is not None and m.kind in ("graph_freed", "modified_in_place")
+
+
+def is_decoded(error: BaseException) -> bool:
+    """Whether ``error`` is an autograd error of one of gradlab's kinds, raised by torch (a RuntimeError, not gradlab's own).
+
+    Example::
+
+        >>> is_decoded(RuntimeError("grad can be implicitly created only for scalar outputs")), is_decoded(ValueError("x"))
+        (True, False)
+    """
+    if not isinstance(error, RuntimeError) or isinstance(error, GradlabError):
+        return False
+    return find(error) is not None
 
 
 # -- writing torch's in-place message --------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -10,9 +11,9 @@ from typing import Literal
 import torch
 from torch import nn
 
-from .i18n import _t
+from .i18n import T, Text, Words
 
-__all__ = ["NamesLike", "Namer", "Name", "ViewKind", "modules_in"]
+__all__ = ["NamesLike", "Namer", "Name", "ViewKind", "modules_in", "held_models", "framework_backward"]
 
 #: How a named tensor's view relates to it: itself (None), a view, or the transpose of a 2-d tensor.
 ViewKind = Literal[None, "view", "transposed"]
@@ -39,8 +40,40 @@ def modules_in(namespace: Mapping[str, object]) -> dict[str, nn.Module]:
     """
     if not isinstance(namespace, Mapping):
         raise TypeError(f"modules_in() takes a mapping such as globals(), not {type(namespace).__name__}")
+    found: dict[str, nn.Module] = {}
+    for k, v in namespace.items():
+        if isinstance(k, str) and isinstance(v, nn.Module) and not k.startswith("_"):
+            held = held_models(v)
+            if held:
+                for attr, model in held.items():
+                    found.setdefault(attr, model)
+            else:
+                found[k] = v
+    return found
+
+
+# NOTE [Models held by a LightningModule]
+# A LightningModule is the training code's container, not a model: a GAN's holds
+# `self.generator` and `self.discriminator`, each stepped by its own optimizer. Named
+# as one module (`self`, `model`) every loss would "train model". So its models are
+# named by their attributes (`generator.0.weight`), as the user's code calls them.
+# It is recognised by its class's bases, without importing Lightning.
+def held_models(module: nn.Module) -> dict[str, nn.Module]:
+    """The models a LightningModule holds, by attribute name; empty for any other module.
+
+    Empty too when the LightningModule has parameters of its own (outside any
+    submodule): then it is named as one module, so that every parameter has a name.
+    """
+    lightning = any(
+        c.__name__ == "LightningModule" and c.__module__.startswith(("lightning.", "pytorch_lightning."))
+        for c in type(module).__mro__
+    )
+    if not lightning or any(True for _ in module.parameters(recurse=False)):
+        return {}
     return {
-        k: v for k, v in namespace.items() if isinstance(k, str) and isinstance(v, nn.Module) and not k.startswith("_")
+        name: child
+        for name, child in module.named_children()
+        if not name.startswith("_") and any(True for _ in child.parameters())
     }
 
 
@@ -51,8 +84,8 @@ def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:
             raise TypeError(f"names= keys must be strings, got {key!r}; pass e.g. names={{'n_1': n_1}}")
         if isinstance(value, nn.Module):
             prefix = f"{key}." if key else ""
-            out.extend((f"{prefix}{n}", p) for n, p in value.named_parameters())
-            out.extend((f"{prefix}{n}", b) for n, b in value.named_buffers())
+            out.extend((f"{prefix}{_compiled(n)}", p) for n, p in value.named_parameters())
+            out.extend((f"{prefix}{_compiled(n)}", b) for n, b in value.named_buffers())
         elif isinstance(value, torch.Tensor):
             out.append((key, value))
         else:
@@ -61,6 +94,29 @@ def _pairs(names: Mapping[str, object]) -> list[tuple[str, torch.Tensor]]:
                 "e.g. names={'n_1': n_1, 'x': x}"
             )
     return out
+
+
+def framework_backward(func: ast.Attribute) -> bool:
+    """Whether calling ``func`` backwards its first argument: Lightning's ``self.manual_backward(loss)``,
+    Accelerate's ``accelerator.backward(loss)``, Fabric's ``fabric.backward(loss)`` (the receivers as
+    their documentation names them), so the loss is ``loss``, not the receiver.
+
+    Example::
+
+        >>> call = ast.parse("accelerator.backward(head_loss)").body[0].value
+        >>> framework_backward(call.func), framework_backward(ast.parse("loss.backward(g)").body[0].value.func)
+        (True, False)
+    """
+    if func.attr == "manual_backward":
+        return True
+    receiver = ast.unparse(func.value).rsplit(".", 1)[-1]
+    return func.attr == "backward" and receiver in ("accelerator", "fabric")
+
+
+def _compiled(name: str) -> str:
+    """A parameter's name without the ``_orig_mod`` that ``torch.compile``'s wrapper puts before it:
+    ``encoder.2.weight``, as the user's model calls it, not ``encoder._orig_mod.2.weight``."""
+    return ".".join(part for part in name.split(".") if part != "_orig_mod") if "_orig_mod" in name else name
 
 
 def resolve(names: NamesLike | Mapping[str, object]) -> Mapping[str, object]:
@@ -95,6 +151,10 @@ class Name:
     view: ViewKind = None
 
     def __str__(self) -> str:
+        return str(self.words())
+
+    def words(self) -> Words:
+        """The name as a record keeps it: the given name, or the view's words, worded when shown."""
         if self.view is None:
             return self.given
         return view_name(self.given, transposed=self.view == "transposed")
@@ -196,8 +256,8 @@ class Namer:
             chain = link
         return chain or cls()
 
-    def describe(self, t: torch.Tensor, grad_fn_name: str | None = None) -> str:
-        """``name_of(t)`` or a description from the op that made it and its shape."""
+    def describe(self, t: torch.Tensor, grad_fn_name: str | None = None) -> Words:
+        """``name_of(t)`` or a description from the op that made it and its shape (worded when shown)."""
         name = self.name_of(t)
         if name is not None:
             return name
@@ -206,8 +266,8 @@ class Namer:
         if op:
             return output_description(op, shape)
         if t.requires_grad:
-            return _t("leaf tensor {shape}", shape=shape)
-        return _t("tensor {shape} (no grad)", shape=shape)
+            return T("leaf tensor {shape}", shape=shape)
+        return T("tensor {shape} (no grad)", shape=shape)
 
 
 # NOTE [Names and descriptions]
@@ -221,7 +281,7 @@ class Namer:
 # fix) reads ``given``; it never parses a display name back.
 
 
-def view_name(name: str, *, transposed: bool = False) -> str:
+def view_name(name: str, *, transposed: bool = False) -> Text:
     """The name of a view of the named tensor ``name``: ``w (view)``, ``w (transposed view)``.
 
     Example::
@@ -230,11 +290,11 @@ def view_name(name: str, *, transposed: bool = False) -> str:
         'n_1.weight (transposed view)'
     """
     if transposed:
-        return _t("{name} (transposed view)", name=name)
-    return _t("{name} (view)", name=name)
+        return T("{name} (transposed view)", name=name)
+    return T("{name} (view)", name=name)
 
 
-def output_description(node_name: str, shape: Sequence[int]) -> str:
+def output_description(node_name: str, shape: Sequence[int]) -> Text:
     """An unnamed tensor described by the op that made it: ``output of Sigmoid [3]``.
 
     Example::
@@ -242,7 +302,7 @@ def output_description(node_name: str, shape: Sequence[int]) -> str:
         >>> output_description("SigmoidBackward0", (3,))
         'output of Sigmoid [3]'
     """
-    return _t("output of {op} {shape}", op=op_name(node_name), shape=list(shape))
+    return T("output of {op} {shape}", op=op_name(node_name), shape=list(shape))
 
 
 def op_name(node_name: str) -> str:

@@ -13,7 +13,30 @@ import platform
 import sys
 import warnings
 
-__all__ = ["GradlabWarning", "SilentWriteWarning", "UnusedStepWarning", "GradlabError", "warn_once", "diagnosis_failed"]
+__all__ = [
+    "GradlabWarning",
+    "SilentWriteWarning",
+    "UnusedStepWarning",
+    "GradlabError",
+    "warn_once",
+    "diagnosis_failed",
+    "PREFIX",
+    "prefixed",
+]
+
+#: What marks gradlab's own words where they follow other text (a traceback, a warning, a terminal).
+PREFIX = "gradlab: "
+
+
+def prefixed(text: str) -> str:
+    """``text`` marked as gradlab's: ``gradlab: `` before it. The one place the mark is added.
+
+    Example::
+
+        >>> prefixed("error[GL0001 graph freed]")
+        'gradlab: error[GL0001 graph freed]'
+    """
+    return PREFIX + text
 
 
 class GradlabWarning(UserWarning):

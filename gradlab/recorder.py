@@ -158,6 +158,9 @@ SilentHandler = Callable[[list[Any], BackwardCall, FrameType | None], "str | Non
 #: (the error, the views, which output was written (None: a view of one), the write's op and line).
 ViewsHandler = Callable[[RuntimeError, Views, "int | None", str, Location | None], None]
 
+#: The tracker's note on another in-place write torch refused: (error, op, target, user frame).
+RefusedHandler = Callable[[RuntimeError, str, Any, FrameType | None], None]
+
 _serials = itertools.count(1)
 _version = internals.version
 
@@ -178,12 +181,14 @@ class Recorder:
         on_failure: FailureHandler | None = None,
         on_silent: SilentHandler | None = None,
         on_views: ViewsHandler | None = None,
+        on_refused: RefusedHandler | None = None,
     ) -> None:
         self.owner = owner
         self.serial = next(_serials)  # tells this recording apart from any other (a note names it)
         self.on_failure = on_failure
         self.on_silent = on_silent
         self.on_views = on_views
+        self.on_refused = on_refused
         self.registry = Registry()
         self.backwards = Backwards()
         self.optimizers = Steps()
@@ -405,14 +410,23 @@ class Recorder:
         return result
 
     def inplace_failed(self, e: RuntimeError, label: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """torch refused an in-place write: for a write to one of several views, the tracker's note (no other effect)."""
+        """torch refused an in-place write: the tracker's note (no other effect).
+
+        A write to one of several views goes to ``on_views`` (with the views, when
+        they were recorded); any other write torch refuses (GL0004 to a leaf, GL0008
+        ``detach_`` of a view ...) to ``on_refused``.
+        """
         try:
-            if self.on_views is None or not self.cuts.views:
-                return
             m = messages.find(e)
-            if m is None or m.kind != "multi_view_in_place":
+            if m is None:
                 return
             target = args[0] if args else kwargs.get("input", kwargs.get("self"))
+            if m.kind != "multi_view_in_place" or not self.cuts.views:
+                if self.on_refused is not None:
+                    self.on_refused(e, label, target, user_frame())
+                return
+            if self.on_views is None:
+                return
             found = self.cuts.views_of(target) if isinstance(target, torch.Tensor) else None
             if found is not None:
                 self.on_views(e, found[0], found[1], label, user_location())
@@ -505,7 +519,7 @@ class Recorder:
             if self.on_failure is not None:
                 self.on_failure(e, m, self.backwards.roots, call, user_frame())  # the note; gradlab's frames taken out
                 return True
-        elif m.kind == "no_grad_fn" and self.cuts.cuts and self.on_failure is not None:
+        elif self.on_failure is not None:  # every other kind (NOTE [Every kind diagnosed] in gradlab.kinds)
             self.on_failure(e, m, tensors_of(kind, args, kwargs), call, user_frame())
             return True
         return False
@@ -518,9 +532,41 @@ class Recorder:
         except Exception as e:  # NOTE [Hooks fail open]
             _failed(e)
 
-    def step_started(self, optimizer: torch.optim.Optimizer) -> None:
-        """Before ``optimizer.step()``: note the versions of watched parameters (a step pre hook)."""
+    def step_started(
+        self, optimizer: torch.optim.Optimizer, closure: Callable[..., Any] | None = None
+    ) -> Callable[..., Any] | None:
+        """Before ``optimizer.step()``: note the versions of watched parameters (a step pre hook).
+
+        With a ``closure``, the closure to call in its place (NOTE [Closure steps] in
+        :mod:`gradlab.steps`); else None.
+        """
         self.in_step += 1
+        if closure is not None:
+            return self._closure_step(optimizer, closure)
+        self._step_begun(optimizer)
+        return None
+
+    def _closure_step(self, optimizer: torch.optim.Optimizer, closure: Callable[..., Any]) -> Callable[..., Any]:
+        """``closure`` run as the user's code, the step begun once it has returned (NOTE [Closure steps])."""
+        noted = False
+
+        def user_closure(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            nonlocal noted
+            depth, self.in_step = self.in_step, 0  # the closure's writes, cuts and zero_grad() are the user's
+            try:
+                result = closure(*args, **kwargs)
+            finally:
+                self.in_step = depth
+            if not noted:
+                noted = True
+                self._step_begun(optimizer)
+            return result
+
+        return user_closure
+
+    def _step_begun(self, optimizer: torch.optim.Optimizer) -> None:
+        """The step's bookkeeping: what it may write, and the notes on parameters it cannot train."""
         try:
             registry = self.registry
             watch = (lambda params: watch_step(registry.watched(params))) if registry else None

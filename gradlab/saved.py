@@ -12,7 +12,7 @@ import torch
 
 from . import internals, messages
 from .fingerprint import fingerprint
-from .i18n import _t
+from .i18n import T, Words
 from .location import Location, user_location
 from .names import Name, Namer, ViewKind, output_description
 
@@ -64,7 +64,7 @@ class SavedTensor:
     node: str
     node_id: int
     attribute: str
-    name: str
+    name: Words
     shape: tuple[int, ...] | None
     saved_version: int | None
     current_version: int | None
@@ -395,7 +395,7 @@ def inspect_node(
                 out.append(
                     dict(
                         attribute=label,
-                        name=_t("its saved {attribute}", attribute=repr(label)),
+                        name=T("its saved {attribute}", attribute=repr(label)),
                         shape=None,
                         saved_version=None,
                         current_version=None,
@@ -426,7 +426,7 @@ def inspect_node(
             found = namer.lookup(t)
             entry: dict[str, Any] = dict(
                 attribute=f"{label}[{i}]" if multi else label,
-                name=str(found) if found else namer.describe(t, None if attr != "_saved_result" else node),
+                name=found.words() if found else namer.describe(t, None if attr != "_saved_result" else node),
                 **_name_fields(found),
                 shape=tuple(t.shape),
                 current_version=internals.version(t),
@@ -519,7 +519,9 @@ def _stale_entries(fn: Any, attr: str, label: str, m: messages.Message, namer: N
                 dict(
                     attribute=f"{label}[{i}]" if multi else label,
                     **_name_fields(given),
-                    name=str(given) if given else namer.describe(t, m.node if t.grad_fn is None and m.node else None),
+                    name=given.words()
+                    if given
+                    else namer.describe(t, m.node if t.grad_fn is None and m.node else None),
                     shape=shape,
                     saved_version=m.expected_version,
                     current_version=cur,
@@ -531,9 +533,9 @@ def _stale_entries(fn: Any, attr: str, label: str, m: messages.Message, namer: N
             return found[:1]  # the accessor stops at the first stale tensor, as the engine does
     name = _stale_name(fn, namer, shape, cur, label) if cur is not None else None
     desc = (
-        str(name)
+        name.words()
         if name
-        else (output_description(m.node, shape) if m.node else _t("tensor {shape}", shape=list(shape)))
+        else (output_description(m.node, shape) if m.node else T("tensor {shape}", shape=list(shape)))
     )
     return [
         dict(

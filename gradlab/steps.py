@@ -55,6 +55,18 @@ def _parameters(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
 # NOTE [Optimizer steps]: an optimizer step runs ~20 torch calls per parameter.
 # The step hooks compare the watched parameters' versions before and after the
 # step instead, and the in-place wrappers pass straight through during a step.
+#
+# NOTE [Closure steps]
+# optimizer.step(closure) calls the closure inside the step, and the closure runs the
+# user's forward, zero_grad() and backward: Lightning's automatic optimization (its
+# manual optimization passes a closure too), LBFGS. The step pre hook runs before the
+# closure, when the gradients are not there yet. So the recorder replaces the closure
+# by one that records like code outside a step (in-place writes, cuts, zero_grad() are
+# the user's) and begins the step (Steps.started) when the closure has returned: then
+# the gradients Steps.unused checks are the ones the step uses, the parameters are
+# fingerprinted before the update, and the record has the step after the closure's
+# backward, as it ran. A closure that raises (a failing backward) leaves no step in the
+# record: none ran. A closure the step calls again (LBFGS) begins nothing more.
 class Steps:
     """The optimizer steps and ``zero_grad()`` calls seen, the steps running now, the parameters reported."""
 

@@ -21,9 +21,9 @@ from . import messages, session, writes
 from .cuts import Views
 from .events import Event, EventKind
 from .i18n import _, _t
-from .location import Location, frame_names
+from .location import Location, frame_names, user_frame
 from .names import NamesLike, modules_in
-from .notices import diagnosis_failed, warn_once
+from .notices import diagnosis_failed, prefixed, warn_once
 from .recorder import BackwardCall, Recorder, Scope
 
 if TYPE_CHECKING:
@@ -125,29 +125,33 @@ class Tracker(Scope):
         A convenience for ``gradlab.check(output)`` inside the block; after the
         block it still uses what this tracker recorded.
         """
-        from .diagnosis import check_graph, no_graph_diagnosis
-        from .graph import collect
+        from .diagnosis import check_in
 
-        frame = frame if frame is not None else sys._getframe(1)
-        recorder = self._recorder()
-        cut = no_graph_diagnosis(output, recorder)
-        if cut is not None:
-            return cut
-        namer = self.namer(names)
-        if names is None and not namer:  # as gradlab.check: the models of the caller's frame name the parameters
-            found = modules_in(frame_names(frame))
-            namer = self.namer(found) if found else namer
-        return check_graph(collect(output, namer, tracker=self), tracker=recorder, frame=frame)
+        return check_in(output, names, frame if frame is not None else sys._getframe(1), self)
 
     def diagnosis_for(self, error: BaseException) -> Diagnosis | None:
-        """The diagnosis attached to ``error`` when a backward raised it under this tracker."""
-        found: Diagnosis | None = _attached(error, self._recorder(), _DIAGNOSIS)
-        return found
+        """The diagnosis of ``error``, an autograd error raised under this tracker (None for any other error).
+
+        Every kind of autograd error has one (NOTE [Every kind diagnosed] in :mod:`gradlab.kinds`):
+        made when torch raised it where gradlab's hooks saw it (a backward, an in-place write),
+        otherwise now, from the error's traceback and what the tracker recorded.
+        """
+        recorder = self._recorder()
+        found = _attached(error, recorder)
+        if found is not None or recorder is None or not messages.is_decoded(error):
+            return found
+        try:
+            made = self._located(recorder, error)
+        except Exception as err:  # never replace the user's error with ours
+            diagnosis_failed(err)
+            return None
+        _attach(error, recorder, made)
+        return made
 
     def explanation_for(self, error: BaseException) -> Explanation | None:
-        """The located explanation attached to ``error`` (a backward without graph under this tracker), if any."""
-        found: Explanation | None = _attached(error, self._recorder(), _EXPLANATION)
-        return found
+        """The located explanation of ``error``'s diagnosis (a kind other than a graph's freed or modified tensor)."""
+        diag = self.diagnosis_for(error)
+        return diag.located if diag is not None else None
 
     def __repr__(self) -> str:
         state = "active" if self.active else "closed"
@@ -160,51 +164,86 @@ class Tracker(Scope):
         """Attach the diagnosis to ``e`` as a note (once) and take gradlab's hook frames out of its traceback."""
         recorder = self._joined
         try:
-            if recorder is None or _DIAGNOSIS in e.__dict__:
+            if recorder is None or _attached(e, recorder) is not None:
                 return  # a nested backward already annotated this exception
-            if found.kind == "no_grad_fn":
-                self._note_cut(recorder, e, roots)
-                return
             try:
-                diag = self._failure_diagnosis(recorder, roots, call, frame)
+                if found is not None and found.kind in ("graph_freed", "modified_in_place"):
+                    diag = self._failure_diagnosis(recorder, roots, call, frame)
+                else:  # every other kind a backward raises (NOTE [Every kind diagnosed] in gradlab.kinds)
+                    diag = self._located(recorder, e, frame=frame, tensors=tuple(roots))
             except Exception as err:  # never replace the user's error with ours, but say once why no note
                 diagnosis_failed(err)
                 return
-            _attach(e, recorder, _DIAGNOSIS, diag)  # also for gradlab.last_diagnosis(), after the tracker has closed
-            e.add_note("\ngradlab: " + str(diag))
+            _attach(e, recorder, diag)
         finally:
             del frame
             e.with_traceback(_without_hook_frames(e.__traceback__))
 
-    def _note_cut(self, recorder: Recorder, e: RuntimeError, tensors: list[Any]) -> None:
-        """The note of a backward without graph: the explanation, located at the cut gradlab saw."""
-        from .explanation import explain, located_cut  # NOTE [Lazy imports]: only on a failure
+    def _located(
+        self,
+        recorder: Recorder | None,
+        e: BaseException,
+        *,
+        frame: FrameType | None = None,
+        tensors: tuple[Any, ...] = (),
+        op: str | None = None,
+    ) -> Diagnosis:
+        """The diagnosis of an autograd error other than a graph's freed or modified tensor (or one the hooks missed)."""
+        from .diagnosis import failure_diagnosis  # NOTE [Lazy imports]: only on a failure
+        from .evidence import failure_of
 
-        try:
-            explanation = located_cut(explain(e), tensors, recorder)
-            if explanation is None:
-                return
-        except Exception as err:  # never replace the user's error with ours, but say once why no note
-            diagnosis_failed(err)
-            return
-        _attach(e, recorder, _EXPLANATION, explanation)
-        e.add_note("\n" + str(explanation))
+        modules = (
+            {
+                name.split(".", 1)[0]: frozenset(id(p) for p in m.parameters())
+                for name, m in modules_in(frame_names(frame)).items()
+            }
+            if frame is not None
+            else None
+        )
+        failure = failure_of(e, recorder, frame=frame, tensors=tensors, op=op, modules=modules)
+        if failure is None:
+            raise ValueError("not an autograd error gradlab decodes")
+        return failure_diagnosis(failure)
 
     def _note_views(self, e: RuntimeError, views: Views, output: int | None, op: str, write: Location | None) -> None:
         """The note of a write torch refused on one of several views: the op and line that made them, the write's."""
-        from .explanation import explain  # NOTE [Lazy imports]: only on a failure
+        from .diagnosis import Diagnosis  # NOTE [Lazy imports]: only on a failure
+        from .evidence import failure_of
+        from .kinds import explain, views_of_leaf
 
         recorder = self._joined
-        if recorder is None or _EXPLANATION in e.__dict__:
+        if recorder is None or _attached(e, recorder) is not None:
             return
         try:
             explanation = explain(e).at_views(views.label, views.location, output, op, write)
+            failure = failure_of(e, recorder, frame=user_frame())
+            if failure is not None:  # the views of a parameter: the write is an update (an init): no_grad
+                split = next((b for r in views.outputs if (t := r()) is not None and (b := t._base) is not None), None)
+                explanation = views_of_leaf(failure, explanation, split)
+            diag = Diagnosis(
+                ok=False, problems=[], graph=_EMPTY_GRAPH(), needed_by=write, failed=True, located=explanation
+            )
         except Exception as err:  # never replace the user's error with ours, but say once why no note
             diagnosis_failed(err)
             return
-        _attach(e, recorder, _EXPLANATION, explanation)
-        e.add_note("\n" + str(explanation))
+        _attach(e, recorder, diag)
         e.with_traceback(_without_hook_frames(e.__traceback__))  # it ends at the user's write, as without gradlab
+
+    def _note_refused(self, e: RuntimeError, op: str, target: Any, frame: FrameType | None) -> None:
+        """The note of another in-place write torch refused (to a leaf that requires grad, ``detach_`` of a view)."""
+        recorder = self._joined
+        try:
+            if recorder is None or _attached(e, recorder) is not None:
+                return
+            try:
+                diag = self._located(recorder, e, frame=frame, tensors=(target,), op=op)
+            except Exception as err:  # never replace the user's error with ours, but say once why no note
+                diagnosis_failed(err)
+                return
+            _attach(e, recorder, diag)
+        finally:
+            del frame
+            e.with_traceback(_without_hook_frames(e.__traceback__))  # it ends at the user's write, as without gradlab
 
     def _silent_note(self, roots: list[Any], call: BackwardCall, frame: FrameType | None) -> str | None:
         """The note of a backward that used saved tensors changed behind their counter (NOTE [Silent writes])."""
@@ -242,7 +281,7 @@ class Tracker(Scope):
             session.push(self)
         else:
             messages.wording(torch.is_anomaly_enabled())  # read torch's wording before our hooks exist
-            recorder = Recorder(self, self._on_failure, self._silent_note, self._note_views)
+            recorder = Recorder(self, self._on_failure, self._silent_note, self._note_views, self._note_refused)
             self._start(recorder)
             session.push(self, recorder)
         self._joined = self._last = recorder
@@ -254,6 +293,8 @@ class Tracker(Scope):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         recorder = self._joined
+        if exc is not None and recorder is not None:
+            self.diagnosis_for(exc)  # an autograd error no hook saw raised (NOTE [Every kind diagnosed])
         try:
             session.pop(self)
         finally:
@@ -297,26 +338,34 @@ class Tracker(Scope):
                 recorder.clear()
 
 
-# NOTE [Notes on the error]: the diagnosis (or the located explanation) of a
-# failing backward is kept on the exception itself, with the serial number of the
-# recorder that saw it: one home, read by Tracker.diagnosis_for and by
-# gradlab.last_diagnosis() after the tracker has closed; the tracker keeps no
+# NOTE [Notes on the error]: the diagnosis of an autograd error is kept on the
+# exception itself, with the serial number of the recorder that saw it: one home,
+# read by Tracker.diagnosis_for (and explanation_for, its located explanation) and
+# by gradlab.last_diagnosis() after the tracker has closed; the tracker keeps no
 # table of errors (an exception object may be reused with another message).
 _DIAGNOSIS = "_gradlab_diagnosis"
-_EXPLANATION = "_gradlab_explanation"
 
 
-def _attach(error: BaseException, recorder: Recorder, key: str, note: object) -> None:
-    error.__dict__[key] = note
-    error.__dict__[key + "_recorder"] = (recorder.serial, str(error))
+def _attach(error: BaseException, recorder: Recorder, diag: Diagnosis) -> None:
+    """Keep ``diag`` on ``error`` (NOTE [Notes on the error]) and add it as a note."""
+    error.__dict__[_DIAGNOSIS] = diag
+    error.__dict__[_DIAGNOSIS + "_recorder"] = (recorder.serial, str(error))
+    error.add_note("\n" + prefixed(str(diag)))
 
 
-def _attached(error: BaseException, recorder: Recorder | None, key: str) -> Any:
-    """The note ``key`` attached to ``error`` under ``recorder`` (and while the error says the same), or None."""
-    seen = error.__dict__.get(key + "_recorder") if isinstance(getattr(error, "__dict__", None), dict) else None
+def _attached(error: BaseException, recorder: Recorder | None) -> Diagnosis | None:
+    """The diagnosis attached to ``error`` under ``recorder`` (and while the error says the same), or None."""
+    seen = error.__dict__.get(_DIAGNOSIS + "_recorder") if isinstance(getattr(error, "__dict__", None), dict) else None
     if recorder is None or seen != (recorder.serial, str(error)):
         return None
-    return error.__dict__.get(key)
+    found: Diagnosis | None = error.__dict__.get(_DIAGNOSIS)
+    return found
+
+
+def _EMPTY_GRAPH() -> Any:
+    from .graph import Graph
+
+    return Graph(nodes=(), saved=(), outputs=())
 
 
 def _cannot(what: str, error: BaseException) -> None:

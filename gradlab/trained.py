@@ -50,18 +50,25 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from . import writes
 from .i18n import _, _t
 from .location import frame_names, user_frame, user_location
+from .names import framework_backward, modules_in
 
 __all__ = ["LossRecord", "StepRecord", "TrainingRecord", "record_training"]
 
 
 @dataclass(frozen=True)
 class LossRecord:
-    """One backward: ``loss`` as written at ``where``, and the modules whose gradients it changed."""
+    """One backward: ``loss`` as written at ``where``, and the modules whose gradients it changed.
+
+    ``value`` is the backwarded tensors' fingerprint (their sum and squared norm in float64), taken before
+    the backward runs: two runs whose forwards computed the same values give equal fingerprints
+    (NOTE [Oracles] in :mod:`gradlab.fix`).
+    """
 
     index: int
     loss: str
     where: str | None
     trained: tuple[str, ...]
+    value: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,8 @@ class StepRecord:
     ``losses`` are the losses whose backward ran since its parameters' gradients
     were last reset (what the code means to train them with); ``trained`` pairs
     each of them with the modules of this optimizer whose gradients it changed;
-    ``modules`` are the modules whose parameters the optimizer holds.
+    ``modules`` are the modules whose parameters the optimizer holds; ``grads`` the
+    fingerprint of each of its parameters' gradient (``module.name``), as the step used it.
     """
 
     optimizer: str
@@ -80,6 +88,7 @@ class StepRecord:
     losses: tuple[str, ...]
     trained: tuple[tuple[str, tuple[str, ...]], ...]
     modules: tuple[str, ...]
+    grads: tuple[tuple[str, tuple[float, float] | None], ...] = ()  # each parameter's gradient as the step used it
 
     def untrained(self) -> tuple[str, ...]:
         """The optimizer's modules that no loss of this step trained."""
@@ -109,7 +118,9 @@ class TrainingRecord:
         self._inputs: list[set[int] | None] = []  # per backward: ids of its inputs= (None: every leaf)
         self._optimizers: dict[int, tuple[weakref.ref[torch.optim.Optimizer], str]] = {}
         self._counts: dict[int, int] = {}
+        self._labels: set[str] = set()  # every optimizer's label so far: one label, one optimizer
         self._module_of: dict[int, str] = {}
+        self._param_of: dict[int, str] = {}
         self._depth = 0
         self._seen_step = False
 
@@ -128,35 +139,48 @@ class TrainingRecord:
                     if isinstance(value, (nn.Module, torch.optim.Optimizer)):
                         visible[f"self.{key}"] = value
             found.update(visible)
-        modules = [
-            (k, v)
-            for k, v in found.items()
-            if isinstance(k, str) and not k.startswith("_") and isinstance(v, nn.Module)
-        ]
+        modules = list(modules_in(found).items())  # a LightningModule: the models it holds (names.held_models)
         # The smallest module that holds a parameter names it: `encoder` before `model`.
         modules.sort(key=lambda kv: -sum(1 for _p in kv[1].parameters()))
         same: dict[int, list[str]] = {}  # one module under several names (`net`, and `model` in a function)
         for name, module in modules:
             same.setdefault(id(module), []).append(name)
-            for p in module.parameters():
+            for pname, p in module.named_parameters():
                 self._module_of[id(p)] = name
+                self._param_of[id(p)] = f"{name}.{pname}"
         for names in same.values():
             for alias in names:
                 self.aliases[alias] = names[-1]
         for name, value in found.items():
             if isinstance(value, torch.optim.Optimizer) and isinstance(name, str) and not name.startswith("_"):
                 self._optimizer_name(value, name)
+                inner = getattr(
+                    value, "optimizer", None
+                )  # Lightning's and Accelerate's wrappers step the one they hold
+                if isinstance(inner, torch.optim.Optimizer) and inner is not value:
+                    self._optimizer_name(inner, name)
         del found, modules
 
     def _optimizer_name(self, optimizer: torch.optim.Optimizer, name: str | None = None) -> str:
         known = self._optimizers.get(id(optimizer))
         if known is not None and known[0]() is optimizer and (name is None or not known[1].startswith("<")):
             return known[1]
+        if known is not None and known[0]() is not optimizer:  # a new optimizer where a gone one lived
+            self._counts.pop(id(optimizer), None)
         label = name or f"<{type(optimizer).__name__} {len(self._optimizers) + 1}>"
+        taken = self._labels - {known[1]} if known is not None and known[0]() is optimizer else self._labels
+        if label in taken:  # two optimizers by one name (a local `opt` in two functions, gone or not): number them
+            label = next(f"{name} #{k}" for k in range(2, len(taken) + 3) if f"{name} #{k}" not in taken)
+        self._labels.add(label)
         self._optimizers[id(optimizer)] = (weakref.ref(optimizer), label)
         for p in _params_of(optimizer):
             self._track(p)
         return label
+
+    def _parameter(self, p: torch.Tensor, optimizer: str, index: int) -> str:
+        """A parameter's name: ``module.name`` (``net.0.weight``), else its place in the optimizer."""
+        name = self._param_of.get(id(p))
+        return name if name is not None else f"{optimizer}[{index}]"
 
     def _module(self, p: torch.Tensor, optimizer: str | None = None) -> str:
         name = self._module_of.get(id(p))
@@ -201,6 +225,7 @@ class TrainingRecord:
             self._track(leaf)
         del tensors, outputs
         index = len(self.backwards)
+        value = _value_of(args[0] if args else kwargs.get("tensors"))
         before: dict[int, tuple[float, float] | None] = {}
         for key, p in self._live():
             fp = _fingerprint(p)
@@ -225,7 +250,9 @@ class TrainingRecord:
             self._inputs.append(inputs)
             modules = sorted({self._module(p) for key, p in self._live() if key in changed})
             self.backwards.append(
-                LossRecord(index, _loss_name(loc.code if loc else ""), loc.where if loc else None, tuple(modules))
+                LossRecord(
+                    index, _loss_name(loc.code if loc else ""), loc.where if loc else None, tuple(modules), value
+                )
             )
 
     def _step(self, optimizer: torch.optim.Optimizer) -> None:
@@ -249,7 +276,26 @@ class TrainingRecord:
             losses.append(record.loss)
             trained.append((record.loss, tuple(mods)))
         modules = tuple(sorted({self._module(p, name) for p in mine}))
-        self.steps.append(StepRecord(name, count, loc.where if loc else None, tuple(losses), tuple(trained), modules))
+        grads = tuple((self._parameter(p, name, i), _fingerprint(p)) for i, p in enumerate(mine))
+        self.steps.append(
+            StepRecord(name, count, loc.where if loc else None, tuple(losses), tuple(trained), modules, grads)
+        )
+
+    def _after_closure(self, optimizer: torch.optim.Optimizer, closure: Callable[..., Any]) -> Callable[..., Any]:
+        """``closure`` noting the step once it has returned: the backward it runs builds the step's gradient
+        (NOTE [Closure steps] in :mod:`gradlab.steps`; a closure that raises leaves no step: none ran)."""
+        noted = False
+
+        def user_closure(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            nonlocal noted
+            result = closure(*args, **kwargs)
+            if not noted:
+                noted = True
+                self._step(optimizer)
+            return result
+
+        return user_closure
 
     def _after_step(self, optimizer: torch.optim.Optimizer) -> None:
         budget = self.budget
@@ -279,7 +325,7 @@ class TrainingRecord:
     def as_dict(self) -> dict[str, Any]:
         """The record as plain data (JSON-ready)."""
         return {
-            "backwards": [[b.index, b.loss, b.where, list(b.trained)] for b in self.backwards],
+            "backwards": [[b.index, b.loss, b.where, list(b.trained), b.value] for b in self.backwards],
             "steps": [
                 [
                     s.optimizer,
@@ -288,6 +334,7 @@ class TrainingRecord:
                     list(s.losses),
                     [[loss, list(m)] for loss, m in s.trained],
                     list(s.modules),
+                    [[n, g] for n, g in s.grads],
                 ]
                 for s in self.steps
             ],
@@ -299,10 +346,21 @@ class TrainingRecord:
     def from_dict(cls, data: Mapping[str, Any]) -> TrainingRecord:
         """The record :meth:`as_dict` wrote."""
         record = cls(None, None)
-        record.backwards = [LossRecord(i, loss, where, tuple(t)) for i, loss, where, t in data.get("backwards", [])]
+        record.backwards = [
+            LossRecord(b[0], b[1], b[2], tuple(b[3]), tuple(b[4]) if len(b) > 4 and b[4] is not None else None)
+            for b in data.get("backwards", [])
+        ]
         record.steps = [
-            StepRecord(o, c, w, tuple(ls), tuple((loss, tuple(m)) for loss, m in tr), tuple(mods))
-            for o, c, w, ls, tr, mods in data.get("steps", [])
+            StepRecord(
+                st[0],
+                st[1],
+                st[2],
+                tuple(st[3]),
+                tuple((loss, tuple(m)) for loss, m in st[4]),
+                tuple(st[5]),
+                tuple((n, tuple(g) if g is not None else None) for n, g in (st[6] if len(st) > 6 else [])),
+            )
+            for st in data.get("steps", [])
         ]
         record.stopped = bool(data.get("stopped", False))
         record.aliases = dict(data.get("aliases", {}))
@@ -328,6 +386,26 @@ def _fingerprint(p: torch.Tensor) -> tuple[float, float] | None:
         return float(d.sum()), float(d.pow(2).sum())
 
 
+def _value_of(outputs: object) -> tuple[float, float] | None:
+    """The fingerprint of what a backward is called on (its tensors' values, in float64), or None."""
+    tensors = (
+        [outputs]
+        if isinstance(outputs, torch.Tensor)
+        else list(outputs or ())
+        if isinstance(outputs, (list, tuple))
+        else []
+    )
+    found = [t for t in tensors if isinstance(t, torch.Tensor)]
+    if not found:
+        return None
+    with torch.no_grad():
+        d = [t.detach().to(torch.float64).reshape(-1) for t in found if not t.is_sparse]
+        if not d:
+            return None
+        flat = torch.cat(d)
+        return float(flat.sum()), float(flat.pow(2).sum())
+
+
 def _leaves(roots: list[Any]) -> list[torch.Tensor]:
     """The tensors whose ``.grad`` a backward from ``roots`` accumulates into (AccumulateGrad nodes)."""
     from .graph import walk
@@ -351,6 +429,8 @@ def _loss_name(code: str) -> str:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
+            if isinstance(func, ast.Attribute) and node.args and framework_backward(func):
+                return ast.unparse(node.args[0])  # self.manual_backward(loss), accelerator.backward(loss)
             if isinstance(func, ast.Attribute) and func.attr == "backward":
                 if isinstance(func.value, ast.Attribute) and func.value.attr == "autograd" and node.args:
                     return ast.unparse(node.args[0])
@@ -376,7 +456,15 @@ class _Recording:
         record = self.record
         # one patcher: writes.py wraps torch.autograd.backward for trackers and records alike
         self._undo.append(writes.observe_backward(record._backward))
-        pre = register_optimizer_step_pre_hook(lambda opt, args, kwargs: record._step(opt))
+
+        def before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
+            closure = writes.step_closure(args, kwargs)
+            if closure is None:
+                record._step(optimizer)
+                return None
+            return writes.with_closure(args, kwargs, record._after_closure(optimizer, closure))
+
+        pre = register_optimizer_step_pre_hook(before_step)
         self._undo.append(pre.remove)
         post = register_optimizer_step_post_hook(lambda opt, args, kwargs: record._after_step(opt))
         self._undo.append(post.remove)

@@ -58,7 +58,17 @@ from .i18n import _t
 from .location import user_frame
 from .notices import GradlabWarning
 
-__all__ = ["NOT_WRAPPED", "install", "uninstall", "installed", "patched", "observe_backward", "BackwardObserver"]
+__all__ = [
+    "NOT_WRAPPED",
+    "install",
+    "uninstall",
+    "installed",
+    "patched",
+    "observe_backward",
+    "BackwardObserver",
+    "step_closure",
+    "with_closure",
+]
 
 # In-place operators that do not end in "_".
 _INPLACE_DUNDERS = (
@@ -453,10 +463,30 @@ def _showwarnmsg_wrapper(original: Callable[[warnings.WarningMessage], None]) ->
     return showwarnmsg
 
 
-def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+def step_closure(args: Any, kwargs: Any) -> Callable[..., Any] | None:
+    """The closure an ``optimizer.step(closure)`` call passes, as a step pre hook sees the call; None without one.
+
+    ``args[0]`` is the optimizer; the closure comes as ``args[1]`` or ``closure=``
+    (NOTE [Closure steps] in :mod:`gradlab.steps`).
+    """
+    closure = kwargs.get("closure") if "closure" in kwargs else (args[1] if len(args) > 1 else None)
+    return closure if callable(closure) else None
+
+
+def with_closure(args: Any, kwargs: Any, closure: Callable[..., Any]) -> tuple[Any, Any]:
+    """The step call's ``(args, kwargs)`` with ``closure`` in place of its own (what a step pre hook returns)."""
+    if "closure" in kwargs:
+        return args, {**kwargs, "closure": closure}
+    return (args[0], closure, *args[2:]), kwargs
+
+
+def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
     recorder = session.recorder()
-    if recorder is not None:
-        recorder.step_started(optimizer)
+    if recorder is None:
+        return None
+    closure = step_closure(args, kwargs)
+    wrapped = recorder.step_started(optimizer, closure)
+    return None if wrapped is None else with_closure(args, kwargs, wrapped)
 
 
 def _step_post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:

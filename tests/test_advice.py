@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 import gradlab
-from gradlab.advice import detach_in, rewrite_in_place
 from gradlab.edits import apply_edits
+from gradlab.rewrite import detach_in, rewrite_in_place
 
 pytestmark = pytest.mark.library
 
@@ -247,7 +247,7 @@ def test_rnn_hidden_state_first_fix_detaches_it_at_the_iteration_boundary() -> N
     fix = d.fixes[0]
     assert fix.code == "out, hidden = rnn(x, hidden.detach())"
     assert "truncated backpropagation through time" in fix.summary
-    assert fix.trains.startswith("each iteration's loss trains through the current iteration only")
+    assert fix.trains.startswith("at each iteration, loss trains through that iteration's graph only")
     # Applied: the second batch's gradient is exactly the gradient of that batch alone, from its hidden state.
     hidden = torch.zeros(1, 2, 4)
     for x, y in data:
@@ -391,15 +391,48 @@ def test_inside_track_the_writes_are_known_one_by_one() -> None:
     ("code", "op", "expected"),
     [
         ("y.mul_(3)", "mul_", "y = y.mul(3)"),
-        ("z = y.add_(1)  # note", "add_", "z = y.add(1)  # note"),
+        ("z = y.add_(1)  # note", "add_", "z = y = y.add(1)  # note"),  # y changes too, as in place
+        ("x /= a + b", "__itruediv__", "x = x / (a + b)"),
+        ("h *= 1 + gamma if film else 1.0", "__imul__", "h = h * (1 + gamma if film else 1.0)"),
+        ("x -= lr * g", "__isub__", "x = x - lr * g"),
+        ("x[:, 1] += v", "__iadd__", "x_copy = x.clone()\nx_copy[:, 1] = x[:, 1] + v\nx = x_copy"),
+        ("w.fill_(0.5)", "fill_", "w_copy = w.clone()\nw_copy.fill_(0.5)\nw = w_copy"),
+        ("F.relu(h, inplace=True)", "relu_", "h = F.relu(h)"),
+        ("torch.sigmoid_(z)", "sigmoid_", "z = torch.sigmoid(z)"),
+        ("h.masked_fill_(mask, 0.0)", "masked_fill_", "h = h.masked_fill(mask, 0.0)"),
         ("x += residual", "__iadd__", "x = x + residual"),
         ("x[0] = 5", "__setitem__", "x_copy = x.clone()\nx_copy[0] = 5\nx = x_copy"),
         ("self.act = nn.ReLU(inplace=True)", "relu_", "self.act = nn.ReLU()"),
         ("out = self.act(out)", "relu_", None),
+        # a temporary: nothing else holds it, so its twin is exact; alone, the statement computes nothing
+        ("out = self.fc(x).relu_()", "relu_", "out = self.fc(x).relu()"),
+        ("self.fc(x).relu_()", "relu_", None),
+        # a write into part of a tensor goes into a copy of the whole, which the name then holds
+        (
+            "logp = probs[a].log_()",
+            "log_",
+            "probs_copy = probs.clone()\nlogp = probs_copy[a].log_()\nprobs = probs_copy",
+        ),
     ],
 )
 def test_rewrite_in_place(code: str, op: str, expected: str | None) -> None:
     assert rewrite_in_place(code, op) == expected
+
+
+def test_a_write_into_part_of_a_tensor_rewritten_into_a_copy_gives_torch_s_gradient() -> None:
+    """The copy rewrite of ``probs[a].log_()`` runs where the original fails, with the out-of-place gradient."""
+    new = rewrite_in_place("logp = probs[a].log_()", "log_")
+    assert new is not None
+    logits = torch.randn(5, requires_grad=True)
+    ns: dict[str, object] = {"probs": torch.softmax(logits, 0), "a": 2}
+    exec(new, ns)
+    (-ns["logp"]).backward()  # type: ignore[operator]
+    got = logits.grad.clone()  # type: ignore[union-attr]
+    logits.grad = None
+    (-torch.softmax(logits, 0)[2].log()).backward()
+    assert torch.equal(got, logits.grad)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):  # as written, it fails
+        (-torch.softmax(logits, 0)[2].log_()).backward()
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import torch
 import gradlab.course.networks
 import gradlab.course.training
 from gradlab import course
+from gradlab.i18n import width
 
 pytestmark = pytest.mark.course
 
@@ -162,3 +163,60 @@ def test_doctests() -> None:
     for module in (gradlab.course.networks, gradlab.course.training):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+# -- run_iterations, compare_parameters, Pair.snapshot: how notebook 06 runs and compares its forms ----------------
+
+
+def _fix_a(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1 = n_1(x)
+    opt_1.zero_grad()
+    criterion(y, pred_1).backward()
+    opt_1.step()
+    opt_2.zero_grad()
+    criterion(y, n_2(pred_1.detach())).backward()
+    opt_2.step()
+
+
+def _original(n_1, n_2, opt_1, opt_2, criterion, x, y):
+    pred_1 = n_1(x)
+    opt_1.zero_grad()
+    criterion(y, pred_1).backward()
+    opt_1.step()
+    opt_2.zero_grad()
+    criterion(y, n_2(pred_1)).backward()
+    opt_2.step()
+
+
+def test_run_iterations_is_train_for_the_same_loop_bitwise() -> None:
+    by_hand = course.run_iterations(_fix_a, steps=20, softmax=False, lr=3e-2).snapshot()
+    by_order = course.train("detach_input", steps=20, softmax=False, lr=3e-2).pair.snapshot()
+    assert all(torch.equal(by_hand[net], by_order[net]) for net in ("n_1", "n_2"))
+
+
+def test_run_iterations_lets_the_loops_own_error_through_and_rejects_what_is_not_a_loop() -> None:
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        course.run_iterations(_original, steps=1)
+    with pytest.raises(TypeError, match="iteration must be a function"):
+        course.run_iterations("fix_a")
+
+
+def test_snapshot_is_a_copy() -> None:
+    pair = course.make_pair(0)
+    before = pair.snapshot()
+    with torch.no_grad():
+        pair.n_1.linear_1.weight.add_(1)
+    assert not torch.equal(before["n_1"], pair.snapshot()["n_1"])
+    assert torch.equal(before["n_2"], pair.snapshot()["n_2"])
+
+
+def test_compare_parameters_pads_by_display_width_and_names_the_gap() -> None:
+    zero = {"n_1": torch.zeros(3), "n_2": torch.zeros(3)}
+    moved = {"n_1": torch.zeros(3), "n_2": torch.tensor([0.0, -0.5, 0.25])}
+    text = course.compare_parameters({"(a) detach": zero, "(b) 联合反向传播": moved}, reference="(a) detach")
+    lines = text.splitlines()
+    assert lines[2].startswith("(b) 联合反向传播") and "bitwise equal" in lines[2] and "up to 0.50 apart" in lines[2]
+    columns = {width(line[: line.index(cell)]) for line, cell in zip(lines, ("n_1", "bitwise", "bitwise"))}
+    assert len(columns) == 1, text  # the n_1 column starts at one display column on every line
+    with pytest.raises(ValueError, match="reference must be one of"):
+        course.compare_parameters({"(a)": zero}, reference="(b)")

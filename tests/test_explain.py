@@ -10,7 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from gradlab.explanation import KINDS, Explanation, explain
+from gradlab.explanation import KINDS, Explanation
+from gradlab.kinds import explain
 
 pytestmark = pytest.mark.library
 
@@ -69,7 +70,7 @@ def test_real_in_place_error_of_chained_networks() -> None:
     assert (e.expected_version, e.current_version) == (1, 2)
     assert e.writes_since_saved == 1
     assert e.anomaly_mode is False
-    text = " ".join(e.meaning)
+    text = " ".join(map(str, e.meaning))
     assert "weight.t()" in text and "nn.Linear(10, 1)" in text
     assert "optimizer.step()" in e.causes[0]
     assert not any("retain_graph=True" in " ".join(f.lines()) for f in e.fixes)  # never a fix for this error
@@ -274,7 +275,7 @@ def test_stored_in_place_wordings(message, dtype, device, shape, output_of, expe
 
 def test_transposed_weight_is_decoded() -> None:
     e = explain(OLD_IN_PLACE[0][0])
-    text = " ".join(e.meaning)
+    text = " ".join(map(str, e.meaning))
     assert "transposed view" in text and "weight.t()" in text
     assert "Expected version 1 is the version when autograd saved the tensor" in text
     assert "version 2 is the version now" in text
@@ -365,10 +366,10 @@ def test_str_and_html() -> None:
     e = explain(OLD_IN_PLACE[0][0])
     assert isinstance(e, Explanation) and e.kind in KINDS
     short = str(e)
-    assert short.startswith("gradlab: error[GL0002 modified in place]: ")
+    assert short.startswith("error[GL0002 modified in place]: ")
     assert "\nhelp: " in short and "\n   = trains: " in short
     text = e.details()
-    assert text.startswith("gradlab: error[GL0002 modified in place]\n")
+    assert text.startswith("error[GL0002 modified in place]\n")
     for title in ("What the message says:", "Likely causes (most likely first):", "Fixes, by what you want to train:"):
         assert title in text
     page = e._repr_html_()

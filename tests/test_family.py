@@ -13,7 +13,8 @@ import torch
 from gradlab import explain
 from gradlab.advice import message_fixes
 from gradlab.codes import CODES, by_code, code_for, index_markdown
-from gradlab.explanation import KINDS, Explanation, explain_code
+from gradlab.explanation import KINDS, Explanation
+from gradlab.kinds import explain_code
 
 pytestmark = pytest.mark.library
 
@@ -110,7 +111,7 @@ def test_each_message_of_the_installed_torch_is_decoded(kind: str, build: Callab
     e = explain(_raise(build))
     assert e.kind == kind
     assert e.code == code_for(kind).code  # type: ignore[union-attr]
-    assert str(e).startswith(f"gradlab: error[{e.code} ")
+    assert str(e).startswith(f"error[{e.code} ")
     assert e.causes and e.fixes and e.meaning
     assert all(f.trains for f in e.fixes)  # every fix says what it trains
     for name, value in parts.items():
@@ -177,7 +178,7 @@ def test_every_code_decodes_its_own_example_and_codes_are_stable() -> None:
     assert {c.kind for c in CODES} | {"not_autograd"} == set(KINDS)
     for c in CODES:
         assert explain(c.example).kind == c.kind
-        assert explain_code(c.code.lower()).startswith(f"gradlab: error[{c.code} ")
+        assert explain_code(c.code.lower()).startswith(f"error[{c.code} ")
         if c.kind not in ("graph_freed", "modified_in_place"):
             assert message_fixes(c.kind)
 
@@ -206,7 +207,7 @@ def test_unknown_message_is_not_decoded_but_named_closest(text: str, closest: st
     e = explain(text)
     assert e.kind == "not_autograd" and e.code is None
     assert e.closest == closest
-    assert str(e).startswith("gradlab: not decoded: ")
+    assert str(e).startswith("not decoded: ")
     assert ("closest known kind: " in str(e)) == (closest is not None)
 
 
@@ -256,7 +257,9 @@ def test_the_note_names_no_grad_and_torch_tensor_of_an_item() -> None:
         loss.backward()
 
     note = _note_of(rebuilt)
-    assert "# rebuilt from a number" in note and "torch.tensor(x)" in note
+    # on the loss's path (NOTE [The cut on the loss's path]): where the value left the graph, where it was rebuilt
+    assert "# rebuilt from a number" in note and "cut: .item() here takes the value out of the graph" in note
+    assert "rebuilt: torch.tensor() here makes a new tensor from that value" in note
 
 
 def test_the_exact_cut_is_named_when_it_made_the_loss() -> None:
@@ -285,9 +288,10 @@ def test_no_cut_seen_no_location_and_results_unchanged() -> None:
             assert "last place gradlab saw" in "\n".join(getattr(e, "__notes__", []))
     with gradlab.track():
         try:
-            torch.ones(2).sum().backward()  # nothing cut under this tracker: no located note
+            torch.ones(2).sum().backward()  # nothing cut under this tracker: located at its line, no cut named
         except RuntimeError as e:
-            assert not getattr(e, "__notes__", [])
+            note = "\n".join(getattr(e, "__notes__", []))
+            assert "error[GL0003 no grad_fn]" in note and "raised here" in note and "cut:" not in note
 
 
 # -- located: the op that made several views, and the write torch refused ------------------------
@@ -387,7 +391,10 @@ def test_a_refused_write_without_recorded_views_keeps_the_plain_note() -> None:
     x = (torch.ones(4, requires_grad=True) * 1).split(2)  # made before the tracker: not recorded
     with gradlab.track() as tracker, pytest.raises(RuntimeError, match="returns multiple views") as info:
         x[0].add_(1)
-    assert not getattr(info.value, "__notes__", []) and tracker.explanation_for(info.value) is None
+    # every kind is diagnosed (NOTE [Every kind diagnosed]): located at the write, without the views' line
+    note = "\n".join(getattr(info.value, "__notes__", []))
+    assert "error[GL0008 multi-view in place]" in note and "x[0].add_(1)" in note and "views:" not in note
+    assert tracker.explanation_for(info.value) is not None
     with gradlab.track():
         a, _b = torch.ones(4).split(2)  # no autograd: torch lets the write through, as without gradlab
         a.add_(1)
@@ -410,9 +417,12 @@ def test_check_before_backward_names_the_same_cut_as_the_note_after() -> None:
             loss.backward()
     after = tracker.explanation_for(info.value)
     assert not before.ok and before.kinds == ["no_grad_fn"] and before.problems == []
-    assert after is not None and before.no_graph is not None
-    assert before.no_graph.cut_at is after.cut_at and before.no_graph.cut == after.cut == "torch.tensor(x)"
-    assert before.no_graph.causes[0] == after.causes[0] and "torch.tensor(loss.item())" in after.causes[0]
+    assert after is not None and before.located is not None
+    assert before.located.located_spans() == after.located_spans()  # the same lines, the same words
+    assert [s.at.code for s in after.located_spans()] == [
+        "loss = torch.tensor(total.item()) * 2  # rebuilt from a number"
+    ]
+    assert before.located.causes[0] == after.causes[0] and "torch.tensor(loss.item())" in after.causes[0]
     assert "# rebuilt from a number" in str(before) and str(before).startswith("error[GL0003 no grad_fn]")
     assert str(also) == str(before) and before.fixes == after.fixes
 
@@ -429,7 +439,7 @@ def test_check_names_the_detach_that_made_the_loss_and_says_ok_otherwise() -> No
     assert not d.ok and "made the tensor backward was called on" in str(d) and "cut = (w * 3).sum().detach()" in str(d)
     assert "Element 1 of the tensors" in str(d)  # torch refuses the second, as backward([good, cut]) would
     outside = gradlab.check(torch.ones(2))  # outside a tracker: the cause is not located, the answer still right
-    assert not outside.ok and outside.no_graph is not None and outside.no_graph.cut_at is None
+    assert not outside.ok and outside.located is not None and not outside.located.located_spans()
     with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
         torch.ones(2).backward()  # what check() predicted
     assert w.grad is None  # check() ran no backward

@@ -325,6 +325,25 @@ def test_record_training_says_which_loss_trained_which_module() -> None:
     ]
 
 
+def test_two_optimizers_reached_by_one_name_get_two_labels() -> None:
+    """A local ``opt`` in two training functions: two optimizers, each with its own steps counted from 1."""
+    x = torch.randn(4, 3)
+    teacher, student = nn.Linear(3, 1), nn.Linear(3, 1)
+
+    def train(model: nn.Module, kind: type[torch.optim.Optimizer]) -> None:
+        opt = kind(model.parameters(), lr=0.1)
+        for _ in range(2):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+
+    with record_training(names={"teacher": teacher, "student": student}) as record:
+        train(teacher, torch.optim.SGD)
+        train(student, torch.optim.Adam)
+    assert [(s.optimizer, s.count) for s in record.steps] == [("opt", 1), ("opt", 2), ("opt #2", 1), ("opt #2", 2)]
+
+
 def test_record_training_agrees_with_torch_on_what_a_loss_reaches() -> None:
     torch.manual_seed(2)
     a, b, unused = nn.Linear(2, 2), nn.Linear(2, 1), nn.Linear(2, 1)
@@ -438,3 +457,74 @@ def test_judge_lets_a_fix_rewrite_a_loss_but_not_drop_what_it_trained() -> None:
 
 def test_the_public_names_are_exported() -> None:
     assert {"record_training", "TrainingRecord", "fix_script", "FixReport", "FixTrial"} <= set(gradlab.__all__)
+
+
+# -- the checks that need no intent (NOTE [Oracles] in gradlab.fix) ----------------------------------------
+
+# A gated block: `h /= 1 + g` writes in place to the output of sigmoid, which sigmoid saved.
+FILM = textwrap.dedent(
+    """\
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    body, gate = nn.Linear(3, 4), nn.Linear(3, 4)
+    opt = torch.optim.SGD([*body.parameters(), *gate.parameters()], lr=0.1)
+    x, y = torch.randn(8, 3), torch.randn(8, 4)
+    while True:
+        opt.zero_grad()
+        h = torch.sigmoid(body(x))
+        g = gate(x)
+        h /= 1 + g
+        loss = ((h - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def film(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, FixReport]:
+    path = tmp_path_factory.mktemp("film") / "film.py"
+    path.write_text(FILM)
+
+    def fix(text: str, keeps: bool | None) -> Fix:
+        return Fix("rewrite the write", "the same", edits=(Edit(str(path), 12, 12, text),), keeps_forward=keeps)
+
+    candidates = [
+        fix("    h = h / 1 + g", True),  # the parentheses lost: other values, the same modules trained
+        fix("    h = h / (1 + g)", True),  # the exact out-of-place form
+        fix("    h = h / (1 + g.detach())", None),  # runs and trains both modules, with another gradient
+    ]
+    return path, fix_script(path, steps=2, fixes=candidates)
+
+
+def test_a_rewrite_that_changes_the_forward_is_not_verified(film: tuple[Path, FixReport]) -> None:
+    _, report = film
+    lost = report.trials[0]
+    assert lost.run is not None and lost.run.clean  # it runs, and trains body and gate
+    assert not lost.verified and any("keeps the forward" in m for m in lost.mismatches), lost.mismatches
+
+
+def test_the_exact_rewrite_passes_every_check(film: tuple[Path, FixReport]) -> None:
+    _, report = film
+    exact = report.trials[1]
+    assert exact.verified, exact.mismatches
+    assert report.original.reference  # a write to a tensor that is no parameter: checked against the code as written
+
+
+def test_a_fix_with_another_gradient_fails_the_code_as_written(film: tuple[Path, FixReport]) -> None:
+    _, report = film
+    other = report.trials[2]
+    assert other.run is not None and other.run.clean
+    assert not other.verified and any("allow_mutation_on_saved_tensors" in m for m in other.mismatches), (
+        other.mismatches
+    )
+
+
+def test_gradlabs_own_first_fix_for_the_lost_parentheses_case_is_the_exact_one(tmp_path: Path) -> None:
+    path = tmp_path / "film.py"
+    path.write_text(FILM)
+    report = fix_script(path, steps=2)
+    assert report.trials and report.trials[0].verified, report.render()
+    assert "h = h / (1 + g)" in report.trials[0].diff

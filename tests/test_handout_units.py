@@ -190,8 +190,7 @@ def test_the_workbook_takes_the_first_markdown_cell_and_the_tagged_cells() -> No
         "# 01 · Title\n\n**Learning goals**\n\n- one",
         "loop()",
         "A note for the workbook.",
-        "## Summary\n\n- it",
-    ]
+    ], "no summary: it restates the answers (the full handout prints it)"
     assert chosen.cells[1].outputs[0].text == "LOOP()", "key code keeps its outputs"
     assert len({cell.id for cell in chosen.cells}) == len(chosen.cells)
     assert len(nb.cells) == 9, "the notebook itself is left as it was"
@@ -225,14 +224,20 @@ def test_prompts_and_tasks_get_ruled_lines_and_solutions_never_print() -> None:
 def test_a_summary_heading_stands_in_for_a_missing_summary_tag() -> None:
     nb = notebook(
         ("markdown", "# Title", []),
-        ("markdown", "## Summary of the setup", []),
-        ("markdown", "middle", []),
-        ("markdown", "## Summary\n\n- the end", []),
+        ("markdown", "## Summary of the setup", ["workbook"]),
+        ("markdown", "middle", ["workbook"]),
+        ("markdown", "## Summary\n\n- the end", ["workbook"]),
         ("markdown", "---\nnext", ["navigation"]),
     )
-    assert sources(workbook.workbook_notebook(nb, LABELS)) == ["# Title", "## Summary\n\n- the end"]
+    assert workbook.summary_at(nb) == 3
+    assert sources(workbook.workbook_notebook(nb, LABELS)) == ["# Title", "## Summary of the setup", "middle"]
     nb.cells[2].metadata["tags"] = ["summary"]
-    assert sources(workbook.workbook_notebook(nb, LABELS)) == ["# Title", "middle"], "a tag wins"
+    assert workbook.summary_at(nb) == 2, "a tag wins"
+    assert sources(workbook.workbook_notebook(nb, LABELS)) == [
+        "# Title",
+        "## Summary of the setup",
+        "## Summary\n\n- the end",
+    ]
 
 
 def test_frames_a_cell_prints_are_cut_like_a_traceback() -> None:
@@ -272,10 +277,7 @@ def test_the_colab_cells_never_print_and_the_title_stays_first() -> None:
         ("markdown", "# 01 · Title\n\n**Learning goals**\n\n- one", []),
         ("markdown", "## Summary\n\n- it", ["summary"]),
     )
-    assert sources(workbook.workbook_notebook(nb, LABELS)) == [
-        "# 01 · Title\n\n**Learning goals**\n\n- one",
-        "## Summary\n\n- it",
-    ]
+    assert sources(workbook.workbook_notebook(nb, LABELS)) == ["# 01 · Title\n\n**Learning goals**\n\n- one"]
 
 
 def test_a_prompt_prints_with_the_code_it_asks_about_and_without_its_answer() -> None:
@@ -299,8 +301,7 @@ def test_a_prompt_prints_with_the_code_it_asks_about_and_without_its_answer() ->
     assert "```python\n" in prompt and code_at < lines_at, "the code, then the ruled lines, in one block"
     text = "\n".join(sources(chosen))
     assert "the answer" not in text and "tagged for print" not in text, "what explains the answer is not printed"
-    report = next(cell for cell in chosen.cells if cell.source == "print(report)")
-    assert report.outputs == [] and report.execution_count is None, "a workbook cell of the reveal: code only"
+    assert "print(report)" not in text, "nor the code that shows it, even tagged workbook (no orphan In [ ]:)"
     assert sources(chosen).count("for step in range(2):\n    loss.backward()") == 0, "the asked code prints once"
     drawing = next(cell for cell in chosen.cells if cell.source == "draw(graph)")
     assert drawing.outputs[0].text == "DRAW(GRAPH)", "after a heading a workbook cell keeps its outputs"
@@ -321,7 +322,7 @@ def test_the_reveal_stops_at_the_next_prompt_and_a_solution_is_never_the_asked_c
     assert workbook.reveal(nb, 3) == [4] and workbook.asked_code(nb, 3) is None
     chosen = workbook.workbook_notebook(nb, LABELS)
     assert "answer = 1" not in "\n".join(sources(chosen))
-    assert "```" not in chosen.cells[-2].source and "Your prediction" in chosen.cells[-2].source
+    assert "```" not in chosen.cells[-1].source and "Your prediction" in chosen.cells[-1].source
 
 
 def test_code_with_backticks_keeps_its_fence() -> None:
@@ -341,3 +342,41 @@ def test_the_learners_guess_cell_is_not_the_code_a_prompt_asks_about() -> None:
     assert workbook.asked_code(nb, 0) == 2
     prompt = workbook.workbook_notebook(nb, LABELS).cells[0].source
     assert "loop()" in prompt and "guess = ..." not in prompt
+
+
+def test_an_exercise_prints_the_code_it_asks_about_but_not_its_check_or_what_follows_its_solution() -> None:
+    nb = notebook(
+        ("markdown", "### Exercise: repair it\n\nThe loop below fails; repair it.", ["exercise"]),
+        ("code", "def step():\n    loss.backward()", ["raises-exception"]),
+        ("code", "def step():  # the loop above, repaired\n    ...", []),
+        ("code", "course.check_actor_critic(step)", []),
+        ("markdown", "<details>the fix</details>", ["solution"]),
+        ("markdown", "What the repair drops:", []),
+        ("code", "measure()", []),
+    )
+    assert workbook.is_entry(nb.cells[2]), "a function whose body is ... is the learner's entry"
+    assert workbook.is_check(nb.cells[3]) and not workbook.is_check(nb.cells[1])
+    assert workbook.asked_code(nb, 0) == 1
+    task = workbook.workbook_notebook(nb, LABELS).cells[0].source
+    assert "```python\ndef step():\n    loss.backward()\n```" in task and "Your answer" in task
+    assert "check_actor_critic" not in task and "measure()" not in task
+    nb.cells[1].metadata["tags"] = ["solution"]
+    assert workbook.asked_code(nb, 0) is None, "past its solution, code is no longer the task's"
+
+
+def test_what_gives_a_prompt_away_is_read_from_its_reveal() -> None:
+    nb = notebook(
+        ("markdown", "**Predict:** does it run?", ["predict"]),
+        ("code", 'guess = ...  # "runs" or "fails"', []),
+        ("code", "loop()", []),
+        ("code", 'course.check_guess(guess, kind, success="it fails at the second backward.", hint="read it")', []),
+        ("markdown", "## Heading\n\nFailure 1, again. Here the graph was freed.\n\n```text\nquoted output\n```", []),
+    )
+    nb.cells[0].metadata["reveals"] = {"en": ["fails twice"], "zh": ["失败两次"]}
+    found = workbook.answer_texts(nb, 0)
+    assert ("cell 3 check", "it fails at the second backward.") in found
+    assert ("cell 2 output", "LOOP()") in found and ("declared", "fails twice") in found
+    assert not any(where == "cell 3 output" for where, _ in found), "a check's verdict is not the answer"
+    assert ("declared", "失败两次") in workbook.answer_texts(nb, 0, "zh")
+    assert workbook.reveal(nb, 0) == [1, 2, 3], "a heading ends the reveal"
+    assert workbook.code_comments('x = "# not a comment"  # a comment') == ["# a comment"]

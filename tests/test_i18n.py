@@ -189,7 +189,7 @@ def _names() -> str:
     w = torch.nn.Parameter(torch.ones(2, 3))
     namer = Namer({"w": w})
     tensors = (w.t(), w[0], torch.ones(2, requires_grad=True), torch.ones(2))
-    return "\n".join([*(namer.describe(t) for t in tensors), namer.describe(w.sigmoid())])
+    return "\n".join([*(str(namer.describe(t)) for t in tensors), str(namer.describe(w.sigmoid()))])
 
 
 def _memory() -> str:
@@ -442,10 +442,12 @@ def _chained_step_before_backward() -> tuple[gradlab.Diagnosis, str]:
 def test_the_diagnosis_decides_the_same_in_chinese(catalog: Path) -> None:
     """The tensor's name is a translated view name; the model it belongs to is still found (n_1)."""
     english, english_text = _chained_step_before_backward()
+    assert english.problems[0].tensor == "n_1.2.weight (transposed view)"
     set_language("zh_CN")
     chinese, chinese_text = _chained_step_before_backward()
-    assert english.problems[0].tensor == "n_1.2.weight (transposed view)"
-    assert chinese.problems[0].tensor == "n_1.2.weight（转置视图）"
+    # words are data, worded when shown: the diagnosis made in English now shows in Chinese too
+    assert english.problems[0].tensor == chinese.problems[0].tensor == "n_1.2.weight（转置视图）"
+    assert (english.problems[0].given, english.problems[0].view) == ("n_1.2.weight", "transposed")
     assert [p.cause for p in chinese.problems] == [p.cause for p in english.problems] == ["optimizer_step"]
     assert chinese.fixes[0].summary == english.fixes[0].summary  # advice is not in the test catalog: same English
     assert "detach n_1's output where it enters n_2" in chinese.fixes[0].summary
@@ -505,3 +507,307 @@ def test_extraction_finds_the_messages_of_every_converted_module(monkeypatch: py
         assert key in messages, f"{key!r} is not extracted"
     plural = messages["{n} mismatch with what you declared:"]
     assert plural.plural == "{n} mismatches with what you declared:"
+
+
+# -- how Chinese reads: the rules of tools/i18n.py check (NOTE [Chinese style rules]) ----------------
+
+#: rule -> (msgid, a translation the rule flags, one it passes, how the code uses the message)
+STYLE_CASES: dict[str, list[tuple[str, str, str, dict[str, Any]]]] = {
+    "if-then": [
+        # an intent is printed before its fix: "{intent}: {summary}"
+        (
+            "if {loss} should train {others} against {model} as {step} left it",
+            "如果 {loss} 应当对照 {step} 更新后的 {model} 来训练 {others}",
+            "如果 {loss} 应该以 {step} 更新后的 {model} 为准来训练 {others}，就",
+            {"roles": {"intent"}},
+        ),
+        (
+            "the same, keeping the order and the graph",
+            "效果相同，且保留原顺序和计算图：",
+            "如果想保留原顺序，就",
+            {"roles": {"intent"}},
+        ),
+        # a bare "if" condition is an intent even where the code does not say so
+        (
+            "if each step is meant to use the previous iteration's gradient",
+            "如果每一步都用上一轮的梯度",
+            "如果每一步都用上一轮的梯度，就",
+            {},
+        ),
+        # inside a sentence: 如果 X，就 Y (or 如果 X，它就 Y), not 如果 X：Y or 如果 X，Y
+        (
+            "if {params} should train: use them in forward",
+            "如果 {params} 应该被训练：在 forward 中使用它们",
+            "如果 {params} 应该被训练，就在 forward 中使用它们",
+            {},
+        ),
+        (
+            "if some inputs are unused, pass allow_unused=True",
+            "如果有些输入没有用到，传入 allow_unused=True",
+            "如果有些输入没有用到，它们的梯度就是 None",
+            {},
+        ),
+    ],
+    "note-word": [
+        ("without gradlab's note", "没有 gradlab 的提示", "没有 gradlab 的诊断", {}),
+        ("gradlab's notes may be missing", "可能缺少 gradlab 的提示", "可能缺少 gradlab 的诊断", {}),
+        # PyTorch's Hint keeps 提示
+        (
+            "The Hint suggests anomaly mode",
+            "提示（Hint）建议打开异常检测；gradlab 的提示",
+            "提示（Hint）建议打开异常检测",
+            {},
+        ),
+    ],
+    "placeholder-words": [
+        ("the failing loss", "（出错的损失）", "出错的损失", {}),
+        (
+            "call {loss}.backward() once",
+            "只调用一次 {loss}.backward()",
+            "只对 {loss} 调用一次 backward()",
+            {"described": {"loss"}},
+        ),
+        (
+            "backward ({earlier} + {loss}) once",
+            "对 ({earlier} + {loss}) 反向传播一次",
+            "对 {earlier} 与 {loss} 之和反向传播一次",
+            {"described": {"earlier", "loss"}},
+        ),
+    ],
+    "spacing": [
+        (
+            "DDP's backward did not reach {which}.",
+            "DDP 的反向传播没有到达{which}。",
+            "DDP 的反向传播没有到达 {which}。",
+            {},
+        ),
+        ("call backward() once", "只调用一次backward()", "只调用一次 backward()", {}),
+        ("the graph was freed", "计算图 已被释放", "计算图已被释放", {}),
+        ("{intent}: {summary}", "{intent}{summary}", "{intent} {summary}", {}),
+        # a field the English glues to a word brings its own separator (" (at x.py:3)" or nothing)
+        (
+            "use the out-of-place form of {op}{where} now",
+            "改用 {op} 的非原地写法{where}现在",
+            "改用 {op} 的非原地写法{where} 现在",
+            {},
+        ),
+    ],
+    "punctuation": [
+        ("the same: {x}", "相同: {x}", "相同：{x}", {}),
+        ("a, b (c)", "甲, 乙(丙)", "甲，乙（丙）", {}),
+        ("{name}: no steps", "{name}: 没有步骤", "{name}：没有步骤", {}),
+    ],
+    "colons": [
+        ("help: find the write: run it", "建议：先找到那次写入：运行它", "建议：先找到那次写入，即运行它", {}),
+        # a fix's trains line follows the label "trains:" (训练：), so it has none of its own
+        (
+            "unchanged: the values leave the graph",
+            "不变：这些数值离开计算图",
+            "不变，这些数值离开计算图",
+            {"roles": {"trains"}},
+        ),
+        (
+            "run needs a script: SCRIPT.py",
+            "run 需要一个脚本：SCRIPT.py",
+            "run 需要一个脚本，例如 SCRIPT.py",
+            {"roles": {"call:_usage_error"}},
+        ),
+    ],
+}
+
+
+def _style_cases() -> list[tuple[str, str, str, str, dict[str, Any]]]:
+    return [(rule, *case) for rule, cases in STYLE_CASES.items() for case in cases]
+
+
+@pytest.mark.parametrize("rule,msgid,bad,good,use", _style_cases())
+def test_each_chinese_rule_flags_a_bad_entry_and_passes_a_good_one(
+    rule: str, msgid: str, bad: str, good: str, use: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools = _tools_i18n(monkeypatch)
+    message = tools.Message(msgid, None, (), frozenset(use.get("roles", ())), frozenset(use.get("described", ())))
+    check = tools.RULES[rule]
+    assert check(msgid, bad, message), f"{rule} passes {bad!r}"
+    assert check(msgid, good, message) == [], f"{rule} flags {good!r}"
+
+
+def test_every_rule_has_a_case() -> None:
+    tools = load_module(ROOT / "tools" / "i18n.py", "gradlab_tools_i18n_rules")
+    assert set(tools.RULES) == set(STYLE_CASES)
+
+
+def test_check_reports_a_rule_for_a_chinese_catalog_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`check` runs the rules on a zh catalog (and says which rule); another language's catalog is not read as Chinese."""
+    tools = _tools_i18n(monkeypatch)
+    messages = {"without gradlab's note": tools.Message("without gradlab's note", None, ("gradlab/x.py:1",))}
+    for lang in ("zh_CN", "xx_YY"):
+        po = tmp_path / lang / "LC_MESSAGES" / "gradlab.po"
+        po.parent.mkdir(parents=True)
+        po.write_text(_po({"without gradlab's note": "没有 gradlab 的提示"}), encoding="utf-8")
+    assert tools.problems(tmp_path / "zh_CN", messages) == [
+        "gradlab.po: note-word: \"without gradlab's note\": 提示 is PyTorch's Hint; gradlab's note is 诊断"
+    ]
+    assert tools.problems(tmp_path / "xx_YY", messages) == []
+
+
+def test_how_the_code_uses_a_message_is_read_from_the_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The roles the rules depend on: the keyword a message is passed as (also through a variable and into
+    another message's field), the function it is passed to, and the fields the code fills with a description."""
+    tools = _tools_i18n(monkeypatch)
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "causes.py").write_text(
+        "def fixes(ctx):\n"
+        "    where = T(' (at {where})', where=ctx.where)\n"
+        "    summary = T('detach it{where}', where=where)\n"
+        "    total = ctx.carried or T('the running total')\n"
+        "    return Fix(\n"
+        "        intent=T('if {loss} should not train {model}', loss=ctx.l, model=ctx.m),\n"
+        "        summary=summary,\n"
+        "        trains=T('{name} is kept', name=total),\n"
+        "    )\n"
+        "\n"
+        "def usage():\n"
+        "    return _usage_error(T('run needs a script'))\n",
+        encoding="utf-8",
+    )
+    found = tools.extract(package)
+    intent = found["if {loss} should not train {model}"]
+    assert "intent" in intent.roles and intent.described == {"loss", "model"}
+    assert "summary" in found["detach it{where}"].roles
+    assert "summary" in found[" (at {where})"].roles  # a part of a summary
+    assert found["{name} is kept"].described == {"name"} and "trains" in found["{name} is kept"].roles
+    assert "call:_usage_error" in found["run needs a script"].roles
+    assert found["the running total"].described == frozenset()
+
+
+def test_the_shipped_catalog_joins_an_intent_to_its_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the shipped catalog: an intent ends in "，就" before its fix, with a name or with words for it;
+    a fix that starts with code keeps its space; a description reads as words, never in brackets."""
+    from gradlab.context import Context
+    from gradlab.fixes import Fix
+    from gradlab.i18n import T
+
+    i18n._catalog.cache_clear()
+    set_language("zh_CN")
+
+    def first_line(ctx: Context, summary: Any) -> str:
+        intent = T("if {loss} should not train {model}", loss=ctx.l, model=ctx.m)
+        return Fix(summary=summary, trains=T("nothing"), intent=intent).lines()[0]
+
+    named = Context(model="n_1", others=("n_2",), loss="loss_2")
+    detach = T("detach {model}'s output where it enters {others}{entry}", model=named.m, others=named.o, entry="")
+    assert first_line(named, detach) == "如果 loss_2 不该训练 n_1，就在 n_1 的输出进入 n_2 的地方把它 detach"
+    unnamed = Context()
+    detach = T("detach {model}'s output where it enters {others}{entry}", model=unnamed.m, others=unnamed.o, entry="")
+    assert (
+        first_line(unnamed, detach) == "如果出错的损失不该训练上游模型，就在上游模型的输出进入下游模型的地方把它 detach"
+    )
+    code_first = T(
+        "{name} is a constant of the loop (computed once, before it, from weights the loop's own forward also "
+        "uses): detach it before the loop",
+        name="ref",
+    )
+    assert first_line(named, code_first).startswith("如果 loss_2 不该训练 n_1，就 ref 是循环里的常量（")
+    twice = T(
+        "call {loss}.backward() once; if you need two backward calls through it, pass retain_graph=True to the first",
+        loss=unnamed.l,
+    )
+    assert str(twice).startswith("只对出错的损失调用一次 backward()；")
+
+
+# -- the command line in both languages -----------------------------------------------------------
+
+
+def _lang(monkeypatch: pytest.MonkeyPatch, lang: str) -> None:
+    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", lang)
+    i18n._catalog.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "lang,usage,sections",
+    [
+        ("C.UTF-8", "usage: python -m gradlab run [--verbose]", ("commands:", "options of fix:", "options of run:")),
+        ("zh_CN.UTF-8", "用法：python -m gradlab run [--verbose]", ("命令：", "fix 的选项：", "run 的选项：")),
+    ],
+)
+def test_help_follows_lang(
+    lang: str,
+    usage: str,
+    sections: tuple[str, ...],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gradlab.cli import main
+
+    _lang(monkeypatch, lang)
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(usage)
+    assert all(section in out for section in sections), out
+    assert "--explain-only" in out and "python -m gradlab fix [--steps K]" in out  # options and commands as typed
+
+
+@pytest.mark.parametrize(
+    "argv,english,chinese",
+    [
+        (
+            ["run"],
+            "gradlab: error: run needs a script (SCRIPT.py) or -m MODULE",
+            "gradlab: 错误：run 需要一个脚本（SCRIPT.py）或 -m MODULE",
+        ),
+        (
+            ["run", "--bogus"],
+            "gradlab: error: unknown option '--bogus' for run",
+            "gradlab: 错误：run 没有选项 '--bogus'",
+        ),
+        (["run", "-m"], "gradlab: error: -m needs a module name", "gradlab: 错误：-m 后面需要一个模块名"),
+        (
+            ["explain", "--nope"],
+            "gradlab: error: unknown argument '--nope' for explain (use --file F or stdin)",
+            "gradlab: 错误：explain 不认识参数 '--nope'（请用 --file F 或标准输入）",
+        ),
+        (
+            ["train.py"],
+            "gradlab: error: did you mean: python -m gradlab run train.py",
+            "gradlab: 错误：你是想运行 python -m gradlab run train.py 吗？",
+        ),
+        (["frobnicate"], "gradlab: error: unknown command 'frobnicate'", "gradlab: 错误：没有 'frobnicate' 这个命令"),
+        (
+            ["fix"],
+            "gradlab: error: fix needs a script: python -m gradlab fix SCRIPT.py [ARGS...]",
+            "gradlab: 错误：fix 需要一个脚本，例如 python -m gradlab fix SCRIPT.py [ARGS...]",
+        ),
+    ],
+)
+def test_usage_errors_follow_lang(
+    argv: list[str], english: str, chinese: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gradlab.cli import main
+
+    for lang, usage, error in (("en_US.UTF-8", "usage: ", english), ("zh_CN.UTF-8", "用法：", chinese)):
+        _lang(monkeypatch, lang)
+        assert main(list(argv)) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err[0].startswith(usage + "python -m gradlab run ") and err[-1] == error
+
+
+def test_python_m_gradlab_help_reads_lang() -> None:
+    """The command itself, as a learner types it: LANG=zh_CN.UTF-8 python -m gradlab --help."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("LANGUAGE", "LC_ALL", "LC_MESSAGES")}
+    r = subprocess.run(
+        [sys.executable, "-m", "gradlab", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**env, "LANG": "zh_CN.UTF-8"},
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("用法：python -m gradlab run ") and "命令：" in r.stdout

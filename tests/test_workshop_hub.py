@@ -10,6 +10,7 @@ another size.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -148,6 +149,13 @@ def test_sign_in_restart_and_idle_culling(ready: None) -> None:
         assert admin is not None
         assert admin.get(hub.url + "hub/api/users", timeout=30).status_code == 200
         assert hub.login(eve, "eve's password", code) is not None
+        # Five wrong passwords for eve, through the real form and proxy: the sixth sign-in is refused,
+        # even with her own password, before any scrypt runs; ada is not affected.
+        for attempt in range(5):
+            assert hub.login(eve, f"wrong guess {attempt}") is None
+        assert hub.login(eve, "eve's password") is None
+        assert re.search(r"Sign-in as '\S+-2' from 127\.0\.0\.1 refused: locked out", hub.log_tail(400))
+        assert hub.login(ada, "ada's password") is not None
 
         home = hub.home(ada)
         assert home.owner() == ada and (home.stat().st_mode & 0o777) == 0o700

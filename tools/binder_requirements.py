@@ -53,6 +53,9 @@ TEST_ONLY = {
     "pypdf": "PDF outline checks of the handout",
     "build": "make dist (the sdist and the wheel)",
     "twine": "make dist (the metadata check)",
+    "lightning": "tests inside the training frameworks (tests/test_frameworks.py)",
+    "transformers": "tests inside the training frameworks (tests/test_frameworks.py)",
+    "accelerate": "tests inside the training frameworks (tests/test_frameworks.py)",
 }
 
 # The Binder image provides these; never pinned there (the lock pins setuptools for make dist).

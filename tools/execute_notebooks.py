@@ -186,11 +186,13 @@ COLAB_WORDS = {
         "badge": "Open in Colab",
         "link": "Run this notebook in Google Colab (the first code cell installs the course there).",
         "comment": "# In Colab only: install the course beside Colab's own torch (pip may not replace it); elsewhere: nothing",
+        "keep": "# the torch Colab installed, exactly",
     },
     "zh": {
         "badge": "在 Colab 中打开",
         "link": "在 Google Colab 中运行本笔记本（第一个代码单元格会在那里安装课程）。",
-        "comment": "# 仅在 Colab 中：在 Colab 自带的 torch 旁安装课程（pip 不得替换它）；在其他地方：什么也不做",
+        "comment": "# 仅在 Colab 中：在 Colab 自带的 torch 旁安装课程（pip 不得替换它），在其他地方什么也不做",
+        "keep": "# 原样保留 Colab 装好的 torch",
     },
 }
 
@@ -221,7 +223,7 @@ if "google.colab" in sys.modules:
     from importlib.metadata import version
 
     course = "{COLAB_SOURCE}"
-    keep = f"torch=={{version('torch')}}"  # the torch Colab installed, exactly
+    keep = f"torch=={{version('torch')}}"  {words["keep"]}
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", course, keep], check=True)""",
         metadata={"tags": [COLAB_TAG]},
     )

@@ -55,8 +55,11 @@ import nbformat
 from nbconvert import HTMLExporter
 
 from gradlab import i18n
-from gradlab.advice import Context, Fix, detach_in, fixes_for, pitfalls
+from gradlab.advice import pitfalls
+from gradlab.causes import Context, fixes_for
 from gradlab.codes import CODES
+from gradlab.fixes import Fix
+from gradlab.rewrite import detach_in
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from execute_notebooks import title
@@ -67,6 +70,7 @@ from handout_book import (  # noqa: F401  (tests reach these through this module
     NOTEBOOK_HREF,
     SANS,
     Book,
+    fill_page_numbers,
     handout_cover,
     inline_markdown,
     markdown2html_mistune,
@@ -75,7 +79,7 @@ from handout_book import (  # noqa: F401  (tests reach these through this module
     print_links,
     workbook_cover,
 )
-from handout_print import APT_LINE, Printer, PrintError, find_chromium  # noqa: F401
+from handout_print import APT_LINE, Printer, PrintError, destinations, find_chromium  # noqa: F401
 from handout_tracebacks import cut_printed_frames, cut_traceback
 from workbook import workbook_notebook
 
@@ -221,6 +225,31 @@ def static_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 output["data"] = nbformat.from_dict(fallback)
             kept.append(output)
         cell["outputs"] = kept
+    return notebook
+
+
+def for_books(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy for the printed books: no generated cell (navigation, Colab), and a widget whose static view
+    folds what another output of the notebook prints in full (the playground's table) as its plain text."""
+    from execute_notebooks import is_generated
+
+    notebook = copy.deepcopy(notebook)
+    notebook.cells = [cell for cell in notebook.cells if not is_generated(cell)]
+    shown = [
+        output.get("data", {}).get("text/html", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if WIDGET_VIEW not in output.get("data", {})
+    ]
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data", {})
+            if WIDGET_VIEW not in data or "text/plain" not in data:
+                continue
+            folded = re.findall(r"<details>.*?</summary>(.*?)</details>", data.get("text/html", ""), flags=re.S)
+            if any(part.strip() and any(part.strip() in other for other in shown) for part in folded):
+                output["data"] = nbformat.from_dict({"text/plain": data["text/plain"]})
     return notebook
 
 
@@ -421,10 +450,10 @@ def _fix_cell(fix: Fix, example: str | None = None, lang: str = "en") -> str:
     has no file, so the two-network loop's rows show its line rewritten (one page holds no more).
     """
     colon, stop = ("：", "。") if lang == "zh" else (":", ".")
-    intent = f"<strong>{html.escape(_sentence(fix.intent))}{colon}</strong> " if fix.intent else ""
+    intent = f"<strong>{html.escape(_sentence(str(fix.intent)))}{colon}</strong> " if fix.intent else ""
     shown = fix.code or example
     code = f' <code class="example">{html.escape(shown)}</code>' if shown else ""
-    return f'{intent}{html.escape(fix.summary)}{stop}{code}<div class="trains">{html.escape(fix.trains)}{stop}</div>'
+    return f'{intent}{html.escape(str(fix.summary))}{stop}{code}<div class="trains">{html.escape(str(fix.trains))}{stop}</div>'
 
 
 def _sentence(text: str) -> str:
@@ -534,7 +563,7 @@ def _cheatsheet_parts(when: tuple[str, ...], lang: str) -> tuple[str, str, str]:
         for w, fix, example in rows
     )
     donts = "".join(
-        f'<tr><td>{html.escape(_sentence(p.attempt))}</td><td class="bad">{html.escape(p.what_it_does)}</td></tr>'
+        f'<tr><td>{html.escape(_sentence(str(p.attempt)))}</td><td class="bad">{html.escape(str(p.what_it_does))}</td></tr>'
         for p in pitfalls()
     )
     # the two errors of the sheet; `python -m gradlab explain --codes` lists the whole family
@@ -571,8 +600,9 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
         target.write_text(offline_page(link_pages(page, chapters), chapter.page), encoding="utf-8")
         written.append(target)
         rendered = split_page(page)
-        full.append((chapter, open_details(rendered.main)))
-        workbook = workbook_notebook(print_outputs(chapter.notebook, context=False), words)
+        book_page = notebook_html(exporter, print_outputs(for_books(chapter.notebook)), plain_text(chapter.title))
+        full.append((chapter, open_details(split_page(omitted_frames_styled(book_page)).main)))
+        workbook = workbook_notebook(print_outputs(for_books(chapter.notebook), context=False), words)
         short.append(
             (
                 chapter,
@@ -594,7 +624,8 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
             rendered.head,
             rendered.body_tag,
             full,
-            handout_cover(chapters, lang),
+            handout_cover(chapters, lang, index=True),
+            index=True,
         ),
         Book(
             lang,
@@ -605,6 +636,7 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
             rendered.body_tag,
             short,
             workbook_cover(chapters, lang),
+            flow=True,
         ),
     ]
     with tempfile.TemporaryDirectory(prefix="handout-print-") as scratch, Printer(chromium) as printer:
@@ -612,7 +644,15 @@ def build(notebooks_dir: Path, out: Path, chromium: str) -> list[Path]:
             html_file = Path(scratch) / f"{book.kind}.html"
             html_file.write_text(offline_page(book.html(), f"the {book.kind}"), encoding="utf-8")
             pdf = out / f"{book.kind}.pdf"
-            printer.pdf_numbered(html_file, pdf, book.anchors)
+            numbers = printer.pdf_numbered(html_file, pdf, book.anchors)
+            if book.index:  # once more, every page known: each page listed once per index term
+                book.index_pages = numbers
+                page = fill_page_numbers(book.html(), numbers)
+                html_file.write_text(offline_page(page, f"the {book.kind}"), encoding="utf-8")
+                printer.pdf(html_file, pdf)
+                found = destinations(pdf)
+                if any(found.get(anchor) != numbers[anchor] for anchor in book.anchors):
+                    raise HandoutError(f"{pdf.name}: the chapters moved when the index was written in")
             written.append(pdf)
 
         cheatsheet = Path(scratch) / "cheatsheet.html"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from handout_paper import anchor_cells, for_paper, index_html
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 NAVIGATION_TAG = "navigation"
@@ -32,7 +33,8 @@ LABELS: dict[str, dict[str, str]] = {
         "index": "Course map",
         "workbook": "Workbook",
         "workbook_note": "Before you run a cell, write down what you expect on the lines below its prompt; "
-        "then run it and compare. Solutions are in the notebooks and in the full handout.",
+        "then run it and compare. The answers, the solutions and each notebook's summary are in the notebooks "
+        "and in the full handout.",
         "name": "Name",
         "hub_user": "Your user name on the course's hub",
         "hub_address": "The hub's address",
@@ -44,6 +46,7 @@ LABELS: dict[str, dict[str, str]] = {
         "all_notebooks": "all notebooks (PDF)",
         "cheatsheet": "one-page cheat sheet (PDF)",
         "workbook_pdf": "workbook (PDF)",
+        "index_title": "Index",
     },
     "zh": {
         "course": "gradlab：PyTorch autograd 课程",
@@ -52,7 +55,7 @@ LABELS: dict[str, dict[str, str]] = {
         "index": "课程地图",
         "workbook": "练习册",
         "workbook_note": "运行每个单元格之前，先在提示下方的横线上写下你的预期；运行之后再对照。"
-        "答案在笔记本和完整讲义中。",
+        "答案、参考答案和每个笔记本的小结都在笔记本和完整讲义中。",
         "name": "姓名",
         "hub_user": "你在课程服务器（hub）上的用户名",
         "hub_address": "hub 的地址",
@@ -64,6 +67,7 @@ LABELS: dict[str, dict[str, str]] = {
         "all_notebooks": "全部笔记本（PDF）",
         "cheatsheet": "一页速查表（PDF）",
         "workbook_pdf": "练习册（PDF）",
+        "index_title": "索引",
     },
 }
 HTML_LANG = {"en": "en", "zh": "zh-Hans"}
@@ -98,7 +102,9 @@ body {{ margin: 0; padding: 0; font-family: {SANS}; }}
 main {{ max-width: none; margin: 0; padding: 0; }}
 .jp-Notebook {{ padding: 0; }}
 .jp-Cell {{ padding: 0.6mm 0; }}
-.jp-InputPrompt, .jp-OutputPrompt {{ font-size: 7pt; padding-right: 1mm; overflow: visible; }}
+/* no In [n]: / Out[n]: on paper: the counters mean nothing there, and a cell without output
+   would read as code to type in; the code's grey background tells input from output */
+.jp-InputPrompt, .jp-OutputPrompt {{ display: none !important; }}
 .jp-RenderedHTMLCommon h1 {{ font-size: 16pt; margin-top: 0; }}
 .jp-RenderedHTMLCommon h2 {{ font-size: 12.5pt; }}
 .jp-RenderedHTMLCommon h3 {{ font-size: 10.5pt; }}
@@ -124,8 +130,18 @@ main {{ max-width: none; margin: 0; padding: 0; }}
 .jp-OutputArea-output pre, .jp-RenderedText pre, pre {{
   white-space: pre-wrap; word-break: normal; overflow-wrap: break-word;
 }}
-/* a wrapped line continues indented, so a reader tells it from a new line */
+/* a wrapped output line continues indented, so a reader tells it from a new line */
 .handout-book pre {{ padding-left: calc(4px + 4ch) !important; text-indent: -4ch each-line !important; }}
+/* code is wrapped by handout_paper, with a mark: the browser must not wrap it again */
+.handout-book .highlight pre {{
+  white-space: pre !important; padding-left: 4px !important; text-indent: 0 !important; overflow: visible;
+}}
+.handout-cont {{ color: #777; }}
+math {{ font-size: 1.05em; }}
+math[display="block"] {{ margin: 0.4em 0; }}
+section.handout-index ul.ix {{ columns: 2; column-gap: 8mm; list-style: none; padding-left: 0; font-size: 9pt; }}
+section.handout-index ul.ix li {{ break-inside: avoid; padding-left: 3mm; text-indent: -3mm; margin: 0.3mm 0; }}
+section.handout-index .ix-code {{ font-family: {MONO}; }}
 .jp-InputArea-editor {{ overflow: visible; }}
 .handout-book a:link, .handout-book a:visited, .handout-book .jp-RenderedHTMLCommon a:link,
 .handout-book .jp-RenderedHTMLCommon a:visited {{ color: inherit; text-decoration: none; }}
@@ -135,6 +151,12 @@ main {{ max-width: none; margin: 0; padding: 0; }}
 .handout-pageref {{ color: #444; }}
 .celltag_{NAVIGATION_TAG}, .celltag_{COLAB_TAG}, .handout-nav {{ display: none; }}
 section.handout-chapter {{ break-before: page; }}
+/* the workbook flows on: a notebook starts where the last one ended (its title never last on a page) */
+section.handout-chapter.handout-flow {{ break-before: auto; }}
+section.handout-chapter.handout-flow:first-of-type {{ break-before: page; }}
+section.handout-flow h1 {{ margin-top: 5mm; border-top: 0.8pt solid #333; padding-top: 2mm; }}
+section.handout-flow:first-of-type h1 {{ margin-top: 0; border-top: none; padding-top: 0; }}
+section.handout-flow h1 + * {{ break-before: avoid; }}
 
 .handout-cover {{ page: cover; font-size: 8.2pt; line-height: 1.3; }}
 .handout-cover .cover-title {{ font-size: 21pt; font-weight: bold; margin: 0 0 1mm; }}
@@ -209,7 +231,7 @@ WIDE_TABLE = 5  # columns from which a table is set in smaller type
 LONG_TOKEN = 18  # characters: a run of code without a space longer than this may wrap inside (in a table)
 
 
-def _code_breaks(code: str) -> str:
+def code_breaks(code: str) -> str:
     """HTML of table cells where a long run without spaces may wrap after ``. ( [ , = / _``.
 
     A column holds a name as long as ``allow_mutation_on_saved_tensors`` or a call
@@ -246,7 +268,7 @@ def table_breaks(page: str) -> str:
                 attributes = re.sub(r'\bclass="', 'class="handout-wide ', attributes, count=1)
             else:
                 attributes += ' class="handout-wide"'
-        inner = _code_breaks(inner)
+        inner = code_breaks(inner)
         return f"<table{attributes}>{inner}</table>"
 
     return _TABLE.sub(table, page)
@@ -255,6 +277,19 @@ def table_breaks(page: str) -> str:
 def page_number(anchor: str) -> str:
     """Where the page of the element ``id=anchor`` goes; the printer fills it in."""
     return f'<span data-page-of="{html.escape(anchor)}">00</span>'
+
+
+def fill_page_numbers(page: str, numbers: dict[str, int]) -> str:
+    """Every :func:`page_number` placeholder of ``page`` with its number (as the printer fills them in)."""
+    return re.sub(
+        r'(<span data-page-of="([^"]*)">)00(</span>)',
+        lambda m: (
+            f"{m.group(1)}{numbers[html.unescape(m.group(2))]}{m.group(3)}"
+            if html.unescape(m.group(2)) in numbers
+            else m.group(0)
+        ),
+        page,
+    )
 
 
 def print_links(page: str, chapters: list[ChapterLike], page_label: str) -> str:
@@ -298,7 +333,12 @@ def css_string(text: str) -> str:
 
 @dataclass
 class Book:
-    """A printable document: a cover, then each chapter from a new page with its own running header."""
+    """A printable document: a cover, then each chapter from a new page with its own running header.
+
+    ``index``: end with an index of :data:`handout_paper.INDEX_TERMS`, each term with the pages of the cells
+    that use it. A first print fills in one number per cell; give its numbers as ``index_pages`` and the next
+    print lists each page once.
+    """
 
     lang: str
     kind: str  # "handout" or "workbook"
@@ -308,22 +348,37 @@ class Book:
     body_tag: str
     chapters: list[tuple[ChapterLike, str]]  # each chapter with the HTML of its cells
     cover: str
+    index: bool = False
+    index_pages: dict[str, int] | None = None
+    flow: bool = False  # chapters follow on the same page; the running header names the book, not the chapter
 
-    def html(self) -> str:
+    def _sections(self) -> tuple[list[str], list[str], dict[int, list[str]]]:
+        """The ``@page`` rules, the chapters' sections, and the index's term -> cell ids."""
         everything = [chapter for chapter, _ in self.chapters]
         page_label = LABELS[self.lang]["page"]
-        rules = []
-        sections = []
+        rules, sections = [], []
+        found: dict[int, list[str]] = {}
         for at, (chapter, main) in enumerate(self.chapters):
             name = f"chapter{at}"
-            rules.append(f"@page {name} {{ @top-left {{ content: {css_string(plain_text(chapter.title))}; }} }}")
-            body = table_breaks(print_links(main, everything, page_label))
+            if not self.flow:
+                rules.append(f"@page {name} {{ @top-left {{ content: {css_string(plain_text(chapter.title))}; }} }}")
+            body = for_paper(table_breaks(print_links(main, everything, page_label)))
+            if self.index:
+                body = anchor_cells(body, f"{at:02d}", self.lang, found)
             if not re.search(r"<h1\b", body, flags=re.I):  # the outline needs a title: a notebook without one
                 body = f"<h1>{inline_markdown(chapter.title)}</h1>{body}"
-            sections.append(
-                f'<section class="handout-chapter" id="{html.escape(chapter.anchor)}" style="page: {name}">'
-                f"{body}</section>"
+            kind, page = (
+                ("handout-chapter handout-flow", "") if self.flow else ("handout-chapter", f' style="page: {name}"')
             )
+            sections.append(f'<section class="{kind}" id="{html.escape(chapter.anchor)}"{page}>{body}</section>')
+        if self.index:
+            title = LABELS[self.lang]["index_title"]
+            rules.append(f"@page index {{ @top-left {{ content: {css_string(title)}; }} }}")
+            sections.append(index_html(found, self.lang, title, page_number, self.index_pages))
+        return rules, sections, found
+
+    def html(self) -> str:
+        rules, sections, _ = self._sections()
         head = re.sub(r"<title>.*?</title>", f"<title>{html.escape(self.title)}</title>", self.head, flags=re.S)
         body_tag = self.body_tag.replace('class="', f'class="handout-book handout-{self.kind} ', 1)
         style = BOOK_CSS.replace('var(--running, "")', css_string(self.running))
@@ -335,11 +390,17 @@ class Book:
 
     @property
     def anchors(self) -> list[str]:
-        return [chapter.anchor for chapter, _ in self.chapters]
+        """The ids whose pages the printer fills in: each chapter's (the contents), each indexed cell's."""
+        chapters = [chapter.anchor for chapter, _ in self.chapters]
+        if not self.index:
+            return chapters
+        cells = [] if self.index_pages is not None else sorted({a for ids in self._sections()[2].values() for a in ids})
+        return [*chapters, "handout-index", *cells]
 
 
-def toc_html(chapters: list[ChapterLike], *, goals: bool) -> str:
-    """The chapters with their page numbers (and learning goals), each a link to its chapter."""
+def toc_html(chapters: list[ChapterLike], *, goals: bool, index: str | None = None) -> str:
+    """The chapters with their page numbers (and learning goals), each a link to its chapter; ``index``: the
+    title of the book's index, listed last."""
     items = []
     for chapter in chapters:
         entry = (
@@ -348,18 +409,23 @@ def toc_html(chapters: list[ChapterLike], *, goals: bool) -> str:
         )
         listed = "".join(f"<li>{inline_markdown(goal)}</li>" for goal in chapter.goals) if goals else ""
         items.append(f"<li>{entry}" + (f"<ul>{listed}</ul>" if listed else "") + "</li>")
+    if index is not None:
+        items.append(
+            f'<li><a href="#handout-index"><span class="toc-title">{html.escape(index)}</span>'
+            f'<span class="toc-fill"></span><span class="toc-page">{page_number("handout-index")}</span></a></li>'
+        )
     return '<ol class="toc">\n' + "\n".join(items) + "\n</ol>"
 
 
-def handout_cover(chapters: list[ChapterLike], lang: str) -> str:
-    """The full book's cover: the course map, each notebook with its page and learning goals."""
+def handout_cover(chapters: list[ChapterLike], lang: str, *, index: bool = False) -> str:
+    """The full book's cover: the course map, each notebook with its page and learning goals (and the index)."""
     words = LABELS[lang]
     return (
         '<section class="handout-cover">'
         f'<p class="cover-title">{html.escape(words["course"])}</p>'
         f'<p class="subtitle">{html.escape(words["subtitle"])}</p>'
         f'<p class="cover-heading">{html.escape(words["course_map"])}</p>'
-        f"{toc_html(chapters, goals=True)}"
+        f"{toc_html(chapters, goals=True, index=words['index_title'] if index else None)}"
         "</section>"
     )
 

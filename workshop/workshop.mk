@@ -2,7 +2,12 @@
 #
 #   make hub                  the workshop hub on this machine (root; 127.0.0.1:8000 by default)
 #   make hub-load N=10        N learners run notebook 01 at once on a throwaway hub; prints the figures
-#   make hub-session N=10     N learners run notebooks 00 to 10 in order, with think time (SIZING.md)
+#   make hub-session N=10     N learners run notebooks 00 to 11 in order, with think time (SIZING.md)
+#   make hub-branch BRANCH=workshop-2027-03-14
+#                             a branch at HEAD whose notebooks (both editions) have no stored outputs
+#   make hub-pin REPO=https://github.com/YOU/gradlab REF=workshop-2027-03-14
+#                             checks learners can pull that branch with every notebook; make hub links to it
+#   make hub-check            what this machine enforces per learner (memory, CPU, processes, disk, metadata)
 #   make hub-password NAME=x  a new password for the learner x, who forgot theirs (prints it)
 #   make hub-reset NAME=x NOTEBOOK=notebooks/05_the_detach_fix.ipynb
 #                             x gets the course's version of that notebook back (theirs is kept beside it)
@@ -17,7 +22,7 @@ HUB_TORCH ?= cpu
 N ?= 10
 HUB_PY := PYTHONPATH=workshop GRADLAB_HUB_PREFIX=$(HUB_PREFIX) GRADLAB_HUB_TORCH=$(HUB_TORCH) $(BIN)/python
 
-.PHONY: hub hub-load hub-session hub-password hub-reset hub-deps
+.PHONY: hub hub-load hub-session hub-password hub-reset hub-deps hub-branch hub-pin hub-check
 
 hub: hub-deps
 	$(HUB_PY) -m gradlab_hub.hub
@@ -27,6 +32,17 @@ hub-load: hub-deps
 
 hub-session: hub-deps
 	$(HUB_PY) -m gradlab_hub.session --learners $(N) $(SESSION_ARGS)
+
+hub-branch:
+	@test -n "$(BRANCH)" || { echo "hub-branch: name it: make hub-branch BRANCH=workshop-2027-03-14"; exit 2; }
+	@PYTHONPATH=workshop $(BIN)/python -m gradlab_hub.branch $(BRANCH)
+
+hub-pin:
+	@test -n "$(REPO)" -a -n "$(REF)" || { echo "hub-pin: make hub-pin REPO=https://github.com/YOU/gradlab REF=workshop-2027-03-14"; exit 2; }
+	@PYTHONPATH=workshop $(BIN)/python -m gradlab_hub.pin --repo "$(REPO)" --ref "$(REF)" $(if $(HUB),--hub "$(HUB)",)
+
+hub-check:
+	@$(HUB_PY) -m gradlab_hub.check
 
 hub-password:
 	@test -n "$(NAME)" || { echo "hub-password: say whose: make hub-password NAME=learner-name"; exit 2; }

@@ -30,6 +30,8 @@ _EXPORTS: dict[str, str] = {
     "TrainResult": "training",
     "joint_step": "training",
     "train": "training",
+    "run_iterations": "training",
+    "compare_parameters": "training",
     "STEPS": "iteration",
     "PRESETS": "iteration",
     "Preset": "iteration",
@@ -47,15 +49,25 @@ _EXPORTS: dict[str, str] = {
     "check_running_total": "exercise",
     "check_one_batch": "exercise",
     "check_guess": "exercise",
-    "check_repaired_iteration": "exercise",
+    "check_repaired_iteration": "repair",
     "check_writes_counter": "exercise",
     "check_saved_hooks": "exercise",
-    "check_doubled_sigmoid": "exercise",
     "check_error_kind": "exercise",
     "check_in_place_rewrite": "exercise",
-    "check_repaired_loop": "exercise",
+    "check_repaired_loop": "repair",
+    "check_guided_loop": "repair",
     "check_masked_tanh": "exercise",
-    "check_detach_moved": "exercise",
+    "check_residual_detach": "exercise",
+    "check_engine": "engine",
+    "check_sigmoid_function": "engine",
+    "check_inplace_function": "engine",
+    "check_visible_write": "engine",
+    "check_tanh_function": "engine",
+    "check_second_derivative": "engine",
+    "check_actor_critic": "repairs",
+    "check_carried_state": "repairs",
+    "check_softmax_loop": "repairs",
+    "softmax_loop_data": "repairs",
     "EnvironmentReport": "readiness",
     "environment": "readiness",
     "setup": "readiness",
@@ -73,6 +85,8 @@ __all__ = [
     "TrainResult",
     "joint_step",
     "train",
+    "run_iterations",
+    "compare_parameters",
     "STEPS",
     "PRESETS",
     "Preset",
@@ -93,12 +107,22 @@ __all__ = [
     "check_repaired_iteration",
     "check_writes_counter",
     "check_saved_hooks",
-    "check_doubled_sigmoid",
     "check_error_kind",
     "check_in_place_rewrite",
     "check_repaired_loop",
+    "check_guided_loop",
     "check_masked_tanh",
-    "check_detach_moved",
+    "check_residual_detach",
+    "check_engine",
+    "check_sigmoid_function",
+    "check_inplace_function",
+    "check_visible_write",
+    "check_tanh_function",
+    "check_second_derivative",
+    "check_actor_critic",
+    "check_carried_state",
+    "check_softmax_loop",
+    "softmax_loop_data",
     "EnvironmentReport",
     "environment",
     "setup",
@@ -107,17 +131,22 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .engine import (
+        check_engine,
+        check_inplace_function,
+        check_second_derivative,
+        check_sigmoid_function,
+        check_tanh_function,
+        check_visible_write,
+    )
     from .exercise import (
         Verdict,
-        check_detach_moved,
-        check_doubled_sigmoid,
         check_error_kind,
         check_guess,
         check_in_place_rewrite,
         check_masked_tanh,
         check_one_batch,
-        check_repaired_iteration,
-        check_repaired_loop,
+        check_residual_detach,
         check_running_total,
         check_saved_hooks,
         check_writes_counter,
@@ -128,7 +157,9 @@ if TYPE_CHECKING:
     from .plots import plot_losses, plot_predictions
     from .questions import QUESTIONS, Quiz
     from .readiness import EnvironmentReport, environment, setup
-    from .training import ORDERS, TrainResult, joint_step, train
+    from .repair import check_guided_loop, check_repaired_iteration, check_repaired_loop
+    from .repairs import check_actor_critic, check_carried_state, check_softmax_loop, softmax_loop_data
+    from .training import ORDERS, TrainResult, compare_parameters, joint_step, run_iterations, train
     from .widgets import Playground, QuizWidget, playground, quiz
 
 

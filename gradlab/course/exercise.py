@@ -11,9 +11,12 @@ one form; each likely wrong answer gets a hint that is true for it.
 
 from __future__ import annotations
 
+import ast
 import html
+import inspect
 import math
 import numbers
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -21,7 +24,8 @@ import torch
 
 from gradlab.i18n import _, _t
 
-from .networks import Pair, batches, make_pair
+from .networks import Pair, make_pair
+from .words import say, say_t
 
 __all__ = [
     "Verdict",
@@ -32,7 +36,6 @@ __all__ = [
     "check_error_kind",
     "check_guess",
     "check_in_place_rewrite",
-    "check_repaired_loop",
     "check_masked_tanh",
 ]
 
@@ -243,8 +246,19 @@ def check_one_batch(n_2: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, last
         return pending()
     if not isinstance(n_2, torch.nn.Module):
         raise TypeError("check_one_batch(n_2, x, y, last_loss): pass network 2, the batch and the last loss")
-    if not isinstance(last_loss, float):
+    if isinstance(last_loss, torch.Tensor) or not isinstance(last_loss, numbers.Real) or isinstance(last_loss, bool):
         return _not_yet(_("store the last loss as a number: last_loss = loss_2.item()."))
+    last_loss = float(last_loss)  # a Python or a NumPy number
+    with torch.random.fork_rng(devices=[]):  # make_pair seeds torch: leave the learner's generator as it was
+        untouched = make_pair(seed=0, softmax=False).n_2
+    if all(torch.equal(p, q) for p, q in zip(n_2.state_dict().values(), untouched.state_dict().values())):
+        return _not_yet(
+            _(
+                "n_2's parameters are exactly where make_pair put them: no step changed them. Does your loss reach "
+                "n_2 (not a number rebuilt with .item(), not another network), and does opt_2.step() run after "
+                "its backward?"
+            )
+        )
     with torch.no_grad():
         on_target = float(torch.nn.functional.mse_loss(n_2(2 * x), y))
         on_x = float(torch.nn.functional.mse_loss(n_2(x), y))
@@ -270,15 +284,14 @@ def check_one_batch(n_2: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, last
 
 # ---------------------------------------------------------------- notebooks 00-04
 #
-# check_guess compares a one-line guess made before a reveal; the three checks
-# judge code the learner writes: a repaired iteration of the original loop (01),
-# a measurement of an optimizer's writes (02), saved-tensor hooks that keep the
-# version check (03), and a repaired use of ``.data`` (04). Each runs the
+# check_guess compares a one-line guess made before a reveal; the checks judge code
+# the learner writes: a measurement of an optimizer's writes (02) and saved-tensor
+# hooks that keep the version check (03); notebook 01's repaired iteration is judged
+# in repair.py, notebook 04's "build it" steps in engine.py. Each runs the
 # learner's code on its own fresh tensors and judges it by gradients or
 # parameters; any wrong answer, including one that raises, gets a ✗ and a reason.
 
-__all__ += ["check_guess", "check_repaired_iteration", "check_writes_counter", "check_saved_hooks"]
-__all__ += ["check_doubled_sigmoid"]
+__all__ += ["check_guess", "check_writes_counter", "check_saved_hooks"]
 
 
 def _normalised(value: object) -> object:
@@ -294,7 +307,8 @@ def check_guess(guess: object, expected: object, *, success: str, hint: str, tol
     never an error: guessing is optional. Words compare without case, spaces or
     underscores (``"modified in place"`` matches ``"modified_in_place"``); an error
     kind may be spelled in any way :func:`check_error_kind` accepts (``"GL0002"``),
-    also inside a tuple (``(1, "graph freed")``); numbers compare within ``tol``.
+    also inside a tuple (``(1, "graph freed")``); numbers compare within ``tol``; a list or tuple
+    of names compares with a set in any order.
 
     Example::
 
@@ -313,6 +327,8 @@ def check_guess(guess: object, expected: object, *, success: str, hint: str, tol
     def same(g: object, e: object) -> bool:
         if isinstance(e, str) and _kind_named(e) is not None:
             return _kind_named(g) == _kind_named(e)
+        if isinstance(e, (set, frozenset)) and isinstance(g, (set, frozenset, list, tuple)):
+            return len(set(g)) == len(g) and {_normalised(v) for v in g} == {_normalised(v) for v in e}
         return _equal(_normalised(g), _normalised(e), tol)
 
     if isinstance(expected, tuple) and isinstance(guess, Sequence) and not isinstance(guess, str):
@@ -328,9 +344,33 @@ def _empty_function(*args: object) -> None: ...
 
 
 def _is_template(fn: object) -> bool:
-    """Whether ``fn`` is a function whose body is only ``...`` (the exercise not done yet)."""
+    """Whether ``fn`` is a function whose body is only ``...`` (the exercise not done yet).
+
+    ``...``, ``pass`` and ``return None`` compile alike, so the source decides where it can
+    be read (a notebook cell's can): only a ``def`` whose body is ``...`` (after a
+    docstring) is the empty template; ``return None`` is an answer, judged as one.
+    """
     code = getattr(fn, "__code__", None)
-    return code is not None and code.co_code == _empty_function.__code__.co_code and code.co_names == ()
+    if code is None or code.co_code != _empty_function.__code__.co_code or code.co_names != ():
+        return False
+    if getattr(fn, "__name__", "") == "<lambda>":
+        return False  # a lambda cannot hold the template's ``...`` body: an answer
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))  # type: ignore[arg-type]
+    except (OSError, TypeError, SyntaxError):
+        return True  # no source to read: the compiled body says "nothing yet"
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False  # a lambda: an answer
+    body = node.body
+    if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # a docstring
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and body[0].value.value is Ellipsis
+    )
 
 
 def _first_sentence(error: BaseException) -> str:
@@ -340,101 +380,6 @@ def _first_sentence(error: BaseException) -> str:
 
 def _not_a_function(name: str, example: str) -> Verdict:
     return _not_yet(_t("{name} should be a function: def {name}({example}): ...", name=name, example=example))
-
-
-def _state(*modules: torch.nn.Module) -> list[torch.Tensor]:
-    return [p.detach().clone() for m in modules for p in m.parameters()]
-
-
-def _same(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> bool:
-    return len(a) == len(b) and all(torch.allclose(u, v, rtol=1e-5, atol=1e-7) for u, v in zip(a, b))
-
-
-def _reference_iterations(kind: str, steps: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """n_1's and n_2's parameters after ``steps`` iterations trained as ``kind`` says (the check's own loops)."""
-    from .networks import batches, make_pair
-
-    pair = make_pair(seed=0, softmax=False)
-    for x, y in batches(steps, seed=1):
-        pred_1 = pair.n_1(x)
-        pair.opt_1.zero_grad()
-        pair.opt_2.zero_grad()
-        loss_1 = pair.criterion(y, pred_1)
-        if kind == "sum":  # loss_2 also trains n_1
-            (loss_1 + pair.criterion(y, pair.n_2(pred_1))).backward()
-        else:  # the note's fix: loss_1 trains n_1, loss_2 trains n_2
-            loss_1.backward()
-            pair.criterion(y, pair.n_2(pred_1.detach())).backward()
-        pair.opt_1.step()
-        pair.opt_2.step()
-    return _state(pair.n_1), _state(pair.n_2)
-
-
-def check_repaired_iteration(one_iteration: object, steps: int = 3) -> Verdict:
-    """Exercise (notebook 01): repair one iteration of the original loop with the fix gradlab's note prints.
-
-    ``one_iteration(n_1, n_2, opt_1, opt_2, criterion, x, y)`` runs one iteration.
-    The check runs it ``steps`` times on fresh networks without the softmax (so
-    every gradient is nonzero) and passes when it ran without an error and left
-    the parameters where the note's training puts them: ``loss_1`` trains
-    ``n_1``, ``loss_2`` trains ``n_2`` only (``n_2(pred_1.detach())``, or
-    ``loss_2.backward(inputs=...)``). Wrong answers get a ✗ that says what they
-    trained: an error, a network that did not learn, ``loss_2`` into ``n_1``.
-
-    Example::
-
-        >>> def one_iteration(n_1, n_2, opt_1, opt_2, criterion, x, y):
-        ...     pred_1 = n_1(x)
-        ...     opt_1.zero_grad()
-        ...     loss_1 = criterion(y, pred_1)
-        ...     loss_1.backward()
-        ...     opt_1.step()
-        ...     pred_2 = n_2(pred_1.detach())
-        ...     opt_2.zero_grad()
-        ...     loss_2 = criterion(y, pred_2)
-        ...     loss_2.backward()
-        ...     opt_2.step()
-        >>> check_repaired_iteration(one_iteration).passed
-        True
-    """
-    from .networks import batches, make_pair
-
-    if _is_template(one_iteration):
-        return pending()
-    if not callable(one_iteration):
-        return _not_a_function("one_iteration", "n_1, n_2, opt_1, opt_2, criterion, x, y")
-    pair = make_pair(seed=0, softmax=False)
-    start_1, start_2 = _state(pair.n_1), _state(pair.n_2)
-    try:
-        for x, y in batches(steps, seed=1):
-            one_iteration(pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion, x, y)
-    except Exception as e:  # the learner's code: every error is a wrong answer, told as one
-        return _not_yet(
-            _t("the iteration still fails: {error}. Apply the fix of the note's help: line.", error=_first_sentence(e))
-        )
-    end_1, end_2 = _state(pair.n_1), _state(pair.n_2)
-    want_1, want_2 = _reference_iterations("note", steps)
-    if _same(end_2, start_2):
-        return _not_yet(_("n_2 did not change: loss_2 must still train n_2 (its backward, then opt_2.step())."))
-    if _same(end_1, start_1):
-        return _not_yet(_("n_1 did not change: loss_1 must still train n_1 (its backward, then opt_1.step())."))
-    if not _same(end_1, want_1):
-        if _same(end_1, _reference_iterations("sum", steps)[0]):
-            return _not_yet(
-                _(
-                    "n_1 was stepped with loss_1's and loss_2's gradients: the note's fix keeps loss_2 out of n_1 "
-                    "(detach pred_1 where it enters n_2)."
-                )
-            )
-        return _not_yet(_("n_1 did not train as loss_1 alone trains it: keep loss_1's backward and opt_1.step()."))
-    if not _same(end_2, want_2):
-        return _not_yet(
-            _(
-                "n_2 did not train as loss_2 trains it through all its layers: detach pred_1 where it enters n_2, "
-                "not a tensor inside n_2."
-            )
-        )
-    return _right(_("it runs, loss_1 trains n_1 and loss_2 trains n_2 only: the training the note's help: line says."))
 
 
 def check_writes_counter(writes: object) -> Verdict:
@@ -474,8 +419,21 @@ def check_writes_counter(writes: object) -> Verdict:
         before = layer.weight._version
         optimizer.step()
         expected = layer.weight._version - before
+        stepped: list[bool] = []  # per step the learner's optimizer took: did any parameter have a gradient?
+
+        def recording(
+            params: object, make: Callable[..., torch.optim.Optimizer] = make, stepped: list[bool] = stepped
+        ) -> torch.optim.Optimizer:
+            made = make(params)
+
+            def seen(opt: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+                stepped.append(any(p.grad is not None for g in opt.param_groups for p in g["params"]))
+
+            made.register_step_pre_hook(seen)
+            return made
+
         try:
-            got = writes(make)
+            got = writes(recording)
         except Exception as e:  # the learner's code
             return _not_yet(_t("writes({label}) raised {error}.", label=label, error=_first_sentence(e)))
         if isinstance(got, torch.Tensor) and got.numel() == 1:
@@ -497,11 +455,28 @@ def check_writes_counter(writes: object) -> Verdict:
                     got=got,
                 )
             )
-        if got == 0:
+        if got == 0 and not stepped:
+            return _not_yet(
+                say_t(
+                    "writes({label}) returned 0, and the optimizer it made never stepped: call optimizer.step() "
+                    "between the two readings of the version.",
+                    label=label,
+                )
+            )
+        if got == 0 and not any(stepped):
             return _not_yet(
                 _t(
                     "writes({label}) returned 0: an optimizer skips a parameter without a gradient; run a backward "
                     "before the step, and read the version just before and just after it.",
+                    label=label,
+                )
+            )
+        if got == 0:
+            return _not_yet(
+                say_t(
+                    "writes({label}) returned 0, though the step ran with a gradient and wrote the weight: the "
+                    "reading missed it. Read layer.weight._version itself (layer.weight.data is a new tensor with "
+                    "a counter of its own, at 0 every time).",
                     label=label,
                 )
             )
@@ -518,17 +493,40 @@ def check_writes_counter(writes: object) -> Verdict:
     return _right(_("your measurement gives 1 for SGD, Adam and AdamW(weight_decay=0), and 2 for AdamW."))
 
 
+class _PackFailed(Exception):
+    """The learner's pack hook raised while the forward saved a tensor."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _pack_failed(case: str, error: BaseException) -> str:
+    return say_t(
+        "pack_hook raised {error} while the forward of {case} saved a tensor: it gets each saved tensor and returns "
+        "what to keep, for unpack_hook to turn back into the tensor.",
+        case=case,
+        error=_first_sentence(error),
+    )
+
+
 def _grad_case(
     pack: Callable[[torch.Tensor], object], unpack: Callable[[object], torch.Tensor], case: str, write: bool
 ) -> torch.Tensor:
-    """The gradient of one small case under the learner's hooks, with or without an in-place write after the save."""
+    """The gradient of one small case under the learner's hooks, with or without an in-place write after the save.
+
+    An error in the forward, where only ``pack`` runs, comes out as :class:`_PackFailed`.
+    """
     x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
-    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-        if case == "w * w":
-            saved, loss = x, (x * x).sum()
-        else:
-            saved = x.sigmoid()
-            loss = saved.sum()
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            if case == "w * w":
+                saved, loss = x, (x * x).sum()
+            else:
+                saved = x.sigmoid()
+                loss = saved.sum()
+    except Exception as e:  # the learner's pack hook
+        raise _PackFailed(e) from e
     if write:
         with torch.no_grad():
             saved.add_(1)
@@ -571,6 +569,8 @@ def check_saved_hooks(pack_hook: object, unpack_hook: object) -> Verdict:
         right = torch.autograd.grad((x * x).sum() if case == "w * w" else x.sigmoid().sum(), x)[0]
         try:
             clean = _grad_case(pack_hook, unpack_hook, case, write=False)
+        except _PackFailed as e:
+            return _not_yet(_pack_failed(case, e.error))
         except Exception as e:  # the learner's hooks
             return _not_yet(
                 _t(
@@ -592,6 +592,8 @@ def check_saved_hooks(pack_hook: object, unpack_hook: object) -> Verdict:
             )
         try:
             stale = _grad_case(pack_hook, unpack_hook, case, write=True)
+        except _PackFailed as e:  # a pack hook that failed only on its second forward
+            return _not_yet(_pack_failed(case, e.error))
         except Exception:  # raising on a stale tensor is a right answer
             raised.append(case)
             continue
@@ -608,78 +610,6 @@ def check_saved_hooks(pack_hook: object, unpack_hook: object) -> Verdict:
     if raised:
         return _right(_("your hooks raise when a saved tensor was written in place, as autograd's own check does."))
     return _right(_("your hooks keep a copy: the backward uses the forward's values even after an in-place write."))
-
-
-def check_doubled_sigmoid(doubled_loss: object) -> Verdict:
-    """Exercise (notebook 04): compute ``(2 * sigmoid(x)).sum()`` without the ``.data`` write, so the gradient is right.
-
-    ``doubled_loss(x)`` returns the loss for an ``x`` with ``requires_grad=True``;
-    the check calls it on fresh tensors, backwards, and compares the value and
-    ``x.grad`` with ``2 * sigmoid(x) * (1 - sigmoid(x))``. The ``.data`` trick
-    (right value, wrong gradient), an in-place write that autograd refuses, and a
-    result without a graph back to ``x`` each get a ✗ that says so.
-
-    Example::
-
-        >>> check_doubled_sigmoid(lambda x: (2 * x.sigmoid()).sum()).passed
-        True
-    """
-    if _is_template(doubled_loss):
-        return pending()
-    if not callable(doubled_loss):
-        return _not_a_function("doubled_loss", "x")
-    for values in ([0.5, -1.0, 2.0], [3.0, 0.0, -0.25, 1.5]):
-        x = torch.tensor(values, requires_grad=True)
-        try:
-            loss = doubled_loss(x)
-        except Exception as e:  # the learner's code
-            return _not_yet(_t("doubled_loss(x) raised {error}.", error=_first_sentence(e)))
-        s = torch.sigmoid(torch.tensor(values))
-        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-            return _not_yet(
-                _t(
-                    "doubled_loss(x) returned {kind}: return the loss as a one-element tensor, (2 * y).sum().",
-                    kind=type(loss).__name__,
-                )
-            )
-        if not torch.allclose(loss.detach().double(), (2 * s).sum().double(), atol=1e-5):
-            return _not_yet(
-                _t(
-                    "doubled_loss(x) is {got:.4f}, not the sum of 2 * sigmoid(x), {want:.4f}.",
-                    got=float(loss.detach()),
-                    want=float((2 * s).sum()),
-                )
-            )
-        if loss.grad_fn is None:
-            return _not_yet(
-                _(
-                    "the loss has no graph back to x (no grad_fn): compute it from x with tensor operations, "
-                    "no .detach(), .item() or torch.tensor(...)."
-                )
-            )
-        try:
-            torch.autograd.backward(loss)
-        except Exception as e:  # an in-place write autograd refuses
-            return _not_yet(
-                _t(
-                    "loss.backward() raised {error}: the write changed the output sigmoid saved; compute 2 * y "
-                    "out of place.",
-                    error=_first_sentence(e),
-                )
-            )
-        right = 2 * s * (1 - s)
-        if x.grad is None:
-            return _not_yet(_("x got no gradient: the loss must be computed from x."))
-        if not torch.allclose(x.grad, right, atol=1e-6):
-            return _not_yet(
-                _t(
-                    "the value is right and the gradient is not ({got}, not {right}): a write through .data "
-                    "escaped the version check and changed what sigmoid's backward reads.",
-                    got=[round(v, 4) for v in x.grad.tolist()],
-                    right=[round(v, 4) for v in right.tolist()],
-                )
-            )
-    return _right(_("the value and the gradient are right: 2 * sigmoid(x) out of place keeps sigmoid's saved output."))
 
 
 # -- notebooks 09 (in the wild) and 11 (the playground) --------------------------------------------------------------
@@ -705,6 +635,9 @@ def _kind_named(answer: object) -> str | None:
         rest = text[len(head) :].strip()
         return code.kind if not rest or _kind_named(rest) == code.kind else None
     spelled = "_".join(text.lower().replace("-", " ").split())
+    # PyTorch's own word: "modified by an inplace operation"
+    spelled = {"inplace": "modified_in_place", "in_place": "modified_in_place"}.get(spelled, spelled)
+    spelled = spelled.replace("modified_by_an_inplace_operation", "modified_in_place").replace("inplace", "in_place")
     for code in CODES:
         if spelled == code.kind or text == code.title:
             return code.kind
@@ -806,85 +739,6 @@ def _values(t: torch.Tensor) -> str:
     return "[" + ", ".join(f"{v:.4f}" for v in t.detach().flatten().tolist()[:4]) + "]"
 
 
-def check_repaired_loop(repaired: object, steps: int = 3) -> Verdict:
-    """Exercise (playground): repair one iteration of the original loop so it trains what the loop meant.
-
-    ``repaired(n_1, n_2, opt_1, opt_2, criterion, x, y)`` runs one iteration. It runs ``steps`` iterations on
-    fresh, seeded networks (no softmax), and its parameters are compared with the original loop's intent run
-    beside it: ``n_1`` trained by ``loss_1`` alone and ``n_2`` by ``loss_2`` on ``n_1``'s output before the step
-    (fix (a); the original loop run with the version check off trains exactly this, notebook 06). Whatever the
-    answer does (raise, train the wrong thing, not be a function), the result is ✓ or ✗ with the reason.
-    """
-    if repaired is Ellipsis:
-        return pending()
-    if not callable(repaired):
-        return _not_yet(_("repaired should be a function: def repaired(n_1, n_2, opt_1, opt_2, criterion, x, y): ..."))
-    learner, reference = make_pair(seed=0, softmax=False), make_pair(seed=0, softmax=False)
-    start = {name: [p.detach().clone() for p in net.parameters()] for name, net in learner.names.items()}
-    for x, y in batches(steps, seed=0):
-        try:
-            repaired(learner.n_1, learner.n_2, learner.opt_1, learner.opt_2, learner.criterion, x, y)
-        except Exception as e:  # any error of the learner's code is a verdict, never a crash
-            return _not_yet(_raised(e))
-        _intended_iteration(reference, x, y)
-    still = [
-        f"{name}.{p_name}"
-        for name, net in learner.names.items()
-        for (p_name, p), before in zip(net.named_parameters(), start[name])
-        if torch.equal(p.detach(), before)
-    ]
-    if still:
-        return _not_yet(
-            _t(
-                "{names} never changed over {steps} iterations: no gradient reached them (a detach cuts off "
-                "every layer before it), or their optimizer never steps.",
-                names=", ".join(still),
-                steps=steps,
-            )
-        )
-
-    def same(name: str) -> bool:
-        pairs = zip(learner.names[name].parameters(), reference.names[name].parameters())
-        return all(torch.allclose(p.detach(), q.detach(), rtol=1e-5, atol=1e-7) for p, q in pairs)
-
-    if not same("n_1"):
-        return _not_yet(
-            _(
-                "n_1 trained differently from loss_1 alone: does loss_2's gradient reach n_1 before "
-                "opt_1.step() (one backward of the sum trains n_1 with both losses), or is a zero_grad() "
-                "missing?"
-            )
-        )
-    if not same("n_2"):
-        return _not_yet(
-            _(
-                "n_2 trained differently from loss_2 on pred_1, network 1's output before its step: is n_2 fed "
-                "another input (pred_1 recomputed after opt_1.step()), or is a zero_grad() missing?"
-            )
-        )
-    return _right(
-        _t(
-            "over {steps} iterations n_1 learned from loss_1 alone and n_2 from loss_2 on n_1's output, as the "
-            "original loop meant.",
-            steps=steps,
-        )
-    )
-
-
-def _intended_iteration(pair: Pair, x: torch.Tensor, y: torch.Tensor) -> None:
-    """One iteration of fix (a), the original loop's intent: n_2 learns on n_1's output as data."""
-    pred_1 = pair.n_1(x)
-    pair.opt_1.zero_grad()
-    loss_1 = pair.criterion(y, pred_1)
-    loss_1.backward()
-    pair.opt_1.step()
-    pred_2 = pair.n_2(pred_1.detach())
-    pair.opt_2.zero_grad()
-    loss_2 = pair.criterion(y, pred_2)
-    loss_2.backward()
-    pair.opt_2.step()
-
-
 def _raised(error: BaseException) -> str:
     import gradlab
 
@@ -984,8 +838,8 @@ def _judge_scores(z: torch.Tensor, before: torch.Tensor, out: object) -> Verdict
     try:
         (grad,) = torch.autograd.grad(out, z, grad_outputs=weights, allow_unused=True)
     except Exception as error:  # as above
+        from gradlab import explain
         from gradlab.codes import code_for
-        from gradlab.explanation import explain
 
         found = explain(error)
         entry = code_for(found.kind)
@@ -1021,9 +875,9 @@ def _judge_scores(z: torch.Tensor, before: torch.Tensor, out: object) -> Verdict
     )
 
 
-# -- notebooks 05-08: moving the detach (05) -------------------------------------------------------
+# -- notebook 05: where the detach goes when network 1's output reaches the loss twice -----------------
 
-__all__ += ["check_detach_moved"]
+__all__ += ["check_residual_detach"]
 
 
 def _unreached(output: torch.Tensor, params: Mapping[str, torch.nn.Parameter]) -> tuple[list[str], list[str]]:
@@ -1033,50 +887,62 @@ def _unreached(output: torch.Tensor, params: Mapping[str, torch.nn.Parameter]) -
     return reached, [name for name, g in zip(params, grads) if g is None]
 
 
-def check_detach_moved(pair: object, pred_1: object, pred_2: object) -> Verdict:
-    """Exercise (notebook 05): move the detach out of network 2, to where network 1's output enters it.
+def _entry(pair: Pair, pred_1: torch.Tensor, pred_2: torch.Tensor) -> str:
+    """Which way ``pred_2``'s graph still enters network 1: the skip, network 2's input, or both."""
+    (through,) = torch.autograd.grad(pred_2.sum(), pred_1, retain_graph=True, allow_unused=True)
+    if through is None:
+        return say("through a path that does not pass pred_1")
+    p = pred_1.detach().requires_grad_()
+    (slope,) = torch.autograd.grad(pair.n_2(p).sum(), p)
+    if torch.allclose(through, torch.ones_like(through)):
+        return say("through the skip, the + pred_1 outside network 2")
+    if torch.allclose(through, slope):
+        return say("through network 2's input")
+    return say("through both: network 2's input and the skip")
 
-    ``pair`` holds networks without the detach inside, ``pred_1`` is
-    ``pair.n_1(x)``, and ``pred_2`` the learner's network 2 output. Right: ``pred_2``
-    is network 2 on ``pred_1``'s values, and its graph reaches every parameter of
-    network 2 and none of network 1 (checked by one ``torch.autograd.grad``; no
-    ``.grad`` is written). Each wrong form gets what it trains.
+
+def check_residual_detach(pair: object, pred_1: object, pred_2: object) -> Verdict:
+    """Exercise (notebook 05): network 2 corrects network 1, ``pred_2 = pred_1 + n_2(pred_1)``; cut network 1 off.
+
+    ``pair`` holds networks without the detach inside, ``pred_1`` is ``pair.n_1(x)``,
+    ``pred_2`` the learner's. Right: the values of ``pred_1 + n_2(pred_1)``, and a graph
+    that reaches every parameter of network 2 and none of network 1 (one
+    ``torch.autograd.grad``; no ``.grad`` written). network 1's output enters the loss
+    twice, so one detach is not enough: the verdict names the way still open.
 
     Example::
 
         >>> from gradlab.course import make_pair
         >>> pair = make_pair(seed=0, softmax=False)
         >>> pred_1 = pair.n_1(torch.randn(10, 1))
-        >>> check_detach_moved(pair, pred_1, pair.n_2(pred_1.detach()))
-        ✓ loss_2 trains every layer of network 2 and nothing of network 1: fix (a), n_2(pred_1.detach()).
-        >>> check_detach_moved(pair, pred_1, pair.n_2(pred_1))
-        ✗ not yet: pred_2's graph still runs back into network 1 (n_1.linear_1.weight, n_1.linear_1.bias, n_1.linear_2.weight, n_1.linear_2.bias): detach network 1's output where it enters network 2.
+        >>> p = pred_1.detach()
+        >>> check_residual_detach(pair, pred_1, p + pair.n_2(p)).passed
+        True
+        >>> print(check_residual_detach(pair, pred_1, pred_1 + pair.n_2(pred_1.detach())))  # doctest: +ELLIPSIS
+        ✗ not yet: pred_2's graph still reaches network 1 (n_1.linear_1.weight, ...) through the skip, ...
     """
     if pred_2 is Ellipsis:
         return pending()
     if not isinstance(pair, Pair) or not isinstance(pred_1, torch.Tensor):
-        raise TypeError("check_detach_moved(pair, pred_1, pred_2): pass the exercise's pair, pred_1 and your pred_2")
+        raise TypeError("check_residual_detach(pair, pred_1, pred_2): pass the exercise's pair, pred_1 and your pred_2")
     if not isinstance(pred_2, torch.Tensor):
         return _not_yet(
-            _t(
-                "pred_2 is a {kind}; it should be network 2's output, a tensor: pred_2 = n_2(...).",
-                kind=type(pred_2).__name__,
-            )
+            say_t("pred_2 is a {kind}; it should be a tensor, pred_1 + n_2(...)'s value.", kind=type(pred_2).__name__)
         )
     with torch.no_grad():
-        wanted = pair.n_2(pred_1)
+        wanted = pred_1 + pair.n_2(pred_1)
     if pred_2.shape != wanted.shape or not torch.allclose(pred_2.detach(), wanted):
         return _not_yet(
-            _(
-                "pred_2 is not network 2 applied to network 1's output: its input must be pred_1 (with the detach), "
-                "not x, and the network must be pair.n_2."
+            say(
+                "pred_2 does not have the values of pred_1 + pair.n_2(pred_1): keep what it computes, change only "
+                "where the gradient can flow."
             )
         )
     if pred_2.grad_fn is None:
         return _not_yet(
-            _(
-                "pred_2 has no graph (it is a leaf, or detached after network 2): loss_2 could train nothing. "
-                "Detach network 1's output, the input of network 2, not network 2's output."
+            say(
+                "pred_2 has no graph (detached as a whole, or computed under no_grad): loss_2 could train nothing, "
+                "network 2 included."
             )
         )
     names_1 = {f"n_1.{name}": p for name, p in pair.n_1.named_parameters()}
@@ -1084,21 +950,27 @@ def check_detach_moved(pair: object, pred_1: object, pred_2: object) -> Verdict:
     into_1, _not_1 = _unreached(pred_2, names_1)
     if into_1:
         return _not_yet(
-            _t(
-                "pred_2's graph still runs back into network 1 ({names}): detach network 1's output where it "
-                "enters network 2.",
+            say_t(
+                "pred_2's graph still reaches network 1 ({names}) {way}: every path from loss_2 into network 1 "
+                "needs its own cut.",
                 names=", ".join(into_1),
+                way=_entry(pair, pred_1, pred_2),
             )
         )
     reached_2, frozen = _unreached(pred_2, names_2)
     if not reached_2:
-        return _not_yet(_("pred_2 does not come from the pair's network 2: compute it with pair.n_2."))
+        return _not_yet(say("pred_2 does not come from the pair's network 2: compute the correction with pair.n_2."))
     if frozen:
         return _not_yet(
-            _t(
-                "{names} get no gradient from pred_2: a detach inside network 2 still cuts them off. "
-                "The detach belongs on network 2's input.",
+            say_t(
+                "{names} get no gradient from pred_2: a detach inside network 2 cuts them off. The cut belongs where "
+                "network 1's output enters.",
                 names=", ".join(frozen),
             )
         )
-    return _right(_("loss_2 trains every layer of network 2 and nothing of network 1: fix (a), n_2(pred_1.detach())."))
+    return _right(
+        say(
+            "loss_2 reaches every layer of network 2 and nothing of network 1: both ways in, the skip and network "
+            "2's input, are cut (one detached pred_1, used twice)."
+        )
+    )

@@ -45,9 +45,8 @@ _SEED_MIN, _SEED_MAX = -(2**63), 2**64 - 1
 class Net(nn.Module):
     """``Linear(1, 10) -> ReLU -> Linear(10, 1) -> softmax over dim=1``.
 
-    ``softmax=False`` drops the softmax (the fix for the silent softmax bug);
-    ``detach_inside=True`` is the fix that circulates online: it detaches the
-    first layer's output, which silently stops ``linear_1`` from learning.
+    ``softmax=False`` leaves the softmax out; ``detach_inside=True`` detaches the
+    first layer's output inside ``forward``. Notebooks 05 and 08 use them.
     """
 
     def __init__(self, softmax: bool = True, detach_inside: bool = False) -> None:
@@ -81,7 +80,19 @@ class Pair:
 
     @property
     def names(self) -> dict[str, nn.Module]:
+        """``{"n_1": n_1, "n_2": n_2}``: what gradlab calls each network's parameters."""
         return {"n_1": self.n_1, "n_2": self.n_2}
+
+    def snapshot(self) -> dict[str, torch.Tensor]:
+        """Each network's parameters as one vector, a copy: ``{"n_1": ..., "n_2": ...}``.
+
+        Example::
+
+            >>> pair = make_pair(0)
+            >>> {name: list(v.shape) for name, v in pair.snapshot().items()}
+            {'n_1': [31], 'n_2': [31]}
+        """
+        return {name: nn.utils.parameters_to_vector(m.parameters()).detach().clone() for name, m in self.names.items()}
 
 
 def make_pair(seed: int = 0, softmax: bool = True, detach_inside: bool = False, lr: float = 1e-3) -> Pair:

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from gradlab.i18n import _
+from gradlab.i18n import _, ljust, width
 
 from .networks import Pair, _int, batches, make_pair
 from .questions import Localized
+from .words import say, say_t
 
-__all__ = ["ORDERS", "joint_step", "train", "TrainResult"]
+__all__ = ["ORDERS", "joint_step", "train", "TrainResult", "run_iterations", "compare_parameters"]
 
 
 def _orders() -> dict[str, str]:
@@ -115,3 +116,77 @@ def train(
     except RuntimeError as e:
         result.error = str(e)
     return result
+
+
+def run_iterations(
+    iteration: Callable[..., object],
+    steps: int = 10,
+    seed: int = 0,
+    softmax: bool = True,
+    lr: float = 1e-3,
+    target: str | Callable[[torch.Tensor], torch.Tensor] = "2x",
+) -> Pair:
+    """Run a loop written as one iteration, ``iteration(n_1, n_2, opt_1, opt_2, criterion, x, y)``; return the pair.
+
+    The networks are ``make_pair(seed, softmax=softmax, lr=lr)``, the data
+    ``batches(steps, seed, target=target)``: the same as :func:`train` gives its orders,
+    so a loop written by hand and an order of :func:`train` can be compared bitwise.
+    Errors are the iteration's own: they propagate. Example::
+
+        >>> def fix_a(n_1, n_2, opt_1, opt_2, criterion, x, y):
+        ...     pred_1 = n_1(x)
+        ...     opt_1.zero_grad()
+        ...     criterion(y, pred_1).backward()
+        ...     opt_1.step()
+        ...     opt_2.zero_grad()
+        ...     criterion(y, n_2(pred_1.detach())).backward()
+        ...     opt_2.step()
+        >>> pair = run_iterations(fix_a, steps=5, softmax=False)
+        >>> torch.equal(pair.snapshot()["n_2"], train("detach_input", steps=5, softmax=False).pair.snapshot()["n_2"])
+        True
+    """
+    if not callable(iteration):
+        raise TypeError(
+            f"iteration must be a function (n_1, n_2, opt_1, opt_2, criterion, x, y), not {type(iteration).__name__}"
+        )
+    _int(steps, "steps", 1)
+    pair = make_pair(seed, softmax=softmax, lr=lr)
+    for x, y in batches(steps, seed, target=target):
+        iteration(pair.n_1, pair.n_2, pair.opt_1, pair.opt_2, pair.criterion, x, y)
+    return pair
+
+
+def compare_parameters(runs: Mapping[str, Mapping[str, torch.Tensor]], reference: str) -> str:
+    """A table: for each run, each network's parameters against the ``reference`` run's.
+
+    ``runs`` maps a label to :meth:`Pair.snapshot` (``{"n_1": vector, "n_2": vector}``).
+    A cell says ``bitwise equal`` or how far apart the two are at most; labels are padded
+    by display width, so Chinese labels line up. Example::
+
+        >>> a = {"n_1": torch.zeros(2), "n_2": torch.zeros(2)}
+        >>> b = {"n_1": torch.zeros(2), "n_2": torch.tensor([0.0, 0.25])}
+        >>> print(compare_parameters({"(a)": a, "(b)": b}, reference="(a)"))
+        compared with (a)  n_1            n_2
+        (a)                bitwise equal  bitwise equal
+        (b)                bitwise equal  up to 0.25 apart
+    """
+    if reference not in runs:
+        raise ValueError(f"reference must be one of the runs' labels {list(runs)}, got {reference!r}")
+    base = runs[reference]
+    networks = list(base)
+    head = say_t("compared with {reference}", reference=reference)
+    rows = []
+    for label, run in runs.items():
+        cells = []
+        for net in networks:
+            if torch.equal(run[net], base[net]):
+                cells.append(say("bitwise equal"))
+            else:
+                cells.append(say_t("up to {gap} apart", gap=f"{(run[net] - base[net]).abs().max().item():.2f}"))
+        rows.append((label, cells))
+    first = max(width(head), *(width(label) for label, _c in rows))
+    columns = [max(width(net), *(width(cells[i]) for _l, cells in rows)) for i, net in enumerate(networks)]
+    lines = [ljust(head, first) + "  " + "  ".join(ljust(n, w) for n, w in zip(networks, columns))]
+    for label, cells in rows:
+        lines.append(ljust(label, first) + "  " + "  ".join(ljust(c, w) for c, w in zip(cells, columns)))
+    return "\n".join(line.rstrip() for line in lines)

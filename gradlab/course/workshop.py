@@ -11,6 +11,12 @@ generator builds::
 ``targetpath`` is given explicitly so the folder in the learner's home, and
 therefore the path JupyterLab opens, do not depend on how the repository URL ends.
 
+The command refuses what cannot work in the room: an SSH repository URL (learners'
+servers have no SSH key) and a start notebook that is not in the course (checked in
+the course checkout this gradlab runs from, or ``--checkout DIR``). Whether the
+branch exists in the repository, with every notebook, is checked by the workshop
+hub's ``make hub-pin`` (workshop/RUNSHEET.md).
+
 Example::
 
     >>> print(pull_link("https://hub.example.org", "https://github.com/gradlab/gradlab"))
@@ -23,11 +29,24 @@ import argparse
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
-__all__ = ["DEFAULT_OPEN", "WorkshopLinkError", "main", "pull_link", "pull_parameters", "target_name"]
+__all__ = [
+    "DEFAULT_OPEN",
+    "WorkshopLinkError",
+    "check_open",
+    "check_repo",
+    "course_checkout",
+    "main",
+    "pull_link",
+    "pull_parameters",
+    "target_name",
+]
 
 DEFAULT_OPEN = "notebooks/00_start_here.ipynb"
+# git's SSH forms: ssh://host/path, git+ssh://, ssh+git://, and scp-like user@host:path.
+_SSH_URL = re.compile(r"^(?:(?:git\+)?ssh(?:\+git)?://|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!//))")
 
 # A folder name nbgitpuller creates in the learner's home: no separators, no leading dot.
 _TARGET = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
@@ -54,6 +73,71 @@ def target_name(repo: str) -> str:
     return name
 
 
+def check_repo(repo: str) -> None:
+    """Refuse a repository URL learners' servers cannot clone: an SSH URL needs a key they do not have.
+
+    Example::
+
+        >>> check_repo("https://github.com/ada/gradlab")
+        >>> check_repo("git@github.com:ada/gradlab.git")
+        Traceback (most recent call last):
+        ...
+        gradlab.course.workshop.WorkshopLinkError: --repo 'git@github.com:ada/gradlab.git' is an SSH URL: learners' servers have no SSH key, so nbgitpuller cannot clone it; pass the https:// clone URL, e.g. https://github.com/ada/gradlab
+    """
+    if not repo.strip():
+        raise WorkshopLinkError("--repo is empty; pass the course repository's clone URL")
+    text = repo.strip()
+    if _SSH_URL.match(text):
+        if "://" in text:
+            parts = urlsplit(text)
+            host, path = parts.hostname or "HOST", parts.path
+        else:
+            host, _, path = text.split("@", 1)[1].partition(":")
+        raise WorkshopLinkError(
+            f"--repo {repo!r} is an SSH URL: learners' servers have no SSH key, so nbgitpuller cannot clone it; "
+            f"pass the https:// clone URL, e.g. https://{host}/{path.strip('/').removesuffix('.git')}"
+        )
+
+
+def course_checkout() -> Path | None:
+    """The course checkout this gradlab runs from (``gradlab/`` next to ``notebooks/``), if it is one."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "notebooks").is_dir() else None
+
+
+def check_open(open_path: str, checkout: Path | None) -> None:
+    """Refuse a start notebook (or folder) that is not in the course ``checkout``; the message lists what is.
+
+    Example::
+
+        >>> import tempfile
+        >>> course = Path(tempfile.mkdtemp())
+        >>> (course / "notebooks").mkdir(); (course / "notebooks" / "00_start_here.ipynb").touch()
+        >>> check_open("notebooks/00_start_here.ipynb", course)
+        >>> check_open("notebooks/03_version_counters", course)
+        Traceback (most recent call last):
+        ...
+        gradlab.course.workshop.WorkshopLinkError: --open notebooks/03_version_counters is not in the course; its start notebooks: notebooks/00_start_here.ipynb
+    """
+    if checkout is None:
+        raise WorkshopLinkError(
+            f"cannot check that {open_path} is in the course: this gradlab is not in a course checkout; "
+            "pass --checkout DIR (a clone of the course repository)"
+        )
+    opened = open_path.strip("/")
+    if (checkout / opened).exists():
+        return
+    known = sorted(
+        path.relative_to(checkout).as_posix()
+        for folder in (checkout / "notebooks", checkout / "notebooks" / "zh")
+        for path in folder.glob("[0-9][0-9]_*.ipynb")
+    )
+    raise WorkshopLinkError(
+        f"--open {opened} is not in the course; its start notebooks: "
+        + (", ".join(known) if known else f"none found in {checkout / 'notebooks'}")
+    )
+
+
 def pull_parameters(
     repo: str,
     *,
@@ -71,8 +155,7 @@ def pull_parameters(
         >>> pull_parameters("https://github.com/gradlab/gradlab", open_path="notebooks/01_the_original_loop.ipynb")["urlpath"]
         'lab/tree/gradlab/notebooks/01_the_original_loop.ipynb'
     """
-    if not repo.strip():
-        raise WorkshopLinkError("--repo is empty; pass the course repository's clone URL")
+    check_repo(repo)
     if not branch.strip():
         raise WorkshopLinkError("--branch is empty; pass the branch learners should get, e.g. main")
     target = targetpath if targetpath is not None else target_name(repo)
@@ -129,6 +212,12 @@ def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--open", dest="open_path", default=DEFAULT_OPEN, help="file to open after the pull (default: %(default)s)"
     )
     parser.add_argument("--targetpath", default=None, help="folder in each learner's home (default: the repo's name)")
+    parser.add_argument(
+        "--checkout",
+        type=Path,
+        default=None,
+        help="the course checkout --open is checked in (default: the one this gradlab runs from)",
+    )
     return parser.parse_args(list(argv))
 
 
@@ -136,6 +225,7 @@ def main(argv: list[str]) -> int:
     """Print the link; exit status 2 with a one-line reason when an argument cannot work."""
     options = _parse_args(argv)
     try:
+        check_open(options.open_path, options.checkout or course_checkout())
         link = pull_link(
             options.hub,
             options.repo,

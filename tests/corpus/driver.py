@@ -54,8 +54,8 @@ def first_fix(script: str, timeout: float) -> dict[str, Any]:
                 if fixes:
                     fix = fixes[0]
                     out["fix"] = {
-                        "summary": fix.summary,
-                        "trains": fix.trains,
+                        "summary": str(fix.summary),
+                        "trains": str(fix.trains),
                         "code": fix.code,
                         "applicability": fix.applicability,
                         "claims": [[loss, list(modules)] for loss, modules in fix.claims],
@@ -105,7 +105,7 @@ def _run_tracked(script: str, timeout: float, checked: list[Any] | None = None) 
 
 def _said(diagnosis: Any) -> dict[str, Any]:
     fix = diagnosis.fixes[0] if diagnosis.fixes else None
-    return {"cause": diagnosis.cause, "summary": fix.summary if fix else None, "code": fix.code if fix else None}
+    return {"cause": diagnosis.cause, "summary": str(fix.summary) if fix else None, "code": fix.code if fix else None}
 
 
 def check_agreement(script: str, timeout: float, scratch: Path) -> dict[str, Any]:

@@ -368,7 +368,8 @@ class _Timeout(BaseException):
     """Raised by the alarm: the script used its time."""
 
 
-# Values whose attributes are not looked into for modules and optimizers (one level into plain objects only).
+# Values whose attributes are not looked into for modules and optimizers (one level into plain objects, lists,
+# tuples and dicts only).
 _NOT_HOLDERS = (
     torch.nn.Module,
     torch.optim.Optimizer,
@@ -390,6 +391,7 @@ class _Observer:
         self.pending: dict[int, set[str]] = {}
         self.record = Record(script=script, status="finished")
         self.depth = 0
+        self.opt_owner: dict[str, int] = {}  # optimizer name -> the id of the optimizer it names
 
     # -- names -----------------------------------------------------------------------------
     def _scopes(self) -> list[dict[str, Any]]:
@@ -414,7 +416,14 @@ class _Observer:
                 if name.startswith("__"):
                     continue
                 out.append((name, value))
-                if not isinstance(value, _NOT_HOLDERS) and hasattr(value, "__dict__"):
+                if isinstance(value, (list, tuple, dict)):  # optimizers in a list, models in a dict
+                    items = value.items() if isinstance(value, dict) else enumerate(value)
+                    out += [
+                        (f"{name}[{k!r}]", v)
+                        for k, v in items
+                        if isinstance(v, (torch.nn.Module, torch.optim.Optimizer))
+                    ]
+                elif not isinstance(value, _NOT_HOLDERS) and hasattr(value, "__dict__"):
                     try:
                         attrs = list(vars(value).items())
                     except TypeError:
@@ -450,6 +459,12 @@ class _Observer:
             known += [n for n in bound.get(owner, []) if n != module and n not in known]
         for i, opt in enumerate(self.optimizers):
             opt_names.setdefault(id(opt), f"optimizer{i}")
+            # One name, one optimizer: a loop variable (`for opt in optimizers: opt.step()`) names each
+            # optimizer in turn; the second one it named gets its creation-order name instead.
+            owner = self.opt_owner.setdefault(opt_names[id(opt)], id(opt))
+            if owner != id(opt):
+                opt_names[id(opt)] = f"optimizer{i}"
+                self.opt_owner.setdefault(opt_names[id(opt)], id(opt))
         pnames = {k: v[2] for k, v in best.items()}
         mnames = {k: v[3] for k, v in best.items()}
         for opt in self.optimizers:

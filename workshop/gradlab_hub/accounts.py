@@ -10,6 +10,13 @@ servers. Here the shared secret (the workshop code) only *creates* an account:
 2. Later logins need that personal password; the workshop code no longer helps.
 3. Admin names (``Authenticator.admin_users``) log in only with the admin password,
    which is separate from the workshop code; learners can never claim them.
+4. Failed sign-ins are counted per user name and per address (:class:`SignInThrottle`):
+   after ``max_failures_per_user`` (5) failures within ``failure_window`` (15 minutes)
+   for one name, or ``max_failures_per_address`` (60) from one address, that name or
+   address is locked out for ``lockout_seconds`` (5 minutes, doubling at each new lockout,
+   at most an hour), and every attempt meanwhile is refused *before* any scrypt runs.
+   A room behind one NAT shares an address, hence the larger count per address. The
+   instructor's password reset lifts a learner's lockout.
 
 :class:`WorkshopAuthenticator` works anywhere (also on Zero to JupyterHub, where each
 learner is a pod). :class:`LocalWorkshopAuthenticator` adds what one machine needs:
@@ -32,6 +39,7 @@ import base64
 import fcntl
 import grp
 import hashlib
+import ipaddress
 import json
 import os
 import pwd
@@ -40,16 +48,26 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jupyterhub.auth import Authenticator, LocalAuthenticator
 from tornado import web
-from traitlets import Integer, Unicode, default
+from traitlets import Integer, List, Unicode, default
 
-__all__ = ["USERNAME_PATTERN", "LocalWorkshopAuthenticator", "PasswordStore", "WorkshopAuthenticator"]
+__all__ = [
+    "USERNAME_PATTERN",
+    "LocalWorkshopAuthenticator",
+    "PasswordStore",
+    "SignInThrottle",
+    "WorkshopAuthenticator",
+    "client_address",
+]
 
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
 # Names learners may choose (they become Unix account names): lower case, starts with
@@ -133,6 +151,10 @@ class PasswordStore:
         self.set(name, password)
         return password
 
+    def stamp(self, name: str) -> str | None:
+        """The stored hash of ``name`` (no scrypt runs): it changes when the password is reset."""
+        return self._load().get(name)
+
     def verify(self, name: str, password: str) -> bool:
         stored = self._load().get(name)
         if stored is None:
@@ -140,6 +162,129 @@ class PasswordStore:
         _, salt, digest = stored.split("$")
         fresh = hashlib.scrypt(password.encode(), salt=base64.b64decode(salt), **_SCRYPT)
         return secrets.compare_digest(fresh, base64.b64decode(digest))
+
+
+@dataclass
+class _Record:
+    failures: deque[float] = field(default_factory=deque)
+    locked_until: float = 0.0
+    lockouts: int = 0
+    stamp: str | None = None  # the user's password hash when locked: a reset lifts the lockout
+
+
+class SignInThrottle:
+    """Failed sign-ins per user name and per address, and the lockouts they earn.
+
+    Example::
+
+        >>> now = [0.0]
+        >>> throttle = SignInThrottle(per_user=2, per_address=3, window=60, lockout=10, clock=lambda: now[0])
+        >>> throttle.failed("ada", "10.0.0.1"); throttle.wait("ada", "10.0.0.1")
+        0.0
+        >>> throttle.failed("ada", "10.0.0.1"); throttle.wait("ada", "10.0.0.2")  # ada is locked, from anywhere
+        10.0
+        >>> throttle.failed("bob", "10.0.0.1"); throttle.wait("cy", "10.0.0.1")  # the address's 3rd failure
+        10.0
+        >>> now[0] = 10.0; throttle.wait("ada", "10.0.0.2"), throttle.wait("cy", "10.0.0.1")
+        (0.0, 0.0)
+    """
+
+    def __init__(
+        self,
+        *,
+        per_user: int = 5,
+        per_address: int = 60,
+        window: float = 900,
+        lockout: float = 300,
+        max_lockout: float = 3600,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limits = {"user": per_user, "address": per_address}
+        self.window, self.lockout, self.max_lockout = window, lockout, max_lockout
+        self.clock = clock
+        self.records: dict[tuple[str, str], _Record] = {}
+
+    def _keys(self, name: str | None, address: str | None) -> Iterable[tuple[str, str]]:
+        if name:
+            yield ("user", name)
+        if address:
+            yield ("address", address)
+
+    def wait(self, name: str | None, address: str | None, stamp: str | None = None) -> float:
+        """Seconds until ``name`` and ``address`` may try again (0: now); ``stamp``: the user's current hash."""
+        now, longest = self.clock(), 0.0
+        for key in self._keys(name, address):
+            record = self.records.get(key)
+            if record is None or record.locked_until <= now:
+                continue
+            if key[0] == "user" and stamp is not None and record.stamp is not None and stamp != record.stamp:
+                self.records.pop(key)  # the instructor reset the password
+                continue
+            longest = max(longest, record.locked_until - now)
+        return longest
+
+    def failed(self, name: str | None, address: str | None, stamp: str | None = None) -> None:
+        """Count one failed sign-in against ``name`` and ``address``; lock out whichever reached its limit."""
+        now = self.clock()
+        if len(self.records) > 10_000:  # many addresses: forget what no longer counts
+            self.records = {
+                k: r
+                for k, r in self.records.items()
+                if r.locked_until > now or (r.failures and r.failures[-1] > now - self.window)
+            }
+        for key in self._keys(name, address):
+            record = self.records.setdefault(key, _Record())
+            record.failures.append(now)
+            while record.failures and record.failures[0] <= now - self.window:
+                record.failures.popleft()
+            if len(record.failures) >= self.limits[key[0]]:
+                record.lockouts += 1
+                record.locked_until = now + min(self.lockout * 2 ** (record.lockouts - 1), self.max_lockout)
+                record.failures.clear()
+                record.stamp = stamp
+
+    def succeeded(self, name: str) -> None:
+        """A right password: the name's failures and lockouts are forgotten (the address's are not)."""
+        self.records.pop(("user", name), None)
+
+
+def client_address(handler: Any, trusted: Iterable[str] = ()) -> str | None:
+    """The sign-in's client address, as the proxies in front of the hub saw it; None without a request.
+
+    JupyterHub's proxy appends the address of whoever connected to it to
+    ``X-Forwarded-For``, so the list is read from its right end: addresses of proxies
+    on this machine (loopback) and of ``trusted`` ones are skipped, and the first other
+    one is the client. Entries to its left, and ``X-Real-Ip``, come from the client
+    and are not believed.
+    """
+    request = getattr(handler, "request", None)
+    if request is None:
+        return None
+    hops = [_plain(hop) for hop in request.headers.get("X-Forwarded-For", "").split(",") if hop.strip()]
+    skip = {_plain(hop) for hop in trusted}
+    for hop in reversed(hops):
+        if hop in skip or _loopback(hop):
+            continue
+        return hop
+    return hops[0] if hops else getattr(request, "remote_ip", None)
+
+
+def _plain(hop: str) -> str:
+    """An address as one spelling: ``::ffff:203.0.113.7`` (IPv4 on a dual-stack socket) is ``203.0.113.7``."""
+    hop = hop.strip()
+    try:
+        address = ipaddress.ip_address(hop)
+    except ValueError:
+        return hop
+    mapped = getattr(address, "ipv4_mapped", None)
+    return str(mapped or address)
+
+
+def _loopback(hop: str) -> bool:
+    try:
+        return ipaddress.ip_address(hop).is_loopback
+    except ValueError:
+        return hop == "localhost"
 
 
 class WorkshopAuthenticator(Authenticator):  # type: ignore[misc]
@@ -154,7 +299,20 @@ class WorkshopAuthenticator(Authenticator):  # type: ignore[misc]
     password_file = Unicode(
         "workshop-passwords.json", config=True, help="Where learners' password hashes are kept (mode 0600)."
     )
-    min_password_length = Integer(8, config=True, help="Shortest personal password a learner may choose.")
+    min_password_length = Integer(12, config=True, help="Shortest personal password a learner may choose.")
+    max_failures_per_user = Integer(
+        5, config=True, help="Failed sign-ins for one name within failure_window before it is locked out."
+    )
+    max_failures_per_address = Integer(
+        60, config=True, help="Failed sign-ins from one address within failure_window before it is locked out."
+    )
+    failure_window = Integer(900, config=True, help="Seconds over which failed sign-ins are counted.")
+    lockout_seconds = Integer(
+        300, config=True, help="First lockout, in seconds; each further one doubles, up to an hour."
+    )
+    trusted_proxies = List(
+        Unicode(), config=True, help="Addresses of reverse proxies in front of the hub (loopback ones always are)."
+    )
     max_accounts = Integer(
         40, config=True, help="Most accounts the workshop code may create; beyond, first sign-ins are refused."
     )
@@ -181,6 +339,12 @@ class WorkshopAuthenticator(Authenticator):  # type: ignore[misc]
             # Authenticator compiles the pattern only when it is *set*; ours is a default.
             self.username_regex = re.compile(self.username_pattern)
         self._first_use = asyncio.Lock()
+        self.throttle = SignInThrottle(
+            per_user=self.max_failures_per_user,
+            per_address=self.max_failures_per_address,
+            window=self.failure_window,
+            lockout=self.lockout_seconds,
+        )
 
     @property
     def store(self) -> PasswordStore:
@@ -193,19 +357,43 @@ class WorkshopAuthenticator(Authenticator):  # type: ignore[misc]
     async def authenticate(self, handler: Any, data: dict[str, str]) -> dict[str, Any] | None:
         name = self.normalize_username(data.get("username", ""))
         password = data.get("password", "")
+        address = client_address(handler, self.trusted_proxies)
         if not self.validate_username(name):
+            self.throttle.failed(None, address)
             return None
-        if name in self.admin_users:
+        store = self.store
+        admin = name in self.admin_users
+        stamp = None if admin else store.stamp(name)
+        # An admin name is never locked by its own failures (anyone could lock the instructor
+        # out); its password is 32+ random characters, and the address lockout still applies.
+        wait = self.throttle.wait(None if admin else name, address, stamp)
+        if wait:
+            self.log.warning("Sign-in as %r from %s refused: locked out for %.0f s more", name, address, wait)
+            raise web.HTTPError(
+                429,
+                f"Too many failed sign-ins: try again in {max(1, round(wait / 60))} minute(s), "
+                "or ask your instructor to reset your password.",
+            )
+        result = await self._check(name, password, data.get("otp", ""), store, admin)
+        if result is None:
+            self.throttle.failed(None if admin else name, address, stamp)
+        elif not admin:
+            self.throttle.succeeded(name)
+        return result
+
+    async def _check(
+        self, name: str, password: str, code: str, store: PasswordStore, admin: bool
+    ) -> dict[str, Any] | None:
+        """The sign-in itself, once the throttle let it through: the user, or None for a wrong secret."""
+        if admin:
             ok = bool(self.admin_password) and secrets.compare_digest(password, self.admin_password)
             return {"name": name, "admin": True} if ok else None
-        store = self.store
         if name in store:
             ok = await asyncio.to_thread(store.verify, name, password)
             return {"name": name, "admin": False} if ok else None
         async with self._first_use:  # two first sign-ins with one name: only one gets it
             if name in store:
                 return None
-            code = data.get("otp", "")
             if not (self.workshop_code and secrets.compare_digest(code, self.workshop_code)):
                 self.log.warning("First sign-in as %r without the right workshop code", name)
                 return None

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from .accounts import LocalWorkshopAuthenticator
-from .settings import PROXY_COMMAND, LearnerEnv, Settings
+from .settings import PROXY_COMMAND, WORKSHOP, LearnerEnv, Settings
 from .spawner import WorkshopSpawner
 
 __all__ = ["CULLER_SCOPES", "SERVICE_SCOPES", "apply", "kernel_culling"]
@@ -22,7 +22,7 @@ CULLER_SCOPES = ["list:users", "read:users:activity", "read:servers", "delete:se
 SERVICE_SCOPES = ["admin:users", "admin:servers", "tokens", "list:services", "read:services"]
 
 LOGIN_NOTE = (
-    "First time here? Choose a user name (lower case letters and digits) and a password, "
+    "First time here? Choose a user name (lower case letters and digits) and a password of 12 characters or more, "
     "and type the workshop code your instructor gives you. Afterwards, your password alone signs you in."
 )
 
@@ -31,7 +31,7 @@ def kernel_culling(settings: Settings) -> list[str]:
     """The learner server's own culling of idle kernels (``jupyter_server``'s ``MappingKernelManager``).
 
     JupyterLab keeps a notebook's kernel alive after its tab closes, and a torch kernel
-    holds about 0.25 GiB of its own: over notebooks 00 to 10 a learner would reach the
+    holds about 0.3 GiB of its own: over notebooks 00 to 11 a learner would reach the
     memory limit. A kernel that has run nothing for ``kernel_cull_timeout`` seconds is
     shut down, also when its tab is still open (``cull_connected``); a busy kernel never
     is. The notebook's file stays; the learner restarts the kernel to go on.
@@ -81,6 +81,10 @@ def apply(c: Any, settings: Settings, env: LearnerEnv) -> None:
     auth.learner_group = settings.learner_group
     auth.home_base = str(settings.home_base)
     auth.max_accounts = settings.max_accounts
+    auth.max_failures_per_user = settings.max_failures
+    auth.max_failures_per_address = settings.max_failures_per_address
+    auth.lockout_seconds = settings.lockout
+    auth.trusted_proxies = list(settings.trusted_proxies)
 
     hub.spawner_class = WorkshopSpawner
     spawner = c.WorkshopSpawner
@@ -91,6 +95,9 @@ def apply(c: Any, settings: Settings, env: LearnerEnv) -> None:
     spawner.mem_limit = settings.mem_limit
     spawner.cpu_limit = settings.cpu_limit
     spawner.cgroup_name = settings.cgroup_name
+    spawner.pids_limit = settings.pids_limit
+    spawner.disk_quota = settings.disk_quota
+    spawner.home_base = str(settings.home_base)
     # Nothing of the hub's own environment (root's PATH, virtual environment) reaches learners.
     spawner.env_keep = ["LANG", "LC_ALL"]
     environment = {
@@ -117,6 +124,26 @@ def apply(c: Any, settings: Settings, env: LearnerEnv) -> None:
             ],
         }
     ]
+    if settings.redirect_port:
+        # Port 80 answers with a redirect to the HTTPS address (gradlab_hub.redirect); it starts
+        # and stops with the hub and needs no access to the hub's API.
+        hub.services.append(
+            {
+                "name": "http-redirect",
+                "command": [
+                    sys.executable,
+                    "-m",
+                    "gradlab_hub.redirect",
+                    "--port",
+                    str(settings.redirect_port),
+                    "--host",
+                    "" if settings.ip == "0.0.0.0" else settings.ip,
+                    "--to",
+                    str(settings.public_url),
+                ],
+                "environment": {"PYTHONPATH": str(WORKSHOP)},
+            }
+        )
     roles = [{"name": "idle-culler", "scopes": CULLER_SCOPES, "services": ["idle-culler"]}]
     if settings.service_token:
         hub.services.append({"name": "workshop-admin", "api_token": settings.service_token})

@@ -19,7 +19,10 @@ from pathlib import Path
 
 from gradlab.course.workshop import pull_link
 
+from .check import guards
+from .code import workshop_code
 from .firewall import block
+from .pin import drift, links, load_pin
 from .settings import (
     ADMIN_PASSWORD_FILE,
     PROXY_COMMAND,
@@ -47,7 +50,7 @@ def prepare(environ: dict[str, str]) -> Settings:
     state.mkdir(parents=True, exist_ok=True)
     state.chmod(0o700)
     if not environ.get("GRADLAB_HUB_WORKSHOP_CODE"):
-        ensure_secret(state / WORKSHOP_CODE_FILE, secrets.token_urlsafe(9))
+        ensure_secret(state / WORKSHOP_CODE_FILE, workshop_code())
     if not environ.get("GRADLAB_HUB_ADMIN_PASSWORD"):
         ensure_secret(state / ADMIN_PASSWORD_FILE, secrets.token_urlsafe(36))
     return Settings.from_env({**environ, "GRADLAB_HUB_STATE_DIR": str(state)})
@@ -68,8 +71,12 @@ def problems(settings: Settings) -> list[str]:
 
 
 def announcement(settings: Settings, metadata: str) -> str:
-    """What ``make hub`` prints before JupyterHub starts: where, the code, the admin, the learners' link."""
-    link = pull_link(settings.learners_url, COURSE_REPO)
+    """What ``make hub`` prints before JupyterHub starts: where, the code, the admin, the learners' links.
+
+    The links are those of the material ``make hub-pin`` pinned (both editions); without a
+    pin, the course's upstream ``main``, with a warning: it may not match this hub's gradlab.
+    """
+    pinned = load_pin(settings.state_dir)
     lines = [
         f"gradlab workshop hub listening on {settings.url} (Ctrl-C stops the hub; learners' servers keep running)",
         f"  workshop code for the room:  {settings.workshop_code}",
@@ -77,16 +84,30 @@ def announcement(settings: Settings, metadata: str) -> str:
         f"  at most {settings.max_accounts} accounts, {settings.max_servers} servers running at once; "
         f"idle kernels stop after {settings.kernel_cull_timeout} s, idle servers after {settings.cull_timeout} s",
         f"  {metadata}",
-        f"  learners' link:  {link}",
     ]
+    if pinned is None:
+        lines.append(f"  learners' link:  {pull_link(settings.learners_url, COURSE_REPO)}")
+        lines.append(
+            "  (NOT pinned: upstream main, which may not match this hub's gradlab; "
+            "make hub-pin REPO=https://github.com/YOU/gradlab REF=BRANCH pins your branch, RUNSHEET.md)"
+        )
+    else:
+        lines.append(f"  material: {pinned.repo} branch {pinned.ref} (pinned at {pinned.commit[:10]})")
+        lines.extend(
+            f"  learners' link ({start}):  {link}" for start, link in links(settings.learners_url, pinned).items()
+        )
+        problem = drift(pinned)
+        if problem:
+            lines.append(f"  warning: {problem}")
     if settings.public_url is None:
         lines.append(
             "  (this link works on this machine only: set GRADLAB_HUB_PUBLIC_URL=https://your.hub.name "
             "to the address learners open)"
         )
     lines.append(
-        f"  another branch or start notebook:  python -m gradlab.course workshop-link --hub {settings.learners_url} "
-        f"--repo {COURSE_REPO} --branch BRANCH --open notebooks/04_version_counters.ipynb"
+        f"  another start notebook:  python -m gradlab.course workshop-link --hub {settings.learners_url} "
+        f"--repo {pinned.repo if pinned else COURSE_REPO} --branch {pinned.ref if pinned else 'main'} "
+        "--open notebooks/04_version_counters.ipynb"
     )
     if shutil.which("dot") is None:
         lines.append("  note: Graphviz is missing, so notebooks draw graphs as text: apt-get install graphviz")
@@ -108,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         _, metadata = block(settings.learner_group)
     else:
         metadata = "learners CAN reach the cloud metadata service (GRADLAB_HUB_BLOCK_METADATA=0)"
-    print(announcement(settings, metadata), flush=True)
+    print(announcement(settings, metadata), end="")
+    for name, ok, what in guards(settings):
+        print(f"  {name}: {'enforced' if ok else 'NOT enforced'}, {what}")
+    print(flush=True)
     config = WORKSHOP / "jupyterhub_config.py"
     command = [sys.executable, "-m", "jupyterhub", "-f", str(config), *(argv if argv is not None else sys.argv[1:])]
     os.chdir(settings.state_dir)

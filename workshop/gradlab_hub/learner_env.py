@@ -47,6 +47,8 @@ from .cputorch import check_cpu_torch, install_cpu_torch, torch_build
 from .settings import DEFAULT_PREFIX, LEARNER_ENV_STAMP, REPO
 
 LOCK = REPO / "requirements" / "course.lock"
+# What the build of gradlab reads besides gradlab/ (tests/test_workshop.py checks it against pyproject.toml).
+SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE")
 PROBE = (
     "import gradlab, gradlab.course, torch, jupyterhub, nbgitpuller, ipykernel; "
     "print(gradlab.__version__, torch.version.cuda)"
@@ -180,8 +182,10 @@ def install_gradlab(prefix: Path, library: str | None) -> None:
     """Install gradlab from this checkout into the environment (not editable)."""
     os.umask(0o022)
     with tempfile.TemporaryDirectory() as source:
-        # Build from a copy, so nothing is written into the checkout.
-        for name in ("pyproject.toml", "README.md"):
+        # Build from a copy, so nothing is written into the checkout. The copy holds every file
+        # pyproject.toml names (the readme, the license-files): a missing one makes setuptools
+        # warn, three times, at each build.
+        for name in SOURCE_FILES:
             shutil.copy2(REPO / name, Path(source) / name)
         shutil.copytree(REPO / "gradlab", Path(source) / "gradlab", ignore=shutil.ignore_patterns("__pycache__"))
         step = _runner(library)

@@ -1,4 +1,4 @@
-"""Per-learner memory and CPU limits through Linux control groups (cgroups).
+"""Per-learner memory, CPU and process-count limits through Linux control groups (cgroups).
 
 JupyterHub's local-process spawner only *announces* ``mem_limit`` and ``cpu_limit``
 (as ``MEM_LIMIT`` and ``CPU_LIMIT`` in the server's environment); nothing enforces
@@ -6,10 +6,15 @@ them. Here each learner's server, and every kernel and terminal it starts, runs 
 cgroup of its own:
 
 - cgroup v2 (most current distributions): ``{mount}/{name}/{learner}`` with
-  ``memory.max`` and ``cpu.max``;
+  ``memory.max``, ``cpu.max`` and, when the ``pids`` controller is offered, ``pids.max``;
 - cgroup v1 (older systems, some containers): ``{memory mount}/{own path}/{name}/{learner}``
   with ``memory.limit_in_bytes``, and the same under the ``cpu`` controller with
-  ``cpu.cfs_quota_us``.
+  ``cpu.cfs_quota_us`` and, when it is mounted, the ``pids`` controller with ``pids.max``.
+
+The pids limit counts tasks (processes and their threads): a fork bomb in a learner's
+kernel stops at it ("Resource temporarily unavailable") instead of filling the
+machine's process table. Without a ``pids`` controller it is not enforced, and
+:func:`detect` and ``make hub-check`` say so.
 
 A learner whose kernel exceeds the memory limit loses that kernel (the kernel's OOM
 killer acts inside the cgroup), not the machine; CPU beyond the limit is throttled.
@@ -41,32 +46,50 @@ class CgroupLimits:
 
     version: int
     bases: tuple[Path, ...]
+    # Where pids.max is written: v2, the group itself (bases[0]); v1, the pids controller's base
+    # (also in ``bases``). None when the machine has no pids controller.
+    pids_base: Path | None = None
 
     def directories(self, user: str) -> list[Path]:
         return [base / user for base in self.bases]
 
-    def create(self, user: str, *, mem_bytes: int, cpus: float) -> None:
+    def create(self, user: str, *, mem_bytes: int, cpus: float, pids: int | None = None) -> None:
         """Make ``user``'s cgroup (again) with these limits; a leftover one is emptied first."""
         self.remove(user)
         for base in self.bases:
             base.mkdir(exist_ok=True)
         if self.version == 2:
+            controllers = "+memory +cpu" + (" +pids" if self.pids_base is not None else "")
             with contextlib.suppress(OSError):
-                _write(self.bases[0] / "cgroup.subtree_control", "+memory +cpu")
+                _write(self.bases[0] / "cgroup.subtree_control", controllers)
             group = self.bases[0] / user
             group.mkdir()
             _write(group / "memory.max", str(mem_bytes))
             with contextlib.suppress(OSError):
                 _write(group / "memory.swap.max", "0")
             _write(group / "cpu.max", f"{int(cpus * _PERIOD_US)} {_PERIOD_US}")
+            if pids is not None and self.pids_base is not None:
+                _write(group / "pids.max", str(pids))
             return
-        memory, cpu = (base / user for base in self.bases)
+        memory, cpu = self.bases[0] / user, self.bases[1] / user
         memory.mkdir()
         _write(memory / "memory.limit_in_bytes", str(mem_bytes))
         if cpu != memory:
             cpu.mkdir()
         _write(cpu / "cpu.cfs_period_us", str(_PERIOD_US))
         _write(cpu / "cpu.cfs_quota_us", str(int(cpus * _PERIOD_US)))
+        if self.pids_base is not None:
+            group = self.pids_base / user
+            group.mkdir(exist_ok=True)
+            _write(group / "pids.max", str(pids) if pids is not None else "max")
+
+    def pids_limit(self, user: str) -> int | None:
+        """The pids limit of ``user``'s cgroup, or None when there is none."""
+        if self.pids_base is None:
+            return None
+        group = self.bases[0] / user if self.version == 2 else self.pids_base / user
+        text = _read(group / "pids.max").strip()
+        return int(text) if text.isdigit() else None
 
     def join(self, user: str) -> None:
         """Move the calling process into ``user``'s cgroup (its children follow it)."""
@@ -149,32 +172,46 @@ def detect(name: str) -> tuple[CgroupLimits | None, str]:
         own = _own_paths()
     except OSError as error:
         return None, f"cannot read the cgroup mounts ({error})"
-    v1 = {
-        c: point for point, fstype, options in mounts if fstype == "cgroup" for c in ("memory", "cpu") if c in options
+    v1: dict[str, str] = {
+        c: point
+        for point, fstype, options in mounts
+        if fstype == "cgroup"
+        for c in ("memory", "cpu", "pids")
+        if c in options
     }
     if "memory" in v1 and "cpu" in v1:
-        bases = tuple(Path(v1[c]) / own.get(c, "/").lstrip("/") / name for c in ("memory", "cpu"))
-        layout = CgroupLimits(1, bases)
+        controllers = ("memory", "cpu", "pids") if "pids" in v1 else ("memory", "cpu")
+        bases = tuple(Path(v1[c]) / own.get(c, "/").lstrip("/") / name for c in controllers)
+        layout = CgroupLimits(1, bases, bases[2] if "pids" in v1 else None)
     else:
         roots = [point for point, fstype, _ in mounts if fstype == "cgroup2"]
         usable = [r for r in roots if {"memory", "cpu"} <= set(_read(Path(r) / "cgroup.controllers").split())]
         if not usable:
             return None, "no cgroup hierarchy offers both the memory and the cpu controller"
         root = Path(usable[0])
-        if not {"memory", "cpu"} <= set(_read(root / "cgroup.subtree_control").split()):
+        wanted = {"memory", "cpu"} | ({"pids"} & set(_read(root / "cgroup.controllers").split()))
+        if not wanted <= set(_read(root / "cgroup.subtree_control").split()):
             try:
-                _write(root / "cgroup.subtree_control", "+memory +cpu")
+                _write(root / "cgroup.subtree_control", " ".join(f"+{c}" for c in sorted(wanted)))
             except OSError as error:
                 return None, f"cannot enable the memory and cpu controllers in {root} ({error})"
-        layout = CgroupLimits(2, (root / name,))
+        layout = CgroupLimits(2, (root / name,), root / name if "pids" in wanted else None)
     probe = f"probe-{os.getpid()}"
     try:
-        layout.create(probe, mem_bytes=1 << 30, cpus=1.0)
+        layout.create(probe, mem_bytes=1 << 30, cpus=1.0, pids=4096)
     except OSError as error:
-        return None, f"cannot create a cgroup under {layout.bases[0].parent} ({error})"
+        if layout.pids_base is None:
+            return None, f"cannot create a cgroup under {layout.bases[0].parent} ({error})"
+        layout.remove(probe)
+        layout = CgroupLimits(layout.version, layout.bases[:2] if layout.version == 1 else layout.bases)
+        try:
+            layout.create(probe, mem_bytes=1 << 30, cpus=1.0)
+        except OSError as again:
+            return None, f"cannot create a cgroup under {layout.bases[0].parent} ({again})"
     finally:
         layout.remove(probe)
-    return layout, f"cgroup v{layout.version}"
+    pids = "pids limit" if layout.pids_base is not None else "NO pids limit (no pids controller)"
+    return layout, f"cgroup v{layout.version} (memory, CPU, {pids})"
 
 
 def _read(path: Path) -> str:

@@ -52,7 +52,7 @@ import requests
 
 from gradlab.course.workshop import pull_link
 
-from .firewall import METADATA_ADDRESS, in_force
+from .firewall import METADATA_ADDRESS, METADATA_ADDRESS_V6, in_force
 from .kernel import RemoteKernel
 from .limits import detect
 from .outputs import differences, read_rules
@@ -67,7 +67,7 @@ MAX_LEARNERS = 40
 # Run in each learner's kernel after the notebook. Prints one JSON line.
 PROBE = """
 import json, os, pwd, socket, urllib.request, urllib.error
-other_home, other_url = {other_home!r}, {other_url!r}
+other_home, other_url, probe_v6 = {other_home!r}, {other_url!r}, {probe_v6!r}
 seen = {{"uid": os.getuid(), "user": pwd.getpwuid(os.getuid()).pw_name}}
 seen["list_own_home"] = "allowed" if os.listdir(os.path.expanduser("~")) else "empty"
 try:
@@ -96,6 +96,18 @@ except OSError as error:
     seen["metadata"] = type(error).__name__
 finally:
     probe.close()
+# IPv6 only where the ip6tables rule is in force, so no packet can leave for that address.
+if probe_v6:
+    probe = socket.socket(socket.AF_INET6)
+    probe.settimeout(5)
+    try:
+        probe.connect(({metadata_v6!r}, 80)); seen["metadata_v6"] = "connected"
+    except ConnectionRefusedError:
+        seen["metadata_v6"] = "refused"
+    except OSError as error:
+        seen["metadata_v6"] = type(error).__name__
+    finally:
+        probe.close()
 print(json.dumps(seen))
 """
 
@@ -242,7 +254,14 @@ def isolation(hub: TrialHub, name: str, other: str, token: str, kernel: RemoteKe
     found = []
     port = _server_port(hub, other)
     other_url = f"http://127.0.0.1:{port}/user/{other}/api/contents/" if port else "http://127.0.0.1:1/"
-    code = PROBE.format(other_home=str(hub.home(other)), other_url=other_url, metadata=METADATA_ADDRESS)
+    probe_v6 = in_force(hub.tag, v6=True)
+    code = PROBE.format(
+        other_home=str(hub.home(other)),
+        other_url=other_url,
+        metadata=METADATA_ADDRESS,
+        metadata_v6=METADATA_ADDRESS_V6,
+        probe_v6=probe_v6,
+    )
     done = kernel.execute(code, timeout=120)
     stdout = "".join(o.get("text", "") for o in done.outputs if o.get("name") == "stdout")
     try:
@@ -257,8 +276,11 @@ def isolation(hub: TrialHub, name: str, other: str, token: str, kernel: RemoteKe
         found.append(f"{name} can list or read {other}'s home: {seen}")
     if seen["other_server"] not in (401, 403):
         found.append(f"{name}'s kernel reached {other}'s server directly: {seen['other_server']}")
-    if in_force(hub.tag) and seen["metadata"] != "refused":
+    if in_force(hub.tag, v6=False) and seen["metadata"] != "refused":
         found.append(f"{name}'s kernel reached the metadata service {METADATA_ADDRESS}: {seen['metadata']}")
+    # Refused by the rule, or no IPv6 route at all (then no packet is sent either).
+    if probe_v6 and seen.get("metadata_v6") not in ("refused", "OSError"):
+        found.append(f"{name}'s kernel reached the metadata service {METADATA_ADDRESS_V6}: {seen.get('metadata_v6')}")
     headers = {"Authorization": f"token {token}"}
     own = requests.get(hub.url + f"user/{name}/api/contents/", headers=headers, timeout=60, allow_redirects=False)
     if own.status_code != 200:
@@ -284,7 +306,8 @@ def check_limits(hub: TrialHub, names: list[str], report: dict[str, Any]) -> lis
     """Each learner's server is in its own cgroup with the hub's memory limit (when cgroups are usable)."""
     layout, reason = detect(hub.tag)
     report["limits"] = reason
-    report["metadata_blocked"] = in_force(hub.tag)
+    report["metadata_blocked"] = in_force(hub.tag, v6=False)
+    report["metadata_blocked_v6"] = in_force(hub.tag, v6=True)
     if layout is None:
         return []
     found = []
@@ -509,6 +532,7 @@ def summary(report: dict[str, Any]) -> str:
     lines.append(
         "cloud metadata service: "
         + ("blocked for learners, checked from every kernel" if blocked else "NOT blocked (no iptables rule)")
+        + (", IPv6 too" if report.get("metadata_blocked_v6") else ", NOT over IPv6 (no ip6tables rule)")
     )
     lines.append(f"machine load average (1/5/15 min) before -> after: {load}")
     lines.append(f"whole run: {report['total_s']:.0f} s;  result: {'PASS' if report['ok'] else 'FAIL'}")

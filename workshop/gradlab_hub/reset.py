@@ -3,15 +3,12 @@
 On the hub, ``git checkout notebooks/X.ipynb`` does not restore the original: each
 click on the workshop link makes nbgitpuller commit the learner's edits ("Automatic
 commit by nbgitpuller") before it merges the course's updates, so the learner's own
-version is what ``HEAD`` holds. Deleting the file and clicking the link again gives
-back that same committed version. The course's version is the upstream branch
-nbgitpuller fetched (``@{upstream}``, e.g. ``origin/main``)::
-
-    git -C ~/gradlab checkout @{upstream} -- notebooks/05_the_detach_fix.ipynb
-
-:func:`reset_notebook` does that for the instructor, as the learner (files keep their
-owner), after copying the learner's version to ``X.mine-HHMMSS.ipynb`` so no work is
-lost::
+version is what ``HEAD`` holds. The learner's own way back (notebook 00) is to delete
+the file and open the link again: nbgitpuller checks a deleted file out of the branch
+it fetched (tests/test_workshop_pin.py runs it). The course's version is that upstream
+branch (``@{upstream}``, e.g. ``origin/main``); :func:`reset_notebook` restores it for
+the instructor, as the learner (files keep their owner), after copying the learner's
+version to ``X.mine-HHMMSS.ipynb`` so no work is lost::
 
     sudo make hub-reset NAME=ada NOTEBOOK=notebooks/05_the_detach_fix.ipynb
 """

@@ -1,4 +1,4 @@
-"""``make hub-session N=10``: a whole workshop session, N learners running notebooks 00 to 10 in order.
+"""``make hub-session N=10``: a whole workshop session, N learners running every notebook (00 to 11) in order.
 
 :mod:`gradlab_hub.loadtest` replays the room's worst minute (everybody starts and runs
 notebook 01 at once). This replays the day, to see what memory does over it with the
@@ -7,7 +7,7 @@ culling the hub runs with (:func:`gradlab_hub.config.kernel_culling`, the idle c
 1. N learners are created through the REST API; they arrive spread over ``--arrival``
    seconds: each one's server starts, they sign in through the login form with the
    workshop code and pull the course through the nbgitpuller link;
-2. each learner opens notebooks 00 to 10 in order, as JupyterLab does (a session, a
+2. each learner opens notebooks 00 to 11 in order, as JupyterLab does (a session, a
    kernel, the websocket), runs every code cell with ``--think`` seconds between two
    cells, and moves on to the next notebook **leaving the kernel running** (a closed
    tab does not stop a kernel): only the server's kernel culling stops it once it has
@@ -45,6 +45,7 @@ from typing import Any
 
 import psutil
 import requests
+import websocket
 
 from .kernel import RemoteKernel
 from .loadtest import RULES, TARGET, _cpu, _process_of, machine, pull, sign_in
@@ -65,6 +66,8 @@ FIELDS = [
     "pss_hub_mb",
     "pss_all_mb",
     "cpu_s",
+    "tasks",
+    "tasks_learner_max",
     "machine_used_mb",
     "load1",
 ]
@@ -91,18 +94,27 @@ class Sampler(threading.Thread):
         self.keep_free_mb = keep_free_mb
         self.low_memory = threading.Event()
         self.started = time.monotonic()
-        # CPU seconds of processes that have ended (culled kernels) still count.
+        # CPU seconds of processes that have ended (culled kernels) still count; the uid says whose.
         self.cpu: dict[tuple[int, float], float] = {}
+        self.owner: dict[tuple[int, float], int] = {}
+        self.learner_uids: dict[int, str] = {}
 
     def sample(self) -> dict[str, float]:
         pss = {"kernels": 0.0, "servers": 0.0, "hub": 0.0}
         count = {"kernels": 0, "servers": 0, "hub": 0}
+        # Tasks (processes and their threads): what a per-learner pids limit counts.
+        tasks: dict[int, int] = {}
+        learners = set(self.hub.uids())
         for proc in self.hub.processes():
             with contextlib.suppress(psutil.Error):
                 role = _role(proc)
                 pss[role] += proc.memory_full_info().pss / 2**20
                 count[role] += 1
-                self.cpu[(proc.pid, proc.create_time())] = _cpu(proc)
+                key = (proc.pid, proc.create_time())
+                self.cpu[key] = _cpu(proc)
+                uid = proc.uids().real
+                self.owner[key] = uid
+                tasks[uid] = tasks.get(uid, 0) + proc.num_threads()
         memory = psutil.virtual_memory()
         return {
             "t_s": round(time.monotonic() - self.started, 1),
@@ -114,12 +126,15 @@ class Sampler(threading.Thread):
             "pss_hub_mb": round(pss["hub"], 1),
             "pss_all_mb": round(sum(pss.values()), 1),
             "cpu_s": round(sum(self.cpu.values()), 1),
+            "tasks": sum(tasks.values()),
+            "tasks_learner_max": max((n for uid, n in tasks.items() if uid in learners), default=0),
             "machine_used_mb": round((memory.total - memory.available) / 2**20, 1),
             "load1": round(os.getloadavg()[0], 2),
         }
 
     def run(self) -> None:
         while not self.done.is_set():
+            self.learner_uids.update(self.hub.uids())
             self.rows.append(self.sample())
             if psutil.virtual_memory().available / 2**20 < self.keep_free_mb:
                 self.low_memory.set()
@@ -135,9 +150,9 @@ def run_notebook(
     model = requests.get(server_url + f"api/contents/{path}", headers={"Authorization": f"token {token}"}, timeout=60)
     model.raise_for_status()
     cells = [cell for cell in model.json()["content"]["cells"] if cell["cell_type"] == "code"]
-    kernel = RemoteKernel(server_url, token, path)
-    kernel_proc = None
     result: dict[str, Any] = {"cells": 0, "problems": [], "output_differences": 0}
+    kernel = _start_kernel(server_url, token, path, result)
+    kernel_proc = None
     started = time.monotonic()
     try:
         for number, cell in enumerate(cells, 1):
@@ -166,6 +181,36 @@ def run_notebook(
     return result
 
 
+def _start_kernel(server_url: str, token: str, path: str, result: dict[str, Any]) -> RemoteKernel:
+    """Open the notebook's kernel; once more if the first one was gone before it answered.
+
+    Under time scaling, a kernel still starting on the loaded machine can outlast the scaled
+    culling timeout and be culled before it answers ("Culling 'starting' kernel" in the hub's
+    log), which the real 20-minute timeout never does. That kernel is started again, once, and
+    counted in ``kernel_restarts`` (the report and SIZING.md show the count).
+    """
+    try:
+        return RemoteKernel(server_url, token, path)
+    except websocket.WebSocketException as error:
+        result["kernel_restarts"] = result.get("kernel_restarts", 0) + 1
+        result.setdefault("restarted_because", []).append(f"{type(error).__name__}: {error}")
+        return RemoteKernel(server_url, token, path)
+
+
+def split_course(notebooks: list[str], parts: int) -> list[list[str]]:
+    """The course cut into ``parts`` consecutive stretches (learner ``i`` runs stretch ``i % parts``).
+
+    Example::
+
+        >>> [len(p) for p in split_course([f"{i:02d}" for i in range(12)], 3)]
+        [4, 4, 4]
+        >>> split_course(["00", "01", "02"], 2)
+        [['00'], ['01', '02']]
+    """
+    n = len(notebooks)
+    return [notebooks[i * n // parts : (i + 1) * n // parts] for i in range(parts)]
+
+
 def _process_of_kernel(hub: TrialHub, name: str, kernel_id: str) -> psutil.Process | None:
     for proc in hub.user_processes(name):
         with contextlib.suppress(psutil.Error):
@@ -184,6 +229,7 @@ def run(
     sample: float = 5.0,
     linger: float | None = None,
     notebooks: list[str] | None = None,
+    split: int = 1,
     csv_path: Path | None = None,
     keep_log: Path | None = None,
 ) -> dict[str, Any]:
@@ -193,11 +239,15 @@ def run(
     if think < 0 or kernel_cull < 1 or arrival < 0 or sample <= 0:
         raise ValueError("--think and --arrival must be >= 0, --kernel-cull >= 1 s, --sample > 0")
     chosen = notebooks or NOTEBOOKS
+    if not 1 <= split <= len(chosen):
+        raise ValueError(f"--split must be between 1 and the number of notebooks ({len(chosen)})")
+    parts = split_course(chosen, split)
     rules = read_rules(RULES)
     linger = kernel_cull + 3 * max(1.0, kernel_cull / 20) + 2 * sample if linger is None else linger
     report: dict[str, Any] = {
         "learners": learners,
         "notebooks": chosen,
+        "split": split,
         "scale": {"think_s": think, "kernel_cull_s": kernel_cull, "server_cull_s": cull, "arrival_s": arrival},
         "machine": machine(),
         "problems": [],
@@ -233,7 +283,7 @@ def run(
                     session = sign_in(hub, name, secrets.token_urlsafe(12), code)
                     per.update(pull(hub, name, session, repo))
                     per["notebooks"] = {}
-                    for notebook in chosen:
+                    for notebook in parts[index % split]:
                         if sampler is not None and sampler.low_memory.is_set():
                             raise MemoryError(f"stopped before {notebook}: the machine has under 3 GiB left")
                         per["notebooks"][notebook] = run_notebook(hub, name, token, notebook, think, rules)
@@ -278,7 +328,21 @@ def run(
             writer.writeheader()
             writer.writerows(rows)
     report["peak"] = {key: max((row[key] for row in rows), default=0.0) for key in FIELDS if key != "t_s"}
+    report["kernel_restarts"] = sum(
+        done.get("kernel_restarts", 0)
+        for data in report.get("per_learner", {}).values()
+        for done in data.get("notebooks", {}).values()
+    )
     report["cpu_s"] = rows[-1]["cpu_s"] if rows else None
+    if sampler is not None:
+        # CPU seconds of each learner's own processes (server, kernels, what they ran), by account.
+        accounts = dict(sampler.learner_uids)
+        per_cpu: dict[str, float] = {}
+        for key, seconds in sampler.cpu.items():
+            whose = accounts.get(sampler.owner.get(key, -1))
+            if whose is not None:
+                per_cpu[whose] = per_cpu.get(whose, 0.0) + seconds
+        report["learner_cpu_s"] = {name: round(value, 1) for name, value in sorted(per_cpu.items())}
     report["total_s"] = time.monotonic() - started
     report["load_after"] = os.getloadavg()
     report["ok"] = not problems
@@ -329,7 +393,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--linger", type=float, default=None, help="seconds to watch the culling after the last cell (default: enough)"
     )
-    parser.add_argument("--notebooks", nargs="*", default=None, help="notebook paths (default: 00 to 10)")
+    parser.add_argument("--notebooks", nargs="*", default=None, help="notebook paths (default: every one, 00 to 11)")
+    parser.add_argument(
+        "--split",
+        type=int,
+        default=1,
+        help="cut the course into this many stretches; learner i runs stretch i mod SPLIT (default: all of it)",
+    )
     parser.add_argument("--output", type=Path, default=None, help="JSON report (default: workshop/results/)")
     options = parser.parse_args(argv)
     if os.geteuid() != 0:
@@ -345,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         sample=options.sample,
         linger=options.linger,
         notebooks=options.notebooks,
+        split=options.split,
         csv_path=output.with_suffix(".csv"),
         keep_log=output.with_suffix(".log"),
     )

@@ -99,6 +99,13 @@ class Settings:
     learner_group: str = "gradlab-learners"
     mem_limit: int = parse_size("2G")
     cpu_limit: float = 1.0
+    pids_limit: int = 1024
+    disk_quota: int = parse_size("2G")
+    max_failures: int = 5
+    max_failures_per_address: int = 60
+    lockout: int = 300
+    trusted_proxies: tuple[str, ...] = ()
+    http_redirect_port: int | None = None  # None: 80 when the hub serves HTTPS on a public address
     cull_timeout: int = 3600
     cull_every: int = 300
     kernel_cull_timeout: int = 1200
@@ -138,6 +145,16 @@ class Settings:
             raise SettingsError("GRADLAB_HUB_PORT, _INTERNAL_PORT and _PROXY_API_PORT must differ")
         if self.cpu_limit <= 0 or self.mem_limit <= 0:
             raise SettingsError("GRADLAB_HUB_MEM_LIMIT and GRADLAB_HUB_CPU_LIMIT must be positive")
+        if self.pids_limit < 64:
+            raise SettingsError(
+                "GRADLAB_HUB_PIDS_LIMIT must be at least 64: a learner's server and kernels run tens of threads"
+            )
+        if self.disk_quota < 0:
+            raise SettingsError("GRADLAB_HUB_DISK_QUOTA must be a size (0: no quota)")
+        if self.max_failures < 1 or self.max_failures_per_address < 1 or self.lockout < 1:
+            raise SettingsError(
+                "GRADLAB_HUB_MAX_FAILURES, _MAX_FAILURES_PER_ADDRESS and _LOCKOUT (seconds) must be at least 1"
+            )
         if self.cull_timeout <= 0 or self.cull_every <= 0:
             raise SettingsError("GRADLAB_HUB_CULL_TIMEOUT and GRADLAB_HUB_CULL_EVERY must be positive seconds")
         if self.kernel_cull_timeout <= 0 or self.kernel_cull_every <= 0:
@@ -146,6 +163,8 @@ class Settings:
             )
         if self.max_accounts < 1 or self.max_servers < 1:
             raise SettingsError("GRADLAB_HUB_MAX_ACCOUNTS and GRADLAB_HUB_MAX_SERVERS must be at least 1")
+        if self.http_redirect_port is not None and not 0 <= self.http_redirect_port < 65536:
+            raise SettingsError(f"GRADLAB_HUB_HTTP_REDIRECT_PORT={self.http_redirect_port} is not a TCP port (0: none)")
         if self.public_url is not None:
             check_public_url(self.public_url)
         elif not self.loopback:
@@ -167,6 +186,15 @@ class Settings:
     @property
     def https(self) -> bool:
         return self.ssl_cert is not None
+
+    @property
+    def redirect_port(self) -> int:
+        """The port of the plain-HTTP redirect to the public URL (0: none); only when the hub serves HTTPS itself."""
+        if not self.https or self.public_url is None or self.public_url.startswith("http:"):
+            return 0
+        if self.http_redirect_port is not None:
+            return self.http_redirect_port
+        return 0 if self.loopback else 80
 
     @property
     def url(self) -> str:
@@ -219,6 +247,13 @@ class Settings:
             learner_group=get("GROUP") or "gradlab-learners",
             mem_limit=parse_size(get("MEM_LIMIT") or "2G"),
             cpu_limit=float(number("CPU_LIMIT", 1.0, float)),
+            pids_limit=int(number("PIDS_LIMIT", 1024)),
+            disk_quota=parse_size(get("DISK_QUOTA") or "2G"),
+            max_failures=int(number("MAX_FAILURES", 5)),
+            max_failures_per_address=int(number("MAX_FAILURES_PER_ADDRESS", 60)),
+            lockout=int(number("LOCKOUT", 300)),
+            http_redirect_port=int(number("HTTP_REDIRECT_PORT", 0)) if get("HTTP_REDIRECT_PORT") else None,
+            trusted_proxies=tuple(p.strip() for p in (get("TRUSTED_PROXIES") or "").split(",") if p.strip()),
             cull_timeout=int(number("CULL_TIMEOUT", 3600)),
             cull_every=int(number("CULL_EVERY", 300)),
             kernel_cull_timeout=int(number("KERNEL_CULL_TIMEOUT", 1200)),

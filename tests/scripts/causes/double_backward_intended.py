@@ -8,6 +8,5 @@ x = torch.randn(8, 3)
 
 out = net(x).pow(2).sum()
 opt.zero_grad()
-out.backward(retain_graph=True)
 out.backward()
 opt.step()

@@ -1,0 +1,265 @@
+"""Why a backward fails: the cause, decided from the graph, the tracker's record and the user's code.
+
+:func:`decide` turns one :class:`gradlab.Problem` into a :data:`Cause` and the
+:class:`Context` its fixes are written from; :func:`fixes_for` lists the fixes of
+a cause, judged against the loop's intent (:mod:`gradlab.judge`). Each cause has
+a module of its own here (its detector, its fixes, its sentence); this module
+only dispatches. It reads:
+
+- the graph (which named models each node reaches, which nodes were freed, the
+  forward line that saved each tensor);
+- the tracker's record, under :func:`gradlab.track` (which backward freed a node,
+  which optimizer step wrote a weight, the backward calls before);
+- the user's code around the failing line (:mod:`gradlab.loop`): which optimizers
+  step on the failing loss, the statement that carries state across iterations,
+  a list appended to in the loop, a forward computed before the loop.
+
+``check()`` before a backward and the note after it decide alike: both compare
+the freeing backward's line with the line being run now (NOTE [Previous iteration]
+in :mod:`gradlab.evidence`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..context import CAUSES, Cause, Context
+from ..evidence import (
+    Facts,
+    Problem,
+    Topology,
+    freeing_call,
+    from_frame,
+    graph_names,
+    in_site,
+    intent_from_record,
+    is_parameter,
+    other_claims,
+    previous_iteration,
+    receiver,
+    same_root,
+    sequence_of,
+    short_name,
+    steps_between,
+    var_named,
+)
+from ..fixes import Fix, Proposal
+from ..graph import Graph
+from ..i18n import T, Text
+from ..judge import judged
+from ..loop import site_intent
+from .attached_output import attached_fixes, attached_output_context
+from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
+from .chained import between_fixes, chained_fixes, recompute_lines, step_context
+from .closure_step import closure_context, closure_fixes
+from .fast_weights import fast_context, fast_weights_fixes
+from .inplace_op import in_place_fixes
+from .list_never_cleared import buffer_context, buffered_fixes
+from .retained_accumulation import retained_fixes, retained_total
+from .same_loss_twice import twice_fixes
+from .stale_forward import snapshot_context, stale_fixes, stale_forward_context
+from .step_before_backward import step_after_fixes, step_too_early
+from .untracked_write import copy_context, target_context, untracked_fixes
+
+__all__ = ["Cause", "CAUSES", "Context", "decide", "fixes_for", "cause_sentence"]
+
+
+def _cause_sentences() -> dict[Cause, Text]:
+    return {
+        "optimizer_step": T("an optimizer step changed a weight the graph saved, before that graph's backward ran"),
+        "inplace_op": T("an in-place operation in the forward code overwrote a tensor autograd saved"),
+        "untracked_write": T(
+            "a write autograd could not record (under torch.no_grad(), through .detach(), or to data) "
+            "overwrote a tensor autograd saved"
+        ),
+        "carried_state": T("state carried from one iteration to the next keeps the previous iteration's graph"),
+        "shared_graph_freed": T("a second backward went through a part of the graph an earlier backward freed"),
+        "same_loss_twice": T("the same loss was backwarded twice"),
+        "stale_forward": T(
+            "a forward computed once, before the loop, is reused by every iteration: the first backward freed its graph"
+        ),
+        "list_never_cleared": T(
+            "a list that each iteration appends graph-holding tensors to is never cleared: the next backward goes "
+            "through the earlier iterations' freed graphs"
+        ),
+        "fast_weights_in_place": T(
+            "fast weights are updated in place inside a loop over them: autograd saved them for the gradient that "
+            "is still to be taken"
+        ),
+        "step_before_backward": T(
+            "the optimizer step that should use this loss's gradient runs between the loss's forward and its "
+            "backward: it steps on the previous iteration's gradient and changes weights this graph saved"
+        ),
+        "retained_accumulation": T(
+            "a running total of the losses is backwarded at every iteration with retain_graph=True: each backward "
+            "goes through every earlier iteration's graph again, whose weights a step has changed since"
+        ),
+        "attached_output": T(
+            "a loss your loop does not train this model with (a gradient penalty, a discriminator's loss) is built "
+            "on the model's output without .detach(): its backward went through the model's graph and freed it, "
+            "and a later loss that trains the model needs that graph"
+        ),
+        "closure_step": T(
+            "the closure an optimizer's step calls (LBFGS calls it several times a step) backwards through a forward "
+            "computed outside it: the second call finds that graph freed"
+        ),
+        "unknown": T("gradlab cannot tell what changed the tensor (it was not watching when it happened)"),
+    }
+
+
+def cause_sentence(cause: Cause) -> Text:
+    """One sentence saying what the cause means (in the language of :func:`gradlab.set_language`)."""
+    return _cause_sentences()[cause]
+
+
+def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Cause, Context]:
+    """The cause of ``p`` and the context its fixes are written from."""
+    failing = facts.failing
+    loss = receiver(failing.location.code, "backward") if failing is not None and failing.location else None
+    if loss is None and facts.site is not None and facts.backward_line is not None:
+        loss = receiver(facts.site.text(facts.backward_line), "backward")
+    root = topo.by_id[graph.outputs[0]] if graph.outputs else None
+    if loss is None and root is not None:
+        loss = var_named(
+            facts.namespace,
+            lambda t: t.grad_fn is not None and sequence_of(t.grad_fn) == root.seq and t.grad_fn.name() == root.name,
+        )
+    node_id = p.node_id if p.node_id is not None else graph.outputs[0]
+    model = topo.owner(p.given)
+    if model is None and p.kind == "graph_freed":
+        owners = topo.models_below(node_id)
+        model = next(iter(owners)) if len(owners) == 1 else None
+    reach = tuple(sorted(topo.models_below(graph.outputs[0]))) if graph.outputs else ()
+    others = tuple(m for m in reach if m != model) if model else ()
+    site = facts.site
+    intent = site_intent(site, facts.backward_line) if site is not None and facts.backward_line else None
+    intent, intent_note = intent_from_record(facts, intent, loss)
+    base = Context(
+        tensor=p.tensor,
+        model=model,
+        others=others,
+        loss=loss,
+        site=site,
+        intent=intent if intent is not None and intent.known else None,
+        reach=reach,
+        backward_line=facts.backward_line,
+        intent_note=intent_note,
+        # the frame's tensors that still have a graph (a recompute that reads one needs it kept)
+        extra={"graph_names": " ".join(sorted(graph_names(facts.namespace)))},
+    )
+
+    base = replace(base, other_claims=other_claims(facts, loss))
+    if p.kind == "modified_in_place":
+        writes = p.writes
+        if not writes and p.counter_missed:  # changed behind the counter by a writer gradlab did not see
+            return "untracked_write", replace(base, tensor=short_name(p), op=None)
+        optimizer_write = next((w for w in writes if w.optimizer), None)
+        if optimizer_write is not None or (not writes and is_parameter(p)):
+            stepper = (
+                receiver(optimizer_write.location.code, "step")
+                if optimizer_write is not None and optimizer_write.location
+                else None
+            )
+            base = from_frame(base, facts, stepper)
+            retained = retained_total(base, facts)  # read from the source alone: check() sees it too
+            if retained is not None:
+                return "retained_accumulation", retained
+            if previous_iteration(p, graph, node_id, facts, None):
+                stale = stale_forward_context(base, p, facts)
+                if stale is not None:
+                    return "stale_forward", stale
+                return "carried_state", carried_context(base, graph, topo, facts)
+            early = step_too_early(base, facts, optimizer_write)
+            if early is not None:
+                return "step_before_backward", replace(early, recompute_lines=recompute_lines(early, graph, p, facts))
+            return "optimizer_step", step_context(base, p, graph, topo, facts, optimizer_write, node_id)
+        if writes:
+            w = writes[0]
+            code = w.location.code if w.location else None
+            ctx = replace(base, tensor=short_name(p), op=w.op, code=code, where=w.where, write_at=w.location)
+            fast = fast_context(ctx, w, facts)
+            if fast is not None:
+                return "fast_weights_in_place", fast
+            if all(x.grad_mode for x in writes):
+                return "inplace_op", ctx
+            return "untracked_write", target_context(ctx, p, facts) or copy_context(ctx, p, w) or ctx
+        # Outside a tracker: the writer is unknown. A non-parameter was changed by the user's own code.
+        return "inplace_op", replace(base, tensor=short_name(p), op=None)
+
+    # graph freed
+    closure = closure_context(base, facts)
+    if closure is not None:
+        return "closure_step", closure
+    call = freeing_call(p, facts)
+    if call is not None and same_root(call, root, failing):
+        return "same_loss_twice", replace(base, earlier=loss, earlier_line=in_site(facts, call.location))
+    if previous_iteration(p, graph, node_id, facts, call):
+        listed = buffer_context(base, graph, facts, call)
+        if listed is not None:
+            return "list_never_cleared", listed
+        retained = retained_total(base, facts)
+        if retained is not None:
+            return "retained_accumulation", retained
+        stale = stale_forward_context(base, p, facts) or snapshot_context(base, facts, call)
+        if stale is not None:
+            return "stale_forward", stale
+        kept = kept_attribute(from_frame(base, facts, None), facts) if carried_in_loop(facts) is None else None
+        return "carried_state", kept or carried_context(base, graph, topo, facts)
+    attached = attached_output_context(base, topo, facts, node_id)
+    if attached is not None:
+        return "attached_output", attached
+    if root is not None and node_id == root.id:
+        return "same_loss_twice", base
+    earlier = receiver(call.location.code, "backward") if call is not None and call.location else None
+    ctx = replace(base, earlier=earlier, earlier_line=in_site(facts, call.location) if call is not None else None)
+    steps = steps_between(facts.tracker, call, failing) if facts.tracker is not None and call is not None else []
+    if steps and steps[0][0] is not None:
+        # the step's optimizer too: the forward of the model it stepped is what a recompute runs again
+        ctx = replace(ctx, step_line=in_site(facts, steps[0][0]), optimizer=receiver(steps[0][0].code, "step"))
+    ctx = step_context(ctx, p, graph, topo, facts, None, node_id)
+    if facts.tracker is not None and call is not None:
+        ctx = replace(ctx, step_between=bool(steps))
+        if steps and steps[0][0] is not None:
+            ctx = replace(ctx, optimizer=receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
+    return "shared_graph_freed", ctx
+
+
+def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
+    """The fixes that fit ``cause``, the likeliest intent first, in the words of ``ctx``.
+
+    Each fix's code is the text of its edits of the user's file (``ctx.site``), set
+    only when :func:`gradlab.edits.check_edits` passes; each fix is judged against
+    the code's intent (``ctx.intent``): a fix that stops the loss from training
+    models the code's optimizers step on it is never first, and says so.
+    """
+    ctx = ctx or Context()
+    proposals: list[Proposal]
+    if cause == "optimizer_step":
+        proposals = between_fixes(ctx, False) if ctx.judge else chained_fixes(ctx, False)
+    elif cause == "shared_graph_freed":
+        proposals = between_fixes(ctx, True) if ctx.judge else chained_fixes(ctx, True)
+    elif cause == "inplace_op":
+        proposals = in_place_fixes(ctx)
+    elif cause == "untracked_write":
+        proposals = untracked_fixes(ctx)
+    elif cause == "carried_state":
+        proposals = carried_fixes(ctx)
+    elif cause == "same_loss_twice":
+        proposals = twice_fixes(ctx)
+    elif cause == "stale_forward":
+        proposals = stale_fixes(ctx)
+    elif cause == "list_never_cleared":
+        proposals = buffered_fixes(ctx)
+    elif cause == "fast_weights_in_place":
+        proposals = fast_weights_fixes(ctx)
+    elif cause == "step_before_backward":
+        proposals = step_after_fixes(ctx)
+    elif cause == "retained_accumulation":
+        proposals = retained_fixes(ctx)
+    elif cause == "attached_output":
+        proposals = attached_fixes(ctx)
+    elif cause == "closure_step":
+        proposals = closure_fixes(ctx)
+    else:  # unknown: the two likeliest families, each with what it trains
+        proposals = [*in_place_fixes(ctx)[:1], *chained_fixes(ctx, False)[:1], *carried_fixes(ctx)[:1]]
+    return judged(proposals, ctx)

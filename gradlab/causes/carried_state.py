@@ -1,0 +1,337 @@
+"""Cause ``carried_state``: state carried from one iteration to the next keeps the previous iteration's graph (an
+RNN's hidden state, a queue kept on an object, a running total); its fixes."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from ..context import Context
+from ..evidence import Facts, Topology, in_site, resolve_name, sequence_of, var_named
+from ..fixes import Fix, Proposal, all_edits, claim, detached_after, edit_at, insert_lines, keeping, replace_line
+from ..graph import Graph
+from ..i18n import T
+from ..location import Location
+from ..loop import Site
+from ..rewrite import detach_in, detached_value, replace_reads
+from ..source import loop_body_of, names, statement_at
+
+
+def carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Context:
+    """The carried variable: the name assigned and passed in on the same statement (``out, h = rnn(x, h)``)."""
+    tracker = facts.tracker
+    total = False
+    if tracker is not None:
+        root_seqs = {call.newest_node for call in tracker.history if call is not facts.failing}
+        total = any(n.seq in root_seqs for n in graph.nodes if n.id not in graph.outputs)
+    if total and graph.outputs:
+        # A running total: the backwarded tensor is the total; the iteration's loss is added into it.
+        root = topo.by_id[graph.outputs[0]]
+        parts = [topo.by_id[i] for i in root.next_ids]
+        part = var_named(
+            facts.namespace,
+            lambda t: (
+                t.grad_fn is not None
+                and any(
+                    sequence_of(t.grad_fn) == n.seq and t.grad_fn.name() == n.name
+                    for n in parts
+                    if n.seq not in root_seqs
+                )
+            ),
+        )
+        line = _accumulates(facts, base.loss, part)
+        return replace(base, carried=base.loss, loss=part, total=True, entry_lineno=line)
+    site = facts.site
+    tree = site.tree() if site is not None else None
+    found = carried_in_loop(facts)
+    if found is not None and site is not None:
+        line, carried = found
+        st = statement_at(tree, line) if tree is not None else None
+        return replace(
+            base,
+            recurrent=st is not None and _recurrent(st, carried, facts.namespace),
+            carried=carried[-1],
+            carried_all=tuple(carried),
+            carried_kind=site.kinds.get(carried[-1]),
+            carried_none=_may_be_none(site, carried),
+            total=total,
+            entry_line=site.text(line).strip(),
+            entry_where=f"{Location(site.filename, line).where}",
+            entry_lineno=line,
+        )
+    for s in graph.saved:
+        loc = s.saved_at
+        if loc is None:
+            continue
+        st = (
+            statement_at(tree, loc.lineno)
+            if tree is not None and site is not None and loc.filename == site.filename
+            else None
+        )
+        if isinstance(st, ast.Assign):
+            stored = [n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            read = names(st.value, ast.Load)
+            carried = [t for t in stored if t in read]
+        else:
+            m = re.fullmatch(r"\s*(.+?)\s*=\s*(.+)", loc.code)
+            if not m:
+                continue
+            targets = re.findall(r"[A-Za-z_]\w*", m[1])
+            used = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", m[2]))
+            carried = [t for t in targets if t in used]
+        if carried:
+            kind = site.kinds.get(carried[-1]) if site is not None else None
+            may_be_none = bool(
+                site is not None
+                and any(re.search(rf"(?<![\w.]){re.escape(c)}\s*=\s*None\b", site.source) for c in carried)
+            )
+            return replace(
+                base,
+                recurrent=isinstance(st, ast.Assign) and _recurrent(st, carried, facts.namespace),
+                carried=carried[-1],
+                carried_all=tuple(carried),
+                carried_kind=kind,
+                carried_none=may_be_none,
+                total=total,
+                entry_line=loc.code,
+                entry_where=loc.where,
+                entry_lineno=in_site(facts, loc),
+            )
+    return replace(base, total=total)
+
+
+def _may_be_none(site: Site, names: Iterable[str]) -> bool:
+    """Some name of ``names`` is set to None somewhere in the file (the state before the first pass)."""
+    return any(re.search(rf"(?<![\w.]){re.escape(c)}\s*(?::[^=]*)?=\s*None\b", site.source) for c in names)
+
+
+def carried_in_loop(facts: Facts) -> tuple[int, list[str]] | None:
+    """The statement of the failing loop's body that reads and assigns the same tensor state (``pred, h = model(x, h)``)."""
+    site = facts.site
+    if site is None or facts.backward_line is None:
+        return None
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    for st in body or []:
+        if not isinstance(st, ast.Assign) or not site.holds(st.lineno):
+            continue
+        stored = [n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        read = names(st.value, ast.Load)
+        carried = [t for t in stored if t in read and site.kinds.get(t) in ("tensor", "tuple", "none")]
+        if carried:
+            return st.lineno, carried
+    return None
+
+
+def _accumulates(facts: Facts, total: str | None, part: str | None) -> int | None:
+    """The line of the loop body that adds ``part`` into ``total`` (``total = total + loss``, ``total += loss``)."""
+    site = facts.site
+    if site is None or total is None or part is None or facts.backward_line is None:
+        return None
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    for st in body or []:
+        stored = names(st, ast.Store) if isinstance(st, (ast.Assign, ast.AugAssign)) else set()
+        read = names(st, ast.Load) | (stored if isinstance(st, ast.AugAssign) else set())
+        if total in stored and {total, part} <= read and st.lineno == st.end_lineno and site.holds(st.lineno):
+            return st.lineno
+    return None
+
+
+def kept_attribute(base: Context, facts: Facts) -> Context | None:
+    """State kept on an object across iterations: ``obj.attr = f(..., obj.attr, ...)`` still holding a graph.
+
+    The pattern (a queue of keys, a memory bank, a recurrent module that keeps its
+    hidden state: ``out, self.h = self.rnn(x, self.h)``): a one-line statement of
+    the user's file assigns an attribute (alone or as one element of a tuple
+    target) from an expression that reads that same attribute, and an object of
+    the failing frame has that attribute as a tensor with a graph. The next
+    iteration's loss reads it and goes through the earlier iteration's freed
+    graph; the value stored for the next iteration is detached.
+    """
+    site = facts.site
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None:
+        return None
+    holders = [v for k, v in facts.namespace.items() if isinstance(k, str) and not k.startswith("_")]
+    for st in ast.walk(tree):
+        if not isinstance(st, ast.Assign) or len(st.targets) != 1 or st.lineno != st.end_lineno:
+            continue
+        elements = st.targets[0].elts if isinstance(st.targets[0], ast.Tuple) else [st.targets[0]]
+        read = {ast.unparse(n) for n in ast.walk(st.value) if isinstance(n, ast.Attribute)}
+        kept_here = [e for e in elements if isinstance(e, ast.Attribute) and ast.unparse(e) in read]
+        if not kept_here:
+            continue
+        target = kept_here[0]
+        name = ast.unparse(target)
+        if not any(
+            isinstance(kept := getattr(h, "__dict__", {}).get(target.attr), torch.Tensor) and kept.grad_fn is not None
+            for h in holders
+            if not isinstance(h, torch.Tensor)
+        ):
+            continue
+        loc = Location(site.filename, st.lineno)
+        return replace(base, carried=name, kept_at=loc, entry_line=loc.code, entry_where=loc.where)
+    return None
+
+
+def _recurrent(st: ast.stmt, carried: Iterable[str], namespace: Mapping[str, Any]) -> bool:
+    """``st`` passes the carried state into a module call and assigns it back (``out, h = rnn(x, h)``)."""
+    names = set(carried)
+    for n in ast.walk(st):
+        if not isinstance(n, ast.Call) or not isinstance(resolve_name(n.func, namespace), torch.nn.Module):
+            continue
+        if any(isinstance(a, ast.Name) and a.id in names for arg in n.args for a in ast.walk(arg)):
+            return True
+    return False
+
+
+def _detach_state(ctx: Context) -> str | None:
+    """The statement that detaches the carried state: element-wise for a tuple, ``None`` left as it is."""
+    names = ctx.carried_all or ((ctx.carried,) if ctx.carried else ())
+    if not names:
+        return None
+    if len(names) > 1:
+        return f"{', '.join(names)} = {', '.join(f'{n}.detach()' for n in names)}"
+    name = names[0]
+    value = f"tuple(s.detach() for s in {name})" if ctx.carried_kind == "tuple" else f"{name}.detach()"
+    if ctx.carried_none:
+        value = f"None if {name} is None else {value}"
+    return f"{name} = {value}"
+
+
+def carried_fixes(ctx: Context) -> list[Proposal]:
+    if ctx.total:
+        name = ctx.carried or T("the running total")
+        loss = ctx.loss or T("the iteration's loss")
+        number = backward = None
+        site = ctx.site
+        if site is not None and ctx.carried and ctx.loss and ctx.entry_lineno and ctx.backward_line:
+            line = site.text(ctx.entry_lineno).strip()
+            number = replace_line(ctx, ctx.entry_lineno, replace_reads(line, ctx.loss, f"{ctx.loss}.item()"))
+            call = site.text(ctx.backward_line).strip()
+            backward = replace_line(
+                ctx,
+                ctx.backward_line,
+                re.sub(rf"(?<![\w.]){re.escape(ctx.carried)}\.backward\(", f"{ctx.loss}.backward(", call),
+            )
+            if backward is not None and backward.text.strip() == call:
+                backward = None
+        return [
+            Proposal(
+                Fix(
+                    edits=all_edits(number, backward),
+                    summary=T(
+                        "keep the running total as a number: add {loss}.item() to {name}, and call backward on each "
+                        "iteration's loss",
+                        name=name,
+                        loss=loss,
+                    ),
+                    trains=T(
+                        "each iteration's loss trains the model, as intended; {name} is only for logging", name=name
+                    ),
+                    claims=claim(ctx, ctx.reach),
+                ),
+                ctx.reach,
+                False,
+            ),
+            Proposal(
+                Fix(
+                    summary=T(
+                        "if {name} should train the model, call {name}.backward() once, after the loop", name=name
+                    ),
+                    trains=T(
+                        "every iteration's loss trains the model through one backward (memory grows with the loop)"
+                    ),
+                    claims=claim(ctx, ctx.reach),
+                ),
+                ctx.reach,
+                False,
+            ),
+        ]
+    edit = None
+    if ctx.kept_at is not None and ctx.carried:
+        value = detached_value(ctx.kept_at.code.strip())
+        edit = edit_at(ctx, ctx.kept_at, value) if value else detached_after(ctx, ctx.kept_at, ctx.carried)
+    elif ctx.entry_lineno is not None and ctx.site is not None and ctx.carried:
+        simple = ctx.carried_kind in (None, "tensor") and not ctx.carried_none and len(ctx.carried_all) <= 1
+        line = ctx.site.text(ctx.entry_lineno).strip()
+        if simple and _read_before_stored(ctx):
+            # the next iteration reads the state before this line runs again (a memory bank read by the loss):
+            # the value stored must hold no graph, whatever fresh tensors it was built from
+            value = detached_value(line)
+            edit = replace_line(ctx, ctx.entry_lineno, value) if value else None
+        else:
+            inline = detach_in(line, ctx.carried) if simple else None
+            edit = (
+                replace_line(ctx, ctx.entry_lineno, inline)
+                if inline
+                else insert_lines(ctx, ctx.entry_lineno, _detach_state(ctx))
+            )
+    proposals = [
+        keeping(
+            ctx,
+            Fix(
+                summary=T(
+                    "detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
+                    "iteration (truncated backpropagation through time)",
+                    name=ctx.carried,
+                )
+                if ctx.carried and ctx.recurrent
+                else T(
+                    "detach the carried state at the iteration boundary: {name}.detach() where it is kept for the "
+                    "next iteration",
+                    name=ctx.carried,
+                )
+                if ctx.carried
+                else T(  # no name to put before .detach(): words only, nothing that looks like code
+                    "detach the state carried from one iteration to the next, where it enters the next iteration"
+                ),
+                trains=T(
+                    "at each iteration, {loss} trains through that iteration's graph only; the previous iteration's "
+                    "graph is released",
+                    loss=ctx.l,
+                ),
+                edits=all_edits(edit),
+            ),
+        ),
+        Proposal(
+            Fix(
+                alternative=True,
+                summary=T(
+                    "backpropagate through the whole sequence: accumulate the losses and call backward once at the end"
+                ),
+                trains=T(
+                    "full backpropagation through time: each loss trains through every earlier step (memory grows "
+                    "with the sequence)"
+                ),
+                claims=claim(ctx, ctx.reach),
+            ),
+            ctx.reach,
+            False,
+        ),
+    ]
+    # a state kept on an object (a queue), or any state no recurrent call passes on, is not a sequence to
+    # backpropagate through
+    return proposals[:1] if ctx.kept_at is not None or not ctx.recurrent else proposals
+
+
+def _read_before_stored(ctx: Context) -> bool:
+    """The carried state is read in the loop body above the statement that stores it (``neg = q @ bank.t()``
+    before ``bank = torch.cat([bank, k])``): the next iteration reads what was stored, not a detached read."""
+    site, name, line = ctx.site, ctx.carried, ctx.entry_lineno
+    tree = site.tree() if site is not None else None
+    if tree is None or name is None or line is None:
+        return False
+    body = loop_body_of(tree, line)
+    for st in body or []:
+        if st.lineno >= line:
+            break
+        if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(st)):
+            return True
+    return False

@@ -1,0 +1,493 @@
+"""Causes ``optimizer_step`` and ``shared_graph_freed``: a loss whose graph runs through a model a step changed, or
+through a part an earlier backward freed (two chained networks, a GAN, an actor-critic), and their fixes."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+import torch
+
+from ..context import Context
+from ..edits import Edit
+from ..evidence import Facts, Problem, Topology, in_site, leaves_of, receiver, saved_line, sequence_of, var_named
+from ..fixes import Fix, Proposal, all_edits, claim, indent_of, insert_lines, replace_line, span_of, statements_text
+from ..graph import Graph
+from ..i18n import T, Text
+from ..location import Location
+from ..loop import Site
+from ..rewrite import detach_in, inputs_keyword, with_keyword
+from ..saved import Write
+from ..source import calls_method, enclosing_blocks, feeding, names, statement_at
+
+
+def step_context(
+    base: Context, p: Problem, graph: Graph, topo: Topology, facts: Facts, write: Write | None, node_id: int
+) -> Context:
+    model = base.model
+    below = topo.models_below(node_id)
+    judge = bool(model) and bool(below - {model})
+    optimizer = receiver(write.location.code, "step") if write is not None and write.location else base.optimizer
+    optimizer_class = write.op.split(".")[0] if write is not None else None
+    earlier, earlier_line = base.earlier, base.earlier_line
+    tracker = facts.tracker
+    if earlier is None and tracker is not None and write is not None and write.event is not None:
+        before = [c for c in tracker.history if c.event < write.event and c is not facts.failing]
+        if before and before[-1].location is not None:
+            earlier = receiver(before[-1].location.code, "backward")
+            earlier_line = in_site(facts, before[-1].location)
+    ctx = replace(
+        base,
+        judge=judge,
+        optimizer=optimizer,
+        optimizer_class=optimizer_class,
+        earlier=earlier,
+        earlier_line=earlier_line,
+        step_line=in_site(facts, write.location) if write is not None else base.step_line,
+    )
+    ctx = replace(ctx, recompute_lines=recompute_lines(ctx, graph, p, facts))
+    if not model:
+        return ctx
+    if judge:
+        return replace(ctx, others=tuple(sorted(below - {model})))
+    found = topo.entry(model)
+    if found is None:
+        return _frame_entry(ctx, facts)
+    entry, consumer = found
+    loc = saved_line(graph, [consumer.id]) or saved_line(graph, topo.parents.get(consumer.id, []))
+    name = var_named(
+        facts.namespace,
+        lambda t: t.grad_fn is not None and sequence_of(t.grad_fn) == entry.seq and t.grad_fn.name() == entry.name,
+    )
+    return replace(
+        ctx,
+        entry=name,
+        entry_line=loc.code if loc else None,
+        entry_where=loc.where if loc else None,
+        entry_lineno=in_site(facts, loc),
+    )
+
+
+def _frame_entry(ctx: Context, facts: Facts) -> Context:
+    """The variable that carries ``ctx.model``'s output into the failing loss, read from the frame: a tensor whose
+    graph reaches that model's parameters only, read by a one-line statement of the failing function that
+    computes the failing loss (``student_loss = distill(s_logits, t_logits, y)``)."""
+    site, line, model = facts.site, facts.backward_line, ctx.model
+    tree = site.tree() if site is not None else None
+    if site is None or line is None or tree is None or not model or not ctx.loss:
+        return ctx
+    params = site.modules.get(model, frozenset())
+    here = statement_at(tree, line)
+    block = next((b for b in enclosing_blocks(tree) if here in b), None)
+    if here is None or block is None or not params:
+        return ctx
+    before = block[: block.index(here)]
+    feeders = feeding(before, {ctx.loss})
+    for st in before:
+        if st.lineno not in feeders or st.lineno != st.end_lineno or not site.holds(st.lineno):
+            continue
+        for name in sorted(names(st, ast.Load)):
+            value = facts.namespace.get(name)
+            if not isinstance(value, torch.Tensor) or value.grad_fn is None:
+                continue
+            leaves = leaves_of(value)
+            if leaves and leaves <= params:
+                return replace(
+                    ctx,
+                    entry=name,
+                    entry_line=site.text(st.lineno).strip(),
+                    entry_where=Location(site.filename, st.lineno).where,
+                    entry_lineno=st.lineno,
+                )
+    return ctx
+
+
+def recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tuple[int, ...]:
+    """The statements to run again after the step so the failing loss is built from the stepped weights.
+
+    The forward lines that saved a tensor the step made stale, and every statement between them and the
+    step that reads what they assign, in order; only statements of the failing function, before the step.
+    """
+    site, step = facts.site, ctx.step_line
+    if site is None or step is None or ctx.backward_line is None or not step < ctx.backward_line:
+        return ()
+    tree = site.tree()
+    if tree is None:
+        return ()
+    stale_lines = {
+        s.saved_at.lineno
+        for s in graph.saved
+        if s.status == "modified_in_place" and s.saved_at is not None and s.saved_at.filename == site.filename
+    }
+    if p.kind == "graph_freed" and p.saved_at is not None and p.saved_at.filename == site.filename:
+        stale_lines.add(p.saved_at.lineno)
+    step_stmt = statement_at(tree, step)
+    if step_stmt is None:
+        return ()
+    body = next((b for b in enclosing_blocks(tree) if step_stmt in b), None)
+    if body is None:
+        return ()
+    stepped = _stepped_modules(site, ctx.optimizer)
+    chosen: list[int] = []
+    dirty: set[str] = set()
+    for st in body[: body.index(step_stmt)]:
+        if not isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            continue
+        lines = set(range(st.lineno, (st.end_lineno or st.lineno) + 1))
+        if not site.holds(st.lineno) or calls_method(st, ("backward", "step", "zero_grad")):
+            continue
+        if lines & stale_lines or names(st, ast.Load) & dirty or _calls_module(st, stepped):
+            chosen.append(st.lineno)
+            dirty |= names(st, ast.Store)
+    # keep only what the statements from the step to the backward read (directly or through each other)
+    after = [st for st in body[body.index(step_stmt) + 1 :] if st.lineno <= ctx.backward_line]
+    needed = set().union(*(names(st, ast.Load) for st in after)) if after else set()
+    kept: list[int] = []
+    by_line = {st.lineno: st for st in body}
+    for line in reversed(chosen):
+        st = by_line[line]
+        if names(st, ast.Store) & needed:
+            kept.append(line)
+            needed |= names(st, ast.Load)
+    return tuple(reversed(kept))
+
+
+def _stepped_modules(site: Site, optimizer: str | None) -> set[str]:
+    """The user's modules whose parameters ``optimizer`` (its variable in the frame) holds and steps."""
+    params = site.optimizers.get(optimizer or "")
+    return {m for m, ids in site.modules.items() if params and ids and ids <= params}
+
+
+def _calls_module(st: ast.stmt, modules: set[str]) -> bool:
+    """``st`` calls one of ``modules`` (``netD(fake)``, ``self.teacher(x)``): a forward through its weights
+    (the weights a step writes: a tensor saved inside a model's ``forward`` is saved at that forward's line)."""
+    return bool(modules) and any(isinstance(n, ast.Call) and ast.unparse(n.func) in modules for n in ast.walk(st))
+
+
+def _hatch(ctx: Context) -> Proposal:
+    return Proposal(
+        Fix(
+            alternative=True,
+            summary=T(
+                "run the loop as written inside a `with torch.autograd.graph.allow_mutation_on_saved_tensors():` "
+                "block: autograd keeps a copy of each saved tensor before it is modified in place"
+            ),
+            trains=T(
+                "what the code says: {loss} sends gradient into {model}, computed with {model}'s weights from "
+                "before {step}; in a loop whose {zero} runs before the next step, that gradient is never used (the "
+                "same training as detaching)",
+                loss=ctx.l,
+                model=ctx.m,
+                step=ctx.step,
+                zero=ctx.zero,
+            ),
+            cost=T("a copy of every saved tensor that is modified in place (memory and time)"),
+            claims=claim(ctx, tuple(ctx.others)),
+        ),
+        ctx.reach,
+        False,
+    )
+
+
+def _same_as_failing(ctx: Context) -> Text:
+    return T(
+        "{loss} trains {others} only; {model} learns from {earlier} only: the training your loop would do if it "
+        "ran, since {loss}'s gradient for {model} would arrive after {step}, too late for that step (and "
+        "{zero} before the next step discards it)",
+        loss=ctx.l,
+        others=ctx.o,
+        model=ctx.m,
+        earlier=ctx.e,
+        step=ctx.step,
+        zero=ctx.zero,
+    )
+
+
+def recompute_fix(ctx: Context) -> Proposal | None:
+    """Run the stale forward statements again right after the step, so the loss is built from the new weights."""
+    if not ctx.recompute_lines or ctx.step_line is None:
+        return None
+    text = statements_text(ctx, ctx.recompute_lines)
+    edit = insert_lines(ctx, ctx.step_line, text, after=True) if text else None
+    if edit is None:
+        return None
+    keep = _retain_for(ctx, text) if text else None
+    what = (
+        ", ".join(ctx.site.text(line).strip().split("=")[0].strip() for line in ctx.recompute_lines) if ctx.site else ""
+    )
+    return Proposal(
+        Fix(
+            keeps_forward=False,  # the loss is built from the stepped weights: other values
+            summary=T(
+                "recompute {what} after {step}, so that {loss} is built from the stepped weights",
+                what=what,
+                step=ctx.step,
+                loss=ctx.l,
+            )
+            if keep is None
+            else T(
+                "recompute {what} after {step}, so that {loss} is built from the stepped weights, and keep the graph "
+                "of {earlier}.backward() (retain_graph=True): {loss} still goes through the part of it no step changed",
+                what=what,
+                step=ctx.step,
+                loss=ctx.l,
+                earlier=ctx.e,
+            ),
+            trains=T("{loss} trains what it reaches, through the updated weights", loss=ctx.l),
+            edits=(edit,) if keep is None else tuple(sorted((edit, keep), key=lambda e: e.start)),
+            claims=claim(ctx, ctx.reach),
+        ),
+        ctx.reach,
+        False,
+        describe=True,
+    )
+
+
+def _retain_for(ctx: Context, text: str) -> Edit | None:
+    """``retain_graph=True`` on the earlier backward when the recomputed ``text`` reads a tensor of the frame
+    that still has a graph (``z`` from the encoder): the earlier backward freed that part, the failing loss
+    goes through it again. None when nothing needs keeping (or the earlier backward keeps its graph already)."""
+    site = ctx.site
+    if site is None or ctx.earlier_line is None:
+        return None
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+    if not read & set(ctx.extra.get("graph_names", "").split()):
+        return None
+    return replace_line(
+        ctx, ctx.earlier_line, with_keyword(site.text(ctx.earlier_line), "backward", "retain_graph=True")
+    )
+
+
+def _sum(ctx: Context, others: tuple[str, ...]) -> Proposal:
+    """One backward of the sum, then every step: the other intent, where the loss also trains the model."""
+    return Proposal(
+        Fix(
+            intent=T("if {loss} should also train {model}", loss=ctx.l, model=ctx.m),
+            summary=T(
+                "one backward of the sum, then the steps: zero every optimizer, backward ({earlier} + {loss}) "
+                "once, then step every optimizer",
+                earlier=ctx.e,
+                loss=ctx.l,
+            ),
+            trains=T(
+                "{earlier} and {loss} both train {model}, and {loss} trains {others}: a different training from "
+                "the failing code's, where {model} followed {earlier} only",
+                earlier=ctx.e,
+                loss=ctx.l,
+                model=ctx.m,
+                others=ctx.o,
+            ),
+            claims=claim(ctx, (*others, *([ctx.model] if ctx.model else []))),
+        ),
+        None,
+        False,
+    )
+
+
+def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
+    """An upstream model's output feeds the failing loss's models (two chained networks, actor-critic)."""
+    detach_edit = None
+    if ctx.entry and ctx.entry_lineno is not None and ctx.site is not None:
+        line = ctx.site.text(ctx.entry_lineno).strip()
+        detach_edit = replace_line(ctx, ctx.entry_lineno, detach_in(line, ctx.entry, into=ctx.others))
+    where = T(" (at {where})", where=ctx.entry_where) if ctx.entry_where and detach_edit else ""
+    entry = T(": feed in {entry}.detach(){where}", entry=ctx.entry, where=where) if ctx.entry else ""
+    if ctx.optimizer or not freed:
+        trains_same = _same_as_failing(ctx)
+    else:
+        trains_same = T(
+            "{loss} trains {others} only; {model} learns from {earlier} only",
+            loss=ctx.l,
+            others=ctx.o,
+            model=ctx.m,
+            earlier=ctx.e,
+        )
+    inputs = inputs_keyword(ctx.others)
+    inputs_edit = None
+    if inputs and ctx.site is not None and ctx.backward_line is not None:
+        inputs_edit = replace_line(
+            ctx, ctx.backward_line, with_keyword(ctx.site.text(ctx.backward_line), "backward", inputs)
+        )
+    others = tuple(ctx.others)
+    proposals = [
+        Proposal(
+            Fix(
+                intent=T("if {loss} should not train {model}", loss=ctx.l, model=ctx.m),
+                summary=T(
+                    "detach {model}'s output where it enters {others}{entry}", model=ctx.m, others=ctx.o, entry=entry
+                ),
+                trains=trains_same,
+                edits=all_edits(detach_edit),
+                claims=claim(ctx, others),
+            ),
+            others,
+            False,
+        ),
+        Proposal(
+            Fix(
+                intent=T("the same, keeping the order and the graph"),
+                summary=T("backward {loss} into {others}'s parameters only", loss=ctx.l, others=ctx.o),
+                trains=T("the same as detaching: {loss} trains {others} only", loss=ctx.l, others=ctx.o),
+                edits=all_edits(inputs_edit),
+                claims=claim(ctx, others),
+            ),
+            others,
+            False,
+        ),
+    ]
+    if not others and ctx.model is not None:
+        # a known model and no downstream one (one model, two losses on its outputs): "detach where it enters" has nothing to
+        # enter, and detaching one of several outputs the loss reads would not stop it training the model
+        proposals = []
+    again = recompute_fix(ctx)
+    if again is not None:
+        proposals.append(again)
+    if ctx.intent is None or ctx.model not in ctx.intent.trained:  # its premise: the loop does not train it
+        proposals.append(_sum(ctx, others))
+    if freed and ctx.step_between is False:
+        retain_edit = None
+        if ctx.site is not None and ctx.earlier_line is not None:
+            retain_edit = replace_line(
+                ctx, ctx.earlier_line, with_keyword(ctx.site.text(ctx.earlier_line), "backward", "retain_graph=True")
+            )
+        proposals.append(
+            Proposal(
+                Fix(
+                    alternative=True,
+                    summary=T(
+                        "keep two backward calls: {earlier}.backward(retain_graph=True), then {loss}.backward(), "
+                        "and only then any optimizer step",
+                        earlier=ctx.e,
+                        loss=ctx.l,
+                    ),
+                    trains=T(
+                        "like the sum: {earlier} and {loss} both train {model}", earlier=ctx.e, loss=ctx.l, model=ctx.m
+                    ),
+                    edits=all_edits(retain_edit),
+                    claims=claim(ctx, ctx.reach),
+                ),
+                ctx.reach,
+                False,
+            )
+        )
+    elif not freed:
+        proposals.append(_hatch(ctx))
+    return proposals
+
+
+def _step_moved_after(ctx: Context, keyword: str) -> tuple[Edit | None, Edit | None]:
+    """Delete the step's line and put it right after the failing backward, given ``keyword`` (``inputs=...``)."""
+    site, step, back = ctx.site, ctx.step_line, ctx.backward_line
+    if site is None or step is None or back is None or not (step < back and site.holds(step)):
+        return None, None
+    if span_of(site, step) != (step, step):
+        return None, None
+    call = with_keyword(site.text(back), "backward", keyword)
+    moved = replace_line(ctx, back, call)
+    if moved is None:
+        return None, None
+    indent = indent_of(site, back)
+    both = Edit(moved.filename, back, back, f"{moved.text}\n{indent}{site.text(step).strip()}")
+    return Edit(site.filename, step, step, ""), both
+
+
+def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
+    """The stepped model sits between the failing loss and the models it trains (GAN discriminator)."""
+    edit = None
+    if ctx.recompute_lines and ctx.step_line is not None:
+        text = statements_text(ctx, ctx.recompute_lines)
+        edit = insert_lines(ctx, ctx.step_line, text, after=True) if text else None
+    others = tuple(ctx.others)
+    inputs = inputs_keyword(ctx.others) if len(ctx.others) == 1 else None
+    # the two readings of the user's loop (G against D after its step, or before it): each fix says which
+    two = bool(ctx.site is not None and ctx.loss and ctx.model and ctx.others)
+    proposals = [
+        Proposal(
+            Fix(
+                keeps_forward=False,  # the loss is built from the stepped model: other values
+                intent=T(
+                    "if {loss} should train {others} against {model} as {step} left it",
+                    loss=ctx.l,
+                    others=ctx.o,
+                    model=ctx.m,
+                    step=ctx.step,
+                )
+                if two
+                else None,
+                summary=T(
+                    "recompute {model}'s forward after {step}, and {loss} from it",
+                    model=ctx.m,
+                    step=ctx.step,
+                    loss=ctx.l,
+                ),
+                trains=T(
+                    "{loss} trains {others} through the updated {model} (the usual GAN order); {model} learns from "
+                    "{earlier} only, since {zero} clears what {loss} leaves in {model}'s .grad",
+                    loss=ctx.l,
+                    others=ctx.o,
+                    model=ctx.m,
+                    earlier=ctx.e,
+                    zero=ctx.zero,
+                ),
+                edits=all_edits(edit),
+                claims=claim(ctx, others),
+            ),
+            ctx.reach,
+            False,
+            describe=True,  # with the loop's intent known, its trains line is read from the loop, not the GAN story
+        ),
+        Proposal(
+            Fix(
+                intent=T(
+                    "if {loss} should train {others} against {model} as it was before {step}",
+                    loss=ctx.l,
+                    others=ctx.o,
+                    model=ctx.m,
+                    step=ctx.step,
+                )
+                if two
+                else None,
+                edits=all_edits(*_step_moved_after(ctx, inputs)) if inputs else (),
+                alternative=not (inputs and two),
+                summary=T(
+                    "move {step} after {loss}.backward(), and backward {loss} into {others}'s parameters only "
+                    "({inputs})",
+                    loss=ctx.l,
+                    step=ctx.step,
+                    others=ctx.o,
+                    inputs=inputs or "",
+                )
+                if inputs and two
+                else T(
+                    "move {loss}.backward({inputs}) before {step}",
+                    loss=ctx.l,
+                    step=ctx.step,
+                    inputs=inputs or "",
+                )
+                if inputs
+                else T(
+                    "backward {loss} before {step}, into {others}'s parameters only",
+                    loss=ctx.l,
+                    step=ctx.step,
+                    others=ctx.o,
+                ),
+                trains=T(
+                    "{loss} trains {others} through {model} as it was before its step; {model}'s gradient is untouched",
+                    loss=ctx.l,
+                    others=ctx.o,
+                    model=ctx.m,
+                ),
+                claims=claim(ctx, others),
+            ),
+            others,
+            False,
+        ),
+    ]
+    if not freed:
+        proposals.append(_hatch(ctx))
+    return proposals

@@ -1,0 +1,105 @@
+"""Cause ``list_never_cleared``: a list that each iteration appends graph-holding tensors to is never cleared; its fixes."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..context import Context
+from ..evidence import Facts, sequence_of
+from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping
+from ..graph import Graph
+from ..i18n import T, join
+from ..source import loop_body_of
+
+if TYPE_CHECKING:
+    from ..recorder import BackwardCall
+
+
+def buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCall | None) -> Context | None:
+    """A list in the frame holding tensors of an earlier iteration's graph (log-probs never cleared)."""
+    seqs = {n.seq for n in graph.nodes if n.seq is not None}
+    limit = call.newest_node if call is not None else None
+    found: list[str] = []
+    lists: dict[str, list[Any]] = {}
+    for key, value in facts.namespace.items():
+        if not isinstance(key, str) or key.startswith("_"):
+            continue
+        if isinstance(value, list):
+            lists[key] = value
+        elif isinstance(value, torch.nn.Module):
+            for attr, inner in vars(value).items():
+                if isinstance(inner, list) and not attr.startswith("_"):
+                    lists[f"{key}.{attr}"] = inner
+    for key, value in lists.items():
+        if len(value) < 2:
+            continue
+        old = [
+            t
+            for t in value
+            if isinstance(t, torch.Tensor)
+            and t.grad_fn is not None
+            and (s := sequence_of(t.grad_fn)) in seqs
+            and (limit is None or (s is not None and s <= limit))
+        ]
+        if old:
+            found.append(key)
+    if not found:
+        return None
+    buffer = sorted(found)[0]
+    length = len(lists[buffer])
+    site = facts.site
+    partners: list[str] = []
+    if site is not None and facts.backward_line is not None:
+        tree = site.tree()
+        body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+        appended = _appended_in(body or [])
+        owner = buffer.rsplit(".", 1)[0] if "." in buffer else None
+        partners = sorted(
+            k
+            for k, v in lists.items()
+            if k != buffer and len(v) == length and (k in appended or (owner is not None and k.startswith(owner + ".")))
+        )
+        if buffer not in appended and owner is None:
+            partners = []
+    return replace(base, buffer=buffer, buffers=(buffer, *partners))
+
+
+def _appended_in(body: list[ast.stmt]) -> set[str]:
+    out: set[str] = set()
+    for st in body:
+        for n in ast.walk(st):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("append", "extend"):
+                out.add(ast.unparse(n.func.value))
+    return out
+
+
+def buffered_fixes(ctx: Context) -> list[Proposal]:
+    names = ctx.buffers or ((ctx.buffer,) if ctx.buffer else ())
+    text = "\n".join(f"{n}.clear()" for n in names) if names else None
+    edit = insert_lines(ctx, ctx.backward_line, text, after=True) if text else None
+    return [
+        keeping(
+            ctx,
+            Fix(
+                summary=T(
+                    "clear {names} after each backward, so that the next one goes through the new iteration's graph "
+                    "only",
+                    names=join(names, T(" and ")) if names else T("the list"),
+                ),
+                trains=T("{loss} trains what it reaches, from this iteration's tensors only", loss=ctx.l),
+                edits=all_edits(edit),
+            ),
+        ),
+        keeping(
+            ctx,
+            Fix(
+                alternative=True,
+                summary=T("keep only numbers in lists kept for logging: append .item() of each tensor"),
+                trains=T("unchanged: the logged values take no part in backward"),
+            ),
+        ),
+    ]

@@ -1,0 +1,555 @@
+"""What gradlab knows about one failure besides the problem itself: the graph's topology, the frame, the record.
+
+Built once per failure and read by every cause and kind: :class:`Facts` for a
+backward that failed (or a ``check()`` before it), :class:`Failure` for any
+autograd error, wherever torch raised it (a backward, an in-place write, a
+forward that saved an inference tensor, ``.numpy()``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+
+from . import internals
+from .context import Context
+from .graph import Graph, GraphNode, walk
+from .i18n import T, Words, join
+from .location import Location, _library_file, frame_names
+from .loop import LoopIntent, Site, read_site, recorded_intent, site_intent
+from .messages import Message, find
+from .names import framework_backward
+from .saved import Write
+from .source import loop_body_of, next_backward, parse
+
+if TYPE_CHECKING:
+    from .recorder import BackwardCall, Recorder
+
+__all__ = [
+    "Facts",
+    "Failure",
+    "Topology",
+    "backward_line_after",
+    "failure_of",
+    "user_frame_of",
+    "user_frames_of",
+    "loop_claims",
+]
+
+
+class Problem(Protocol):
+    """What :func:`decide` reads of a :class:`gradlab.Problem` (this module sits below diagnosis.py)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def node_id(self) -> int | None: ...
+    @property
+    def tensor(self) -> Words: ...
+    @property
+    def given(self) -> str | None: ...
+    @property
+    def shape(self) -> tuple[int, ...] | None: ...
+    @property
+    def saved_at(self) -> Location | None: ...
+    @property
+    def location(self) -> Location | None: ...
+    @property
+    def writes(self) -> tuple[Write, ...]: ...
+    @property
+    def counter_missed(self) -> bool: ...
+
+
+def _module(given: str | None) -> str | None:
+    """The model a given name belongs to: ``n_1.linear_2.weight`` -> ``n_1``; None without a model."""
+    if given is None:
+        return None
+    return given.split(".", 1)[0] if "." in given else None
+
+
+class Topology:
+    """Which named models each node of a graph reaches (by the leaves below it)."""
+
+    def __init__(self, graph: Graph, dotted: Iterable[str] = ()) -> None:
+        self.graph = graph
+        # models held by an object of the frame (``moco.encoder_q``): their names have a dot of their own
+        self.dotted = tuple(sorted(dotted, key=len, reverse=True))
+        self.by_id = {n.id: n for n in graph.nodes}
+        self.parents: dict[int, list[int]] = {}
+        for n in graph.nodes:
+            for m in n.next_ids:
+                self.parents.setdefault(m, []).append(n.id)
+        self._reach: dict[int, frozenset[str]] = {}
+
+    def models_below(self, node_id: int) -> frozenset[str]:
+        """The top-level module names of the named parameters reachable from ``node_id``."""
+        cached = self._reach.get(node_id)
+        if cached is not None:
+            return cached
+        found: set[str] = set()
+        seen = {node_id}
+        stack = [node_id]
+        while stack:
+            n = self.by_id[stack.pop()]
+            if n.kind == "leaf":
+                module = self.owner(n.given)
+                if module:
+                    found.add(module)
+            for m in n.next_ids:
+                if m not in seen:
+                    seen.add(m)
+                    stack.append(m)
+        result = frozenset(found)
+        self._reach[node_id] = result
+        return result
+
+    def owner(self, given: str | None) -> str | None:
+        """The model a parameter's name belongs to: the longest held model's name it starts with, else its head."""
+        if given is not None:
+            for name in self.dotted:
+                if given.startswith(name + "."):
+                    return name
+        return _module(given)
+
+    def entry(self, model: str) -> tuple[GraphNode, GraphNode] | None:
+        """The node whose output carries ``model``'s result into the rest, and its consumer."""
+        for n in self.graph.nodes:  # breadth first from the outputs: the first found is the highest
+            if n.kind == "leaf" or self.models_below(n.id) != {model}:
+                continue
+            for parent in self.parents.get(n.id, ()):
+                if self.models_below(parent) - {model}:
+                    return n, self.by_id[parent]
+        return None
+
+
+@dataclass
+class Facts:
+    """What gradlab knows about the failure besides the graph (all optional).
+
+    ``site`` is the code that runs the failing backward (or calls ``check``);
+    ``backward_line`` the line of that backward in ``site`` (for ``check``, the
+    next backward after the call).
+    """
+
+    tracker: Recorder | None = None
+    failing: BackwardCall | None = None
+    namespace: dict[str, Any] = field(default_factory=dict)
+    site: Site | None = None
+    backward_line: int | None = None
+
+
+@dataclass
+class Failure:
+    """One autograd error and what gradlab knows around it, wherever torch raised it.
+
+    ``message`` is torch's message read once (:func:`gradlab.messages.find`);
+    ``location`` the user's line that raised it (the innermost frame of user code
+    in its traceback), ``site`` the code of that function and ``namespace`` its
+    names; ``recorder`` the tracker's record, when one watched; ``tensors`` the
+    tensors the failing call was given (a backward's outputs, an in-place write's
+    target) and ``op`` the in-place op torch refused, when known. Transient: it is
+    read while the diagnosis is made and kept by nothing.
+    """
+
+    error: BaseException | None  # None for check() before the backward: the failure it predicts
+    message: Message
+    location: Location | None = None
+    site: Site | None = None
+    namespace: dict[str, Any] = field(default_factory=dict)
+    recorder: Recorder | None = None
+    tensors: tuple[Any, ...] = ()
+    op: str | None = None
+    outer: tuple[tuple[FrameType, int], ...] = field(default=(), repr=False)  # the user frames around, innermost first
+
+    @property
+    def kind(self) -> str:
+        return self.message.kind
+
+    def claims(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """What the loop's losses train as the code stands (:func:`loop_claims`), read in the innermost user frame
+        of the failure that backwards after its line: the failing function, or the loop that called it."""
+        if self.location is not None:
+            found = loop_claims(self.site, self.namespace, self.location.lineno)
+            if found:
+                return found
+        for frame, line in self.outer:
+            site = read_site(frame)
+            found = loop_claims(site, frame_names(frame), line)
+            if found:
+                return found
+        return ()
+
+
+def user_frame_of(tb: TracebackType | None) -> tuple[FrameType, int] | None:
+    """The innermost frame of user code in a traceback, and the line it was running."""
+    frames = user_frames_of(tb)
+    return frames[0] if frames else None
+
+
+def user_frames_of(tb: TracebackType | None) -> list[tuple[FrameType, int]]:
+    """The frames of user code in a traceback with the lines they were running, innermost first."""
+    found: list[tuple[FrameType, int]] = []
+    while tb is not None:
+        if not _library_file(tb.tb_frame.f_code.co_filename):
+            found.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    return found[::-1]
+
+
+def failure_of(
+    error: BaseException,
+    recorder: Recorder | None = None,
+    *,
+    frame: FrameType | None = None,
+    tensors: tuple[Any, ...] = (),
+    op: str | None = None,
+    modules: Mapping[str, frozenset[int]] | None = None,
+) -> Failure | None:
+    """The :class:`Failure` of ``error`` (None when it is no autograd error gradlab decodes).
+
+    ``frame`` is the user's frame that raised it (default: the innermost user frame
+    of its traceback); ``modules`` the user's models by name, as ``names=`` gives them.
+    """
+    message = find(error)
+    if message is None:
+        return None
+    line: int | None = None
+    frames = user_frames_of(error.__traceback__)
+    if frame is None and frames:
+        frame, line = frames[0]
+    outer = tuple(f for f in frames if f[0] is not frame)
+    if frame is None:
+        return Failure(error, message, recorder=recorder, tensors=tensors, op=op)
+    if not outer:  # raised in a hook gradlab called from the user's frame: the frames above it are the user's
+        g, up = frame.f_back, list[tuple[FrameType, int]]()
+        while g is not None and len(up) < 8:
+            if not _library_file(g.f_code.co_filename):
+                up.append((g, g.f_lineno))
+            g = g.f_back
+        outer = tuple(up)
+    location = Location(frame.f_code.co_filename, line if line is not None else frame.f_lineno)
+    site = read_site(frame, modules)
+    return Failure(error, message, location, site, frame_names(frame), recorder, tensors, op, outer)
+
+
+def var_named(namespace: Mapping[str, Any] | None, match: Any) -> str | None:
+    """A variable in ``namespace`` holding a tensor that ``match(tensor)`` accepts (the user's name for it)."""
+    if not namespace:
+        return None
+    for key, value in namespace.items():
+        if isinstance(key, str) and not key.startswith("_") and isinstance(value, torch.Tensor) and match(value):
+            return key
+    return None
+
+
+def receiver(code: str | None, method: str) -> str | None:
+    """``opt_1`` from ``opt_1.step()``; ``loss_2`` from ``loss_2.backward()``; ``head_loss`` from a framework's
+    ``accelerator.backward(head_loss)`` or ``self.manual_backward(head_loss)`` (:func:`gradlab.names.framework_backward`)."""
+    if not code:
+        return None
+    if method == "backward":
+        tree = parse(code.strip())
+        for node in ast.walk(tree) if tree is not None else ():
+            call = node if isinstance(node, ast.Call) and node.args else None
+            if call is not None and isinstance(call.func, ast.Attribute) and framework_backward(call.func):
+                return ast.unparse(call.args[0])
+    m = re.search(r"([\w.\[\]]+|\([^()]*\))\." + method + r"\(", code)
+    if m:
+        return m[1].strip("()") if m[1].startswith("(") else m[1]
+    m = re.search(r"torch\.autograd\.(?:backward|grad)\(\s*([\w.\[\]]+)", code)
+    return m[1] if m else None
+
+
+def saved_line(graph: Graph, node_ids: Iterable[int]) -> Location | None:
+    """The user line whose forward saved a tensor for one of ``node_ids`` (their forward line)."""
+    wanted = set(node_ids)
+    for s in graph.saved:
+        if s.node_id in wanted and s.saved_at is not None:
+            return s.saved_at
+    return None
+
+
+def sequence_of(fn: Any) -> int | None:
+    return internals.sequence_nr(fn)
+
+
+def short_name(p: Problem) -> Words:
+    """The user's name for the problem's tensor (a view's base name); else its description."""
+    return p.given or p.tensor
+
+
+def is_parameter(p: Problem) -> bool:
+    leaf = T("leaf tensor {shape}", shape=list(p.shape or ()))
+    return _module(p.given) is not None or p.tensor == leaf
+
+
+def in_site(facts: Facts, loc: Location | None) -> int | None:
+    """``loc``'s line number when it is a line of the failing function's own code, else None."""
+    site = facts.site
+    if loc is None or site is None or loc.filename != site.filename or not site.holds(loc.lineno):
+        return None
+    return loc.lineno
+
+
+def intent_from_record(
+    facts: Facts, read: LoopIntent | None, loss: str | None
+) -> tuple[LoopIntent | None, Words | None]:
+    """The loop's intent from what ran when the loop has gone round, else ``read`` from the source; and a
+    sentence when both are known and disagree (NOTE [Intent from the record] in loop.py)."""
+    tracker, site = facts.tracker, facts.site
+    if tracker is None or site is None:
+        return read, None
+    failing = facts.failing
+    if failing is not None:
+        at, until = failing.location, failing.index
+    elif facts.backward_line is not None:
+        line = facts.backward_line
+        at = next(
+            (
+                c.location
+                for c in reversed(tracker.history)
+                if c.location is not None and c.location.filename == site.filename and c.location.lineno == line
+            ),
+            None,
+        )
+        until = tracker.stats()["backward_calls"]
+    else:
+        return read, None
+    ran = recorded_intent(tracker.history, tracker.optimizer_calls, at, until, site)
+    if not ran.known:
+        return read, None
+    if read is None or not read.known or set(read.trained) == set(ran.trained):
+        return ran, None
+    words = {k: join(v, T(" and ")) if v else T("nothing") for k, v in (("ran", ran.trained), ("read", read.trained))}
+    note = T(
+        "the loop's record and its source disagree on what {loss} trains: its optimizers stepped {ran} on it "
+        "when it ran, the source after the backward reads {read}; the fixes follow what ran",
+        loss=loss or T("the failing loss"),
+        **words,
+    )
+    return ran, note
+
+
+def graph_names(namespace: Mapping[str, Any]) -> set[str]:
+    return {
+        k
+        for k, v in namespace.items()
+        if isinstance(k, str) and not k.startswith("_") and isinstance(v, torch.Tensor) and v.grad_fn is not None
+    }
+
+
+def other_claims(facts: Facts, failing_loss: str | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What each other loss the loop backwards trains as the code stands: the models its graph reaches
+    whose optimizer steps on it (read as for the failing loss), for the losses still bound in the frame."""
+    site = facts.site
+    if site is None or facts.backward_line is None or not site.modules:
+        return ()
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    if body is None and tree is not None:
+        body = list(tree.body)
+    out: dict[str, tuple[str, ...]] = {}
+    for st in body or []:
+        for n in ast.walk(st):
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"):
+                continue
+            name = ast.unparse(n.func.value)
+            value = facts.namespace.get(name)
+            if name == failing_loss or not isinstance(value, torch.Tensor) or value.grad_fn is None:
+                continue
+            leaves = {id(fn.variable) for fn in walk([value.grad_fn]) if hasattr(fn, "variable")}
+            reach = {m for m, ids in site.modules.items() if ids & leaves}
+            intent = site_intent(site, n.lineno)
+            if intent.known:
+                out[name] = tuple(sorted(reach & set(intent.trained)))
+    return tuple(sorted(out.items()))
+
+
+def same_root(call: BackwardCall, root: GraphNode | None, failing: BackwardCall | None) -> bool:
+    """The freeing backward ran on the very loss that is backwarded now (its newest node is the root)."""
+    if failing is not None and failing.newest_node is not None:
+        return call is not failing and call.newest_node == failing.newest_node
+    return root is not None and root.seq is not None and call.newest_node == root.seq
+
+
+# NOTE [Previous iteration]
+# A node freed by an earlier backward belongs to a previous iteration when that
+# backward's line comes at or after the line running now in the loop body (the
+# failing backward itself, or the check() call before it): in source order it
+# cannot have run yet in this iteration. Outside a tracker (no freeing line), a
+# node saved at a line that has also saved a live node of this graph (the same
+# forward line ran again) is from a previous iteration. Both the note and check()
+# use this one rule, so they name the same cause.
+def _at_failing_line(c: BackwardCall, facts: Facts) -> bool:
+    """``c`` ran at the failing backward's line: the same call (the note), or the line check() precedes."""
+    failing, site = facts.failing, facts.site
+    if c.location is None:
+        return False
+    if failing is not None:
+        return c is not failing and c.location.same_call(failing.location)
+    return (
+        site is not None
+        and facts.backward_line is not None
+        and c.location.filename == site.filename
+        and c.location.lineno == facts.backward_line
+    )
+
+
+def previous_iteration(p: Problem, graph: Graph, node_id: int, facts: Facts, call: BackwardCall | None) -> bool:
+    failing, tracker = facts.failing, facts.tracker
+    if tracker is not None and call is None and (failing is None or failing.location is not None):
+        # a weight written by a step: was this node built before an earlier backward at the failing line?
+        seq = next((n.seq for n in graph.nodes if n.id == node_id), None)
+        if seq is not None and any(
+            _at_failing_line(c, facts) and c.newest_node is not None and seq <= c.newest_node for c in tracker.history
+        ):
+            return True
+    if call is not None and call.location is not None:
+        if _at_failing_line(call, facts):
+            return True
+        now = facts.backward_line if failing is None else (failing.location.lineno if failing.location else None)
+        site = facts.site
+        if now is not None and site is not None and call.location.filename == site.filename:
+            tree = site.tree()
+            body = loop_body_of(tree, now) if tree is not None else None
+            if body is not None and body[0].lineno <= call.location.lineno <= (body[-1].end_lineno or 0):
+                return call.location.lineno >= now
+    if p.kind == "graph_freed" and p.saved_at is not None and call is None:
+        return any(s.status != "freed" and s.saved_at == p.saved_at for s in graph.saved)
+    return False
+
+
+def freeing_call(p: Problem, facts: Facts) -> BackwardCall | None:
+    tracker = facts.tracker
+    if tracker is None or p.location is None:
+        return None
+    for call in reversed(tracker.history):
+        if call.location is p.location:
+            return call
+    return None
+
+
+def steps_between(
+    tracker: Recorder, call: BackwardCall, failing: BackwardCall | None
+) -> list[tuple[Location | None, str]]:
+    """The optimizer steps that ran between the freeing backward and the failing one."""
+    end = failing.event if failing is not None else None
+    return [(loc, name) for index, loc, name in tracker.steps if index > call.event and (end is None or index <= end)]
+
+
+def leaves_of(t: torch.Tensor) -> set[int]:
+    return {id(fn.variable) for fn in walk([t.grad_fn]) if hasattr(fn, "variable")} if t.grad_fn is not None else set()
+
+
+def from_frame(base: Context, facts: Facts, optimizer: str | None) -> Context:
+    """Without names for the graph's parameters (models held by a plain object: ``self.teacher``): the models
+    the failing loss reaches, read from its tensor in the frame and the frame's modules; the stepped model is
+    the one ``optimizer`` (the step that wrote the saved weight) holds."""
+    site = facts.site
+    value = facts.namespace.get(base.loss) if base.loss else None
+    if base.model is not None or base.reach or site is None or not site.modules or not isinstance(value, torch.Tensor):
+        return base
+    leaves = leaves_of(value)
+    reach = tuple(sorted(m for m, ids in site.modules.items() if ids & leaves))
+    held = site.optimizers.get(optimizer or "")
+    stepped = [m for m in reach if held and site.modules[m] <= held]
+    model = stepped[0] if len(stepped) == 1 else None
+    return replace(base, reach=reach, model=model, others=tuple(m for m in reach if m != model) if model else ())
+
+
+def torch_alias(namespace: Mapping[str, Any]) -> str | None:
+    """The frame's name for the torch module (``torch``, or ``import torch as th``'s ``th``)."""
+    return next((k for k, v in namespace.items() if isinstance(k, str) and v is torch), None)
+
+
+def calls_name(st: ast.AST, callee: str) -> bool:
+    """``st`` calls ``callee`` (``teacher(x)``, ``self.teacher(x)``)."""
+    return any(
+        isinstance(n, ast.Call) and (ast.unparse(n.func) == callee or ast.unparse(n.func).endswith("." + callee))
+        for n in ast.walk(st)
+    )
+
+
+def leaves_below(fn: Any, stop: Any = None) -> tuple[set[int], bool]:
+    """The ids of the leaf tensors below node ``fn`` (not walking through ``stop``), and whether ``stop`` was met."""
+    seen, stack, found, met = {id(fn)}, [fn], set(), False
+    while stack:
+        n = stack.pop()
+        if n is stop:
+            met = True
+            continue
+        if hasattr(n, "variable"):
+            found.add(id(n.variable))
+        for child, _index in getattr(n, "next_functions", ()):
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return found, met
+
+
+def resolve_name(expr: ast.expr, namespace: Mapping[str, Any]) -> Any:
+    parts = ast.unparse(expr).split(".")
+    value = namespace.get(parts[0])
+    for part in parts[1:]:
+        value = getattr(value, part, None)
+    return value
+
+
+def backward_line_after(site: Site | None, lineno: int) -> int | None:
+    """The line of the next backward after ``lineno`` in ``site`` (for ``check()`` before a backward)."""
+    if site is None:
+        return None
+    tree = site.tree()
+    return next_backward(tree, lineno) if tree is not None else None
+
+
+def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What each loss the code backwards after ``line`` trains, as the code stands: ``(loss, modules)``.
+
+    For a fix that changes nothing of the training (a failure raised before the loss's
+    backward: in its forward, in the logging after it): each backward statement that runs
+    next in the loop (or the function), its loss's reach (the graph of the tensor bound to
+    its name, else the user's models the statements computing it call) limited to the
+    modules whose optimizer steps on it.
+    """
+    from .source import after, calls_method, feeding, preceding
+
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None:
+        return ()
+    out: dict[str, tuple[str, ...]] = {}
+    for st in after(tree, line):
+        for node in ast.walk(st):
+            if not (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward"
+            ):
+                continue
+            loss = ast.unparse(node.func.value)
+            if loss in out or not loss.isidentifier():
+                continue
+            value = namespace.get(loss)
+            if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+                ids = leaves_of(value)
+                reach = {m for m, held in site.modules.items() if held & ids}
+            else:
+                before = preceding(tree, node.lineno)
+                lines = feeding(before, {loss})
+                called = {
+                    ast.unparse(n.func)
+                    for b in before
+                    if b.lineno in lines
+                    for n in ast.walk(b)
+                    if isinstance(n, ast.Call)
+                }
+                reach = {m for m in site.modules if m in called or any(c.endswith("." + m) for c in called)}
+            intent = site_intent(site, node.lineno)
+            out[loss] = tuple(sorted(reach & set(intent.trained) if intent.known else reach))
+        if calls_method(st, ("backward",)) and out:
+            break
+    return tuple(sorted(out.items()))

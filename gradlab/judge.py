@@ -1,0 +1,108 @@
+"""Judging proposed fixes before any runs: against the loop's intent, what each claims, which comes first."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .context import Context
+from .edits import Applicability
+from .fixes import Fix, Proposal, checked, claim
+from .i18n import T, Text, join
+
+__all__ = ["judged"]
+
+
+def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
+    """Each fix checked, its claims and applicability set against the code's intent; fitting fixes first.
+
+    With the loop's intent known (:mod:`gradlab.loop`), a fix's claim is the models its loss reaches after
+    it whose optimizer steps on that loss; a fix that stops the loss from training such a model says so and
+    is never first.
+    """
+    intent = ctx.intent
+    intended = set(intent.trained) & set(ctx.reach) if intent is not None and intent.known else None
+    fitting: list[Fix] = []
+    rest: list[Fix] = []
+    for prop in proposals:
+        fix = checked(prop.fix, ctx)
+        if fix.keeps_forward is None:  # a fix computes what the failing code computed, unless it says otherwise
+            fix = replace(fix, keeps_forward=True)
+        if intent is None or intended is None or not ctx.loss or not ctx.reach:
+            sure: Applicability = "machine-applicable" if prop.keeps else "maybe-incorrect"
+            fitting.append(replace(fix, applicability=sure if fix.code is not None else "sentence"))
+            continue
+        claimed = (
+            set(prop.reach) & set(intent.trained) if prop.reach is not None else set(dict(fix.claims).get(ctx.loss, ()))
+        )
+        given_up = sorted(intended - claimed)
+        extra = sorted(claimed - intended)
+        fix = replace(fix, claims=(*claim(ctx, claimed), *ctx.other_claims))
+        if given_up:
+            fix = replace(
+                fix,
+                trains=_gives_up(ctx, claimed, given_up),
+                applicability="maybe-incorrect" if fix.code is not None else "sentence",
+            )
+            rest.append(fix)
+        elif extra:
+            rest.append(replace(fix, applicability="maybe-incorrect" if fix.code is not None else "sentence"))
+        else:
+            story_zeroes = (
+                ctx.model is not None
+                and "zero_grad()" in fix.trains
+                and (intent.zeroer(ctx.model) is None or intent.zeroed_by_module(ctx.model))
+            )
+            if prop.describe or (prop.reach is not None and story_zeroes):
+                # the loop's own words, where the story's (a zero_grad() the code does not have) would be false
+                fix = replace(fix, trains=_trains_text(ctx, claimed))
+            fitting.append(replace(fix, applicability="machine-applicable" if fix.code is not None else "sentence"))
+    ordered = (*fitting, *rest)
+    if ctx.intent_note:  # which reading each fix assumes: what ran, not what the source reads
+        return tuple(replace(f, trains=T("{trains} ({note})", trains=f.trains, note=ctx.intent_note)) for f in ordered)
+    return ordered
+
+
+def _trains_text(ctx: Context, claimed: set[str]) -> Text:
+    intent = ctx.intent
+    trained = join(sorted(claimed), T(" and ")) if claimed else T("nothing")
+    dropped = [m for m in ctx.reach if m not in claimed]
+    if intent is not None and dropped:
+        cleared = []
+        for m in dropped:
+            zero = intent.zeroer(m)
+            if zero and intent.zeroed_by_module(m):
+                cleared.append(T("{module}.zero_grad() clears it before it is stepped", module=zero))
+            elif zero:
+                cleared.append(T("{optimizer}.zero_grad() clears it before {optimizer}.step()", optimizer=zero))
+            else:
+                cleared.append(T("no optimizer steps {model} on it", model=m))
+        return T(
+            "{loss} trains {models}, as your loop's optimizers ask; its gradient for {others} is not used ({why})",
+            loss=ctx.l,
+            models=trained,
+            others=join(dropped, T(" and ")),
+            why=join(cleared, ", "),
+        )
+    return T("{loss} trains {models}, as your loop's optimizers ask", loss=ctx.l, models=trained)
+
+
+def _gives_up(ctx: Context, claimed: set[str], given_up: list[str]) -> Text:
+    intent = ctx.intent
+    stepping = {intent.stepper(m) or "" for m in given_up} - {""} if intent is not None else set()
+    steps = ", ".join(f"{opt}.step()" for opt in sorted(stepping))
+    lost = join(given_up, T(" and "))
+    if claimed:
+        head = T("{loss} trains {models} only.", loss=ctx.l, models=join(sorted(claimed), T(" and ")))
+    else:
+        head = T("{loss} trains nothing.", loss=ctx.l)
+    return (
+        head
+        + " "
+        + T(
+            "It gives up what your loop asks for: {steps} follows {loss}.backward(), so your loop means {lost} to "
+            "learn from {loss}; with this fix {loss} no longer trains {lost}",
+            loss=ctx.l,
+            steps=steps or T("an optimizer step"),
+            lost=lost,
+        )
+    )

@@ -1,0 +1,175 @@
+"""GL0010 ``inference_saved``: a tensor made under ``torch.inference_mode()`` reached a forward that saves it.
+
+NOTE [Inference tensors]
+An inference tensor has no version counter, so autograd cannot save it for a
+backward; torch refuses at the forward op that would save it. The tensor was made
+elsewhere (a data cache, an evaluation helper decorated with
+``@torch.inference_mode()``, a model built under it). The located note names the
+tensors of the failing frame that are inference tensors, the lines where inference
+mode was entered (recorded under a tracker, else read from the file), and the line
+that saved them. Two fixes keep what the code computes and trains (the tensor is a
+constant of the graph either way): ``torch.no_grad()`` where ``inference_mode()``
+was entered, or a ``.clone()`` (a normal tensor) where the failing line reads it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+
+import torch
+
+from ..context import Context
+from ..edits import Edit
+from ..evidence import Failure
+from ..explanation import Explanation, Span
+from ..fixes import Fix, Proposal, indent_of
+from ..i18n import T, join
+from ..judge import judged
+from ..location import Location
+from ..rewrite import replace_reads
+from ..source import parse, statement_at
+from .family import BUILDERS
+
+__all__ = ["locate"]
+
+_ENTERED = re.compile(r"\binference_mode\(\s*\)")
+
+
+def _inference_names(f: Failure) -> list[str]:
+    """The frame's names of inference tensors, and of models whose parameters or buffers are."""
+    found = []
+    for key, value in f.namespace.items():
+        if not isinstance(key, str) or key.startswith("_"):
+            continue
+        if (isinstance(value, torch.Tensor) and value.is_inference()) or (
+            isinstance(value, torch.nn.Module)
+            and any(t.is_inference() for t in (*value.parameters(), *value.buffers()))
+        ):
+            found.append(key)
+    return sorted(found)
+
+
+def _entered(f: Failure) -> list[Location]:
+    """Where inference mode was entered: the tracker's record, else the lines of the file that enter it."""
+    seen = [
+        c.location
+        for c in (f.recorder.cuts.cuts if f.recorder is not None else ())
+        if c.label == "torch.inference_mode()"
+    ]
+    if seen:
+        unique: list[Location] = []
+        for at in reversed(seen):  # the latest first; a decorated function's call: its decorator
+            at = _decorator_of(at) or at
+            if at not in unique:
+                unique.append(at)
+        return unique[:3]
+    site = f.site
+    tree = parse(site.source) if site is not None else None
+    if site is None or tree is None:
+        return []
+    lines = sorted(
+        {
+            n.lineno
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("inference_mode") and not n.args
+        }
+    )
+    return [Location(site.filename, line) for line in lines][:3]
+
+
+def _decorator_of(loc: Location) -> Location | None:
+    """For a line that calls a function decorated with ``@torch.inference_mode()`` (the decorator enters it
+    there), the decorator's line; None when the line enters inference mode itself or calls no such function."""
+    if "inference_mode" in loc.code:
+        return None
+    import linecache
+
+    tree = parse("".join(linecache.getlines(loc.filename)))
+    line = parse(loc.code)
+    if tree is None or line is None:
+        return None
+    called = {ast.unparse(n.func).rsplit(".", 1)[-1] for n in ast.walk(line) if isinstance(n, ast.Call)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in called:
+            for dec in node.decorator_list:
+                if ast.unparse(dec).endswith("inference_mode()"):
+                    return Location(loc.filename, dec.lineno)
+    return None
+
+
+def locate(f: Failure) -> Explanation:
+    e = BUILDERS["inference_saved"](f.message)
+    site, loc = f.site, f.location
+    names = _inference_names(f)
+    entered = _entered(f)
+    spans = [
+        Span(at, T("made: inference mode is entered here; what it computes cannot be saved for backward"))
+        for at in entered
+    ]
+    if loc is not None:
+        what = join(names, ", ") if names else T("an inference tensor")
+        spans.append(Span(loc, T("saved: this forward saves {names} for its backward", names=what)))
+    located = replace(e, spans=tuple(spans))
+    if site is None:
+        return located
+    proposals: list[Proposal] = []
+    edits = []
+    for at in entered:
+        line = at.code
+        if len(_ENTERED.findall(line)) == 1:
+            text = _line_text(at)
+            edits.append(Edit(at.filename, at.lineno, at.lineno, _ENTERED.sub("no_grad()", text)))
+    if edits:
+        proposals.append(
+            Proposal(
+                Fix(
+                    summary=T(
+                        "use torch.no_grad() where inference mode is entered ({where})",
+                        where=", ".join(a.where for a in entered),
+                    ),
+                    trains=T(
+                        "the same as intended: the tensors it computes are the same constants of the graph, and "
+                        "no_grad tensors can be saved for backward"
+                    ),
+                    edits=tuple(edits),
+                ),
+                None,
+                True,
+            )
+        )
+    tree = site.tree()
+    st = (
+        statement_at(tree, loc.lineno)
+        if tree is not None and loc is not None and loc.filename == site.filename
+        else None
+    )
+    plain = [n for n in names if isinstance(f.namespace.get(n), torch.Tensor)]
+    if st is not None and loc is not None and st.lineno == st.end_lineno and plain:
+        text = site.text(loc.lineno).strip()
+        new = text
+        for name in plain:
+            new = replace_reads(new, name, f"{name}.clone()") or new
+        if new != text:
+            proposals.append(
+                Proposal(
+                    Fix(
+                        alternative=True,
+                        summary=T("read a copy of {names} where the forward saves it", names=join(plain, ", ")),
+                        trains=T("the same as intended: the copy is a normal tensor, a constant of the graph"),
+                        edits=(Edit(site.filename, loc.lineno, loc.lineno, indent_of(site, loc.lineno) + new),),
+                    ),
+                    None,
+                    True,
+                )
+            )
+    kept = f.claims()
+    fixes = tuple(replace(fix, claims=kept) for fix in judged(proposals, Context(site=site)))
+    return replace(located, fixes=(*fixes, *e.fixes))
+
+
+def _line_text(at: Location) -> str:
+    import linecache
+
+    return linecache.getline(at.filename, at.lineno).rstrip("\n")

@@ -1,0 +1,206 @@
+"""GL0004 ``leaf_in_place``: an in-place write to a leaf tensor that requires grad (a parameter, an input)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from ..advice import message_fixes
+from ..context import Context
+from ..edits import Edit
+from ..evidence import Failure, resolve_name, torch_alias, var_named
+from ..explanation import Explanation, Span
+from ..fixes import Fix, Proposal, indent_of
+from ..i18n import T
+from ..judge import judged
+from ..messages import Message
+from ..rewrite import op_display, rewrite_in_place
+from ..source import calls_method, enclosing_blocks, function_of, runs_backward, statement_at
+
+__all__ = ["explain", "locate", "no_grad_fix"]
+
+
+def explain(m: Message) -> Explanation:
+    if m.view:
+        summary = T(
+            "An in-place operation was applied to a view of a leaf tensor that requires grad"
+            " (a parameter or a tensor you created with requires_grad=True)."
+        )
+    else:
+        summary = T(
+            "An in-place operation was applied to a leaf tensor that requires grad"
+            " (a parameter or a tensor you created with requires_grad=True)."
+        )
+    return Explanation(
+        kind="leaf_in_place",
+        summary=summary,
+        message=m.text,
+        torch_wording=T("any torch release"),
+        meaning=(
+            T(
+                "autograd cannot record an in-place change to a leaf: its .grad is defined with"
+                " respect to the value you created, so overwriting it is refused."
+            ),
+        ),
+        causes=(
+            T("A manual parameter update written as w -= lr * w.grad outside torch.no_grad()."),
+            T("Initialising or clipping a parameter in place (w[0] = 0, w.clamp_()) with grad enabled."),
+        ),
+        fixes=message_fixes("leaf_in_place"),
+    )
+
+
+# NOTE [Writes to a leaf]
+# torch refuses an in-place write to a leaf that requires grad (a parameter, a tensor
+# made with requires_grad=True) while grad is on: the write would change the value the
+# leaf's .grad is about. Such a write is an update (w -= lr * w.grad, an init, a clamp
+# of a perturbation), not a step of the forward: the fix that keeps what the code means
+# is to make it outside the graph, under torch.no_grad() (the values written are the
+# same). Consecutive statements of the same block that write in place to leaves are
+# wrapped together: wrapping only the first would stop at the second. Making the write
+# out-of-place instead is another reading: the name then holds a new tensor, no leaf
+# (its .grad stays None, an optimizer keeps the old one), and gradient flows through it.
+def _writes_to_leaf(st: ast.stmt, namespace: Mapping[str, Any]) -> bool:
+    """``st`` writes in place to a tensor of ``namespace`` that is a leaf requiring grad."""
+    target: ast.expr | None = None
+    if isinstance(st, ast.AugAssign):
+        target = st.target
+    elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Attribute):
+        if st.value.func.attr.endswith("_") and not st.value.func.attr.endswith("__"):
+            target = st.value.func.value
+    elif isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript):
+        target = st.targets[0].value
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    if target is None:
+        return False
+    value = resolve_name(target, namespace)
+    return isinstance(value, torch.Tensor) and value.is_leaf and value.requires_grad
+
+
+def no_grad_fix(f: Failure, name: str | None, parameter: bool) -> Proposal | None:
+    """The write at ``f.location`` (and the leaf writes right after it) under ``torch.no_grad()`` (NOTE [Writes to a
+    leaf]); machine-applicable for an update: of a parameter, or from a gradient. None when it cannot be placed."""
+    site, loc = f.site, f.location
+    tree = site.tree() if site is not None else None
+    if site is None or loc is None or tree is None or loc.filename != site.filename:
+        return None
+    st = statement_at(tree, loc.lineno)
+    alias = torch_alias(f.namespace)
+    if st is None or alias is None:
+        return None
+    block = next((b for b in enclosing_blocks(tree) if st in b), None)
+    run = [st]
+    if block is not None:
+        for later in block[block.index(st) + 1 :]:
+            if not _writes_to_leaf(later, f.namespace):
+                break
+            run.append(later)
+    first, last = run[0].lineno, run[-1].end_lineno or run[-1].lineno
+    fn = function_of(tree, loc.lineno)
+    helper = (
+        fn is not None
+        and not any(runs_backward(n) or calls_method(n, ("step",)) for n in fn.body)
+        and not any(isinstance(r, ast.Return) and r.value is not None for r in ast.walk(fn))
+    )
+    if fn is not None and helper:  # an init or update helper (it backwards nothing, returns nothing): all of it
+        top = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
+        decorator = f"{indent_of(site, fn.lineno)}@{alias}.no_grad()"
+        return Proposal(
+            Fix(
+                summary=T(
+                    "run {function}() under torch.no_grad(): it writes to parameters, it is no step of the forward",
+                    function=fn.name,
+                ),
+                trains=T(
+                    "the same as intended: the parameters keep training from their losses; {function}() changes "
+                    "their values outside the graph, as an optimizer's step does",
+                    function=fn.name,
+                ),
+                edits=(Edit(site.filename, top, top - 1, decorator),),
+                claims=f.claims(),
+            ),
+            None,
+            True,
+        )
+    if not site.holds(first):
+        return None
+    # an update: of a parameter, or made from a gradient (w -= lr * w.grad): no_grad is what the code means
+    update = parameter or any(isinstance(n, ast.Attribute) and n.attr == "grad" for s in run for n in ast.walk(s))
+    body = "\n".join(site.text(i) for i in range(first, last + 1))
+    indent = indent_of(site, first)
+    wrapped = f"{indent}with {alias}.no_grad():\n" + textwrap.indent(textwrap.dedent(body), indent + "    ")
+    return Proposal(
+        Fix(
+            summary=T(
+                "make the write under torch.no_grad(): it updates {name}, it is no step of the forward",
+                name=name or T("the leaf"),
+            ),
+            trains=T(
+                "the same as intended: {name} keeps training from its loss; the write changes its value "
+                "outside the graph, as an optimizer's step does",
+                name=name or T("the leaf"),
+            ),
+            edits=(Edit(site.filename, first, last, wrapped),),
+            claims=f.claims() if update else (),
+        ),
+        None,
+        update,
+    )
+
+
+def locate(f: Failure) -> Explanation:
+    """The write torch refused, located, with its fixes: under ``torch.no_grad()``, or out of place."""
+    e = explain(f.message)
+    site, loc = f.site, f.location
+    tree = site.tree() if site is not None else None
+    if site is None or loc is None or tree is None or loc.filename != site.filename:
+        return e
+    st = statement_at(tree, loc.lineno)
+    if st is None:
+        return e
+    target = f.tensors[0] if f.tensors and isinstance(f.tensors[0], torch.Tensor) else None
+    name = var_named(f.namespace, lambda t: t is target) if target is not None else None
+    holders = frozenset().union(*site.optimizers.values()) if site.optimizers else frozenset()
+    modules = frozenset().union(*site.modules.values()) if site.modules else frozenset()
+    parameter = target is not None and (isinstance(target, torch.nn.Parameter) or id(target) in holders | modules)
+    label = T(
+        "write: {op} here, to {name}, a leaf that requires grad",
+        op=op_display(f.op or ""),
+        name=name or T("a leaf tensor"),
+    )
+    located = replace(e, spans=(Span(loc, label),))
+    ctx = Context(site=site, tensor=name)
+    proposals: list[Proposal] = []
+    wrap = no_grad_fix(f, name, parameter)
+    if wrap is not None:
+        proposals.append(wrap)
+    rewritten = rewrite_in_place(site.text(loc.lineno), f.op) if f.op and st.lineno == st.end_lineno else None
+    if rewritten is not None:
+        indent = indent_of(site, loc.lineno)
+        text = "\n".join(indent + part.strip() for part in rewritten.split("\n"))
+        proposals.append(
+            Proposal(
+                Fix(
+                    alternative=True,
+                    summary=T(
+                        "if the write is part of the computation, make it out of place: {name} then names a new tensor",
+                        name=name or T("the tensor"),
+                    ),
+                    trains=T(
+                        "gradient flows through the write into the tensor before it; the new tensor is no leaf: "
+                        "its .grad stays None, and an optimizer that holds the old one does not see the new value",
+                    ),
+                    edits=(Edit(site.filename, loc.lineno, loc.lineno, text),),
+                ),
+                None,
+                False,
+            )
+        )
+    fixes = judged(proposals, ctx)
+    return replace(located, fixes=(*fixes, *e.fixes))

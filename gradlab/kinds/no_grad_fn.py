@@ -1,0 +1,578 @@
+"""GL0003 ``no_grad_fn``: backward on a tensor without a graph; where the value left the graph, and the fix.
+
+NOTE [The cut on the loss's path]
+The tensor backward was called on has no graph because every path from it to the
+parameters was cut. The cut that matters is on the loss's own data path: read from
+the code of the failing function, going back from the backward's tensor through the
+statements that compute it, the latest statement that builds a tensor from a value
+(``torch.tensor(...)``, ``torch.from_numpy(...)``: *rebuilt*), and the statement that
+took that value out of the graph (``.item()``, ``.numpy()``, ``.tolist()``,
+``.detach()``, ``.data``: *left the graph*); else a ``with torch.no_grad():`` (or
+``inference_mode()``) block around those statements, or such a decorator on the
+function. A tracker's record of cuts (NOTE [Cuts] in writes.py) is used only when the
+code shows none: the latest cut it saw may be anywhere (a ``no_grad`` in a model's
+constructor). Fixes build the loss from the graph at the line that rebuilt it (the
+graph's own tensor instead of its copy), take the cut off the path, or run the
+statements out of the ``no_grad`` block.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from collections.abc import Sequence
+from dataclasses import replace
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..advice import message_fixes
+from ..context import Context
+from ..edits import Edit
+from ..evidence import Failure, backward_line_after, leaves_of, torch_alias
+from ..explanation import Explanation, Span
+from ..fixes import Fix, Proposal, indent_of, replace_line
+from ..i18n import T
+from ..judge import judged
+from ..location import Location, frame_names
+from ..loop import read_site, site_intent
+from ..messages import Message
+from ..rewrite import EXTRACTIONS, REBUILDS, from_graph, split_comment, without_detach
+from ..source import enclosing, function_of, names, preceding, statement_at
+
+if TYPE_CHECKING:
+    from ..recorder import Recorder
+
+__all__ = ["explain", "located_cut", "no_graph", "locate", "path_cut"]
+
+
+def explain(m: Message) -> Explanation:
+    return Explanation(
+        kind="no_grad_fn",
+        summary=T(
+            "Element {index} of the tensors you called backward on has no graph:"
+            " it does not require grad, so there is nothing to differentiate.",
+            index=m.index,
+        ),
+        message=m.text,
+        torch_wording=T("any torch release"),
+        meaning=(
+            T("The loss was computed from tensors none of which requires grad, or outside autograd's recording."),
+        ),
+        causes=(
+            T("The forward ran under torch.no_grad() or torch.inference_mode() (e.g. an eval loop)."),
+            T("The parameters have requires_grad=False (frozen) or the input was .detach()ed."),
+            T("The loss was rebuilt from numbers: torch.tensor(loss.item()) or a numpy round trip."),
+        ),
+        fixes=message_fixes("no_grad_fn"),
+    )
+
+
+def located_cut(explanation: Explanation, tensors: Sequence[object], recorder: Recorder | None) -> Explanation | None:
+    """``explanation`` located at the cut a tracker saw behind a backward on ``tensors``, or None if it saw none.
+
+    The one rule for the note after the error and for :func:`gradlab.check` before the backward.
+    """
+    found = recorder.cuts.cut_for(tensors) if recorder is not None else None
+    if found is None:
+        return None
+    cut, exact = found
+    return explanation.located(cut.label, cut.location, exact)
+
+
+def no_graph(
+    tensors: Sequence[object], recorder: Recorder | None = None, frame: FrameType | None = None
+) -> Explanation | None:
+    """Why a backward on ``tensors`` would fail for want of a graph (GL0003), before it runs; None if it would not.
+
+    torch refuses the first tensor that does not require grad ("element i of tensors does
+    not require grad and does not have a grad_fn"). With ``frame`` (the caller of
+    :func:`gradlab.check`) the explanation is located on the path of the next backward
+    there, by the rule the note after the error uses (NOTE [The cut on the loss's path]);
+    else under a tracker (``recorder``) at the cut it saw.
+
+    Example::
+
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> no_graph([(w * 2).sum().detach()]).code
+        'GL0003'
+        >>> no_graph([(w * 2).sum()]) is None
+        True
+    """
+    for i, t in enumerate(tensors):
+        if isinstance(t, torch.Tensor) and not t.requires_grad:
+            text = f"element {i} of tensors does not require grad and does not have a grad_fn"  # torch's words
+            message = Message("no_grad_fn", text, index=i)
+            site = read_site(frame) if frame is not None else None
+            tree = site.tree() if site is not None else None
+            line = backward_line_after(site, site.lineno) if site is not None and tree is not None else None
+            if site is not None and line is not None:
+                failure = Failure(
+                    None, message, Location(site.filename, line), site, frame_names(frame), recorder, tuple(tensors)
+                )
+                return locate(failure)
+            explanation = explain(message)
+            return located_cut(explanation, tensors, recorder) or explanation
+    return None
+
+
+_GRAD_OFF = ("no_grad", "inference_mode")
+
+
+def _grad_off(node: ast.expr) -> str | None:
+    """``"torch.no_grad()"`` when ``node`` is a call that turns grad off (``torch.no_grad()``,
+    ``th.inference_mode()``, ``torch.set_grad_enabled(False)``), else None."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name in _GRAD_OFF:
+        return f"torch.{name}()"
+    if name == "set_grad_enabled" and node.args and isinstance(node.args[0], ast.Constant) and not node.args[0].value:
+        return "torch.set_grad_enabled(False)"
+    return None
+
+
+def _calls_named(st: ast.AST, wanted: frozenset[str]) -> list[ast.Call]:
+    out = []
+    for n in ast.walk(st):
+        if isinstance(n, ast.Call):
+            func = n.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name in wanted and (name not in EXTRACTIONS or not n.args):
+                out.append(n)
+    return out
+
+
+def _backward_target(st: ast.stmt) -> ast.expr | None:
+    """The tensor expression a statement calls backward on (``loss`` in ``loss.backward()``)."""
+    for n in ast.walk(st):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward":
+            return n.func.value
+        if isinstance(n, ast.Call) and ast.unparse(n.func).endswith(("autograd.backward", "autograd.grad")) and n.args:
+            return n.args[0]
+    return None
+
+
+class PathCut:
+    """Where the loss's value left the graph and where it was rebuilt, read from the code (NOTE [The cut on the
+    loss's path]); line numbers of the failing function's file."""
+
+    def __init__(self) -> None:
+        self.rebuilt: ast.stmt | None = None
+        self.rebuilt_call: str | None = None
+        self.left: ast.stmt | None = None
+        self.left_call: str | None = None
+        self.block: ast.With | None = None
+        self.block_call: str | None = None
+        self.decorator: ast.expr | None = None
+        self.decorator_call: str | None = None
+        self.statements: list[ast.stmt] = []
+        self.values: dict[str, str] = {}  # a name bound to a number -> the tensor it was taken from
+        self.exact = False  # the cut statement made the very tensor backward was called on (loss = x.detach())
+        self.callee: str | None = None  # a function (a model's forward) on the path whose result left the graph
+        self.inside: list[ast.stmt] = []  # its statements that take the result out of the graph (.data, .detach())
+
+    @property
+    def found(self) -> bool:
+        return (
+            self.rebuilt is not None
+            or self.left is not None
+            or self.block is not None
+            or self.decorator is not None
+            or bool(self.inside)
+        )
+
+
+def _detaches(st: ast.stmt) -> bool:
+    """``st`` rebinds a name to a tensor taken out of the graph, as it is: ``out = out.data``, ``h = h.detach()``
+    (a ``.clone()`` after it allowed), not ``out.data.new(...)`` or ``x.detach().numpy()``."""
+    value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "clone":
+        value = value.func.value
+    if isinstance(value, ast.Attribute) and value.attr == "data":
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "detach"
+        and not value.args
+    )
+
+
+def _callee_cut(tree: ast.Module, path: list[ast.stmt], models: dict[str, str]) -> tuple[str, list[ast.stmt]] | None:
+    """A function of the file that the path calls (a model's ``forward``: ``models`` maps the frame's model names to
+    their class names) whose returned value it takes out of the graph: its name, and the statements that do."""
+    called = {ast.unparse(n.func) for st in path for n in ast.walk(st) if isinstance(n, ast.Call)}
+    wanted: dict[str, str] = {}  # a definition's name -> how the path calls it
+    for call in called:
+        last = call.rsplit(".", 1)[-1]
+        if call in models or last in models:
+            wanted.setdefault(f"{models.get(call) or models[last]}.forward", call)
+        else:
+            wanted.setdefault(last, call)
+    for node in ast.walk(tree):
+        defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+        if isinstance(node, ast.ClassDef):
+            defs = [
+                (f"{node.name}.{f.name}", f)
+                for f in node.body
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs = [(node.name, node)]
+        for key, fn in defs:
+            if key not in wanted:
+                continue
+            returns = [r for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None]
+            needed = (
+                set().union(*(names(r.value, ast.Load) for r in returns if r.value is not None)) if returns else set()
+            )
+            inside = []
+            for st in reversed(preceding(tree, max(r.lineno for r in returns))) if returns else ():
+                if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and names(st, ast.Store) & needed:
+                    needed |= names(st, ast.Load)
+                    if _detaches(st) and st.lineno == st.end_lineno:
+                        inside.append(st)
+            if inside:
+                return wanted[key], sorted(inside, key=lambda st: st.lineno)
+    return None
+
+
+def path_cut(tree: ast.Module, line: int, models: dict[str, str] | None = None) -> PathCut:
+    """The cut on the data path of the tensor the statement at ``line`` backwards (NOTE [The cut on the loss's path])."""
+    cut = PathCut()
+    here = statement_at(tree, line)
+    target = _backward_target(here) if here is not None else None
+    if here is None or target is None:
+        return cut
+    needed = names(target, ast.Load)
+    path: list[ast.stmt] = [here]
+    if _calls_named(target, REBUILDS) or _calls_named(target, EXTRACTIONS):
+        cut.rebuilt = here if _calls_named(target, REBUILDS) else None
+        cut.left = here if _calls_named(target, EXTRACTIONS) else None
+    for st in reversed(preceding(tree, line)):
+        if not isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) or not names(st, ast.Store) & needed:
+            continue
+        path.append(st)
+        reads = names(st, ast.Load) | (names(st, ast.Store) if isinstance(st, ast.AugAssign) else set())
+        needed |= reads
+        if cut.rebuilt is None and _calls_named(st, REBUILDS):
+            cut.rebuilt, cut.rebuilt_call = st, f"{ast.unparse(_calls_named(st, REBUILDS)[0].func)}()"
+        extracted = _calls_named(st, EXTRACTIONS)
+        if cut.left is None and extracted:
+            cut.left, cut.left_call = st, f".{extracted[0].func.attr}()"  # type: ignore[attr-defined]
+        value = st.value if isinstance(st, ast.Assign) and len(st.targets) == 1 else None
+        if extracted and value is not None and isinstance(st.targets[0], ast.Name):  # type: ignore[union-attr]
+            stripped = _stripped_source(value)
+            if stripped is not None:
+                cut.values[st.targets[0].id] = stripped  # type: ignore[union-attr]
+    if cut.left is not None and isinstance(target, ast.Name) and isinstance(cut.left, ast.Assign):
+        value = cut.left.value
+        binds = any(isinstance(t, ast.Name) and t.id == target.id for t in cut.left.targets)
+        cut.exact = (
+            binds
+            and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in EXTRACTIONS
+        )
+    if cut.left is not None and cut.left_call is None:
+        found = _calls_named(cut.left, EXTRACTIONS)
+        cut.left_call = f".{found[0].func.attr}()" if found else None  # type: ignore[attr-defined]
+    cut.statements = sorted(path, key=lambda st: st.lineno)
+    for st in cut.statements:  # a block that turns grad off around the path
+        for outer in enclosing(tree, st.lineno):
+            if isinstance(outer, ast.With) and cut.block is None:
+                call = next((c for item in outer.items if (c := _grad_off(item.context_expr))), None)
+                if call is not None:
+                    cut.block, cut.block_call = outer, call
+    function = function_of(tree, line)
+    if function is not None:
+        for dec in function.decorator_list:
+            call = _grad_off(dec)
+            if call is not None:
+                cut.decorator, cut.decorator_call = dec, call
+    if not cut.found:  # nothing in this function: a function it calls (a model's forward) may take it out
+        inner = _callee_cut(tree, cut.statements, models or {})
+        if inner is not None:
+            cut.callee, cut.inside = inner
+    return cut
+
+
+def _stripped_source(value: ast.expr) -> str | None:
+    from ..rewrite import _strip
+
+    stripped = _strip(value)
+    return None if stripped is value or isinstance(stripped, ast.Constant) else ast.unparse(stripped)
+
+
+def locate(f: Failure) -> Explanation:
+    """The explanation of a backward on a tensor without a graph, located at the cut on its path, with fixes."""
+    e = explain(f.message)
+    site = f.site
+    tree = site.tree() if site is not None else None
+    line = (
+        f.location.lineno
+        if f.location is not None and site is not None and site.filename == f.location.filename
+        else None
+    )
+    models = {
+        k: type(v).__name__
+        for k, v in f.namespace.items()
+        if isinstance(k, str) and isinstance(v, torch.nn.Module) and not k.startswith("_")
+    }
+    cut = path_cut(tree, line, models) if tree is not None and line is not None else PathCut()
+    if site is None or tree is None or line is None or not cut.found:
+        recorded = located_cut(e, f.tensors, f.recorder)
+        return recorded if recorded is not None else e
+    where = site.filename
+    spans: list[Span] = []
+    if cut.left is not None and cut.rebuilt is not None and cut.left is not cut.rebuilt:
+        spans.append(
+            Span(
+                Location(where, cut.left.lineno),
+                T("cut: {call} here takes the value out of the graph", call=cut.left_call or ".item()"),
+            )
+        )
+    if cut.rebuilt is not None:
+        spans.append(
+            Span(
+                Location(where, cut.rebuilt.lineno),
+                T(
+                    "rebuilt: {call} here makes a new tensor from that value, without a graph",
+                    call=cut.rebuilt_call or "torch.tensor()",
+                ),
+            )
+        )
+    if cut.rebuilt is None and cut.left is not None:
+        label = (
+            T(
+                "cut: {cut} here made the tensor backward was called on, without a graph",
+                cut=cut.left_call or ".detach()",
+            )
+            if cut.exact
+            else T("cut: {call} here takes the value out of the graph", call=cut.left_call or ".detach()")
+        )
+        spans.append(Span(Location(where, cut.left.lineno), label))
+    if cut.block is not None:
+        spans.append(
+            Span(
+                Location(where, cut.block.lineno),
+                T("cut: {call} is in effect here, around the loss's computation", call=cut.block_call),
+            )
+        )
+    for st in cut.inside:
+        spans.append(
+            Span(
+                Location(where, st.lineno),
+                T("cut: {call}() returns a value taken out of the graph here", call=cut.callee),
+            )
+        )
+    if cut.decorator is not None:
+        spans.append(
+            Span(
+                Location(where, cut.decorator.lineno),
+                T("cut: {call} is in effect in the whole function", call=cut.decorator_call),
+            )
+        )
+    # the likeliest cause first: the one the code shows (the causes are explain()'s, in this order)
+    grad_off, detached, rebuilt = e.causes[0], e.causes[1], e.causes[2]
+    if cut.rebuilt is not None:
+        causes = (rebuilt, grad_off, detached)
+    elif cut.left is not None or cut.inside:
+        causes = (detached, rebuilt, grad_off)
+    else:
+        causes = (grad_off, detached, rebuilt)
+    located = replace(e, spans=tuple(spans), causes=causes)
+    fixes = _fixes(f, cut, line)
+    return replace(located, fixes=(*fixes, *e.fixes))
+
+
+def _reach_of(f: Failure, source: str) -> tuple[str, ...]:
+    """The user's modules the tensors read by ``source`` (an expression of the frame's names) reach."""
+    site = f.site
+    if site is None:
+        return ()
+    try:
+        read = names(ast.parse(source), ast.Load)
+    except SyntaxError:
+        return ()
+    leaves: set[int] = set()
+    for name in read:
+        value = f.namespace.get(name)
+        if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+            leaves |= leaves_of(value)
+    return tuple(sorted(m for m, ids in site.modules.items() if ids & leaves))
+
+
+def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
+    site = f.site
+    assert site is not None
+    here = statement_at(site.tree(), line)  # type: ignore[arg-type]
+    target = _backward_target(here) if here is not None else None
+    loss = ast.unparse(target) if target is not None else None
+    proposals: list[Proposal] = []
+    alias = torch_alias(f.namespace) or "torch"
+    base = Context(loss=loss, site=site, backward_line=line)
+    if cut.rebuilt is not None and cut.rebuilt.lineno == cut.rebuilt.end_lineno:
+        text = site.text(cut.rebuilt.lineno).strip()
+        graph = frozenset(
+            k
+            for k, v in f.namespace.items()
+            if isinstance(k, str) and isinstance(v, torch.Tensor) and v.grad_fn is not None
+        )
+        new = from_graph(text, alias, cut.values, graph)
+        if new is not None:
+            reach = _reach_of(f, split_comment(new)[0].split("=", 1)[-1].strip())
+            ctx = replace(base, reach=reach, intent=_intent(site, line))
+            proposals.append(
+                Proposal(
+                    Fix(
+                        summary=T(
+                            "build {loss} from the graph: use the tensor itself where a copy of its value is made (at {where})",
+                            loss=loss or T("the loss"),
+                            where=Location(site.filename, cut.rebuilt.lineno).where,
+                        ),
+                        trains=_trains(loss, reach),
+                        edits=_one(replace_line(ctx, cut.rebuilt.lineno, new)),
+                    ),
+                    reach,
+                    False,
+                    describe=bool(reach),
+                )
+            )
+    if cut.left is not None and cut.rebuilt is None and cut.left.lineno == cut.left.end_lineno:
+        text = site.text(cut.left.lineno).strip()
+        new = without_detach(text, names(cut.left, ast.Load))
+        if new is not None:
+            reach = _reach_of(f, split_comment(new)[0].split("=", 1)[-1].strip())
+            ctx = replace(base, reach=reach, intent=_intent(site, line))
+            proposals.append(
+                Proposal(
+                    Fix(
+                        summary=T(
+                            "keep {loss} on the graph: drop {call} at {where}",
+                            loss=loss or T("the loss"),
+                            call=cut.left_call or ".detach()",
+                            where=Location(site.filename, cut.left.lineno).where,
+                        ),
+                        trains=_trains(loss, reach),
+                        edits=_one(replace_line(ctx, cut.left.lineno, new)),
+                    ),
+                    reach,
+                    False,
+                    describe=bool(reach),
+                )
+            )
+    if cut.block is not None:
+        edit = _unwrapped(site, cut.block)
+        called = _called_modules(site, cut.block)
+        proposals.append(
+            Proposal(
+                Fix(
+                    summary=T(
+                        "run the loss's forward and backward with grad on: take them out of the {call} block at {where}",
+                        call=cut.block_call,
+                        where=Location(site.filename, cut.block.lineno).where,
+                    ),
+                    trains=T(
+                        "{loss} then trains the parameters its forward uses, as the optimizer step after it asks",
+                        loss=loss or T("the loss"),
+                    ),
+                    edits=_one(edit),
+                ),
+                called,
+                False,
+                describe=bool(called),
+            )
+        )
+    if cut.decorator is not None:
+        dec = cut.decorator
+        function = function_of(site.tree(), line)  # type: ignore[arg-type]
+        in_function = _called_modules(site, function) if function is not None else ()
+        edit = (
+            Edit(site.filename, dec.lineno, dec.end_lineno or dec.lineno, "") if dec.lineno == dec.end_lineno else None
+        )
+        proposals.append(
+            Proposal(
+                Fix(
+                    summary=T(
+                        "take the @{call} decorator off the function that trains (at {where})",
+                        call=cut.decorator_call,
+                        where=Location(site.filename, dec.lineno).where,
+                    ),
+                    trains=T(
+                        "{loss} then trains the parameters its forward uses, as the optimizer step after it asks",
+                        loss=loss or T("the loss"),
+                    ),
+                    edits=_one(edit),
+                ),
+                in_function,
+                False,
+                describe=bool(in_function),
+            )
+        )
+    if cut.inside:
+        edits: list[Edit | None] = []
+        for st in cut.inside:
+            new = without_detach(site.text(st.lineno).strip(), names(st, ast.Load))
+            edits.append(Edit(site.filename, st.lineno, st.lineno, indent_of(site, st.lineno) + new) if new else None)
+        reach = tuple(sorted({m for st in cut.statements for m in _called_modules(site, st)}))
+        whole = tuple(e for e in edits if e is not None) if all(e is not None for e in edits) else ()
+        proposals.append(
+            Proposal(
+                Fix(
+                    summary=T(
+                        "return {call}()'s result with its graph: drop the .detach() (or .data) at {where}",
+                        call=cut.callee,
+                        where=", ".join(Location(site.filename, st.lineno).where for st in cut.inside),
+                    ),
+                    trains=_trains(loss, reach),
+                    edits=whole,
+                ),
+                reach,
+                False,
+                describe=bool(reach),
+            )
+        )
+    # what the loss can reach once it has its graph: the models of the fixes that give it one
+    reach = tuple(sorted({m for p in proposals for m in (p.reach or ())}))
+    ctx = replace(base, reach=reach, intent=_intent(site, line))
+    return judged(proposals, ctx)
+
+
+def _called_modules(site: Any, node: ast.AST) -> tuple[str, ...]:
+    """The user's models (``site.modules``) that ``node``'s code calls (``model(x)``, ``self.encoder(x)``)."""
+    called = {ast.unparse(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+    return tuple(sorted(m for m in site.modules if m in called or any(c.endswith("." + m) for c in called)))
+
+
+def _intent(site: Any, line: int) -> Any:
+    intent = site_intent(site, line)
+    return intent if intent.known else None
+
+
+def _trains(loss: str | None, reach: tuple[str, ...]) -> Any:
+    if reach:
+        return T(
+            "{loss} trains {models} through the graph it is computed from",
+            loss=loss or T("the loss"),
+            models=", ".join(reach),
+        )
+    return T("{loss} trains the parameters of the graph it is computed from", loss=loss or T("the loss"))
+
+
+def _one(edit: Edit | None) -> tuple[Edit, ...]:
+    return (edit,) if edit is not None else ()
+
+
+def _unwrapped(site: Any, block: ast.With) -> Edit | None:
+    """The ``with`` block's statements in place of the block (one level less indented)."""
+    first, last = block.body[0].lineno, block.body[-1].end_lineno or block.body[-1].lineno
+    if len(block.items) != 1 or block.end_lineno != last:
+        return None
+    body = "\n".join(site.text(i) for i in range(first, last + 1))
+    indent = indent_of(site, block.lineno)
+    text = textwrap.indent(textwrap.dedent(body), indent)
+    return Edit(site.filename, block.lineno, last, text)

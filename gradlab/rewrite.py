@@ -1,0 +1,593 @@
+"""Rewrites of one statement of the user's code: the out-of-place form of a write, a detach, a keyword.
+
+Pure functions of the text of a line (or of its tree): they never read a file
+and never run anything. Where a rewrite is placed in the user's file, and
+checked, is :mod:`gradlab.fixes`'s job.
+
+Example::
+
+    >>> rewrite_in_place("y.mul_(3)", "mul_")
+    'y = y.mul(3)'
+    >>> detach_in("pred_2 = n_2(pred_1)", "pred_1")
+    'pred_2 = n_2(pred_1.detach())'
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+
+__all__ = ["AUGMENTED", "rewrite_in_place", "detach_in", "with_keyword", "op_display", "from_graph", "without_detach"]
+
+
+AUGMENTED = {
+    "__iadd__": "+",
+    "__isub__": "-",
+    "__imul__": "*",
+    "__itruediv__": "/",
+    "__ifloordiv__": "//",
+    "__imod__": "%",
+    "__ipow__": "**",
+    "__imatmul__": "@",
+    "__iand__": "&",
+    "__ior__": "|",
+    "__ixor__": "^",
+}
+
+ACTIVATIONS = {
+    "relu_",
+    "leaky_relu_",
+    "elu_",
+    "hardtanh_",
+    "relu6_",
+    "silu_",
+    "hardsigmoid_",
+    "hardswish_",
+    "mish_",
+    "gelu_",
+    "threshold_",
+    "dropout_",
+    "selu_",
+    "celu_",
+    "rrelu_with_noise_",
+}
+
+ACTIVATION_NAMES = {
+    "relu_": ("ReLU", "relu"),
+    "leaky_relu_": ("LeakyReLU", "leaky_relu"),
+    "elu_": ("ELU", "elu"),
+    "hardtanh_": ("Hardtanh", "hardtanh", "ReLU6", "relu6"),
+    "silu_": ("SiLU", "silu"),
+    "hardsigmoid_": ("Hardsigmoid", "hardsigmoid"),
+    "hardswish_": ("Hardswish", "hardswish"),
+    "mish_": ("Mish", "mish"),
+    "threshold_": ("Threshold", "threshold"),
+    "dropout_": ("Dropout", "dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "alpha_dropout"),
+    "selu_": ("SELU", "selu"),
+    "celu_": ("CELU", "celu"),
+    "rrelu_with_noise_": ("RReLU", "rrelu"),
+}
+
+OP_NAMES = {k: f"{v}=" for k, v in AUGMENTED.items()}
+
+
+def op_display(op: str) -> str:
+    """An in-place op as the user wrote it: ``add_`` -> ``.add_()``, ``__iadd__`` -> ``+=``.
+
+    Example::
+
+        >>> op_display("add_"), op_display("__itruediv__"), op_display("__setitem__")
+        ('.add_()', '/=', 'x[...] =')
+    """
+    if op in OP_NAMES:
+        return OP_NAMES[op]
+    if op == "__setitem__":
+        return "x[...] ="
+    return op if op.startswith("__") else f".{op}()"
+
+
+_BINOPS: dict[type[ast.operator], str] = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+}
+
+
+def _has_method(name: str) -> bool:
+    import torch
+
+    return hasattr(torch.Tensor, name)
+
+
+def _has_function(module: str, name: str) -> bool:
+    import torch
+    import torch.nn.functional as F
+
+    return hasattr({"torch": torch, "F": F, "functional": F}.get(module.rsplit(".", 1)[-1], torch), name)
+
+
+def _copy_name(target: ast.expr) -> str:
+    return f"{ast.unparse(target).replace('.', '_').replace('[', '_').replace(']', '')}_copy"
+
+
+def _into_copy(base: ast.expr, write: ast.stmt) -> str:
+    """``write`` (a write to ``base``) made to a copy of ``base``, then ``base`` rebound to the copy."""
+    copy = _copy_name(base)
+    b = ast.unparse(base)
+
+    class Rename(ast.NodeTransformer):
+        def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+            if isinstance(node.ctx, ast.Store) and ast.unparse(node.value) == b:
+                return ast.Subscript(ast.Name(copy, ast.Load()), node.slice, ast.Store())
+            return self.generic_visit(node)
+
+        def visit_Call(self, node: ast.Call) -> ast.AST:  # the write itself: w.fill_(...) -> w_copy.fill_(...)
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr.endswith("_") and ast.unparse(func.value) == b:
+                renamed = ast.Attribute(ast.Name(copy, ast.Load()), func.attr, ast.Load())
+                return ast.Call(renamed, node.args, node.keywords)
+            if (  # into a part of it: p[i].log_() -> p_copy[i].log_()
+                isinstance(func, ast.Attribute)
+                and func.attr.endswith("_")
+                and isinstance(func.value, ast.Subscript)
+                and ast.unparse(func.value.value) == b
+            ):
+                part = ast.Subscript(ast.Name(copy, ast.Load()), func.value.slice, ast.Load())
+                return ast.Call(ast.Attribute(part, func.attr, ast.Load()), node.args, node.keywords)
+            return self.generic_visit(node)
+
+    written = Rename().visit(ast.parse(ast.unparse(write)).body[0])
+    return f"{copy} = {b}.clone()\n{ast.unparse(written)}\n{b} = {copy}"
+
+
+def rewrite_in_place(code: str, op: str) -> str | None:
+    r"""The out-of-place form of one line that ran the in-place ``op``, or None if gradlab cannot write it.
+
+    Rewritten on the statement's tree (NOTE [Exact rewrites]): precedence and every
+    argument kept, only methods and functions the installed torch has; where torch
+    has no out-of-place twin (``fill_``, ``copy_``, ``zero_``), the write goes to a
+    copy and the name is rebound to it. Several lines are joined by ``"\n"``.
+
+    Example::
+
+        >>> rewrite_in_place("y.mul_(3)", "mul_")
+        'y = y.mul(3)'
+        >>> rewrite_in_place("h += x  # step", "__iadd__")
+        'h = h + x  # step'
+        >>> rewrite_in_place("x /= a + b", "__itruediv__")
+        'x = x / (a + b)'
+        >>> rewrite_in_place("act = nn.ReLU(inplace=True)", "relu_")
+        'act = nn.ReLU()'
+        >>> rewrite_in_place("w.fill_(0.5)", "fill_")
+        'w_copy = w.clone()\nw_copy.fill_(0.5)\nw = w_copy'
+    """
+    body, comment = split_comment(code)
+    indent = body[: len(body) - len(body.lstrip())]
+    try:
+        tree = ast.parse(body.strip())
+    except SyntaxError:
+        return None
+    if len(tree.body) != 1:
+        return None
+    new = _out_of_place(tree.body[0], op)
+    if new is None:
+        return None
+    lines = new.split("\n")
+    lines[1 if len(lines) == 3 else 0] += comment  # the comment stays with the write
+    return "\n".join(indent + line for line in lines)
+
+
+# NOTE [Exact rewrites]
+# An in-place write and its out-of-place form compute the same values; what differs is
+# who sees them: the out-of-place form binds the result to the name, so the tensor
+# autograd saved keeps its value. That is exact only if the rewrite keeps the
+# arithmetic (x /= a + b is x = x / (a + b): the tree is rewritten, never the text) and
+# calls what torch has (Tensor.fill does not exist: fill_ goes to a copy). Reads of
+# the old tensor through another name (a view, an alias) still see the old values; the
+# forward-preserved oracle of gradlab fix catches a rewrite where that matters.
+def _out_of_place(st: ast.stmt, op: str) -> str | None:
+    if isinstance(st, ast.AugAssign):
+        symbol = _BINOPS.get(type(st.op))
+        if symbol is None:
+            return None
+        target = st.target
+        load = ast.parse(ast.unparse(target), mode="eval").body
+        value = ast.BinOp(load, st.op, st.value)
+        if isinstance(target, ast.Subscript):  # x[i] += v writes into x: into a copy of x
+            assign = ast.Assign([target], value)
+            return _into_copy(target.value, ast.fix_missing_locations(assign))
+        return ast.unparse(ast.Assign([target], value, lineno=1))
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript):
+        if op != "__setitem__":
+            return None
+        return _into_copy(st.targets[0].value, st)
+    call = st.value if isinstance(st, (ast.Expr, ast.Assign)) else None
+    if not isinstance(call, ast.Call):
+        return None
+    targets = st.targets if isinstance(st, ast.Assign) else []
+    if any(k.arg == "inplace" for k in call.keywords):
+        keywords = [k for k in call.keywords if k.arg != "inplace"]
+        rewritten = ast.Call(call.func, call.args, keywords)
+        if targets:
+            return ast.unparse(ast.Assign(targets, rewritten, lineno=1))
+        if call.args and isinstance(call.args[0], (ast.Name, ast.Attribute)):
+            return ast.unparse(ast.Assign([call.args[0]], rewritten, lineno=1))  # F.relu(h, inplace=True) alone
+        return None
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__")):
+        return None
+    twin = func.attr[:-1]
+    module = ast.unparse(func.value)
+    if module.split(".")[0] in ("torch", "F", "nn") and call.args:  # torch.relu_(x), F.relu_(x)
+        if not _has_function(module, twin) or not isinstance(call.args[0], (ast.Name, ast.Attribute)):
+            return None
+        rewritten = ast.Call(ast.Attribute(func.value, twin, ast.Load()), call.args, call.keywords)
+        return ast.unparse(ast.Assign([*targets, call.args[0]], rewritten, lineno=1))
+    receiver = func.value
+    if isinstance(receiver, ast.Call) and targets and _has_method(twin):
+        # a temporary (self.fc(x).relu_()): nothing else holds it, so its out-of-place twin is exact
+        return ast.unparse(
+            ast.Assign(targets, ast.Call(ast.Attribute(receiver, twin, ast.Load()), call.args, call.keywords), lineno=1)
+        )
+    if isinstance(receiver, ast.Subscript) and isinstance(receiver.value, (ast.Name, ast.Attribute)):
+        return _into_copy(receiver.value, st)  # p[i].log_() writes into p: into a copy of p
+    if not isinstance(receiver, (ast.Name, ast.Attribute)):
+        return None
+    if not _has_method(twin):  # no out-of-place twin in this torch: write into a copy
+        return _into_copy(receiver, ast.Expr(call))
+    rewritten = ast.Call(ast.Attribute(receiver, twin, ast.Load()), call.args, call.keywords)
+    return ast.unparse(ast.Assign([*targets, receiver], rewritten, lineno=1))
+
+
+def detach_in(line: str, name: str, into: tuple[str, ...] = ()) -> str | None:
+    """``line`` with a use of ``name`` on its right-hand side detached, or None.
+
+    With ``into`` (the models ``name`` must be cut off from) and a call of one of
+    them on the line, the use detached is the first one inside such a call
+    (``n_2(pred_1)``), and None when there is none: detaching another use (the
+    upstream model's own loss, ``criterion(y, pred_1)``) would stop the wrong
+    gradient. Otherwise, the first use.
+
+    Example::
+
+        >>> detach_in("pred_2 = n_2(pred_1)", "pred_1")
+        'pred_2 = n_2(pred_1.detach())'
+        >>> detach_in("out, hidden = rnn(x, hidden)", "hidden")
+        'out, hidden = rnn(x, hidden.detach())'
+        >>> detach_in("l_1, l_2 = crit(y, pred_1), crit(y, n_2(pred_1))", "pred_1", into=("n_2",))
+        'l_1, l_2 = crit(y, pred_1), crit(y, n_2(pred_1.detach()))'
+        >>> detach_in("l = crit(y, pred_1) + n_2(x).sum()", "pred_1", into=("n_2",)) is None
+        True
+    """
+    body, comment = split_comment(line)
+    eq = _assignment(body)
+    start = eq + 1 if eq is not None else 0
+    uses = list(re.compile(r"(?<![\w.])" + re.escape(name) + r"(?![\w(])").finditer(body, start))
+    spans = _call_spans(body, into) if into else []
+    if spans:  # the line calls a model it must be cut off from: detach the use that goes in there
+        uses = [m for m in uses if any(a <= m.start() < b for a, b in spans)]
+    if not uses:
+        return None
+    m = uses[0]
+    return body[: m.end()] + ".detach()" + body[m.end() :] + comment
+
+
+def _call_spans(body: str, callees: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The argument spans ``(start, end)`` of every call of one of ``callees`` in ``body`` (``n_2(...)``)."""
+    spans: list[tuple[int, int]] = []
+    # self.head(...) and model.head(...) call the model named head too.
+    pattern = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*(?:" + "|".join(re.escape(c) for c in callees) + r")\s*\(")
+    for m in pattern.finditer(body):
+        depth, i = 1, m.end()
+        while i < len(body) and depth:
+            depth += {"(": 1, ")": -1}.get(body[i], 0)
+            i += 1
+        spans.append((m.end(), i))
+    return spans
+
+
+def _assignment(body: str) -> int | None:
+    """The index of the ``=`` of a plain assignment in ``body``, if it is one."""
+    depth = 0
+    for i, ch in enumerate(body):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "=" and depth == 0:
+            before, after = body[i - 1 : i], body[i + 1 : i + 2]
+            if before not in "=!<>+-*/%&|^@" and after != "=":
+                return i
+    return None
+
+
+def split_comment(code: str) -> tuple[str, str]:
+    m = re.search(r"\s+#.*$", code)
+    return (code[: m.start()], code[m.start() :]) if m else (code.rstrip(), "")
+
+
+def with_keyword(code: str, method: str, keyword: str) -> str | None:
+    """``code`` with ``keyword`` added to its ``X.method(...)`` call: ``loss.backward()`` -> ``loss.backward(k=v)``."""
+    body = code.strip()
+    try:
+        tree = ast.parse(body)
+    except SyntaxError:
+        return None
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method
+    ]
+    call = calls[0] if len(calls) == 1 else None
+    if call is None or call.end_lineno != 1 or call.end_col_offset is None:
+        return None
+    name = keyword.split("=", 1)[0]
+    if any(k.arg == name for k in call.keywords):
+        return None
+    end = call.end_col_offset - 1  # the closing parenthesis
+    sep = ", " if call.args or call.keywords else ""
+    return body[:end] + sep + keyword + body[end:]
+
+
+def inputs_keyword(models: tuple[str, ...]) -> str | None:
+    if not models:
+        return None
+    if len(models) == 1:
+        return f"inputs=list({models[0]}.parameters())"
+    return f"inputs=[p for m in ({', '.join(models)},) for p in m.parameters()]"
+
+
+def replace_reads(line: str, name: str, new: str) -> str | None:
+    """``line`` with each read of ``name`` right of its ``=`` replaced by ``new`` (None if there is none)."""
+    body, comment = split_comment(line)
+    eq = _assignment(body)
+    if eq is None:
+        m = re.search(r"[-+*/]=", body)
+        eq = m.end() - 1 if m else None
+    if eq is None:
+        return None
+    rhs, count = re.subn(rf"(?<![\w.]){re.escape(name)}(?![\w(])", new, body[eq + 1 :])
+    return body[: eq + 1] + rhs + comment if count else None
+
+
+def detached_value(line: str) -> str | None:
+    """``x.attr = expr`` as ``x.attr = expr.detach()`` (``(expr).detach()`` when ``expr`` is not a primary)."""
+    try:
+        tree = ast.parse(line)
+    except SyntaxError:
+        return None
+    st = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(st, ast.Assign) or len(st.targets) != 1 or isinstance(st.targets[0], (ast.Tuple, ast.List)):
+        return None  # a tuple target: its value is the tuple, not the state (detached_after)
+    value = ast.get_source_segment(line, st.value) or ast.unparse(st.value)
+    target = ast.get_source_segment(line, st.targets[0]) or ast.unparse(st.targets[0])
+    primary = isinstance(st.value, (ast.Call, ast.Subscript, ast.Attribute, ast.Name))
+    return f"{target} = {value if primary else f'({value})'}.detach()"
+
+
+def detach_reads(line: str, name: str) -> str | None:
+    """``line`` with every read of ``name`` that is not already ``name.detach()`` detached (None if none).
+
+    Example::
+
+        >>> detach_reads("gp = penalty(critic, real, fake) + fake.detach().sum()", "fake")
+        'gp = penalty(critic, real, fake.detach()) + fake.detach().sum()'
+    """
+    body, comment = split_comment(line)
+    try:
+        tree = ast.parse(body)
+    except SyntaxError:
+        return None
+    detached = {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and n.attr == "detach" and isinstance(n.value, ast.Name)
+    }
+    ends = sorted(
+        n.end_col_offset
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name)
+        and n.id == name
+        and isinstance(n.ctx, ast.Load)
+        and id(n) not in detached
+        and n.end_col_offset is not None
+    )
+    if not ends:
+        return None
+    for end in reversed(ends):
+        body = body[:end] + ".detach()" + body[end:]
+    return body + comment
+
+
+_SIGNS = {"sub_": "-", "add_": "+", "mul_": "*", "div_": "/"}
+
+_AUG = {ast.Sub: "-", ast.Add: "+", ast.Mult: "*", ast.Div: "/"}
+
+
+def out_of_place_update(st: ast.stmt, target: ast.Tuple) -> str | None:
+    """``w - lr * g`` from ``w.sub_(lr * g)`` or ``w -= lr * g`` (``w`` the first loop variable)."""
+    first = target.elts[0]
+    if not isinstance(first, ast.Name):
+        return None
+    name = first.id
+    if (
+        isinstance(st, ast.Expr)
+        and isinstance(st.value, ast.Call)
+        and isinstance(st.value.func, ast.Attribute)
+        and isinstance(st.value.func.value, ast.Name)
+        and st.value.func.value.id == name
+        and st.value.func.attr in _SIGNS
+        and len(st.value.args) == 1
+        and not st.value.keywords
+    ):
+        return f"{name} {_SIGNS[st.value.func.attr]} ({ast.unparse(st.value.args[0])})"
+    if (
+        isinstance(st, ast.AugAssign)
+        and isinstance(st.target, ast.Name)
+        and st.target.id == name
+        and type(st.op) in _AUG
+    ):
+        return f"{name} {_AUG[type(st.op)]} ({ast.unparse(st.value)})"
+    return None
+
+
+# -- building a value from the graph again (GL0003) ---------------------------------------------------------
+
+#: Calls that take a value out of the graph (a number, a list, an array, a tensor without history).
+EXTRACTIONS = frozenset({"item", "tolist", "numpy", "detach"})
+#: Calls that build a new tensor, without history, from a value.
+REBUILDS = frozenset({"tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor", "DoubleTensor", "scalar_tensor"})
+
+
+def _strip(node: ast.expr) -> ast.expr:
+    """``node`` with every call that takes a value out of the graph removed: ``x.detach().cpu().item()`` -> ``x.cpu()``."""
+    extraction = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in EXTRACTIONS
+    if extraction and isinstance(node, ast.Call) and not node.args and not node.keywords:
+        return _strip(node.func.value)  # type: ignore[attr-defined]
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        return _strip(node.value)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "float"
+        and len(node.args) == 1
+    ):
+        return _strip(node.args[0])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        inner = _strip(node.func.value)
+        if inner is not node.func.value:
+            return ast.Call(ast.Attribute(inner, node.func.attr, ast.Load()), node.args, node.keywords)
+    return node
+
+
+def _rebuild(call: ast.Call) -> bool:
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name in REBUILDS and len(call.args) == 1
+
+
+class _FromGraph(ast.NodeTransformer):
+    """Rebuilds (``torch.tensor(x.item())``, ``torch.tensor([a, b])``) replaced by the tensors they copy."""
+
+    def __init__(self, torch_name: str, values: Mapping[str, str], tensors: frozenset[str]) -> None:
+        self.torch_name = torch_name
+        self.values = values
+        self.tensors = tensors
+        self.changed = False
+
+    def _traced(self, before: ast.expr, after: ast.expr) -> bool:
+        """``after`` is a tensor of the graph: an extraction was stripped, a number traced, or a known tensor."""
+        return after is not before or (isinstance(after, ast.Name) and after.id in self.tensors)
+
+    def _value(self, node: ast.expr) -> ast.expr:
+        """``node`` stripped of extractions; a name bound to a number taken from a tensor becomes that tensor."""
+        node = _strip(node)
+        if isinstance(node, ast.Name) and node.id in self.values:
+            return ast.parse(self.values[node.id], mode="eval").body
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if not _rebuild(node):
+            return node
+        value = node.args[0]
+        new: ast.expr
+        if isinstance(value, (ast.List, ast.Tuple)) and value.elts:
+            parts = [self._value(e) for e in value.elts]
+            if any(isinstance(p, ast.Constant) for p in parts) or not all(
+                self._traced(e, p) for p, e in zip(parts, value.elts)
+            ):
+                return node  # numbers of its own, or values gradlab cannot trace to a tensor
+            stack = ast.Attribute(ast.Name(self.torch_name, ast.Load()), "stack", ast.Load())
+            new = ast.Call(stack, [ast.List(parts, ast.Load())], [])
+        else:
+            new = self._value(value)
+            if isinstance(new, ast.Constant) or not self._traced(value, new):
+                return node  # a number of its own, or a value gradlab cannot trace to a tensor
+        kept = [k for k in node.keywords if k.arg in ("dtype", "device")]
+        if kept:
+            new = ast.Call(ast.Attribute(new, "to", ast.Load()), [], kept)
+        self.changed = True
+        return new
+
+
+def from_graph(
+    statement: str,
+    torch_name: str = "torch",
+    values: Mapping[str, str] | None = None,
+    tensors: frozenset[str] = frozenset(),
+) -> str | None:
+    """``statement`` (one line) with each tensor rebuilt from values of a graph replaced by the graph's own tensor.
+
+    ``torch.tensor(x.item())`` becomes ``x``, ``torch.tensor([a.item(), b])`` becomes
+    ``torch.stack([a, b])``, ``torch.from_numpy(y.detach().numpy())`` becomes ``y``;
+    ``dtype=``/``device=`` are kept as ``.to(...)``, ``requires_grad=`` is dropped (the
+    tensor has a graph). ``values`` maps a name bound to a number (``v = x.item()``)
+    to the tensor it was taken from (``x``); ``tensors`` are the names that hold tensors of
+    the graph (``torch.tensor([la, lb])`` of two losses). None when the line rebuilds nothing.
+
+    Example::
+
+        >>> from_graph("loss = torch.tensor(total.item(), requires_grad=True)")
+        'loss = total'
+        >>> from_graph("loss = torch.tensor([a, b.detach()]).sum()  # both terms", tensors=frozenset({"a"}))
+        'loss = torch.stack([a, b]).sum()  # both terms'
+    """
+    body, comment = split_comment(statement)
+    try:
+        tree = ast.parse(body.strip())
+    except SyntaxError:
+        return None
+    if len(tree.body) != 1:
+        return None
+    worker = _FromGraph(torch_name, values or {}, tensors)
+    new = worker.visit(tree)
+    if not worker.changed:
+        return None
+    return ast.unparse(new) + comment
+
+
+def without_detach(statement: str, names: frozenset[str] | set[str]) -> str | None:
+    """``statement`` (one line) with ``.detach()``, ``.data`` and ``.item()`` taken off the reads of ``names``.
+
+    Example::
+
+        >>> without_detach("loss = crit(pred.detach(), y)", {"pred"})
+        'loss = crit(pred, y)'
+    """
+    body, comment = split_comment(statement)
+    try:
+        tree = ast.parse(body.strip())
+    except SyntaxError:
+        return None
+    changed = False
+
+    class Strip(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            nonlocal changed
+            self.generic_visit(node)
+            stripped = _strip(node)
+            if stripped is not node and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(stripped)):
+                changed = True
+                return stripped
+            return node
+
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            nonlocal changed
+            self.generic_visit(node)
+            if node.attr == "data" and isinstance(node.value, ast.Name) and node.value.id in names:
+                changed = True
+                return node.value
+            return node
+
+    new = Strip().visit(tree)
+    return ast.unparse(new) + comment if changed else None

@@ -1,0 +1,111 @@
+"""Every kind of autograd error diagnosed, located and fixed, on a user-style script written for it.
+
+Each script of tests/scripts/kinds/ fails with one kind (the cut graph of GL0003 in its shapes, a write to a leaf,
+a write to a parameter's views in its init, an inference tensor saved, ``.numpy()``, a non-scalar backward, an
+LBFGS closure, a forward built before the loop) and has a hand-corrected ``NAME_intended.py``. For each: under
+``track()`` the error has a diagnosis of its kind (NOTE [Every kind diagnosed] in gradlab.kinds) whose note
+quotes the lines that explain it; its first fix is checked code, and applied exactly as printed the script runs
+and every optimizer step uses the gradients of the intended version (real torch as the oracle); its claims are
+what the intended version's losses train.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_causes import _run, _same
+
+import gradlab
+from gradlab.edits import apply_edits
+
+pytestmark = pytest.mark.library
+
+KINDS = Path(__file__).parent / "scripts" / "kinds"
+
+# script -> (kind, lines the note quotes, what each loss trains after the first fix)
+EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]]] = {
+    "item_rebuilt": (
+        "no_grad_fn",
+        ("value = mse.item()", "objective = torch.tensor(value, requires_grad=False) * 1.0"),
+        (("objective", ("net",)),),
+    ),
+    "stack_of_items": ("no_grad_fn", ("losses = torch.tensor([la, lb])",), (("total", ("model",)),)),
+    "no_grad_train": ("no_grad_fn", ("with torch.no_grad():",), (("loss", ("model",)),)),
+    "decorated_step": ("no_grad_fn", ("@torch.no_grad()",), (("loss", ("encoder", "head")),)),
+    "detach_in_forward": ("no_grad_fn", ("y = y.detach()",), (("loss", ("reg",)),)),
+    "manual_sgd": ("leaf_in_place", ("weight -= 0.5 * weight.grad",), ()),
+    "init_views": ("multi_view_in_place", ("gates = self.lstm.bias_ih_l0.chunk(4)", "gates[1].fill_(1.0)"), ()),
+    "inference_cache": ("inference_saved", ("with torch.inference_mode():",), (("loss", ("probe",)),)),
+    "numpy_log": ("numpy_requires_grad", ("means.append(float(np.mean(pred.numpy())))",), ()),
+    "per_sample_loss": ("non_scalar_output", ("per_sample.backward()",), (("per_sample.mean()", ("net",)),)),
+    "lbfgs_closure": ("graph_freed", ("err.backward()",), (("err", ("curve",)),)),
+    "stale_chain": ("graph_freed", ("nll.backward()",), ()),
+}
+
+
+def _error(script: str) -> BaseException:
+    path = KINDS / f"{script}.py"
+    error, _ = _run(path.read_text(), str(path))
+    assert error is not None, f"{script} should fail"
+    return error
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED))
+def test_every_kind_is_diagnosed_and_located(script: str) -> None:
+    error = _error(script)
+    d = gradlab.last_diagnosis(error)
+    kind, quoted, _ = EXPECTED[script]
+    assert d.kind == kind, str(d)
+    note = "\n".join(getattr(error, "__notes__", []))
+    assert note.count("gradlab: error[") == 1, note  # one note, the diagnosis's
+    for line in quoted:
+        assert line in note, f"{script}: the note should quote {line!r}\n{note}"
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED))
+def test_the_first_fix_applied_as_printed_trains_what_the_intended_version_trains(script: str) -> None:
+    path = KINDS / f"{script}.py"
+    fix = gradlab.last_diagnosis(_error(script)).fixes[0]
+    assert fix.edits, f"{script}: the first fix should be checked code\n{fix.lines()}"
+    assert fix.code == "\n".join(textwrap.dedent(e.text) for e in fix.edits if e.text)  # printed is applied
+    patched = apply_edits(path.read_text(), fix.edits)
+    error, steps = _run(patched, str(path.with_name(f"{script}_patched.py")))
+    assert error is None, f"{script}: the patched script fails: {error}"
+    intended = KINDS / f"{script}_intended.py"
+    _, want = _run(intended.read_text(), str(intended))
+    assert steps and _same(steps, want), f"{script}: the gradients of the optimizer steps differ from the intended ones"
+    claims = EXPECTED[script][2]
+    if claims:
+        assert dict(fix.claims) == dict(claims), fix.claims
+
+
+def test_a_fix_that_guesses_the_reading_is_not_machine_applicable() -> None:
+    """A non-scalar loss: its mean or its sum scale the step differently; neither is applied without the user's word."""
+    fixes = gradlab.last_diagnosis(_error("per_sample_loss")).fixes
+    mean, total = fixes[0], fixes[1]
+    assert "mean" in mean.summary and "sum" in total.summary
+    assert mean.applicability == total.applicability == "maybe-incorrect"
+    assert total.lines(first=False)[0].startswith("or ")  # an alternative, worded as one after the first
+
+
+def test_a_kind_without_a_located_fix_still_gets_a_diagnosis_at_its_line() -> None:
+    with gradlab.track() as t:
+        try:
+            torch_ones = __import__("torch").ones
+            torch_ones(2, requires_grad=True).register_hook(lambda g: g)
+            torch_ones(2).register_hook(lambda g: g)  # no grad: torch refuses the hook
+        except RuntimeError as e:
+            d = t.diagnosis_for(e)
+    assert d is not None and d.kind == "hook_no_grad"
+    assert "torch_ones(2).register_hook(lambda g: g)" in str(d) and d.fixes
+
+
+def test_an_error_that_is_not_autograd_gets_no_diagnosis() -> None:
+    with gradlab.track() as t:
+        try:
+            raise RuntimeError("CUDA out of memory")
+        except RuntimeError as e:
+            assert t.diagnosis_for(e) is None
+            assert not getattr(e, "__notes__", [])
