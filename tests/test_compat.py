@@ -42,7 +42,7 @@ FORKED = TESTS / "forked.py"
 FAILING = {
     "gat_softmax.py": "which is output 0 of Div,",  # the in-place division; not Exp (NOTE [Which node torch names])
     "checkpoint_input_modified_reentrant.py": "which is output 0 of Mul, is at version 1; expected version 0",
-    "checkpoint_input_modified_non_reentrant.py": "which is output 0 of Mul, is at version 1; expected version 0",
+    "checkpoint_input_modified_non_reentrant.py": "which is output 0 of Mul, is at version 2; expected version 1",
     "func_inplace.py": "which is output 0 of Sigmoid,",
 }
 DISTRIBUTED = ("ddp_gloo.py",)  # run under torchrun, below
@@ -192,24 +192,29 @@ def test_each_script_of_the_tests_raises_torchs_error_under_gradlab(runs, script
 
 
 @pytest.mark.parametrize(
-    ("script", "saved_by"),
+    ("script", "tensor", "saved_by", "versions"),
     [
-        ("checkpoint_input_modified_non_reentrant.py", "torch.utils.checkpoint"),
-        ("checkpoint_input_modified_reentrant.py", "CheckpointFunctionBackward"),
+        ("checkpoint_input_modified_non_reentrant.py", "output of Add [3, 4]", "torch.utils.checkpoint", (1, 2)),
+        ("checkpoint_input_modified_reentrant.py", "output of Mul [3, 4]", "CheckpointFunctionBackward", (0, 1)),
     ],
 )
-def test_the_note_inside_a_checkpoint_names_the_checkpoints_input(runs, script: str, saved_by: str) -> None:
-    """The stale tensor is the checkpoint's input (hidden), at version 0 when saved and 1 now: never a weight."""
+def test_the_note_inside_a_checkpoint_names_the_checkpoints_input(
+    runs, script: str, tensor: str, saved_by: str, versions: tuple[int, int]
+) -> None:
+    """The stale tensor is the checkpoint's input (hidden), its versions going up: never a tensor of the block.
+
+    Before, a non-reentrant checkpoint's note named a tensor of the block (read while the
+    checkpoint recomputed it) with the input's versions: ``mul_: version 1 -> 0``.
+    """
     stderr = str(runs["gradlab"][str(COMPAT / script)]["stderr"])
     note = stderr[stderr.index("\ngradlab: ") :]
-    head = note.splitlines()[1]
-    assert (
-        head
-        == "gradlab: error[GL0002 modified in place]: output of Mul [3, 4] was changed by mul_ after autograd saved it"
+    saved, now = versions
+    assert note.splitlines()[1] == (
+        f"gradlab: error[GL0002 modified in place]: {tensor} was changed by mul_ after autograd saved it"
     )
-    assert "hidden.mul_(3)" in note and "mul_: version 0 -> 1" in note
-    assert f"saved by {saved_by} at version 0" in note
-    assert "weight" not in note
+    assert "hidden.mul_(3)" in note and f"mul_: version {saved} -> {now}" in note
+    assert f"saved by {saved_by} at version {saved}" in note
+    assert "weight" not in note and "Sigmoid" not in note
 
 
 # -- DDP under torchrun --------------------------------------------------------------------------
