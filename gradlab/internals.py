@@ -57,6 +57,7 @@ __all__ = [
     "vf_functions",
     "lift_saved_tensors_hooks",
     "push_saved_tensors_hooks",
+    "saved_tensors_hooks_visible",
     "newest_sequence_nr",
     "check_all",
 ]
@@ -277,24 +278,25 @@ def lift_saved_tensors_hooks(ours: Callable[[Any], bool]) -> tuple[Any, Any] | N
     """Take this thread's saved-tensor hooks off when they are gradlab's and the only ones; return them.
 
     ``ours(pack_hook)`` says whether a pack hook is gradlab's. None (and nothing
-    changed) when the top hooks are somebody else's, when other hooks lie below
-    gradlab's, or when torch does not show its stack. Give the result back to
-    :func:`push_saved_tensors_hooks`.
+    changed) when the top hooks are somebody else's or when other hooks lie below
+    gradlab's. Give the result back to :func:`push_saved_tensors_hooks`. Raises
+    AttributeError when this torch does not show its stack (torch 2.4:
+    :func:`saved_tensors_hooks_visible` is False).
     """
     autograd = torch._C._autograd
-    try:
-        top = autograd._top_saved_tensors_default_hooks(True)
-        pop, push = autograd._pop_saved_tensors_default_hooks, autograd._push_saved_tensors_default_hooks
-    except (AttributeError, TypeError):
-        _missing("torch._C._autograd._top_saved_tensors_default_hooks", "gradlab cannot step aside inside torch.func")
-        return None
+    top = autograd._top_saved_tensors_default_hooks(True)
     if top is None or not ours(top[0]):
         return None
-    pop()
+    autograd._pop_saved_tensors_default_hooks()
     if autograd._top_saved_tensors_default_hooks(True) is not None:  # the user's hooks below: torch decides
-        push(*top)
+        autograd._push_saved_tensors_default_hooks(*top)
         return None
     return (top[0], top[1])
+
+
+def saved_tensors_hooks_visible() -> bool:
+    """Whether this torch shows a thread's saved-tensor hooks (``_top_saved_tensors_default_hooks``: 2.13 does, 2.4 not)."""
+    return hasattr(torch._C._autograd, "_top_saved_tensors_default_hooks")
 
 
 def push_saved_tensors_hooks(hooks: tuple[Any, Any]) -> None:

@@ -180,16 +180,50 @@ def _inplace_wrapper(original: Callable[..., Any], label: str) -> Callable[..., 
 # torch.autograd.grad(loss, model.parameters()) passes a generator: torch turns it into
 # a tuple once. A wrapper that reads the inputs first (the recorder, record_training)
 # would consume it, and torch would then see nothing ("`inputs` argument to `grad()`
-# cannot be empty"). So every one-shot iterator among the arguments is turned into a
-# tuple before anybody reads it, and that tuple is what torch gets: the same tensors,
-# in the same order, as torch's own tuple(...) would give.
-def _reusable(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """``args`` and ``kwargs`` with every one-shot iterator (a generator, ``iter(...)``) made a tuple."""
+# cannot be empty"). So every one-shot iterator among the arguments is read into a
+# tuple before anybody reads it; gradlab reads the tuple, and torch gets a new iterator
+# of the same kind over the same tensors (a generator for a generator): what it would
+# have got. A torch that refuses a generator (torch 2.4's backward(inputs=...) asks for
+# its len()) refuses it under gradlab too, with the same message.
+def _reusable(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any], dict[int | str, type]]:
+    """``args`` and ``kwargs`` with every one-shot iterator read into a tuple, and the kind of each (by place)."""
+    kinds: dict[int | str, type] = {}
     if any(isinstance(a, Iterator) for a in args):
+        kinds.update((i, type(a)) for i, a in enumerate(args) if isinstance(a, Iterator))
         args = tuple(tuple(a) if isinstance(a, Iterator) else a for a in args)
     if any(isinstance(v, Iterator) for v in kwargs.values()):
+        kinds.update((k, type(v)) for k, v in kwargs.items() if isinstance(v, Iterator))
         kwargs = {k: tuple(v) if isinstance(v, Iterator) else v for k, v in kwargs.items()}
-    return args, kwargs
+    return args, kwargs, kinds
+
+
+_TUPLE_ITERATOR: type = type(iter(()))
+_LIST_ITERATOR: type = type(iter([]))
+
+
+def _again(items: Any, kind: type) -> Iterator[Any]:
+    """A new one-shot iterator over ``items``, of the kind the user passed (a generator for other kinds)."""
+    if kind is _TUPLE_ITERATOR:
+        return iter(tuple(items))
+    if kind is _LIST_ITERATOR:
+        return iter(list(items))
+    return (item for item in items)
+
+
+def _handing_back(original: Callable[..., Any], kinds: dict[int | str, type]) -> Callable[..., Any]:
+    """``original``, given its one-shot iterators back where the user passed them (NOTE [One-shot arguments])."""
+    if not kinds:
+        return original
+
+    def handed_back(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        args = tuple(_again(a, kinds[i]) if i in kinds else a for i, a in enumerate(args))
+        kwargs = {k: _again(v, kinds[k]) if k in kinds else v for k, v in kwargs.items()}
+        return original(*args, **kwargs)
+
+    return handed_back
 
 
 def _backward_wrapper(original: Callable[..., Any], kind: str) -> Callable[..., Any]:
@@ -202,13 +236,13 @@ def _backward_wrapper(original: Callable[..., Any], kind: str) -> Callable[..., 
         observers = _observers if kind == "autograd.backward" else ()
         if recorder is None and not observers:
             return original(*args, **kwargs)
-        args, kwargs = _reusable(args, kwargs)  # NOTE [One-shot arguments]
+        args, kwargs, kinds = _reusable(args, kwargs)  # NOTE [One-shot arguments]
+        call = _handing_back(original, kinds)
         if recorder is not None and not observers:
-            return recorder.record_backward(original, kind, args, kwargs)
-        call = original
+            return recorder.record_backward(call, kind, args, kwargs)
         if recorder is not None:
             record = recorder.record_backward
-            call = _as_call(lambda inner, a, k: record(inner, kind, a, k), original)
+            call = _as_call(lambda inner, a, k: record(inner, kind, a, k), call)
         for observer in observers:  # the tracker's recorder innermost, then each record_training block
             call = _as_call(observer, call)
         return call(*args, **kwargs)
@@ -355,7 +389,9 @@ def _disable_hooks_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
         recorder = local.recorder
         lifted = None
-        if recorder is not None:
+        if recorder is not None and not internals.saved_tensors_hooks_visible():
+            _stepped_aside(error_message, can=False)  # torch raises next, as it always did under gradlab
+        elif recorder is not None:
             lifted = internals.lift_saved_tensors_hooks(lambda pack: getattr(pack, "__self__", None) is recorder)
         if lifted is not None:
             _stepped_aside(error_message)
@@ -370,21 +406,29 @@ def _disable_hooks_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     return disable_saved_tensors_hooks
 
 
-_said: set[str] = set()
+_said: set[tuple[str, bool]] = set()
 
 
-def _stepped_aside(error_message: str) -> None:
-    """Say once, at the user's line, what gradlab does not see (NOTE [Stepping aside])."""
+def _stepped_aside(error_message: str, can: bool = True) -> None:
+    """Say once, at the user's line, what gradlab does not see, or that it cannot step aside (NOTE [Stepping aside])."""
     what = error_message.split(" don't", 1)[0] if " don't" in error_message else error_message
-    if what in _said:
+    if (what, can) in _said:
         return
-    _said.add(what)
+    _said.add((what, can))
     frame = user_frame()
-    text = _t(
-        "gradlab steps aside inside {what}: torch allows no saved-tensor hooks there, so gradlab does not watch "
-        "the tensors saved inside and cannot say who modified one of them.",
-        what=what,
-    )
+    if can:
+        text = _t(
+            "gradlab steps aside inside {what}: torch allows no saved-tensor hooks there, so gradlab does not watch "
+            "the tensors saved inside and cannot say who modified one of them.",
+            what=what,
+        )
+    else:
+        text = _t(
+            "gradlab cannot step aside inside {what} on torch {version}, which does not show its saved-tensor "
+            "hooks, so torch refuses gradlab's: run this part outside gradlab (torch 2.13 shows them).",
+            what=what,
+            version=torch.__version__,
+        )
     if frame is None:
         warnings.warn(text, GradlabWarning, stacklevel=2)
         return

@@ -29,7 +29,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import torch.distributed
+from conftest import needs_raw_saved
 
 pytestmark = [pytest.mark.library, pytest.mark.slow]
 
@@ -38,13 +40,35 @@ ROOT = TESTS.parent
 COMPAT = TESTS / "scripts" / "compat"
 FORKED = TESTS / "forked.py"
 
-#: The compatibility scripts that fail under python (on purpose), with what torch's error must say.
+#: The compatibility scripts that fail under python (on purpose), with what torch's error must say
+#: (torch 2.4 names nodes with their Backward0 suffix).
 FAILING = {
-    "gat_softmax.py": "which is output 0 of Div,",  # the in-place division; not Exp (NOTE [Which node torch names])
-    "checkpoint_input_modified_reentrant.py": "which is output 0 of Mul, is at version 1; expected version 0",
-    "checkpoint_input_modified_non_reentrant.py": "which is output 0 of Mul, is at version 1; expected version 0",
-    "func_inplace.py": "which is output 0 of Sigmoid,",
+    "gat_softmax.py": r"which is output 0 of Div(Backward0)?,",  # not Exp (NOTE [Which node torch names])
+    "checkpoint_input_modified_reentrant.py": r"output 0 of Mul(Backward0)?, is at version 1; expected version 0",
+    "checkpoint_input_modified_non_reentrant.py": r"output 0 of Mul(Backward0)?, is at version 2; expected version 1",
+    "func_inplace.py": r"which is output 0 of Sigmoid(Backward0)?,",
 }
+#: Scripts that run a torch.func transform: gradlab steps aside only where torch shows its hooks (2.13; not 2.4).
+TRANSFORMS = ("forward_ad.py", "func_grad.py", "func_inplace.py", "func_jacrev.py", "func_per_sample.py")
+HOOKS_VISIBLE = hasattr(torch._C._autograd, "_top_saved_tensors_default_hooks")
+OLD_TORCH = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 10)
+
+
+def _on_this_torch(scripts: list[str]) -> list[object]:
+    """``scripts`` as parameters, marked where this torch lacks what gradlab needs to run them as python does."""
+    xfail = pytest.mark.xfail(
+        not HOOKS_VISIBLE,
+        reason=f"torch {torch.__version__} does not show its saved-tensor hooks: gradlab cannot step aside "
+        "inside torch.func, and torch refuses its hooks (gradlab says so once)",
+        strict=True,
+    )
+    marks = {name: xfail for name in TRANSFORMS}
+    # without Node._raw_saved_*.data (torch 2.4) the diagnosis reads the checkpoint's saved tensors, and
+    # the checkpoint runs the block again: its warnings print (NOTE [Other hooks' saved tensors])
+    marks["checkpoint_input_modified_non_reentrant.py"] = needs_raw_saved
+    return [pytest.param(s, marks=marks[s]) if s in marks else s for s in scripts]
+
+
 DISTRIBUTED = ("ddp_gloo.py",)  # run under torchrun, below
 CORRECT = sorted(p.name for p in COMPAT.glob("*.py") if p.name not in FAILING and p.name not in DISTRIBUTED)
 #: Every failing script of tests/ (the distributed ones need torchrun: tests/test_ddp.py runs them).
@@ -137,15 +161,19 @@ def test_a_forked_child_prints_what_a_real_interpreter_prints(runs, script: str)
 # -- correct scripts: the same run --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("script", CORRECT)
+@pytest.mark.parametrize("script", _on_this_torch(CORRECT))
 def test_a_correct_script_runs_under_gradlab_as_under_python(runs, script: str) -> None:
     plain, tracked = runs["python"][str(COMPAT / script)], runs["gradlab"][str(COMPAT / script)]
+    if plain["code"] != 0 and OLD_TORCH:  # torch 2.4's backward(inputs=) refuses a generator: so must gradlab
+        _same_run_with_gradlabs_say(plain, tracked)
+        return
     assert plain["code"] == 0, plain["stderr"]
     assert plain["stdout"], "each script prints what it computed, so that a changed result shows"
     assert tracked["code"] == 0 and tracked["stdout"] == plain["stdout"]
     assert without_gradlabs_warnings(str(tracked["stderr"])) == plain["stderr"]
 
 
+@pytest.mark.skipif(not HOOKS_VISIBLE, reason=f"torch {torch.__version__} does not show its saved-tensor hooks")
 @pytest.mark.parametrize("script", ["func_grad.py", "func_per_sample.py", "func_jacrev.py", "func_inplace.py"])
 def test_gradlab_steps_aside_inside_torch_func_and_says_so_once(runs, script: str) -> None:
     path = COMPAT / script
@@ -174,10 +202,10 @@ def test_torchs_warnings_keep_the_users_line(runs) -> None:
 # -- failing scripts: torch's error, byte for byte -----------------------------------------------
 
 
-@pytest.mark.parametrize("script", sorted(FAILING))
+@pytest.mark.parametrize("script", _on_this_torch(sorted(FAILING)))
 def test_a_failing_compat_script_raises_torchs_error(runs, script: str) -> None:
     plain, tracked = runs["python"][str(COMPAT / script)], runs["gradlab"][str(COMPAT / script)]
-    assert plain["code"] == 1 and FAILING[script] in str(plain["stderr"])
+    assert plain["code"] == 1 and re.search(FAILING[script], str(plain["stderr"]))
     _same_run_with_gradlabs_say(plain, tracked)
 
 
@@ -192,24 +220,35 @@ def test_each_script_of_the_tests_raises_torchs_error_under_gradlab(runs, script
 
 
 @pytest.mark.parametrize(
-    ("script", "saved_by"),
+    ("script", "tensor", "saved_by", "versions"),
     [
-        ("checkpoint_input_modified_non_reentrant.py", "torch.utils.checkpoint"),
-        ("checkpoint_input_modified_reentrant.py", "CheckpointFunctionBackward"),
+        pytest.param(
+            "checkpoint_input_modified_non_reentrant.py",
+            "output of Add [3, 4]",
+            "torch.utils.checkpoint",
+            (1, 2),
+            marks=needs_raw_saved,  # without it, reading the block's saved tensors runs the block again
+        ),
+        ("checkpoint_input_modified_reentrant.py", "output of Mul [3, 4]", "CheckpointFunctionBackward", (0, 1)),
     ],
 )
-def test_the_note_inside_a_checkpoint_names_the_checkpoints_input(runs, script: str, saved_by: str) -> None:
-    """The stale tensor is the checkpoint's input (hidden), at version 0 when saved and 1 now: never a weight."""
+def test_the_note_inside_a_checkpoint_names_the_checkpoints_input(
+    runs, script: str, tensor: str, saved_by: str, versions: tuple[int, int]
+) -> None:
+    """The stale tensor is the checkpoint's input (hidden), its versions going up: never a tensor of the block.
+
+    Before, a non-reentrant checkpoint's note named a tensor of the block (read while the
+    checkpoint recomputed it) with the input's versions: ``mul_: version 1 -> 0``.
+    """
     stderr = str(runs["gradlab"][str(COMPAT / script)]["stderr"])
     note = stderr[stderr.index("\ngradlab: ") :]
-    head = note.splitlines()[1]
-    assert (
-        head
-        == "gradlab: error[GL0002 modified in place]: output of Mul [3, 4] was changed by mul_ after autograd saved it"
+    saved, now = versions
+    assert note.splitlines()[1] == (
+        f"gradlab: error[GL0002 modified in place]: {tensor} was changed by mul_ after autograd saved it"
     )
-    assert "hidden.mul_(3)" in note and "mul_: version 0 -> 1" in note
-    assert f"saved by {saved_by} at version 0" in note
-    assert "weight" not in note
+    assert "hidden.mul_(3)" in note and f"mul_: version {saved} -> {now}" in note
+    assert f"saved by {saved_by} at version {saved}" in note
+    assert "weight" not in note and "Sigmoid" not in note
 
 
 # -- DDP under torchrun --------------------------------------------------------------------------

@@ -10,12 +10,14 @@ paths, since the tracker's hooks see each of them differently.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import warnings
 from collections.abc import Iterator
 
 import pytest
 import torch
+from conftest import needs_hooks_stack, needs_raw_saved
 
 import gradlab
 from gradlab import course
@@ -98,19 +100,25 @@ def _watched(how: str) -> Iterator[None]:
 def test_one_shot_iterables_reach_torch_whole(how: str) -> None:
     """autograd.grad(loss, model.parameters()) and backward(inputs=<generator>): torch sees every tensor (NOTE [One-shot arguments])."""
 
-    def penalty_step() -> list[torch.Tensor]:
+    def penalty_step() -> list[torch.Tensor] | str:
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
         loss = model(torch.randn(8, 3)).pow(2).mean()
         grads = torch.autograd.grad(loss, model.parameters(), create_graph=True)
         assert len(grads) == 4
-        (loss + sum(g.pow(2).sum() for g in grads)).backward(inputs=(p for p in model.parameters()))
+        try:
+            (loss + sum(g.pow(2).sum() for g in grads)).backward(inputs=(p for p in model.parameters()))
+        except TypeError as e:  # torch 2.4 asks inputs= for its len(): so must it under gradlab
+            return f"{type(e).__name__}: {e}"
         return [p.grad for p in model.parameters()]
 
     plain = penalty_step()
     with _watched(how):
         watched = penalty_step()
-    assert all(torch.equal(a, b) for a, b in zip(plain, watched))
+    if isinstance(plain, str):
+        assert watched == plain == "TypeError: object of type 'generator' has no len()"
+        return
+    assert not isinstance(watched, str) and all(torch.equal(a, b) for a, b in zip(plain, watched))
 
 
 def _per_sample_grads() -> dict[str, torch.Tensor]:
@@ -129,6 +137,7 @@ def _per_sample_grads() -> dict[str, torch.Tensor]:
     return result
 
 
+@needs_hooks_stack
 def test_torch_func_runs_under_track_and_gradlab_says_once_what_it_cannot_see(monkeypatch: pytest.MonkeyPatch) -> None:
     from gradlab import writes
 
@@ -147,6 +156,7 @@ def test_torch_func_runs_under_track_and_gradlab_says_once_what_it_cannot_see(mo
     assert said[0].filename == __file__  # the user's line (here: in _per_sample_grads), not gradlab's
 
 
+@needs_hooks_stack
 def test_torch_func_under_the_users_own_hooks_raises_as_without_gradlab() -> None:
     """gradlab steps aside only for its own hooks: with the user's below, torch refuses as it would anyway."""
     messages = []
@@ -210,11 +220,12 @@ def _gat_error() -> str:
 def test_the_stale_message_names_the_node_torch_names() -> None:
     """NOTE [Which node torch names]: for a saved input, its grad_fn as the backward finds it (Div), not Exp."""
     plain = _gat_error()
-    assert "which is output 0 of Div," in plain
+    assert re.search(r"which is output 0 of Div(Backward0)?,", plain)  # torch 2.4: DivBackward0
     with gradlab.track():
         assert _gat_error() == plain
 
 
+@needs_raw_saved
 def test_a_diagnosis_never_runs_a_checkpointed_function_again() -> None:
     """NOTE [Other hooks' saved tensors]: reading a non-reentrant checkpoint's saved tensors would run the user's code."""
     from torch.utils.checkpoint import checkpoint

@@ -158,17 +158,3 @@ def test_the_traceback_has_no_frame_of_gradlab_below_the_backward_call() -> None
     below = frames[names.index("record_backward") + 1 :]
     assert below and not any(f.filename.endswith(("saved.py", "tracker.py", "writes.py")) for f in below)
     assert below[-1].filename.endswith("graph.py")  # torch's backward engine raised it, as without gradlab
-
-
-def test_tracker_check_names_a_tensor_as_gradlab_check_does() -> None:
-    """Without names=, both take the models of the caller's frame (review 2026-12-05 M2)."""
-    lin = torch.nn.Linear(2, 1)
-    opt = torch.optim.SGD(lin.parameters(), lr=0.1)
-    x = torch.ones(4, 2, requires_grad=True)
-    with gradlab.track() as tracker:
-        loss = lin(x).sum()
-        loss.backward(retain_graph=True)
-        opt.step()
-        mine, theirs = tracker.check(loss).problems[0], gradlab.check(loss).problems[0]
-    assert mine.tensor == theirs.tensor == "lin.weight (transposed view)"
-    assert (mine.given, mine.view) == (theirs.given, theirs.view) == ("lin.weight", "transposed")
