@@ -40,7 +40,7 @@ from .location import Location, user_frame, user_location
 from .names import Namer, NamesLike, resolve
 from .notices import warn_once
 from .registry import Registry
-from .saved import Packed, Write, _peek, silently_changed, stale_error, unpack_hook
+from .saved import Packed, Write, _peek, refused, silently_changed, unpack_hook
 from .silent import SilentWrites
 from .steps import OptimizerCall, Steps, warn_unused, watch_step
 
@@ -336,7 +336,7 @@ class Recorder:
             except Exception as e:  # NOTE [Hooks fail open]
                 _failed(e)
         if _version(p.tensor) != p.version:
-            raise stale_error(p)  # torch's in-place error for a stale tensor, as torch would raise it
+            raise refused(p)  # torch's in-place error for a stale tensor, as torch would raise it
         if p.writes or p.fingerprint is not None:
             try:
                 changed = silently_changed(p)

@@ -245,12 +245,20 @@ def unpack_hook(p: Packed) -> torch.Tensor:
         peek.append(p)
         return p.tensor
     if internals.version(p.tensor) != p.version:
-        global _refused
-        node = internals.current_node()
-        if node is not None:
-            _refused = (id(node), internals.sequence_nr(node), weakref.ref(p))
-        raise stale_error(p, node)
+        raise refused(p)
     return p.tensor
+
+
+def refused(p: Packed) -> RuntimeError:
+    """torch's in-place error for stale ``p`` (:func:`stale_error`), the refusal remembered for the node running now.
+
+    Both unpack hooks (this module's and the recorder's) raise it: NOTE [Other hooks' saved tensors].
+    """
+    global _refused
+    node = internals.current_node()
+    if node is not None:
+        _refused = (id(node), internals.sequence_nr(node), weakref.ref(p))
+    return stale_error(p, node)
 
 
 def silently_changed(p: Packed) -> bool:
