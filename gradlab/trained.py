@@ -153,15 +153,22 @@ class TrainingRecord:
                 self.aliases[alias] = names[-1]
         for name, value in found.items():
             if isinstance(value, torch.optim.Optimizer) and isinstance(name, str) and not name.startswith("_"):
-                self._optimizer_name(value, name)
+                label = self._optimizer_name(value, name)
                 inner = getattr(
                     value, "optimizer", None
-                )  # Lightning's and Accelerate's wrappers step the one they hold
+                )  # Lightning's and Accelerate's wrappers step the one they hold, under the wrapper's name
                 if isinstance(inner, torch.optim.Optimizer) and inner is not value:
-                    self._optimizer_name(inner, name)
+                    self._optimizer_name(inner, label, held_by=value)
         del found, modules
 
-    def _optimizer_name(self, optimizer: torch.optim.Optimizer, name: str | None = None) -> str:
+    def _optimizer_name(
+        self, optimizer: torch.optim.Optimizer, name: str | None = None, *, held_by: torch.optim.Optimizer | None = None
+    ) -> str:
+        """``optimizer``'s label: ``name`` (numbered when another optimizer has it), else ``<SGD 1>``.
+
+        ``held_by``: the wrapper that holds ``optimizer`` (Lightning's, Accelerate's); its label is not
+        another optimizer's, so ``optimizer`` may share it.
+        """
         known = self._optimizers.get(id(optimizer))
         if known is not None and known[0]() is optimizer and (name is None or not known[1].startswith("<")):
             return known[1]
@@ -169,6 +176,9 @@ class TrainingRecord:
             self._counts.pop(id(optimizer), None)
         label = name or f"<{type(optimizer).__name__} {len(self._optimizers) + 1}>"
         taken = self._labels - {known[1]} if known is not None and known[0]() is optimizer else self._labels
+        wrapper = self._optimizers.get(id(held_by)) if held_by is not None else None
+        if wrapper is not None and wrapper[0]() is held_by:
+            taken = taken - {wrapper[1]}
         if label in taken:  # two optimizers by one name (a local `opt` in two functions, gone or not): number them
             label = next(f"{name} #{k}" for k in range(2, len(taken) + 3) if f"{name} #{k}" not in taken)
         self._labels.add(label)
