@@ -1,13 +1,17 @@
 #!/usr/bin/env python
 """gradlab's benchmarks (`make bench`): ratios measured in one run, never absolute times.
 
+0. What ``make bench`` runs (``cost.py``): the cost table of ``track()``, one row
+   per training loop, guarded against ``baseline.json``; ``gradlab run`` against
+   ``python`` on a correct script (wall time); peak memory of a training process.
+   The parts below run with ``--only`` or ``--all``.
 1. ``track()`` overhead on the course's corrected loop (the tiny loop: forward
    both, zero both, ``(loss_1 + loss_2).backward()``, step both;
    ``make_pair(softmax=False)``): ratio to the plain loop, with and without
    ``names=``, with ``verify_saved=True`` (a fingerprint of each saved tensor at
    save and at use; opt-in, no target), and ``torch.autograd.detect_anomaly()``
    for comparison.
-   Targets: ``track()`` <= 1.2x plain; ``names=`` no dearer than without.
+   Targets: ``track()`` <= 1.25x plain; ``names=`` no dearer than without.
 2. ``track()`` on realistic CPU training steps (``workloads.py``): a small CNN,
    a transformer encoder, an LSTM with truncated BPTT, each with SGD and Adam.
    Target: <= 1.05x plain.
@@ -56,7 +60,6 @@ import json
 import os
 import platform
 import pstats
-import statistics
 import subprocess
 import sys
 import time
@@ -71,11 +74,22 @@ REPO = HERE.parent
 NOTEBOOKS = REPO / "notebooks"
 sys.path.insert(0, str(HERE))
 
+import cost  # noqa: E402
+from measure import (  # noqa: E402
+    TRACK_VARIANTS,
+    WARMUP_STEPS,
+    anomaly,
+    corrected_loop,
+    interleaved,
+    median,
+    ratio_rows,
+)
+
 import gradlab  # noqa: E402
 from gradlab import course  # noqa: E402
 
 TARGETS = {
-    "track_vs_plain": 1.2,
+    "track_vs_plain": 1.25,
     "names_vs_track": 1.0,
     "models_vs_plain": 1.05,
     "startup_extra_seconds": 0.3,
@@ -88,81 +102,7 @@ TARGETS = {
 SAME_COST_TOLERANCE = 0.03
 
 
-def _median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
 # ----------------------------------------------------------------------------- 1. track()
-
-
-def corrected_loop(pair: course.Pair, data: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
-    for x, y in data:
-        course.joint_step(pair, x, y)
-
-
-def _anomaly() -> contextlib.AbstractContextManager:
-    return torch.autograd.detect_anomaly(check_nan=False)
-
-
-TRACK_VARIANTS: dict[str, Callable[[course.Pair], contextlib.AbstractContextManager]] = {
-    "plain": lambda pair: contextlib.nullcontext(),
-    "track()": lambda pair: gradlab.track(),
-    "track(names=)": lambda pair: gradlab.track(names=pair.names),
-    "track(verify_saved=True)": lambda pair: gradlab.track(verify_saved=True),
-    "detect_anomaly()": lambda pair: _anomaly(),
-}
-
-
-def _interleaved(
-    variants: dict[str, Callable[[], tuple[Callable[[], object], contextlib.AbstractContextManager]]],
-    reps: int,
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """CPU and wall seconds of each variant, over ``reps`` interleaved rounds (round 0 discarded).
-
-    A variant is a zero-argument factory returning ``(run, context)`` or
-    ``(run, context, warmup)``: fresh state for one timed run, so every run starts
-    from the same parameters; ``warmup`` runs inside the context, off the clock.
-    """
-    cpu: dict[str, list[float]] = {k: [] for k in variants}
-    wall: dict[str, list[float]] = {k: [] for k in variants}
-    names = list(variants)
-    for rep in range(reps + 1):  # round 0 warms up every code path and is discarded
-        order = names[rep % len(names) :] + names[: rep % len(names)]  # rotate: no variant always first
-        for name in order:
-            run, context, *warmup = variants[name]()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # detect_anomaly's "enabled" warning, UnusedStepWarning
-                with context:
-                    for warm in warmup:
-                        warm()
-                    gc.collect()
-                    t_wall, t_cpu = time.perf_counter(), time.thread_time()
-                    run()
-                    t_cpu, t_wall = time.thread_time() - t_cpu, time.perf_counter() - t_wall
-            if rep:
-                cpu[name].append(t_cpu)
-                wall[name].append(t_wall)
-    return cpu, wall
-
-
-def _ratio_rows(cpu: dict[str, list[float]], wall: dict[str, list[float]], steps: int) -> list[dict]:
-    rows = []
-    for name in cpu:
-        ratios = [c / p for c, p in zip(cpu[name], cpu["plain"])]
-        row = {
-            "variant": name,
-            "ms_per_step": 1e3 * _median(cpu[name]) / steps,
-            "vs_plain": _median(ratios),
-            "vs_plain_wall": _median([c / p for c, p in zip(wall[name], wall["plain"])]),
-            "vs_plain_min": min(ratios),
-            "vs_plain_max": max(ratios),
-        }
-        if "detect_anomaly()" in cpu:
-            row["vs_anomaly"] = _median([c / a for c, a in zip(cpu[name], cpu["detect_anomaly()"])])
-        if "track()" in cpu:
-            row["vs_track"] = _median([c / t for c, t in zip(cpu[name], cpu["track()"])])
-        rows.append(row)
-    return rows
 
 
 def bench_track(reps: int, steps: int) -> dict:
@@ -175,18 +115,11 @@ def bench_track(reps: int, steps: int) -> dict:
 
         return fresh
 
-    cpu, wall = _interleaved({name: variant(make) for name, make in TRACK_VARIANTS.items()}, reps)
-    return {"steps": steps, "repetitions": reps, "rows": _ratio_rows(cpu, wall, steps)}
+    cpu, wall = interleaved({name: variant(make) for name, make in TRACK_VARIANTS.items()}, reps)
+    return {"steps": steps, "repetitions": reps, "rows": ratio_rows(cpu, wall, steps)}
 
 
 # ----------------------------------------------------------------------------- 2. realistic models
-
-
-# Steps run inside the context before the clock starts: the optimizer's state
-# exists, and a fresh tracker has done its all-zero-gradient checks of steps 1, 2
-# and 4 (NOTE in Recorder._check_step_grads: one reduction per parameter at steps
-# 1, 2, 4, 8, ...), so the figure is the steady state of a long run.
-WARMUP_STEPS = 4
 
 
 def bench_models(reps: int, steps: int) -> dict:
@@ -214,15 +147,15 @@ def bench_models(reps: int, steps: int) -> dict:
                         "track()": gradlab.track,
                         "track(names=)": lambda: gradlab.track(names=w.names),
                         "track(verify_saved=True)": lambda: gradlab.track(verify_saved=True),
-                        "detect_anomaly()": _anomaly,
+                        "detect_anomaly()": anomaly,
                     }[kind]()
                     return run, context, warmup
 
                 return fresh
 
-            cpu, wall = _interleaved({k: variant(k) for k in TRACK_VARIANTS}, reps)
+            cpu, wall = interleaved({k: variant(k) for k in TRACK_VARIANTS}, reps)
             results.append(
-                {"workload": name, "optimizer": optimizer, "rows": _ratio_rows(cpu, wall, steps), "steps": steps}
+                {"workload": name, "optimizer": optimizer, "rows": ratio_rows(cpu, wall, steps), "steps": steps}
             )
     return {"repetitions": reps, "steps": steps, "results": results}
 
@@ -263,10 +196,27 @@ def bench_design(reps: int, steps: int) -> dict:
     def hooks(pack: Callable[[torch.Tensor], object], unpack: Callable[[object], object]) -> Callable[[], object]:
         return lambda: torch.autograd.graph.saved_tensors_hooks(pack, unpack)  # type: ignore[arg-type]
 
+    from gradlab import internals, location
+
+    detach, version = torch.Tensor.detach, internals.version
+
+    def pack_ids(t: torch.Tensor) -> tuple:  # the least a re-check needs: the tensor (no cycle) and its version
+        return (t if t.grad_fn is None else detach(t), version(t))
+
+    def pack_line(t: torch.Tensor) -> tuple:
+        return (t if t.grad_fn is None else detach(t), version(t), location.user_location())
+
+    def unpack_ids(p: tuple) -> torch.Tensor:
+        if version(p[0]) != p[1]:
+            raise RuntimeError("stale")
+        return p[0]  # type: ignore[no-any-return]
+
     contexts: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
         "plain": contextlib.nullcontext,
         "empty TorchFunctionMode": _EmptyMode,
         "saved-tensor hooks that do nothing": hooks(lambda t: t, lambda t: t),  # type: ignore[dict-item]
+        "hooks keeping (tensor, version) only": hooks(pack_ids, unpack_ids),  # type: ignore[dict-item]
+        "... and the save's line (a tuple)": hooks(pack_line, unpack_ids),  # type: ignore[dict-item]
         "hooks packing gradlab's record (version, alias)": hooks(saved.pack_hook, saved.unpack_hook),  # type: ignore[dict-item]
         "... and the save's source line": hooks(saved.packed_with_location, saved.unpack_hook),  # type: ignore[dict-item]
         "wrappers installed, thread untracked": wrappers_idle,
@@ -294,10 +244,10 @@ def bench_design(reps: int, steps: int) -> dict:
 
         return fresh
 
-    cpu, wall = _interleaved({k: tiny(k) for k in contexts}, reps)
-    tiny_rows = _ratio_rows(cpu, wall, steps)
-    cpu, wall = _interleaved({k: transformer(k) for k in contexts}, max(3, reps // 3))
-    tf_rows = _ratio_rows(cpu, wall, 3)
+    cpu, wall = interleaved({k: tiny(k) for k in contexts}, reps)
+    tiny_rows = ratio_rows(cpu, wall, steps)
+    cpu, wall = interleaved({k: transformer(k) for k in contexts}, max(3, reps // 3))
+    tf_rows = ratio_rows(cpu, wall, 3)
     x = torch.zeros(10)
     per_call = {
         "x.mul(2), plain": _per_call_ns(lambda: x.mul(2), contextlib.nullcontext),
@@ -409,7 +359,7 @@ def bench_startup(reps: int) -> dict:
     rows = []
     for name, t in times.items():
         extra = [a - b for a, b in zip(t, times[base])]
-        rows.append({"command": name, "seconds": _median(t), "extra_seconds": _median(extra)})
+        rows.append({"command": name, "seconds": median(t), "extra_seconds": median(extra)})
     return {"repetitions": reps, "rows": rows}
 
 
@@ -417,7 +367,7 @@ def profile_track(steps: int) -> str:
     """Where ``track()`` spends its time on the tiny loop: a breakdown, then a cProfile."""
     data = course.batches(steps, seed=0)
     out = io.StringIO()
-    out.write(breakdown_track(data) + "\n\n")
+    out.write(cost.breakdown_table(cost.breakdown_row("tiny", "Adam")) + "\n\n")
     pair = course.make_pair(0, softmax=False)
     prof = cProfile.Profile()
     with gradlab.track():
@@ -427,89 +377,6 @@ def profile_track(steps: int) -> str:
     stats = pstats.Stats(prof, stream=out)
     stats.sort_stats("tottime").print_stats(r"gradlab|overrides|TorchFunctionMode", 25)
     return out.getvalue()
-
-
-# The recorder's entry points timed by breakdown_track: what autograd, the
-# optimizer and gradlab.writes' wrappers call on every step.
-_TIMED = ("pack", "unpack", "step_started", "step_finished", "record_inplace")
-
-
-def breakdown_track(data: list[tuple[torch.Tensor, torch.Tensor]], rounds: int = 5) -> str:
-    """Microseconds per step of the tiny loop: plain, tracked, and inside each of the tracker's hooks.
-
-    cProfile's own cost per call distorts a loop of microsecond calls; here each
-    entry point is timed with ``perf_counter_ns`` (about 0.1 us per call of its own,
-    included), and ``record_backward`` without the engine's time. What is left is
-    torch's cost of running with saved-tensor hooks and the in-place wrappers'
-    pass-through calls (inside optimizer steps). Medians of ``rounds`` interleaved
-    rounds, CPU time of one thread.
-    """
-    from gradlab.recorder import Recorder
-
-    spent: dict[str, int] = {}
-    calls: dict[str, int] = {}
-
-    def timed(name: str, method: Callable[..., object]) -> Callable[..., object]:
-        def run(*args: object, **kwargs: object) -> object:
-            start = time.perf_counter_ns()
-            try:
-                return method(*args, **kwargs)
-            finally:
-                spent[name] = spent.get(name, 0) + time.perf_counter_ns() - start
-                calls[name] = calls.get(name, 0) + 1
-
-        return run
-
-    originals = {name: getattr(Recorder, name) for name in (*_TIMED, "record_backward")}
-
-    def record_backward(self: Recorder, original: Callable[..., object], *rest: object) -> object:
-        return originals["record_backward"](self, timed("engine", original), *rest)
-
-    def loop(context: contextlib.AbstractContextManager) -> float:
-        pair = course.make_pair(0, softmax=False)
-        with context:
-            gc.collect()
-            start = time.thread_time()
-            corrected_loop(pair, data)
-            return time.thread_time() - start
-
-    plain, tracked, inside = [], [], []
-    per_round: list[dict[str, float]] = []
-    for rnd in range(rounds + 1):
-        plain_s = loop(contextlib.nullcontext())
-        track_s = loop(gradlab.track())
-        spent.clear()
-        calls.clear()
-        try:
-            for name in _TIMED:
-                setattr(Recorder, name, timed(name, originals[name]))
-            Recorder.record_backward = timed("record_backward", record_backward)  # type: ignore[method-assign]
-            loop(gradlab.track())
-        finally:
-            for name, method in originals.items():
-                setattr(Recorder, name, method)
-        if rnd:  # round 0 warms up
-            plain.append(plain_s)
-            tracked.append(track_s)
-            own = dict(spent)
-            own["record_backward"] = own.get("record_backward", 0) - own.pop("engine", 0)
-            per_round.append({k: v / 1e3 / len(data) for k, v in own.items()})
-            inside.append(sum(own.values()) / 1e9)
-    n = len(data)
-    rows = [
-        "| tiny loop, per step | us | calls |",
-        "|---|---:|---:|",
-        f"| plain | {1e6 * _median(plain) / n:.0f} | |",
-        f"| track() | {1e6 * _median(tracked) / n:.0f} ({_median([t / p for t, p in zip(tracked, plain)]):.2f}x) | |",
-    ]
-    for name in ("pack", "unpack", "record_backward", "step_started", "step_finished", "record_inplace"):
-        if name in calls:
-            label = "record_backward (without the engine)" if name == "record_backward" else name
-            us = _median([r.get(name, 0.0) for r in per_round])
-            rows.append(f"| inside {label} | {us:.1f} | {calls[name] / n:.1f} |")
-    rest = _median([(t - p - i) / n * 1e6 for t, p, i in zip(tracked, plain, inside)])
-    rows.append(f"| the rest: torch with hooks on, wrappers passing through | {rest:.0f} | |")
-    return "\n".join(rows)
 
 
 # ----------------------------------------------------------------------------- 6. drawing
@@ -567,8 +434,8 @@ def bench_draw(reps: int) -> dict:
     base = "torchviz.make_dot(loss, params).source"
     rows = []
     for name in variants:
-        ratio = _median([a / b for a, b in zip(times[name], times[base])]) if base in times else None
-        rows.append({"variant": name, "seconds": _median(times[name]), "vs_torchviz": ratio})
+        ratio = median([a / b for a, b in zip(times[name], times[base])]) if base in times else None
+        rows.append({"variant": name, "seconds": median(times[name]), "vs_torchviz": ratio})
     chain = _chain(20_000)
     chain_nodes = len(gradlab.collect(chain).nodes)
     chain_times = [_time(lambda: gradlab.draw(chain).source) for _ in range(max(1, reps // 2))]
@@ -576,7 +443,7 @@ def bench_draw(reps: int) -> dict:
         "nodes": nodes,
         "rows": rows,
         "chain_nodes": chain_nodes,
-        "chain_seconds": _median(chain_times),
+        "chain_seconds": median(chain_times),
         "repetitions": reps,
     }
 
@@ -655,14 +522,14 @@ def bench_notebooks(reps: int) -> dict:
                 slowest[p.name] = _slowest_cell(nb)
             except Exception as e:
                 failed[p.name] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:200]}"
-    floor_s = _median(floor)
+    floor_s = median(floor)
     rows = [
-        {"notebook": name, "seconds": _median(t), "vs_floor": _median(t) / floor_s, "slowest_cell": slowest.get(name)}
+        {"notebook": name, "seconds": median(t), "vs_floor": median(t) / floor_s, "slowest_cell": slowest.get(name)}
         for name, t in times.items()
         if t
     ]
     total = sum(r["seconds"] for r in rows)
-    floor_opt_s = _median(floor_opt) if floor_opt else None
+    floor_opt_s = median(floor_opt) if floor_opt else None
     return {
         "floor_seconds": floor_s,
         "floor_optimizer_seconds": floor_opt_s,
@@ -719,6 +586,58 @@ def markdown(results: dict) -> str:
         f"({m['machine']}), load average {m['load_average']} before, {m.get('load_average_after')} after",
         "",
     ]
+    co = results.get("cost")
+    if co:
+        title = "### The cost table (`benchmarks/cost.py`)"
+        if co.get("slowdown_us"):
+            title += f", every save slowed by {co['slowdown_us']} us (a check of the guard)"
+        lines += [title, "", cost.cost_table(co["rows"], co.get("verdicts")), ""]
+        for v in co.get("verdicts", []):
+            if "vs_baseline_code" in v:
+                lines.append(
+                    f"- {v['row']}: {v['ratio']:.3f}x over its line {v['line']:.3f}x (baseline {v['baseline']:.3f}x); "
+                    f"measured again beside the baseline commit's gradlab ({co['baseline_commit'][:10]}): "
+                    f"{v['again']:.3f}x plain, {v['vs_baseline_code']:.3f}x the baseline's track(): {v['status']}"
+                )
+            elif "again" in v:
+                lines.append(
+                    f"- {v['row']}: {v['ratio']:.3f}x over its line {v['line']:.3f}x (baseline {v['baseline']:.3f}x); "
+                    f"measured again {v['again']:.3f}x, both runs' rounds {v['pooled']:.3f}x: {v['status']}"
+                )
+        for name, found in co.get("breakdowns", {}).items():
+            lines += ["", cost.breakdown_table(found, name)]
+        lines.append("")
+    ru = results.get("run")
+    if ru:
+        lines += [
+            f"### `gradlab run` on a correct script (wall time, median of {ru['repetitions']} interleaved runs, "
+            f"{ru['steps']} CNN steps)",
+            "",
+            "| command | seconds |",
+            "|---|---:|",
+        ]
+        lines += [f"| `{k}` | {v:.2f} |" for k, v in ru["seconds"].items()]
+        lines += [
+            "",
+            f"ratio {ru['ratio']:.3f}x (rounds {ru['ratio_min']:.3f} to {ru['ratio_max']:.3f}), target <= "
+            f"{cost.TARGETS['run_wall']}x: {_mark(ru['ratio'], cost.TARGETS['run_wall'])}; same output: {ru['same_output']}",
+            "",
+        ]
+    pk = results.get("peak")
+    if pk and "rows" in pk:
+        lines += [
+            f"### Peak memory (a fresh process, {pk['steps']} steps, median of {pk['repetitions']})",
+            "",
+            "| workload | plain peak RSS | `track()` | `detect_anomaly()` | growth plain | growth `track()` | target |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
+        for r in pk["rows"]:
+            lines.append(
+                f"| {r['workload']} {r['optimizer']} | {r['peak_mb']['plain']:.0f} MB | {r['peak_vs_plain']['track()']:.3f}x "
+                f"| {r['peak_vs_plain']['detect_anomaly()']:.3f}x | {r['growth_mb']['plain']:.0f} MB "
+                f"| {r['growth_mb']['track()']:.0f} MB | {_mark(r['peak_vs_plain']['track()'], cost.TARGETS['peak_memory'])} |"
+            )
+        lines.append("")
     tr = results.get("track")
     if tr:
         lines += [
@@ -862,25 +781,90 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+PARTS = ["cost", "run", "peak", "track", "models", "design", "memory", "startup", "draw", "notebooks"]
+GUARDED = ["cost", "run", "peak"]  # what `make bench` runs: the cost table and its guard
+
+
+def bench_cost(reps: int, rows: tuple[tuple[str, str], ...], slowdown_us: float, guard: bool, breakdowns: bool) -> dict:
+    """The cost table: each row interleaved; the guard against ``baseline.json``; each row's breakdown."""
+    results = []
+    for workload, optimizer in rows:
+        row_reps = reps if workload in ("tiny", "cnn", "lstm", "transformer") else max(5, (2 * reps) // 3)
+        results.append(cost.measure_row(workload, optimizer, row_reps, slowdown_us))
+        r = cost._track(results[-1])
+        print(f"  {cost.key(workload, optimizer)}: track() {r['vs_plain']:.3f}x", file=sys.stderr, flush=True)
+    out: dict = {"rows": results, "slowdown_us": slowdown_us}
+    if guard:
+        import tempfile
+
+        baseline = cost.load_baseline()
+        commit = cost.baseline_commit()
+        with tempfile.TemporaryDirectory() as tmp:
+            package = cost.baseline_gradlab(commit, Path(tmp)) if commit else None
+            if commit and package is None:
+                print(
+                    f"  the baseline commit {commit[:10]} is not in this clone: re-measuring instead", file=sys.stderr
+                )
+            out["baseline_commit"] = commit if package is not None else None
+            out["verdicts"] = cost.guard(
+                results,
+                baseline,
+                lambda r: cost.measure_row(r["workload"], r["optimizer"], r["repetitions"], slowdown_us),
+                (
+                    (lambda r: cost.measure_row(r["workload"], r["optimizer"], r["repetitions"], slowdown_us, package))
+                    if package is not None
+                    else None
+                ),
+            )
+    if breakdowns:
+        out["breakdowns"] = {cost.key(w, o): cost.breakdown_row(w, o, rounds=3 if w != "tiny" else 5) for w, o in rows}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--out", type=Path, help="also write the results as JSON to this file")
     parser.add_argument(
         "--only",
-        choices=["track", "models", "design", "memory", "startup", "draw", "notebooks"],
+        choices=PARTS,
         action="append",
-        help="run only this benchmark (repeatable)",
+        help="run only this benchmark (repeatable); default: " + ", ".join(GUARDED),
     )
+    parser.add_argument("--all", action="store_true", help="run every benchmark")
+    parser.add_argument("--rows", help="only these rows of the cost table, e.g. 'tiny Adam,cnn SGD'")
+    parser.add_argument("--guard", action="store_true", help="fail when a row of the cost table got >5%% worse")
+    parser.add_argument("--update-baseline", action="store_true", help="accept this run's ratios as the baseline")
+    parser.add_argument("--readme", type=Path, help="write the cost table into this README (between its markers)")
+    parser.add_argument("--no-breakdown", action="store_true", help="skip the per-step breakdown of each row")
+    parser.add_argument("--slowdown", type=float, default=0.0, help="add US microseconds to every save (a check)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the tracked loop and exit")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.profile:
         print(profile_track(500))
         return 0
-    only = set(args.only or ["track", "models", "design", "memory", "startup", "draw", "notebooks"])
+    only = set(PARTS if args.all else (args.only or GUARDED))
     results: dict = {"machine": _machine(), "quick": args.quick, "targets": TARGETS}
     q = args.quick
+    rows = cost.ROWS
+    if args.rows:
+        wanted = {r.strip() for r in args.rows.split(",")}
+        rows = tuple(r for r in cost.ROWS if cost.key(*r) in wanted)
+    if "cost" in only:
+        results["cost"] = bench_cost(
+            reps=5 if q else 15,
+            rows=rows,
+            slowdown_us=args.slowdown,
+            guard=args.guard,
+            breakdowns=not args.no_breakdown,
+        )
+    if "run" in only:
+        results["run"] = cost.bench_run_wall(reps=2 if q else 5)
+    if "peak" in only:
+        results["peak"] = cost.bench_peak_memory(
+            reps=1 if q else 3, rows=(("cnn", "Adam"), ("resnet18", "SGD"), ("lm6", "Adam"))
+        )
     if "track" in only:
         results["track"] = bench_track(reps=7 if q else 21, steps=100 if q else 200)
     if "models" in only:
@@ -901,6 +885,23 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown(results))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    co = results.get("cost")
+    if co and args.update_baseline:
+        cost.save_baseline(co["rows"], machine=results["machine"])
+        print(f"baseline written: {cost.BASELINE.relative_to(REPO)}")
+    if co and args.readme and not args.rows and not args.slowdown:
+        m = results["machine"]
+        note = (
+            f"Measured {m['date']} by `make bench` (Python {m['python']}, torch {m['torch']}, {m['cpus']} CPUs, "
+            f"load average {m['load_average'][0]} before, {m['load_average_after'][0]} after); one torch thread, "
+            f"CPU time, median of interleaved rounds; spread = the middle half of the rounds' ratios."
+        )
+        if not cost.write_readme(args.readme, cost.cost_table(co["rows"], co.get("verdicts")), note):
+            print(f"{args.readme}: no cost-table markers, not written", file=sys.stderr)
+    worse = [v for v in (co or {}).get("verdicts", []) if v["status"].startswith("WORSE")]
+    if worse:
+        print("bench guard: " + ", ".join(f"{v['row']}: {v['status']}" for v in worse))
+        return 1
     return 0
 
 

@@ -15,6 +15,12 @@ overhead is diluted as in real training, small enough to repeat many times.
   tokens; truncated back-propagation through time: each step is one chunk of
   35 tokens x 16 sequences, the hidden state carried over *detached* from the
   previous chunk (the usual language-model loop).
+- ``resnet18``: a ResNet-18 (torchvision's layout, written out here: a 7x7
+  stem, four stages of two basic blocks with 64, 128, 256 and 512 channels,
+  batch norm, 11.2 M parameters), a batch of 8 images of 3x64x64, 10 classes.
+- ``lm6``: a 6-layer causal transformer language model (d=256, 4 heads,
+  feed-forward 1024, dropout 0.1, pre-norm, learned positions, a head tied to
+  nothing) over 2,000 tokens; a batch of 8 sequences of 64 tokens.
 
 Optimizers: ``SGD(lr=0.01, momentum=0.9)`` or ``Adam(lr=1e-3)`` (torch's
 defaults otherwise: on CPU both take the single-tensor path, one Python-level
@@ -102,6 +108,67 @@ class TinyLSTM(nn.Module):
         return self.head(out), state
 
 
+class BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU(inplace=True)
+        self.down = (
+            nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            if stride != 1 or cin != cout
+            else nn.Identity()
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + self.down(x))
+
+
+class ResNet18(nn.Module):
+    def __init__(self, classes: int = 10) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)
+        )
+        stages: list[nn.Module] = []
+        cin = 64
+        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            stages += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+            cin = cout
+        self.stages = nn.Sequential(*stages)
+        self.head = nn.Linear(512, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.stages(self.stem(x)).mean(dim=(2, 3)))
+
+
+LM_VOCAB = 2_000
+
+
+class TransformerLM(nn.Module):
+    def __init__(self, d: int = 256, layers: int = 6, context: int = 64) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(LM_VOCAB, d)
+        self.position = nn.Parameter(torch.zeros(context, d))
+        layer = nn.TransformerEncoderLayer(
+            d, nhead=4, dim_feedforward=4 * d, dropout=0.1, batch_first=True, norm_first=True
+        )
+        self.blocks = nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, LM_VOCAB)
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(context), persistent=False)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        n = tokens.shape[1]
+        h = self.embed(tokens) + self.position[:n]
+        h = self.blocks(h, mask=self.mask[:n, :n], is_causal=True)
+        return self.head(self.norm(h))
+
+
 def _cnn(kind: str, steps: int) -> Workload:
     torch.manual_seed(0)
     model = SmallCNN()
@@ -174,7 +241,58 @@ def _lstm(kind: str, steps: int) -> Workload:
     return Workload("lstm", model, opt, step)
 
 
-WORKLOADS: dict[str, Callable[[str, int], Workload]] = {"cnn": _cnn, "transformer": _transformer, "lstm": _lstm}
+def _resnet18(kind: str, steps: int) -> Workload:
+    torch.manual_seed(0)
+    model = ResNet18()
+    opt = _optimizer(kind, model)
+    g = torch.Generator().manual_seed(1)
+    data = [(torch.randn(8, 3, 64, 64, generator=g), torch.randint(0, 10, (8,), generator=g)) for _ in range(steps)]
+    loss_fn = nn.CrossEntropyLoss()
+    i = 0
+
+    def step() -> float:
+        nonlocal i
+        x, y = data[i % len(data)]
+        i += 1
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+
+    return Workload("resnet18", model, opt, step)
+
+
+def _lm6(kind: str, steps: int) -> Workload:
+    torch.manual_seed(0)
+    model = TransformerLM()
+    opt = _optimizer(kind, model)
+    g = torch.Generator().manual_seed(1)
+    data = [torch.randint(0, LM_VOCAB, (8, 65), generator=g) for _ in range(steps)]
+    loss_fn = nn.CrossEntropyLoss()
+    i = 0
+
+    def step() -> float:
+        nonlocal i
+        tokens = data[i % len(data)]
+        i += 1
+        opt.zero_grad()
+        logits = model(tokens[:, :-1])
+        loss = loss_fn(logits.reshape(-1, LM_VOCAB), tokens[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+
+    return Workload("lm6", model, opt, step)
+
+
+WORKLOADS: dict[str, Callable[[str, int], Workload]] = {
+    "cnn": _cnn,
+    "transformer": _transformer,
+    "lstm": _lstm,
+    "resnet18": _resnet18,
+    "lm6": _lm6,
+}
 OPTIMIZERS = ("SGD", "Adam")
 
 

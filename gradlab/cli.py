@@ -170,7 +170,8 @@ _RUNNER_FILES = frozenset(
     )
 )
 _HOOK_FILES = frozenset(
-    os.path.normcase(os.path.join(_HERE, name)) for name in ("tracker.py", "recorder.py", "saved.py", "writes.py")
+    os.path.normcase(os.path.join(_HERE, name))
+    for name in ("tracker.py", "recorder.py", "backwards.py", "saved.py", "writes.py")
 )
 
 
@@ -311,8 +312,8 @@ def _named_ddp(exc: BaseException, explanation: Explanation, tracker: Tracker | 
         return explanation
     from .ddp import explain_ddp
 
-    recorder = tracker._recording() if tracker is not None else None
-    return explain_ddp(exc, explanation, tuple(recorder.cuts) if recorder is not None else ())
+    recorder = tracker._recorder() if tracker is not None else None
+    return explain_ddp(exc, explanation, tuple(recorder.cuts.cuts) if recorder is not None else ())
 
 
 def _report_rank(

@@ -45,12 +45,12 @@ from typing import Literal
 
 from torch import nn
 
+from .cuts import Cut
 from .explanation import Explanation
 from .i18n import _, _t
 from .kinds import explain_message
 from .location import Location
 from .messages import find
-from .recorder import Cut
 
 __all__ = ["Reason", "why_unreached", "ddp_module", "explain_ddp"]
 

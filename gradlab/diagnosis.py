@@ -532,8 +532,8 @@ def check_in(
     name a tensor alike: ``names``, else the tracker's, else the frame's models, as the
     note after a failure does.
     """
-    recording = scope._recording() if scope is not None else None
-    cut = no_graph_diagnosis(output, recording, frame)
+    recorder = scope._recorder() if scope is not None else None
+    cut = no_graph_diagnosis(output, recorder, frame)
     if cut is not None:
         return cut
     if names is None and (scope is None or not scope.namer()):
@@ -541,4 +541,4 @@ def check_in(
         names = found or None
     namer = scope.namer(names) if scope is not None else names
     graph = collect(output, namer, tracker=scope)
-    return check_graph(graph, tracker=recording, frame=frame)
+    return check_graph(graph, tracker=recorder, frame=frame)

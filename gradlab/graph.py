@@ -9,11 +9,12 @@ from typing import Any
 
 import torch
 
-from . import internals, recorder
+from . import internals
+from .backwards import Backwards
 from .i18n import _, _t, ljust, width
 from .location import Location
 from .names import Namer, NamesLike, op_name
-from .recorder import BackwardCall, Recorder, Scope
+from .recorder import BackwardCall, Recorder, Scope, active
 from .saved import SavedTensor, inspect_node
 
 __all__ = [
@@ -167,14 +168,14 @@ def collect(
     return collect_nodes(roots, namer, tracker=tracker)
 
 
-def freeing_call(recording: Recorder, fn: Any) -> BackwardCall | None:
+def freeing_call(backwards: Backwards, fn: Any) -> BackwardCall | None:
     """The recorded :class:`~gradlab.BackwardCall` that freed node ``fn``, or None."""
-    call = recording.freed_call(fn)
+    call = backwards.freed_call(fn)
     if call is not None:
         return call
     # A node whose only saved values bypass the hooks (a Python scalar: x * 2.0)
     # is found through the graphs of the latest freeing calls instead.
-    for roots, earlier in reversed(recording.recent):
+    for roots, earlier in backwards.freed_roots():
         if any(node is fn for node in walk(roots)):
             found: BackwardCall = earlier
             return found
@@ -186,31 +187,31 @@ def collect_active(
 ) -> tuple[Graph, Recorder | None]:
     """:func:`collect` with the names and records of the tracker active in this thread (if any).
 
-    Returns the graph and the recording it was read with (None outside a tracker):
+    Returns the graph and the recorder it was read with (None outside a tracker):
     the one path by which :func:`gradlab.check`, :func:`gradlab.saved_tensors` and
     :func:`gradlab.draw` see the active tracker.
     """
-    scope = recorder.active()
+    scope = active()
     if scope is None:
         return collect(outputs, names), None
-    return collect(outputs, scope.namer(names), tracker=scope), scope._recording()
+    return collect(outputs, scope.namer(names), tracker=scope), scope._recorder()
 
 
 def collect_nodes(roots: Sequence[Any], namer: Namer, *, tracker: Scope | None = None) -> Graph:
     """:func:`collect` from backward nodes (the outputs' ``grad_fn``), e.g. of a failed backward call."""
     order = walk(roots)
     ids = {fn: i for i, fn in enumerate(order)}
-    recording = tracker._recording() if tracker is not None else None
+    recorder = tracker._recorder() if tracker is not None else None
     freed_by: Callable[[Any], Location | None] | None = None
     saved_line: Callable[[Any], Location | None] | None = None
-    if recording is not None:
-        rec = recording
+    if recorder is not None:
+        backwards = recorder.backwards
 
         def freed_by(fn: Any) -> Location | None:
-            call = freeing_call(rec, fn)
+            call = freeing_call(backwards, fn)
             return call.location if call is not None else None
 
-        saved_line = rec.saved_line
+        saved_line = backwards.saved_line
     nodes: list[GraphNode] = []
     saved: list[SavedTensor] = []
     for i, fn in enumerate(order):

@@ -16,11 +16,16 @@ The accesses, and what degrades without each:
 ``torch._C._current_autograd_node()``  which node a backward unpacks for: "freed by"
 ``Node._sequence_nr()``                which backward freed a node; carried state
 ``Node._saved_<name>``                 reading saved tensors outside a tracker
-``Node._raw_saved_<name>.data``        naming a stale tensor outside a tracker
+``Node._raw_saved_<name>.data``        naming a stale tensor outside a tracker; not
+                                       unpacking other hooks' saved tensors
 ``Node._input_metadata``               the dry run that finds stale tensors (NOTE [Dry run])
 ``torch._C._nn`` in-place functions    writes by ``F.leaky_relu(inplace=True)`` and kin
 ``torch._*_`` in-place functions       writes by ``torch._foreach_add_`` and kin
 ``torch._VF`` in-place functions       writes by ``F.dropout(inplace=True)``, ``F.threshold(inplace=True)``
+saved-tensor hooks stack               stepping aside inside ``torch.func`` transforms
+(``_top_/_pop_/_push_saved_tensors_``
+``default_hooks``)
+``_get_sequence_nr()``                 which node a saved tensor's message names
 =====================================  =============================================
 """
 
@@ -45,10 +50,15 @@ __all__ = [
     "node_name",
     "saved_attributes",
     "raw_saved",
+    "packed_objects",
     "input_metadata",
     "nn_functions",
     "private_inplace_functions",
     "vf_functions",
+    "lift_saved_tensors_hooks",
+    "push_saved_tensors_hooks",
+    "saved_tensors_hooks_visible",
+    "newest_sequence_nr",
     "check_all",
 ]
 
@@ -171,6 +181,22 @@ def raw_saved(fn: Any, attribute: str) -> list[torch.Tensor | None] | None:
         return None
 
 
+def packed_objects(fn: Any, attribute: str) -> list[Any] | None:
+    """What a node holds for a saved attribute, without unpacking it: a tensor, or what a pack hook returned.
+
+    ``attribute`` is one of :func:`saved_attributes`. Freed entries are None; None
+    when torch cannot say (no ``_raw_saved_*``, or the node's buffers are freed).
+    Unlike reading the attribute, this runs no unpack hook.
+    """
+    raw_name = "_raw_saved_tensors" if attribute == "saved_tensors" else "_raw" + attribute
+    try:
+        raw = getattr(fn, raw_name)
+        items = raw if isinstance(raw, (tuple, list)) else [raw]
+        return [item.data for item in items]
+    except (AttributeError, RuntimeError):
+        return None
+
+
 def input_metadata(fn: Any) -> list[tuple[tuple[int, ...], torch.dtype, torch.device]] | None:
     """Shape, dtype and device of each gradient the node takes, or None if torch does not say."""
     try:
@@ -243,6 +269,52 @@ def vf_functions() -> Iterator[tuple[Any, str]]:
     for name in dir(functions):
         if name.endswith("_") and not name.startswith("__") and callable(getattr(functions, name, None)):
             yield module, name
+
+
+# -- the saved-tensor hooks of this thread --------------------------------------------------------
+
+
+def lift_saved_tensors_hooks(ours: Callable[[Any], bool]) -> tuple[Any, Any] | None:
+    """Take this thread's saved-tensor hooks off when they are gradlab's and the only ones; return them.
+
+    ``ours(pack_hook)`` says whether a pack hook is gradlab's. None (and nothing
+    changed) when the top hooks are somebody else's or when other hooks lie below
+    gradlab's. Give the result back to :func:`push_saved_tensors_hooks`. Raises
+    AttributeError when this torch does not show its stack (torch 2.4:
+    :func:`saved_tensors_hooks_visible` is False).
+    """
+    autograd = torch._C._autograd
+    top = autograd._top_saved_tensors_default_hooks(True)
+    if top is None or not ours(top[0]):
+        return None
+    autograd._pop_saved_tensors_default_hooks()
+    if autograd._top_saved_tensors_default_hooks(True) is not None:  # the user's hooks below: torch decides
+        autograd._push_saved_tensors_default_hooks(*top)
+        return None
+    return (top[0], top[1])
+
+
+def saved_tensors_hooks_visible() -> bool:
+    """Whether this torch shows a thread's saved-tensor hooks (``_top_saved_tensors_default_hooks``: 2.13 does, 2.4 not)."""
+    return hasattr(torch._C._autograd, "_top_saved_tensors_default_hooks")
+
+
+def push_saved_tensors_hooks(hooks: tuple[Any, Any]) -> None:
+    """Put back the hooks :func:`lift_saved_tensors_hooks` took off."""
+    torch._C._autograd._push_saved_tensors_default_hooks(*hooks)
+
+
+def newest_sequence_nr() -> int | None:
+    """The sequence number of the newest backward node created in this thread, or None.
+
+    A tensor saved while its own ``grad_fn`` has this number is the output of the
+    node being built (NOTE [Which node torch names] in gradlab/saved.py).
+    """
+    try:
+        return int(torch._C._autograd._get_sequence_nr()) - 1
+    except AttributeError:
+        _missing("torch._C._autograd._get_sequence_nr()", "gradlab may name a stale tensor's node as it was when saved")
+        return None
 
 
 def check_all() -> dict[str, bool]:

@@ -22,10 +22,10 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .events import Event
 from .grads import GradReport
 from .i18n import _, _t, language, set_language
 from .notices import GradlabWarning
-from .recorder import Event
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -291,7 +291,8 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
             or not isinstance(tensors, Sequence)
             or not all(isinstance(t, str) for t in tensors)
         ):
-            raise TypeError("tensors= must be a list of tensor names, e.g. ['n_1.linear_2.weight']")
+            example = names[0] if names else "model.weight"
+            raise TypeError(f"tensors= must be a list of tensor names as the tracker shows them, e.g. [{example!r}]")
         missing = [t for t in tensors if bases.get(t, t) not in names]
         if missing:
             raise ValueError(
@@ -301,8 +302,9 @@ def timeline(tracker: object, tensors: Sequence[str] | None = None) -> Figure:
         names = [bases.get(t, t) for t in tensors]
     if not names:
         raise ValueError(
-            "the tracker saw no named tensor being saved or modified; run the forward, step and "
-            "backward inside `with gradlab.track(names={'n_1': n_1, ...}) as tracker:`"
+            "the tracker saw no named tensor being saved or modified; run the forward, step and backward "
+            "inside `with gradlab.track(names=...) as tracker:`, naming your modules by the variables that "
+            "hold them (names={'net': net} for a module held in net)"
         )
     needs_matplotlib("timeline()")
     with picture_fonts():
@@ -434,7 +436,10 @@ def plot_grads(report: GradReport) -> Figure:
             f"plot_grads() takes the GradReport of gradlab.grad_report(names, loss), not {type(report).__name__}"
         )
     if not report.rows:
-        raise ValueError("the GradReport has no rows; pass grad_report({'n_1': n_1, ...}) after a backward")
+        raise ValueError(
+            "the GradReport has no rows; pass grad_report(names, loss) after a backward, naming your modules "
+            "(names={'net': net} for a module held in net)"
+        )
     needs_matplotlib("plot_grads()")
     with picture_fonts():
         return _draw_grads(report)

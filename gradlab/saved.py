@@ -91,6 +91,17 @@ class SavedTensor:
 # form a reference cycle with the node that saved it (an identity hook keeps such
 # graphs alive forever). A tensor without a grad_fn (a parameter, an input) cannot
 # be in such a cycle, so Packed keeps the tensor itself, as torch does: no detach.
+#
+# NOTE [Which node torch names]
+# torch's in-place message names a node: for an op's own output, the node that saved
+# it; for a tensor saved as an op's input, that tensor's grad_fn *as it is when the
+# backward runs* (after `alpha /= s`, DivBackward0, not ExpBackward0). torch keeps such
+# an input alive itself (SavedVariable holds the original tensor), so its grad_fn is
+# always there to read. Packed does the same for an input (`original`, a strong
+# reference, as torch holds; no cycle: the input's grad_fn is an older node) and keeps
+# a weak reference only to an output (`source`), whose strong reference would be the
+# cycle above. A tensor is the output of the node being built when its grad_fn is the
+# newest node of the thread (internals.newest_sequence_nr).
 class Packed:
     """What gradlab's pack hook stores in place of a saved tensor."""
 
@@ -102,6 +113,7 @@ class Packed:
         "is_view",
         "requires_grad",
         "source",
+        "original",
         "fn_name",
         "fn_seq",
         "saved_at",
@@ -125,8 +137,8 @@ class Packed:
             self.fn_name: str | None = None
             self.fn_seq: int | None = None
             self.source: weakref.ref[torch.Tensor] | None = None
+            self.original: torch.Tensor | None = None
             return
-        self.tensor = tensor.detach()
         self.requires_grad = True  # a tensor with a grad_fn requires grad
         self.output_nr = tensor.output_nr
         self.is_view = internals.is_view(tensor)
@@ -134,7 +146,15 @@ class Packed:
         # the tensor is the op's own output (torch's message then names the node).
         self.fn_name = _node_name(fn)
         self.fn_seq = internals.sequence_nr(fn)
-        self.source = weakref.ref(tensor)
+        if self.fn_seq is not None and self.fn_seq != internals.newest_sequence_nr():
+            # an op's input: kept as torch keeps it (NOTE [Which node torch names]), and handed
+            # back as it is (no cycle to break; torch rebuilds its grad_fn on unpack)
+            self.tensor = self.original = tensor
+            self.source = None
+        else:
+            self.tensor = _detach(tensor)  # an op's output: an alias without the node that saves it
+            self.original = None
+            self.source = weakref.ref(tensor)
 
     def message_node(self, unpacking: Any | None) -> str | None:
         """The node torch's in-place message would name for this tensor (None for a leaf).
@@ -152,7 +172,7 @@ class Packed:
             and unpacking.name() == self.fn_name
         ):
             return self.fn_name
-        original = self.source() if self.source is not None else None
+        original = self.original if self.original is not None else self.source() if self.source is not None else None
         if original is not None:
             fn = original.grad_fn
             return fn.name() if fn is not None else None
@@ -160,6 +180,9 @@ class Packed:
 
 
 _version = internals.version
+# torch's own detach, taken when gradlab is imported (before any tracker wraps Tensor.detach):
+# a save is not one of the user's cuts (NOTE [Cuts] in writes.py), and the wrapper costs a microsecond.
+_detach = torch.Tensor.detach
 _names_by_type: dict[type, str] = {}
 
 
@@ -190,19 +213,28 @@ def packed_with_location(t: torch.Tensor) -> Packed:
 _peek: ContextVar[list[Packed] | None] = ContextVar("gradlab_peek", default=None)
 
 
-def stale_error(p: Packed) -> RuntimeError:
-    """PyTorch's in-place error for a stale packed tensor, in the installed torch's words."""
+def stale_error(p: Packed, node: Any | None = None) -> RuntimeError:
+    """PyTorch's in-place error for a stale packed tensor, in the installed torch's words.
+
+    ``node`` is the backward node the engine is running (looked up when not given).
+    """
     t = p.tensor
     return RuntimeError(
         messages.stale_message(
             t.type(),
             tuple(t.shape),
-            p.message_node(internals.current_node()),
+            p.message_node(node if node is not None else internals.current_node()),
             p.output_nr,
             internals.version(t),
             p.version,
         )
     )
+
+
+# The record the engine refused last, with the node it was running then (by id,
+# sequence number and name: a node cannot be weakly referenced, and the engine may run
+# on another thread than the diagnosis): NOTE [Other hooks' saved tensors].
+_refused: tuple[int, int | None, weakref.ref[Packed]] | None = None
 
 
 def unpack_hook(p: Packed) -> torch.Tensor:
@@ -213,8 +245,20 @@ def unpack_hook(p: Packed) -> torch.Tensor:
         peek.append(p)
         return p.tensor
     if internals.version(p.tensor) != p.version:
-        raise stale_error(p)
+        raise refused(p)
     return p.tensor
+
+
+def refused(p: Packed) -> RuntimeError:
+    """torch's in-place error for stale ``p`` (:func:`stale_error`), the refusal remembered for the node running now.
+
+    Both unpack hooks (this module's and the recorder's) raise it: NOTE [Other hooks' saved tensors].
+    """
+    global _refused
+    node = internals.current_node()
+    if node is not None:
+        _refused = (id(node), internals.sequence_nr(node), weakref.ref(p))
+    return stale_error(p, node)
 
 
 def silently_changed(p: Packed) -> bool:
@@ -231,6 +275,62 @@ def silently_changed(p: Packed) -> bool:
     if p.fingerprint is not None:
         return fingerprint(p.tensor) != p.fingerprint
     return False
+
+
+# NOTE [Other hooks' saved tensors]
+# A node saved under somebody else's saved-tensor hooks (a non-reentrant checkpoint,
+# save_on_cpu, the user's own) holds what their pack hook returned, and reading the
+# attribute runs their unpack hook: a non-reentrant checkpoint then runs the user's
+# checkpointed function again (outside a backward, at every read), which prints, draws
+# random numbers and updates running statistics as the user's code does. An inspector
+# never runs user code, so such an attribute is not read: its tensors are reported as
+# unknown. What the node holds is looked at without unpacking (internals.packed_objects).
+# One thing is known all the same: when the engine, running this node, unpacked it
+# through those hooks and they read one of gradlab's records (the checkpoint's
+# recomputation reads the checkpoint's inputs, which gradlab's hooks saved), and
+# gradlab's unpack hook refused that record as stale, that record is why the node
+# failed: it is reported for the node, under its own name and versions, as saved by
+# what saved it (the checkpoint), never under the name of the node's own tensor.
+def _foreign(fn: object, attr: str) -> str | None:
+    """What packed ``fn``'s saved ``attr`` when hooks other than gradlab's did (reading it would run them), else None.
+
+    The answer names the hooks' module (``torch.utils.checkpoint``) or their object's type.
+    """
+    held = internals.packed_objects(fn, attr)
+    for item in held or ():
+        if item is not None and not isinstance(item, (torch.Tensor, Packed)):
+            kind = type(item)
+            return kind.__module__ if kind.__module__.startswith("torch.") else kind.__qualname__
+    return None
+
+
+def _refused_for(fn: Any) -> Packed | None:
+    """The record the engine refused while running ``fn``, if it is still alive."""
+    refused = _refused
+    if refused is None or refused[0] != id(fn) or refused[1] != internals.sequence_nr(fn):
+        return None
+    return refused[2]()
+
+
+def _refused_entry(p: Packed, label: str, namer: Namer, saver: str) -> dict[str, Any]:
+    """The record of a stale tensor the engine refused while reading ``label`` through other hooks."""
+    t = p.tensor
+    found = namer.lookup(t)
+    entry: dict[str, Any] = dict(
+        attribute=label,
+        node=saver,
+        name=str(found) if found else namer.describe(t, p.fn_name),
+        **_name_fields(found),
+        shape=tuple(t.shape),
+        saved_version=p.version,
+        current_version=internals.version(t),
+        status="modified_in_place",
+        requires_grad=p.requires_grad,
+        saved_at=p.saved_at,
+        refused=True,
+    )
+    entry.update(_write_fields(p))
+    return entry
 
 
 def _read(fn: object, attr: str) -> tuple[object, list[Packed], BaseException | None]:
@@ -282,6 +382,18 @@ def inspect_node(
     custom = isinstance(fn, torch.autograd.function.BackwardCFunction)
     for attr in internals.saved_attributes(fn):
         label = attr[len("_saved_") :] if attr.startswith("_saved_") else attr
+        foreign = _foreign(fn, attr)
+        if foreign is not None:  # NOTE [Other hooks' saved tensors]: reading would run their code
+            why = _refused_for(fn) if not any(e.get("refused") for e in out) else None
+            if why is not None:
+                out.append(_refused_entry(why, label, namer, foreign))
+                continue
+            out.append(
+                dict(
+                    attribute=label, name=label, shape=None, saved_version=None, current_version=None, status="unknown"
+                )
+            )
+            continue
         value, packed, err = _read(fn, attr)
         if err is not None:
             refused = True
@@ -314,12 +426,11 @@ def inspect_node(
             continue
         tensors = value if isinstance(value, (tuple, list)) else [value]
         multi = isinstance(value, (tuple, list))
-        k = 0  # unpack hooks run once per tensor (None entries are not packed)
+        owners = _owners(tensors, packed)  # NOTE [Records read through other hooks]
         for i, t in enumerate(tensors):
             if not isinstance(t, torch.Tensor):
                 continue
-            p = packed[k] if k < len(packed) else None
-            k += 1
+            p = owners.get(i)
             found = namer.lookup(t)
             entry: dict[str, Any] = dict(
                 attribute=f"{label}[{i}]" if multi else label,
@@ -351,7 +462,49 @@ def inspect_node(
         else:  # every accessor returned, so every version matched (NOTE [Dry run])
             for i in unknown:
                 out[i].update(saved_version=out[i]["current_version"], status="ok")
-    return [SavedTensor(node=node, node_id=node_id, **e) for e in out]
+    return [
+        SavedTensor(node=e.pop("node", node), node_id=node_id, **{k: v for k, v in e.items() if k != "refused"})
+        for e in out
+    ]
+
+
+# NOTE [Records read through other hooks]
+# Reading a saved attribute runs the unpack hooks, and gradlab's hands over its record
+# (the _peek list). Normally that is one record per tensor the accessor returns, in
+# order. Under other saved-tensor hooks it is not: a non-reentrant checkpoint's unpack
+# recomputes the checkpointed forward the first time one of its tensors is read, and
+# the records handed over then are those of what the recomputation read (the
+# checkpoint's inputs, which gradlab's hooks did save), not the node's recomputed
+# tensors. A record belongs to a tensor only when both are the same memory: the same
+# storage, shape, strides and offset (unpacking hands back a tensor that shares
+# the record's). A tensor without its record is reported as unknown.
+def _owners(tensors: list[Any] | tuple[Any, ...], packed: list[Packed]) -> dict[int, Packed]:
+    """Which record of ``packed`` belongs to the i-th of ``tensors``, in order (NOTE [Records read through other hooks])."""
+    out: dict[int, Packed] = {}
+    k = 0
+    for i, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor):
+            continue
+        for j in range(k, len(packed)):
+            if _same_memory(packed[j].tensor, t):
+                out[i] = packed[j]
+                k = j + 1
+                break
+    return out
+
+
+def _same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether ``a`` and ``b`` view the same elements of the same storage (same shape and dtype without storage)."""
+    if a.shape != b.shape or a.dtype != b.dtype or a.layout != b.layout:
+        return False
+    try:
+        return bool(
+            a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+            and a.stride() == b.stride()
+            and a.storage_offset() == b.storage_offset()
+        )
+    except (RuntimeError, NotImplementedError):  # sparse and other tensors without strided storage
+        return True
 
 
 def _stale_entries(fn: Any, attr: str, label: str, m: messages.Message, namer: Namer) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Which trackers are active: one stack per thread, nothing from torch.
+"""Which trackers are active, and the thread's recorder: one stack per thread, nothing from torch.
 
 :class:`gradlab.Tracker` pushes itself here on ``__enter__`` and pops on ``__exit__``;
 :func:`gradlab.check`, :func:`gradlab.draw` and the hooks ask :func:`active` which
@@ -8,11 +8,8 @@ it persists from one notebook cell to the next.
 
 The stack holds the trackers (typed loosely here: this module sits below
 :mod:`gradlab.recorder`, which gives typed access); beside it, the thread keeps
-the :class:`Recording` of its outermost tracker, which :mod:`gradlab.writes`
-calls from its wrappers.
-
-Besides the per-thread stack, :func:`running` counts the trackers active in the
-whole process; :mod:`gradlab.writes` installs its wrappers while it is non-zero.
+the recorder of its outermost tracker (:func:`recorder`), which
+:mod:`gradlab.writes` calls from its wrappers.
 """
 
 from __future__ import annotations
@@ -21,11 +18,11 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["Recording", "active", "outermost", "trackers", "push", "pop", "recording", "running", "thread_state"]
+__all__ = ["RecorderCalls", "active", "trackers", "push", "pop", "recorder", "thread_state"]
 
 
-class Recording(Protocol):
-    """What :mod:`gradlab.writes` calls on the recording of the thread (:class:`gradlab.recorder.Recorder`)."""
+class RecorderCalls(Protocol):
+    """What :mod:`gradlab.writes` calls on the recorder of the thread (:class:`gradlab.recorder.Recorder`)."""
 
     in_step: int
 
@@ -33,9 +30,17 @@ class Recording(Protocol):
         self, original: Callable[..., Any], label: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any: ...
 
+    def inplace_failed(self, e: RuntimeError, label: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None: ...
+
     def record_backward(
         self, original: Callable[..., Any], kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any: ...
+
+    def record_cut(self, label: str, args: tuple[Any, ...], result: Any, grad_before: bool) -> None: ...
+
+    def record_views(self, label: str, result: Any) -> None: ...
+
+    def zero_grad_called(self, owner: Any) -> None: ...
 
     def step_started(self, optimizer: Any, closure: Callable[..., Any] | None = None) -> Callable[..., Any] | None: ...
 
@@ -44,18 +49,16 @@ class Recording(Protocol):
 
 class _Local(threading.local):
     stack: tuple[Any, ...] = ()
-    recording: Recording | None = None
+    recorder: RecorderCalls | None = None
 
 
 _local = _Local()
-_lock = threading.Lock()
-_running = 0
 
 
-def thread_state() -> threading.local:
-    """The thread-local object whose ``stack`` attribute holds this thread's trackers.
+def thread_state() -> _Local:
+    """The thread-local object whose ``stack`` and ``recorder`` attributes hold this thread's trackers.
 
-    For hot paths (:mod:`gradlab.writes`) that read ``state.stack`` directly.
+    For hot paths (:mod:`gradlab.writes`) that read ``state.recorder`` directly.
     """
     return _local
 
@@ -66,38 +69,28 @@ def active() -> Any | None:
     return stack[-1] if stack else None
 
 
-def outermost() -> Any | None:
-    """The outermost tracker active in this thread (the one whose hooks record), or None."""
-    stack = _local.stack
-    return stack[0] if stack else None
-
-
 def trackers() -> tuple[Any, ...]:
     """Every tracker active in this thread, outermost first."""
     return _local.stack
 
 
-def recording() -> Recording | None:
-    """The recording of this thread's outermost tracker, or None outside a tracker."""
-    return _local.recording
+def recorder() -> RecorderCalls | None:
+    """The recorder of this thread's outermost tracker, or None outside a tracker."""
+    return _local.recorder
 
 
-def push(tracker: object, recording: Recording | None = None) -> None:
+def push(tracker: object, recorder: RecorderCalls | None = None) -> None:
     """Make ``tracker`` the innermost active tracker of this thread.
 
-    The outermost tracker passes its ``recording``; a nested one joins the thread's.
+    The outermost tracker passes its ``recorder``; a nested one joins the thread's.
     """
-    global _running
     if not _local.stack:
-        _local.recording = recording
+        _local.recorder = recorder
     _local.stack = (*_local.stack, tracker)
-    with _lock:
-        _running += 1
 
 
 def pop(tracker: object) -> None:
     """Remove ``tracker`` from this thread's stack (it must be the innermost)."""
-    global _running
     stack = _local.stack
     if not stack or stack[-1] is not tracker:
         raise RuntimeError(
@@ -106,11 +99,4 @@ def pop(tracker: object) -> None:
         )
     _local.stack = stack[:-1]
     if not _local.stack:
-        _local.recording = None
-    with _lock:
-        _running -= 1
-
-
-def running() -> int:
-    """How many trackers are active in the whole process."""
-    return _running
+        _local.recorder = None

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from . import messages, session, writes
+from .cuts import Views
+from .events import Event, EventKind
 from .i18n import _, _t
 from .location import Location, frame_names, user_frame
 from .names import NamesLike, modules_in
 from .notices import diagnosis_failed, prefixed, warn_once
-from .recorder import BackwardCall, Event, EventKind, Recorder, Scope, events_of, name_logged, pending_names
+from .recorder import BackwardCall, Recorder, Scope
 
 if TYPE_CHECKING:
     from .diagnosis import Diagnosis
@@ -63,31 +65,31 @@ class Tracker(Scope):
     # -- what was recorded -------------------------------------------------------------------------
     @property
     def events(self) -> deque[Event]:
-        """The log, oldest first: at most ``MAX_EVENTS`` of the latest events."""
-        return events_of(self._entries)
+        """The log, oldest first: at most ``MAX_EVENTS`` of the latest events (each built once, when first read)."""
+        return self._log.events()
 
     @property
     def writes(self) -> list[Event]:
         """The in-place writes to saved tensors seen so far."""
-        return [e for e in self.events if e.kind == "write"]
+        return [e for e in self._log.events() if e.kind == "write"]
 
     @property
     def history(self) -> list[BackwardCall]:
-        """The latest backward calls (at most ``Recorder.HISTORY``), oldest first."""
-        recorder = self._recording()
+        """The latest backward calls (at most ``Backwards.HISTORY``), oldest first."""
+        recorder = self._recorder()
         return list(recorder.history) if recorder is not None else []
 
     @property
     def steps(self) -> list[tuple[int, Location | None, str]]:
         """The latest optimizer steps: (event index at the step's end, the user's line, the optimizer's class)."""
-        recorder = self._recording()
+        recorder = self._recorder()
         return recorder.steps if recorder is not None else []
 
     @property
     def calls(self) -> list[BackwardCall]:
-        """The latest backward calls that freed a graph (at most ``Recorder.RECENT_CALLS``), oldest first."""
-        recorder = self._recording()
-        return [call for _, call in recorder.recent] if recorder is not None else []
+        """The latest backward calls that freed a graph (at most ``Backwards.RECENT_CALLS``), oldest first."""
+        recorder = self._recorder()
+        return recorder.backwards.calls() if recorder is not None else []
 
     def stats(self) -> dict[str, int]:
         """How much the recording holds now: for tests, benchmarks and the curious.
@@ -110,9 +112,9 @@ class Tracker(Scope):
             >>> inside["saved"], inside["backward_calls"], tracker.stats()["registry_records"]
             (1, 1, 0)
         """
-        recorder = self._recording()
+        recorder = self._recorder()
         stats = recorder.stats() if recorder is not None else Recorder(self).stats()
-        stats["names_pending"] = pending_names(self._entries)
+        stats["names_pending"] = self._log.pending_names()
         return stats
 
     def check(
@@ -134,33 +136,36 @@ class Tracker(Scope):
         made when torch raised it where gradlab's hooks saw it (a backward, an in-place write),
         otherwise now, from the error's traceback and what the tracker recorded.
         """
-        recorder = self._recording()
-        for key, text, diag in reversed(recorder.diagnoses if recorder is not None else ()):
-            if key == id(error) and text == str(error):
-                found: Diagnosis = diag
-                return found
-        if recorder is None or not messages.is_decoded(error):
-            return None
+        recorder = self._recorder()
+        found = _attached(error, recorder)
+        if found is not None or recorder is None or not messages.is_decoded(error):
+            return found
         try:
             made = self._located(recorder, error)
         except Exception as err:  # never replace the user's error with ours
             diagnosis_failed(err)
             return None
-        self._attach(recorder, error, made)
+        _attach(error, recorder, made)
         return made
+
+    def explanation_for(self, error: BaseException) -> Explanation | None:
+        """The located explanation of ``error``'s diagnosis (a kind other than a graph's freed or modified tensor)."""
+        diag = self.diagnosis_for(error)
+        return diag.located if diag is not None else None
 
     def __repr__(self) -> str:
         state = "active" if self.active else "closed"
-        return f"<gradlab tracker, {state}, {len(self._entries)} events>"
+        return f"<gradlab tracker, {state}, {len(self._log)} events>"
 
     # -- a failing backward ------------------------------------------------------------------------
-    def _on_failure(self, e: RuntimeError, roots: list[Any], call: BackwardCall, frame: FrameType | None) -> None:
+    def _on_failure(
+        self, e: RuntimeError, found: messages.Message, roots: list[Any], call: BackwardCall, frame: FrameType | None
+    ) -> None:
         """Attach the diagnosis to ``e`` as a note (once) and take gradlab's hook frames out of its traceback."""
-        recorder = self._recorder
+        recorder = self._joined
         try:
-            if recorder is None or self._noted(recorder, e):
+            if recorder is None or _attached(e, recorder) is not None:
                 return  # a nested backward already annotated this exception
-            found = messages.find(e)
             try:
                 if found is not None and found.kind in ("graph_freed", "modified_in_place"):
                     diag = self._failure_diagnosis(recorder, roots, call, frame)
@@ -169,20 +174,10 @@ class Tracker(Scope):
             except Exception as err:  # never replace the user's error with ours, but say once why no note
                 diagnosis_failed(err)
                 return
-            self._attach(recorder, e, diag)
+            _attach(e, recorder, diag)
         finally:
             del frame
             e.with_traceback(_without_hook_frames(e.__traceback__))
-
-    @staticmethod
-    def _noted(recorder: Recorder, e: BaseException) -> bool:
-        return any(key == id(e) and text == str(e) for key, text, _ in recorder.diagnoses)
-
-    def _attach(self, recorder: Recorder, e: BaseException, diag: Diagnosis) -> None:
-        """Keep ``diag`` for ``e`` (:meth:`diagnosis_for`, :func:`gradlab.last_diagnosis`) and add it as a note."""
-        recorder.diagnoses.append((id(e), str(e), diag))
-        e.__dict__["_gradlab_diagnosis"] = diag  # for gradlab.last_diagnosis(), after the tracker has closed
-        e.add_note("\n" + prefixed(str(diag)))
 
     def _located(
         self,
@@ -210,14 +205,14 @@ class Tracker(Scope):
             raise ValueError("not an autograd error gradlab decodes")
         return failure_diagnosis(failure)
 
-    def _note_views(self, e: RuntimeError, views: Any, output: int | None, op: str, write: Location | None) -> None:
+    def _note_views(self, e: RuntimeError, views: Views, output: int | None, op: str, write: Location | None) -> None:
         """The note of a write torch refused on one of several views: the op and line that made them, the write's."""
         from .diagnosis import Diagnosis  # NOTE [Lazy imports]: only on a failure
         from .evidence import failure_of
         from .kinds import explain, views_of_leaf
 
-        recorder = self._recorder
-        if recorder is None or self._noted(recorder, e):
+        recorder = self._joined
+        if recorder is None or _attached(e, recorder) is not None:
             return
         try:
             explanation = explain(e).at_views(views.label, views.location, output, op, write)
@@ -228,36 +223,31 @@ class Tracker(Scope):
             diag = Diagnosis(
                 ok=False, problems=[], graph=_EMPTY_GRAPH(), needed_by=write, failed=True, located=explanation
             )
-        except Exception as err:  # never replace the user's error with ours
+        except Exception as err:  # never replace the user's error with ours, but say once why no note
             diagnosis_failed(err)
             return
-        self._attach(recorder, e, diag)
+        _attach(e, recorder, diag)
         e.with_traceback(_without_hook_frames(e.__traceback__))  # it ends at the user's write, as without gradlab
 
     def _note_refused(self, e: RuntimeError, op: str, target: Any, frame: FrameType | None) -> None:
         """The note of another in-place write torch refused (to a leaf that requires grad, ``detach_`` of a view)."""
-        recorder = self._recorder
+        recorder = self._joined
         try:
-            if recorder is None or self._noted(recorder, e):
+            if recorder is None or _attached(e, recorder) is not None:
                 return
             try:
                 diag = self._located(recorder, e, frame=frame, tensors=(target,), op=op)
-            except Exception as err:  # never replace the user's error with ours
+            except Exception as err:  # never replace the user's error with ours, but say once why no note
                 diagnosis_failed(err)
                 return
-            self._attach(recorder, e, diag)
+            _attach(e, recorder, diag)
         finally:
             del frame
             e.with_traceback(_without_hook_frames(e.__traceback__))  # it ends at the user's write, as without gradlab
 
-    def explanation_for(self, error: BaseException) -> Explanation | None:
-        """The located explanation of ``error``'s diagnosis (a kind other than a graph's freed or modified tensor)."""
-        diag = self.diagnosis_for(error)
-        return diag.located if diag is not None else None
-
     def _silent_note(self, roots: list[Any], call: BackwardCall, frame: FrameType | None) -> str | None:
         """The note of a backward that used saved tensors changed behind their counter (NOTE [Silent writes])."""
-        recorder = self._recorder
+        recorder = self._joined
         try:
             if recorder is None:
                 return None
@@ -285,18 +275,16 @@ class Tracker(Scope):
     def __enter__(self) -> Tracker:
         if self.active:
             raise RuntimeError("this tracker is already active; open a new `with gradlab.track():` block")
-        outer = session.recording()
+        outer = session.recorder()
         if isinstance(outer, Recorder):
             recorder = outer
             session.push(self)
         else:
             messages.wording(torch.is_anomaly_enabled())  # read torch's wording before our hooks exist
-            recorder = Recorder(self, on_failure=self._on_failure, on_silent=self._silent_note)
-            recorder.on_views = self._note_views
-            recorder.on_refused = self._note_refused
+            recorder = Recorder(self, self._on_failure, self._silent_note, self._note_views, self._note_refused)
             self._start(recorder)
             session.push(self, recorder)
-        self._recorder = self._last = recorder
+        self._joined = self._last = recorder
         self.active = True
         recorder.refresh_names()
         return self
@@ -304,15 +292,15 @@ class Tracker(Scope):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        recorder = self._recorder
-        if exc is not None and recorder is not None and not self._noted(recorder, exc):
+        recorder = self._joined
+        if exc is not None and recorder is not None:
             self.diagnosis_for(exc)  # an autograd error no hook saw raised (NOTE [Every kind diagnosed])
         try:
             session.pop(self)
         finally:
             self.active = False
-            self._recorder = None
-            name_logged(self._entries)  # while the named tensors are surely alive
+            self._joined = None
+            self._log.name_all()  # while the named tensors are surely alive
             if recorder is not None and recorder.owner is self:
                 self._stop(recorder)
             elif recorder is not None:
@@ -350,6 +338,30 @@ class Tracker(Scope):
                 recorder.clear()
 
 
+# NOTE [Notes on the error]: the diagnosis of an autograd error is kept on the
+# exception itself, with the serial number of the recorder that saw it: one home,
+# read by Tracker.diagnosis_for (and explanation_for, its located explanation) and
+# by gradlab.last_diagnosis() after the tracker has closed; the tracker keeps no
+# table of errors (an exception object may be reused with another message).
+_DIAGNOSIS = "_gradlab_diagnosis"
+
+
+def _attach(error: BaseException, recorder: Recorder, diag: Diagnosis) -> None:
+    """Keep ``diag`` on ``error`` (NOTE [Notes on the error]) and add it as a note."""
+    error.__dict__[_DIAGNOSIS] = diag
+    error.__dict__[_DIAGNOSIS + "_recorder"] = (recorder.serial, str(error))
+    error.add_note("\n" + prefixed(str(diag)))
+
+
+def _attached(error: BaseException, recorder: Recorder | None) -> Diagnosis | None:
+    """The diagnosis attached to ``error`` under ``recorder`` (and while the error says the same), or None."""
+    seen = error.__dict__.get(_DIAGNOSIS + "_recorder") if isinstance(getattr(error, "__dict__", None), dict) else None
+    if recorder is None or seen != (recorder.serial, str(error)):
+        return None
+    found: Diagnosis | None = error.__dict__.get(_DIAGNOSIS)
+    return found
+
+
 def _EMPTY_GRAPH() -> Any:
     from .graph import Graph
 
@@ -371,7 +383,7 @@ def _cannot(what: str, error: BaseException) -> None:
 
 _HOOK_FILES = frozenset(
     os.path.realpath(os.path.join(os.path.dirname(__file__), name))
-    for name in ("tracker.py", "recorder.py", "saved.py", "writes.py", "location.py")
+    for name in ("tracker.py", "recorder.py", "backwards.py", "saved.py", "writes.py", "location.py")
 )
 
 

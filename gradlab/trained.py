@@ -37,7 +37,6 @@ Example::
 from __future__ import annotations
 
 import ast
-import functools
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -48,10 +47,10 @@ import torch
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+from . import writes
 from .i18n import _, _t
 from .location import frame_names, user_frame, user_location
 from .names import framework_backward, modules_in
-from .writes import step_closure, with_closure
 
 __all__ = ["LossRecord", "StepRecord", "TrainingRecord", "record_training"]
 
@@ -154,15 +153,22 @@ class TrainingRecord:
                 self.aliases[alias] = names[-1]
         for name, value in found.items():
             if isinstance(value, torch.optim.Optimizer) and isinstance(name, str) and not name.startswith("_"):
-                self._optimizer_name(value, name)
+                label = self._optimizer_name(value, name)
                 inner = getattr(
                     value, "optimizer", None
-                )  # Lightning's and Accelerate's wrappers step the one they hold
+                )  # Lightning's and Accelerate's wrappers step the one they hold, under the wrapper's name
                 if isinstance(inner, torch.optim.Optimizer) and inner is not value:
-                    self._optimizer_name(inner, name)
+                    self._optimizer_name(inner, label, held_by=value)
         del found, modules
 
-    def _optimizer_name(self, optimizer: torch.optim.Optimizer, name: str | None = None) -> str:
+    def _optimizer_name(
+        self, optimizer: torch.optim.Optimizer, name: str | None = None, *, held_by: torch.optim.Optimizer | None = None
+    ) -> str:
+        """``optimizer``'s label: ``name`` (numbered when another optimizer has it), else ``<SGD 1>``.
+
+        ``held_by``: the wrapper that holds ``optimizer`` (Lightning's, Accelerate's); its label is not
+        another optimizer's, so ``optimizer`` may share it.
+        """
         known = self._optimizers.get(id(optimizer))
         if known is not None and known[0]() is optimizer and (name is None or not known[1].startswith("<")):
             return known[1]
@@ -170,6 +176,9 @@ class TrainingRecord:
             self._counts.pop(id(optimizer), None)
         label = name or f"<{type(optimizer).__name__} {len(self._optimizers) + 1}>"
         taken = self._labels - {known[1]} if known is not None and known[0]() is optimizer else self._labels
+        wrapper = self._optimizers.get(id(held_by)) if held_by is not None else None
+        if wrapper is not None and wrapper[0]() is held_by:
+            taken = taken - {wrapper[1]}
         if label in taken:  # two optimizers by one name (a local `opt` in two functions, gone or not): number them
             label = next(f"{name} #{k}" for k in range(2, len(taken) + 3) if f"{name} #{k}" not in taken)
         self._labels.add(label)
@@ -284,7 +293,7 @@ class TrainingRecord:
 
     def _after_closure(self, optimizer: torch.optim.Optimizer, closure: Callable[..., Any]) -> Callable[..., Any]:
         """``closure`` noting the step once it has returned: the backward it runs builds the step's gradient
-        (NOTE [Closure steps] in :mod:`gradlab.recorder`; a closure that raises leaves no step: none ran)."""
+        (NOTE [Closure steps] in :mod:`gradlab.steps`; a closure that raises leaves no step: none ran)."""
         noted = False
 
         def user_closure(*args: Any, **kwargs: Any) -> Any:
@@ -455,27 +464,15 @@ class _Recording:
         if self._undo:
             raise RuntimeError("this record_training() block is already active; open a new one")
         record = self.record
-        original = torch.autograd.backward
-
-        @functools.wraps(original)
-        def backward(*args: Any, **kwargs: Any) -> Any:
-            __tracebackhide__ = True
-            return record._backward(original, args, kwargs)
-
-        torch.autograd.backward = backward
-
-        def restore() -> None:
-            if torch.autograd.backward is backward:
-                torch.autograd.backward = original
-
-        self._undo.append(restore)
+        # one patcher: writes.py wraps torch.autograd.backward for trackers and records alike
+        self._undo.append(writes.observe_backward(record._backward))
 
         def before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
-            closure = step_closure(args, kwargs)
+            closure = writes.step_closure(args, kwargs)
             if closure is None:
                 record._step(optimizer)
                 return None
-            return with_closure(args, kwargs, record._after_closure(optimizer, closure))
+            return writes.with_closure(args, kwargs, record._after_closure(optimizer, closure))
 
         pre = register_optimizer_step_pre_hook(before_step)
         self._undo.append(pre.remove)

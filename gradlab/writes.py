@@ -10,10 +10,16 @@ backward call failed. gradlab wraps the entry points where that happens:
   ``nn.Dropout(inplace=True)``, ``F.threshold(inplace=True)``); what is left out,
   and why, is :data:`NOT_WRAPPED` (``tests/test_inplace_coverage.py`` holds every
   in-place op of torch against the two);
-* ``torch.autograd.backward`` (which ``Tensor.backward`` calls) and ``torch.autograd.grad``;
+* ``torch.autograd.backward`` (which ``Tensor.backward`` calls) and ``torch.autograd.grad``,
+  for the tracker and for :func:`gradlab.record_training` (:func:`observe_backward`): one
+  wrapper, one install count, one restore;
 * optimizer steps, through torch's public global step hooks;
 * the few entry points that cut a graph (NOTE [Cuts]) and those that return several
-  views of one tensor (NOTE [Multi-view ops]).
+  views of one tensor (NOTE [Multi-view ops]);
+* ``torch.autograd.graph.disable_saved_tensors_hooks``, so that gradlab steps aside
+  inside the ``torch.func`` transforms that refuse saved-tensor hooks (NOTE [Stepping aside]);
+* ``warnings._showwarnmsg``, so that a warning torch raises inside a wrapped call keeps
+  the user's frame (NOTE [Warnings keep the user's frame]).
 
 NOTE [Wrappers, not a function mode]
 A ``TorchFunctionMode`` sees every torch call, but each call through it costs
@@ -32,18 +38,37 @@ counter: the step hooks compare fingerprints instead (:mod:`gradlab.fingerprint`
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import os
+import re
+import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from . import internals, session
+from .i18n import _t
+from .location import user_frame
+from .notices import GradlabWarning
 
-__all__ = ["NOT_WRAPPED", "install", "uninstall", "installed", "patched", "step_closure", "with_closure"]
+__all__ = [
+    "NOT_WRAPPED",
+    "install",
+    "uninstall",
+    "installed",
+    "patched",
+    "observe_backward",
+    "BackwardObserver",
+    "step_closure",
+    "with_closure",
+]
 
 # In-place operators that do not end in "_".
 _INPLACE_DUNDERS = (
@@ -88,6 +113,12 @@ _lock = threading.Lock()
 _users = 0
 _patched: list[tuple[Any, str, Any, Any]] = []  # (owner, name, the owner's own entry or _ABSENT, wrapper)
 _hooks: list[Any] = []
+_filters: list[tuple[Any, ...]] = []  # the warnings filter install() added (NOTE [Warnings keep the user's frame])
+
+#: What :func:`gradlab.record_training` runs around each ``torch.autograd.backward``:
+#: ``observer(original, args, kwargs)`` calls ``original(*args, **kwargs)`` and returns its result.
+BackwardObserver = Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
+_observers: tuple[BackwardObserver, ...] = ()  # outermost last; process-wide, like the patch they replace
 
 
 _FUNCTION_TYPES = internals._FUNCTION_TYPES
@@ -133,16 +164,66 @@ def _inplace_wrapper(original: Callable[..., Any], label: str) -> Callable[..., 
     @functools.wraps(original)
     def inplace(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        recording = local.recording
-        if recording is None or recording.in_step:  # no tracker here, or inside optimizer.step()
+        recorder = local.recorder
+        if recorder is None or recorder.in_step:  # no tracker here, or inside optimizer.step()
             return original(*args, **kwargs)
         try:
-            return recording.record_inplace(original, label, args, kwargs)
+            return recorder.record_inplace(original, label, args, kwargs)
         except RuntimeError as e:  # torch's own error, raised unchanged (a note may be added)
-            recording.inplace_failed(e, label, args, kwargs)
+            recorder.inplace_failed(e, label, args, kwargs)
             raise
 
     return inplace
+
+
+# NOTE [One-shot arguments]
+# torch.autograd.grad(loss, model.parameters()) passes a generator: torch turns it into
+# a tuple once. A wrapper that reads the inputs first (the recorder, record_training)
+# would consume it, and torch would then see nothing ("`inputs` argument to `grad()`
+# cannot be empty"). So every one-shot iterator among the arguments is read into a
+# tuple before anybody reads it; gradlab reads the tuple, and torch gets a new iterator
+# of the same kind over the same tensors (a generator for a generator): what it would
+# have got. A torch that refuses a generator (torch 2.4's backward(inputs=...) asks for
+# its len()) refuses it under gradlab too, with the same message.
+def _reusable(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any], dict[int | str, type]]:
+    """``args`` and ``kwargs`` with every one-shot iterator read into a tuple, and the kind of each (by place)."""
+    kinds: dict[int | str, type] = {}
+    if any(isinstance(a, Iterator) for a in args):
+        kinds.update((i, type(a)) for i, a in enumerate(args) if isinstance(a, Iterator))
+        args = tuple(tuple(a) if isinstance(a, Iterator) else a for a in args)
+    if any(isinstance(v, Iterator) for v in kwargs.values()):
+        kinds.update((k, type(v)) for k, v in kwargs.items() if isinstance(v, Iterator))
+        kwargs = {k: tuple(v) if isinstance(v, Iterator) else v for k, v in kwargs.items()}
+    return args, kwargs, kinds
+
+
+_TUPLE_ITERATOR: type = type(iter(()))
+_LIST_ITERATOR: type = type(iter([]))
+
+
+def _again(items: Any, kind: type) -> Iterator[Any]:
+    """A new one-shot iterator over ``items``, of the kind the user passed (a generator for other kinds)."""
+    if kind is _TUPLE_ITERATOR:
+        return iter(tuple(items))
+    if kind is _LIST_ITERATOR:
+        return iter(list(items))
+    return (item for item in items)
+
+
+def _handing_back(original: Callable[..., Any], kinds: dict[int | str, type]) -> Callable[..., Any]:
+    """``original``, given its one-shot iterators back where the user passed them (NOTE [One-shot arguments])."""
+    if not kinds:
+        return original
+
+    def handed_back(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        args = tuple(_again(a, kinds[i]) if i in kinds else a for i, a in enumerate(args))
+        kwargs = {k: _again(v, kinds[k]) if k in kinds else v for k, v in kwargs.items()}
+        return original(*args, **kwargs)
+
+    return handed_back
 
 
 def _backward_wrapper(original: Callable[..., Any], kind: str) -> Callable[..., Any]:
@@ -151,12 +232,64 @@ def _backward_wrapper(original: Callable[..., Any], kind: str) -> Callable[..., 
     @functools.wraps(original)
     def backward(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        recording = local.recording
-        if recording is None:
+        recorder = local.recorder
+        observers = _observers if kind == "autograd.backward" else ()
+        if recorder is None and not observers:
             return original(*args, **kwargs)
-        return recording.record_backward(original, kind, args, kwargs)
+        args, kwargs, kinds = _reusable(args, kwargs)  # NOTE [One-shot arguments]
+        call = _handing_back(original, kinds)
+        if recorder is not None and not observers:
+            return recorder.record_backward(call, kind, args, kwargs)
+        if recorder is not None:
+            record = recorder.record_backward
+            call = _as_call(lambda inner, a, k: record(inner, kind, a, k), call)
+        for observer in observers:  # the tracker's recorder innermost, then each record_training block
+            call = _as_call(observer, call)
+        return call(*args, **kwargs)
 
     return backward
+
+
+def _as_call(observer: BackwardObserver, inner: Callable[..., Any]) -> Callable[..., Any]:
+    """``inner`` run through ``observer``, as a plain function of the backward's arguments."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        return observer(inner, args, kwargs)
+
+    return call
+
+
+def observe_backward(observer: BackwardObserver) -> Callable[[], None]:
+    """Run ``observer`` around every ``torch.autograd.backward`` of the process until the returned function is called.
+
+    Installs the wrappers as a tracker does (one install count with the trackers:
+    whoever exits last restores torch exactly, in any order). The returned
+    function removes this observer and undoes its install; calling it again does
+    nothing.
+    """
+    global _observers
+    install()
+    with _lock:
+        _observers = (*_observers, observer)
+    done = False
+
+    def remove() -> None:
+        global _observers
+        nonlocal done
+        if done:
+            return
+        done = True
+        with _lock:
+            kept = list(_observers)
+            for i in range(len(kept) - 1, -1, -1):
+                if kept[i] is observer:
+                    del kept[i]
+                    break
+            _observers = tuple(kept)
+        uninstall()
+
+    return remove
 
 
 # NOTE [Cuts]
@@ -179,12 +312,12 @@ def _cut_wrapper(original: Callable[..., Any], label: str) -> Callable[..., Any]
     @functools.wraps(original)
     def cut(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        recording = local.recording
-        if recording is None:
+        recorder = local.recorder
+        if recorder is None or recorder.in_step:  # no tracker here, or inside optimizer.step() (Adam's .item())
             return original(*args, **kwargs)
         grad_before = torch.is_grad_enabled()
         result = original(*args, **kwargs)
-        recording.record_cut(label, args, result, grad_before)
+        recorder.record_cut(label, args, result, grad_before)
         return result
 
     return cut
@@ -195,9 +328,9 @@ def _zero_grad_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(original)
     def zero_grad(self: Any, *args: Any, **kwargs: Any) -> Any:
-        recording = local.recording
-        if recording is not None and not recording.in_step:
-            recording.zero_grad_called(self)  # which parameters the loop zeroes, for the loop's intent
+        recorder = local.recorder
+        if recorder is not None and not recorder.in_step:
+            recorder.zero_grad_called(self)  # which parameters the loop zeroes, for the loop's intent
         return original(self, *args, **kwargs)
 
     return zero_grad
@@ -227,21 +360,158 @@ def _views_wrapper(original: Callable[..., Any], label: str) -> Callable[..., An
     @functools.wraps(original)
     def views(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        recording = local.recording
-        if recording is None:
+        recorder = local.recorder
+        if recorder is None or recorder.in_step:
             return original(*args, **kwargs)
         result = original(*args, **kwargs)
-        recording.record_views(label, result)
+        recorder.record_views(label, result)
         return result
 
     return views
+
+
+# NOTE [Stepping aside]
+# torch.func.grad, vjp, jacrev and hessian run under
+# torch.autograd.graph.disable_saved_tensors_hooks, which raises "torch.func.{grad, vjp,
+# jacrev, hessian} don't yet support saved tensor hooks" when any saved-tensor hooks are
+# active: a tracker's hooks would make a correct script fail. So while the wrappers are
+# installed that context manager is wrapped too: when the only hooks of this thread are
+# its tracker's, they are taken off for the transform and put back after it, and gradlab
+# warns once that it does not see inside (torch saves there without any hook, so nobody
+# records who modifies a tensor saved there). Other hooks (the user's own, those of a
+# non-reentrant checkpoint) stay, and torch raises as it would without gradlab.
+# torch.compile over a torch.func transform is not covered: dynamo, tracing, calls
+# torch's C function for this context manager itself, with gradlab's hooks on the stack.
+def _disable_hooks_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    local = session.thread_state()
+
+    @contextlib.contextmanager
+    def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
+        recorder = local.recorder
+        lifted = None
+        if recorder is not None and not internals.saved_tensors_hooks_visible():
+            _stepped_aside(error_message, can=False)  # torch raises next, as it always did under gradlab
+        elif recorder is not None:
+            lifted = internals.lift_saved_tensors_hooks(lambda pack: getattr(pack, "__self__", None) is recorder)
+        if lifted is not None:
+            _stepped_aside(error_message)
+        try:
+            with original(error_message):
+                yield
+        finally:
+            if lifted is not None:
+                internals.push_saved_tensors_hooks(lifted)
+
+    functools.update_wrapper(disable_saved_tensors_hooks, original)
+    return disable_saved_tensors_hooks
+
+
+_said: set[tuple[str, bool]] = set()
+
+
+def _stepped_aside(error_message: str, can: bool = True) -> None:
+    """Say once, at the user's line, what gradlab does not see, or that it cannot step aside (NOTE [Stepping aside])."""
+    what = error_message.split(" don't", 1)[0] if " don't" in error_message else error_message
+    if (what, can) in _said:
+        return
+    _said.add((what, can))
+    frame = user_frame()
+    if can:
+        text = _t(
+            "gradlab steps aside inside {what}: torch allows no saved-tensor hooks there, so gradlab does not watch "
+            "the tensors saved inside and cannot say who modified one of them.",
+            what=what,
+        )
+    else:
+        text = _t(
+            "gradlab cannot step aside inside {what} on torch {version}, which does not show its saved-tensor "
+            "hooks, so torch refuses gradlab's: run this part outside gradlab (torch 2.13 shows them).",
+            what=what,
+            version=torch.__version__,
+        )
+    if frame is None:
+        warnings.warn(text, GradlabWarning, stacklevel=2)
+        return
+    try:
+        _warn_at(frame, text, GradlabWarning)
+    finally:
+        del frame
+
+
+# NOTE [Warnings keep the user's frame]
+# A warning torch raises in C++ (TORCH_WARN) is attributed to the Python frame that
+# called the C function; one raised by torch's Python code with stacklevel=2, to its
+# caller. With a wrapper in between, that frame is gradlab's (this file, or the recorder
+# that runs the original), so the warning would show gradlab's file and line, and
+# Python's once-per-line registry would be gradlab's. So while the wrappers are
+# installed, a filter lets every warning attributed to a gradlab module through
+# ("always": no registry there), and warnings._showwarnmsg re-issues it at the first
+# frame outside gradlab (the user's line, or torch's own caller, as without gradlab),
+# where Python's filters and registry then decide, as they would without gradlab.
+# Nothing runs on the wrappers' hot path. The course (gradlab.course) is user code here.
+_LIBRARY_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_COURSE_DIR = _LIBRARY_DIR + "course" + os.sep
+_LIBRARY_MODULES = re.compile(r"gradlab\.(?!course(\.|\Z))[\w.]+\Z")
+
+
+def _library_frame(filename: str) -> bool:
+    return filename.startswith(_LIBRARY_DIR) and not filename.startswith(_COURSE_DIR)
+
+
+def _outside(filename: str, lineno: int) -> FrameType | None:
+    """The first frame outside gradlab's library around the frame at ``filename:lineno`` (None if not on the stack)."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and not (frame.f_code.co_filename == filename and frame.f_lineno == lineno):
+        frame = frame.f_back
+    while frame is not None and _library_frame(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
+def _warn_at(frame: FrameType, message: Warning | str, category: type[Warning], source: object = None) -> None:
+    """Warn as if ``warnings.warn`` had been called with ``frame`` as the caller's frame."""
+    namespace = frame.f_globals
+    registry = namespace.get("__warningregistry__")
+    if not isinstance(registry, dict):
+        registry = namespace["__warningregistry__"] = {}
+    warnings.warn_explicit(
+        message,
+        category,
+        frame.f_code.co_filename,
+        frame.f_lineno,
+        module=namespace.get("__name__", "<string>"),
+        registry=registry,
+        module_globals=namespace,
+        source=source,
+    )
+
+
+def _warning_filters() -> list[Any]:
+    """``warnings.filters``, the list itself (typeshed calls it a Sequence)."""
+    filters: list[Any] = warnings.filters  # type: ignore[assignment]
+    return filters
+
+
+def _showwarnmsg_wrapper(original: Callable[[warnings.WarningMessage], None]) -> Callable[..., None]:
+    @functools.wraps(original)
+    def showwarnmsg(msg: warnings.WarningMessage) -> None:
+        frame = _outside(msg.filename, msg.lineno) if _library_frame(msg.filename) else None
+        if frame is None:
+            original(msg)
+            return
+        try:
+            _warn_at(frame, msg.message, msg.category, msg.source)
+        finally:
+            del frame
+
+    return showwarnmsg
 
 
 def step_closure(args: Any, kwargs: Any) -> Callable[..., Any] | None:
     """The closure an ``optimizer.step(closure)`` call passes, as a step pre hook sees the call; None without one.
 
     ``args[0]`` is the optimizer; the closure comes as ``args[1]`` or ``closure=``
-    (NOTE [Closure steps] in :mod:`gradlab.recorder`).
+    (NOTE [Closure steps] in :mod:`gradlab.steps`).
     """
     closure = kwargs.get("closure") if "closure" in kwargs else (args[1] if len(args) > 1 else None)
     return closure if callable(closure) else None
@@ -255,18 +525,18 @@ def with_closure(args: Any, kwargs: Any, closure: Callable[..., Any]) -> tuple[A
 
 
 def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
-    recording = session.recording()
-    if recording is None:
+    recorder = session.recorder()
+    if recorder is None:
         return None
     closure = step_closure(args, kwargs)
-    wrapped = recording.step_started(optimizer, closure)
+    wrapped = recorder.step_started(optimizer, closure)
     return None if wrapped is None else with_closure(args, kwargs, wrapped)
 
 
 def _step_post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-    recording = session.recording()
-    if recording is not None:
-        recording.step_finished(optimizer)
+    recorder = session.recorder()
+    if recorder is not None:
+        recorder.step_finished(optimizer)
 
 
 def install() -> None:
@@ -290,6 +560,14 @@ def install() -> None:
                 _patch(owner, "zero_grad", _zero_grad_wrapper(vars(owner)["zero_grad"]))
             _hooks.append(register_optimizer_step_pre_hook(_step_pre))
             _hooks.append(register_optimizer_step_post_hook(_step_post))
+            graph = torch.autograd.graph
+            if hasattr(graph, "disable_saved_tensors_hooks"):  # NOTE [Stepping aside]
+                _patch(graph, "disable_saved_tensors_hooks", _disable_hooks_wrapper(graph.disable_saved_tensors_hooks))
+            if hasattr(warnings, "_showwarnmsg"):  # NOTE [Warnings keep the user's frame]
+                _patch(warnings, "_showwarnmsg", _showwarnmsg_wrapper(warnings._showwarnmsg))
+                entry = ("always", None, Warning, _LIBRARY_MODULES, 0)
+                _warning_filters().insert(0, entry)
+                _filters.append(entry)
         except BaseException:
             _restore()
             _users -= 1
@@ -314,6 +592,13 @@ def _patch(owner: Any, name: str, wrapper: Callable[..., Any]) -> None:
 def _restore() -> None:
     while _hooks:
         _hooks.pop().remove()
+    while _filters:
+        entry = _filters.pop()
+        kept = _warning_filters()
+        for i, item in enumerate(kept):
+            if item is entry:  # gone when the user replaced the list (warnings.catch_warnings): nothing to undo
+                del kept[i]
+                break
     while _patched:
         owner, name, own, wrapper = _patched.pop()
         if vars(owner).get(name) is not wrapper:

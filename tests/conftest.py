@@ -1,8 +1,21 @@
-"""Shared pytest configuration: which tests are the library's, and which are slow.
+"""Shared pytest configuration: what each test file tests, declared by the file itself.
 
-``make test-fast`` runs ``-m "library and not slow"``: the library's unit tests
-and doctests, without subprocesses, browsers or notebooks. ``make test-torch``
-runs ``-m library`` against another torch release.
+Each ``tests/test_*.py`` says what it tests with a module marker
+(``pytestmark``), one of:
+
+* ``library``: the gradlab library alone (it may use the course's networks as
+  data). ``make test-fast`` runs ``-m "library and not slow"``; ``make
+  test-torch``, ``test-python`` and ``test-matrix`` run ``-m library`` on other
+  torch releases and Pythons.
+* ``course``: the course (notebooks, exercises, handout, workshop recipe,
+  Binder, Colab, the lab).
+* ``hub``: a real workshop JupyterHub with learner accounts.
+
+and ``slow`` as well when it starts processes, browsers or hubs. A test file
+that declares none of the three stops the run with a message: a new file never
+falls out of ``make test-fast`` (or into it) unseen. Doctests need no marker:
+those of ``gradlab/`` are library tests, those of ``gradlab/course/`` course
+tests; the notebooks are course tests.
 """
 
 from __future__ import annotations
@@ -19,66 +32,8 @@ collect_ignore = ["scripts", "corpus"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: Test files that test the gradlab library (they may use the course's networks as data).
-LIBRARY_TESTS = frozenset(
-    {
-        "test_causes.py",
-        "test_causes_unseen.py",
-        "test_recorded_intent.py",
-        "test_cli.py",
-        "test_corpus.py",
-        "test_ddp.py",
-        "test_double_backward_custom.py",
-        "test_edits.py",
-        "test_fix.py",
-        "test_draw.py",
-        "test_explain.py",
-        "test_fail_open.py",
-        "test_family.py",
-        "test_fonts.py",
-        "test_i18n.py",
-        "test_inspectors.py",
-        "test_intent.py",
-        "test_notes.py",
-        "test_packaging.py",
-        "test_internals.py",
-        "test_inplace_coverage.py",
-        "test_layout.py",
-        "test_memory.py",
-        "test_messages.py",
-        "test_never_masks.py",
-        "test_no_leaks.py",
-        "test_observation_only.py",
-        "test_plots.py",
-        "test_properties.py",
-        "test_python_versions.py",
-        "test_session.py",
-        "test_silent_writes.py",
-        "test_silent_writes_cli.py",
-        "test_tracker_sees.py",
-    }
-)
-
-#: Test files that start processes (python, JupyterLab, Chromium, a hub) or print PDFs.
-SLOW_TESTS = frozenset(
-    {
-        "test_binder.py",
-        "test_browser.py",
-        "test_causes.py",
-        "test_recorded_intent.py",
-        "test_cli.py",
-        "test_colab.py",
-        "test_corpus.py",
-        "test_ddp.py",
-        "test_field_guide.py",
-        "test_fix.py",
-        "test_handout.py",
-        "test_lab.py",
-        "test_packaging.py",
-        "test_silent_writes_cli.py",
-        "test_workshop.py",
-    }
-)
+#: What a test can be about: every test file declares one (see the module docstring).
+KINDS = ("library", "course", "hub")
 
 
 #: Lines a test asks to show in the terminal summary (the corpus judge's figures); not shown under xdist.
@@ -109,14 +64,25 @@ def ipython() -> object:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    undeclared: set[str] = set()
+    library, course = ROOT / "gradlab", ROOT / "gradlab" / "course"
     for item in items:
         path = Path(item.path)
-        if path.name in LIBRARY_TESTS or (
-            path.suffix == ".py" and path.is_relative_to(ROOT / "gradlab") and "course" not in path.parts
-        ):
+        if path.is_relative_to(course) or path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.course)
+        elif path.is_relative_to(library):
             item.add_marker(pytest.mark.library)
-        if path.name in SLOW_TESTS or path.name.startswith(("test_workshop", "test_handout")):
-            item.add_marker(pytest.mark.slow)
+        elif not any(item.get_closest_marker(kind) for kind in KINDS):
+            undeclared.add(str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path))
+    if undeclared:
+        raise pytest.UsageError(
+            "these test files declare none of the markers "
+            + ", ".join(KINDS)
+            + ": "
+            + ", ".join(sorted(undeclared))
+            + "; add pytestmark = pytest.mark.library (or course, or hub; with pytest.mark.slow if it starts "
+            "processes) after the imports (tests/conftest.py says which is which)"
+        )
 
 
 # Private torch features gradlab degrades without (gradlab/internals.py warns once and says what it

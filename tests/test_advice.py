@@ -15,6 +15,8 @@ import gradlab
 from gradlab.edits import apply_edits
 from gradlab.rewrite import detach_in, rewrite_in_place
 
+pytestmark = pytest.mark.library
+
 
 def _failure(names, loop) -> gradlab.Diagnosis:
     """Run ``loop`` under track(); it must fail; return the diagnosis attached to the error."""

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from loading import load_module
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.library, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks" / "advice"

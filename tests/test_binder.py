@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.course, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
 LOCK = ROOT / "requirements" / "course.lock"

@@ -51,6 +51,8 @@ FREED = "Trying to backward through the graph a second time"
 JOINT = "joint backward (both losses train n_1)"
 
 pytestmark = [
+    pytest.mark.course,
+    pytest.mark.slow,
     pytest.mark.browser,
     pytest.mark.timeout(180),
     pytest.mark.skipif(

@@ -22,6 +22,8 @@ import gradlab
 from gradlab.edits import Edit, apply_edits
 from gradlab.names import modules_in
 
+pytestmark = [pytest.mark.library, pytest.mark.slow]
+
 CAUSES = Path(__file__).parent / "scripts" / "causes"
 
 # script -> (cause, what each loss trains after the first fix, as (loss, modules)), read from the intended version

@@ -18,6 +18,8 @@ from test_causes import _NAMESPACES, CAUSES, _run, _same, _words
 import gradlab
 from gradlab.edits import Edit, apply_edits
 
+pytestmark = pytest.mark.library
+
 # script -> (cause, what each loss trains after the first fix), read from the intended version
 EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # the inner loop in a helper function, `-=` instead of `.sub_`: the edit lands in the helper

@@ -23,6 +23,8 @@ import pytest
 
 from gradlab.cli import USAGE, explain_text, main
 
+pytestmark = [pytest.mark.library, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 

@@ -1,7 +1,7 @@
 """``optimizer.step(closure)`` under ``track()`` and ``record_training()``: the closure's code is the user's.
 
 Lightning's automatic optimization (and LBFGS) run the forward, ``zero_grad()`` and backward inside
-the optimizer's step (NOTE [Closure steps] in gradlab/recorder.py). Plain torch here; the frameworks
+the optimizer's step (NOTE [Closure steps] in gradlab/steps.py). Plain torch here; the frameworks
 themselves are in tests/test_frameworks.py.
 """
 
@@ -74,7 +74,7 @@ def test_the_step_is_recorded_after_the_closures_backward() -> None:
 
     with gradlab.track() as tracker:
         opt.step(closure)
-        calls = [(c.kind, c.after) for c in tracker._recording().optimizer_calls]
+        calls = [(c.kind, c.after) for c in tracker._recorder().optimizer_calls]
     assert calls == [("zero_grad", 0), ("step", 1)]  # zero_grad before the backward, the step after it
 
 
@@ -87,7 +87,7 @@ def test_a_closure_that_raises_leaves_no_step_in_the_record() -> None:
     with gradlab.track() as tracker, gradlab.record_training() as record:
         with pytest.raises(ValueError, match="the user's bug"):
             opt.step(closure)
-        calls = [c.kind for c in tracker._recording().optimizer_calls]
+        calls = [c.kind for c in tracker._recorder().optimizer_calls]
     assert calls == [] and record.steps == []
 
 

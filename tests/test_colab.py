@@ -26,11 +26,15 @@ ROOT = Path(__file__).resolve().parent.parent
 DONOR = Path(os.environ.get("GRADLAB_COLAB_PYTHON", ROOT / ".venv-py3.12" / "bin" / "python"))
 NOTEBOOK = ROOT / "notebooks" / "01_the_original_loop.ipynb"
 
-pytestmark = pytest.mark.skipif(
-    not DONOR.exists(),
-    reason="needs a Python 3.12 environment with a torch other than the lock's: make test-python PY=3.12 "
-    "(or GRADLAB_COLAB_PYTHON=/path/to/python)",
-)
+pytestmark = [
+    pytest.mark.course,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not DONOR.exists(),
+        reason="needs a Python 3.12 environment with a torch other than the lock's: make test-python PY=3.12 "
+        "(or GRADLAB_COLAB_PYTHON=/path/to/python)",
+    ),
+]
 
 
 def _lock_torch() -> str:

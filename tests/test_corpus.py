@@ -15,6 +15,8 @@ from corpus import oracle
 from corpus.catalog import Case, all_cases
 from corpus.judge import Evaluation, check_agreements, evaluate
 
+pytestmark = [pytest.mark.library, pytest.mark.slow]
+
 CASES = all_cases()
 BY_NAME = {c.name: c for c in CASES}
 STEPS = 3

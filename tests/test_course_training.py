@@ -12,6 +12,8 @@ import gradlab.course.training
 from gradlab import course
 from gradlab.i18n import width
 
+pytestmark = pytest.mark.course
+
 HINT_WORDS = ("pass", "must")
 
 

@@ -11,6 +11,8 @@ from gradlab import course
 from gradlab.course import words
 from gradlab.i18n import set_language
 
+pytestmark = pytest.mark.course
+
 REPO = Path(__file__).resolve().parent.parent
 tool = load_module(REPO / "tools" / "course_words.py", "course_words")
 

@@ -15,6 +15,8 @@ import torch.distributed
 
 from gradlab import cli
 
+pytestmark = [pytest.mark.library, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 

@@ -27,6 +27,8 @@ from torch import nn
 import gradlab
 from gradlab.messages import is_autograd_error
 
+pytestmark = pytest.mark.library
+
 
 class SaveInput(torch.autograd.Function):
     @staticmethod

@@ -18,6 +18,8 @@ import gradlab
 from gradlab import course, draw
 from gradlab.drawing import INSTALL_GRAPHVIZ, GraphView
 
+pytestmark = pytest.mark.library
+
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 needs_dot = pytest.mark.skipif(
     shutil.which("dot") is None, reason="Graphviz's dot is not installed (sudo apt-get install graphviz)"

@@ -6,6 +6,8 @@ import pytest
 
 from gradlab.edits import Edit, apply_edits, check_edits, unified_diff
 
+pytestmark = pytest.mark.library
+
 LOOP = "h = None\nfor x in xs:\n    h = rnn(x, h)\n    loss = head(h).sum()\n    loss.backward()\n"
 NAMES = {"xs", "rnn", "head"}
 

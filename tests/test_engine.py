@@ -13,6 +13,8 @@ import gradlab.course.engine
 from gradlab import course
 from gradlab.course import engine
 
+pytestmark = pytest.mark.course
+
 # The engine as notebook 04's solution writes it; the wrong answers below are this text with one change each.
 ENGINE = '''import math
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.course
+
 # The module, not the function of the same name that gradlab re-exports.
 envmod = importlib.import_module("gradlab.course.readiness")
 

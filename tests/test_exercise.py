@@ -15,6 +15,8 @@ import gradlab.course.exercise
 import gradlab.course.repair
 from gradlab import course
 
+pytestmark = pytest.mark.course
+
 
 def _verify(value, expected=..., **kw):
     kw.setdefault("success", "right")

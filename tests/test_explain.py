@@ -13,6 +13,8 @@ from torch import nn
 from gradlab.explanation import KINDS, Explanation
 from gradlab.kinds import explain
 
+pytestmark = pytest.mark.library
+
 
 def _raise(fn) -> RuntimeError:
     with pytest.raises(RuntimeError) as info:

@@ -16,6 +16,8 @@ from gradlab.codes import CODES, by_code, code_for, index_markdown
 from gradlab.explanation import KINDS, Explanation
 from gradlab.kinds import explain_code
 
+pytestmark = pytest.mark.library
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -493,13 +495,13 @@ def test_why_unreached_reads_unused_branch_and_no_grad_from_the_forwards() -> No
 def test_why_unreached_names_the_detach_whose_graph_reached_the_parameter() -> None:
     import weakref
 
+    from gradlab.cuts import Cut, leaves_reached
     from gradlab.ddp import why_unreached
     from gradlab.location import Location
-    from gradlab.recorder import Cut, _leaves_reached
 
     model = _Outer()
     feat = model.inner(torch.ones(1, 2))
-    reaches = _leaves_reached(feat)  # what the tracker records at feat.detach() under torch.distributed
+    reaches = leaves_reached(feat)  # what the tracker records at feat.detach() under torch.distributed
     assert id(model.inner.used.weight) in reaches and id(model.old.weight) not in reaches
     cut = Cut(".detach()", Location(__file__, 1), weakref.ref(feat), None, reaches)
     (reason,) = why_unreached(model, ["inner.used.weight", "inner.used.bias"], [cut])

@@ -22,6 +22,8 @@ import torch
 import torch.distributed
 from torch import nn
 
+pytestmark = [pytest.mark.course, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "10_field_guide.ipynb"
 #: Each edition's notebook, and the language gradlab speaks in it (the zh edition runs with LANG=zh_CN.UTF-8).

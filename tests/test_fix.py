@@ -21,6 +21,8 @@ from gradlab.edits import Edit
 from gradlab.fix import judge
 from gradlab.trained import LossRecord, StepRecord, TrainingRecord
 
+pytestmark = [pytest.mark.library, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # A GAN whose generator's graph is freed by the discriminator's backward; it would train forever.

@@ -35,6 +35,8 @@ import gradlab
 from gradlab import course, draw, grad_report, i18n, plot_grads, plots, timeline
 from gradlab.i18n import language, set_language
 
+pytestmark = pytest.mark.library
+
 FC_LIST = shutil.which("fc-list")
 FC_MATCH = shutil.which("fc-match")
 CJK_FONT = bool(

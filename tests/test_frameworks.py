@@ -34,7 +34,7 @@ import pytest
 
 from gradlab.edits import Edit, apply_edits
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.library, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts" / "frameworks"

@@ -52,6 +52,8 @@ import handout_print  # noqa: E402
 import handout_tracebacks  # noqa: E402
 import workbook  # noqa: E402
 
+pytestmark = [pytest.mark.course, pytest.mark.slow]
+
 
 def words(text: str) -> str:
     """Text as pdftotext and a reader see it: ligatures split, whitespace collapsed."""

@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 handout = load_module(ROOT / "tools" / "handout.py", "handout")
 import workbook  # noqa: E402  (tools/ is on sys.path once handout is loaded)
 
+pytestmark = pytest.mark.course
+
 EDITIONS = {
     "en": sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")),
     "zh": sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb")),

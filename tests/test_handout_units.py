@@ -8,6 +8,8 @@ import nbformat
 import pytest
 from loading import load_module
 
+pytestmark = [pytest.mark.course, pytest.mark.slow]
+
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
 
 

@@ -29,6 +29,7 @@ TITLES = ["00 · 从这里开始", "01 · 原始循环：失败 1"]
 PROMPT = "**预测：** 这个单元格能运行吗？写下*能*或*不能*，以及原因。"
 
 pytestmark = [
+    pytest.mark.course,
     pytest.mark.slow,
     pytest.mark.skipif(
         not (CHROMIUM and POPPLER),

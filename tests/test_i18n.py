@@ -25,6 +25,8 @@ from gradlab import i18n
 from gradlab.i18n import language, set_language
 from gradlab.names import Name, Namer
 
+pytestmark = pytest.mark.library
+
 ROOT = Path(__file__).resolve().parent.parent
 
 #: The modules whose words go through gettext (ipython.py has none of its own: it prints explain()'s).

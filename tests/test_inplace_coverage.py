@@ -23,6 +23,8 @@ from torch import nn
 import gradlab
 from gradlab import writes
 
+pytestmark = pytest.mark.library
+
 
 def _inplace_ops() -> set[str]:
     ops = set()

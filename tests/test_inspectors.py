@@ -14,6 +14,8 @@ from torch import nn
 import gradlab
 from gradlab import check, course, grad_report, saved_tensors, track
 
+pytestmark = pytest.mark.library
+
 
 def two_nets(seed: int = 0):
     pair = course.make_pair(seed)

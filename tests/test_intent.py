@@ -12,6 +12,8 @@ from torch import nn
 import gradlab
 from gradlab import course
 
+pytestmark = pytest.mark.library
+
 
 def _loop_losses(pair: course.Pair, x: torch.Tensor, y: torch.Tensor, detach_at_entry: bool):
     pred_1 = pair.n_1(x)

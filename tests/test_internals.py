@@ -16,6 +16,8 @@ from conftest import needs_input_metadata, needs_raw_saved
 import gradlab
 from gradlab import internals, notices
 
+pytestmark = pytest.mark.library
+
 
 @pytest.mark.parametrize(
     "access",

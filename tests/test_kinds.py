@@ -20,6 +20,8 @@ from test_causes import _run, _same
 import gradlab
 from gradlab.edits import apply_edits
 
+pytestmark = pytest.mark.library
+
 KINDS = Path(__file__).parent / "scripts" / "kinds"
 
 # script -> (kind, lines the note quotes, what each loss trains after the first fix)

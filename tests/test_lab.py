@@ -15,6 +15,8 @@ import pytest
 
 from gradlab.course import lab
 
+pytestmark = [pytest.mark.course, pytest.mark.slow]
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -15,6 +15,8 @@ import pytest
 import gradlab
 import gradlab.course
 
+pytestmark = pytest.mark.library
+
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = sorted(p for p in (ROOT / "gradlab").rglob("*.py") if "course" not in p.relative_to(ROOT / "gradlab").parts)
 COURSE = sorted((ROOT / "gradlab" / "course").glob("*.py"))
@@ -81,6 +83,12 @@ ORDER = (
     "rewrite",
     # records
     "saved",
+    "events",
+    "registry",
+    "backwards",
+    "steps",
+    "silent",
+    "cuts",
     "recorder",
     "graph",
     "loop",

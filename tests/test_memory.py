@@ -11,6 +11,8 @@ import gradlab
 from gradlab import course
 from gradlab.memory import MemoryTrace, measure_memory, plot_memory, rss_bytes
 
+pytestmark = pytest.mark.library
+
 
 def _loop(retain: bool, keep: bool, steps: int, size: int = 256, trace: MemoryTrace | None = None) -> object:
     """The course's corrected (joint) loop; ``retain`` backwards each loss with retain_graph=True,

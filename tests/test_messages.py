@@ -10,6 +10,8 @@ import torch
 import gradlab
 from gradlab import messages
 
+pytestmark = pytest.mark.library
+
 LEGACY = (
     "one of the variables needed for gradient computation has been modified by an inplace operation: "
     "[torch.FloatTensor [10, 1]], which is output 0 of TBackward, is at version 2; expected version 1 instead."

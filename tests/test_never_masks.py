@@ -21,6 +21,8 @@ from torch import nn
 
 import gradlab
 
+pytestmark = pytest.mark.library
+
 
 def course_retain_graph() -> None:
     """The course's loop with retain_graph=True: opt_1.step() then loss_2.backward()."""

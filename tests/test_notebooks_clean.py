@@ -15,6 +15,8 @@ import nbformat
 import pytest
 from loading import load_module
 
+pytestmark = pytest.mark.course
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -16,6 +16,8 @@ import pytest
 
 from gradlab.cli import run_script
 
+pytestmark = pytest.mark.library
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).parent / "scripts"
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "notes"

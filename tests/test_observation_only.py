@@ -10,12 +10,19 @@ paths, since the tracker's hooks see each of them differently.
 from __future__ import annotations
 
 import contextlib
+import re
+import sys
+import warnings
+from collections.abc import Iterator
 
 import pytest
 import torch
+from conftest import needs_hooks_stack, needs_raw_saved
 
 import gradlab
 from gradlab import course
+
+pytestmark = pytest.mark.library
 
 STEPS = 200
 
@@ -73,3 +80,177 @@ def test_training_actually_moved_the_parameters() -> None:
     start = [p.detach().clone() for p in (*course.make_pair(seed=3, softmax=False).n_1.parameters(),)]
     end, _ = _train("adam", False, tracked=True)
     assert not any(torch.equal(a, b) for a, b in zip(start, end[:4]))
+
+
+# -- what torch is given and what it says: the same under gradlab ----------------------------------
+
+
+@contextlib.contextmanager
+def _watched(how: str) -> Iterator[None]:
+    """Under track(), record_training(), or both."""
+    with contextlib.ExitStack() as stack:
+        if how in ("track", "both"):
+            stack.enter_context(gradlab.track())
+        if how in ("record_training", "both"):
+            stack.enter_context(gradlab.record_training())
+        yield
+
+
+@pytest.mark.parametrize("how", ["track", "record_training", "both"])
+def test_one_shot_iterables_reach_torch_whole(how: str) -> None:
+    """autograd.grad(loss, model.parameters()) and backward(inputs=<generator>): torch sees every tensor (NOTE [One-shot arguments])."""
+
+    def penalty_step() -> list[torch.Tensor] | str:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+        loss = model(torch.randn(8, 3)).pow(2).mean()
+        grads = torch.autograd.grad(loss, model.parameters(), create_graph=True)
+        assert len(grads) == 4
+        try:
+            (loss + sum(g.pow(2).sum() for g in grads)).backward(inputs=(p for p in model.parameters()))
+        except TypeError as e:  # torch 2.4 asks inputs= for its len(): so must it under gradlab
+            return f"{type(e).__name__}: {e}"
+        return [p.grad for p in model.parameters()]
+
+    plain = penalty_step()
+    with _watched(how):
+        watched = penalty_step()
+    if isinstance(plain, str):
+        assert watched == plain == "TypeError: object of type 'generator' has no len()"
+        return
+    assert not isinstance(watched, str) and all(torch.equal(a, b) for a, b in zip(plain, watched))
+
+
+def _per_sample_grads() -> dict[str, torch.Tensor]:
+    from torch.func import functional_call, grad, vmap
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def loss_fn(p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return ((functional_call(model, p, (x.unsqueeze(0),)) - y) ** 2).mean()
+
+    result: dict[str, torch.Tensor] = vmap(grad(loss_fn), in_dims=(None, 0, 0))(
+        params, torch.randn(5, 3), torch.randn(5, 1)
+    )
+    return result
+
+
+@needs_hooks_stack
+def test_torch_func_runs_under_track_and_gradlab_says_once_what_it_cannot_see(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gradlab import writes
+
+    monkeypatch.setattr(writes, "_said", set())
+    plain = _per_sample_grads()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with gradlab.track():
+            first = _per_sample_grads()
+            again = _per_sample_grads()
+    assert all(torch.equal(plain[k], first[k]) and torch.equal(plain[k], again[k]) for k in plain)
+    said = [w for w in caught if issubclass(w.category, gradlab.GradlabWarning)]
+    assert len(said) == 1 and "gradlab steps aside inside torch.func.{grad, vjp, jacrev, hessian}" in str(
+        said[0].message
+    )
+    assert said[0].filename == __file__  # the user's line (here: in _per_sample_grads), not gradlab's
+
+
+@needs_hooks_stack
+def test_torch_func_under_the_users_own_hooks_raises_as_without_gradlab() -> None:
+    """gradlab steps aside only for its own hooks: with the user's below, torch refuses as it would anyway."""
+    messages = []
+    for tracked in (False, True):
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+            ctx = gradlab.track() if tracked else contextlib.nullcontext()
+            with ctx, pytest.raises(RuntimeError) as info:
+                _per_sample_grads()
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] and "don't yet support saved tensor hooks" in messages[0]
+    assert torch._C._autograd._top_saved_tensors_default_hooks(True) is None
+
+
+def test_torchs_warning_inside_a_wrapped_call_shows_the_users_line() -> None:
+    """torch.tensor(t) warns from C++; under track() its caller is gradlab's wrapper (NOTE [Warnings keep the user's frame])."""
+    y = torch.ones(3, requires_grad=True) * 2
+    seen = {}
+    for tracked in (False, True):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with gradlab.track() if tracked else contextlib.nullcontext():
+                line = sys._getframe().f_lineno + 1
+                torch.tensor(y)
+        seen[tracked] = [(w.filename, w.lineno, w.category, str(w.message)) for w in caught]
+    assert seen[False] == [(__file__, line, UserWarning, seen[False][0][3])]
+    assert seen[True] == seen[False]
+    assert "To copy construct from a tensor" in seen[True][0][3]
+
+
+def test_a_warning_once_per_line_stays_once_per_line_under_track() -> None:
+    """Python shows a warning once per line (the default filter): gradlab's frames must not merge two lines into one."""
+    y = torch.ones(3, requires_grad=True) * 2
+    counts = []
+    for tracked in (False, True):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            with gradlab.track() if tracked else contextlib.nullcontext():
+                for _ in range(3):
+                    torch.tensor(y)  # one line, three calls: once
+                torch.tensor(y)  # another line: once more
+        counts.append(len(caught))
+    assert counts == [2, 2]
+
+
+def _gat_error() -> str:
+    torch.manual_seed(0)
+    src, dst = torch.randint(0, 5, (12,)), torch.randint(0, 5, (12,))
+    h = torch.randn(5, 4, requires_grad=True)
+
+    def attention(h: torch.Tensor) -> torch.Tensor:
+        alpha = torch.exp((h[src] * h[dst]).sum(1))
+        denom = torch.zeros(5).index_add(0, dst, alpha)  # index_add saves alpha (as an input)
+        alpha /= denom[dst] + 1e-16  # alpha's grad_fn is now DivBackward0; alpha itself dies with the function
+        return torch.zeros(5, 4).index_add(0, dst, alpha.unsqueeze(1) * h[src])
+
+    with pytest.raises(RuntimeError) as info:
+        attention(h).sum().backward()
+    return str(info.value)
+
+
+def test_the_stale_message_names_the_node_torch_names() -> None:
+    """NOTE [Which node torch names]: for a saved input, its grad_fn as the backward finds it (Div), not Exp."""
+    plain = _gat_error()
+    assert re.search(r"which is output 0 of Div(Backward0)?,", plain)  # torch 2.4: DivBackward0
+    with gradlab.track():
+        assert _gat_error() == plain
+
+
+@needs_raw_saved
+def test_a_diagnosis_never_runs_a_checkpointed_function_again() -> None:
+    """NOTE [Other hooks' saved tensors]: reading a non-reentrant checkpoint's saved tensors would run the user's code."""
+    from torch.utils.checkpoint import checkpoint
+
+    calls = []
+    lin = torch.nn.Linear(4, 4)
+
+    def block(x: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        return lin(torch.relu(x))
+
+    def failing() -> None:
+        z = torch.sigmoid(checkpoint(block, torch.randn(3, 4, requires_grad=True), use_reentrant=False))
+        z.mul_(2)  # sigmoid saved z
+        z.sum().backward()
+
+    counts = []
+    for tracked in (False, True):
+        calls.clear()
+        with gradlab.track() if tracked else contextlib.nullcontext(), pytest.raises(RuntimeError) as info:
+            failing()
+        counts.append(len(calls))
+    assert counts == [1, 1]  # the forward, and no recomputation: the backward failed before reaching the block
+    assert "output of Sigmoid [3, 4] was changed by mul_" in str(info.value.__notes__)
+    y = checkpoint(block, torch.randn(3, 4, requires_grad=True), use_reentrant=False)
+    calls.clear()
+    assert gradlab.check(y.sum()).ok
+    assert calls == []

@@ -25,6 +25,8 @@ from packaging.specifiers import SpecifierSet
 
 import gradlab
 
+pytestmark = [pytest.mark.library, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 #: The Pythons the README's compatibility table reports as tested.

@@ -10,6 +10,8 @@ import pytest
 from gradlab import course
 from gradlab.course import PRESETS, QUESTIONS, STEPS, Quiz, outcome_table, playground, quiz, run_order
 
+pytestmark = pytest.mark.course
+
 N_1 = [f"n_1.linear_{i}.{p}" for i in (1, 2) for p in ("weight", "bias")]
 N_2 = [f"n_2.linear_{i}.{p}" for i in (1, 2) for p in ("weight", "bias")]
 FREED = "Trying to backward through the graph a second time"

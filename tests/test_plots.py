@@ -18,6 +18,8 @@ import gradlab
 from gradlab import course, grad_report, plot_grads, timeline
 from gradlab.course import plot_losses, plot_predictions
 
+pytestmark = pytest.mark.library
+
 
 def texts(fig) -> list[str]:
     out = [t.get_text() for t in fig.texts]
@@ -78,8 +80,23 @@ def test_timeline_selects_tensors(failing_tracker):
     assert len(fig.axes) == 1
     with pytest.raises(ValueError, match="pick from"):
         timeline(failing_tracker, tensors=["n_3.weight"])
-    with pytest.raises(TypeError, match="list of tensor names"):
+    with pytest.raises(TypeError, match="list of tensor names") as info:
         timeline(failing_tracker, tensors="n_1.linear_2.weight")
+    assert "e.g. ['n_1." in str(info.value)  # an example from this tracker's own names
+
+
+def test_timeline_and_plot_grads_errors_name_no_course_variables():
+    """Said to somebody else's code, the messages must not speak of the course's n_1 and n_2."""
+    lin = torch.nn.Linear(2, 1)
+    with gradlab.track() as tracker:  # no names=: nothing to plot
+        lin(torch.ones(3, 2)).sum().backward()
+    with pytest.raises(ValueError) as empty:
+        timeline(tracker)
+    with pytest.raises(TypeError) as bad:
+        timeline(tracker, tensors="lin.weight")
+    messages = [str(empty.value), str(bad.value)]
+    assert all("n_1" not in m and "n_2" not in m for m in messages), messages
+    assert "names={'net': net}" in messages[0]
 
 
 def test_timeline_bad_input():

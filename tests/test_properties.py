@@ -25,6 +25,8 @@ from torch import nn
 import gradlab
 from gradlab import course
 
+pytestmark = pytest.mark.library
+
 settings.register_profile(
     "gradlab",
     deadline=None,

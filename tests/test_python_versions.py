@@ -20,6 +20,8 @@ import gradlab
 from gradlab import notices
 from gradlab.location import frame_names
 
+pytestmark = pytest.mark.library
+
 
 def _stale_loss() -> torch.Tensor:
     """A loss whose graph saved sigmoid's output, then changed in place."""

@@ -14,6 +14,7 @@ import sys
 import weakref
 from typing import Any
 
+import pytest
 import torch
 from torch import nn
 
@@ -21,6 +22,8 @@ import gradlab
 from gradlab import writes
 from gradlab.loop import intent_after, read_site, recorded_intent
 from gradlab.recorder import OptimizerCall
+
+pytestmark = [pytest.mark.library, pytest.mark.slow]
 
 
 def _step(opt: torch.optim.Optimizer) -> None:
@@ -45,7 +48,7 @@ def test_the_record_follows_a_helper_and_a_branch_the_source_cannot() -> None:
                 opt_head.step()
         frame = sys._getframe()
         site = read_site(frame)
-        recording = t._recording()
+        recording = t._recorder()
         assert site is not None and recording is not None
         calls = list(recording.history)
         at = next(c.location for c in calls if c.location is not None and "fit.backward()" in c.location.code)
@@ -122,7 +125,7 @@ def test_the_record_keeps_ids_only_no_graph_no_tensor_no_optimizer() -> None:
             opt.zero_grad()
             loss.backward(inputs=[extra, *net.parameters()])
             opt.step()
-        recording = t._recording()
+        recording = t._recorder()
         assert recording is not None
         calls = list(recording.optimizer_calls)
         assert calls and all(isinstance(c, OptimizerCall) for c in calls)

@@ -15,6 +15,8 @@ import torch
 import gradlab
 from gradlab.i18n import set_language
 
+pytestmark = pytest.mark.library
+
 
 def _stepped() -> tuple[torch.Tensor, torch.nn.Module]:
     lin = torch.nn.Linear(2, 1)
@@ -48,7 +50,9 @@ def test_a_diagnosis_made_in_english_shows_in_chinese_after_set_language(english
 
 
 def test_check_and_tracker_check_name_a_tensor_alike() -> None:
-    def inside() -> tuple[str, str]:  # in a function, no names=: the frame's models name the parameters
+    """Without names=, both take the models of the caller's frame (check_in; review 2026-12-05 M2)."""
+
+    def inside() -> tuple[gradlab.Problem, gradlab.Problem]:  # in a function, no names=: the frame's models name
         lin = torch.nn.Linear(2, 1)
         opt = torch.optim.SGD(lin.parameters(), lr=0.1)
         x = torch.ones(4, 2, requires_grad=True)
@@ -56,10 +60,11 @@ def test_check_and_tracker_check_name_a_tensor_alike() -> None:
             loss = lin(x).sum()
             loss.backward(retain_graph=True)
             opt.step()
-            return str(gradlab.check(loss).problems[0].tensor), str(t.check(loss).problems[0].tensor)
+            return gradlab.check(loss).problems[0], t.check(loss).problems[0]
 
     by_check, by_tracker = inside()
-    assert by_check == by_tracker == "lin.weight (transposed view)"
+    assert str(by_check.tensor) == str(by_tracker.tensor) == "lin.weight (transposed view)"
+    assert (by_check.given, by_check.view) == (by_tracker.given, by_tracker.view) == ("lin.weight", "transposed")
 
 
 def test_the_mark_is_added_once_under_a_traceback() -> None:

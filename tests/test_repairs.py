@@ -18,6 +18,8 @@ from gradlab import course
 from gradlab.course import check_actor_critic, check_carried_state, check_one_batch, check_softmax_loop
 from gradlab.course.exercise import _kind_named
 
+pytestmark = pytest.mark.course
+
 
 def identity_hooks() -> contextlib.AbstractContextManager[None]:
     """Saved-tensor hooks that hand back the tensor itself: autograd's version check never sees a write."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import warnings
 
 import pytest
 import scenarios
@@ -11,6 +12,8 @@ import torch
 
 import gradlab
 from gradlab import session, writes
+
+pytestmark = pytest.mark.library
 
 
 def _gradlab_notes(error: BaseException) -> list[str]:
@@ -101,6 +104,8 @@ _OWNERS = (
     torch.autograd.grad_mode.inference_mode,
     torch.optim.Optimizer,  # zero_grad(), for the loop's intent (NOTE [Intent from the record] in loop.py)
     torch.nn.Module,
+    torch.autograd.graph,  # disable_saved_tensors_hooks (NOTE [Stepping aside] in writes.py)
+    warnings,  # _showwarnmsg (NOTE [Warnings keep the user's frame] in writes.py)
 )
 
 
@@ -164,6 +169,74 @@ def test_the_snapshot_sees_a_leftover_entry() -> None:
             _same_objects(before)
     finally:
         del torch.Tensor.add_
+    _same_objects(before)
+
+
+# -- track() and record_training() share one install (writes.observe_backward) -------------------
+
+
+class _Inside(Exception):
+    """Raised inside the blocks, to exit them through an exception."""
+
+
+def _one_step(net: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
+    opt.zero_grad()
+    net(torch.ones(3, 2)).sum().backward()
+    opt.step()
+
+
+@pytest.mark.parametrize("raised", [False, True], ids=["returning", "raising"])
+@pytest.mark.parametrize("exit_first", ["track", "record_training"])
+@pytest.mark.parametrize("enter_first", ["track", "record_training"])
+def test_track_and_record_training_restore_torch_in_any_exit_order(
+    enter_first: str, exit_first: str, raised: bool
+) -> None:
+    """Entered in either order, exited in either order, with or without an exception: torch is exactly restored."""
+    net = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    _one_step(net, opt)  # a first step imports torch's lazy submodules (torch._dynamo): before the snapshot
+    before = _snapshot()
+    backward = torch.autograd.backward
+    blocks = {"track": gradlab.track(), "record_training": gradlab.record_training()}
+    entered = {}
+    for name in (enter_first, "record_training" if enter_first == "track" else "track"):
+        entered[name] = blocks[name].__enter__()
+    assert torch.autograd.backward is not backward and writes.installed()
+    _one_step(net, opt)
+    error = _Inside() if raised else None
+    exc = (type(error), error, None) if error is not None else (None, None, None)
+    last = "record_training" if exit_first == "track" else "track"
+    if exit_first == "track":
+        blocks["track"].__exit__(*exc)
+    else:
+        assert not blocks["record_training"].__exit__(*exc)  # an exception of the block is not swallowed
+    assert torch.autograd.backward is not backward and writes.installed()  # the other block still watches
+    _one_step(net, opt)
+    if last == "track":
+        blocks["track"].__exit__(*exc)
+    else:
+        assert not blocks["record_training"].__exit__(*exc)
+    assert torch.autograd.backward is backward and not writes.installed() and writes.patched() == []
+    _same_objects(before)
+    record = entered["record_training"]
+    # record_training saw both backwards when it exited last, else the first one only
+    assert len(record.backwards) == (2 if last == "record_training" else 1)
+    assert [s.count for s in record.steps] == ([1, 2] if last == "record_training" else [1])
+    backwards = [e for e in entered["track"].events if e.kind == "backward"]
+    assert len(backwards) == (2 if last == "track" else 1)
+
+
+def test_one_install_serves_nested_record_training_blocks() -> None:
+    net = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    _one_step(net, opt)
+    before = _snapshot()
+    with gradlab.record_training() as outer:
+        with gradlab.track(), gradlab.record_training() as inner:
+            _one_step(net, opt)
+        _one_step(net, opt)
+    assert (len(outer.backwards), len(inner.backwards)) == (2, 1)
+    assert not writes.installed()
     _same_objects(before)
 
 

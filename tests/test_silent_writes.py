@@ -31,6 +31,8 @@ from torch import nn
 import gradlab
 from gradlab.fingerprint import fingerprint
 
+pytestmark = pytest.mark.library
+
 #: Every optimizer of torch.optim that takes fused=, with settings that touch each code path.
 FUSED = {
     "Adam": lambda ps, **kw: torch.optim.Adam(ps, lr=1e-2, **kw),

@@ -10,6 +10,8 @@ from torch import nn
 
 import gradlab
 
+pytestmark = pytest.mark.library
+
 
 def _stale_loop(run_backward) -> tuple[gradlab.Tracker, RuntimeError]:
     lin = nn.Linear(2, 3)

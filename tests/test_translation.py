@@ -20,6 +20,8 @@ import nbformat
 import pytest
 from loading import load_module
 
+pytestmark = pytest.mark.course
+
 ROOT = Path(__file__).resolve().parent.parent
 ZH = ROOT / "notebooks" / "zh"
 PO = ROOT / "gradlab" / "locale" / "zh_CN" / "LC_MESSAGES" / "gradlab.po"

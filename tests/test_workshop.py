@@ -35,6 +35,8 @@ sys.path.insert(0, str(WORKSHOP))
 
 from gradlab_hub import accounts, config, cputorch, firewall, learner_env, limits, settings  # noqa: E402
 
+pytestmark = [pytest.mark.course, pytest.mark.slow]
+
 Z2JH = WORKSHOP / "z2jh"
 CHART = Z2JH / "chart-4.4.0"
 

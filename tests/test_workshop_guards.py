@@ -29,6 +29,8 @@ sys.path.insert(0, str(WORKSHOP))
 
 from gradlab_hub import accounts, code, config, firewall, learner_env, limits, quota, redirect, settings  # noqa: E402
 
+pytestmark = [pytest.mark.course, pytest.mark.slow]
+
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 SECRETS = {"GRADLAB_HUB_WORKSHOP_CODE": "amber-otter-42", "GRADLAB_HUB_ADMIN_PASSWORD": "a" * 40}
 

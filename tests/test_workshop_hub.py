@@ -22,6 +22,10 @@ import websocket
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "workshop"))
+pytest.importorskip(
+    "jupyterhub",
+    reason="the workshop is a JupyterHub: without jupyterhub (requirements/course.lock has it) there is nothing to test",
+)
 
 from gradlab_hub import learner_env, loadtest, settings  # noqa: E402
 from gradlab_hub.kernel import RemoteKernel  # noqa: E402

@@ -26,6 +26,8 @@ sys.path.insert(0, str(WORKSHOP))
 
 from gradlab_hub import branch, pin, settings  # noqa: E402
 
+pytestmark = [pytest.mark.course, pytest.mark.slow]
+
 needs_git = pytest.mark.skipif(subprocess.run(["git", "--version"], capture_output=True).returncode, reason="no git")
 GIT_ENV = {
     **os.environ,

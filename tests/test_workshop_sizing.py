@@ -17,6 +17,8 @@ sys.path.insert(0, str(REPO / "tools"))
 
 import workshop_sizing  # noqa: E402
 
+pytestmark = [pytest.mark.course, pytest.mark.slow]
+
 COURSE = sorted(path.name for path in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 

@@ -55,7 +55,9 @@ def _inference_names(f: Failure) -> list[str]:
 def _entered(f: Failure) -> list[Location]:
     """Where inference mode was entered: the tracker's record, else the lines of the file that enter it."""
     seen = [
-        c.location for c in (f.recorder.cuts if f.recorder is not None else ()) if c.label == "torch.inference_mode()"
+        c.location
+        for c in (f.recorder.cuts.cuts if f.recorder is not None else ())
+        if c.label == "torch.inference_mode()"
     ]
     if seen:
         unique: list[Location] = []

@@ -74,7 +74,7 @@ def located_cut(explanation: Explanation, tensors: Sequence[object], recorder: R
 
     The one rule for the note after the error and for :func:`gradlab.check` before the backward.
     """
-    found = recorder.cut_for(tensors) if recorder is not None else None
+    found = recorder.cuts.cut_for(tensors) if recorder is not None else None
     if found is None:
         return None
     cut, exact = found
