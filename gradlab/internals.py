@@ -304,17 +304,20 @@ def push_saved_tensors_hooks(hooks: tuple[Any, Any]) -> None:
     torch._C._autograd._push_saved_tensors_default_hooks(*hooks)
 
 
+_get_sequence_nr: Callable[[], int] | None = getattr(torch._C._autograd, "_get_sequence_nr", None)
+
+
 def newest_sequence_nr() -> int | None:
     """The sequence number of the newest backward node created in this thread, or None.
 
     A tensor saved while its own ``grad_fn`` has this number is the output of the
-    node being built (NOTE [Which node torch names] in gradlab/saved.py).
+    node being built (NOTE [Which node torch names] in gradlab/saved.py). Called on
+    every save under a tracker: the function is looked up once.
     """
-    try:
-        return int(torch._C._autograd._get_sequence_nr()) - 1
-    except AttributeError:
+    if _get_sequence_nr is None:
         _missing("torch._C._autograd._get_sequence_nr()", "gradlab may name a stale tensor's node as it was when saved")
         return None
+    return _get_sequence_nr() - 1
 
 
 def check_all() -> dict[str, bool]:

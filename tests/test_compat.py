@@ -23,7 +23,6 @@ import linecache
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -261,12 +260,9 @@ def test_ddp_on_gloo_runs_under_gradlab_as_under_python(tmp_path: Path) -> None:
     script = str(COMPAT / "ddp_gloo.py")
     done = []
     for command in ([script], ["-m", "gradlab", "run", script]):
-        with socket.socket() as free:
-            free.bind(("127.0.0.1", 0))
-            port = free.getsockname()[1]
         done.append(
             subprocess.run(
-                [torchrun, "--nproc_per_node=2", f"--master_port={port}", *command],
+                [torchrun, "--standalone", "--nproc_per_node=2", *command],  # standalone: a free port of its own
                 capture_output=True,
                 text=True,
                 env=dict(_env(), TMPDIR=str(tmp_path)),
