@@ -457,7 +457,7 @@ def linecache_line(filename: str, line: int) -> str:
 def _recorded_block_fix(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]:
     """The grad-off block a tracker saw cut the graph, in a caller of the failing function (a helper that calls
     ``autograd.grad`` run under ``torch.no_grad()``), taken away: its statements run with grad on."""
-    found = f.recorder.cut_for(f.tensors) if f.recorder is not None else None
+    found = f.recorder.cuts.cut_for(f.tensors) if f.recorder is not None else None
     site = f.site
     if found is None or site is None or tree is None or found[0].location.filename != site.filename:
         return ()
