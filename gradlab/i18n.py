@@ -138,7 +138,7 @@ def _t(message: str, /, **fields: object) -> str:
         >>> set_language("zh_CN") and _t("if {loss} should not train {model}", loss="loss_2", model="n_1")
         '如果 loss_2 不该训练 n_1，就'
         >>> _t("if {loss} should not train {model}", loss=_("the failing loss"), model=_("the upstream model"))
-        '如果（出错的损失）不该训练上游模型，就'
+        '如果出错的损失不该训练上游模型，就'
         >>> set_language("en")
         'en'
     """
