@@ -134,7 +134,8 @@ class Explanation:
     def located_spans(self) -> tuple[Span, ...]:
         """Every located fact, in the order a note shows them: the cut, the views, the checkpoint, the write, the rest."""
         found: list[Span] = []
-        if self.cut is not None and self.cut_at is not None:
+        # a cut the source already located (a span at its line) is not said twice
+        if self.cut is not None and self.cut_at is not None and not any(s.at == self.cut_at for s in self.spans):
             if self.cut_exact:
                 said = T("cut: {cut} here made the tensor backward was called on, without a graph", cut=self.cut)
             else:

@@ -6,10 +6,13 @@ stored as literal strings copied from tracebacks of those releases.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
 
+import gradlab
 from gradlab.explanation import KINDS, Explanation
 from gradlab.kinds import explain
 
@@ -378,3 +381,24 @@ def test_str_and_html() -> None:
     assert "&#x27;which is output 0 of TBackward&#x27;" in page  # text is escaped
     with pytest.raises(AttributeError):
         e.kind = "other"  # type: ignore[misc]
+
+
+def test_a_cut_found_in_the_source_is_the_explanations_cut_at(tmp_path: Path) -> None:
+    """The note's spans and the public record agree: ``cut_at`` is the line where the value left the graph."""
+    import runpy
+
+    script = tmp_path / "logged.py"
+    script.write_text(
+        "import torch\n"
+        "w = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)\n"
+        "value = (w**2).sum().item()  # for the log\n"
+        "loss = torch.tensor(value)\n"
+        "loss.backward()\n"
+    )
+    with pytest.raises(RuntimeError) as info, gradlab.track() as tracker:
+        runpy.run_path(str(script))
+    found = tracker.explanation_for(info.value)
+    assert found is not None and found.cut == ".item()"
+    assert found.cut_at is not None and (found.cut_at.filename, found.cut_at.lineno) == (str(script), 3)
+    lines = [s.at.lineno for s in found.located_spans()]
+    assert lines.count(3) == 1 and 4 in lines  # the cut and the rebuild, each said once

@@ -400,8 +400,26 @@ def locate(f: Failure) -> Explanation:
     else:
         causes = (grad_off, detached, rebuilt)
     located = replace(e, spans=tuple(spans), causes=causes)
+    first = _first_cut(cut)
+    if first is not None:  # the public record names the line that cut the graph, as a tracker's cut does
+        located = replace(located, cut=first[0], cut_at=Location(where, first[1]), cut_exact=cut.exact)
     fixes = _fixes(f, cut, line)
     return replace(located, fixes=(*fixes, *e.fixes))
+
+
+def _first_cut(cut: PathCut) -> tuple[str, int] | None:
+    """The call that cut the graph on the loss's path, and its line: where the value left the graph first."""
+    if cut.left is not None:
+        return cut.left_call or ".detach()", cut.left.lineno
+    if cut.rebuilt is not None:
+        return cut.rebuilt_call or "torch.tensor()", cut.rebuilt.lineno
+    if cut.block is not None:
+        return str(cut.block_call), cut.block.lineno
+    if cut.inside:
+        return f"{cut.callee}()", cut.inside[0].lineno
+    if cut.decorator is not None:
+        return str(cut.decorator_call), cut.decorator.lineno
+    return None
 
 
 def _rebinds_itself(statement: str) -> bool:
