@@ -34,7 +34,7 @@ from .names import Namer, NamesLike
 
 __all__ = ["IntentReport", "Mismatch", "MismatchKind", "check_intent"]
 
-MismatchKind = Literal["unwanted", "unreachable", "zero", "mixed", "frozen", "no_graph", "unknown_name"]
+MismatchKind = Literal["unwanted", "unreachable", "zero", "mixed", "frozen", "no_graph", "unknown_name", "unheld"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,9 @@ class Mismatch:
     models, whose step then uses it), ``frozen`` (declared parameters with
     ``requires_grad=False``: nothing trains them), ``no_graph`` (the loss has no
     backward graph, e.g. rebuilt from ``.item()``), ``unknown_name`` (a declared
-    name matches no parameter; the sentence lists the choices).
+    name matches no parameter; the sentence lists the choices), ``unheld`` (declared
+    parameters the loss reaches that none of the loop's ``optimizers=`` holds: no
+    step uses their gradient; checked only when they are passed).
     """
 
     kind: MismatchKind
@@ -213,6 +215,7 @@ def check_intent(
     names: NamesLike,
     *,
     backward: torch.Tensor | Sequence[torch.Tensor] | None = None,
+    optimizers: Sequence[torch.optim.Optimizer] | None = None,
 ) -> IntentReport:
     """Report every way the losses do not train what you declared.
 
@@ -222,7 +225,9 @@ def check_intent(
     tensor your loop calls backward on, when it is not each loss separately
     (e.g. ``loss_D + loss_G``): then gradient that one loss leaves in another
     loss's models is reported as ``mixed``. Assumes plain ``loss.backward()``
-    (``inputs=`` narrows what a backward trains).
+    (``inputs=`` narrows what a backward trains). ``optimizers``, the loop's
+    optimizers: then declared parameters that none of them holds are reported as
+    ``unheld`` (a layer unfrozen or replaced after the optimizer was built).
 
     Reads only: no ``.grad`` is written, and the graph stays usable (the zero
     check runs ``torch.autograd.grad`` with ``retain_graph=True``).
@@ -247,6 +252,12 @@ def check_intent(
         )
     if names is None:
         raise TypeError("check_intent() needs names= (e.g. {'n_1': n_1, 'n_2': n_2}): the declared names refer to it")
+    if optimizers is not None and (
+        isinstance(optimizers, torch.optim.Optimizer)
+        or not isinstance(optimizers, Sequence)
+        or not all(isinstance(o, torch.optim.Optimizer) for o in optimizers)
+    ):
+        raise TypeError("optimizers= takes a list of the loop's optimizers, e.g. optimizers=[opt_1, opt_2]")
     namer = Namer(names)
     everything = namer.named()
     if not everything:
@@ -373,6 +384,27 @@ def check_intent(
                     ),
                 )
             )
+    if (
+        optimizers is not None
+    ):  # the parameters a loss trains must be held by an optimizer, or no step uses their gradient
+        held = {id(p) for o in optimizers for g in o.param_groups for p in g["params"]}
+        for label, (_loss, _roots, declared) in losses.items():
+            unheld = [n for n in named if n in declared and n in reached_by[label] and id(named[n]) not in held]
+            if unheld:
+                mismatches.append(
+                    Mismatch(
+                        "unheld",
+                        label,
+                        tuple(unheld),
+                        _t(
+                            "{loss} reaches {parameters}, but none of your optimizers holds them: no step uses "
+                            "their gradient, so they never learn (a layer unfrozen or replaced after the optimizer "
+                            "was built: add it with add_param_group(), or build the optimizer after)",
+                            loss=label,
+                            parameters=_short(unheld),
+                        ),
+                    )
+                )
     if backward is not None:
         reported = {(m.loss, p) for m in mismatches if m.kind == "unwanted" for p in m.parameters}
         for m in _mixed(backward, losses, reached_by):

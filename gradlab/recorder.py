@@ -261,12 +261,12 @@ class Recorder:
         for s in session.trackers():
             s._log.append(entry)
 
-    def _note(self, labels: str, note: str, loc: Location | None) -> None:
+    def _note(self, labels: str, note: str, loc: Location | None, warn: bool = True) -> None:
         """A note of an optimizer step that cannot train some parameters: in the notes, the log, a warning."""
         owner = self.owner
         owner.notes.append(note)
         self.log("note", labels, None, None, note, loc)
-        if owner.warn:
+        if owner.warn and warn:
             warn_unused(note, loc)
 
     # -- the write log: in-place writes that moved (or missed) a saved tensor ---------------------------
@@ -571,8 +571,8 @@ class Recorder:
             registry = self.registry
             watch = (lambda params: watch_step(registry.watched(params))) if registry else None
             params, zeros = self.optimizers.started(optimizer, self.backwards.count, watch)
-            for labels, note, loc in self.optimizers.unused(optimizer, params, zeros, self.owner.namer):
-                self._note(labels, note, loc)
+            for labels, note, loc, warn in self.optimizers.unused(optimizer, params, zeros, self.owner.namer):
+                self._note(labels, note, loc, warn)
         except Warning:  # an UnusedStepWarning the user turned into an error (-W error) is theirs
             raise
         except Exception as e:  # NOTE [Hooks fail open]

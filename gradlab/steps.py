@@ -79,6 +79,7 @@ class Steps:
         self._open: dict[int, Watch] = {}  # id(optimizer) -> what its running step may write
         self._counts: dict[int, int] = {}  # id(optimizer) -> steps begun
         self._reported: set[int] = set()  # ids of parameters a note named already
+        self._held: set[int] = set()  # ids of the parameters of every optimizer that stepped (NOTE [Held by none])
 
     def zero_grad(self, owner: torch.optim.Optimizer | nn.Module, backwards: int) -> None:
         """``zero_grad()`` of an optimizer or a module, after ``backwards`` backward calls: which parameters."""
@@ -100,6 +101,7 @@ class Steps:
         key = id(optimizer)
         loc = user_location()
         self.calls.append(OptimizerCall("step", backwards, key, frozenset(map(id, params)), loc))
+        self._held.update(map(id, params))
         self._open[key] = watch(params) if watch is not None else ([], [])
         count = self._counts.get(key, 0) + 1
         self._counts[key] = count
@@ -118,10 +120,12 @@ class Steps:
         params: list[torch.Tensor],
         zeros: bool,
         namer: Callable[[], Namer],
-    ) -> list[tuple[str, str, Location | None]]:
-        """The notes on a step that cannot train some parameters (each parameter once): (labels, note, line).
+    ) -> list[tuple[str, str, Location | None, bool]]:
+        """The notes on a step that cannot train some parameters (each parameter once): (labels, note, line, warn).
 
-        ``.grad is None`` is checked at every step; all-zero gradients only when ``zeros``.
+        ``.grad is None`` is checked at every step; all-zero gradients, and gradients that
+        no optimizer holds (NOTE [Held by none]), only when ``zeros``. ``warn`` is False
+        for a note that is no mistake (a bias the loss's form cancels).
         """
         missing, zero = [], []
         reported = self._reported
@@ -133,12 +137,47 @@ class Steps:
                 missing.append(p)
             elif zeros and g.numel() and not _any_nonzero(g):
                 zero.append(p)
-        if not missing and not zero:
+        count = self._counts.get(id(optimizer), 0)
+        if not missing and not zero and not (zeros and count >= _SETTLED):
             return []
         names = namer()
+        if not missing and not zero and not names:
+            return []
         loc = user_location()
         where = _t(" at {where}", where=loc) if loc else ""
-        notes = []
+        step = f"{type(optimizer).__name__}.step()"
+        notes: list[tuple[str, str, Location | None, bool]] = []
+        named = {id(p): names.name_of(p) for p in params} if names else {}
+        left = [p for p in missing if named and named.get(id(p)) is None] if any(named.values()) else []
+        if left:  # parameters none of the named models has (NOTE [Held by none])
+            missing = [p for p in missing if all(p is not q for q in left)]
+            reported.update(id(p) for p in left)
+            shapes = ", ".join(str(list(p.shape)) for p in left[:4]) + (" ..." if len(left) > 4 else "")
+            note = _t(
+                "{step}{where}: {n} of its parameters ({shapes}) are in none of your models and get no gradient: "
+                "if a layer was replaced after the optimizer was built, the optimizer still holds the old one's "
+                "parameters and the new layer's are stepped by none (build the optimizer after replacing it, or "
+                "add them with add_param_group()).",
+                step=step,
+                where=where,
+                n=len(left),
+                shapes=shapes,
+            )
+            notes.append((shapes, note, loc, True))
+        by_form = _cancelled_biases(zero, params, named)
+        if by_form:  # the loss's form cancels them: a note, not a warning
+            zero = [p for p in zero if all(p is not q for q in by_form)]
+            reported.update(id(p) for p in by_form)
+            labels = ", ".join(str(named[id(p)]) for p in by_form)
+            note = _t(
+                "{step}{where}: {labels} had an all-zero gradient while the rest of their layer learns: the computation "
+                "cancels them (a bias in a difference such as mean(real) - mean(fake), or right before a "
+                "normalization); not a mistake.",
+                step=step,
+                where=where,
+                labels=labels,
+            )
+            notes.append((labels, note, loc, False))
         for found, what in ((missing, _("no gradient (.grad is None)")), (zero, _("an all-zero gradient"))):
             if not found:
                 continue
@@ -147,18 +186,82 @@ class Steps:
             note = _t(
                 "{step}{where}: {labels} had {what}, so this step's gradient cannot train them (momentum from earlier steps "
                 "may still move them).",
-                step=f"{type(optimizer).__name__}.step()",
+                step=step,
                 where=where,
                 labels=labels,
                 what=what,
             )
-            notes.append((labels, note, loc))
+            notes.append((labels, note, loc, True))
+        if zeros and count >= _SETTLED and names:
+            notes += self._held_by_none(step, where, loc, params, names)
         return notes
+
+    def _held_by_none(
+        self, step: str, where: str, loc: Location | None, params: list[torch.Tensor], names: Namer
+    ) -> list[tuple[str, str, Location | None, bool]]:
+        """Parameters of the models this optimizer trains that have a gradient no optimizer steps on."""
+        mine = {n.split(".")[0] for p in params if (n := names.name_of(p)) is not None}
+        held, reported = self._held, self._reported
+        found = [
+            (name, t)
+            for name, t in names.named()
+            if name.split(".")[0] in mine
+            and isinstance(t, nn.Parameter)
+            and t.requires_grad
+            and id(t) not in held
+            and id(t) not in reported
+            and t.grad is not None
+            and _any_nonzero(t.grad)
+        ]
+        if not found:
+            return []
+        reported.update(id(t) for _n, t in found)
+        labels = ", ".join(n for n, _t_ in found[:6]) + (" ..." if len(found) > 6 else "")
+        note = _t(
+            "{step}{where}: {labels} get a gradient, but no optimizer holds them, so no step uses it and they do not "
+            "learn (a layer unfrozen or added after the optimizer was built is not in its param_groups: add it with "
+            "add_param_group()).",
+            step=step,
+            where=where,
+            labels=labels,
+        )
+        return [(labels, note, loc, True)]
 
     def clear(self) -> None:
         self._open.clear()
         self.calls.clear()
         self.in_step = 0
+
+
+# NOTE [Held by none]
+# Two silent failures an optimizer step can show. A parameter of a model the optimizer
+# trains gets a gradient that no optimizer holds (a layer unfrozen, or added, after the
+# optimizer was built): it is checked once every optimizer of the loop has likely
+# stepped (a critic stepped 5 times per generator step included), at this optimizer's steps 8, 16,
+# 32, ... against every optimizer seen so far.
+# And an optimizer holds parameters that none of the named models has any more (a
+# layer replaced after the optimizer was built): they get no gradient, and the note
+# says so instead of the plain "no gradient". Both need names (track(names=...), or
+# gradlab run): without them nothing is said.
+_SETTLED = 8
+
+
+def _cancelled_biases(
+    zero: list[torch.Tensor], params: list[torch.Tensor], named: dict[int, str | None]
+) -> list[torch.Tensor]:
+    """The all-zero biases whose layer's weight (in the same optimizer) has a gradient: the loss's form cancels them."""
+    if not zero or not named:
+        return []
+    by_name = {n: p for p in params if (n := named.get(id(p))) is not None}
+    out = []
+    for p in zero:
+        name = named.get(id(p))
+        if name is None or not name.endswith(".bias"):
+            continue
+        weight = by_name.get(name[: -len("bias")] + "weight")
+        if weight is not None and weight.grad is not None and _any_nonzero(weight.grad):
+            out.append(p)
+    return out
 
 
 def _any_nonzero(g: torch.Tensor) -> bool:

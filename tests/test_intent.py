@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from typing import Any
 
 import pytest
 import torch
@@ -213,3 +214,101 @@ def test_the_corrected_loop_is_never_noted() -> None:
         warnings.simplefilter("error", gradlab.UnusedStepWarning)
         tracker = _train(course.make_pair(0, softmax=False), steps=5)
     assert tracker.notes == []
+
+
+# -- silent failures a running loop shows: held by no optimizer, left the model, cancelled by form ----------
+
+
+def _loop(model: nn.Module, opt: torch.optim.Optimizer, steps: int, loss_of: Any) -> gradlab.Tracker:
+    torch.manual_seed(0)
+    with gradlab.track(names={"model": model}) as tracker:
+        for _ in range(steps):
+            loss = loss_of(model, torch.randn(16, 4))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return tracker
+
+
+def test_a_layer_unfrozen_after_the_optimizer_was_built_is_noted_and_truly_does_not_learn() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    model[0].requires_grad_(False)
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+    model[0].requires_grad_(True)  # unfrozen, never added to the optimizer
+    before = model[0].weight.detach().clone()
+    with pytest.warns(gradlab.UnusedStepWarning, match="no optimizer holds them") as caught:
+        tracker = _loop(model, opt, 8, lambda m, x: m(x).pow(2).mean())
+    held = [n for n in tracker.notes if "no optimizer holds them" in n]
+    assert len(held) == 1 and "model.0.weight, model.0.bias get a gradient" in held[0]
+    assert caught[0].filename.endswith("test_intent.py")
+    # real torch agrees: the layer has a gradient, and no step moved it
+    assert model[0].weight.grad is not None and bool(model[0].weight.grad.ne(0).any())
+    assert torch.equal(model[0].weight, before)
+
+
+def test_a_layer_replaced_after_the_optimizer_was_built_is_noted_on_both_sides() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model[2] = nn.Linear(8, 1)  # a new head; the optimizer still holds the old one
+    new_head = model[2].weight.detach().clone()
+    with pytest.warns(gradlab.UnusedStepWarning):
+        tracker = _loop(model, opt, 8, lambda m, x: m(x).pow(2).mean())
+    left = [n for n in tracker.notes if "are in none of your models" in n]
+    assert len(left) == 1 and "2 of its parameters ([1, 8], [1])" in left[0]
+    assert not [n for n in tracker.notes if "had no gradient" in n]  # said once, as what it is
+    assert any("model.2.weight, model.2.bias get a gradient, but no optimizer holds them" in n for n in tracker.notes)
+    assert torch.equal(model[2].weight, new_head)  # real torch: the new head never learns
+
+
+def test_a_bias_the_loss_cancels_is_a_note_not_a_warning() -> None:
+    torch.manual_seed(0)
+    critic = nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 1))
+    opt = torch.optim.SGD(critic.parameters(), lr=0.01)
+    real, fake = torch.randn(16, 4) + 1, torch.randn(16, 4)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gradlab.UnusedStepWarning)
+        with gradlab.track(names={"critic": critic}) as tracker:
+            for _ in range(3):
+                loss = critic(fake).mean() - critic(real).mean()  # a WGAN critic's loss
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    assert len(tracker.notes) == 1 and "critic.2.bias had an all-zero gradient while the rest" in tracker.notes[0]
+    assert critic[2].bias.grad is not None and bool(critic[2].bias.grad.eq(0).all())  # real torch agrees
+
+
+def test_two_optimizers_of_one_loop_hold_every_parameter_and_draw_no_note() -> None:
+    torch.manual_seed(0)
+    model = nn.ModuleDict({"enc": nn.Linear(4, 4), "head": nn.Linear(4, 1)})
+    opt_enc = torch.optim.SGD(model["enc"].parameters(), lr=0.1)
+    opt_head = torch.optim.Adam(model["head"].parameters(), lr=0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gradlab.UnusedStepWarning)
+        with gradlab.track(names={"model": model}) as tracker:
+            for _ in range(10):
+                loss = model["head"](model["enc"](torch.randn(8, 4))).pow(2).mean()
+                opt_enc.zero_grad()
+                opt_head.zero_grad()
+                loss.backward()
+                opt_enc.step()
+                opt_head.step()
+    assert tracker.notes == []
+
+
+def test_check_intent_names_declared_parameters_no_optimizer_in_names_holds() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    model[0].requires_grad_(False)
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+    model[0].requires_grad_(True)  # unfrozen after the optimizer was built
+    loss = model(torch.randn(8, 4)).pow(2).mean()
+    report = gradlab.check_intent({"loss": (loss, "model")}, names={"model": model}, optimizers=[opt])
+    assert [(m.kind, m.parameters) for m in report.mismatches] == [("unheld", ("model.0.weight", "model.0.bias"))]
+    assert "none of your optimizers holds them" in report.mismatches[0].sentence
+    # without optimizers= nothing can be said about them; with all of them held, nothing is
+    assert gradlab.check_intent({"loss": (loss, "model")}, names={"model": model}).ok
+    opt.add_param_group({"params": list(model[0].parameters())})
+    assert gradlab.check_intent({"loss": (loss, "model")}, names={"model": model}, optimizers=[opt]).ok
