@@ -70,6 +70,8 @@ _EXPORTS: dict[str, str] = {
     "SilentWriteWarning": "notices",
     "GradlabError": "notices",
     "UnusedStepWarning": "notices",
+    "Writer": "writers",
+    "WRITERS": "writers",
     "load_ipython_extension": "ipython",
     "unload_ipython_extension": "ipython",
 }
@@ -124,6 +126,8 @@ __all__ = [
     "SilentWriteWarning",
     "GradlabError",
     "UnusedStepWarning",
+    "Writer",
+    "WRITERS",
     "load_ipython_extension",
     "unload_ipython_extension",
 ]
@@ -149,6 +153,7 @@ if TYPE_CHECKING:
     from .saved import SavedTensor, Write
     from .tracker import Event, Tracker, track
     from .trained import LossRecord, StepRecord, TrainingRecord, record_training
+    from .writers import WRITERS, Writer
 
 
 def __getattr__(name: str) -> Any:

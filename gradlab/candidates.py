@@ -28,6 +28,7 @@ from .i18n import T, join
 from .location import Location
 from .rewrite import replace_reads, split_comment
 from .source import enclosing_blocks, names, statement_at
+from .writers import documented
 
 __all__ = ["stale_reads", "general_fixes"]
 
@@ -94,15 +95,19 @@ def _clone_where_saved(ctx: Context) -> Proposal | None:
     if not found:
         return None
     exprs = sorted({e for _loc, e in ctx.stale})
+    summary = T(
+        "read a copy of {exprs} where the forward saves it, at {where}: the write then changes {exprs}, not "
+        "the values autograd saved",
+        exprs=join([f"{e}" for e in exprs], T(" and ")),
+        where=", ".join(loc.where for loc, _ in by_line.values()),
+    )
+    row = documented(ctx.op)
+    if row is not None and not row.api.startswith("torch.optim."):  # a step's documented fix is the order
+        summary = summary + T(" (torch documents this fix for {api})", api=row.api)
     return keeping(
         ctx,
         Fix(
-            summary=T(
-                "read a copy of {exprs} where the forward saves it, at {where}: the write then changes {exprs}, not "
-                "the values autograd saved",
-                exprs=join([f"{e}" for e in exprs], T(" and ")),
-                where=", ".join(loc.where for loc, _ in by_line.values()),
-            ),
+            summary=summary,
             trains=T(
                 "the same as intended: the gradient of the forward as it ran (the gradient reaches {exprs} through "
                 "the copy); the write still changes {exprs}",

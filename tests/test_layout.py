@@ -79,6 +79,7 @@ ORDER = (
     "internals",
     "fingerprint",
     "writes",
+    "writers",
     "source",
     "rewrite",
     # records
