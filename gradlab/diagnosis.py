@@ -497,9 +497,13 @@ def failure_diagnosis(failure: Failure) -> Diagnosis:
     when the tracker did not see the backward, are located here by their kind
     (:func:`gradlab.kinds.locate`): the user's lines, and fixes as edits of them.
     """
-    return Diagnosis(
-        ok=False, problems=[], graph=_EMPTY, needed_by=failure.location, failed=True, located=locate(failure)
-    )
+    located = locate(failure)
+    if failure.error is not None and located.kind in ("ddp_unfinished_reduction", "ddp_ready_twice"):
+        from .ddp import explain_ddp  # NOTE [Lazy imports]: only on a DDP failure
+
+        cuts = tuple(failure.recorder.cuts.cuts) if failure.recorder is not None else ()
+        located = explain_ddp(failure.error, located, cuts)  # DDP's indices named, and why each was missed
+    return Diagnosis(ok=False, problems=[], graph=_EMPTY, needed_by=failure.location, failed=True, located=located)
 
 
 def check(output: torch.Tensor | Sequence[torch.Tensor], names: NamesLike = None) -> Diagnosis:
