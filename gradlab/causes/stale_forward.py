@@ -128,9 +128,29 @@ def snapshot_context(base: Context, facts: Facts, call: BackwardCall | None) -> 
             continue
         under = leaves_below(fn)[0]
         rest, met = leaves_below(loss.grad_fn, stop=fn)
-        if met and under and under <= rest:
+        if met and under and under <= rest and _same_forward_in(tree, loop, key):
             return replace(base, snapshot=key, snapshot_line=loop.lineno)
     return None
+
+
+def _same_forward_in(tree: ast.Module | None, loop: ast.For | ast.AsyncFor | ast.While, key: str) -> bool:
+    """Whether the loop computes again what ``key`` was assigned (``ref = policy(states)`` beside the loop's own
+    ``policy(states)``): then, recomputed in the loop, it would equal the fresh value, and it is the loop's constant.
+    Assigned from a forward the loop does not run (``anchor = embed(torch.ones(1, 8))``), it is a stale forward to
+    recompute. No assignment found in the file (a function's argument): the loop's constant."""
+    if tree is None:
+        return True
+    values = [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == key for t in n.targets)
+        and not (loop.lineno <= n.lineno <= (loop.end_lineno or loop.lineno))
+    ]
+    if not values:
+        return True
+    computed = {ast.unparse(n) for n in ast.walk(loop) if isinstance(n, ast.Call)}
+    return any(ast.unparse(v) in computed for v in values)
 
 
 def _constant(ctx: Context) -> list[Proposal]:
@@ -260,21 +280,32 @@ def kept_constant_context(base: Context, p: Problem, facts: Facts, graph: Graph)
         leaves, _ = leaves_below(fn)
         if leaves & held:
             continue  # an optimizer trains what it was computed from: not a constant
-        where = [
+        if not held:
+            return None  # no optimizer known yet (none stepped): "no optimizer holds them" cannot be said
+        assigned = [
             n
             for n in ast.walk(tree)
             if isinstance(n, ast.Assign)
-            and len(n.targets) == 1
-            and isinstance(n.targets[0], ast.Attribute)
-            and n.targets[0].attr == attr
-            and n.lineno == n.end_lineno
+            and any(
+                isinstance(a, ast.Attribute) and a.attr == attr and isinstance(a.ctx, ast.Store)
+                for t in n.targets
+                for a in ast.walk(t)
+            )
         ]
         if any(
             isinstance(r, ast.Attribute) and r.attr == attr and isinstance(r.ctx, ast.Load)
-            for n in where
+            for n in assigned
             for r in ast.walk(n.value)
         ):
-            continue  # built from itself (self.queue = cat([k, self.queue])): state carried across iterations
+            continue  # built from itself (out, self.h = rnn(x, self.h)): state carried across iterations
+        where = [
+            n
+            for n in assigned
+            if len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Attribute)
+            and n.lineno == n.end_lineno
+            and not isinstance(n.value, ast.Constant)  # self.h = None: nothing to detach there
+        ]
         if 0 < len(where) <= 3:  # every statement that assigns it (a detach of a loaded tensor changes nothing)
             lines = tuple(n.lineno for n in where)
             return replace(
