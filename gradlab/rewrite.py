@@ -15,7 +15,9 @@ Example::
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Mapping
 
 __all__ = ["AUGMENTED", "rewrite_in_place", "detach_in", "with_keyword", "op_display", "from_graph", "without_detach"]
@@ -181,9 +183,41 @@ def rewrite_in_place(code: str, op: str) -> str | None:
     new = _out_of_place(tree.body[0], op)
     if new is None:
         return None
-    lines = new.split("\n")
+    lines = _spelled(body, new).split("\n")
     lines[1 if len(lines) == 3 else 0] += comment  # the comment stays with the write
     return "\n".join(indent + line for line in lines)
+
+
+def _spelled(original: str, new: str) -> str:
+    """``new`` (code ast.unparse wrote) with the numbers spelled as ``original`` spells them (``1e-4``, not ``0.0001``).
+
+    Example::
+
+        >>> _spelled("probs.clamp_(min=1e-4)", "probs = probs.clamp(min=0.0001)")
+        'probs = probs.clamp(min=1e-4)'
+    """
+    try:
+        spelling = {}
+        for tok in tokenize.generate_tokens(io.StringIO(original).readline):
+            if tok.type == tokenize.NUMBER:
+                shown = ast.unparse(ast.parse(tok.string, mode="eval").body)
+                if shown != tok.string:
+                    spelling.setdefault(shown, tok.string)
+        return _respelled(new, spelling) if spelling else new
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return new
+
+
+def _respelled(new: str, spelling: dict[str, str]) -> str:
+    """``new`` with each NUMBER token found in ``spelling`` replaced in place (the rest of the text untouched)."""
+    lines = new.split("\n")
+    edits: list[tuple[int, int, int, str]] = []
+    for tok in tokenize.generate_tokens(io.StringIO(new).readline):
+        if tok.type == tokenize.NUMBER and tok.string in spelling and tok.start[0] == tok.end[0]:
+            edits.append((tok.start[0] - 1, tok.start[1], tok.end[1], spelling[tok.string]))
+    for row, start, end, text in reversed(edits):
+        lines[row] = lines[row][:start] + text + lines[row][end:]
+    return "\n".join(lines)
 
 
 # NOTE [Exact rewrites]
