@@ -825,7 +825,7 @@ def test_the_chinese_cheatsheet_is_chinese_and_one_page(committed_zh_handout: Pa
     before = i18n.language()
     i18n.set_language("zh_CN")
     try:
-        chinese = [p.what_it_does for p in pitfalls()]
+        chinese = [str(p.what_it_does) for p in pitfalls()]
     finally:
         i18n.set_language(before)
     for line in [
