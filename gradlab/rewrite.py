@@ -197,7 +197,7 @@ def _spelled(original: str, new: str) -> str:
         'probs = probs.clamp(min=1e-4)'
     """
     try:
-        spelling = {}
+        spelling: dict[str, str] = {}
         for tok in tokenize.generate_tokens(io.StringIO(original).readline):
             if tok.type == tokenize.NUMBER:
                 shown = ast.unparse(ast.parse(tok.string, mode="eval").body)
