@@ -39,7 +39,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -217,8 +217,9 @@ def why_unreached(model: nn.Module, names: Sequence[str], cuts: Sequence[Cut] = 
     return [Reason(kind, tuple(ps), sentence, where) for (kind, sentence), (ps, where) in grouped.items()]
 
 
-def ddp_module(error: BaseException) -> nn.Module | None:
-    """The DistributedDataParallel model of ``error``: the one whose forward raised, or a variable of its frames."""
+def ddp_module(error: BaseException, namespace: Mapping[str, object] | None = None) -> nn.Module | None:
+    """The DistributedDataParallel model of ``error``: the one whose forward raised, or a variable of its frames
+    (or of ``namespace``, the user's frame where a tracker saw the error, before it reached the user's frames)."""
     try:
         from torch.nn.parallel import DistributedDataParallel
     except ImportError:
@@ -235,6 +236,9 @@ def ddp_module(error: BaseException) -> nn.Module | None:
         for value in (*frame.f_locals.values(), *frame.f_globals.values()):
             if isinstance(value, DistributedDataParallel):
                 return value
+    for value in (namespace or {}).values():
+        if isinstance(value, DistributedDataParallel):
+            return value
     return None
 
 
@@ -244,14 +248,19 @@ def _names_of(ddp: nn.Module) -> list[str]:
     return [n for n, p in module.named_parameters() if p.requires_grad]
 
 
-def explain_ddp(error: BaseException, explanation: Explanation, cuts: Sequence[Cut] = ()) -> Explanation:
+def explain_ddp(
+    error: BaseException,
+    explanation: Explanation,
+    cuts: Sequence[Cut] = (),
+    namespace: Mapping[str, object] | None = None,
+) -> Explanation:
     """``explanation`` of a DDP error with the parameters named and why DDP's backward missed them (NOTE [DDP's why]).
 
     For another kind, or without the DDP model in the traceback, ``explanation`` unchanged.
     """
     if explanation.kind not in ("ddp_unfinished_reduction", "ddp_ready_twice"):
         return explanation
-    ddp = ddp_module(error)
+    ddp = ddp_module(error, namespace)
     m = find(error)
     if ddp is None or m is None:
         return explanation

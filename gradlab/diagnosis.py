@@ -502,7 +502,7 @@ def failure_diagnosis(failure: Failure) -> Diagnosis:
         from .ddp import explain_ddp  # NOTE [Lazy imports]: only on a DDP failure
 
         cuts = tuple(failure.recorder.cuts.cuts) if failure.recorder is not None else ()
-        located = explain_ddp(failure.error, located, cuts)  # DDP's indices named, and why each was missed
+        located = explain_ddp(failure.error, located, cuts, failure.namespace)  # indices named, and why missed
     return Diagnosis(ok=False, problems=[], graph=_EMPTY, needed_by=failure.location, failed=True, located=located)
 
 
