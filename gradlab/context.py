@@ -88,6 +88,8 @@ class Context:
     step_line: int | None = None
     entry_lineno: int | None = None
     write_at: Location | None = None
+    # the writes on other lines that made a saved tensor of the graph stale: (line, op, recorded by autograd)
+    other_writes: tuple[tuple[Location, str, bool], ...] = ()
     recompute_lines: tuple[int, ...] = ()
     carried_all: tuple[str, ...] = ()
     carried_kind: str | None = None

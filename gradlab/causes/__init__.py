@@ -65,7 +65,9 @@ from .step_before_backward import step_after_fixes, step_too_early
 from .untracked_write import copy_context, target_context, untracked_fixes
 
 if TYPE_CHECKING:
+    from ..location import Location
     from ..recorder import BackwardCall
+    from ..saved import Write
 
 __all__ = ["Cause", "CAUSES", "Context", "decide", "fixes_for", "cause_sentence"]
 
@@ -185,7 +187,15 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if writes:
             w = writes[0]
             code = w.location.code if w.location else None
-            ctx = replace(base, tensor=short_name(p), op=w.op, code=code, where=w.where, write_at=w.location)
+            ctx = replace(
+                base,
+                tensor=short_name(p),
+                op=w.op,
+                code=code,
+                where=w.where,
+                write_at=w.location,
+                other_writes=_other_writes(graph, w),
+            )
             ctx = replace(ctx, after_write=after_write_lines(ctx, graph, p, facts))
             fast = fast_context(ctx, w, facts)
             if fast is not None:
@@ -236,6 +246,22 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if steps and steps[0][0] is not None:
             ctx = replace(ctx, optimizer=receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
     return "shared_graph_freed", ctx
+
+
+def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location, str, bool], ...]:
+    """The writes on other lines that made a saved tensor of ``graph`` stale, as (line, op, recorded by autograd);
+    a fix of ``first`` alone leaves the backward failing on theirs."""
+    at = first.location
+    found: dict[tuple[str, int], tuple[Location, str, bool]] = {}
+    for s in graph.saved:
+        if s.status != "modified_in_place":
+            continue
+        for w in s.writes:
+            loc = w.location
+            if loc is None or (at is not None and (loc.filename, loc.lineno) == (at.filename, at.lineno)):
+                continue
+            found.setdefault((loc.filename, loc.lineno), (loc, w.op, w.grad_mode and not w.optimizer))
+    return tuple(found.values())
 
 
 def _same_statement_again(call: BackwardCall, failing: BackwardCall | None, facts: Facts) -> bool:
