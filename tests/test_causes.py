@@ -57,6 +57,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # two buffers redrawn in place by every forward, the forward run twice before one backward: both writes
     # out of place (NOTE [Every stale write])
     "jitter_buffers_redrawn": ("inplace_op", (("loss", ("head", "jitter")),)),
+    # state kept on submodules' attributes across forwards (NOTE [State kept on modules]): reset by the class's
+    # own method after the backward; a preallocated buffer written and read back: detached where it is read
+    "leaky_cells_state_kept": ("carried_state", (("loss", ("net",)),)),
+    "slot_memory_written": ("carried_state", (("err", ("out", "reader")),)),
 }
 
 
@@ -210,6 +214,15 @@ def test_only_a_recurrent_state_is_called_truncated_backpropagation_through_time
         and kept.code == "self.items = torch.cat([self.items, feats])[-self.size :].detach()"
     )
     assert len(_diagnosis("kept_memory").fixes) == 1  # no "backpropagate through the whole sequence" for a bank
+
+
+def test_state_kept_on_modules_is_reset_by_its_class_or_detached_where_the_forward_reads_it() -> None:
+    reset = _diagnosis("leaky_cells_state_kept").fixes[0]
+    assert reset.code == "net.apply(lambda m: m.clear_state() if isinstance(m, LeakyCell) else None)"
+    assert "self.mem" in reset.summary and not reset.keeps_forward  # the later forwards start from rest
+    detach = _diagnosis("slot_memory_written").fixes
+    assert detach[0].code == "self.slots = self.slots.detach()\nself.slots[: k.shape[0]] = k"
+    assert detach[0].keeps_forward and not any("clear" in f.summary for f in detach)  # no reset method: no reset
 
 
 def _ema_variant(tmp_path: Path, *replacements: tuple[str, str]) -> tuple[BaseException | None, str]:

@@ -59,6 +59,8 @@ def _other_edits(ctx: Context, flags: tuple[Edit, ...]) -> tuple[Edit, ...] | No
     for loc, op, recorded in ctx.other_writes:
         if flags and op == ctx.op:
             continue  # the same activation: its inplace=True is removed with the others
+        if loc is None:
+            return None
         new = _out_of_place(loc.code, op) if recorded else None
         edit = write_edit(replace(ctx, write_at=loc), new)
         if edit is None:
@@ -73,7 +75,10 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
     others = _other_edits(ctx, flags)
     # every write, in the order of its lines
     writes = sorted(
-        [(ctx.write_at, ctx.where, ctx.op), *((loc, loc.where, op) for loc, op, _rec in ctx.other_writes)],
+        [
+            (ctx.write_at, ctx.where, ctx.op),
+            *((loc, loc.where if loc else None, op) for loc, op, _rec in ctx.other_writes),
+        ],
         key=lambda x: x[0].lineno if x[0] is not None else 0,
     )
     wheres = [w for _loc, w, _op in writes if w]
