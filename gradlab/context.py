@@ -88,12 +88,19 @@ class Context:
     step_line: int | None = None
     entry_lineno: int | None = None
     write_at: Location | None = None
+    # the writes on other lines that made a saved tensor of the graph stale: (line or None, op, recorded by autograd)
+    other_writes: tuple[tuple[Location | None, str, bool], ...] = ()
     recompute_lines: tuple[int, ...] = ()
     carried_all: tuple[str, ...] = ()
     carried_kind: str | None = None
     carried_none: bool = False
     recurrent: bool = False  # the carried state goes back into the module call that returns it (an RNN's h)
     kept_at: Location | None = None  # the statement that stores the carried state for the next iteration
+    # state kept on modules' attributes across forwards (NOTE [State kept on modules] in causes.module_state):
+    kept_attrs: tuple[str, ...] = ()  # the attributes, as the class reads them (``self.v``)
+    resets: tuple[tuple[str, str], ...] = ()  # (class, its method that sets them back without reading them)
+    reset_root: str | None = None  # the frame's model whose modules are reset
+    detach_at: tuple[tuple[Location, str], ...] = ()  # the statement of the forward that first reads each one
     target: str | None = None  # a model no optimizer holds, whose output the loss uses as a target
     target_line: int | None = None  # the statement that runs that model's forward
     grad_off: str | None = None  # the frame's name for torch.no_grad (``torch.no_grad``)

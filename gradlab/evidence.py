@@ -542,7 +542,7 @@ def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> t
     its name, else the user's models the statements computing it call) limited to the
     modules whose optimizer steps on it.
     """
-    from .source import after, calls_method, feeding, preceding
+    from .source import after, calls_method, feeding, names, preceding
 
     tree = site.tree() if site is not None else None
     if site is None or tree is None:
@@ -564,10 +564,21 @@ def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> t
             else:
                 before = preceding(tree, node.lineno)
                 lines = feeding(before, {loss})
+                # a loop over a tensor's parts (``for part in net(x):``) feeds the loss through its target
+                loops = [
+                    n
+                    for n in ast.walk(tree)
+                    if isinstance(n, ast.For)
+                    and n.lineno < node.lineno
+                    and any(n.lineno < k <= (n.end_lineno or n.lineno) for k in lines)
+                    and names(n.target, ast.Store)
+                    & {m for b in before if b.lineno in lines for m in names(b, ast.Load)}
+                ]
+                if loops:
+                    lines |= feeding(before, {loss} | {m for n in loops for m in names(n.iter, ast.Load)})
                 called = {
                     ast.unparse(n.func)
-                    for b in before
-                    if b.lineno in lines
+                    for b in [*(b for b in before if b.lineno in lines), *(n.iter for n in loops)]
                     for n in ast.walk(b)
                     if isinstance(n, ast.Call)
                 }

@@ -55,6 +55,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     "grad_of_field": ("non_scalar_output", ("du = torch.autograd.grad(u, x, create_graph=True)[0]",), ()),
     # an in-place exp_() whose result is only read: its out-of-place twin
     "leaf_exp_in_expression": ("leaf_in_place", ("return self.lin(x) / self.log_scale.exp_()",), ()),
+    # a helper writes in place to one part of a model's stacked output the loop iterates over: the write out of
+    # place keeps the training, and says what the loop's loss trains (read through the loop over the parts)
+    "stage_outputs_scaled": (
+        "multi_view_in_place",
+        ("pred *= weight", "for pred in net(inputs):"),
+        (("total", ("net",)),),
+    ),
 }
 
 

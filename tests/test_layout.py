@@ -105,6 +105,7 @@ ORDER = (
     "causes.same_loss_twice",
     "causes.chained",
     "causes.carried_state",
+    "causes.module_state",
     "causes.stale_forward",
     "causes.list_never_cleared",
     "causes.fast_weights",

@@ -58,6 +58,7 @@ from .closure_step import closure_context, closure_fixes
 from .fast_weights import fast_context, fast_weights_fixes
 from .inplace_op import in_place_fixes
 from .list_never_cleared import buffer_context, buffered_fixes
+from .module_state import kept_on_modules, module_state_fixes
 from .retained_accumulation import retained_fixes, retained_total
 from .same_loss_twice import twice_fixes
 from .stale_forward import kept_constant_context, snapshot_context, stale_fixes, stale_forward_context
@@ -65,7 +66,9 @@ from .step_before_backward import step_after_fixes, step_too_early
 from .untracked_write import copy_context, target_context, untracked_fixes
 
 if TYPE_CHECKING:
+    from ..location import Location
     from ..recorder import BackwardCall
+    from ..saved import Write
 
 __all__ = ["Cause", "CAUSES", "Context", "decide", "fixes_for", "cause_sentence"]
 
@@ -185,7 +188,15 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if writes:
             w = writes[0]
             code = w.location.code if w.location else None
-            ctx = replace(base, tensor=short_name(p), op=w.op, code=code, where=w.where, write_at=w.location)
+            ctx = replace(
+                base,
+                tensor=short_name(p),
+                op=w.op,
+                code=code,
+                where=w.where,
+                write_at=w.location,
+                other_writes=_other_writes(graph, w),
+            )
             ctx = replace(ctx, after_write=after_write_lines(ctx, graph, p, facts))
             fast = fast_context(ctx, w, facts)
             if fast is not None:
@@ -217,7 +228,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         )
         if stale is not None:
             return "stale_forward", stale
-        kept = kept_attribute(from_frame(base, facts, None), facts) if carried_in_loop(facts) is None else None
+        kept = None
+        if carried_in_loop(facts) is None:
+            kept = kept_attribute(from_frame(base, facts, None), facts) or kept_on_modules(base, facts)
         return "carried_state", kept or carried_context(base, graph, topo, facts)
     attached = attached_output_context(base, topo, facts, node_id)
     if attached is not None:
@@ -236,6 +249,24 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if steps and steps[0][0] is not None:
             ctx = replace(ctx, optimizer=receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
     return "shared_graph_freed", ctx
+
+
+def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, str, bool], ...]:
+    """The first write of each saved tensor of ``graph`` made stale on another line than ``first``'s, as (line, op,
+    recorded by autograd): a fix of ``first`` alone leaves the backward failing on theirs. A tensor ``first``
+    wrote too is left out: the fix's copy takes that write and every later one."""
+    at = first.location
+    found: dict[tuple[str, int], tuple[Location | None, str, bool]] = {}
+    for s in graph.saved:
+        if s.status != "modified_in_place" or not s.writes:
+            continue
+        spots = [(w.location.filename, w.location.lineno) if w.location is not None else None for w in s.writes]
+        if at is not None and (at.filename, at.lineno) in spots:
+            continue
+        w = s.writes[0]
+        key = (w.location.filename, w.location.lineno) if w.location is not None else ("", 0)
+        found.setdefault(key, (w.location, w.op, w.grad_mode and not w.optimizer))  # no line: no code fixes it
+    return tuple(found.values())
 
 
 def _same_statement_again(call: BackwardCall, failing: BackwardCall | None, facts: Facts) -> bool:
@@ -268,7 +299,7 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     elif cause == "untracked_write":
         proposals = untracked_fixes(ctx)
     elif cause == "carried_state":
-        proposals = carried_fixes(ctx)
+        proposals = module_state_fixes(ctx) if ctx.kept_attrs else carried_fixes(ctx)
     elif cause == "same_loss_twice":
         proposals = twice_fixes(ctx)
     elif cause == "stale_forward":

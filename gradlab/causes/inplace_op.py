@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 
 from ..context import Context
 from ..edits import Edit
@@ -44,13 +45,46 @@ def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
     return tuple(edits)
 
 
+def _out_of_place(code: str | None, op: str | None) -> str | None:
+    rewritten = rewrite_in_place(code, op) if code and op else None
+    if rewritten is None and code and op:  # used as a value (y = x * s.exp_()): its twin, in place of it
+        rewritten = twin_in_expression(code, op)
+    return rewritten
+
+
+def _other_edits(ctx: Context, flags: tuple[Edit, ...]) -> tuple[Edit, ...] | None:
+    """The out-of-place form of every other write that made a saved tensor stale (NOTE [Every stale write]);
+    None when one of them has none (a step, a write under no_grad, a line no rewrite fits)."""
+    edits = []
+    for loc, op, recorded in ctx.other_writes:
+        if flags and op == ctx.op:
+            continue  # the same activation: its inplace=True is removed with the others
+        if loc is None:
+            return None
+        new = _out_of_place(loc.code, op) if recorded else None
+        edit = write_edit(replace(ctx, write_at=loc), new)
+        if edit is None:
+            return None
+        edits.append(edit)
+    return tuple(edits)
+
+
 def in_place_fixes(ctx: Context) -> list[Proposal]:
-    rewritten = rewrite_in_place(ctx.code, ctx.op) if ctx.code and ctx.op else None
-    if rewritten is None and ctx.code and ctx.op:  # used as a value (y = x * s.exp_()): its twin, in place of it
-        rewritten = twin_in_expression(ctx.code, ctx.op)
+    rewritten = _out_of_place(ctx.code, ctx.op)
     flags = _inplace_flags(ctx) if ctx.op in ACTIVATIONS and not (rewritten and "inplace" in (ctx.code or "")) else ()
-    where = T(" at {where}", where=ctx.where) if ctx.where else ""
-    op = OP_NAMES.get(ctx.op, ctx.op) if ctx.op else T("the in-place op")
+    others = _other_edits(ctx, flags)
+    # every write, in the order of its lines
+    writes = sorted(
+        [
+            (ctx.write_at, ctx.where, ctx.op),
+            *((loc, loc.where if loc else None, op) for loc, op, _rec in ctx.other_writes),
+        ],
+        key=lambda x: x[0].lineno if x[0] is not None else 0,
+    )
+    wheres = [w for _loc, w, _op in writes if w]
+    where = T(" at {where}", where=", ".join(wheres)) if wheres else ""
+    ops = [o for o in dict.fromkeys(op for _loc, _w, op in writes) if o]
+    op = ", ".join(OP_NAMES.get(o, o) for o in ops) if ops else T("the in-place op")
     if ctx.op in ACTIVATIONS:
         summary = T("use the activation without inplace=True (nn.ReLU() rather than nn.ReLU(inplace=True))")
     elif ctx.op == "__setitem__":
@@ -68,7 +102,11 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
                     "value autograd saved",
                     tensor=tensor,
                 ),
-                edits=flags or all_edits(write_edit(ctx, rewritten)),
+                edits=()
+                if others is None
+                else tuple(
+                    sorted(all_edits(*(flags or (write_edit(ctx, rewritten),)), *others), key=lambda e: e.start)
+                ),
             ),
         ),
         keeping(
@@ -83,3 +121,11 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
     # an indexed assignment's first fix already writes into a copy; "clone the saved tensor" would name the
     # wrong one (the saved slice is not what the assignment writes)
     return proposals[:1] if ctx.op == "__setitem__" and proposals[0].fix.edits else proposals
+
+
+# NOTE [Every stale write]
+# Several writes may have made saved tensors of one graph stale (a layer that resamples two noise buffers in
+# place, each read by the forward and written again by the next forward): torch names only one, and the
+# out-of-place form of that write alone leaves the patched run failing on the next. The first fix rewrites
+# every such write of the graph; when one of them has no out-of-place form (an optimizer step, a write under
+# no_grad), it is a sentence, and the general rewrites (a copy where each tensor is saved) come first.

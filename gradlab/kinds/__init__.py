@@ -169,13 +169,17 @@ def locate(failure: Failure) -> Explanation:
 
 
 def views_of_leaf(failure: Failure, explanation: Explanation, split: object) -> Explanation:
-    """A refused write to one of several views of ``split``: when ``split`` is a leaf that requires grad (a
-    parameter's ``chunk()`` written to at its init), the write under ``torch.no_grad()`` comes first."""
+    """A refused write to one of several views of ``split``: its fixes claim what the loop's losses train now;
+    when ``split`` is a leaf that requires grad (a parameter's ``chunk()`` written to at its init), the write
+    under ``torch.no_grad()`` comes first."""
     import torch
 
     from ..context import Context
     from ..judge import judged
 
+    # the out-of-place write and the cloned views keep the training: they claim what the loop's losses train now
+    kept = failure.claims()
+    explanation = replace(explanation, fixes=tuple(replace(f, claims=f.claims or kept) for f in explanation.fixes))
     if not (isinstance(split, torch.Tensor) and split.is_leaf and split.requires_grad):
         return explanation
     wrap = leaf_in_place.no_grad_fix(failure, None, True)

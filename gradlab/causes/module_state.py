@@ -1,0 +1,344 @@
+"""Cause ``carried_state``, kept on modules: a module keeps a tensor on an attribute from one forward to the next
+(a spiking neuron's membrane potential, a preallocated key/value cache written in place), and the next
+iteration's forward reads it with the previous iteration's freed graph; its fixes (NOTE [State kept on modules]).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass, replace
+
+import torch
+
+from ..context import Context
+from ..edits import Edit
+from ..evidence import Facts, from_frame
+from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, source_of
+from ..i18n import T, join
+from ..location import _INSTALLED, Location, _library_file
+from ..rewrite import detached_value
+from ..source import loop_body_of, names, parse
+
+__all__ = ["kept_on_modules", "module_state_fixes"]
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """The state one class of module keeps across forwards: its attributes, how it is reset, where it is read."""
+
+    cls: type
+    attrs: tuple[str, ...]
+    reset: str | None  # a method of the class that sets every attribute back without reading it
+    detach_at: tuple[tuple[Location, str], ...]  # for each attribute: the statement of its forward that reads it first
+
+
+def _graph_attrs(module: torch.nn.Module) -> list[str]:
+    """The public attributes of ``module`` (plain or buffers) that hold a tensor with a graph."""
+    found = [
+        k
+        for k, v in [*vars(module).items(), *module._buffers.items()]
+        if not k.startswith("_") and isinstance(v, torch.Tensor) and v.grad_fn is not None
+    ]
+    return list(dict.fromkeys(found))
+
+
+def _class_tree(cls: type) -> tuple[ast.ClassDef, str] | None:
+    """The class's definition in the user's code, and its file: found through its methods' code (their file and
+    first line), so a class defined in a script run by exec or in a notebook cell is found too."""
+    codes = [v.__code__ for v in vars(cls).values() if inspect.isfunction(v)]
+    if not codes:
+        return None
+    filename, line = codes[0].co_filename, codes[0].co_firstlineno
+    if _library_file(filename) or filename.startswith(_INSTALLED):
+        return None
+    tree = parse(source_of(filename))
+    if tree is None:
+        return None
+    return next(
+        (
+            (n, filename)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ClassDef) and n.name == cls.__name__ and n.lineno <= line <= (n.end_lineno or n.lineno)
+        ),
+        None,
+    )
+
+
+def _self_attr(node: ast.AST, attr: str) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == attr
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def _mentions(node: ast.AST, attr: str) -> bool:
+    return any(_self_attr(n, attr) for n in ast.walk(node))
+
+
+def _sets(st: ast.AST, attr: str) -> bool:
+    """``st`` is ``self.attr = value`` with a value that does not read ``self.attr``."""
+    return (
+        isinstance(st, ast.Assign)
+        and len(st.targets) == 1
+        and _self_attr(st.targets[0], attr)
+        and not _mentions(st.value, attr)
+    )
+
+
+def _methods(node: ast.ClassDef) -> list[ast.FunctionDef]:
+    return [f for f in node.body if isinstance(f, ast.FunctionDef)]
+
+
+def _first_read(method: ast.FunctionDef, attr: str) -> ast.stmt | None:
+    """The top-level statement of ``method`` that first uses ``self.attr``, when that use reads the kept value
+    (not a plain ``self.attr = value``); None when the method sets it before any read, or never uses it."""
+    for st in method.body:
+        if not _mentions(st, attr):
+            continue
+        return None if _sets(st, attr) else st
+    return None
+
+
+def _resets(method: ast.FunctionDef, attrs: tuple[str, ...]) -> bool:
+    """``method`` takes no argument but ``self`` and sets every attribute of ``attrs`` back."""
+    args = method.args
+    required = len(args.posonlyargs) + len(args.args) - len(args.defaults)
+    if required != 1 or args.vararg or any(d is None for d in args.kw_defaults):
+        return False
+    return all(any(_sets(st, a) for st in ast.walk(method)) for a in attrs)
+
+
+def _tensor_made(node: ast.ClassDef, attr: str) -> bool:
+    """Every value the class sets ``self.attr`` to is made by a call (``torch.zeros(...)``), or it is registered as
+    a buffer: ``self.attr.detach()`` then never meets a None or a number."""
+    registered = any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "register_buffer"
+        and n.args
+        and isinstance(n.args[0], ast.Constant)
+        and n.args[0].value == attr
+        for n in ast.walk(node)
+    )
+    values = [st.value for st in ast.walk(node) if isinstance(st, ast.Assign) and _sets(st, attr)]
+    return (registered or bool(values)) and all(isinstance(v, ast.Call) for v in values)
+
+
+def _kept(cls: type, attrs: list[str]) -> _Kept | None:
+    found = _class_tree(cls)
+    if found is None:
+        return None
+    node, filename = found
+    methods = [m for m in _methods(node) if m.name != "__init__"]
+    carried: list[str] = []
+    detach_at: list[tuple[Location, str]] = []
+    for attr in attrs:
+        reads = [(m, st) for m in methods if (st := _first_read(m, attr)) is not None]
+        if not reads:
+            continue  # only written (an output kept for logging): not carried into the next forward
+        carried.append(attr)
+        st = next((s for m, s in reads if m.name == "forward"), reads[0][1])
+        if _tensor_made(node, attr):
+            detach_at.append((Location(filename, st.lineno), attr))
+    if not carried:
+        return None
+    kept = tuple(carried)
+    reset = next(
+        (m.name for m in methods if m.name != "forward" and not m.name.startswith("__") and _resets(m, kept)), None
+    )
+    return _Kept(cls, kept, reset, tuple(detach_at) if len(detach_at) == len(kept) else ())
+
+
+def kept_on_modules(base: Context, facts: Facts) -> Context | None:
+    """State kept on modules across iterations: a module of the frame's models keeps a tensor with a graph on an
+    attribute that its forward reads before it sets it (NOTE [State kept on modules])."""
+    site = facts.site
+    if site is None:
+        return None
+    roots = {
+        k: v
+        for k, v in facts.namespace.items()
+        if isinstance(k, str) and not k.startswith("_") and isinstance(v, torch.nn.Module)
+    }
+    by_class: dict[type, list[str]] = {}
+    holder: dict[type, str] = {}
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None and facts.backward_line else None
+    used = {n for st in body or [] for n in names(st, ast.Load)}
+    # the models the loop itself calls first: the reset goes through the name the loop uses
+    for name, root in sorted(roots.items(), key=lambda kv: kv[0] not in used):
+        for m in root.modules():
+            graphs = _graph_attrs(m)
+            if not graphs:
+                continue
+            holder.setdefault(type(m), name)
+            listed = by_class.setdefault(type(m), [])
+            listed += [a for a in graphs if a not in listed]
+    kept = [k for cls, found in by_class.items() if (k := _kept(cls, found)) is not None]
+    if not kept:
+        return None
+    attrs = tuple(dict.fromkeys(f"self.{a}" for k in kept for a in k.attrs))
+    ctx = from_frame(base, facts, None)
+    resets = tuple((k.cls.__name__, k.reset) for k in kept if k.reset is not None)
+    holders = {holder[k.cls] for k in kept}
+    ok_reset = (
+        len(resets) == len(kept)
+        and len(holders) == 1
+        and all(site.names and c in site.names for c, _ in resets)  # the class's name is visible in the loop
+    )
+    detach = tuple(at for k in kept for at in k.detach_at) if all(k.detach_at for k in kept) else ()
+    return replace(
+        ctx,
+        carried=attrs[0],
+        kept_attrs=attrs,
+        resets=resets if ok_reset else (),
+        reset_root=next(iter(holders)) if ok_reset else None,
+        detach_at=detach,
+    )
+
+
+def _reset_edit(ctx: Context) -> Edit | None:
+    """``model.apply(lambda m: m.reset() if isinstance(m, Cls) else None)`` after the backward: every module of
+    the model, at any depth, reset by its class's method (a lambda: no loop variable left bound to a module)."""
+    site = ctx.site
+    if site is None or not ctx.resets or ctx.reset_root is None or ctx.backward_line is None:
+        return None
+    var = next((n for n in ("m", "module", "layer", "sub", "part") if n not in site.names), None)
+    if var is None:
+        return None
+    body = "None"
+    for cls, method in reversed(ctx.resets):
+        body = f"{var}.{method}() if isinstance({var}, {cls}) else {body}"
+    return insert_lines(ctx, ctx.backward_line, f"{ctx.reset_root}.apply(lambda {var}: {body})", after=True)
+
+
+def _detach_edits(ctx: Context) -> tuple[Edit, ...]:
+    """``self.attr = self.attr.detach()`` before the statement of the forward that first reads it (or that
+    statement's value detached, when it sets the attribute from itself: ``self.cache = self.cache.to(x)``)."""
+    by_line: dict[tuple[str, int], tuple[Location, list[str]]] = {}
+    for loc, attr in ctx.detach_at:
+        by_line.setdefault((loc.filename, loc.lineno), (loc, []))[1].append(attr)
+    edits: list[Edit | None] = []
+    for loc, attrs in by_line.values():
+        lines = source_of(loc.filename).splitlines()
+        text = lines[loc.lineno - 1] if 0 < loc.lineno <= len(lines) else ""
+        indent = text[: len(text) - len(text.lstrip())]
+        line = text.strip()
+        if not line:
+            edits.append(None)
+            continue
+        try:
+            st = ast.parse(line).body[0]
+        except (SyntaxError, IndexError):
+            st = None
+        if len(attrs) == 1 and st is not None and _self_attr_target(st, attrs[0]):
+            new = detached_value(line)
+            edits.append(Edit(loc.filename, loc.lineno, loc.lineno, indent + new) if new else None)
+            continue
+        if st is None and not line.endswith(":"):
+            edits.append(None)  # the first line of a statement that goes on: nothing to put before it alone
+            continue
+        detach = [f"{indent}self.{a} = self.{a}.detach()" for a in attrs]
+        edits.append(Edit(loc.filename, loc.lineno, loc.lineno, "\n".join([*detach, text])))
+    return tuple(sorted(all_edits(*edits), key=lambda e: e.start))
+
+
+def _self_attr_target(st: ast.stmt, attr: str) -> bool:
+    return isinstance(st, ast.Assign) and len(st.targets) == 1 and _self_attr(st.targets[0], attr)
+
+
+def module_state_fixes(ctx: Context) -> list[Proposal]:
+    """Reset the kept state after each backward with the class's own method; or detach it where the forward
+    starts reading it; or, with no code for either, the sentence."""
+    attrs = join(list(ctx.kept_attrs), T(" and "))
+    proposals: list[Proposal] = []
+    reset = _reset_edit(ctx)
+    if reset is not None:
+        calls = join([f"{method}()" for _cls, method in ctx.resets], T(" and "))
+        classes = join([cls for cls, _method in ctx.resets], T(" and "))
+        proposals.append(
+            keeping(
+                ctx,
+                Fix(
+                    summary=T(
+                        "reset the state the modules keep between iterations ({attrs}) after each backward: call "
+                        "{calls} on every {classes} of {model}",
+                        attrs=attrs,
+                        calls=calls,
+                        classes=classes,
+                        model=ctx.reset_root or "",
+                    ),
+                    trains=T(
+                        "each iteration's forward starts {attrs} from the value the reset gives, as the first "
+                        "iteration did; {loss} trains through that iteration's graph only",
+                        attrs=attrs,
+                        loss=ctx.l,
+                    ),
+                    edits=(reset,),
+                    keeps_forward=False,
+                ),
+            )
+        )
+    detach = _detach_edits(ctx) if ctx.detach_at else ()
+    if detach:
+        proposals.append(
+            keeping(
+                ctx,
+                Fix(
+                    alternative=bool(proposals),
+                    summary=T(
+                        "detach the state the modules keep between iterations ({attrs}) where their forward starts "
+                        "reading it",
+                        attrs=attrs,
+                    ),
+                    trains=T(
+                        "at each iteration, {loss} trains through that iteration's graph only; {attrs} keep their "
+                        "values from the previous iteration, without its graph",
+                        attrs=attrs,
+                        loss=ctx.l,
+                    ),
+                    edits=detach,
+                ),
+            )
+        )
+    if not proposals:
+        proposals.append(
+            keeping(
+                ctx,
+                Fix(
+                    summary=T(
+                        "reset or detach the state the modules keep between iterations ({attrs}) at the iteration "
+                        "boundary",
+                        attrs=attrs,
+                    ),
+                    trains=T(
+                        "at each iteration, {loss} trains through that iteration's graph only; the previous "
+                        "iteration's graph is released",
+                        loss=ctx.l,
+                    ),
+                ),
+            )
+        )
+    return proposals
+
+
+# NOTE [State kept on modules]
+# A module may keep a tensor on an attribute from one forward to the next: a spiking neuron's membrane
+# potential (self.v, carried over the time steps of one input and meant to be reset between inputs), a
+# preallocated key/value cache written in place (self.cache_k[:b, s:e] = k) and read back. Trained, the
+# attribute holds the graph of the forward that wrote it, and the next iteration's forward reads it: its
+# backward goes into the freed graph. The state is found on the objects, not in the names of the code: every
+# module of the frame's models is looked at for public attributes (plain or buffers) holding a tensor with a
+# graph, and its class (in the user's files) must read the attribute in a method before setting it (an
+# attribute only written, an output kept for logging, carries nothing). Two fixes, each checked and run:
+# - the class's own reset (a method without arguments that sets every such attribute back without reading
+#   it): called on each module of that class after the backward, so each iteration starts where the first
+#   one did (a spiking net's reset between samples); it changes the forward of the later iterations
+#   (keeps_forward False) and says so;
+# - a detach where the forward first reads the attribute, only when the class always sets it to a made
+#   tensor (a cache allocated with torch.zeros, a buffer): the values carry over, the graph does not (a
+#   cache that the forward writes before it reads the same positions computes what it did).
+# The reset comes first when the class has one: it is the boundary its author wrote.
