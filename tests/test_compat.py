@@ -260,8 +260,8 @@ def test_ddp_on_gloo_runs_under_gradlab_as_under_python(tmp_path: Path) -> None:
     script = str(COMPAT / "ddp_gloo.py")
     done = []
     for command in ([script], ["-m", "gradlab", "run", script]):
-        done.append(
-            subprocess.run(
+        for _attempt in range(3):
+            run = subprocess.run(
                 [torchrun, "--standalone", "--nproc_per_node=2", *command],  # standalone: a free port of its own
                 capture_output=True,
                 text=True,
@@ -269,7 +269,11 @@ def test_ddp_on_gloo_runs_under_gradlab_as_under_python(tmp_path: Path) -> None:
                 cwd=tmp_path,
                 timeout=300,
             )
-        )
+            # gloo's teardown in destroy_process_group() aborts now and then on torch 2.13 CPU (about 1 run in 8,
+            # with or without gradlab; tests/test_field_guide.py measured it): that run is repeated
+            if run.returncode == 0 or "terminate called without an active exception" not in run.stderr:
+                break
+        done.append(run)
     plain, tracked = done
     assert plain.returncode == 0 and plain.stdout.splitlines()[-1] == "True", plain.stderr[-2000:]
     assert (tracked.returncode, tracked.stdout) == (plain.returncode, plain.stdout)

@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 
+#: What gloo prints when its teardown aborts a process that had finished the script.
+GLOO_TEARDOWN = "terminate called without an active exception"
+
 needs_distributed = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without distributed")
 
 
@@ -94,7 +97,12 @@ def test_torchrun_two_forwards_through_buffers_the_broadcast_is_invisible(tmp_pa
     (train-mode BatchNorm's backward does not read its running statistics). gradlab run changes none of it.
     """
     for command in ([str(SCRIPTS / "ddp_buffers.py")], ["-m", "gradlab", "run", str(SCRIPTS / "ddp_buffers.py")]):
-        r = _torchrun(tmp_path, *command)
+        for _attempt in range(3):
+            r = _torchrun(tmp_path, *command)
+            # gloo's teardown in destroy_process_group() aborts now and then on torch 2.13 CPU (about 1 run in 8,
+            # with or without gradlab; tests/test_field_guide.py measured it): that run is repeated
+            if r.returncode == 0 or GLOO_TEARDOWN not in r.stderr:
+                break
         assert r.returncode == 0, r.stderr[-3000:]
         found = sorted(tmp_path.glob("facts-*.json"))
         facts = {f["rank"]: f for f in (json.loads(path.read_text()) for path in found)}
