@@ -172,20 +172,27 @@ def rewrite_in_place(code: str, op: str) -> str | None:
         >>> rewrite_in_place("w.fill_(0.5)", "fill_")
         'w_copy = w.clone()\nw_copy.fill_(0.5)\nw = w_copy'
     """
-    body, comment = split_comment(code)
-    indent = body[: len(body) - len(body.lstrip())]
-    try:
-        tree = ast.parse(body.strip())
-    except SyntaxError:
+    parsed = _one_statement(code)
+    if parsed is None:
         return None
-    if len(tree.body) != 1:
-        return None
-    new = _out_of_place(tree.body[0], op)
+    body, comment, indent, st = parsed
+    new = _out_of_place(st, op)
     if new is None:
         return None
     lines = _spelled(body, new).split("\n")
     lines[1 if len(lines) == 3 else 0] += comment  # the comment stays with the write
     return "\n".join(indent + line for line in lines)
+
+
+def _one_statement(line: str) -> tuple[str, str, str, ast.stmt] | None:
+    """``line`` as (code, comment, indentation, its one statement), or None if it is not one statement."""
+    body, comment = split_comment(line)
+    indent = body[: len(body) - len(body.lstrip())]
+    try:
+        tree = ast.parse(body.strip())
+    except SyntaxError:
+        return None
+    return (body, comment, indent, tree.body[0]) if len(tree.body) == 1 else None
 
 
 def _spelled(original: str, new: str) -> str:
@@ -631,17 +638,12 @@ def twin_in_expression(line: str, op: str) -> str | None:
     """``line`` with its in-place call ``x.op_(...)`` made ``x.op(...)`` where the call's result is used as a value
     (``y = a / w.exp_()``): None when the statement is the write itself (``w.exp_()``, ``t.mul_(a).add_(b)``),
     when the call is not there once, or when torch has no out-of-place twin."""
-    body, comment = split_comment(line)
-    indent = body[: len(body) - len(body.lstrip())]
     if not op.endswith("_") or op.endswith("__") or not _has_method(op[:-1]):
         return None
-    try:
-        tree = ast.parse(body.strip())
-    except SyntaxError:
+    parsed = _one_statement(line)
+    if parsed is None:
         return None
-    if len(tree.body) != 1:
-        return None
-    st = tree.body[0]
+    body, comment, indent, st = parsed
     top = st.value if isinstance(st, ast.Expr) else None
     if isinstance(top, ast.Call) and isinstance(top.func, ast.Attribute) and top.func.attr.endswith("_"):
         return None  # a statement that writes: an update, not a value
