@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch.distributed
 
-from gradlab import cli
+from gradlab import ranks
 
 pytestmark = [pytest.mark.library, pytest.mark.slow]
 
@@ -118,14 +118,14 @@ def test_torchrun_two_forwards_through_buffers_the_broadcast_is_invisible(tmp_pa
 
 
 def test_a_rank_prints_its_note_only_if_it_differs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "NOTE_WAIT", 0.2)
+    monkeypatch.setattr(ranks, "NOTE_WAIT", 0.2)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "t")
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    assert cli._share_note("same", 1, 2) == [1]  # rank 0 wrote nothing (yet): rank 1 prints its own
-    assert cli._share_note("same", 0, 2) == [0, 1]  # rank 0 prints for both
-    assert cli._share_note("same", 1, 2) == []  # identical to rank 0's: printed once, by rank 0
-    assert cli._share_note("other", 1, 2) == [1]  # differs: rank 1 prints its own
-    assert cli._share_note("same", 0, 2) == [0]  # rank 1's note now differs
+    assert ranks.share_note("same", 1, 2) == [1]  # rank 0 wrote nothing (yet): rank 1 prints its own
+    assert ranks.share_note("same", 0, 2) == [0, 1]  # rank 0 prints for both
+    assert ranks.share_note("same", 1, 2) == []  # identical to rank 0's: printed once, by rank 0
+    assert ranks.share_note("other", 1, 2) == [1]  # differs: rank 1 prints its own
+    assert ranks.share_note("same", 0, 2) == [0]  # rank 1's note now differs

@@ -137,6 +137,7 @@ ORDER = (
     "tracker",
     "ipython",
     "fix",
+    "ranks",
     "cli",
     "integrations",
     "integrations._tracking",
