@@ -401,6 +401,9 @@ def judge(run: TrainingRecord, original: TrainingRecord, claims: Sequence[tuple[
             counts.append(count)
 
     before = {(s.optimizer, s.count): s for s in original.steps}
+    # the losses that trained some module of an optimizer at its k-th step: one window shared by several
+    # optimizers (all zeroed, every loss backwarded, all stepped) has losses meant for the others' modules
+    elsewhere = {(s.optimizer, s.count, loss) for s in run.steps for loss, mods in s.trained if mods}
     for s in run.steps:
         old = before.get((s.optimizer, s.count))
         if not s.trained:
@@ -411,6 +414,8 @@ def judge(run: TrainingRecord, original: TrainingRecord, claims: Sequence[tuple[
             )
         idle = [loss for loss, mods in s.trained if not mods]
         for loss in idle:
+            if any(o != s.optimizer and k == s.count and name == loss for o, k, name in elsewhere):
+                continue  # it trained another optimizer's modules, stepped alongside at the same count
             note(
                 s.optimizer,
                 s.count,

@@ -455,6 +455,36 @@ def test_judge_lets_a_fix_rewrite_a_loss_but_not_drop_what_it_trained() -> None:
     ]
 
 
+def test_judge_lets_a_loss_of_a_shared_window_train_the_other_optimizers_modules() -> None:
+    """Two optimizers zeroed together, two losses backwarded, both stepped (an actor-critic loop over its
+    optimizers): the actor's loss reaches none of the critic's modules, and that is what the code means; a loss
+    that trains no module of any optimizer stepping then is still a mismatch."""
+    shared = TrainingRecord(None, None)
+    shared.steps = [
+        StepRecord(
+            "opt", 1, None, ("actor_loss", "critic_loss"), (("actor_loss", ("actor",)), ("critic_loss", ())), ("actor",)
+        ),
+        StepRecord(
+            "opt #2",
+            1,
+            None,
+            ("actor_loss", "critic_loss"),
+            (("actor_loss", ()), ("critic_loss", ("critic",))),
+            ("critic",),
+        ),
+    ]
+    assert judge(shared, TrainingRecord(None, None)) == []
+    alone = TrainingRecord(None, None)
+    alone.steps = [
+        StepRecord("opt", 1, None, ("a", "b"), (("a", ("m",)), ("b", ())), ("m",)),
+        StepRecord("opt #2", 1, None, ("a", "b"), (("a", ()), ("b", ())), ("n",)),
+    ]
+    assert judge(alone, TrainingRecord(None, None)) == [
+        "opt, step 1: b ran backward since opt.zero_grad() but trained none of its modules (m)",
+        "opt #2, step 1: b ran backward since opt #2.zero_grad() but trained none of its modules (n)",
+    ]  # a trained m, stepped by opt at the same count: not idle
+
+
 def test_the_public_names_are_exported() -> None:
     assert {"record_training", "TrainingRecord", "fix_script", "FixReport", "FixTrial"} <= set(gradlab.__all__)
 
