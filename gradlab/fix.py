@@ -472,15 +472,17 @@ def judge(run: TrainingRecord, original: TrainingRecord, claims: Sequence[tuple[
                 if name == loss:
                     reached.update(mods)
         same = run.aliases  # a claim may name a module by another of its variables
+        # claims name modules: parameters no named module holds ("parameters of opt") cannot be claimed
+        named = {same.get(m, m) for m in reached if m not in run.unnamed}
         if not seen:
             out.append(_t("the fix says what {loss} trains, but no backward of {loss} ran", loss=loss))
-        elif {same.get(m, m) for m in reached} != {same.get(m, m) for m in modules}:
+        elif named != {same.get(m, m) for m in modules}:
             out.append(
                 _t(
                     "the fix says {loss} trains {claimed}; it trained {measured}",
                     loss=loss,
                     claimed=", ".join(sorted(modules)) or _("nothing"),
-                    measured=", ".join(sorted(reached)) or _("nothing"),
+                    measured=", ".join(sorted(named)) or _("nothing"),
                 )
             )
     return out

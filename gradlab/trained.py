@@ -103,7 +103,8 @@ class _StepBudget(BaseException):
 class TrainingRecord:
     """The backwards and optimizer steps seen in a :func:`record_training` block, as plain records.
 
-    ``aliases`` maps every variable name a module was seen under to the one name the records use.
+    ``aliases`` maps every variable name a module was seen under to the one name the records use;
+    ``unnamed`` holds the labels of parameters no named module holds (``parameters of opt``).
     """
 
     def __init__(self, names: Mapping[str, object] | Callable[[], Mapping[str, object]] | None, steps: int | None):
@@ -112,6 +113,7 @@ class TrainingRecord:
         self.budget = steps
         self.stopped = False  # the budget stopped the block
         self.aliases: dict[str, str] = {}  # every name a module was seen under -> the name the records use
+        self.unnamed: set[str] = set()  # labels of parameters no named module holds
         self._names = names
         self._params: dict[int, tuple[weakref.ref[torch.Tensor], tuple[float, float] | None, int]] = {}
         self._changed: list[set[int]] = []  # per backward: ids of the parameters whose gradient it changed
@@ -196,9 +198,11 @@ class TrainingRecord:
         name = self._module_of.get(id(p))
         if name is not None:
             return name
-        if optimizer is not None:
-            return _t("parameters of {optimizer}", optimizer=optimizer)
-        return _("unnamed parameters")
+        label = (
+            _t("parameters of {optimizer}", optimizer=optimizer) if optimizer is not None else _("unnamed parameters")
+        )
+        self.unnamed.add(label)
+        return label
 
     # -- fingerprints ----------------------------------------------------------------------------
     def _track(self, p: torch.Tensor) -> None:
@@ -350,6 +354,7 @@ class TrainingRecord:
             ],
             "stopped": self.stopped,
             "aliases": dict(self.aliases),
+            "unnamed": sorted(self.unnamed),
         }
 
     @classmethod
@@ -374,6 +379,7 @@ class TrainingRecord:
         ]
         record.stopped = bool(data.get("stopped", False))
         record.aliases = dict(data.get("aliases", {}))
+        record.unnamed = set(data.get("unnamed", []))
         return record
 
     def __repr__(self) -> str:

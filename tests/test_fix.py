@@ -437,6 +437,13 @@ def test_judge_checks_the_claims_against_what_was_measured() -> None:
     assert judge(run, TrainingRecord(None, None), [("loss_x", ("G",))]) == [
         "the fix says what loss_x trains, but no backward of loss_x ran"
     ]
+    # parameters no named module holds (models kept in a dict) cannot be claimed: not compared
+    run.steps = [StepRecord("opt_g", 1, "t.py:4", ("loss_g",), (("loss_g", ("G", "parameters of opt_g")),), ("G",))]
+    run.unnamed = {"parameters of opt_g"}
+    assert judge(run, TrainingRecord(None, None), [("loss_g", ("G",))]) == []
+    assert judge(run, TrainingRecord(None, None), [("loss_g", ())]) == [
+        "the fix says loss_g trains nothing; it trained G"
+    ]
 
 
 def test_judge_lets_a_fix_rewrite_a_loss_but_not_drop_what_it_trained() -> None:
