@@ -169,12 +169,16 @@ class TransformerLM(nn.Module):
         return self.head(self.norm(h))
 
 
-def _cnn(kind: str, steps: int) -> Workload:
+def _classifier(name: str, make: Callable[[], nn.Module], kind: str, steps: int, batch: int, side: int) -> Workload:
+    """A classifier's training step on random images (``batch`` x 3 x ``side`` x ``side``), 10 classes."""
     torch.manual_seed(0)
-    model = SmallCNN()
+    model = make()
     opt = _optimizer(kind, model)
     g = torch.Generator().manual_seed(1)
-    data = [(torch.randn(32, 3, 32, 32, generator=g), torch.randint(0, 10, (32,), generator=g)) for _ in range(steps)]
+    data = [
+        (torch.randn(batch, 3, side, side, generator=g), torch.randint(0, 10, (batch,), generator=g))
+        for _ in range(steps)
+    ]
     loss_fn = nn.CrossEntropyLoss()
     i = 0
 
@@ -188,15 +192,22 @@ def _cnn(kind: str, steps: int) -> Workload:
         opt.step()
         return float(loss.detach())
 
-    return Workload("cnn", model, opt, step)
+    return Workload(name, model, opt, step)
 
 
-def _transformer(kind: str, steps: int) -> Workload:
+def _cnn(kind: str, steps: int) -> Workload:
+    return _classifier("cnn", SmallCNN, kind, steps, 32, 32)
+
+
+def _language_model(
+    name: str, make: Callable[[], nn.Module], kind: str, steps: int, vocab: int, batch: int, length: int
+) -> Workload:
+    """A next-token training step on random token sequences (``batch`` x ``length`` + 1)."""
     torch.manual_seed(0)
-    model = TinyTransformer()
+    model = make()
     opt = _optimizer(kind, model)
     g = torch.Generator().manual_seed(1)
-    data = [torch.randint(0, VOCAB, (16, 33), generator=g) for _ in range(steps)]
+    data = [torch.randint(0, vocab, (batch, length + 1), generator=g) for _ in range(steps)]
     loss_fn = nn.CrossEntropyLoss()
     i = 0
 
@@ -206,12 +217,16 @@ def _transformer(kind: str, steps: int) -> Workload:
         i += 1
         opt.zero_grad()
         logits = model(tokens[:, :-1])
-        loss = loss_fn(logits.reshape(-1, VOCAB), tokens[:, 1:].reshape(-1))
+        loss = loss_fn(logits.reshape(-1, vocab), tokens[:, 1:].reshape(-1))
         loss.backward()
         opt.step()
         return float(loss.detach())
 
-    return Workload("transformer", model, opt, step)
+    return Workload(name, model, opt, step)
+
+
+def _transformer(kind: str, steps: int) -> Workload:
+    return _language_model("transformer", TinyTransformer, kind, steps, VOCAB, 16, 32)
 
 
 def _lstm(kind: str, steps: int) -> Workload:
@@ -242,48 +257,11 @@ def _lstm(kind: str, steps: int) -> Workload:
 
 
 def _resnet18(kind: str, steps: int) -> Workload:
-    torch.manual_seed(0)
-    model = ResNet18()
-    opt = _optimizer(kind, model)
-    g = torch.Generator().manual_seed(1)
-    data = [(torch.randn(8, 3, 64, 64, generator=g), torch.randint(0, 10, (8,), generator=g)) for _ in range(steps)]
-    loss_fn = nn.CrossEntropyLoss()
-    i = 0
-
-    def step() -> float:
-        nonlocal i
-        x, y = data[i % len(data)]
-        i += 1
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return float(loss.detach())
-
-    return Workload("resnet18", model, opt, step)
+    return _classifier("resnet18", ResNet18, kind, steps, 8, 64)
 
 
 def _lm6(kind: str, steps: int) -> Workload:
-    torch.manual_seed(0)
-    model = TransformerLM()
-    opt = _optimizer(kind, model)
-    g = torch.Generator().manual_seed(1)
-    data = [torch.randint(0, LM_VOCAB, (8, 65), generator=g) for _ in range(steps)]
-    loss_fn = nn.CrossEntropyLoss()
-    i = 0
-
-    def step() -> float:
-        nonlocal i
-        tokens = data[i % len(data)]
-        i += 1
-        opt.zero_grad()
-        logits = model(tokens[:, :-1])
-        loss = loss_fn(logits.reshape(-1, LM_VOCAB), tokens[:, 1:].reshape(-1))
-        loss.backward()
-        opt.step()
-        return float(loss.detach())
-
-    return Workload("lm6", model, opt, step)
+    return _language_model("lm6", TransformerLM, kind, steps, LM_VOCAB, 8, 64)
 
 
 WORKLOADS: dict[str, Callable[[str, int], Workload]] = {
