@@ -20,6 +20,7 @@ tests; the notebooks are course tests.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,16 @@ needs_hooks_stack = pytest.mark.skipif(
     not hasattr(torch._C._autograd, "_top_saved_tensors_default_hooks"),
     reason=f"torch {torch.__version__} cannot show its saved-tensor hook stack to a test",
 )
+
+
+#: gradlab's own files: the checkout itself may sit in a folder named gradlab, as a user's `git clone` makes it
+PACKAGE_DIR = str(Path(__file__).resolve().parent.parent / "gradlab") + "/"
+_GRADLAB_WORDS = re.compile(r"\bgradlab: |\b(GradlabWarning|UnusedStepWarning|SilentWriteWarning)\b")
+
+
+def gradlab_spoke(text: str) -> bool:
+    """Whether ``text`` (a run's stderr) has a word of gradlab's: its note, one of its warnings, a frame of its files.
+
+    A path that merely passes through a folder named gradlab (the checkout's) does not count.
+    """
+    return PACKAGE_DIR in text or _GRADLAB_WORDS.search(text) is not None

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import gradlab_spoke
 
 from gradlab.cli import USAGE, explain_text, main
 
@@ -183,7 +184,7 @@ def test_syntax_error(tmp_path: Path) -> None:
     ours = gradlab_run(str(bad))
     assert ours.returncode == plain.returncode == 1
     assert ours.stderr == plain.stderr
-    assert "SyntaxError" in ours.stderr and "gradlab" not in ours.stderr
+    assert "SyntaxError" in ours.stderr and not gradlab_spoke(ours.stderr)
 
 
 def test_run_module(tmp_path: Path) -> None:
