@@ -252,6 +252,9 @@ def test_the_note_inside_a_checkpoint_names_the_checkpoints_input(
 
 # -- DDP under torchrun --------------------------------------------------------------------------
 
+#: What torchrun prints when gloo's teardown aborts a rank (C++'s words, then the agent's report of SIGABRT).
+GLOO_ABORT = ("terminate called without an active exception", "Signal 6 (SIGABRT)")
+
 
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without distributed")
 def test_ddp_on_gloo_runs_under_gradlab_as_under_python(tmp_path: Path) -> None:
@@ -269,9 +272,9 @@ def test_ddp_on_gloo_runs_under_gradlab_as_under_python(tmp_path: Path) -> None:
                 cwd=tmp_path,
                 timeout=300,
             )
-            # gloo's teardown in destroy_process_group() aborts now and then on torch 2.13 CPU (about 1 run in 8,
-            # with or without gradlab; tests/test_field_guide.py measured it): that run is repeated
-            if run.returncode == 0 or "terminate called without an active exception" not in run.stderr:
+            # gloo's teardown in destroy_process_group() aborts now and then on CPU (torch 2.13: about 1 run in 8,
+            # with or without gradlab, tests/test_field_guide.py measured it; torch 2.15 too): that run is repeated
+            if run.returncode == 0 or not any(sign in run.stderr for sign in GLOO_ABORT):
                 break
         done.append(run)
     plain, tracked = done

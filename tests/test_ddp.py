@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 
-#: What gloo prints when its teardown aborts a process that had finished the script.
-GLOO_TEARDOWN = "terminate called without an active exception"
+#: What torchrun prints when gloo's teardown aborts a rank (C++'s words, then the agent's report of SIGABRT).
+GLOO_ABORT = ("terminate called without an active exception", "Signal 6 (SIGABRT)")
 
 needs_distributed = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without distributed")
 
@@ -100,8 +100,8 @@ def test_torchrun_two_forwards_through_buffers_the_broadcast_is_invisible(tmp_pa
         for _attempt in range(3):
             r = _torchrun(tmp_path, *command)
             # gloo's teardown in destroy_process_group() aborts now and then on torch 2.13 CPU (about 1 run in 8,
-            # with or without gradlab; tests/test_field_guide.py measured it): that run is repeated
-            if r.returncode == 0 or GLOO_TEARDOWN not in r.stderr:
+            # with or without gradlab; tests/test_field_guide.py measured it; torch 2.15 too): that run is repeated
+            if r.returncode == 0 or not any(sign in r.stderr for sign in GLOO_ABORT):
                 break
         assert r.returncode == 0, r.stderr[-3000:]
         found = sorted(tmp_path.glob("facts-*.json"))
