@@ -79,7 +79,7 @@ class Steps:
         self._open: dict[int, Watch] = {}  # id(optimizer) -> what its running step may write
         self._counts: dict[int, int] = {}  # id(optimizer) -> steps begun
         self._reported: set[int] = set()  # ids of parameters a note named already
-        self._held: set[int] = set()  # ids of the parameters of every optimizer that stepped (NOTE [Held by none])
+        self._held: dict[int, frozenset[int]] = {}  # id(optimizer) -> ids of its parameters (NOTE [Held by none])
 
     def zero_grad(self, owner: torch.optim.Optimizer | nn.Module, backwards: int) -> None:
         """``zero_grad()`` of an optimizer or a module, after ``backwards`` backward calls: which parameters."""
@@ -100,8 +100,9 @@ class Steps:
         params = _parameters(optimizer)
         key = id(optimizer)
         loc = user_location()
-        self.calls.append(OptimizerCall("step", backwards, key, frozenset(map(id, params)), loc))
-        self._held.update(map(id, params))
+        held = frozenset(map(id, params))
+        self.calls.append(OptimizerCall("step", backwards, key, held, loc))
+        self._held[key] = held  # the set the record keeps anyway: no second pass over the parameters
         self._open[key] = watch(params) if watch is not None else ([], [])
         count = self._counts.get(key, 0) + 1
         self._counts[key] = count
@@ -201,7 +202,7 @@ class Steps:
     ) -> list[tuple[str, str, Location | None, bool]]:
         """Parameters of the models this optimizer trains that have a gradient no optimizer steps on."""
         mine = {n.split(".")[0] for p in params if (n := names.name_of(p)) is not None}
-        held, reported = self._held, self._reported
+        held, reported = frozenset().union(*self._held.values()), self._reported
         found = [
             (name, t)
             for name, t in names.named()
