@@ -40,6 +40,7 @@ __all__ = [
     "user_frame_of",
     "user_frames_of",
     "loop_claims",
+    "calls_into",
 ]
 
 
@@ -477,7 +478,7 @@ def from_frame(base: Context, facts: Facts, optimizer: str | None) -> Context:
     the one ``optimizer`` (the step that wrote the saved weight) holds."""
     site = facts.site
     value = facts.namespace.get(base.loss) if base.loss else None
-    if base.model is not None or base.reach or site is None or not site.modules or not isinstance(value, torch.Tensor):
+    if base.model is not None or base.reach or site is None or not isinstance(value, torch.Tensor):
         return base
     leaves = leaves_of(value)
     reach = tuple(sorted(m for m, ids in site.modules.items() if ids & leaves))
@@ -533,6 +534,32 @@ def backward_line_after(site: Site | None, lineno: int) -> int | None:
     return next_backward(tree, lineno) if tree is not None else None
 
 
+def calls_into(called: str, module: str) -> bool:
+    """True when the call ``called`` (its function as written) runs ``module``: ``model(x)``,
+    ``model.forward_train(x)``, ``self.model.encode(x)``."""
+    parts, want = called.split("(")[0].split("."), module.split(".")
+    return any(parts[i : i + len(want)] == want for i in range(len(parts) - len(want) + 1))
+
+
+def _modules_to_be(tree: ast.Module, line: int, namespace: Mapping[str, Any]) -> set[str]:
+    """Names the code binds to a new ``nn.Module`` before ``line``, read from the source: ``model = Net(args)``
+    where ``Net`` is a module class of the frame's names (a failure raised while the model is being built
+    happens before the frame holds it)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and node.lineno < line
+            and isinstance(node.value, ast.Call)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            cls = namespace.get(ast.unparse(node.value.func)) if isinstance(node.value.func, ast.Name) else None
+            if isinstance(cls, type) and issubclass(cls, torch.nn.Module):
+                found.add(node.targets[0].id)
+    return found
+
+
 def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """What each loss the code backwards after ``line`` trains, as the code stands: ``(loss, modules)``.
 
@@ -582,7 +609,8 @@ def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> t
                     for n in ast.walk(b)
                     if isinstance(n, ast.Call)
                 }
-                reach = {m for m in site.modules if m in called or any(c.endswith("." + m) for c in called)}
+                modules = set(site.modules) | _modules_to_be(tree, node.lineno, namespace)
+                reach = {m for m in modules if any(calls_into(c, m) for c in called)}
             intent = site_intent(site, node.lineno)
             out[loss] = tuple(sorted(reach & set(intent.trained) if intent.known else reach))
         if calls_method(st, ("backward",)) and out:

@@ -29,6 +29,8 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
             fix = replace(fix, keeps_forward=True)
         if intent is None or intended is None or not ctx.loss or not ctx.reach:
             sure: Applicability = "machine-applicable" if prop.keeps else "maybe-incorrect"
+            if not fix.claims and ctx.loss and prop.reach:  # without the loop's intent: what the loss reaches
+                fix = replace(fix, claims=((ctx.loss, _outermost(ctx, prop.reach)),))
             fitting.append(replace(fix, applicability=sure if fix.code is not None else "sentence"))
             continue
         claimed = (
@@ -62,6 +64,19 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
     if ctx.intent_note:  # which reading each fix assumes: what ran, not what the source reads
         return tuple(replace(f, trains=T("{trains} ({note})", trains=f.trains, note=ctx.intent_note)) for f in ordered)
     return ordered
+
+
+def _outermost(ctx: Context, models: tuple[str, ...]) -> tuple[str, ...]:
+    """``models`` without those another of them holds (``self.net`` inside ``self``), by the site's parameters."""
+    held = ctx.site.modules if ctx.site is not None else {}
+    return tuple(
+        sorted(
+            m
+            for m in set(models)
+            if not any(o != m and m in held and o in held and held[m] < held[o] for o in models)
+            and not any(m.startswith(o + ".") for o in models if o not in held or m not in held)
+        )
+    )
 
 
 def _trains_text(ctx: Context, claimed: set[str], reach: tuple[str, ...] | None = None) -> Text:

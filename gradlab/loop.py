@@ -180,6 +180,7 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
     }
     _held_by_objects(namespace, module_ids, optimizers)
     _containers(namespace, optimizers)
+    _bare_parameters(namespace, module_ids, optimizers)
     kinds = {k: kd for k, v in namespace.items() if isinstance(k, str) and (kd := _kind(v)) is not None}
     site = Site(
         filename=filename,
@@ -193,6 +194,28 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
     )
     namespace.clear()
     return site
+
+
+def _bare_parameters(
+    namespace: Mapping[str, object], modules: dict[str, frozenset[int]], optimizers: Mapping[str, frozenset[int]]
+) -> None:
+    """Add the parameters that no module holds and an optimizer does, each under its own name, as a model of
+    its own (``mean = torch.zeros(3, requires_grad=True)`` given to ``Adam([mean, log_std])``): what a loss
+    trains is then said of them as of modules."""
+    held = frozenset().union(*modules.values()) if modules else frozenset()
+    stepped = frozenset().union(*optimizers.values()) if optimizers else frozenset()
+    for key, value in namespace.items():
+        if (
+            isinstance(key, str)
+            and not key.startswith("_")
+            and key not in modules
+            and isinstance(value, torch.Tensor)
+            and value.is_leaf
+            and value.requires_grad
+            and id(value) in stepped
+            and id(value) not in held
+        ):
+            modules[key] = frozenset((id(value),))
 
 
 _NOT_HOLDERS = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, torch.Tensor)

@@ -207,7 +207,8 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         # Outside a tracker: the writer is unknown. A non-parameter was changed by the user's own code.
         return "inplace_op", replace(base, tensor=short_name(p), op=None)
 
-    # graph freed
+    # graph freed (the models the loss reaches read from its tensor when the graph's parameters have no names)
+    base = from_frame(base, facts, None)
     closure = closure_context(base, facts)
     if closure is not None:
         return "closure_step", closure
@@ -230,7 +231,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             return "stale_forward", stale
         kept = None
         if carried_in_loop(facts) is None:
-            kept = kept_attribute(from_frame(base, facts, None), facts) or kept_on_modules(base, facts)
+            kept = kept_attribute(base, facts) or kept_on_modules(base, facts)
         return "carried_state", kept or carried_context(base, graph, topo, facts)
     attached = attached_output_context(base, topo, facts, node_id)
     if attached is not None:

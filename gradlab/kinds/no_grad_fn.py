@@ -30,7 +30,7 @@ import torch
 from ..advice import message_fixes
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Failure, backward_line_after, claims_of_others, leaves_of, torch_alias
+from ..evidence import Failure, backward_line_after, calls_into, claims_of_others, leaves_of, torch_alias
 from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of, replace_line
 from ..i18n import T
@@ -677,7 +677,7 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
 def _called_modules(site: Any, node: ast.AST) -> tuple[str, ...]:
     """The user's models (``site.modules``) that ``node``'s code calls (``model(x)``, ``self.encoder(x)``)."""
     called = {ast.unparse(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
-    return tuple(sorted(m for m in site.modules if m in called or any(c.endswith("." + m) for c in called)))
+    return tuple(sorted(m for m in site.modules if any(calls_into(c, m) for c in called)))
 
 
 def _intent(site: Any, line: int) -> Any:
