@@ -152,7 +152,7 @@ modules = {
     "Transformer": TransformerEncoder(4 * N_MELS // 2, D_MODEL, N_HEADS, N_LAYERS),
     "ctc_lin": nn.Linear(D_MODEL, VOCAB),
 }
-train_set = make_dataset(6)
+train_set = make_dataset(4)
 
 asr_brain = ASR(modules=modules, opt_class=lambda params: torch.optim.Adam(params, lr=1e-3), hparams=hparams)
 asr_brain.fit(3, train_set)
