@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import typing
 from dataclasses import dataclass, field
 from typing import Literal
@@ -149,7 +151,12 @@ class Context:
 
     @property
     def step(self) -> Words:
-        return f"{self.optimizer}.step()" if self.optimizer else T("the optimizer step")
+        if not self.optimizer:
+            return T("the optimizer step")
+        # the update as the code calls it: opt.step(), or SAM's opt.first_step() (NOTE [Updates that are not steps])
+        line = self.site.text(self.step_line) if self.site is not None and self.step_line is not None else ""
+        m = re.search(re.escape(self.optimizer) + r"\.(\w+)\(", line)
+        return f"{self.optimizer}.{m[1] if m else 'step'}()"
 
     @property
     def zero(self) -> Words:

@@ -260,8 +260,17 @@ def receiver(code: str | None, method: str) -> str | None:
             call = node if isinstance(node, ast.Call) and node.args else None
             if call is not None and isinstance(call.func, ast.Attribute) and framework_backward(call.func):
                 return ast.unparse(call.args[0])
+        # the tensor backward is called on, as written: ``loss``, ``(a + b)``, ``criterion(out, y)``
+        for node in ast.walk(tree) if tree is not None else ():
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == method
+                and ast.unparse(node.func.value) not in ("torch.autograd", "autograd")
+            ):
+                return ast.unparse(node.func.value)
     m = re.search(r"([\w.\[\]]+|\([^()]*\))\." + method + r"\(", code)
-    if m:
+    if m and m[1] not in ("torch.autograd", "autograd"):
         return m[1].strip("()") if m[1].startswith("(") else m[1]
     m = re.search(r"torch\.autograd\.(?:backward|grad)\(\s*([\w.\[\]]+)", code)
     return m[1] if m else None

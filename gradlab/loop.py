@@ -55,6 +55,7 @@ __all__ = [
     "site_intent",
     "recorded_intent",
     "modules_of",
+    "may_update",
 ]
 
 
@@ -251,6 +252,39 @@ def _held_by_objects(
 # -- statements in the order they run -----------------------------------------------------------------
 
 
+# NOTE [Updates that use the gradient]
+# An optimizer may use a backward's gradient in a method of its own before step(): SAM's
+# first_step() and an extragradient's extrapolate() move the weights with it and clear
+# it; the step that follows uses the next backward's gradient. So a call, after the
+# backward, of a public method of an optimizer other than step() and zero_grad() (and
+# the bookkeeping below, which touches no gradient) counts as the end of that gradient's
+# use, as zero_grad() does: the loss is not meant to train through the later step.
+_NOT_UPDATES = frozenset(
+    {"state_dict", "load_state_dict", "add_param_group", "synchronize", "skip_synchronize", "train", "eval"}
+)
+
+
+def may_update(method: str) -> bool:
+    return not method.startswith("_") and not method.startswith("register_") and method not in _NOT_UPDATES
+
+
+def _update_kind(tree: ast.Module, method: str) -> str | None:
+    """How an optimizer's own ``method``, defined in the file, uses the gradient: ``"step"`` when it calls a
+    ``step()`` (SAM's second_step() runs its base optimizer's), else ``"zero_grad"`` (it moves the weights with
+    the gradient and the later step does not use it); None when the file does not define it."""
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for fn in cls.body:
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == method:
+                steps = any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+                    for n in ast.walk(fn)
+                )
+                return "step" if steps else "zero_grad"
+    return None
+
+
 def _calls(statements: list[ast.stmt]) -> Iterator[tuple[str, str, int]]:
     """``(receiver source, method, line)`` of each ``X.step()``/``X.zero_grad()`` call, in order.
 
@@ -263,7 +297,7 @@ def _calls(statements: list[ast.stmt]) -> Iterator[tuple[str, str, int]]:
             for n in ast.walk(st)
             if isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
-            and n.func.attr in ("step", "zero_grad")
+            and (n.func.attr in ("step", "zero_grad") or may_update(n.func.attr))
             and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         ]
         over: dict[int, str] = {}  # id of a call on a loop variable -> the container it runs over
@@ -367,6 +401,11 @@ def intent_after(
             value = given
         else:
             value = namespace.get(receiver) if receiver in namespace else _resolve(receiver, namespace)
+        if method not in ("step", "zero_grad"):  # NOTE [Updates that use the gradient]: an optimizer's only
+            kind = _update_kind(tree, method)
+            if kind is None or not isinstance(value, (torch.optim.Optimizer, frozenset)):  # frozenset: a Site's
+                continue
+            method = kind
         if isinstance(value, frozenset):
             params = value
         elif isinstance(value, torch.optim.Optimizer):

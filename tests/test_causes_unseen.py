@@ -44,6 +44,12 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "memory_bank_keys": ("carried_state", (("loss", ("encoder",)),)),
     # an indexed assignment on a sigmoid's output: written into a copy (three lines), the name rebound
     "sparse_code_setitem": ("inplace_op", (("loss", ("dec", "enc")),)),
+    # an optimizer's own update that is not step() (an extragradient's extrapolate()) between two backwards of
+    # one prediction: no retain_graph (the weights moved), the prediction recomputed after the update
+    "extragradient_update_between": (
+        "shared_graph_freed",
+        (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),
+    ),
 }
 
 

@@ -21,6 +21,8 @@ in :mod:`gradlab.evidence`).
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -241,14 +243,16 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     earlier = receiver(call.location.code, "backward") if call is not None and call.location else None
     ctx = replace(base, earlier=earlier, earlier_line=in_site(facts, call.location) if call is not None else None)
     steps = steps_between(facts.tracker, call, failing) if facts.tracker is not None and call is not None else []
+    if not steps and call is not None:
+        steps = _updates_between(facts, call, failing)
     if steps and steps[0][0] is not None:
         # the step's optimizer too: the forward of the model it stepped is what a recompute runs again
-        ctx = replace(ctx, step_line=in_site(facts, steps[0][0]), optimizer=receiver(steps[0][0].code, "step"))
+        ctx = replace(ctx, step_line=in_site(facts, steps[0][0]), optimizer=_updater(steps[0][0].code))
     ctx = step_context(ctx, p, graph, topo, facts, None, node_id)
     if facts.tracker is not None and call is not None:
         ctx = replace(ctx, step_between=bool(steps))
         if steps and steps[0][0] is not None:
-            ctx = replace(ctx, optimizer=receiver(steps[0][0].code, "step"), optimizer_class=steps[0][1])
+            ctx = replace(ctx, optimizer=_updater(steps[0][0].code), optimizer_class=steps[0][1])
     return "shared_graph_freed", ctx
 
 
@@ -268,6 +272,61 @@ def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, st
         key = (w.location.filename, w.location.lineno) if w.location is not None else ("", 0)
         found.setdefault(key, (w.location, w.op, w.grad_mode and not w.optimizer))  # no line: no code fixes it
     return tuple(found.values())
+
+
+# NOTE [Updates that are not steps]
+# An optimizer may change the weights in a method of its own that is not step(): SAM's
+# first_step() moves every parameter to the worst point near it, in place, under no_grad,
+# before the second backward. The tracker's step hooks do not see it, and the writes are
+# to tensors no live graph saves any more (the first backward freed them), so the record
+# has nothing. The source has it: a call, between the freeing backward and the failing
+# one in the same function, of a method other than zero_grad() on one of the frame's
+# optimizers. Then "keep the graph" (retain_graph=True) is no fix (the second backward
+# would meet the changed weights: the in-place error), and the forward is to be run again
+# after that call, as after a step.
+def _updates_between(facts: Facts, call: BackwardCall, failing: BackwardCall | None) -> list[tuple[Location | None, str]]:
+    from ..location import Location
+    from ..loop import may_update
+
+    site = facts.site
+    if site is None or call.location is None or call.location.filename != site.filename:
+        return []
+    # the failing backward's line; check() runs before it: the backward it checks for
+    if failing is not None and failing.location is not None:
+        if failing.location.filename != site.filename:
+            return []
+        end = failing.location.lineno
+    elif facts.backward_line is not None:
+        end = facts.backward_line
+    else:
+        return []
+    start = call.location.lineno
+    if not start < end:
+        return []
+    tree = site.tree()
+    found: list[tuple[Location | None, str]] = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and start < node.lineno < end
+            and (node.func.attr == "step" or may_update(node.func.attr))
+            and ast.unparse(node.func.value) in site.optimizers
+            and site.holds(node.lineno)
+        ):
+            optimizer = facts.namespace.get(ast.unparse(node.func.value))
+            found.append((Location(site.filename, node.lineno), type(optimizer).__name__))
+    return sorted(found, key=lambda f: f[0].lineno if f[0] is not None else 0)[:1]
+
+
+def _updater(code: str | None) -> str | None:
+    """The optimizer of a step's line: ``opt`` of ``opt.step()``, or of ``opt.first_step(...)`` (NOTE [Updates that
+    are not steps])."""
+    found = receiver(code, "step")
+    if found is None and code:
+        m = re.match(r"\s*([\w.\[\]]+)\.\w+\(", code)
+        found = m[1] if m else None
+    return found
 
 
 def _same_statement_again(call: BackwardCall, failing: BackwardCall | None, facts: Facts) -> bool:
