@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 import typing
 from dataclasses import dataclass, field
 from typing import Literal

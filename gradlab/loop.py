@@ -229,7 +229,16 @@ def _held_by_objects(
     ``trainer.t_opt``), locals first; a module already known under another name is not added again."""
     known = set(modules.values())
     for key, value in reversed(list(namespace.items())):
-        if not isinstance(key, str) or key.startswith("_") or isinstance(value, (nn.Module, *_NOT_HOLDERS)):
+        if isinstance(key, str) and not key.startswith("_") and isinstance(value, nn.Module):
+            # a model that keeps its own optimizer (``self.optimizer = Adam(self.parameters())``, stepped as
+            # ``model.optimizer.step()``)
+            for attr, inner in vars(value).items():
+                if isinstance(attr, str) and not attr.startswith("_") and isinstance(inner, torch.optim.Optimizer):
+                    optimizers.setdefault(
+                        f"{key}.{attr}", frozenset(id(p) for g in inner.param_groups for p in g["params"])
+                    )
+            continue
+        if not isinstance(key, str) or key.startswith("_") or isinstance(value, _NOT_HOLDERS):
             continue
         try:
             attrs = list(vars(value).items())

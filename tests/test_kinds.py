@@ -45,6 +45,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     "stale_chain": ("graph_freed", ("nll.backward()",), ()),
     # numpy converts the tensors of a list it is given: each element detached in the comprehension
     "numpy_list_sum": ("numpy_requires_grad", ("mean = np.sum([w * x for w, x in zip([1, 1, 1], losses)]) / 3",), ()),
+    # numpy pools a module's tensors in its forward: torch's own mean of the stacked list, on the graph (NOTE
+    # [numpy inside a forward]); detaching would stop the projections from training
+    "numpy_pool_in_forward": (
+        "numpy_requires_grad",
+        ("pooled = numpy.mean(per_scale, axis=0)",),
+        (("err", ("encoder",)),),
+    ),
     # a step decorated with @torch.no_grad() calls the closure: @torch.enable_grad() on the closure
     "closure_no_grad_step": ("no_grad_fn", ("loss.backward()",), ()),
     # a term without its reduction returned by a helper: reduced in the helper's return, as the log reads it too

@@ -284,7 +284,9 @@ def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, st
 # optimizers. Then "keep the graph" (retain_graph=True) is no fix (the second backward
 # would meet the changed weights: the in-place error), and the forward is to be run again
 # after that call, as after a step.
-def _updates_between(facts: Facts, call: BackwardCall, failing: BackwardCall | None) -> list[tuple[Location | None, str]]:
+def _updates_between(
+    facts: Facts, call: BackwardCall, failing: BackwardCall | None
+) -> list[tuple[Location | None, str]]:
     from ..location import Location
     from ..loop import may_update
 

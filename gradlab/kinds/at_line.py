@@ -105,7 +105,19 @@ def _numpy(f: Failure) -> Explanation:
         }
     )
     if not ends:
-        implicit = _numpy_arguments(f, st, text) if st is not None and st.lineno == st.end_lineno else None
+        one_line = st if st is not None and st.lineno == st.end_lineno else None
+        in_torch = _numpy_in_torch(f, one_line, text) if one_line is not None and _in_module_method(f) else None
+        implicit = _numpy_arguments(f, one_line, text) if one_line is not None else None
+        if in_torch is not None:  # NOTE [numpy inside a forward]
+            fix = Fix(
+                summary=T("compute it with torch, on the graph: {code}", code=in_torch.strip()),
+                trains=T(
+                    "the same values, and the gradient flows through them into what they were computed from "
+                    "(a .detach() would stop that)"
+                ),
+                edits=(Edit(site.filename, loc.lineno, loc.lineno, in_torch),),
+            )
+            return replace(e, fixes=(*_judged(f, [Proposal(fix, None, True)]), *e.fixes))
         if implicit is None:
             return e
         fix = Fix(
@@ -123,6 +135,89 @@ def _numpy(f: Failure) -> Explanation:
         edits=(Edit(site.filename, loc.lineno, loc.lineno, text),),
     )
     return replace(e, fixes=(*_judged(f, [Proposal(fix, None, True)]), *e.fixes))
+
+
+# NOTE [numpy inside a forward]
+# numpy converts the tensors it is given with .numpy(), which refuses a tensor that
+# requires grad. In a metric or a log line the values are meant to leave the graph:
+# .detach() them. Inside a module's method (a forward averaging its layers with
+# np.sum(layers, 0)) the result is part of the computation: detaching it would stop
+# every gradient through it, so torch's own function is written in numpy's place
+# (a list given to a reduction is stacked first: np.sum(final, 0) ->
+# torch.sum(torch.stack(final), 0)), the same values, on the graph.
+_NUMPY_TO_TORCH = {
+    "sum": "sum",
+    "mean": "mean",
+    "prod": "prod",
+    "max": "amax",
+    "min": "amin",
+    "amax": "amax",
+    "amin": "amin",
+    "stack": "stack",
+    "concatenate": "cat",
+    "std": "std",
+    "var": "var",
+}
+_TAKES_A_LIST = frozenset({"stack", "concatenate"})
+
+
+def _in_module_method(f: Failure) -> bool:
+    """The raising line runs in a method of an ``nn.Module`` (its ``self``)."""
+    return isinstance(f.namespace.get("self"), torch.nn.Module)
+
+
+def _numpy_in_torch(f: Failure, st: ast.stmt, text: str) -> str | None:
+    """The raising line with each numpy call on graph tensors written with torch's function (NOTE [numpy inside
+    a forward]); None when a call has no exact torch form (the ddof of ``np.std``, an ``out=``, ...)."""
+    import numpy
+
+    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    torch_name = next((k for k, v in f.namespace.items() if v is torch), None)
+    if not aliases or torch_name is None:
+        return None
+    spots: list[tuple[int, int, str]] = []
+    for call in (n for n in ast.walk(st) if isinstance(n, ast.Call)):
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in aliases):
+            continue
+        if not call.args or not any(_graph_tensors(_value_of(f, a)) for a in call.args[:1]):
+            continue
+        name = _NUMPY_TO_TORCH.get(func.attr)
+        first = call.args[0]
+        listed = isinstance(_value_of(f, first), (list, tuple)) or isinstance(first, (ast.List, ast.Tuple))
+        if name is None or call.lineno != call.end_lineno or len(call.args) > 2:
+            return None
+        keywords = []
+        for k in call.keywords:
+            if k.arg in ("axis", "keepdims"):
+                keywords.append(f"{'dim' if k.arg == 'axis' else 'keepdim'}={ast.unparse(k.value)}")
+            else:
+                return None
+        if func.attr in ("std", "var"):  # numpy's ddof=0 is torch's correction=0
+            keywords.append("correction=0")
+        arg = ast.unparse(first)
+        if listed and func.attr not in _TAKES_A_LIST:
+            arg = f"{torch_name}.stack({arg})"
+        rest = [ast.unparse(a) for a in call.args[1:]]
+        if func.attr in _TAKES_A_LIST and not rest and not keywords:
+            rest = ["0"]  # numpy's default axis is 0; torch's stack/cat take dim=0 too, said for clarity
+        spots.append(
+            (call.col_offset, call.end_col_offset or 0, f"{torch_name}.{name}({', '.join([arg, *rest, *keywords])})")
+        )
+    if not spots:
+        return None
+    raw = text.encode("utf-8")
+    for start, end, new in sorted(spots, reverse=True):
+        raw = raw[:start] + new.encode("utf-8") + raw[end:]
+    return raw.decode("utf-8")
+
+
+def _value_of(f: Failure, node: ast.expr) -> object:
+    if isinstance(node, ast.Name):
+        return f.namespace.get(node.id)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [f.namespace.get(e.id) if isinstance(e, ast.Name) else None for e in node.elts]
+    return None
 
 
 def _graph_tensors(value: object) -> bool:
