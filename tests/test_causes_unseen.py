@@ -46,6 +46,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "sparse_code_setitem": ("inplace_op", (("loss", ("dec", "enc")),)),
     # an optimizer's own update that is not step() (an extragradient's extrapolate()) between two backwards of
     # one prediction: no retain_graph (the weights moved), the prediction recomputed after the update
+    # collocation points scaled once from a tensor made with requires_grad=True (a save no hook sees: 2 * x): a
+    # leaf of their own that still requires grad, where they are assigned
+    "poisson_points_scaled_once": ("stale_forward", (("loss", ("self.model",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

@@ -235,6 +235,13 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if carried_in_loop(facts) is None:
             kept = kept_attribute(base, facts) or kept_on_modules(base, facts)
         return "carried_state", kept or carried_context(base, graph, topo, facts)
+    if call is None:  # no record of the freeing backward: a graph built once, whose saves no hook saw (a number
+        # torch wraps as a tensor: 3 * x), through any of the graph's freed nodes
+        freed = [p.node_id, *sorted({s.node_id for s in graph.saved if s.status == "freed"} - {p.node_id})]
+        for candidate in freed:
+            kept_constant = kept_constant_context(base, p, facts, graph, candidate)
+            if kept_constant is not None:
+                return "stale_forward", kept_constant
     attached = attached_output_context(base, topo, facts, node_id)
     if attached is not None:
         return "attached_output", attached

@@ -261,12 +261,15 @@ def _held_tensors(namespace: Mapping[str, object]) -> Iterator[tuple[str, str, t
                     yield f"{key}.{attr}.{name}", name, tensor
 
 
-def kept_constant_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
+def kept_constant_context(
+    base: Context, p: Problem, facts: Facts, graph: Graph, node_id: int | None = None
+) -> Context | None:
     """A tensor computed once (in a constructor: an estimated average latent) and kept on an object, whose graph
     every iteration's loss goes through: no optimizer holds the parameters of that graph, so it is a constant of
     the loop; the statement of the file that assigns it is where it is detached."""
     site = facts.site
-    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    wanted = p.node_id if node_id is None else node_id
+    node = next((n for n in graph.nodes if n.id == wanted), None)
     tree = site.tree() if site is not None else None
     if site is None or tree is None or node is None or node.seq is None:
         return None
@@ -308,9 +311,16 @@ def kept_constant_context(base: Context, p: Problem, facts: Facts, graph: Graph)
         ]
         if 0 < len(where) <= 3:  # every statement that assigns it (a detach of a loaded tensor changes nothing)
             lines = tuple(n.lineno for n in where)
-            return replace(
+            ctx = replace(
                 base, snapshot=dotted, snapshot_line=None, kept_at=Location(site.filename, lines[0]), stale_lines=lines
             )
+            # NOTE [A constant that requires grad]: built from tensors made with requires_grad=True that no module
+            # holds (PINN collocation points: 1 + 3 * torch.rand(n, 1, requires_grad=True)), it is an input the code
+            # differentiates with respect to: it becomes a leaf of its own that still requires grad
+            in_modules = frozenset().union(*site.modules.values()) if site.modules else frozenset()
+            if tensor.requires_grad and not leaves & in_modules:
+                ctx = replace(ctx, extra={**ctx.extra, "leaf": "1"})
+            return ctx
     return None
 
 
@@ -320,10 +330,36 @@ def kept_constant_fixes(ctx: Context) -> list[Proposal]:
     if loc is None or site is None or ctx.snapshot is None:
         return []
     edits: list[Edit | None] = []
+    leaf = ctx.extra.get("leaf") == "1"
     for line in ctx.stale_lines or (loc.lineno,):
         text = site.text(line)
         new = detached_value(text.strip())
+        if new is not None and leaf:
+            new += ".requires_grad_()"
         edits.append(Edit(loc.filename, line, line, text[: len(text) - len(text.lstrip())] + new) if new else None)
+    if leaf:
+        where = ", ".join(Location(loc.filename, line).where for line in ctx.stale_lines or (loc.lineno,))
+        return [
+            keeping(
+                ctx,
+                Fix(
+                    summary=T(
+                        "{name} is computed once, from tensors that require grad and that no optimizer holds, and "
+                        "every iteration backwards through that graph: make it a leaf of its own where it is "
+                        "assigned ({where}): .detach().requires_grad_()",
+                        name=ctx.snapshot,
+                        where=where,
+                    ),
+                    trains=T(
+                        "{loss} trains what it reaches through each iteration's own forward; {name} keeps its "
+                        "values and still requires grad (a derivative with respect to it still works)",
+                        loss=ctx.l,
+                        name=ctx.snapshot,
+                    ),
+                    edits=all_edits(*edits),
+                ),
+            )
+        ]
     fix = Fix(
         summary=T(
             "{name} is a constant of the loop (computed once, from parameters no optimizer holds): detach it where "
