@@ -569,6 +569,18 @@ def _modules_to_be(tree: ast.Module, line: int, namespace: Mapping[str, Any]) ->
     return found
 
 
+def _one_name_each(site: Site, models: set[str]) -> tuple[str, ...]:
+    """``models`` with one name for each set of parameters: a wrapper that holds no parameter of its own
+    (``diffusion = GaussianDiffusion(model)``) and the model it wraps are one model, named as first bound."""
+    order = list(site.modules)
+    kept: list[str] = []
+    for m in sorted(models, key=lambda m: order.index(m) if m in order else len(order)):
+        ids = site.modules.get(m)
+        if ids is None or all(site.modules.get(k) != ids for k in kept):
+            kept.append(m)
+    return tuple(sorted(kept))
+
+
 def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """What each loss the code backwards after ``line`` trains, as the code stands: ``(loss, modules)``.
 
@@ -621,7 +633,7 @@ def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> t
                 modules = set(site.modules) | _modules_to_be(tree, node.lineno, namespace)
                 reach = {m for m in modules if any(calls_into(c, m) for c in called)}
             intent = site_intent(site, node.lineno)
-            out[loss] = tuple(sorted(reach & set(intent.trained) if intent.known else reach))
+            out[loss] = _one_name_each(site, reach & set(intent.trained) if intent.known else reach)
         if calls_method(st, ("backward",)) and out:
             break
     return tuple(sorted(out.items()))
