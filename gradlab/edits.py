@@ -180,7 +180,23 @@ def check_edits(
             inner = {
                 a.arg for n in ast.walk(statement) if isinstance(n, (ast.Lambda, ast.comprehension)) for a in _args(n)
             }
-            missing = sorted(_read_names(statement) - known - bound_here - inner - _comprehension_targets(statement))
+            # a loop's or a with's target is bound before the body that reads it runs
+            targets = {
+                t.id
+                for n in ast.walk(statement)
+                for target in (
+                    [n.target]
+                    if isinstance(n, (ast.For, ast.AsyncFor))
+                    else [i.optional_vars for i in n.items if i.optional_vars is not None]
+                    if isinstance(n, (ast.With, ast.AsyncWith))
+                    else []
+                )
+                for t in ast.walk(target)
+                if isinstance(t, ast.Name)
+            }
+            missing = sorted(
+                _read_names(statement) - known - bound_here - inner - targets - _comprehension_targets(statement)
+            )
             if missing:
                 return f"the new lines use names the script does not have there: {', '.join(missing)}"
             bound_here |= _bound_by(statement)

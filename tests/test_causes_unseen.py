@@ -49,6 +49,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # collocation points scaled once from a tensor made with requires_grad=True (a save no hook sees: 2 * x): a
     # leaf of their own that still requires grad, where they are assigned
     "poisson_points_scaled_once": ("stale_forward", (("loss", ("self.model",)),)),
+    # a pruned attention projection nn.MultiheadAttention reads without calling it: every pruned weight
+    # recomputed before the forward, as pruning's hook does
+    "pruned_attention_projection": ("stale_forward", (("ce", ("tagger",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

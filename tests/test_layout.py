@@ -106,6 +106,7 @@ ORDER = (
     "causes.chained",
     "causes.carried_state",
     "causes.module_state",
+    "causes.pruned_weight",
     "causes.stale_forward",
     "causes.list_never_cleared",
     "causes.fast_weights",

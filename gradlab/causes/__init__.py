@@ -61,6 +61,7 @@ from .fast_weights import fast_context, fast_weights_fixes
 from .inplace_op import in_place_fixes
 from .list_never_cleared import buffer_context, buffered_fixes
 from .module_state import kept_on_modules, module_state_fixes
+from .pruned_weight import pruned_context
 from .retained_accumulation import retained_fixes, retained_total
 from .same_loss_twice import twice_fixes
 from .stale_forward import kept_constant_context, snapshot_context, stale_fixes, stale_forward_context
@@ -214,6 +215,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     closure = closure_context(base, facts)
     if closure is not None:
         return "closure_step", closure
+    pruned = pruned_context(base, p, facts, graph)
+    if pruned is not None:
+        return "stale_forward", pruned
     call = freeing_call(p, facts)
     if call is not None and (same_root(call, root, failing) or _same_statement_again(call, failing, facts)):
         return "same_loss_twice", replace(base, earlier=loss, earlier_line=in_site(facts, call.location))

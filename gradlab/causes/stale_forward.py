@@ -175,6 +175,10 @@ def _constant(ctx: Context) -> list[Proposal]:
 
 
 def stale_fixes(ctx: Context) -> list[Proposal]:
+    if ctx.extra.get("pruned_model"):  # NOTE [A pruned weight read without its module's forward]
+        from .pruned_weight import pruned_fixes
+
+        return pruned_fixes(ctx)
     if ctx.snapshot is not None and ctx.kept_at is not None:
         return kept_constant_fixes(ctx)
     if ctx.snapshot is not None:
