@@ -85,15 +85,21 @@ class ShiftNetModel:
     def backward_D(self):
         self.pred_fake = self.netD(self.fake_B.detach())
         self.pred_real = self.netD(self.real_B)
-        self.loss_D = (self.criterionGAN(self.pred_real - torch.mean(self.pred_fake), True)
-                       + self.criterionGAN(self.pred_fake - torch.mean(self.pred_real), False)) / 2.
+        if self.opt.gan_type in ["vanilla", "lsgan"]:
+            self.loss_D = (self.criterionGAN(self.pred_fake, False) + self.criterionGAN(self.pred_real, True)) * 0.5
+        elif self.opt.gan_type == "re_avg_gan":
+            self.loss_D = (self.criterionGAN(self.pred_real - torch.mean(self.pred_fake), True)
+                           + self.criterionGAN(self.pred_fake - torch.mean(self.pred_real), False)) / 2.
         self.loss_D.backward()
 
     def backward_G(self):
         pred_fake = self.netD(self.fake_B)
-        self.pred_real = self.netD(self.real_B)
-        self.loss_G_GAN = (self.criterionGAN(self.pred_real - torch.mean(self.pred_fake), False)
-                           + self.criterionGAN(self.pred_fake - torch.mean(self.pred_real), True)) / 2.
+        if self.opt.gan_type in ["vanilla", "lsgan"]:
+            self.loss_G_GAN = self.criterionGAN(pred_fake, True)
+        elif self.opt.gan_type == "re_avg_gan":
+            self.pred_real = self.netD(self.real_B)
+            self.loss_G_GAN = (self.criterionGAN(self.pred_real - torch.mean(self.pred_fake), False)
+                               + self.criterionGAN(self.pred_fake - torch.mean(self.pred_real), True)) / 2.
         self.loss_G_GAN *= self.opt.gan_weight
         self.loss_G_L1 = self.criterionL1(self.fake_B, self.real_B) * self.opt.lambda_A
         self.loss_G = self.loss_G_L1 + self.loss_G_GAN

@@ -12,7 +12,6 @@ trained with BCE plus soft Dice, epoch by epoch.
 """
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 torch.manual_seed(0)
 
