@@ -52,6 +52,11 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a pruned attention projection nn.MultiheadAttention reads without calling it: every pruned weight
     # recomputed before the forward, as pruning's hook does
     "pruned_attention_projection": ("stale_forward", (("ce", ("tagger",)),)),
+    # the loss reads the critic's turn's score kept on self, next to the fresh local score (NOTE [A fresh forward
+    # left unread]): the local is read
+    "critic_score_attribute_reused": ("stale_read", (("r_loss", ("self.refiner",)),)),
+    # a fresh forward bound to a name rebound before any read, the loss scored on the clean pass: rebound
+    "adversarial_forward_unbound": ("stale_read", (("adv", ("net",)), ("clean", ("net",)))),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

@@ -65,6 +65,7 @@ from .pruned_weight import pruned_context
 from .retained_accumulation import retained_fixes, retained_total
 from .same_loss_twice import twice_fixes
 from .stale_forward import kept_constant_context, snapshot_context, stale_fixes, stale_forward_context
+from .stale_read import stale_read_context, stale_read_fixes
 from .step_before_backward import step_after_fixes, step_too_early
 from .untracked_write import copy_context, target_context, untracked_fixes
 
@@ -114,6 +115,10 @@ def _cause_sentences() -> dict[Cause, Text]:
         "closure_step": T(
             "the closure an optimizer's step calls (LBFGS calls it several times a step) backwards through a forward "
             "computed outside it: the second call finds that graph freed"
+        ),
+        "stale_read": T(
+            "the loss reads a tensor of an earlier forward, whose graph an earlier backward freed, where the forward "
+            "computed since was meant"
         ),
         "unknown": T("gradlab cannot tell what changed the tensor (it was not watching when it happened)"),
     }
@@ -218,6 +223,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     pruned = pruned_context(base, p, facts, graph)
     if pruned is not None:
         return "stale_forward", pruned
+    stale_read = stale_read_context(base, p, facts, graph)
+    if stale_read is not None:
+        return "stale_read", stale_read
     call = freeing_call(p, facts)
     if call is not None and (same_root(call, root, failing) or _same_statement_again(call, failing, facts)):
         return "same_loss_twice", replace(base, earlier=loss, earlier_line=in_site(facts, call.location))
@@ -389,6 +397,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = attached_fixes(ctx)
     elif cause == "closure_step":
         proposals = closure_fixes(ctx)
+    elif cause == "stale_read":
+        proposals = stale_read_fixes(ctx)
     else:  # unknown: the two likeliest families, each with what it trains
         proposals = [*in_place_fixes(ctx)[:1], *chained_fixes(ctx, False)[:1], *carried_fixes(ctx)[:1]]
     return judged(_with_general(proposals, general_fixes(ctx)), ctx)

@@ -1,0 +1,211 @@
+"""Cause ``stale_read``: the loss reads an earlier forward's tensor, whose graph a backward freed, where a fresh one
+computed since was meant; its detector and its fixes.
+
+NOTE [A fresh forward left unread]
+A common slip in code that runs a model twice in one step (the discriminator, then the
+generator's turn; a clean pass, then an adversarial pass at perturbed embeddings): the
+second forward is computed, but the loss reads the first one's tensor, whose graph the
+first backward freed. Two shapes, both read from the failing function's source and the
+frame's values:
+- a *twin*: the loss reads ``self.pred_fake`` (the discriminator's turn, an attribute)
+  while the function computed a local ``pred_fake`` of its own before that read: the
+  local is read in its place;
+- a *dead store*: ``logits = self.module(**inputs)`` is bound and rebound before anything
+  reads it, while the loss reads ``outputs`` from the first pass: the fresh forward is
+  bound to ``outputs``.
+The stale tensor is the one whose graph holds the node the failing backward found freed;
+the fresh one's graph does not hold it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..context import Context
+from ..edits import Edit
+from ..evidence import Facts, sequence_of
+from ..fixes import Fix, Proposal
+from ..graph import Graph, walk
+from ..i18n import T
+from ..internals import node_name
+from ..source import function_of, preceding, statement_at
+
+if TYPE_CHECKING:
+    from ..evidence import Problem
+
+__all__ = ["stale_read_context", "stale_read_fixes"]
+
+
+def _dotted(node: ast.AST) -> str | None:
+    """``self.pred_fake`` of an attribute chain on a name; None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _reads(node: ast.AST) -> set[str]:
+    """The names and attribute chains ``node`` reads (``self.pred_fake``, ``outputs``)."""
+    found: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load):
+            d = _dotted(n)
+            if d is not None:
+                found.add(d)
+    return found
+
+
+def _stores(st: ast.stmt) -> set[str]:
+    targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(st, ast.AugAssign) else []
+    found: set[str] = set()
+    for t in targets:
+        for n in ast.walk(t):
+            if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Store):
+                d = _dotted(n)
+                if d is not None:
+                    found.add(d)
+    return found
+
+
+def _value(namespace: Mapping[str, Any], dotted: str) -> Any:
+    parts = dotted.split(".")
+    value = namespace.get(parts[0])
+    for part in parts[1:]:
+        value = getattr(value, part, None)
+    return value
+
+
+def _holds(t: object, name: str, seq: int) -> bool:
+    """``t`` is a tensor whose graph holds the node ``name`` with sequence number ``seq``."""
+    if not isinstance(t, torch.Tensor) or t.grad_fn is None:
+        return False
+    return any(sequence_of(g) == seq and node_name(g) == name for g in walk([t.grad_fn]))
+
+
+def stale_read_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
+    """The context when the failing loss reads a stale tensor next to a fresh forward (NOTE above)."""
+    site, line, loss = facts.site, facts.backward_line, base.loss
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or line is None or not loss or node is None or node.seq is None:
+        return None
+    function = function_of(tree, line)
+    if function is None:
+        return None
+    before = [st for st in preceding(tree, line) if function.lineno < st.lineno]
+    # the statements on the loss's data path, and what they read
+    needed, path = {loss}, []
+    for st in reversed(before):
+        if isinstance(st, (ast.Assign, ast.AugAssign)) and _stores(st) & needed:
+            path.append(st)
+            needed |= _reads(st.value)
+    stale = sorted(d for d in needed if d != loss and _holds(_value(facts.namespace, d), node.name, node.seq))
+    for s in stale:
+        readers = [st for st in path if s in _reads(st.value)]
+        for k, st in enumerate(before):
+            if not isinstance(st, ast.Assign) or len(st.targets) != 1:
+                continue
+            target = _dotted(st.targets[0])
+            if target is None or target == s or not site.holds(st.lineno):
+                continue
+            fresh = _value(facts.namespace, target)
+            twin = (
+                target.split(".")[-1] == s.split(".")[-1]
+                and isinstance(fresh, torch.Tensor)
+                and fresh.grad_fn is not None
+                and not _holds(fresh, node.name, node.seq)
+                and readers
+                and all(r.lineno > st.lineno for r in readers)
+            )
+            if twin:
+                return replace(
+                    base,
+                    tensor=s,
+                    extra={
+                        **base.extra,
+                        "stale": s,
+                        "fresh": target,
+                        "lines": " ".join(str(r.lineno) for r in readers),
+                    },
+                )
+            if _dead_forward(st, before[k + 1 :], target, facts.namespace) and isinstance(st.targets[0], ast.Name):
+                return replace(
+                    base, tensor=s, extra={**base.extra, "stale": s, "fresh": target, "rebind": str(st.lineno)}
+                )
+    return None
+
+
+def _dead_forward(st: ast.Assign, later: list[ast.stmt], target: str, namespace: Mapping[str, Any]) -> bool:
+    """``target = model(...)`` (a call of a module of the frame) rebound by a later statement before anything reads
+    it."""
+    call = st.value
+    if not isinstance(call, ast.Call) or not isinstance(_value(namespace, _dotted(call.func) or ""), torch.nn.Module):
+        return False
+    for other in later:
+        if target in _reads(other):
+            return False
+        if target in _stores(other):
+            return True
+    return False
+
+
+def stale_read_fixes(ctx: Context) -> list[Proposal]:
+    site, stale, fresh = ctx.site, ctx.extra.get("stale"), ctx.extra.get("fresh")
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or not stale or not fresh:
+        return []
+    edits: list[Edit] = []
+    if ctx.extra.get("rebind"):
+        line = int(ctx.extra["rebind"])
+        text = site.text(line)
+        new = re.sub(r"^(\s*)" + re.escape(fresh) + r"(\s*=)", lambda m: m[1] + stale + m[2], text, count=1)
+        if new == text:
+            return []
+        edits.append(Edit(site.filename, line, line, new))
+        summary = T(
+            "bind the fresh forward to {stale}: {fresh} = ... is never read, and the loss reads {stale} from the "
+            "earlier forward, whose graph the earlier backward freed",
+            stale=stale,
+            fresh=fresh,
+        )
+    else:
+        pattern = re.compile(r"(?<![\w.])" + re.escape(stale) + r"(?![\w])")
+        for line in sorted({int(x) for x in ctx.extra.get("lines", "").split()}):
+            st = statement_at(tree, line)
+            if st is None:
+                return []
+            start, end = st.lineno, st.end_lineno or st.lineno
+            if not all(site.holds(k) or k > start for k in range(start, end + 1)):
+                return []
+            old = "\n".join(site.text(k) for k in range(start, end + 1))
+            edits.append(Edit(site.filename, start, end, pattern.sub(fresh, old)))
+        if not edits:
+            return []
+        summary = T(
+            "read {fresh}, the forward this function computed, where the loss reads {stale} from the earlier "
+            "forward, whose graph the earlier backward freed",
+            stale=stale,
+            fresh=fresh,
+        )
+    return [
+        Proposal(
+            Fix(
+                keeps_forward=False,
+                summary=summary,
+                trains=T("{loss} trains what it reaches through the fresh forward", loss=ctx.l),
+                edits=tuple(edits),
+            ),
+            ctx.reach,
+            False,
+            describe=True,
+        )
+    ]
