@@ -31,7 +31,7 @@ from .fixes import Fix
 from .graph import Graph, collect
 from .i18n import Words, _, _t, ngettext_
 from .kinds import locate, no_graph
-from .location import Location, frame_names
+from .location import Location, _library_file, frame_names
 from .loop import read_site
 from .names import NamesLike, ViewKind, modules_in
 from .recorder import Scope, active
@@ -425,7 +425,11 @@ def _facts(tracker: Recorder | None, failing: BackwardCall | None, frame: FrameT
             line = failing.location.lineno if failing.location.filename == site.filename else None
         else:
             line = backward_line_after(site, site.lineno)
-    return Facts(tracker, failing, namespace, site, line)
+    up = frame.f_back if frame is not None else None
+    caller = (
+        (up.f_code.co_filename, up.f_lineno) if up is not None and not _library_file(up.f_code.co_filename) else None
+    )
+    return Facts(tracker, failing, namespace, site, line, caller)
 
 
 def check_graph(

@@ -143,6 +143,7 @@ class Facts:
     namespace: dict[str, Any] = field(default_factory=dict)
     site: Site | None = None
     backward_line: int | None = None
+    caller: tuple[str, int] | None = None  # the user line that called the site's function (file, line)
 
 
 @dataclass

@@ -57,6 +57,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "critic_score_attribute_reused": ("stale_read", (("r_loss", ("self.refiner",)),)),
     # a fresh forward bound to a name rebound before any read, the loss scored on the clean pass: rebound
     "adversarial_forward_unbound": ("stale_read", (("adv", ("net",)), ("clean", ("net",)))),
+    # one helper's backward line reached from two callers (a regulariser's, then the step's): the second caller's
+    # call is deleted, not the helper's line
+    "wrapped_backward_two_callers": ("same_loss_twice", (("value", ("self.net",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

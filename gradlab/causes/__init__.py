@@ -228,7 +228,36 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         return "stale_read", stale_read
     call = freeing_call(p, facts)
     if call is not None and (same_root(call, root, failing) or _same_statement_again(call, failing, facts)):
-        return "same_loss_twice", replace(base, earlier=loss, earlier_line=in_site(facts, call.location))
+        earlier_line = in_site(facts, call.location)
+        # the earlier backward in another function (a criterion's, then the task's): the failing one may still go
+        elsewhere = (
+            earlier_line is None
+            and call.location is not None
+            and call.location is not (failing.location if failing is not None else None)
+        )
+        extra = {**base.extra, "earlier_elsewhere": "1"} if elsewhere else dict(base.extra)
+        # one wrapper's backward line reached from two callers (a criterion's optimizer.backward(loss), then the
+        # task's): the failing caller's statement is the second call
+        # (check() runs before the failing backward: its own caller's line is that backward's caller)
+        here = failing.location if failing is not None else None
+        mine = (here.callers[0].filename, here.callers[0].lineno) if here is not None and here.callers else None
+        if mine is None and failing is None:
+            mine = facts.caller
+        theirs = call.location.callers if call.location is not None else ()
+        at = (
+            (here.filename, here.lineno)
+            if here is not None
+            else ((facts.site.filename, facts.backward_line) if facts.site is not None else None)
+        )
+        if (
+            mine is not None
+            and theirs
+            and call.location is not None
+            and (call.location.filename, call.location.lineno) == at
+            and mine != (theirs[0].filename, theirs[0].lineno)
+        ):
+            extra["delete_in"], extra["delete_at"] = mine[0], str(mine[1])
+        return "same_loss_twice", replace(base, earlier=loss, earlier_line=earlier_line, extra=extra)
     if previous_iteration(p, graph, node_id, facts, call):
         listed = buffer_context(base, graph, facts, call)
         if listed is not None:

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 from ..context import Context
 from ..edits import Edit
-from ..fixes import Fix, Proposal, all_edits, keeping, replace_line
+from ..fixes import Fix, Proposal, all_edits, keeping, replace_line, source_of
 from ..i18n import T
 from ..rewrite import with_keyword
-from ..source import enclosing_blocks
+from ..source import enclosing_blocks, parse
 
 
 def _deleted(ctx: Context, line: int | None) -> Edit | None:
@@ -37,6 +37,19 @@ def _deleted(ctx: Context, line: int | None) -> Edit | None:
     return None
 
 
+def _deleted_call(filename: str, line: int) -> Edit | None:
+    """The one-line call statement at ``line`` of ``filename`` deleted (``optimizer.backward(loss)``, a wrapper's
+    caller), when it is a call and nothing else and its block keeps another statement."""
+    tree = parse(source_of(filename))
+    for block in enclosing_blocks(tree) if tree is not None else ():
+        for st in block:
+            if st.lineno == line and st.end_lineno == line and len(block) > 1:
+                if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+                    return Edit(filename, line, line, "")
+                return None
+    return None
+
+
 def twice_fixes(ctx: Context) -> list[Proposal]:
     """One backward (the second call deleted) first; both kept with ``retain_graph=True`` only as the other way.
 
@@ -48,7 +61,10 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
         retain = replace_line(
             ctx, ctx.earlier_line, with_keyword(ctx.site.text(ctx.earlier_line), "backward", "retain_graph=True")
         )
-    once = _deleted(ctx, ctx.backward_line) if ctx.earlier_line not in (None, ctx.backward_line) else None
+    earlier = ctx.earlier_line not in (None, ctx.backward_line) or ctx.extra.get("earlier_elsewhere") == "1"
+    once = _deleted(ctx, ctx.backward_line) if earlier else None
+    if once is None and ctx.extra.get("delete_at"):  # the second caller of one wrapper's backward line
+        once = _deleted_call(ctx.extra.get("delete_in", ""), int(ctx.extra["delete_at"]))
     shown = ctx  # the loss as the text names it: (w * loss).backward() keeps its parentheses
     if ctx.loss is not None and not re.fullmatch(r"[\w.\[\]]+", ctx.loss):
         shown = replace(ctx, loss=f"({ctx.loss})")
