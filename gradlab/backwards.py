@@ -122,7 +122,7 @@ class Backwards:
         self.roots: list[Any] = []  # the running call's roots (the grad_fns of its outputs)
         self._freed: dict[int, BackwardCall] = {}  # node sequence number -> the call that freed it
         self._lines: dict[int, Location | None] = {}  # node sequence number -> the forward line that saved for it
-        self._unpacking: Any = None  # the node whose saved tensors the engine unpacks now
+        self.unpacking: Any = None  # the node whose saved tensors the engine unpacks now (the recorder compares)
         self._started: list[weakref.ref[torch.Tensor]] = []  # the running call's tensors, weakly
 
     # NOTE [What a backward call costs]
@@ -152,7 +152,7 @@ class Backwards:
         self.history.append(call)
         self.current, self.freeing, self.roots = call, (None if keep else call), roots
         self._started = started
-        self._unpacking = None
+        self.unpacking = None
         return call
 
     def state(self) -> tuple[BackwardCall | None, BackwardCall | None, list[Any], list[weakref.ref[torch.Tensor]]]:
@@ -167,25 +167,26 @@ class Backwards:
         if call is not None and not call.keeps_graph and started:
             self.recent.append((started, call))
         self.current, self.freeing, self.roots, self._started = state
-        self._unpacking = None
+        self.unpacking = None
 
     # NOTE [Who freed a node]: the engine unpacks every saved tensor of a node it
     # runs, then frees them unless retain_graph; so an unpack during a freeing
     # backward names the call that freed the node being run (no graph walk).
     # The engine unpacks a node's saved tensors one after another: the node is
     # looked up once (held until the backward call returns, never longer).
-    def unpacked(self, p: Packed) -> None:
-        """An unpack during a freeing backward (``freeing`` is set): note which call frees the node being run."""
-        node = internals.current_node()
-        if node is not None and node is not self._unpacking:
-            self._unpacking = node
-            seq = internals.sequence_nr(node)
-            if seq is not None:
-                freeing = self.freeing
-                if freeing is not None:
-                    self._freed[seq] = freeing
-                if p.saved_at is not None:
-                    self._lines[seq] = p.saved_at
+    def unpacked(self, p: Packed, node: Any) -> None:
+        """The first unpack of ``node``'s saved tensors during a freeing backward (``freeing`` is set).
+
+        Notes which call frees the node being run (the recorder calls this once per node).
+        """
+        self.unpacking = node
+        seq = internals.sequence_nr(node)
+        if seq is not None:
+            freeing = self.freeing
+            if freeing is not None:
+                self._freed[seq] = freeing
+            if p.saved_at is not None:
+                self._lines[seq] = p.saved_at
 
     def freed_call(self, fn: Any) -> BackwardCall | None:
         """The recorded call that freed node ``fn`` (by its sequence number), if any."""
@@ -231,6 +232,6 @@ class Backwards:
         self.recent.clear()
         self._freed.clear()
         self._lines.clear()
-        self.current = self.freeing = self._unpacking = None
+        self.current = self.freeing = self.unpacking = None
         self.roots = []
         self._started = []

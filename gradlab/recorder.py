@@ -172,6 +172,7 @@ _BACKWARD_OPS = {
     ("autograd.grad", True): "autograd.grad(retain_graph=True)",
 }
 _version = internals.version
+_current_node = internals.current_node
 
 
 class Recorder:
@@ -312,7 +313,7 @@ class Recorder:
     # the log is read (NOTE [Lazy names]).
     def pack(self, t: torch.Tensor) -> Packed:
         try:
-            loc = user_location()
+            loc = user_location(sys._getframe(1))  # torch calls pack from C++: the walk starts at the op's caller
         except Exception as e:  # NOTE [Hooks fail open]
             _failed(e)
             loc = None
@@ -342,9 +343,12 @@ class Recorder:
         __tracebackhide__ = True
         if _peek.get() is not None:  # gradlab reading save-time versions: hand the tensor out unchecked
             return unpack_hook(p)
-        if self.backwards.freeing is not None:
+        backwards = self.backwards
+        if backwards.freeing is not None:
             try:
-                self.backwards.unpacked(p)  # NOTE [Who freed a node]
+                node = _current_node()
+                if node is not None and node is not backwards.unpacking:  # a node's first unpack
+                    backwards.unpacked(p, node)  # NOTE [Who freed a node]
             except Exception as e:  # NOTE [Hooks fail open]
                 _failed(e)
         if _version(p.tensor) != p.version:
