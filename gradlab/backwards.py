@@ -11,8 +11,7 @@ from __future__ import annotations
 import weakref
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -23,16 +22,17 @@ from .saved import Packed
 __all__ = ["BackwardCall", "Backwards", "tensors_of"]
 
 
-@dataclass(frozen=True)
-class BackwardCall:
+class BackwardCall(NamedTuple):
     """One backward call the tracker saw: ``loss.backward()``, ``torch.autograd.backward`` or ``.grad``.
 
     ``keeps_graph`` is True with ``retain_graph=True`` (or ``create_graph=True``):
     such a call frees nothing. ``newest_node`` is the largest sequence number of
     its roots: every node of a graph built before the call has a number at most that.
+    An immutable record (a named tuple: made at every backward call, it costs a
+    third of a frozen dataclass; NOTE [What a backward call costs]).
     """
 
-    index: int
+    index: int  # type: ignore[assignment]  # the field, not tuple.index: the record is read by name only
     kind: str
     location: Location | None
     keeps_graph: bool
@@ -53,6 +53,43 @@ def _argument(kind: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any
         return kwargs[name]
     at = _PARAMETERS[kind].index(name)
     return args[at] if len(args) > at else default
+
+
+def _backward_arguments(
+    tensors: Any,
+    grad_tensors: Any = None,
+    retain_graph: Any = None,
+    create_graph: Any = False,
+    grad_variables: Any = None,
+    inputs: Any = None,
+) -> tuple[Any, Any, Any, Any]:
+    return tensors, retain_graph, create_graph, inputs
+
+
+def _grad_arguments(
+    outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: Any = None, create_graph: Any = False, **_: Any
+) -> tuple[Any, Any, Any, Any]:
+    return outputs, retain_graph, create_graph, inputs
+
+
+def _bound(kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
+    """(the tensors to start from, retain_graph, create_graph, inputs) of a backward call, bound as torch binds them.
+
+    Arguments torch would refuse are read by place or name, as far as they go (torch raises next).
+    """
+    try:
+        if kind == "autograd.backward":
+            return _backward_arguments(*args, **kwargs)
+        return _grad_arguments(*args, **kwargs)
+    except TypeError:
+        names = _PARAMETERS[kind]
+        inputs = _argument(kind, "inputs", args, kwargs)
+        return (
+            _argument(kind, names[0], args, kwargs),
+            _argument(kind, "retain_graph", args, kwargs),
+            _argument(kind, "create_graph", args, kwargs, False),
+            inputs,
+        )
 
 
 def _tensors(value: Any) -> list[Any]:
@@ -85,25 +122,37 @@ class Backwards:
         self.roots: list[Any] = []  # the running call's roots (the grad_fns of its outputs)
         self._freed: dict[int, BackwardCall] = {}  # node sequence number -> the call that freed it
         self._lines: dict[int, Location | None] = {}  # node sequence number -> the forward line that saved for it
-        self._unpacking: Any = None  # the node whose saved tensors the engine unpacks now
+        self.unpacking: Any = None  # the node whose saved tensors the engine unpacks now (the recorder compares)
         self._started: list[weakref.ref[torch.Tensor]] = []  # the running call's tensors, weakly
 
+    # NOTE [What a backward call costs]
+    # begin runs at every backward call, before the engine: the arguments are bound
+    # by Python itself (_bound: one call, no lookups by name), the roots and their
+    # newest sequence number found in one pass, the user's line with two callers
+    # (cached per call site, location.py), and the record is a named tuple.
     def begin(self, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any], event: int) -> BackwardCall:
         """Record a backward call about to run (``event``: its index in the log) and make it the running one."""
-        retain = _argument(kind, "retain_graph", args, kwargs)
-        keep = bool(_argument(kind, "create_graph", args, kwargs, False) if retain is None else retain)
-        tensors = tensors_of(kind, args, kwargs)
-        roots = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-        seqs = [s for s in (internals.sequence_nr(r) for r in roots) if s is not None]
-        wanted = _tensors(_argument(kind, "inputs", args, kwargs))
+        first, retain, create, wanted = _bound(kind, args, kwargs)
+        keep = bool(create if retain is None else retain)
+        roots: list[Any] = []
+        started: list[weakref.ref[torch.Tensor]] = []
+        newest: int | None = None
+        for t in _tensors(first):
+            fn = t.grad_fn if isinstance(t, torch.Tensor) else None
+            if fn is not None:
+                roots.append(fn)
+                started.append(weakref.ref(t))
+                seq = internals.sequence_nr(fn)
+                if seq is not None and (newest is None or seq > newest):
+                    newest = seq
+        wanted = _tensors(wanted)
         inputs = frozenset(id(t) for t in wanted) if wanted else None
-        loc = user_location(callers=2)
-        call = BackwardCall(self.count, kind, loc, keep, max(seqs) if seqs else None, event, inputs)
+        call = BackwardCall(self.count, kind, user_location(callers=2), keep, newest, event, inputs)
         self.count += 1
         self.history.append(call)
         self.current, self.freeing, self.roots = call, (None if keep else call), roots
-        self._started = [weakref.ref(t) for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-        self._unpacking = None
+        self._started = started
+        self.unpacking = None
         return call
 
     def state(self) -> tuple[BackwardCall | None, BackwardCall | None, list[Any], list[weakref.ref[torch.Tensor]]]:
@@ -118,25 +167,26 @@ class Backwards:
         if call is not None and not call.keeps_graph and started:
             self.recent.append((started, call))
         self.current, self.freeing, self.roots, self._started = state
-        self._unpacking = None
+        self.unpacking = None
 
     # NOTE [Who freed a node]: the engine unpacks every saved tensor of a node it
     # runs, then frees them unless retain_graph; so an unpack during a freeing
     # backward names the call that freed the node being run (no graph walk).
     # The engine unpacks a node's saved tensors one after another: the node is
     # looked up once (held until the backward call returns, never longer).
-    def unpacked(self, p: Packed) -> None:
-        """An unpack during a freeing backward (``freeing`` is set): note which call frees the node being run."""
-        node = internals.current_node()
-        if node is not None and node is not self._unpacking:
-            self._unpacking = node
-            seq = internals.sequence_nr(node)
-            if seq is not None:
-                freeing = self.freeing
-                if freeing is not None:
-                    self._freed[seq] = freeing
-                if p.saved_at is not None:
-                    self._lines[seq] = p.saved_at
+    def unpacked(self, p: Packed, node: Any) -> None:
+        """The first unpack of ``node``'s saved tensors during a freeing backward (``freeing`` is set).
+
+        Notes which call frees the node being run (the recorder calls this once per node).
+        """
+        self.unpacking = node
+        seq = internals.sequence_nr(node)
+        if seq is not None:
+            freeing = self.freeing
+            if freeing is not None:
+                self._freed[seq] = freeing
+            if p.saved_at is not None:
+                self._lines[seq] = p.saved_at
 
     def freed_call(self, fn: Any) -> BackwardCall | None:
         """The recorded call that freed node ``fn`` (by its sequence number), if any."""
@@ -182,6 +232,6 @@ class Backwards:
         self.recent.clear()
         self._freed.clear()
         self._lines.clear()
-        self.current = self.freeing = self._unpacking = None
+        self.current = self.freeing = self.unpacking = None
         self.roots = []
         self._started = []

@@ -320,6 +320,22 @@ def newest_sequence_nr() -> int | None:
     return _get_sequence_nr() - 1
 
 
+def saved_facts(t: torch.Tensor, fn: Any) -> tuple[int | None, bool]:
+    """For a save under a tracker, in one call: ``fn``'s sequence number, and whether ``t`` is the output of the node being built.
+
+    ``fn`` is ``t.grad_fn`` (not None). The same answers as :func:`sequence_nr` and
+    :func:`newest_sequence_nr` (whose fallbacks it takes when torch lacks either).
+    """
+    if _get_sequence_nr is not None and _CUSTOM_NODES_SAFE:
+        try:
+            seq = int(fn._sequence_nr())
+            return seq, seq == _get_sequence_nr() - 1
+        except (AttributeError, RuntimeError, TypeError):
+            pass
+    seq_or_none = sequence_nr(fn)
+    return seq_or_none, seq_or_none is None or seq_or_none == newest_sequence_nr()
+
+
 def check_all() -> dict[str, bool]:
     """Whether each private access works on this torch (used by the canary tests)."""
     x = torch.ones(2, 2, requires_grad=True)

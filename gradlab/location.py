@@ -244,6 +244,7 @@ def _callers(f: FrameType, count: int) -> tuple[Location, ...]:
         name = g.f_code.co_filename
         if _library_file(name) or name.startswith(_INSTALLED):
             break  # the caller is not the user's code (a runner, IPython, a library)
-        outer.append(Location(name, g.f_lineno))
+        code = g.f_code
+        outer.append(_located(code, g.f_lasti, g))  # cached like the user's own frame: no line-table scan
         g = g.f_back
     return tuple(outer)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import sys
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import FrameType
 from typing import Any
@@ -42,7 +43,7 @@ from .notices import warn_once
 from .registry import Registry
 from .saved import Packed, Write, _peek, refused, silently_changed, unpack_hook
 from .silent import SilentWrites
-from .steps import OptimizerCall, Steps, warn_unused, watch_step
+from .steps import OptimizerCall, Steps, warn_unused
 
 # BackwardCall, Cut and OptimizerCall live with their parts; the analysis may import them from here.
 __all__ = ["Recorder", "Scope", "active", "scopes", "internal", "BackwardCall", "Cut", "OptimizerCall"]
@@ -162,7 +163,16 @@ ViewsHandler = Callable[[RuntimeError, Views, "int | None", str, Location | None
 RefusedHandler = Callable[[RuntimeError, str, Any, FrameType | None], None]
 
 _serials = itertools.count(1)
+_ref = weakref.ref
+#: The log's words for a backward call, by (kind, keeps_graph).
+_BACKWARD_OPS = {
+    ("autograd.backward", False): "backward()",
+    ("autograd.backward", True): "backward(retain_graph=True)",
+    ("autograd.grad", False): "autograd.grad()",
+    ("autograd.grad", True): "autograd.grad(retain_graph=True)",
+}
 _version = internals.version
+_current_node = internals.current_node
 
 
 class Recorder:
@@ -303,7 +313,7 @@ class Recorder:
     # the log is read (NOTE [Lazy names]).
     def pack(self, t: torch.Tensor) -> Packed:
         try:
-            loc = user_location()
+            loc = user_location(sys._getframe(1))  # torch calls pack from C++: the walk starts at the op's caller
         except Exception as e:  # NOTE [Hooks fail open]
             _failed(e)
             loc = None
@@ -311,8 +321,11 @@ class Recorder:
         try:
             if self.verify:
                 p.fingerprint = fingerprint.fingerprint(t)
-            if self.registry.add(p):  # every PRUNE_EVERY saves
-                self.registry.prune()
+            registry = self.registry
+            registry.pending.append(_ref(p))  # Registry.add, inlined: a method call costs as much
+            registry.saved += 1
+            if not registry.saved % Registry.PRUNE_EVERY:
+                registry.prune()
                 self.backwards.prune()
             static = self.static
             if static is not None:
@@ -330,9 +343,12 @@ class Recorder:
         __tracebackhide__ = True
         if _peek.get() is not None:  # gradlab reading save-time versions: hand the tensor out unchecked
             return unpack_hook(p)
-        if self.backwards.freeing is not None:
+        backwards = self.backwards
+        if backwards.freeing is not None:
             try:
-                self.backwards.unpacked(p)  # NOTE [Who freed a node]
+                node = _current_node()
+                if node is not None and node is not backwards.unpacking:  # a node's first unpack
+                    backwards.unpacked(p, node)  # NOTE [Who freed a node]
             except Exception as e:  # NOTE [Hooks fail open]
                 _failed(e)
         if _version(p.tensor) != p.version:
@@ -462,12 +478,11 @@ class Recorder:
         outer = backwards.state()
         outer_silent = silent.state()
         try:
-            self.refresh_names(callables_only=True)
+            if self._callables:
+                self.refresh_names(callables_only=True)
             call = backwards.begin(kind, args, kwargs, self.count)
             silent.begin()
-            label = "autograd.grad" if kind == "autograd.grad" else "backward"
-            op = f"{label}(retain_graph=True)" if call.keeps_graph else f"{label}()"
-            self.log("backward", None, None, None, op, call.location)
+            self.log("backward", None, None, None, _BACKWARD_OPS[kind, call.keeps_graph], call.location)
         except Exception as e:  # NOTE [Hooks fail open]
             _failed(e)
             backwards.restore(outer)
@@ -569,9 +584,10 @@ class Recorder:
         """The step's bookkeeping: what it may write, and the notes on parameters it cannot train."""
         try:
             registry = self.registry
-            watch = (lambda params: watch_step(registry.watched(params))) if registry else None
-            params, zeros = self.optimizers.started(optimizer, self.backwards.count, watch)
-            for labels, note, loc, warn in self.optimizers.unused(optimizer, params, zeros, self.owner.namer):
+            steps = self.optimizers
+            params, zeros = steps.started(optimizer, self.backwards.count, registry.watched if registry else None)
+            notes = steps.unused(optimizer, params, zeros, self.owner.namer)
+            for labels, note, loc, warn in notes:
                 self._note(labels, note, loc, warn)
         except Warning:  # an UnusedStepWarning the user turned into an error (-W error) is theirs
             raise

@@ -35,25 +35,25 @@ class Registry:
 
     def __init__(self) -> None:
         self._by_storage: dict[int, list[weakref.ref[Packed]]] = {}  # storage -> saved records
-        self._pending: list[weakref.ref[Packed]] = []  # saved records not in the index yet
+        self.pending: list[weakref.ref[Packed]] = []  # saved records not in the index yet (the recorder's pack appends)
         self.saved = 0  # records added so far
 
     def add(self, p: Packed) -> bool:
         """Watch the saved record ``p``; True when it is time to :meth:`prune`."""
-        self._pending.append(weakref.ref(p))
+        self.pending.append(weakref.ref(p))
         self.saved += 1
         return not self.saved % self.PRUNE_EVERY
 
     def __bool__(self) -> bool:
         """Whether some saved record may still be alive (False: no write can move a saved tensor)."""
-        return bool(self._pending) or bool(self._by_storage)
+        return bool(self.pending) or bool(self._by_storage)
 
     def _index(self) -> None:
         """Move the pending saved records into the index, by storage; drop the dead ones."""
-        pending = self._pending
+        pending = self.pending
         if not pending:
             return
-        self._pending = []
+        self.pending = []
         index = self._by_storage
         for ref in pending:
             p = ref()
@@ -109,9 +109,9 @@ class Registry:
             "saved": self.saved,
             "registry_storages": len(self._by_storage),
             "registry_records": sum(len(refs) for refs in self._by_storage.values()),
-            "pending": len(self._pending),
+            "pending": len(self.pending),
         }
 
     def clear(self) -> None:
         self._by_storage.clear()
-        self._pending.clear()
+        self.pending.clear()

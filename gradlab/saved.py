@@ -141,12 +141,14 @@ class Packed:
             return
         self.requires_grad = True  # a tensor with a grad_fn requires grad
         self.output_nr = tensor.output_nr
-        self.is_view = internals.is_view(tensor)
+        self.is_view = _is_view(tensor)
         # The grad_fn at save time: if the node that unpacks this is that very node,
         # the tensor is the op's own output (torch's message then names the node).
-        self.fn_name = _node_name(fn)
-        self.fn_seq = internals.sequence_nr(fn)
-        if self.fn_seq is not None and self.fn_seq != internals.newest_sequence_nr():
+        cls = type(fn)
+        name = _names_by_type.get(cls)
+        self.fn_name = name if name is not None else _node_name(fn)
+        self.fn_seq, output = _saved_facts(tensor, fn)
+        if not output:
             # an op's input: kept as torch keeps it (NOTE [Which node torch names]), and handed
             # back as it is (no cycle to break; torch rebuilds its grad_fn on unpack)
             self.tensor = self.original = tensor
@@ -154,7 +156,7 @@ class Packed:
         else:
             self.tensor = _detach(tensor)  # an op's output: an alias without the node that saves it
             self.original = None
-            self.source = weakref.ref(tensor)
+            self.source = _ref(tensor)
 
     def message_node(self, unpacking: Any | None) -> str | None:
         """The node torch's in-place message would name for this tensor (None for a leaf).
@@ -180,6 +182,9 @@ class Packed:
 
 
 _version = internals.version
+_is_view = internals.is_view
+_saved_facts = internals.saved_facts
+_ref = weakref.ref
 # torch's own detach, taken when gradlab is imported (before any tracker wraps Tensor.detach):
 # a save is not one of the user's cuts (NOTE [Cuts] in writes.py), and the wrapper costs a microsecond.
 _detach = torch.Tensor.detach

@@ -190,6 +190,8 @@ def _reusable(
 ) -> tuple[tuple[Any, ...], dict[str, Any], dict[int | str, type]]:
     """``args`` and ``kwargs`` with every one-shot iterator read into a tuple, and the kind of each (by place)."""
     kinds: dict[int | str, type] = {}
+    if all(type(a) in _NOT_ITERATORS for a in args) and all(type(v) in _NOT_ITERATORS for v in kwargs.values()):
+        return args, kwargs, kinds  # the usual call (loss.backward()): no ABC check per argument
     if any(isinstance(a, Iterator) for a in args):
         kinds.update((i, type(a)) for i, a in enumerate(args) if isinstance(a, Iterator))
         args = tuple(tuple(a) if isinstance(a, Iterator) else a for a in args)
@@ -199,6 +201,8 @@ def _reusable(
     return args, kwargs, kinds
 
 
+# Argument types that are surely no one-shot iterator (what loss.backward() passes).
+_NOT_ITERATORS = frozenset({torch.Tensor, torch.nn.Parameter, type(None), bool, int, float, tuple, list, dict})
 _TUPLE_ITERATOR: type = type(iter(()))
 _LIST_ITERATOR: type = type(iter([]))
 
@@ -524,9 +528,15 @@ def with_closure(args: Any, kwargs: Any, closure: Callable[..., Any]) -> tuple[A
     return (args[0], closure, *args[2:]), kwargs
 
 
+_thread = session.thread_state()
+
+
 def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
-    recorder = session.recorder()
+    recorder = _thread.recorder
     if recorder is None:
+        return None
+    if len(args) == 1 and not kwargs:  # optimizer.step(): no closure
+        recorder.step_started(optimizer)
         return None
     closure = step_closure(args, kwargs)
     wrapped = recorder.step_started(optimizer, closure)
@@ -534,7 +544,7 @@ def _step_pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> tuple
 
 
 def _step_post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-    recorder = session.recorder()
+    recorder = _thread.recorder
     if recorder is not None:
         recorder.step_finished(optimizer)
 
