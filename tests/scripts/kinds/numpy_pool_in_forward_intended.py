@@ -1,7 +1,6 @@
 """A multi-scale encoder pools its scales with numpy in its forward: numpy converts each scale's tensor, which
 requires grad; the pooled features are part of the computation, so the gradient must flow through them."""
 
-import numpy
 import torch
 from torch import nn
 
