@@ -60,6 +60,8 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # one helper's backward line reached from two callers (a regulariser's, then the step's): the second caller's
     # call is deleted, not the helper's line
     "wrapped_backward_two_callers": ("same_loss_twice", (("value", ("self.net",)),)),
+    # two slices of one saved output written in place on two lines: both writes made out of place
+    "two_slices_scaled_in_place": ("inplace_op", (("nll", ("head",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

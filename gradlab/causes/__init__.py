@@ -306,15 +306,22 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
 
 def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, str, bool], ...]:
     """The first write of each saved tensor of ``graph`` made stale on another line than ``first``'s, as (line, op,
-    recorded by autograd): a fix of ``first`` alone leaves the backward failing on theirs. A tensor ``first``
-    wrote too is left out: the fix's copy takes that write and every later one."""
+    recorded by autograd): a fix of ``first`` alone leaves the backward failing on theirs. Of a tensor ``first``
+    wrote too, the writes on other lines after it (``widths /= c`` then ``heights /= c``, two slices of one
+    output): the out-of-place form of ``first`` alone leaves them writing the saved tensor."""
     at = first.location
     found: dict[tuple[str, int], tuple[Location | None, str, bool]] = {}
     for s in graph.saved:
         if s.status != "modified_in_place" or not s.writes:
             continue
         spots = [(w.location.filename, w.location.lineno) if w.location is not None else None for w in s.writes]
-        if at is not None and (at.filename, at.lineno) in spots:
+        here = (at.filename, at.lineno) if at is not None else None
+        if here is not None and here in spots:
+            later = [w for w in s.writes[spots.index(here) + 1 :] if w.location is not None]
+            for w in later:
+                key = (w.location.filename, w.location.lineno)  # type: ignore[union-attr]
+                if key != here:
+                    found.setdefault(key, (w.location, w.op, w.grad_mode and not w.optimizer))
             continue
         w = s.writes[0]
         key = (w.location.filename, w.location.lineno) if w.location is not None else ("", 0)

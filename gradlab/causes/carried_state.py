@@ -23,7 +23,19 @@ from ..source import loop_body_of, names, statement_at
 
 
 def carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Context:
-    """The carried variable: the name assigned and passed in on the same statement (``out, h = rnn(x, h)``)."""
+    """The carried variable: the name assigned and passed in on the same statement (``out, h = rnn(x, h)``).
+
+    A name bound to an object that is no tensor (``self``, a model) is no state to detach: it is not named.
+    """
+    ctx = _carried(base, graph, topo, facts)
+    if ctx.carried and ctx.carried in facts.namespace:
+        value = facts.namespace[ctx.carried]
+        if not (value is None or isinstance(value, (torch.Tensor, tuple, list))):
+            return replace(ctx, carried=None, carried_all=(), entry_lineno=None, kept_at=None)
+    return ctx
+
+
+def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Context:
     tracker = facts.tracker
     total = False
     if tracker is not None:

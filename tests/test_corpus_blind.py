@@ -1,0 +1,60 @@
+"""The blind batches (tests/corpus/blind/): every case still fails as it says, and gradlab's printed code runs.
+
+The batches are scored once, at first contact (their README); these tests do not score them again.
+They guard two things the scores rest on: each case's broken script still fails with its error kind
+and its intended scripts still train what ``case.toml`` says, on the torch installed; and a first fix
+that gradlab prints as code never fails *because of that code*: applied exactly as printed, the
+patched script raises no NameError, AttributeError, TypeError or SyntaxError (batch g's first contact
+found a printed ``self.detach()``). A patched script may still fail with an autograd error: that is a
+fix that does not fit, which the batch's score counts, not a defect of the printed code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from corpus import oracle
+from corpus.catalog import Case, all_cases
+from corpus.judge import Evaluation, evaluate
+
+pytestmark = [pytest.mark.library, pytest.mark.slow]
+
+BLIND = Path(__file__).parent / "corpus" / "blind"
+BATCHES = sorted(p for p in BLIND.iterdir() if p.is_dir())
+CASES = [c for batch in BATCHES for c in all_cases(batch)]
+BY_NAME = {c.name: c for c in CASES}
+BROKEN_CODE = ("NameError", "AttributeError", "TypeError", "SyntaxError", "IndentationError", "UnboundLocalError")
+
+
+@pytest.fixture(scope="module")
+def evaluation() -> Evaluation:
+    return evaluate(CASES, steps=3)
+
+
+def test_every_batch_has_its_cases() -> None:
+    assert len(BATCHES) >= 7
+    assert len(CASES) >= 50
+    assert len(BY_NAME) == len(CASES), "two blind cases share a name"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_broken_fails_and_intended_trains_what_the_case_says(case: Case, evaluation: Evaluation) -> None:
+    broken = evaluation.records[f"{case.name}/broken"]
+    assert broken.status == "error" and broken.error_kind() == case.error, broken.summary()
+    for variant in case.variants:
+        record = evaluation.records[f"{case.name}/{variant}"]
+        assert record.status == "budget", record.summary()
+        assert oracle.trained(record) == case.expected_trained()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_the_printed_first_fix_is_code_that_runs(case: Case, evaluation: Evaluation) -> None:
+    verdict = evaluation.verdicts[case.name]
+    assert verdict.fix is not None, f"{case.name}: no diagnosis with a fix ({verdict.why})"
+    if not verdict.fix.get("edits"):
+        return  # a sentence: nothing printed as code
+    patched = verdict.patched
+    assert patched is not None, f"{case.name}: the printed edits could not be applied: {verdict.why}"
+    if patched.status == "error":
+        assert patched.error_type not in BROKEN_CODE, f"{case.name}: {patched.summary()}"
