@@ -30,7 +30,7 @@ from .fixes import Fix
 from .i18n import T, Words, _, _t
 from .location import Location
 from .render import fix_lines, header, help_lines, numbered, quote
-from .rewrite import op_display, rewrite_in_place
+from .rewrite import op_display, rewrite_in_place, twin_in_expression
 
 __all__ = ["Explanation", "Span", "KINDS"]
 
@@ -252,6 +252,8 @@ def _view_fixes(e: Explanation) -> tuple[Fix, ...]:
     fixes: list[Fix] = []
     original = linecache.getline(write.filename, write.lineno).rstrip("\n")
     new = rewrite_in_place(original, e.write_op) if original.strip() else None
+    if new is None and original.strip():  # used as a value (f(x, v.clamp_(-20, 2))): its twin, in place of it
+        new = twin_in_expression(original, e.write_op)
     edit = None
     if new is not None:
         indent = original[: len(original) - len(original.lstrip())]

@@ -44,6 +44,15 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     "lbfgs_closure": ("graph_freed", ("err.backward()",), (("err", ("curve",)),)),
     "stale_chain": ("graph_freed", ("nll.backward()",), ()),
     # numpy converts the tensors of a list it is given: each element detached in the comprehension
+    # an in-place call on one of .chunk()'s views, used as a value: its out-of-place twin in place of it
+    "policy_chunk_squashed_as_value": (
+        "multi_view_in_place",
+        (
+            "mu, log_sigma = self.net(obs).chunk(2, dim=-1)",
+            "return torch.distributions.Normal(mu, log_sigma.tanh_().exp())",
+        ),
+        (),
+    ),
     "numpy_list_sum": ("numpy_requires_grad", ("mean = np.sum([w * x for w, x in zip([1, 1, 1], losses)]) / 3",), ()),
     # numpy pools a module's tensors in its forward: torch's own mean of the stacked list, on the graph (NOTE
     # [numpy inside a forward]); detaching would stop the projections from training
