@@ -62,6 +62,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "wrapped_backward_two_callers": ("same_loss_twice", (("value", ("self.net",)),)),
     # two slices of one saved output written in place on two lines: both writes made out of place
     "two_slices_scaled_in_place": ("inplace_op", (("nll", ("head",)),)),
+    # a step on part of a network inside an `if`, after the forward computed above the `if`: the forward
+    # recomputed after that step, inside the branch
+    "adapter_step_inside_branch": ("optimizer_step", (("ce", ("self.net",)), ("reg", ("self.net",)))),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

@@ -4,7 +4,9 @@ through a part an earlier backward freed (two chained networks, a GAN, an actor-
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 import torch
 
@@ -18,7 +20,7 @@ from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, inputs_keyword, with_keyword
 from ..saved import Write
-from ..source import calls_method, enclosing_blocks, feeding, names, statement_at
+from ..source import calls_method, enclosing_blocks, feeding, names, preceding, statement_at
 
 
 def step_context(
@@ -130,20 +132,32 @@ def recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tup
     stepped = _stepped_modules(site, ctx.optimizer)
     chosen: list[int] = []
     dirty: set[str] = set()
-    for st in body[: body.index(step_stmt)]:
+    # the statements that ran before the step in its function: those of its block, and of the blocks around it
+    # (a step inside `if task > 0:` after a forward computed above the `if`)
+    before = [st for st in preceding(tree, step) if st.lineno < step_stmt.lineno]
+    for st in before:
         if not isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             continue
         lines = set(range(st.lineno, (st.end_lineno or st.lineno) + 1))
         if not site.holds(st.lineno) or calls_method(st, ("backward", "step", "zero_grad")):
             continue
-        if lines & stale_lines or names(st, ast.Load) & dirty or _calls_module(st, stepped):
+        if (
+            lines & stale_lines
+            or names(st, ast.Load) & dirty
+            or _calls_module(st, stepped)
+            or _calls_stepped(st, facts.namespace, site.optimizers.get(ctx.optimizer or "", frozenset()))
+        ):
             chosen.append(st.lineno)
             dirty |= names(st, ast.Store)
     # keep only what the statements from the step to the backward read (directly or through each other)
-    after = [st for st in body[body.index(step_stmt) + 1 :] if st.lineno <= ctx.backward_line]
+    end = step_stmt.end_lineno or step_stmt.lineno
+    after = [st for st in preceding(tree, ctx.backward_line) if end < st.lineno]
+    backward_stmt = statement_at(tree, ctx.backward_line)
+    if backward_stmt is not None:
+        after.append(backward_stmt)
     needed = set().union(*(names(st, ast.Load) for st in after)) if after else set()
     kept: list[int] = []
-    by_line = {st.lineno: st for st in body}
+    by_line = {st.lineno: st for st in before}
     for line in reversed(chosen):
         st = by_line[line]
         if names(st, ast.Store) & needed:
@@ -153,15 +167,35 @@ def recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tup
 
 
 def _stepped_modules(site: Site, optimizer: str | None) -> set[str]:
-    """The user's modules whose parameters ``optimizer`` (its variable in the frame) holds and steps."""
+    """The user's modules some of whose parameters ``optimizer`` (its variable in the frame) holds and steps: a
+    forward through them reads weights the step writes (a network whose adapters alone are trained)."""
     params = site.optimizers.get(optimizer or "")
-    return {m for m, ids in site.modules.items() if params and ids and ids <= params}
+    return {m for m, ids in site.modules.items() if params and ids and ids & params}
 
 
 def _calls_module(st: ast.stmt, modules: set[str]) -> bool:
     """``st`` calls one of ``modules`` (``netD(fake)``, ``self.teacher(x)``): a forward through its weights
     (the weights a step writes: a tensor saved inside a model's ``forward`` is saved at that forward's line)."""
     return bool(modules) and any(isinstance(n, ast.Call) and ast.unparse(n.func) in modules for n in ast.walk(st))
+
+
+def _calls_stepped(st: ast.stmt, namespace: Mapping[str, Any], params: frozenset[int]) -> bool:
+    """``st`` calls a module of the frame (``self._network(x)``, however it is named) that holds a parameter of
+    ``params``: its forward reads weights the step writes."""
+    if not params:
+        return False
+    for n in ast.walk(st):
+        if not isinstance(n, ast.Call):
+            continue
+        parts = ast.unparse(n.func).split(".")
+        if not all(p.isidentifier() for p in parts):
+            continue
+        value: Any = namespace.get(parts[0])
+        for part in parts[1:]:
+            value = getattr(value, part, None)
+        if isinstance(value, torch.nn.Module) and any(id(p) in params for p in value.parameters()):
+            return True
+    return False
 
 
 def _hatch(ctx: Context) -> Proposal:
