@@ -32,7 +32,7 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "stale_forward": ("stale_forward", (("loss", ("net",)),)),
     "reinforce_buffer": ("list_never_cleared", (("loss", ("policy",)),)),
     "lstm_state": ("carried_state", (("loss", ("head", "lstm")),)),
-    "maml_fast_weights": ("fast_weights_in_place", ()),  # w1 and w2 are no module: no names to claim
+    "maml_fast_weights": ("fast_weights_in_place", (("outer_loss", ("w1", "w2")),)),  # parameters of no module, by name
     "shared_encoder": (
         "optimizer_step",
         (("reg_loss", ("encoder", "reg_head")), ("cls_loss", ("cls_head", "encoder"))),

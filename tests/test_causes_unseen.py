@@ -65,6 +65,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a step on part of a network inside an `if`, after the forward computed above the `if`: the forward
     # recomputed after that step, inside the branch
     "adapter_step_inside_branch": ("optimizer_step", (("ce", ("self.net",)), ("reg", ("self.net",)))),
+    # a feature network no optimizer holds, left trainable, encodes a reference once before the loop: frozen
+    # where it is made (NOTE [A feature extractor left trainable])
+    "perceptual_reference_encoded_once": ("stale_forward", (("perceptual", ("denoiser",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

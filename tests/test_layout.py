@@ -107,6 +107,7 @@ ORDER = (
     "causes.carried_state",
     "causes.module_state",
     "causes.pruned_weight",
+    "causes.frozen_extractor",
     "causes.stale_read",
     "causes.stale_forward",
     "causes.list_never_cleared",

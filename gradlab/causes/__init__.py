@@ -26,6 +26,8 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import torch
+
 from ..candidates import after_write_lines, general_fixes, stale_reads
 from ..context import CAUSES, Cause, Context
 from ..evidence import (
@@ -39,6 +41,7 @@ from ..evidence import (
     in_site,
     intent_from_record,
     is_parameter,
+    leaves_of,
     other_claims,
     previous_iteration,
     receiver,
@@ -58,6 +61,7 @@ from .carried_state import carried_context, carried_fixes, carried_in_loop, kept
 from .chained import between_fixes, chained_fixes, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
 from .fast_weights import fast_context, fast_weights_fixes
+from .frozen_extractor import frozen_context
 from .inplace_op import in_place_fixes
 from .list_never_cleared import buffer_context, buffered_fixes
 from .module_state import kept_on_modules, module_state_fixes
@@ -165,6 +169,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         extra={"graph_names": " ".join(sorted(graph_names(facts.namespace)))},
     )
 
+    base = replace(base, reach=_with_bare_parameters(base.reach, facts, loss))
     base = replace(base, other_claims=other_claims(facts, loss))
     shared = claims_of_others(facts.site, facts.backward_line, facts.namespace, loss, same_steps=True)
     base = replace(base, shared=tuple(sorted({m for _loss, models in shared for m in models})))
@@ -226,6 +231,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     stale_read = stale_read_context(base, p, facts, graph)
     if stale_read is not None:
         return "stale_read", stale_read
+    frozen = frozen_context(base, p, facts, graph)
+    if frozen is not None:
+        return "stale_forward", frozen
     call = freeing_call(p, facts)
     if call is not None and (same_root(call, root, failing) or _same_statement_again(call, failing, facts)):
         earlier_line = in_site(facts, call.location)
@@ -374,6 +382,24 @@ def _updates_between(
             optimizer = facts.namespace.get(ast.unparse(node.func.value))
             found.append((Location(site.filename, node.lineno), type(optimizer).__name__))
     return sorted(found, key=lambda f: f[0].lineno if f[0] is not None else 0)[:1]
+
+
+def _with_bare_parameters(reach: tuple[str, ...], facts: Facts, loss: str | None) -> tuple[str, ...]:
+    """``reach`` with the parameters of no module the loss reaches (an image a style transfer optimizes), by the
+    names the frame gives them (:func:`gradlab.loop.read_site`): the graph's names hold modules only."""
+    site = facts.site
+    value = facts.namespace.get(loss) if loss else None
+    if site is None or not isinstance(value, torch.Tensor) or value.grad_fn is None:
+        return reach
+    bare = {
+        m: ids
+        for m, ids in site.modules.items()
+        if m not in reach and len(ids) == 1 and isinstance(facts.namespace.get(m), torch.Tensor)
+    }
+    if not bare:
+        return reach
+    leaves = leaves_of(value)
+    return tuple(sorted({*reach, *(m for m, ids in bare.items() if ids <= leaves)}))
 
 
 def _updater(code: str | None) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,13 @@ def buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCall
         ]
         if old:
             found.append(key)
+    # a list never added to (the targets of a style transfer, built once before the loop) is no buffer that
+    # grows: it is a constant the loop reads
+    site = facts.site
+    source = site.source if site is not None else ""
+    found = [
+        k for k in found if re.search(re.escape(k.rsplit(".", 1)[-1]) + r"\s*(\.(append|extend|insert)\(|\+=)", source)
+    ]
     if not found:
         return None
     buffer = sorted(found)[0]

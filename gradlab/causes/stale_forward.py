@@ -175,6 +175,10 @@ def _constant(ctx: Context) -> list[Proposal]:
 
 
 def stale_fixes(ctx: Context) -> list[Proposal]:
+    if ctx.extra.get("frozen"):  # NOTE [A feature extractor left trainable]
+        from .frozen_extractor import frozen_fixes
+
+        return frozen_fixes(ctx)
     if ctx.extra.get("pruned_model"):  # NOTE [A pruned weight read without its module's forward]
         from .pruned_weight import pruned_fixes
 
