@@ -193,3 +193,21 @@ def test_a_state_no_recurrent_call_passes_on_gets_no_bptt_alternative() -> None:
     """Backpropagating "through the whole sequence" is offered for a recurrent state only, not for a memory bank."""
     fixes = _diagnosis("memory_bank_keys").fixes
     assert len(fixes) == 1 and "torch.cat([bank, k])[-64:].detach()" in fixes[0].code, [f.lines() for f in fixes]
+
+
+def test_an_earlier_backward_in_another_function_gets_its_retain_graph_edit_there() -> None:
+    # a callback's penalty backwarded after the trainer's own backward: the edit lands on the trainer's line (the
+    # reading "both losses train the model" is the loop's own, so the fix is a guess: maybe-incorrect)
+    script = "callback_penalty_after_backward"
+    path = CAUSES / f"{script}.py"
+    d = _diagnosis(script)
+    assert d.cause == "shared_graph_freed"
+    fix = d.fixes[0]
+    assert [(e.start, e.text.strip()) for e in fix.edits] == [(24, "self.err.backward(retain_graph=True)")]
+    patched = apply_edits(path.read_text(), fix.edits)
+    error, steps = _run(patched, str(path.with_name(f"{script}_patched.py")))
+    assert error is None
+    intended = CAUSES / f"{script}_intended.py"
+    _, want = _run(intended.read_text(), str(intended))
+    assert steps and _same(steps, want)
+    assert dict(fix.claims) == {"penalty": ("trainer.net",)}

@@ -298,6 +298,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         return "same_loss_twice", base
     earlier = receiver(call.location.code, "backward") if call is not None and call.location else None
     ctx = replace(base, earlier=earlier, earlier_line=in_site(facts, call.location) if call is not None else None)
+    if ctx.earlier_line is None and call is not None and call.location is not None:
+        # the earlier backward in another function of the user's code (a strategy's, then a plugin's): its line
+        ctx = replace(ctx, extra={**ctx.extra, "earlier_at": f"{call.location.lineno}:{call.location.filename}"})
     steps = steps_between(facts.tracker, call, failing) if facts.tracker is not None and call is not None else []
     if not steps and call is not None:
         steps = _updates_between(facts, call, failing)

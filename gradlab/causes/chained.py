@@ -13,7 +13,18 @@ import torch
 from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts, Problem, Topology, in_site, leaves_of, receiver, saved_line, sequence_of, var_named
-from ..fixes import Fix, Proposal, all_edits, claim, indent_of, insert_lines, replace_line, span_of, statements_text
+from ..fixes import (
+    Fix,
+    Proposal,
+    all_edits,
+    claim,
+    edit_at,
+    indent_of,
+    insert_lines,
+    replace_line,
+    span_of,
+    statements_text,
+)
 from ..graph import Graph
 from ..i18n import T, Text
 from ..location import Location
@@ -389,6 +400,11 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
             retain_edit = replace_line(
                 ctx, ctx.earlier_line, with_keyword(ctx.site.text(ctx.earlier_line), "backward", "retain_graph=True")
             )
+        elif ctx.extra.get("earlier_at"):  # the earlier backward in another function of the user's code
+            line, filename = ctx.extra["earlier_at"].split(":", 1)
+            at = Location(filename, int(line))
+            code = at.code
+            retain_edit = edit_at(ctx, at, with_keyword(code, "backward", "retain_graph=True")) if code else None
         proposals.append(
             Proposal(
                 Fix(
