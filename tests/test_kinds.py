@@ -53,6 +53,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ),
         (),
     ),
+    # adapters checkpointed with the reentrant implementation on a frozen encoder's features: use_reentrant=False
+    # (NOTE [A reentrant checkpoint on inputs without grad])
+    "adapters_checkpointed_on_frozen_features": (
+        "no_grad_fn",
+        ("mse.backward()",),
+        (("mse", ("adapted",)),),
+    ),
     "numpy_list_sum": ("numpy_requires_grad", ("mean = np.sum([w * x for w, x in zip([1, 1, 1], losses)]) / 3",), ()),
     # numpy pools a module's tensors in its forward: torch's own mean of the stacked list, on the graph (NOTE
     # [numpy inside a forward]); detaching would stop the projections from training

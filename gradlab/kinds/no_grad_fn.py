@@ -19,6 +19,8 @@ statements out of the ``no_grad`` block.
 from __future__ import annotations
 
 import ast
+import linecache
+import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
@@ -333,6 +335,8 @@ def locate(f: Failure) -> Explanation:
     }
     cut = path_cut(tree, line, models) if tree is not None and line is not None else PathCut()
     closure = _closure_fix(f, tree, line) if tree is not None and line is not None and not cut.found else ()
+    if not cut.found and not closure:
+        closure = _reentrant_fix(f)
     if closure and site is not None and line is not None:  # located at the closure's backward, not a cut elsewhere
         label = T("here: this closure runs inside an optimizer step that turns grad off")
         return replace(e, spans=(Span(Location(site.filename, line), label),), fixes=(*closure, *e.fixes))
@@ -466,9 +470,53 @@ def _closure_fix(f: Failure, tree: ast.Module, line: int) -> tuple[Fix, ...]:
     )
 
 
-def linecache_line(filename: str, line: int) -> str:
-    import linecache
+# NOTE [A reentrant checkpoint on inputs without grad]
+# torch.utils.checkpoint's reentrant implementation (use_reentrant=True) runs the function
+# under no_grad and builds its node only if one of the *inputs* requires grad: a layer
+# checkpointed on hidden states from a frozen embedding (LoRA fine-tuning with the base
+# model frozen) returns an output without a graph, although the layer's own parameters
+# (the adapters) require grad; the loss then has no grad_fn. torch's documentation
+# recommends use_reentrant=False, which records the parameters' gradients in any case
+# (gradlab.WRITERS, the checkpoint row). Read from the user's files: a checkpoint call with
+# use_reentrant=True, when no cut lies on the loss's path in the failing function.
+def _reentrant_fix(f: Failure) -> tuple[Fix, ...]:
+    files = {f.site.filename} if f.site is not None else set()
+    files |= {frame.f_code.co_filename for frame, _line in f.outer}
+    for filename in sorted(files):
+        source = "".join(linecache.getlines(filename))
+        tree = parse(source) if source else None
+        for node in ast.walk(tree) if tree is not None else ():
+            if not (isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "checkpoint"):
+                continue
+            flag = next((k for k in node.keywords if k.arg == "use_reentrant"), None)
+            if flag is None or not (isinstance(flag.value, ast.Constant) and flag.value.value is True):
+                continue
+            if node.lineno != node.end_lineno:
+                continue
+            text = linecache_line(filename, node.lineno)
+            new = re.sub(r"use_reentrant\s*=\s*True", "use_reentrant=False", text, count=1)
+            if new == text:
+                continue
+            fix = Fix(
+                summary=T(
+                    "checkpoint with use_reentrant=False at {where}: the reentrant checkpoint builds no graph when "
+                    "none of its inputs requires grad (hidden states from a frozen embedding), even if the "
+                    "checkpointed layer's own parameters do",
+                    where=Location(filename, node.lineno).where,
+                ),
+                trains=T(
+                    "{loss} then trains the checkpointed layers' parameters that require grad", loss=T("the loss")
+                ),
+                edits=(Edit(filename, node.lineno, node.lineno, new),),
+            )
+            return tuple(
+                replace(x, claims=x.claims or f.claims())
+                for x in judged([Proposal(fix, None, True)], Context(site=f.site))
+            )
+    return ()
 
+
+def linecache_line(filename: str, line: int) -> str:
     return linecache.getline(filename, line).rstrip("\n")
 
 
