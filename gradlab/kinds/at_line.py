@@ -204,6 +204,12 @@ def _numpy_in_torch(f: Failure, st: ast.stmt, text: str) -> str | None:
         spots.append(
             (call.col_offset, call.end_col_offset or 0, f"{torch_name}.{name}({', '.join([arg, *rest, *keywords])})")
         )
+    return _spliced(text, spots)
+
+
+def _spliced(text: str, spots: list[tuple[int, int, str]]) -> str | None:
+    """``text`` with each ``(start, end, new)`` put in place of its columns (UTF-8 byte offsets, as ast gives them);
+    None when there is none."""
     if not spots:
         return None
     raw = text.encode("utf-8")
@@ -261,12 +267,7 @@ def _numpy_arguments(f: Failure, st: ast.stmt, text: str) -> str | None:
                             f"{part}.detach()" if simple else f"({part}).detach()",
                         )
                     )
-    if not spots:
-        return None
-    raw = text.encode("utf-8")
-    for start, end, new in sorted(spots, reverse=True):
-        raw = raw[:start] + new.encode("utf-8") + raw[end:]
-    return raw.decode("utf-8")
+    return _spliced(text, spots)
 
 
 def _backward_call(st: ast.stmt) -> ast.Call | None:
