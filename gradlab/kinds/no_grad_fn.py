@@ -556,15 +556,16 @@ def _reach_of(f: Failure, source: str) -> tuple[str, ...]:
     if site is None:
         return ()
     try:
-        read = names(ast.parse(source), ast.Load)
+        tree = ast.parse(source)
     except SyntaxError:
         return ()
     leaves: set[int] = set()
-    for name in read:
+    for name in names(tree, ast.Load):
         value = f.namespace.get(name)
         if isinstance(value, torch.Tensor) and value.grad_fn is not None:
             leaves |= leaves_of(value)
-    return tuple(sorted(m for m, ids in site.modules.items() if ids & leaves))
+    # and the models it calls itself (self.qnetwork_local(states).gather(1, actions))
+    return tuple(sorted({m for m, ids in site.modules.items() if ids & leaves} | set(_called_modules(site, tree))))
 
 
 def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
