@@ -591,13 +591,17 @@ def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> t
     its name, else the user's models the statements computing it call) limited to the
     modules whose optimizer steps on it.
     """
-    from .source import after, calls_method, feeding, names, preceding
+    from .source import after, feeding, names, preceding
 
     tree = site.tree() if site is not None else None
     if site is None or tree is None:
         return ()
     out: dict[str, tuple[str, ...]] = {}
-    for st in after(tree, line):
+    # every backward the loop runs: those after the line, then those of the loop's body before it (the next
+    # iteration runs them; a failure in the actor's forward after the critics' backwards leaves theirs as they are)
+    body = loop_body_of(tree, line) or []
+    earlier = [st for st in body if (st.end_lineno or st.lineno) < line]
+    for st in [*after(tree, line), *earlier]:
         for node in ast.walk(st):
             if not (
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward"
@@ -635,6 +639,4 @@ def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> t
                 reach = {m for m in modules if any(calls_into(c, m) for c in called)}
             intent = site_intent(site, node.lineno)
             out[loss] = _one_name_each(site, reach & set(intent.trained) if intent.known else reach)
-        if calls_method(st, ("backward",)) and out:
-            break
     return tuple(sorted(out.items()))
