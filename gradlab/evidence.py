@@ -529,7 +529,12 @@ def leaves_below(fn: Any, stop: Any = None) -> tuple[set[int], bool]:
 
 
 def resolve_name(expr: ast.expr, namespace: Mapping[str, Any]) -> Any:
-    parts = ast.unparse(expr).split(".")
+    return resolve_dotted(ast.unparse(expr), namespace)
+
+
+def resolve_dotted(dotted: str, namespace: Mapping[str, Any]) -> Any:
+    """The value of ``self.net.head`` in ``namespace`` (None when a part is missing)."""
+    parts = dotted.split(".")
     value = namespace.get(parts[0])
     for part in parts[1:]:
         value = getattr(value, part, None)

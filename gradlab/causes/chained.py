@@ -12,7 +12,18 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, Problem, Topology, in_site, leaves_of, receiver, saved_line, sequence_of, var_named
+from ..evidence import (
+    Facts,
+    Problem,
+    Topology,
+    in_site,
+    leaves_of,
+    receiver,
+    resolve_dotted,
+    saved_line,
+    sequence_of,
+    var_named,
+)
 from ..fixes import (
     Fix,
     Proposal,
@@ -198,12 +209,10 @@ def _calls_stepped(st: ast.stmt, namespace: Mapping[str, Any], params: frozenset
     for n in ast.walk(st):
         if not isinstance(n, ast.Call):
             continue
-        parts = ast.unparse(n.func).split(".")
-        if not all(p.isidentifier() for p in parts):
+        dotted = ast.unparse(n.func)
+        if not all(part.isidentifier() for part in dotted.split(".")):
             continue
-        value: Any = namespace.get(parts[0])
-        for part in parts[1:]:
-            value = getattr(value, part, None)
+        value = resolve_dotted(dotted, namespace)
         if isinstance(value, torch.nn.Module) and any(id(p) in params for p in value.parameters()):
             return True
     return False

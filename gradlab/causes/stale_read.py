@@ -29,7 +29,7 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, sequence_of
+from ..evidence import Facts, resolve_dotted, sequence_of
 from ..fixes import Fix, Proposal
 from ..graph import Graph, walk
 from ..i18n import T
@@ -77,11 +77,7 @@ def _stores(st: ast.stmt) -> set[str]:
 
 
 def _value(namespace: Mapping[str, Any], dotted: str) -> Any:
-    parts = dotted.split(".")
-    value = namespace.get(parts[0])
-    for part in parts[1:]:
-        value = getattr(value, part, None)
-    return value
+    return resolve_dotted(dotted, namespace)
 
 
 def _holds(t: object, name: str, seq: int) -> bool:
