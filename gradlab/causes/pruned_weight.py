@@ -98,11 +98,12 @@ def pruned_fixes(ctx: Context) -> list[Proposal]:
     ]
     if not body or not site.holds(body[0].lineno):
         return []
+    # names of their own (a user's `mask` or `m` of the loop is left alone)
     text = (
-        f"for m in {model}.modules():  # pruned weights a module's forward would recompute (prune's hook)\n"
-        f"    for name, mask in m.named_buffers(recurse=False):\n"
-        f'        if name.endswith("_mask") and hasattr(m, name[:-5] + "_orig"):\n'
-        f'            setattr(m, name[:-5], getattr(m, name[:-5] + "_orig") * mask)'
+        f"for _pruned in {model}.modules():  # pruned weights a module's forward would recompute (prune's hook)\n"
+        f"    for _buffer, _mask in _pruned.named_buffers(recurse=False):\n"
+        f'        if _buffer.endswith("_mask") and hasattr(_pruned, _buffer[:-5] + "_orig"):\n'
+        f'            setattr(_pruned, _buffer[:-5], getattr(_pruned, _buffer[:-5] + "_orig") * _mask)'
     )
     edit = insert_lines(ctx, body[0].lineno, text)
     if edit is None:
