@@ -41,6 +41,8 @@ __all__ = [
     "user_frames_of",
     "loop_claims",
     "calls_into",
+    "holds_node",
+    "stepped_params",
 ]
 
 
@@ -476,6 +478,26 @@ def steps_between(
     """The optimizer steps that ran between the freeing backward and the failing one."""
     end = failing.event if failing is not None else None
     return [(loc, name) for index, loc, name in tracker.steps if index > call.event and (end is None or index <= end)]
+
+
+def holds_node(t: object, node: GraphNode) -> bool:
+    """``t`` is a tensor whose live graph holds ``node`` (a node of a collected :class:`Graph`, matched by its name
+    and sequence number): the tensor of the frame a failing node belongs to."""
+    if not isinstance(t, torch.Tensor) or t.grad_fn is None or node.seq is None:
+        return False
+    return any(sequence_of(fn) == node.seq and internals.node_name(fn) == node.name for fn in walk([t.grad_fn]))
+
+
+def stepped_params(facts: Facts) -> frozenset[int]:
+    """The ids of the parameters an optimizer holds: the frame's optimizers, and every optimizer the tracker saw
+    stepping, wherever it is kept."""
+    site = facts.site
+    held: frozenset[int] = (
+        frozenset().union(*site.optimizers.values()) if site is not None and site.optimizers else frozenset()
+    )
+    if facts.tracker is not None:
+        held |= frozenset().union(*(e.params for e in facts.tracker.optimizer_calls if e.kind == "step"))
+    return held
 
 
 def leaves_of(t: torch.Tensor) -> set[int]:

@@ -25,11 +25,10 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, leaves_below, sequence_of
+from ..evidence import Facts, holds_node, leaves_below, stepped_params
 from ..fixes import Fix, Proposal, keeping
-from ..graph import Graph, walk
+from ..graph import Graph
 from ..i18n import T
-from ..internals import node_name
 
 if TYPE_CHECKING:
     from ..evidence import Problem
@@ -54,9 +53,7 @@ def frozen_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Con
     node = next((n for n in graph.nodes if n.id == p.node_id), None)
     if site is None or node is None or node.seq is None:
         return None
-    held: frozenset[int] = frozenset().union(*site.optimizers.values()) if site.optimizers else frozenset()
-    if facts.tracker is not None:
-        held |= frozenset().union(*(e.params for e in facts.tracker.optimizer_calls if e.kind == "step"))
+    held = stepped_params(facts)
     if not held:
         return None
     modules = {
@@ -66,10 +63,9 @@ def frozen_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Con
     }
     for value in list(facts.namespace.values()):
         for t in _tensors(value):
-            fn = t.grad_fn
-            if fn is None or not any(sequence_of(g) == node.seq and node_name(g) == node.name for g in walk([fn])):
+            if not holds_node(t, node):
                 continue
-            leaves, _ = leaves_below(fn)
+            leaves, _ = leaves_below(t.grad_fn)
             if not leaves or leaves & held:
                 continue  # the loss itself, or a tensor of what the loop trains: not a target computed once
             owner = next(

@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..context import Context
-from ..evidence import Facts, sequence_of
+from ..evidence import Facts, holds_node
 from ..fixes import Fix, Proposal, insert_lines, keeping
-from ..graph import Graph, walk
+from ..graph import Graph
 from ..i18n import T
-from ..internals import node_name
 from ..source import function_of, loop_body_of
 
 if TYPE_CHECKING:
@@ -71,10 +70,8 @@ def pruned_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Con
         return None
     for name, model in _models(facts.namespace):
         for module in model.modules():
-            for _tensor_name, tensor in _pruned(module):
-                fn = tensor.grad_fn
-                if fn is not None and any(sequence_of(g) == node.seq and node_name(g) == node.name for g in walk([fn])):
-                    return replace(base, extra={**base.extra, "pruned_model": name})
+            if any(holds_node(tensor, node) for _tensor_name, tensor in _pruned(module)):
+                return replace(base, extra={**base.extra, "pruned_model": name})
     return None
 
 

@@ -13,11 +13,10 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, Problem, leaves_below, sequence_of
+from ..evidence import Facts, Problem, holds_node, leaves_below, sequence_of, stepped_params
 from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, statements_text
-from ..graph import Graph, walk
+from ..graph import Graph
 from ..i18n import T
-from ..internals import node_name
 from ..location import Location
 from ..rewrite import detached_value
 from ..source import loop_around, loop_body_of, names, preceding, statement_at
@@ -39,7 +38,7 @@ def _bound_before_loop(graph: Graph, p: Problem, facts: Facts) -> int | None:
     for key, value in facts.namespace.items():
         if not isinstance(key, str) or key in assigned or not isinstance(value, torch.Tensor) or value.grad_fn is None:
             continue
-        if not any(sequence_of(fn) == node.seq and node_name(fn) == node.name for fn in walk([value.grad_fn])):
+        if not holds_node(value, node):
             continue
         binding = [st for st in preceding(tree, loop.lineno) if key in names(st, ast.Store) and site.holds(st.lineno)]
         if binding:
@@ -281,14 +280,11 @@ def kept_constant_context(
     tree = site.tree() if site is not None else None
     if site is None or tree is None or node is None or node.seq is None:
         return None
-    held: frozenset[int] = frozenset().union(*site.optimizers.values()) if site.optimizers else frozenset()
-    if facts.tracker is not None:
-        held |= frozenset().union(*(e.params for e in facts.tracker.optimizer_calls if e.kind == "step"))
+    held = stepped_params(facts)
     for dotted, attr, tensor in _held_tensors(facts.namespace):
-        fn = tensor.grad_fn
-        if fn is None or not any(sequence_of(g) == node.seq and node_name(g) == node.name for g in walk([fn])):
+        if not holds_node(tensor, node):
             continue
-        leaves, _ = leaves_below(fn)
+        leaves, _ = leaves_below(tensor.grad_fn)
         if leaves & held:
             continue  # an optimizer trains what it was computed from: not a constant
         if not held:

@@ -29,11 +29,10 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, resolve_dotted, sequence_of
+from ..evidence import Facts, holds_node, resolve_dotted
 from ..fixes import Fix, Proposal
-from ..graph import Graph, walk
+from ..graph import Graph
 from ..i18n import T
-from ..internals import node_name
 from ..source import function_of, preceding, statement_at
 
 if TYPE_CHECKING:
@@ -76,17 +75,6 @@ def _stores(st: ast.stmt) -> set[str]:
     return found
 
 
-def _value(namespace: Mapping[str, Any], dotted: str) -> Any:
-    return resolve_dotted(dotted, namespace)
-
-
-def _holds(t: object, name: str, seq: int) -> bool:
-    """``t`` is a tensor whose graph holds the node ``name`` with sequence number ``seq``."""
-    if not isinstance(t, torch.Tensor) or t.grad_fn is None:
-        return False
-    return any(sequence_of(g) == seq and node_name(g) == name for g in walk([t.grad_fn]))
-
-
 def stale_read_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
     """The context when the failing loss reads a stale tensor next to a fresh forward (NOTE above)."""
     site, line, loss = facts.site, facts.backward_line, base.loss
@@ -104,7 +92,7 @@ def stale_read_context(base: Context, p: Problem, facts: Facts, graph: Graph) ->
         if isinstance(st, (ast.Assign, ast.AugAssign)) and _stores(st) & needed:
             path.append(st)
             needed |= _reads(st.value)
-    stale = sorted(d for d in needed if d != loss and _holds(_value(facts.namespace, d), node.name, node.seq))
+    stale = sorted(d for d in needed if d != loss and holds_node(resolve_dotted(d, facts.namespace), node))
     for s in stale:
         readers = [st for st in path if s in _reads(st.value)]
         for k, st in enumerate(before):
@@ -113,12 +101,12 @@ def stale_read_context(base: Context, p: Problem, facts: Facts, graph: Graph) ->
             target = _dotted(st.targets[0])
             if target is None or target == s or not site.holds(st.lineno):
                 continue
-            fresh = _value(facts.namespace, target)
+            fresh = resolve_dotted(target, facts.namespace)
             twin = (
                 target.split(".")[-1] == s.split(".")[-1]
                 and isinstance(fresh, torch.Tensor)
                 and fresh.grad_fn is not None
-                and not _holds(fresh, node.name, node.seq)
+                and not holds_node(fresh, node)
                 and readers
                 and all(r.lineno > st.lineno for r in readers)
             )
@@ -144,7 +132,9 @@ def _dead_forward(st: ast.Assign, later: list[ast.stmt], target: str, namespace:
     """``target = model(...)`` (a call of a module of the frame) rebound by a later statement before anything reads
     it."""
     call = st.value
-    if not isinstance(call, ast.Call) or not isinstance(_value(namespace, _dotted(call.func) or ""), torch.nn.Module):
+    if not isinstance(call, ast.Call) or not isinstance(
+        resolve_dotted(_dotted(call.func) or "", namespace), torch.nn.Module
+    ):
         return False
     for other in later:
         if target in _reads(other):

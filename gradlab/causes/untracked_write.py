@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, Problem, calls_name, in_site, receiver, torch_alias
+from ..evidence import Facts, Problem, calls_name, in_site, receiver, stepped_params, torch_alias
 from ..fixes import Fix, Proposal, all_edits, claim, edit_at, indent_of, keeping, span_of
 from ..i18n import T
 from ..rewrite import replace_reads
@@ -30,9 +30,7 @@ def target_context(ctx: Context, p: Problem, facts: Facts) -> Context | None:
     site, model = facts.site, ctx.model
     if site is None or model is None or model not in site.modules or not site.optimizers:
         return None
-    held: frozenset[int] = frozenset().union(*site.optimizers.values())
-    if facts.tracker is not None:  # and every optimizer seen stepping, wherever it is kept
-        held |= frozenset().union(*(e.params for e in facts.tracker.optimizer_calls if e.kind == "step"))
+    held = stepped_params(facts)  # the frame's optimizers and every optimizer seen stepping
     if site.modules[model] & held:
         return None
     line = in_site(facts, p.saved_at)
