@@ -11,6 +11,10 @@ wrote, the sites alone give three rewrites, each checked and run like any fix:
   the written tensors run again after the write, in the function that runs both;
 - **move the write after the backward**: when the write is a statement of that
   function and nothing between it and the backward reads what it writes.
+
+For a graph an earlier backward freed (NOTE [Candidates for a freed graph]): keep
+that graph for the failing backward and send the failing loss's gradient only into
+the models the code's optimizers step on it.
 """
 
 from __future__ import annotations
@@ -22,15 +26,26 @@ from dataclasses import replace
 from .context import Context
 from .edits import Edit
 from .evidence import Facts, Problem
-from .fixes import Fix, Proposal, all_edits, claim, edit_at, insert_lines, keeping, span_of, statements_text
+from .fixes import (
+    Fix,
+    Proposal,
+    all_edits,
+    claim,
+    edit_at,
+    insert_lines,
+    keeping,
+    replace_line,
+    span_of,
+    statements_text,
+)
 from .graph import Graph
 from .i18n import T, join
 from .location import Location
-from .rewrite import replace_reads, split_comment
+from .rewrite import inputs_keyword, replace_reads, split_comment, with_keyword
 from .source import enclosing_blocks, names, statement_at
 from .writers import documented
 
-__all__ = ["stale_reads", "general_fixes"]
+__all__ = ["stale_reads", "general_fixes", "freed_fixes"]
 
 
 def _read(line: str, expr: str) -> bool:
@@ -219,6 +234,115 @@ def general_fixes(ctx: Context) -> list[Proposal]:
     """The general candidates for a write to a saved tensor, best first (each only where its rewrite exists)."""
     found = [_clone_where_saved(ctx), _recompute_after_write(ctx), _move_write(ctx)]
     return [f for f in found if f is not None]
+
+
+def _outer(models: set[str]) -> tuple[str, ...]:
+    """``models`` without those another of them holds by name (``self.net`` when ``self`` is there)."""
+    return tuple(sorted(m for m in models if not any(m.startswith(o + ".") for o in models if o != m)))
+
+
+def _keep_and_route(ctx: Context) -> Proposal | None:
+    """The failing backward run on the graph as the code built it: the earlier backward keeps what it would free
+    (``retain_graph=True``) where the failing loss needs it, and the failing backward goes into the models the
+    loop's optimizers step on it (``inputs=``) where a step in between, or the freed part, lies elsewhere."""
+    intent, site, at = ctx.intent, ctx.site, ctx.freeing_at
+    if intent is None or site is None or at is None or not ctx.loss or ctx.backward_line is None:
+        return None
+    trained = set(intent.trained) & set(ctx.reach)
+    if not trained or trained & set(ctx.stepped_between) or trained & set(ctx.behind_stepped):
+        return None  # as written, the loss would train a stepped model on its old weights: a recompute's case
+    models = _outer(trained)
+    retain = bool(trained & set(ctx.freed_reach))  # the freed part lies on the way to the trained models
+    route = bool(ctx.stepped_between) or not retain
+    inputs = inputs_keyword(models) if route else None
+    if route and inputs is None:
+        return None
+    here = Location(site.filename, ctx.backward_line)
+    same = at.filename == here.filename and at.lineno == here.lineno
+    failing_text = site.text(ctx.backward_line)
+    edits: list[Edit | None] = []
+    if retain and not same:
+        code = at.code
+        edits.append(edit_at(ctx, at, with_keyword(code, "backward", "retain_graph=True") if code else None))
+    text: str | None = failing_text
+    if route and inputs is not None:
+        text = with_keyword(text, "backward", inputs) if text else None
+    if retain and same and text is not None:
+        text = with_keyword(text, "backward", "retain_graph=True")
+    if text != failing_text:
+        edits.append(replace_line(ctx, ctx.backward_line, text))
+    found = all_edits(*edits)
+    if not found:
+        return None
+    names = join(list(models), T(" and "))
+    if retain and route:
+        summary = T(
+            "keep the graph {earlier}.backward() frees (retain_graph=True at {where}), and backward {loss} into "
+            "{models}'s parameters only ({inputs})",
+            earlier=ctx.e,
+            where=at.where,
+            loss=ctx.l,
+            models=names,
+            inputs=inputs or "",
+        )
+    elif retain:
+        summary = T(
+            "keep the graph {earlier}.backward() frees (retain_graph=True at {where}): {loss} goes through it again",
+            earlier=ctx.e,
+            where=at.where,
+            loss=ctx.l,
+        )
+    else:
+        summary = T(
+            "backward {loss} into {models}'s parameters only ({inputs}): it then never enters the part of the graph "
+            "{earlier}.backward() freed",
+            loss=ctx.l,
+            models=names,
+            inputs=inputs or "",
+            earlier=ctx.e,
+        )
+    return Proposal(
+        Fix(
+            keeps_forward=True,
+            summary=summary,
+            trains=T(
+                "{loss} trains {models}, from the forward as it ran, as your loop's optimizers ask",
+                loss=ctx.l,
+                models=names,
+            ),
+            cost=T("the kept graph's saved tensors stay in memory until {loss}.backward()", loss=ctx.l)
+            if retain
+            else None,
+            edits=tuple(sorted(found, key=lambda e: (e.filename, e.start))),
+            claims=claim(ctx, models),
+        ),
+        models,
+        True,
+    )
+
+
+def freed_fixes(ctx: Context) -> list[Proposal]:
+    """The general candidates for a graph an earlier backward freed (NOTE [Candidates for a freed graph])."""
+    found = [_keep_and_route(ctx)]
+    return [f for f in found if f is not None]
+
+
+# NOTE [Candidates for a freed graph]
+# A graph one backward freed and a later backward needs: the loop as written asks
+# for the gradient of the later loss through the graph it built, into the models
+# the code's optimizers step on that loss (the loop's intent, gradlab.loop). Two
+# keywords give exactly that, where the sites allow: retain_graph=True on the
+# freeing backward when the freed part lies on the way to those models, and
+# inputs= on the failing backward when an optimizer stepped in between (its
+# model's saved weights are stale: the failing backward must not enter its
+# nodes) or when the freed part lies elsewhere (then inputs= alone avoids it).
+# Not offered when a model the loss should train was stepped in between, or sits
+# below a node that reads a stepped model's weights (a generator behind its
+# stepped discriminator): there the code as written would use weights a step
+# changed, and a recompute after the step is the fix (the causes write it).
+# Gradient from the failing loss that inputs= drops is that of models no
+# optimizer steps on it (their zero_grad() clears it first), so the training is
+# the one the loop asks for; gradlab fix checks it by running.
 
 
 # NOTE [Candidates]

@@ -127,6 +127,13 @@ class Context:
     stale: tuple[tuple[Location, str], ...] = ()
     stale_lines: tuple[int, ...] = ()  # the statements of the file that assign a constant kept on an object
     after_write: tuple[int, ...] = ()  # the statements to run again after a write (not a step) to read its values
+    # a freed graph (NOTE [Candidates for a freed graph] in gradlab.candidates): the backward that freed it, the
+    # models below the freed node, the models an optimizer stepped between the two backwards, and the models
+    # the failing loss reaches only through a node that reads a stepped model's weights
+    freeing_at: Location | None = None
+    freed_reach: tuple[str, ...] = ()
+    stepped_between: tuple[str, ...] = ()
+    behind_stepped: tuple[str, ...] = ()
 
     # -- the user's names, or descriptions ----------------------------------------------------------
     @property

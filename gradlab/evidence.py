@@ -120,6 +120,19 @@ class Topology:
                     return name
         return _module(given)
 
+    def behind(self, models: Iterable[str]) -> frozenset[str]:
+        """The models reached only through a node that reads a parameter of ``models`` (a backward into them runs
+        that node, which needs the weight it saved): below such a node, other than ``models`` themselves."""
+        wanted = set(models)
+        found: set[str] = set()
+        for n in self.graph.nodes:
+            if n.kind == "leaf":
+                continue
+            reads = {self.owner(self.by_id[m].given) for m in n.next_ids if self.by_id[m].kind == "leaf"}
+            if reads & wanted:
+                found |= self.models_below(n.id) - wanted
+        return frozenset(found)
+
     def entry(self, model: str) -> tuple[GraphNode, GraphNode] | None:
         """The node whose output carries ``model``'s result into the rest, and its consumer."""
         for n in self.graph.nodes:  # breadth first from the outputs: the first found is the highest
@@ -397,7 +410,7 @@ def claims_of_others(
             if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"):
                 continue
             name = ast.unparse(n.func.value)
-            value = namespace.get(name)
+            value = value_of(name, namespace)
             if name == failing_loss or not isinstance(value, torch.Tensor) or value.grad_fn is None:
                 continue
             leaves = {id(fn.variable) for fn in walk([value.grad_fn]) if hasattr(fn, "variable")}
@@ -480,6 +493,20 @@ def steps_between(
     return [(loc, name) for index, loc, name in tracker.steps if index > call.event and (end is None or index <= end)]
 
 
+def stepped_between(facts: Facts, call: BackwardCall, failing: BackwardCall | None) -> tuple[str, ...]:
+    """The frame's models an optimizer stepped (or a module's own update wrote) between the backward ``call`` and
+    the failing one, by the parameters the recorded steps hold."""
+    tracker, site = facts.tracker, facts.site
+    if tracker is None or site is None:
+        return ()
+    end = failing.index if failing is not None else None
+    params: set[int] = set()
+    for e in tracker.optimizer_calls:
+        if e.kind == "step" and call.index < e.after and (end is None or e.after <= end):
+            params |= e.params
+    return tuple(sorted(m for m, ids in site.modules.items() if ids & params))
+
+
 def holds_node(t: object, node: GraphNode) -> bool:
     """``t`` is a tensor whose live graph holds ``node`` (a node of a collected :class:`Graph`, matched by its name
     and sequence number): the tensor of the frame a failing node belongs to."""
@@ -509,7 +536,7 @@ def from_frame(base: Context, facts: Facts, optimizer: str | None) -> Context:
     the failing loss reaches, read from its tensor in the frame and the frame's modules; the stepped model is
     the one ``optimizer`` (the step that wrote the saved weight) holds."""
     site = facts.site
-    value = facts.namespace.get(base.loss) if base.loss else None
+    value = value_of(base.loss, facts.namespace) if base.loss else None
     if base.model is not None or base.reach or site is None or not isinstance(value, torch.Tensor):
         return base
     leaves = leaves_of(value)
@@ -561,6 +588,32 @@ def resolve_dotted(dotted: str, namespace: Mapping[str, Any]) -> Any:
     for part in parts[1:]:
         value = getattr(value, part, None)
     return value
+
+
+def value_of(expr: str, namespace: Mapping[str, Any]) -> Any:
+    """The value the expression ``expr`` reads in ``namespace``, for names, attributes and constant subscripts of
+    dicts, lists and tuples only (``loss["actor"]``, ``out.losses[0]``, ``self.net``); None for anything else (a
+    call: reading it must not run the user's code)."""
+    try:
+        node: ast.expr = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return None
+    return _value(node, namespace)
+
+
+def _value(node: ast.expr, namespace: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Name):
+        return namespace.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = _value(node.value, namespace)
+        return None if base is None else getattr(base, node.attr, None)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        base, key = _value(node.value, namespace), node.slice.value
+        if isinstance(base, dict):
+            return base.get(key)
+        if isinstance(base, (list, tuple)) and isinstance(key, int) and -len(base) <= key < len(base):
+            return base[key]
+    return None
 
 
 def backward_line_after(site: Site | None, lineno: int) -> int | None:
@@ -635,12 +688,12 @@ def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> t
             ):
                 continue
             loss = ast.unparse(node.func.value)
-            if loss in out or not loss.isidentifier():
-                continue
-            value = namespace.get(loss)
+            value = value_of(loss, namespace) if loss not in out else None
             if isinstance(value, torch.Tensor) and value.grad_fn is not None:
                 ids = leaves_of(value)
                 reach = {m for m, held in site.modules.items() if held & ids}
+            elif loss in out or not loss.isidentifier():
+                continue
             else:
                 before = preceding(tree, node.lineno)
                 lines = feeding(before, {loss})

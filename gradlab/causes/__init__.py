@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..candidates import after_write_lines, general_fixes, stale_reads
+from ..candidates import after_write_lines, freed_fixes, general_fixes, stale_reads
 from ..context import CAUSES, Cause, Context
 from ..evidence import (
     Facts,
@@ -48,7 +48,9 @@ from ..evidence import (
     same_root,
     sequence_of,
     short_name,
+    stepped_between,
     steps_between,
+    value_of,
     var_named,
 )
 from ..fixes import Fix, Proposal
@@ -308,6 +310,15 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         # the step's optimizer too: the forward of the model it stepped is what a recompute runs again
         ctx = replace(ctx, step_line=in_site(facts, steps[0][0]), optimizer=_updater(steps[0][0].code))
     ctx = step_context(ctx, p, graph, topo, facts, None, node_id)
+    if call is not None:
+        stepped = stepped_between(facts, call, failing)
+        ctx = replace(
+            ctx,
+            freeing_at=call.location,
+            freed_reach=tuple(sorted(topo.models_below(node_id))),
+            stepped_between=stepped,
+            behind_stepped=tuple(sorted(topo.behind(stepped))),
+        )
     if facts.tracker is not None and call is not None:
         ctx = replace(ctx, step_between=bool(steps))
         if steps and steps[0][0] is not None:
@@ -391,7 +402,7 @@ def _with_bare_parameters(reach: tuple[str, ...], facts: Facts, loss: str | None
     """``reach`` with the parameters of no module the loss reaches (an image a style transfer optimizes), by the
     names the frame gives them (:func:`gradlab.loop.read_site`): the graph's names hold modules only."""
     site = facts.site
-    value = facts.namespace.get(loss) if loss else None
+    value = value_of(loss, facts.namespace) if loss else None
     if site is None or not isinstance(value, torch.Tensor) or value.grad_fn is None:
         return reach
     bare = {
@@ -466,7 +477,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = stale_read_fixes(ctx)
     else:  # unknown: the two likeliest families, each with what it trains
         proposals = [*in_place_fixes(ctx)[:1], *chained_fixes(ctx, False)[:1], *carried_fixes(ctx)[:1]]
-    return judged(_with_general(proposals, general_fixes(ctx)), ctx)
+    general = freed_fixes(ctx) if cause == "shared_graph_freed" else general_fixes(ctx)
+    return judged(_with_general(proposals, general), ctx)
 
 
 def _with_general(proposals: list[Proposal], general: list[Proposal]) -> list[Proposal]:

@@ -13,7 +13,7 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, Problem, holds_node, leaves_below, sequence_of, stepped_params
+from ..evidence import Facts, Problem, holds_node, leaves_below, sequence_of, stepped_params, value_of
 from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, statements_text
 from ..graph import Graph
 from ..i18n import T
@@ -106,7 +106,7 @@ def snapshot_context(base: Context, facts: Facts, call: BackwardCall | None) -> 
     it is a constant of the loop: detach it before the loop. (Without a fresh
     forward in the loop, the stale forward is recomputed instead, ``stale_forward_context``.)
     """
-    site, loss = facts.site, facts.namespace.get(base.loss) if base.loss else None
+    site, loss = facts.site, value_of(base.loss, facts.namespace) if base.loss else None
     if site is None or facts.backward_line is None or call is None or call.newest_node is None:
         return None
     if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
