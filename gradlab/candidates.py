@@ -248,6 +248,8 @@ def _keep_and_route(ctx: Context) -> Proposal | None:
     intent, site, at = ctx.intent, ctx.site, ctx.freeing_at
     if intent is None or site is None or at is None or not ctx.loss or ctx.backward_line is None:
         return None
+    if ctx.step_between and not ctx.stepped_between:
+        return None  # weights moved in between by an update the record cannot name (SAM's ascent, extrapolate())
     trained = set(intent.trained) & set(ctx.reach)
     if not trained or trained & set(ctx.stepped_between) or trained & set(ctx.behind_stepped):
         return None  # as written, the loss would train a stepped model on its old weights: a recompute's case
@@ -336,7 +338,8 @@ def freed_fixes(ctx: Context) -> list[Proposal]:
 # inputs= on the failing backward when an optimizer stepped in between (its
 # model's saved weights are stale: the failing backward must not enter its
 # nodes) or when the freed part lies elsewhere (then inputs= alone avoids it).
-# Not offered when a model the loss should train was stepped in between, or sits
+# Not offered when weights moved in between by an update the record does not name
+# (an optimizer's own update that is not step()), when a model the loss should train was stepped in between, or sits
 # below a node that reads a stepped model's weights (a generator behind its
 # stepped discriminator): there the code as written would use weights a step
 # changed, and a recompute after the step is the fix (the causes write it).

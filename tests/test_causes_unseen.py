@@ -68,6 +68,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a feature network no optimizer holds, left trainable, encodes a reference once before the loop: frozen
     # where it is made (NOTE [A feature extractor left trainable])
     "perceptual_reference_encoded_once": ("stale_forward", (("perceptual", ("denoiser",)),)),
+    # a GAN whose discriminator scores real and generated samples in one forward, the generator stepped before
+    # the discriminator's loss on the same scores: that graph kept, the loss routed into the discriminator alone
+    # (NOTE [Candidates for a freed graph])
+    "batched_scores_two_losses": ("shared_graph_freed", (("critic_loss", ("scorer",)), ("gen_loss", ("maker",)))),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

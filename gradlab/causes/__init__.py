@@ -477,14 +477,29 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = stale_read_fixes(ctx)
     else:  # unknown: the two likeliest families, each with what it trains
         proposals = [*in_place_fixes(ctx)[:1], *chained_fixes(ctx, False)[:1], *carried_fixes(ctx)[:1]]
-    general = freed_fixes(ctx) if cause == "shared_graph_freed" else general_fixes(ctx)
-    return judged(_with_general(proposals, general), ctx)
+    if cause == "shared_graph_freed":
+        return judged(_with_general(proposals, freed_fixes(ctx), keep_first=True), ctx)
+    return judged(_with_general(proposals, general_fixes(ctx)), ctx)
 
 
-def _with_general(proposals: list[Proposal], general: list[Proposal]) -> list[Proposal]:
+def _with_general(proposals: list[Proposal], general: list[Proposal], keep_first: bool = False) -> list[Proposal]:
     """The cause's fixes with code, then the general candidates it does not already make, then its sentences
-    (NOTE [Candidates] in :mod:`gradlab.candidates`)."""
+    (NOTE [Candidates] in :mod:`gradlab.candidates`).
+
+    ``keep_first``: a general candidate that computes what the failing code computed comes before a cause's fix
+    that does not (for a freed graph: a recompute after a step the loss does not need gives other values, where
+    the code as written asks for these)."""
     made = {p.fix.edits for p in proposals if p.fix.edits}
     extra = [g for g in general if g.fix.edits not in made]
     coded = [p for p in proposals if p.fix.edits]
+    keep = [g for g in extra if g.fix.keeps_forward] if keep_first else []
+    if keep:
+        kept = [p for p in coded if p.fix.keeps_forward is not False]
+        return [
+            *kept,
+            *keep,
+            *(p for p in coded if p not in kept),
+            *(g for g in extra if g not in keep),
+            *(p for p in proposals if not p.fix.edits),
+        ]
     return [*coded, *extra, *(p for p in proposals if not p.fix.edits)]
