@@ -279,9 +279,8 @@ def _keep_and_route(ctx: Context) -> Proposal | None:
     names = join(list(models), T(" and "))
     if retain and route:
         summary = T(
-            "keep the graph {earlier}.backward() frees (retain_graph=True at {where}), and backward {loss} into "
+            "keep the graph the backward at {where} frees (retain_graph=True there), and backward {loss} into "
             "{models}'s parameters only ({inputs})",
-            earlier=ctx.e,
             where=at.where,
             loss=ctx.l,
             models=names,
@@ -289,19 +288,18 @@ def _keep_and_route(ctx: Context) -> Proposal | None:
         )
     elif retain:
         summary = T(
-            "keep the graph {earlier}.backward() frees (retain_graph=True at {where}): {loss} goes through it again",
-            earlier=ctx.e,
+            "keep the graph the backward at {where} frees (retain_graph=True there): {loss} goes through it again",
             where=at.where,
             loss=ctx.l,
         )
     else:
         summary = T(
             "backward {loss} into {models}'s parameters only ({inputs}): it then never enters the part of the graph "
-            "{earlier}.backward() freed",
+            "the backward at {where} freed",
             loss=ctx.l,
             models=names,
             inputs=inputs or "",
-            earlier=ctx.e,
+            where=at.where,
         )
     return Proposal(
         Fix(
@@ -312,7 +310,7 @@ def _keep_and_route(ctx: Context) -> Proposal | None:
                 loss=ctx.l,
                 models=names,
             ),
-            cost=T("the kept graph's saved tensors stay in memory until {loss}.backward()", loss=ctx.l)
+            cost=T("the kept graph's saved tensors stay in memory until the backward of {loss}", loss=ctx.l)
             if retain
             else None,
             edits=tuple(sorted(found, key=lambda e: (e.filename, e.start))),
