@@ -7,6 +7,8 @@ wrote, the sites alone give three rewrites, each checked and run like any fix:
 - **a copy where it is saved**: every stale tensor read as ``expr.clone()`` on the
   line that saved it, all of them in one fix (several tensors one write made
   stale are fixed together, or the patched run fails on the next one);
+- **a copy read by the write itself**: ``x[i] = f(x[i])`` reads ``x[i].clone()``, so
+  what ``f`` saves is not a view of what the write changes;
 - **recompute after the write**: the statements that built the failing loss from
   the written tensors run again after the write, in the function that runs both;
 - **move the write after the backward**: when the write is a statement of that
@@ -36,6 +38,7 @@ from .fixes import (
     keeping,
     replace_line,
     span_of,
+    statement_line,
     statements_text,
 )
 from .graph import Graph
@@ -129,6 +132,54 @@ def _clone_where_saved(ctx: Context) -> Proposal | None:
                 exprs=join(exprs, T(" and ")),
             ),
             edits=tuple(sorted(found, key=lambda e: e.start)),
+        ),
+    )
+
+
+def _clone_own_reads(ctx: Context) -> Proposal | None:
+    """``x[i] = f(x[i])`` as ``x[i] = f(x[i].clone())``: the right-hand side of an indexed assignment reads the
+    tensor it writes, and what it computes from that read saves a view of it, which the write then changes."""
+    loc = ctx.write_at
+    text = statement_line(ctx, loc, ast.Assign) if loc is not None else None
+    if loc is None or text is None:
+        return None
+    body, comment = split_comment(text)
+    st = ast.parse(body.strip()).body[0]
+    if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript)):
+        return None
+    base = ast.unparse(st.targets[0].value)
+
+    class Clone(ast.NodeTransformer):
+        found = 0
+
+        def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+            if ast.unparse(node.value) == base:
+                self.found += 1
+                return ast.Call(ast.Attribute(node, "clone", ast.Load()), [], [])
+            return self.generic_visit(node)
+
+    clone = Clone()
+    value = clone.visit(st.value)
+    if not clone.found:
+        return None
+    new = ast.unparse(ast.Assign(st.targets, value, lineno=1))
+    edit = edit_at(ctx, loc, new + comment)
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "read a copy of {base} on the right of the assignment at {where}: what it computes saves the copy, "
+                "which the write leaves alone",
+                base=base,
+                where=loc.where,
+            ),
+            trains=T(
+                "the same as intended: the values and gradients of the code as written; the write still changes {base}",
+                base=base,
+            ),
+            edits=(edit,),
         ),
     )
 
@@ -232,7 +283,7 @@ def _move_write(ctx: Context) -> Proposal | None:
 
 def general_fixes(ctx: Context) -> list[Proposal]:
     """The general candidates for a write to a saved tensor, best first (each only where its rewrite exists)."""
-    found = [_clone_where_saved(ctx), _recompute_after_write(ctx), _move_write(ctx)]
+    found = [_clone_where_saved(ctx), _clone_own_reads(ctx), _recompute_after_write(ctx), _move_write(ctx)]
     return [f for f in found if f is not None]
 
 

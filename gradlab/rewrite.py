@@ -121,8 +121,12 @@ def _copy_name(target: ast.expr) -> str:
     return f"{ast.unparse(target).replace('.', '_').replace('[', '_').replace(']', '')}_copy"
 
 
-def _into_copy(base: ast.expr, write: ast.stmt) -> str:
-    """``write`` (a write to ``base``) made to a copy of ``base``, then ``base`` rebound to the copy."""
+def _into_copy(base: ast.expr, write: ast.stmt) -> str | None:
+    """``write`` (a write to ``base``) made to a copy of ``base``, then ``base`` rebound to the copy; None when
+    ``base`` is an item of a container (``encoder_out[0]``): rebinding it fails on a tuple, which the line does
+    not tell from a list."""
+    if isinstance(base, ast.Subscript):
+        return None
     copy = _copy_name(base)
     b = ast.unparse(base)
 

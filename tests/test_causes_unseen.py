@@ -72,6 +72,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # the discriminator's loss on the same scores: that graph kept, the loss routed into the discriminator alone
     # (NOTE [Candidates for a freed graph])
     "batched_scores_two_losses": ("shared_graph_freed", (("critic_loss", ("scorer",)), ("gen_loss", ("maker",)))),
+    # an item of a tuple written in place by an assignment that reads it on its right (x[i] = f(x[i])): the read
+    # cloned, since rebinding an item of a tuple fails
+    "tuple_item_channels_gated": ("inplace_op", (("loss", ("tagger",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),
