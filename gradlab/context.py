@@ -103,6 +103,8 @@ class Context:
     resets: tuple[tuple[str, str], ...] = ()  # (class, its method that sets them back without reading them)
     reset_root: str | None = None  # the frame's model whose modules are reset
     detach_at: tuple[tuple[Location, str], ...] = ()  # the statement of the forward that first reads each one
+    stored_at: tuple[tuple[Location, str], ...] = ()  # every one-line statement that stores one of them
+    stepwise: bool = False  # one of them is stored inside a loop of its method (a state over one input's steps)
     target: str | None = None  # a model no optimizer holds, whose output the loss uses as a target
     target_line: int | None = None  # the statement that runs that model's forward
     grad_off: str | None = None  # the frame's name for torch.no_grad (``torch.no_grad``)

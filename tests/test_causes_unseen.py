@@ -75,6 +75,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # an item of a tuple written in place by an assignment that reads it on its right (x[i] = f(x[i])): the read
     # cloned, since rebinding an item of a tuple fails
     "tuple_item_channels_gated": ("inplace_op", (("loss", ("tagger",)),)),
+    # a head that keeps the previous frame's tracks on two attributes, with a clearing method the loop never calls:
+    # stored once per forward (not over the steps of one input), so the values are kept, detached where stored
+    "video_tracks_kept_on_head": ("carried_state", (("box_loss", ("detector",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

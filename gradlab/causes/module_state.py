@@ -15,7 +15,7 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts, from_frame
 from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, source_of
-from ..i18n import T, join
+from ..i18n import T, Text, join
 from ..location import _INSTALLED, Location, _library_file
 from ..rewrite import detached_value
 from ..source import loop_body_of, names, parse
@@ -31,6 +31,8 @@ class _Kept:
     attrs: tuple[str, ...]
     reset: str | None  # a method of the class that sets every attribute back without reading it
     detach_at: tuple[tuple[Location, str], ...]  # for each attribute: the statement of its forward that reads it first
+    stored_at: tuple[tuple[Location, str], ...] = ()  # every one-line ``self.attr = value`` outside __init__ and reset
+    stepwise: bool = False  # some store runs inside a loop of its method: a state over the steps of one input
 
 
 def _graph_attrs(module: torch.nn.Module) -> list[str]:
@@ -127,6 +129,23 @@ def _tensor_made(node: ast.ClassDef, attr: str) -> bool:
     return (registered or bool(values)) and all(isinstance(v, ast.Call) for v in values)
 
 
+#: Calls that make a new tensor from shapes or values alone: what they return has no graph.
+_FACTORIES = frozenset(
+    {
+        *("zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange"),
+        *("zeros_like", "ones_like", "empty_like", "full_like"),
+        *("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"),
+    }
+)
+
+
+def _made_fresh(value: ast.expr) -> bool:
+    """``value`` is a factory call (``x.new_zeros(b, n)``, ``torch.zeros(...)``): it holds no graph to detach."""
+    func = value.func if isinstance(value, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name in _FACTORIES
+
+
 def _kept(cls: type, attrs: list[str]) -> _Kept | None:
     found = _class_tree(cls)
     if found is None:
@@ -149,7 +168,30 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
     reset = next(
         (m.name for m in methods if m.name != "forward" and not m.name.startswith("__") and _resets(m, kept)), None
     )
-    return _Kept(cls, kept, reset, tuple(detach_at) if len(detach_at) == len(kept) else ())
+    stored: list[tuple[Location, str]] = []
+    stepwise = False
+    for m in methods:
+        if m.name == reset:
+            continue
+        in_loops = {id(n) for loop in ast.walk(m) if isinstance(loop, (ast.For, ast.While)) for n in ast.walk(loop)}
+        for store in ast.walk(m):
+            if not (isinstance(store, ast.Assign) and len(store.targets) == 1):
+                continue
+            name = next((a for a in kept if _self_attr(store.targets[0], a)), None)
+            if name is None or isinstance(store.value, ast.Constant):
+                continue
+            stepwise = stepwise or id(store) in in_loops
+            if store.lineno == store.end_lineno and not _made_fresh(store.value):
+                stored.append((Location(filename, store.lineno), name))
+    stored_all = {a for _loc, a in stored} == set(kept)
+    return _Kept(
+        cls,
+        kept,
+        reset,
+        tuple(detach_at) if len(detach_at) == len(kept) else (),
+        tuple(stored) if stored_all else (),
+        stepwise,
+    )
 
 
 def kept_on_modules(base: Context, facts: Facts) -> Context | None:
@@ -190,6 +232,7 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
         and all(site.names and c in site.names for c, _ in resets)  # the class's name is visible in the loop
     )
     detach = tuple(at for k in kept for at in k.detach_at) if all(k.detach_at for k in kept) else ()
+    stored = tuple(at for k in kept for at in k.stored_at) if all(k.stored_at for k in kept) else ()
     return replace(
         ctx,
         carried=attrs[0],
@@ -197,6 +240,8 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
         resets=resets if ok_reset else (),
         reset_root=next(iter(holders)) if ok_reset else None,
         detach_at=detach,
+        stored_at=stored,
+        stepwise=any(k.stepwise for k in kept),
     )
 
 
@@ -250,11 +295,51 @@ def _self_attr_target(st: ast.stmt, attr: str) -> bool:
     return isinstance(st, ast.Assign) and len(st.targets) == 1 and _self_attr(st.targets[0], attr)
 
 
+def _stored_edits(ctx: Context) -> tuple[Edit, ...]:
+    """Every ``self.attr = value`` of the kept state (outside ``__init__`` and the reset) as ``value.detach()``."""
+    edits: list[Edit | None] = []
+    for loc, _attr in ctx.stored_at:
+        lines = source_of(loc.filename).splitlines()
+        text = lines[loc.lineno - 1] if 0 < loc.lineno <= len(lines) else ""
+        indent = text[: len(text) - len(text.lstrip())]
+        new = detached_value(text.strip()) if text.strip() else None
+        edits.append(Edit(loc.filename, loc.lineno, loc.lineno, indent + new) if new else None)
+    return tuple(sorted(all_edits(*edits), key=lambda e: (e.filename, e.start)))
+
+
+def _detach_stored(ctx: Context, attrs: Text) -> Proposal | None:
+    edits = _stored_edits(ctx) if ctx.stored_at else ()
+    if not edits:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "detach the state the modules keep between iterations ({attrs}) where they store it", attrs=attrs
+            ),
+            trains=T(
+                "at each iteration, {loss} trains through that iteration's graph only; {attrs} keep the values each "
+                "forward stores, without their graph",
+                attrs=attrs,
+                loss=ctx.l,
+            ),
+            edits=edits,
+        ),
+    )
+
+
 def module_state_fixes(ctx: Context) -> list[Proposal]:
     """Reset the kept state after each backward with the class's own method; or detach it where the forward
-    starts reading it; or, with no code for either, the sentence."""
+    starts reading it, or where it is stored; or, with no code for either, the sentence.
+
+    A state stored inside a loop of its method (a neuron's potential over the time steps of one input) is reset
+    first; a state stored once per forward (a memory of earlier inputs, a queue across frames) keeps its values:
+    detached where it is stored, first (NOTE [State kept on modules])."""
     attrs = join(list(ctx.kept_attrs), T(" and "))
     proposals: list[Proposal] = []
+    stored = _detach_stored(ctx, attrs)
+    if stored is not None and not ctx.stepwise:
+        proposals.append(stored)
     reset = _reset_edit(ctx)
     if reset is not None:
         calls = join([f"{method}()" for _cls, method in ctx.resets], T(" and "))
@@ -304,6 +389,8 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
                 ),
             )
         )
+    if stored is not None and ctx.stepwise:
+        proposals.append(stored)
     if not proposals:
         proposals.append(
             keeping(
@@ -341,4 +428,12 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 # - a detach where the forward first reads the attribute, only when the class always sets it to a made
 #   tensor (a cache allocated with torch.zeros, a buffer): the values carry over, the graph does not (a
 #   cache that the forward writes before it reads the same positions computes what it did).
-# The reset comes first when the class has one: it is the boundary its author wrote.
+# - a detach where the class stores the attribute (every one-line `self.attr = value` outside __init__ and
+#   the reset whose value is not a constant or a factory call): the values each forward stores carry over,
+#   their graph does not (a queue of the previous frames' features, a memory of earlier batches).
+# Which comes first follows how the class stores the state. Stored inside a loop of its method (over the
+# time steps of one input: a neuron's potential), it is a state of one input, and its class's reset is the
+# boundary its author wrote: the reset first. Stored once per forward, it is a memory of earlier inputs that
+# the forward is meant to read (a streaming detector's memory queue, with a reset for a new video the
+# training loop never calls): resetting it would change what every later forward computes, so the detach
+# where it is stored comes first and the reset second.
