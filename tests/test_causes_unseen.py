@@ -78,6 +78,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a head that keeps the previous frame's tracks on two attributes, with a clearing method the loop never calls:
     # stored once per forward (not over the steps of one input), so the values are kept, detached where stored
     "video_tracks_kept_on_head": ("carried_state", (("box_loss", ("detector",)),)),
+    # an encoder that keeps an LSTM's (h, c) on itself through a tuple target, each epoch's total bound anew at its
+    # top (not carried): detached after the backward through the loop's path to the module
+    "stateful_lstm_chunks_per_epoch": ("carried_state", (("total", ("forecaster",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

@@ -129,14 +129,18 @@ def carried_in_loop(facts: Facts) -> tuple[int, list[str]] | None:
         return None
     tree = site.tree()
     body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    fresh: set[str] = set()  # bound anew earlier in the body (``cost = 0`` at the top of each epoch): not carried
     for st in body or []:
         if not isinstance(st, ast.Assign) or not site.holds(st.lineno):
             continue
         stored = [n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
         read = names(st.value, ast.Load)
-        carried = [t for t in stored if t in read and site.kinds.get(t) in ("tensor", "tuple", "none")]
+        carried = [
+            t for t in stored if t in read and t not in fresh and site.kinds.get(t) in ("tensor", "tuple", "none")
+        ]
         if carried:
             return st.lineno, carried
+        fresh |= {t for t in stored if t not in read}
     return None
 
 

@@ -211,14 +211,18 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
     body = loop_body_of(tree, facts.backward_line) if tree is not None and facts.backward_line else None
     used = {n for st in body or [] for n in names(st, ast.Load)}
     # the models the loop itself calls first: the reset goes through the name the loop uses
+    paths: dict[type, list[tuple[str, list[str]]]] = {}  # each module keeping state: its path from the loop's name
     for name, root in sorted(roots.items(), key=lambda kv: kv[0] not in used):
-        for m in root.modules():
+        for sub, m in root.named_modules():
             graphs = _graph_attrs(m)
             if not graphs:
                 continue
             holder.setdefault(type(m), name)
             listed = by_class.setdefault(type(m), [])
             listed += [a for a in graphs if a not in listed]
+            path = _path(name, sub)
+            if path is not None and holder[type(m)] == name:
+                paths.setdefault(type(m), []).append((path, graphs))
     kept = [k for cls, found in by_class.items() if (k := _kept(cls, found)) is not None]
     if not kept:
         return None
@@ -233,6 +237,9 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
     )
     detach = tuple(at for k in kept for at in k.detach_at) if all(k.detach_at for k in kept) else ()
     stored = tuple(at for k in kept for at in k.stored_at) if all(k.stored_at for k in kept) else ()
+    at_boundary = tuple(
+        f"{path}.{a}" for k in kept for path, graphs in paths.get(k.cls, []) for a in k.attrs if a in graphs
+    )
     return replace(
         ctx,
         carried=attrs[0],
@@ -242,7 +249,22 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
         detach_at=detach,
         stored_at=stored,
         stepwise=any(k.stepwise for k in kept),
+        kept_paths=at_boundary if all(k.cls in paths for k in kept) else (),
     )
+
+
+def _path(root: str, sub: str) -> str | None:
+    """The expression for the submodule ``sub`` (a ``named_modules`` name) of the frame's ``root``:
+    ``model.recurrent``, ``net.blocks[2].attn``; None when a part is not a name or an index."""
+    out = root
+    for part in sub.split(".") if sub else []:
+        if part.isidentifier():
+            out += f".{part}"
+        elif part.isdigit():
+            out += f"[{part}]"
+        else:
+            return None
+    return out
 
 
 def _reset_edit(ctx: Context) -> Edit | None:
@@ -307,6 +329,33 @@ def _stored_edits(ctx: Context) -> tuple[Edit, ...]:
     return tuple(sorted(all_edits(*edits), key=lambda e: (e.filename, e.start)))
 
 
+def _detach_at_boundary(ctx: Context, attrs: Text) -> Proposal | None:
+    """``model.recurrent.weight = model.recurrent.weight.detach()`` after the backward, for each module of the
+    loop's model that keeps state: the loop's own iteration boundary, whatever the class's code looks like."""
+    if not ctx.kept_paths or ctx.site is None or ctx.backward_line is None:
+        return None
+    text = "\n".join(f"{p} = {p}.detach()" for p in ctx.kept_paths)
+    edit = insert_lines(ctx, ctx.backward_line, text, after=True)
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "detach the state the modules keep between iterations ({attrs}) after each backward, in the loop",
+                attrs=attrs,
+            ),
+            trains=T(
+                "at each iteration, {loss} trains through that iteration's graph only; {attrs} keep the values each "
+                "forward stores, without their graph",
+                attrs=attrs,
+                loss=ctx.l,
+            ),
+            edits=(edit,),
+        ),
+    )
+
+
 def _detach_stored(ctx: Context, attrs: Text) -> Proposal | None:
     edits = _stored_edits(ctx) if ctx.stored_at else ()
     if not edits:
@@ -334,10 +383,12 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 
     A state stored inside a loop of its method (a neuron's potential over the time steps of one input) is reset
     first; a state stored once per forward (a memory of earlier inputs, a queue across frames) keeps its values:
-    detached where it is stored, first (NOTE [State kept on modules])."""
+    detached where it is stored, or where the forward reads it, or else after the backward in the loop, before
+    any reset (NOTE [State kept on modules])."""
     attrs = join(list(ctx.kept_attrs), T(" and "))
     proposals: list[Proposal] = []
     stored = _detach_stored(ctx, attrs)
+    boundary = _detach_at_boundary(ctx, attrs)
     if stored is not None and not ctx.stepwise:
         proposals.append(stored)
     reset = _reset_edit(ctx)
@@ -369,11 +420,12 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
         )
     detach = _detach_edits(ctx) if ctx.detach_at else ()
     if detach:
-        proposals.append(
+        proposals.insert(
+            len(proposals) if ctx.stepwise else int(stored is not None),
             keeping(
                 ctx,
                 Fix(
-                    alternative=bool(proposals),
+                    alternative=bool(proposals) and (ctx.stepwise or stored is not None),
                     summary=T(
                         "detach the state the modules keep between iterations ({attrs}) where their forward starts "
                         "reading it",
@@ -387,10 +439,12 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
                     ),
                     edits=detach,
                 ),
-            )
+            ),
         )
     if stored is not None and ctx.stepwise:
         proposals.append(stored)
+    if boundary is not None:  # the loop's own boundary: first only when the class's code gives no other
+        proposals.insert(len(proposals) if ctx.stepwise or stored is not None or detach else 0, boundary)
     if not proposals:
         proposals.append(
             keeping(
@@ -430,7 +484,10 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 #   cache that the forward writes before it reads the same positions computes what it did).
 # - a detach where the class stores the attribute (every one-line `self.attr = value` outside __init__ and
 #   the reset whose value is not a constant or a factory call): the values each forward stores carry over,
-#   their graph does not (a queue of the previous frames' features, a memory of earlier batches).
+#   their graph does not (a queue of the previous frames' features, a memory of earlier batches);
+# - a detach after the backward, in the loop, through the loop's path to each module that keeps state
+#   (model.recurrent.weight = model.recurrent.weight.detach()): for any class, whatever its code looks like
+#   (a tuple target, a state set to None in __init__); first only when the class's code gives no other detach.
 # Which comes first follows how the class stores the state. Stored inside a loop of its method (over the
 # time steps of one input: a neuron's potential), it is a state of one input, and its class's reset is the
 # boundary its author wrote: the reset first. Stored once per forward, it is a memory of earlier inputs that
