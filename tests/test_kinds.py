@@ -71,6 +71,12 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # a step decorated with @torch.no_grad() calls the closure: @torch.enable_grad() on the closure
     "closure_no_grad_step": ("no_grad_fn", ("loss.backward()",), ()),
     # a term without its reduction returned by a helper: reduced in the helper's return, as the log reads it too
+    # a mask reduced before it weighs the error (NOTE [A reduction on a factor]): the mean of the whole product
+    "masked_error_mask_reduced": (
+        "non_scalar_output",
+        ("objective.backward()",),
+        (("objective", ("net",)),),
+    ),
     "kl_term_unreduced": ("non_scalar_output", ("loss.backward()",), ()),
     # inference_mode around a layer whose weights the optimizer holds: the block goes, not into no_grad
     "inference_forward_trained": ("inference_saved", ("with torch.inference_mode():",), ()),

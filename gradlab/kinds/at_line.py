@@ -373,12 +373,14 @@ def _scalar(node: ast.expr, namespace: dict[str, object]) -> bool | None:
     return None
 
 
-def _reduce_where_made(f: Failure, name: str) -> tuple[int, str, str, bool] | None:
+def _reduce_where_made(f: Failure, name: str) -> tuple[int, str, str, bool | None] | None:
     """Where the non-scalar loss ``name`` became several numbers, and that statement with the term reduced:
     ``(line, new text, reduction)``. Followed through the loss's own statements of the failing function: the
     term without a reduction beside terms that are one number each (``loss_c = critic(fake) -
     critic(real).mean()``), else the whole value of the statement that binds it (``recon = (x_hat - x) ** 2``),
-    so that every later use (a ``.item()`` for the log) gets one number too."""
+    so that every later use (a ``.item()`` for the log) gets one number too. The last element: True when the
+    reduction is read from the code's other terms, False when it is a guess (the mean), None when the code's own
+    reduction is moved from a factor to the whole product (NOTE [A reduction on a factor])."""
     site, loc = f.site, f.location
     tree = site.tree() if site is not None else None
     if site is None or loc is None or tree is None:
@@ -401,6 +403,11 @@ def _reduce_where_made(f: Failure, name: str) -> tuple[int, str, str, bool] | No
         if st.lineno != st.end_lineno or not site.holds(st.lineno):
             return None
         value = st.value
+        moved = _reduction_moved_out(value, f.namespace)
+        if moved is not None:  # a reduction on a factor of several numbers: (a * w.mean()) meant (a * w).mean()
+            text = site.text(st.lineno)
+            start, end = value.col_offset, value.end_col_offset or 0
+            return st.lineno, text[:start] + moved[0] + text[end:], moved[1], None
         terms = _operands(value)
         kinds = [_scalar(t, f.namespace) for t in terms]
         loose = [t for t, k in zip(terms, kinds) if k is not True]
@@ -438,6 +445,40 @@ def _reduce_where_made(f: Failure, name: str) -> tuple[int, str, str, bool] | No
             known,
         )
     return None
+
+
+def _reduction_moved_out(value: ast.expr, namespace: dict[str, object]) -> tuple[str, str] | None:
+    """``a * w.mean()`` (a product or quotient of two factors, the reduction on a factor that is itself several
+    numbers, the other factor several numbers too) as ``(a * w).mean()``, and the reduction: a weight or a mask
+    reduced before it weighs (NOTE [A reduction on a factor])."""
+    if not (isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Mult, ast.Div))):
+        return None
+    for reduced, other in ((value.right, value.left), (value.left, value.right)):
+        if not (
+            isinstance(reduced, ast.Call)
+            and isinstance(reduced.func, ast.Attribute)
+            and reduced.func.attr in ("mean", "sum")
+            and not reduced.args
+            and not reduced.keywords
+        ):
+            continue
+        inner = reduced.func.value
+        if _scalar(inner, namespace) is not False or _scalar(other, namespace) is True or _reduced(other):
+            continue
+        parts = (other, inner) if reduced is value.right else (inner, other)
+        product = ast.BinOp(parts[0], value.op, parts[1])
+        return f"({ast.unparse(product)}).{reduced.func.attr}()", reduced.func.attr
+    return None
+
+
+# NOTE [A reduction on a factor]
+# loss = td_error.pow(2) * weights.mean() backwarded: several numbers, because the reduction sits on the
+# importance weights (a factor that is itself several numbers), not on the product. Reducing the other factor
+# too (td_error.pow(2).mean() * weights.mean()) gives one number, but the mean of a product is not the product
+# of the means: each sample's weight no longer weighs its own error. With a reduction on one factor of a
+# product or quotient, whose inside is several numbers (read from the frame), the reading is the reduction of
+# the whole product, (td_error.pow(2) * weights).mean(): a weighted loss, a masked loss. A sum or difference
+# keeps the rule of the loose term (critic(fake) - critic(real).mean(): each term is a mean of its own).
 
 
 def _used_as_number(tree: ast.Module, name: str, line: int) -> bool:
@@ -519,6 +560,13 @@ def _non_scalar(f: Failure) -> Explanation:
                 Fix(
                     keeps_forward=False,
                     summary=T(
+                        "take the {how} of the whole product at line {line}, not of one of its factors: {code}",
+                        how=how,
+                        line=at,
+                        code=text.strip(),
+                    )
+                    if known is None
+                    else T(
                         "reduce the term that has several numbers where it is computed (line {line}), with the "
                         "{how} your code uses for its other terms: {loss} is then one number everywhere it is used",
                         line=at,
@@ -535,6 +583,7 @@ def _non_scalar(f: Failure) -> Explanation:
                     ),
                     trains=T("every parameter {loss} reaches, by the gradient of that {how}", loss=loss, how=how),
                     edits=(Edit(f.site.filename, at, at, text),),
+                    claims=_own_claim(f, loss, loss),
                 ),
                 None,
                 False,
