@@ -81,6 +81,13 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # an encoder that keeps an LSTM's (h, c) on itself through a tuple target, each epoch's total bound anew at its
     # top (not carried): detached after the backward through the loop's path to the module
     "stateful_lstm_chunks_per_epoch": ("carried_state", (("total", ("forecaster",)),)),
+    # the classifier's logits feed the encoder's adversarial term and, after the encoder's step, the classifier's
+    # own loss: no detach where they are computed (it would cut the adversarial term); the classifier's loss
+    # routed into the classifier alone
+    "domain_logits_shared_by_both_losses": (
+        "optimizer_step",
+        (("clf_loss", ("clf",)), ("enc_loss", ("enc", "task_head"))),
+    ),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

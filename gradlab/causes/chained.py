@@ -343,10 +343,21 @@ def _sum(ctx: Context, others: tuple[str, ...]) -> Proposal:
     )
 
 
+def _feeds_earlier(ctx: Context) -> bool:
+    """The statement that feeds the upstream output in (``D_z = self.D(z)``) also computes the earlier loss
+    (``vae_loss = ... + tc(D_z)``): detaching there would stop the earlier loss's gradient into the upstream
+    model too, a training neither loss asked for (FactorVAE's total-correlation term)."""
+    site, line = ctx.site, ctx.entry_lineno
+    tree = site.tree() if site is not None else None
+    if tree is None or line is None or not ctx.earlier or ctx.earlier_line is None:
+        return False
+    return line in feeding(preceding(tree, ctx.earlier_line), {ctx.earlier})
+
+
 def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     """An upstream model's output feeds the failing loss's models (two chained networks, actor-critic)."""
     detach_edit = None
-    if ctx.entry and ctx.entry_lineno is not None and ctx.site is not None:
+    if ctx.entry and ctx.entry_lineno is not None and ctx.site is not None and not _feeds_earlier(ctx):
         line = ctx.site.text(ctx.entry_lineno).strip()
         detach_edit = replace_line(ctx, ctx.entry_lineno, detach_in(line, ctx.entry, into=ctx.others))
     where = T(" (at {where})", where=ctx.entry_where) if ctx.entry_where and detach_edit else ""
