@@ -203,6 +203,8 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         if writes:
             w = writes[0]
             code = w.location.code if w.location else None
+            # the graph's parameters without names (a model held by a plain object): the reach read from the frame
+            base = from_frame(base, facts, None) if not base.reach else base
             ctx = replace(
                 base,
                 tensor=short_name(p),
