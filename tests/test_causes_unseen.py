@@ -88,6 +88,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
         "optimizer_step",
         (("clf_loss", ("clf",)), ("enc_loss", ("enc", "task_head"))),
     ),
+    # a helper that centres its argument in place, called for the effect from a forward (NOTE [A write to an
+    # argument]): out of place, returned, and bound where it is called
+    "helper_centers_its_argument": ("inplace_op", (("err", ("scorer",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

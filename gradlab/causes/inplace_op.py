@@ -10,6 +10,7 @@ from ..context import Context
 from ..edits import Edit
 from ..fixes import Fix, Proposal, all_edits, keeping, source_of, write_edit
 from ..i18n import T
+from ..location import Location
 from ..rewrite import ACTIVATION_NAMES, ACTIVATIONS, OP_NAMES, rewrite_in_place, twin_in_expression
 
 
@@ -69,8 +70,111 @@ def _other_edits(ctx: Context, flags: tuple[Edit, ...]) -> tuple[Edit, ...] | No
     return tuple(edits)
 
 
+def _helper_of(tree: ast.Module, line: int) -> ast.FunctionDef | None:
+    """The innermost function of ``tree`` whose body holds ``line``."""
+    found: ast.FunctionDef | None = None
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.FunctionDef) or not n.lineno < line <= (n.end_lineno or n.lineno):
+            continue
+        if found is None or n.lineno > found.lineno:
+            found = n
+    return found
+
+
+def _through_callers(ctx: Context, rewritten: str) -> tuple[tuple[Edit, ...], str] | None:
+    """A write to an argument of a helper that returns nothing (``def subtract_mean(batch): ... batch -= mean``):
+    its callers see the write, and the out-of-place form alone would rebind only the helper's name (the caller's
+    tensor keeps its old values). Then: the out-of-place form, ``return batch`` at the helper's end, and every
+    call ``subtract_mean(y)`` as ``y = subtract_mean(y)`` (NOTE [A write to an argument]). The edits besides the
+    write's and the write's new text; no edit when the written name is not such an argument; None when a caller
+    cannot be rewritten."""
+    loc = ctx.write_at
+    if loc is None:
+        return (), rewritten
+    try:
+        target = ast.parse(rewritten.split("\n")[-1].strip()).body[0]
+    except (SyntaxError, IndexError):
+        return (), rewritten
+    if not (isinstance(target, ast.Assign) and isinstance(target.targets[0], ast.Name)):
+        return (), rewritten
+    name = target.targets[0].id
+    source = source_of(loc.filename)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return (), rewritten
+    helper = _helper_of(tree, loc.lineno)
+    if helper is None:
+        return (), rewritten
+    params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
+    if name not in params or helper.args.vararg or helper.args.kwarg:
+        return (), rewritten
+    rebound = any(
+        isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        and st.lineno < loc.lineno
+        and any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(st) if isinstance(t, ast.Name))
+        and name
+        in {
+            t.id
+            for tt in (st.targets if isinstance(st, ast.Assign) else [st.target])
+            for t in ast.walk(tt)
+            if isinstance(t, ast.Name)
+        }
+        for st in ast.walk(helper)
+    )
+    if rebound:
+        return (), rewritten  # a local of the helper by then: the caller's tensor is not what it writes
+    if any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(helper)):
+        return (), rewritten  # it returns a value (a forward's ``return x``): its callers use what it returns
+    if any(isinstance(n, ast.Return) for n in ast.walk(helper)):
+        return None
+    index = params.index(name)
+    lines = source.splitlines()
+    edits: list[Edit] = []
+    calls = [
+        st
+        for st in ast.walk(tree)
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and ast.unparse(st.value.func) == helper.name
+    ]
+    others = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == helper.name and not any(n is c.value for c in calls)
+    ]
+    if not calls or others:
+        return None
+    for st in calls:
+        call = st.value
+        assert isinstance(call, ast.Call)
+        if len(call.args) <= index or not isinstance(call.args[index], (ast.Name, ast.Attribute)):
+            return None
+        if st.lineno != st.end_lineno:
+            return None
+        text = lines[st.lineno - 1]
+        indent = text[: len(text) - len(text.lstrip())]
+        edits.append(
+            Edit(loc.filename, st.lineno, st.lineno, f"{indent}{ast.unparse(call.args[index])} = {text.strip()}")
+        )
+    last = helper.body[-1]
+    end = last.end_lineno or last.lineno
+    first = lines[helper.body[0].lineno - 1]
+    indent = first[: len(first) - len(first.lstrip())]
+    if last.lineno == loc.lineno:
+        return tuple(edits), f"{rewritten}\nreturn {name}"  # the write ends the helper: the return follows it
+    if last.lineno != end:
+        return None
+    edits.append(Edit(loc.filename, end, end, f"{lines[end - 1]}\n{indent}return {name}"))
+    return tuple(edits), rewritten
+
+
 def in_place_fixes(ctx: Context) -> list[Proposal]:
     rewritten = _out_of_place(ctx.code, ctx.op)
+    through = _through_callers(ctx, rewritten) if rewritten else ((), rewritten)
+    callers: tuple[Edit, ...] | None = None
+    if through is None:
+        rewritten = None  # the rebinding alone would leave the caller's tensor unwritten
+    else:
+        callers, rewritten = through
     flags = _inplace_flags(ctx) if ctx.op in ACTIVATIONS and not (rewritten and "inplace" in (ctx.code or "")) else ()
     others = _other_edits(ctx, flags)
     # every write, in the order of its lines
@@ -91,6 +195,11 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
         summary = T("write the indexed assignment into a copy and rebind the name{where}", where=where)
     else:
         summary = T("use the out-of-place form of {op}{where}", op=op, where=where)
+    if callers:  # a helper's argument: its callers saw the write (NOTE [A write to an argument])
+        calls = [Location(e.filename, e.start).where for e in callers if not e.text.lstrip().startswith("return ")]
+        summary = summary + T(
+            "; the helper then returns the new tensor, and each call binds it (at {where})", where=", ".join(calls)
+        )
     tensor = ctx.tensor or T("the tensor")
     proposals = [
         keeping(
@@ -105,7 +214,10 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
                 edits=()
                 if others is None
                 else tuple(
-                    sorted(all_edits(*(flags or (write_edit(ctx, rewritten),)), *others), key=lambda e: e.start)
+                    sorted(
+                        all_edits(*(flags or (write_edit(ctx, rewritten),)), *others, *(callers or ())),
+                        key=lambda e: e.start,
+                    )
                 ),
             ),
         ),
@@ -121,6 +233,15 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
     # an indexed assignment's first fix already writes into a copy; "clone the saved tensor" would name the
     # wrong one (the saved slice is not what the assignment writes)
     return proposals[:1] if ctx.op == "__setitem__" and proposals[0].fix.edits else proposals
+
+
+# NOTE [A write to an argument]
+# A helper that writes into its argument and returns nothing (def subtract_mean(batch): batch -= mean) is
+# called for that write: subtract_mean(y) changes y. Its out-of-place form, batch = batch - mean, rebinds the
+# helper's own name and the caller's y keeps its old values: the patched run computes another loss. So the
+# rewrite goes with a return of the written name at the helper's end and every call rebinding its argument
+# (y = subtract_mean(y)); with a call that is not a plain statement (its value used), or a helper that
+# already returns something, no out-of-place edit is offered (the general rewrites follow).
 
 
 # NOTE [Every stale write]

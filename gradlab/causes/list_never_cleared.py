@@ -55,6 +55,7 @@ def buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCall
     found = [
         k for k in found if re.search(re.escape(k.rsplit(".", 1)[-1]) + r"\s*(\.(append|extend|insert)\(|\+=)", source)
     ]
+    found = [k for k in found if not _bound_fresh_in_loop(facts, k)]
     if not found:
         return None
     buffer = sorted(found)[0]
@@ -74,6 +75,28 @@ def buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCall
         if buffer not in appended and owner is None:
             partners = []
     return replace(base, buffer=buffer, buffers=(buffer, *partners))
+
+
+def _bound_fresh_in_loop(facts: Facts, name: str) -> bool:
+    """``name = []`` runs at the top of a loop around the failing backward (``outputs = []`` for each batch, the
+    backward in a loop over the models inside it): the list is cleared each time round, not kept."""
+    site, line = facts.site, facts.backward_line
+    tree = site.tree() if site is not None else None
+    if tree is None or line is None or "." in name:
+        return False
+    for loop in ast.walk(tree):
+        if not isinstance(loop, (ast.For, ast.While)) or not loop.lineno < line <= (loop.end_lineno or loop.lineno):
+            continue
+        for st in loop.body:
+            if st.lineno >= line:
+                break
+            if (
+                isinstance(st, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == name for t in st.targets)
+                and isinstance(st.value, (ast.List, ast.ListComp))
+            ):
+                return True
+    return False
 
 
 def _appended_in(body: list[ast.stmt]) -> set[str]:

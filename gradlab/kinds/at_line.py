@@ -583,7 +583,7 @@ def _non_scalar(f: Failure) -> Explanation:
                     ),
                     trains=T("every parameter {loss} reaches, by the gradient of that {how}", loss=loss, how=how),
                     edits=(Edit(f.site.filename, at, at, text),),
-                    claims=_own_claim(f, loss, loss),
+                    claims=_own_claim(f, loss, loss) if loss else (),
                 ),
                 None,
                 False,
