@@ -91,6 +91,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a helper that centres its argument in place, called for the effect from a forward (NOTE [A write to an
     # argument]): out of place, returned, and bound where it is called
     "helper_centers_its_argument": ("inplace_op", (("err", ("scorer",)),)),
+    # a classifier memoising its prototypes in a private dict (NOTE [A cache of a module's result]): emptied after
+    # each backward, so each batch computes them with the stepped weights
+    "prototype_cache_on_classifier": ("carried_state", (("ce", ("clf",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

@@ -225,7 +225,7 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
                 paths.setdefault(type(m), []).append((path, graphs))
     kept = [k for cls, found in by_class.items() if (k := _kept(cls, found)) is not None]
     if not kept:
-        return None
+        return _cached(base, facts, roots, used)
     attrs = tuple(dict.fromkeys(f"self.{a}" for k in kept for a in k.attrs))
     ctx = from_frame(base, facts, None)
     resets = tuple((k.cls.__name__, k.reset) for k in kept if k.reset is not None)
@@ -250,6 +250,61 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
         stored_at=stored,
         stepwise=any(k.stepwise for k in kept),
         kept_paths=at_boundary if all(k.cls in paths for k in kept) else (),
+    )
+
+
+#: The attributes every nn.Module has (its parameters, buffers, hooks): never a cache of the user's.
+_MODULE_OWN = frozenset(vars(torch.nn.Module()))
+
+
+def _cached(base: Context, facts: Facts, roots: dict[str, torch.nn.Module], used: set[str]) -> Context | None:
+    """A module that memoises a result of its own in a dict (``self.cache[key] = class_embeds``) holding the graph
+    of the forward that computed it: the next iteration reads the entry, whose graph the backward freed and whose
+    values the step made stale (NOTE [A cache of a module's result])."""
+    found: list[str] = []
+    for name, root in sorted(roots.items(), key=lambda kv: kv[0] not in used):
+        for sub, m in root.named_modules():
+            path = _path(name, sub)
+            for attr, value in vars(m).items():
+                if attr in _MODULE_OWN or not isinstance(value, dict) or path is None:
+                    continue
+                if any(isinstance(v, torch.Tensor) and v.grad_fn is not None for v in value.values()):
+                    found.append(f"{path}.{attr}")
+        if found:
+            break
+    if not found:
+        return None
+    ctx = from_frame(base, facts, None)
+    return replace(
+        ctx,
+        carried=found[0],
+        kept_attrs=tuple("self." + f.rsplit(".", 1)[-1] for f in found),
+        caches=tuple(found),
+    )
+
+
+def _clear_caches(ctx: Context, attrs: Text) -> Proposal | None:
+    if not ctx.caches or ctx.backward_line is None:
+        return None
+    edit = insert_lines(ctx, ctx.backward_line, "\n".join(f"{c}.clear()" for c in ctx.caches), after=True)
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "empty the cache the modules keep ({attrs}) after each backward: the next forward computes what it "
+                "caches again, with the stepped weights",
+                attrs=attrs,
+            ),
+            trains=T(
+                "{loss} trains every module it reaches at each iteration, through what the forward computes then; "
+                "the cache still saves the work within an iteration",
+                loss=ctx.l,
+            ),
+            edits=(edit,),
+            keeps_forward=False,
+        ),
     )
 
 
@@ -387,6 +442,9 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
     any reset (NOTE [State kept on modules])."""
     attrs = join(list(ctx.kept_attrs), T(" and "))
     proposals: list[Proposal] = []
+    cleared = _clear_caches(ctx, attrs)
+    if cleared is not None:
+        return [cleared]
     stored = _detach_stored(ctx, attrs)
     boundary = _detach_at_boundary(ctx, attrs)
     if stored is not None and not ctx.stepwise:
@@ -464,6 +522,16 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
             )
         )
     return proposals
+
+
+# NOTE [A cache of a module's result]
+# A module may memoise a result of its own forward in a dict (an open-vocabulary segmentor's text encoder
+# caching the class embeddings per data set: self.cache[name] = class_embeds). Trained, the entry keeps the
+# graph of the forward that computed it and the values of the weights then: the next iteration reads both.
+# Detaching the entry would run, but the module would stop learning from it and the values would stay those
+# of the first iteration. The cache is an optimisation of a computation the code means to run (the same
+# forward without the cache recomputes it), so the fix empties it after each backward, through the loop's
+# path to the module: each iteration computes the entry once, with the weights of that iteration.
 
 
 # NOTE [State kept on modules]
