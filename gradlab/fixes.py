@@ -286,3 +286,14 @@ def detached_after(ctx: Context, loc: Location, name: str) -> Edit | None:
         return None
     indent = text[: len(text) - len(text.lstrip())]
     return Edit(loc.filename, loc.lineno, loc.lineno, f"{text}\n{indent}{name} = {name}.detach()")
+
+
+def unwrapped(site: Site, block: ast.With) -> Edit | None:
+    """The ``with`` block's statements in place of the block (one level less indented)."""
+    first, last = block.body[0].lineno, block.body[-1].end_lineno or block.body[-1].lineno
+    if len(block.items) != 1 or block.end_lineno != last:
+        return None
+    body = "\n".join(site.text(i) for i in range(first, last + 1))
+    indent = indent_of(site, block.lineno)
+    text = textwrap.indent(textwrap.dedent(body), indent)
+    return Edit(site.filename, block.lineno, last, text)

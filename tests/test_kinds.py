@@ -77,6 +77,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("objective.backward()",),
         (("objective", ("net",)),),
     ),
+    # enable_grad() inside a validation context that is inference mode (NOTE [Inference mode under enable_grad]):
+    # no_grad where the context is bound
+    "validation_slope_under_inference": (
+        "no_grad_fn",
+        ("guard = torch.inference_mode() if fast_eval else torch.no_grad()",),
+        (("mse", ("field",)),),
+    ),
     "kl_term_unreduced": ("non_scalar_output", ("loss.backward()",), ()),
     # inference_mode around a layer whose weights the optimizer holds: the block goes, not into no_grad
     "inference_forward_trained": ("inference_saved", ("with torch.inference_mode():",), ()),

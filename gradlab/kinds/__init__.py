@@ -151,8 +151,15 @@ def explain_code(code: str) -> str:
 # ``.numpy()``. Each kind that can be located has a ``locate(failure)`` here: the
 # user's lines that explain it, and fixes as edits of those lines, judged like every
 # other fix. A kind without one is located at the user's line that raised it.
+def _no_graph(failure: Failure) -> Explanation:
+    """A tensor without a graph: cut by inference mode under ``enable_grad()`` (NOTE [Inference mode under
+    enable_grad] in :mod:`gradlab.kinds.inference_saved`), else located at the cut on its path."""
+    found = inference_saved.under_inference(no_grad_fn.explain(failure.message), failure)
+    return found if found is not None else no_grad_fn.locate(failure)
+
+
 _LOCATORS: dict[str, Callable[[Failure], Explanation]] = {
-    "no_grad_fn": no_grad_fn.locate,
+    "no_grad_fn": _no_graph,
     "leaf_in_place": leaf_in_place.locate,
     "inference_saved": inference_saved.locate,
     **_AT_LINE,

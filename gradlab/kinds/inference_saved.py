@@ -24,16 +24,15 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Failure
 from ..explanation import Explanation, Span
-from ..fixes import Fix, Proposal, indent_of
-from ..i18n import T, join
+from ..fixes import Fix, Proposal, indent_of, unwrapped
+from ..i18n import T, Text, join
 from ..judge import judged
 from ..location import Location
 from ..rewrite import replace_reads
 from ..source import parse, statement_at
 from .family import BUILDERS
-from .no_grad_fn import _unwrapped
 
-__all__ = ["locate"]
+__all__ = ["under_inference", "locate"]
 
 _ENTERED = re.compile(r"\binference_mode\(\s*\)")
 
@@ -62,7 +61,7 @@ def _entered(f: Failure) -> list[Location]:
     if seen:
         unique: list[Location] = []
         for at in reversed(seen):  # the latest first; a decorated function's call: its decorator
-            at = _decorator_of(at) or at
+            at = _decorator_of(at) or _bound_before(at) or at
             if at not in unique:
                 unique.append(at)
         return unique[:3]
@@ -78,6 +77,30 @@ def _entered(f: Failure) -> list[Location]:
         }
     )
     return [Location(site.filename, line) for line in lines][:3]
+
+
+def _bound_before(loc: Location) -> Location | None:
+    """For ``with ctx:`` entering inference mode through a name, the line that binds the name to it
+    (``ctx = torch.inference_mode() if self.inference_mode else torch.no_grad()``): the latest such statement
+    above it; None for any other line."""
+    m = re.fullmatch(r"\s*with\s+([A-Za-z_]\w*)\s*(?:as\s+\w+\s*)?:\s*(#.*)?", loc.code)
+    if m is None:
+        return None
+    import linecache
+
+    tree = parse("".join(linecache.getlines(loc.filename)))
+    if tree is None:
+        return None
+    found = [
+        n.lineno
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign)
+        and n.lineno < loc.lineno
+        and n.lineno == n.end_lineno
+        and any(isinstance(t, ast.Name) and t.id == m[1] for t in n.targets)
+        and _ENTERED.search(ast.unparse(n.value))
+    ]
+    return Location(loc.filename, max(found)) if found else None
 
 
 def _decorator_of(loc: Location) -> Location | None:
@@ -100,6 +123,62 @@ def _decorator_of(loc: Location) -> Location | None:
     return None
 
 
+def _no_grad_instead(f: Failure, entered: list[Location], trains: Text | None = None) -> Proposal | None:
+    edits = []
+    for at in entered:
+        if len(_ENTERED.findall(at.code)) == 1:
+            edits.append(Edit(at.filename, at.lineno, at.lineno, _ENTERED.sub("no_grad()", _line_text(at))))
+    if not edits:
+        return None
+    return Proposal(
+        Fix(
+            summary=T(
+                "use torch.no_grad() where inference mode is entered ({where})",
+                where=", ".join(a.where for a in entered),
+            ),
+            trains=trains
+            or T(
+                "the same as intended: the tensors it computes are the same constants of the graph, and "
+                "no_grad tensors can be saved for backward"
+            ),
+            edits=tuple(edits),
+        ),
+        None,
+        True,
+    )
+
+
+def under_inference(e: Explanation, f: Failure) -> Explanation | None:
+    """A graph cut by inference mode where the code turns grad back on (``torch.enable_grad()`` inside an
+    ``inference_mode()`` block: a validation step that differentiates, a PINN's residual): the failing frame's
+    tensors are inference tensors, which ``enable_grad()`` cannot give a graph. Located where inference mode is
+    entered, with ``torch.no_grad()`` there first (NOTE [Inference mode under enable_grad]); None otherwise."""
+    names = [n for n in _inference_names(f) if isinstance(f.namespace.get(n), torch.Tensor)]
+    entered = _entered(f) if names else []
+    why = T(
+        "what the code means: torch.enable_grad() inside torch.no_grad() records the graph the code differentiates; "
+        "the rest of the block still computes without one"
+    )
+    fix = _no_grad_instead(f, entered, why) if entered else None
+    if fix is None:
+        return None
+    spans = [
+        Span(at, T("made: inference mode is entered here; torch.enable_grad() inside it gives no graph"))
+        for at in entered
+    ]
+    kept = f.claims()
+    fixes = tuple(replace(x, claims=kept) for x in judged([fix], Context(site=f.site)))
+    return replace(e, spans=tuple(spans), fixes=(*fixes, *e.fixes))
+
+
+# NOTE [Inference mode under enable_grad]
+# torch.enable_grad() turns grad mode back on inside torch.no_grad(), but not inside torch.inference_mode():
+# the tensors made there are inference tensors, and an operation on them records no graph whatever the grad
+# mode (a Lightning-style validation loop entering inference mode, whose step differentiates a network's
+# output by its inputs with enable_grad(): "element 0 of tensors does not require grad"). The fix is the
+# trainer's own switch: torch.no_grad() where inference mode is entered, which enable_grad() does undo.
+
+
 def locate(f: Failure) -> Explanation:
     e = BUILDERS["inference_saved"](f.message)
     site, loc = f.site, f.location
@@ -118,7 +197,7 @@ def locate(f: Failure) -> Explanation:
     proposals: list[Proposal] = []
     trained = _trained_blocks(f, entered)
     if trained:
-        unwrapped = [_unwrapped(site, block) for block in trained]
+        taken_out = [unwrapped(site, block) for block in trained]
         proposals.append(
             Proposal(
                 Fix(
@@ -128,36 +207,15 @@ def locate(f: Failure) -> Explanation:
                         where=", ".join(Location(site.filename, b.lineno).where for b in trained),
                     ),
                     trains=T("what the code means to train: the forward's result keeps its graph to the parameters"),
-                    edits=tuple(e for e in unwrapped if e is not None) if all(unwrapped) else (),
+                    edits=tuple(e for e in taken_out if e is not None) if all(taken_out) else (),
                 ),
                 None,
                 True,
             )
         )
-    edits = []
-    for at in entered:
-        line = at.code
-        if len(_ENTERED.findall(line)) == 1:
-            text = _line_text(at)
-            edits.append(Edit(at.filename, at.lineno, at.lineno, _ENTERED.sub("no_grad()", text)))
-    if edits:
-        proposals.append(
-            Proposal(
-                Fix(
-                    summary=T(
-                        "use torch.no_grad() where inference mode is entered ({where})",
-                        where=", ".join(a.where for a in entered),
-                    ),
-                    trains=T(
-                        "the same as intended: the tensors it computes are the same constants of the graph, and "
-                        "no_grad tensors can be saved for backward"
-                    ),
-                    edits=tuple(edits),
-                ),
-                None,
-                True,
-            )
-        )
+    instead = _no_grad_instead(f, entered)
+    if instead is not None:
+        proposals.append(instead)
     tree = site.tree()
     st = (
         statement_at(tree, loc.lineno)

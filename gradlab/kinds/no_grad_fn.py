@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import linecache
 import re
-import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
 from types import FrameType
@@ -34,7 +33,7 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Failure, backward_line_after, calls_into, claims_of_others, leaves_of, torch_alias
 from ..explanation import Explanation, Span
-from ..fixes import Fix, Proposal, indent_of, replace_line
+from ..fixes import Fix, Proposal, indent_of, replace_line, unwrapped
 from ..i18n import T
 from ..judge import judged
 from ..location import Location, frame_names
@@ -532,7 +531,7 @@ def _recorded_block_fix(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]:
     call = next((c for item in block.items if (c := _grad_off(item.context_expr))), None) if block else None
     if block is None or call is None:
         return ()
-    edit = _unwrapped(site, block)
+    edit = unwrapped(site, block)
     fix = Fix(
         summary=T(
             "run the loss's forward and backward with grad on: take them out of the {call} block at {where}",
@@ -635,7 +634,7 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
                 )
             )
     if cut.block is not None:
-        edit = _unwrapped(site, cut.block)
+        edit = unwrapped(site, cut.block)
         # what the loss reaches with grad on: the models the block calls, and those its inputs' graphs reach
         read = sorted(names(cut.block, ast.Load))
         called = tuple(
@@ -746,14 +745,3 @@ def _trains(loss: str | None, reach: tuple[str, ...]) -> Any:
 
 def _one(edit: Edit | None) -> tuple[Edit, ...]:
     return (edit,) if edit is not None else ()
-
-
-def _unwrapped(site: Any, block: ast.With) -> Edit | None:
-    """The ``with`` block's statements in place of the block (one level less indented)."""
-    first, last = block.body[0].lineno, block.body[-1].end_lineno or block.body[-1].lineno
-    if len(block.items) != 1 or block.end_lineno != last:
-        return None
-    body = "\n".join(site.text(i) for i in range(first, last + 1))
-    indent = indent_of(site, block.lineno)
-    text = textwrap.indent(textwrap.dedent(body), indent)
-    return Edit(site.filename, block.lineno, last, text)
