@@ -84,6 +84,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("guard = torch.inference_mode() if fast_eval else torch.no_grad()",),
         (("mse", ("field",)),),
     ),
+    # a leaf the loop made (no parameter) shifted in place by a trained network's output: a step of the
+    # computation, made out of place (NOTE [Writes to a leaf])
+    "perturbed_input_leaf_shifted": (
+        "leaf_in_place",
+        ("batch += 0.1 * torch.tanh(shift_net(context))",),
+        (("loss", ("clf", "shift_net")),),
+    ),
     "kl_term_unreduced": ("non_scalar_output", ("loss.backward()",), ()),
     # inference_mode around a layer whose weights the optimizer holds: the block goes, not into no_grad
     "inference_forward_trained": ("inference_saved", ("with torch.inference_mode():",), ()),

@@ -66,6 +66,10 @@ def explain(m: Message) -> Explanation:
 # wrapped together: wrapping only the first would stop at the second. Making the write
 # out-of-place instead is another reading: the name then holds a new tensor, no leaf
 # (its .grad stays None, an optimizer keeps the old one), and gradient flows through it.
+# That reading comes first when the leaf is no parameter and no optimizer holds it, and
+# the value written has a graph of its own (text_embeds += dummy_embed.sum() * 0, to
+# keep a projector in the graph): then the write is a step of the computation, and
+# under no_grad the term would reach nothing.
 def _writes_to_leaf(st: ast.stmt, namespace: Mapping[str, Any]) -> bool:
     """``st`` writes in place to a tensor of ``namespace`` that is a leaf requiring grad."""
     target: ast.expr | None = None
@@ -204,7 +208,10 @@ def locate(f: Failure) -> Explanation:
             )
         )
     wrap = no_grad_fix(f, name, parameter)
-    if wrap is not None:
+    # a leaf the forward made (no parameter, no optimizer holds it) written with a value that has a graph: the
+    # write is a step of the computation (NOTE [Writes to a leaf]), so its out-of-place form comes first
+    computed = not parameter and _from_graph(st, name, f.namespace)
+    if wrap is not None and not computed:
         proposals.append(wrap)
     rewritten = rewrite_in_place(site.text(loc.lineno), f.op) if f.op and st.lineno == st.end_lineno else None
     if rewritten is not None:
@@ -213,8 +220,14 @@ def locate(f: Failure) -> Explanation:
         proposals.append(
             Proposal(
                 Fix(
-                    alternative=True,
+                    alternative=not computed,
                     summary=T(
+                        "make the write out of place: it is a step of the computation (what it adds has a graph); "
+                        "{name} then names a new tensor",
+                        name=name or T("the tensor"),
+                    )
+                    if computed
+                    else T(
                         "if the write is part of the computation, make it out of place: {name} then names a new tensor",
                         name=name or T("the tensor"),
                     ),
@@ -228,5 +241,32 @@ def locate(f: Failure) -> Explanation:
                 False,
             )
         )
+    if wrap is not None and computed:
+        proposals.append(wrap)
     fixes = judged(proposals, ctx)
+    if computed:
+        kept = f.claims()
+        fixes = tuple(replace(x, claims=x.claims or kept) for x in fixes)
     return replace(located, fixes=(*fixes, *e.fixes))
+
+
+def _from_graph(st: ast.stmt, name: str | None, namespace: Mapping[str, Any]) -> bool:
+    """The statement writes a value computed from a tensor of the frame that has a graph (``x += f(y) * 0``
+    with ``y`` from a model), besides the written tensor itself."""
+    value = st.value if isinstance(st, (ast.AugAssign, ast.Assign)) else st
+    for n in ast.walk(value):
+        if isinstance(n, ast.Name) and n.id != name:
+            t = namespace.get(n.id)
+            if isinstance(t, torch.Tensor) and t.grad_fn is not None:
+                return True
+        if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_")):
+            called = resolve_name(n.func, namespace) if _dotted(n.func) else None
+            if isinstance(called, torch.nn.Module) and any(p.requires_grad for p in called.parameters()):
+                return True  # a trained model's forward: its output has a graph
+    return False
+
+
+def _dotted(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
