@@ -384,43 +384,13 @@ def _stored_edits(ctx: Context) -> tuple[Edit, ...]:
     return tuple(sorted(all_edits(*edits), key=lambda e: (e.filename, e.start)))
 
 
-def _detach_at_boundary(ctx: Context, attrs: Text) -> Proposal | None:
-    """``model.recurrent.weight = model.recurrent.weight.detach()`` after the backward, for each module of the
-    loop's model that keeps state: the loop's own iteration boundary, whatever the class's code looks like."""
-    if not ctx.kept_paths or ctx.site is None or ctx.backward_line is None:
-        return None
-    text = "\n".join(f"{p} = {p}.detach()" for p in ctx.kept_paths)
-    edit = insert_lines(ctx, ctx.backward_line, text, after=True)
-    if edit is None:
-        return None
+def _values_kept(ctx: Context, attrs: Text, summary: Text, edits: tuple[Edit, ...]) -> Proposal:
+    """A detach of the kept state that keeps the values each forward stores (where stored, or after the
+    backward): the same training, said once."""
     return keeping(
         ctx,
         Fix(
-            summary=T(
-                "detach the state the modules keep between iterations ({attrs}) after each backward, in the loop",
-                attrs=attrs,
-            ),
-            trains=T(
-                "at each iteration, {loss} trains through that iteration's graph only; {attrs} keep the values each "
-                "forward stores, without their graph",
-                attrs=attrs,
-                loss=ctx.l,
-            ),
-            edits=(edit,),
-        ),
-    )
-
-
-def _detach_stored(ctx: Context, attrs: Text) -> Proposal | None:
-    edits = _stored_edits(ctx) if ctx.stored_at else ()
-    if not edits:
-        return None
-    return keeping(
-        ctx,
-        Fix(
-            summary=T(
-                "detach the state the modules keep between iterations ({attrs}) where they store it", attrs=attrs
-            ),
+            summary=summary,
             trains=T(
                 "at each iteration, {loss} trains through that iteration's graph only; {attrs} keep the values each "
                 "forward stores, without their graph",
@@ -430,6 +400,29 @@ def _detach_stored(ctx: Context, attrs: Text) -> Proposal | None:
             edits=edits,
         ),
     )
+
+
+def _detach_at_boundary(ctx: Context, attrs: Text) -> Proposal | None:
+    """``model.recurrent.weight = model.recurrent.weight.detach()`` after the backward, for each module of the
+    loop's model that keeps state: the loop's own iteration boundary, whatever the class's code looks like."""
+    if not ctx.kept_paths or ctx.site is None or ctx.backward_line is None:
+        return None
+    text = "\n".join(f"{p} = {p}.detach()" for p in ctx.kept_paths)
+    edit = insert_lines(ctx, ctx.backward_line, text, after=True)
+    if edit is None:
+        return None
+    summary = T(
+        "detach the state the modules keep between iterations ({attrs}) after each backward, in the loop", attrs=attrs
+    )
+    return _values_kept(ctx, attrs, summary, (edit,))
+
+
+def _detach_stored(ctx: Context, attrs: Text) -> Proposal | None:
+    edits = _stored_edits(ctx) if ctx.stored_at else ()
+    if not edits:
+        return None
+    summary = T("detach the state the modules keep between iterations ({attrs}) where they store it", attrs=attrs)
+    return _values_kept(ctx, attrs, summary, edits)
 
 
 def module_state_fixes(ctx: Context) -> list[Proposal]:
