@@ -144,16 +144,16 @@ class GCNBert(nn.Module):
         denom_ag = adj_ag.sum(2).unsqueeze(2) + 1
         outputs_ag = gcn_inputs
         outputs_dep = gcn_inputs
-        for l in range(self.layers):
+        for layer in range(self.layers):
             Ax_dep = adj.bmm(outputs_dep)
-            gAxW_dep = F.relu(self.W[l](Ax_dep) / denom_dep)
+            gAxW_dep = F.relu(self.W[layer](Ax_dep) / denom_dep)
             Ax_ag = adj_ag.bmm(outputs_ag)
-            gAxW_ag = F.relu(self.weight_list[l](Ax_ag) / denom_ag)
+            gAxW_ag = F.relu(self.weight_list[layer](Ax_ag) / denom_ag)
             A1 = F.softmax(torch.bmm(torch.matmul(gAxW_dep, self.affine1), gAxW_ag.transpose(1, 2)), dim=-1)
             A2 = F.softmax(torch.bmm(torch.matmul(gAxW_ag, self.affine2), gAxW_dep.transpose(1, 2)), dim=-1)
             gAxW_dep, gAxW_ag = torch.bmm(A1, gAxW_ag), torch.bmm(A2, gAxW_dep)
-            outputs_dep = self.gcn_drop(gAxW_dep) if l < self.layers - 1 else gAxW_dep
-            outputs_ag = self.gcn_drop(gAxW_ag) if l < self.layers - 1 else gAxW_ag
+            outputs_dep = self.gcn_drop(gAxW_dep) if layer < self.layers - 1 else gAxW_dep
+            outputs_ag = self.gcn_drop(gAxW_ag) if layer < self.layers - 1 else gAxW_ag
         return outputs_ag, outputs_dep, adj_ag, pooled_output
 
 
