@@ -153,8 +153,27 @@ def feeding(statements: list[ast.stmt], needed: set[str]) -> set[int]:
     for st in reversed(statements):
         if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and names(st, ast.Store) & needed:
             out.add(st.lineno)
-            needed |= names(st, ast.Load)
+            needed |= _loads_for(st, needed)
     return out
+
+
+def _loads_for(st: ast.stmt, needed: set[str]) -> set[str]:
+    """The names ``st`` reads to compute the names of ``needed`` it assigns: for ``a, b = f(x), g(y)`` only the
+    element of each needed target (``b`` needs ``y``), else everything the statement reads."""
+    if (
+        isinstance(st, ast.Assign)
+        and len(st.targets) == 1
+        and isinstance(st.targets[0], ast.Tuple)
+        and isinstance(st.value, ast.Tuple)
+        and len(st.targets[0].elts) == len(st.value.elts)
+        and not any(isinstance(e, ast.Starred) for e in (*st.targets[0].elts, *st.value.elts))
+    ):
+        out: set[str] = set()
+        for target, value in zip(st.targets[0].elts, st.value.elts):
+            if names(target, ast.Store) & needed or not isinstance(target, ast.Name):
+                out |= names(value, ast.Load) | (names(target, ast.Load))
+        return out
+    return names(st, ast.Load)
 
 
 _BACKWARD_FUNCTIONS = ("torch.autograd.backward", "autograd.backward")
