@@ -37,6 +37,7 @@ from .fixes import (
     insert_lines,
     keeping,
     replace_line,
+    source_of,
     span_of,
     statement_line,
     statements_text,
@@ -45,7 +46,7 @@ from .graph import Graph
 from .i18n import T, join
 from .location import Location
 from .rewrite import inputs_keyword, replace_reads, split_comment, with_keyword
-from .source import enclosing_blocks, names, statement_at
+from .source import enclosing_blocks, names, parse, statement_at
 from .writers import documented
 
 __all__ = ["stale_reads", "general_fixes", "freed_fixes"]
@@ -147,6 +148,8 @@ def _clone_own_reads(ctx: Context) -> Proposal | None:
     st = ast.parse(body.strip()).body[0]
     if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript)):
         return None
+    if not _saved_by(ctx.saved_at, loc, st):
+        return None  # the tensor was saved elsewhere (by the layer that made it): a copy of the read leaves it
     base = ast.unparse(st.targets[0].value)
 
     class Clone(ast.NodeTransformer):
@@ -181,6 +184,27 @@ def _clone_own_reads(ctx: Context) -> Proposal | None:
             ),
             edits=(edit,),
         ),
+    )
+
+
+def _saved_by(saved: Location | None, write: Location, st: ast.stmt) -> bool:
+    """The stale tensor was saved by the write's own right-hand side: on the write's line, or in a function of
+    the same file that the line calls by name (``self.do_something(x[i], j)``)."""
+    if saved is None or saved.filename != write.filename:
+        return False
+    if saved.lineno == write.lineno:
+        return True
+    tree = parse(source_of(saved.filename))
+    if tree is None:
+        return False
+    called = {
+        (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) else "")
+        for n in ast.walk(st)
+        if isinstance(n, ast.Call)
+    }
+    return any(
+        isinstance(f, ast.FunctionDef) and f.name in called and f.lineno < saved.lineno <= (f.end_lineno or f.lineno)
+        for f in ast.walk(tree)
     )
 
 

@@ -106,6 +106,7 @@ class Context:
     stored_at: tuple[tuple[Location, str], ...] = ()  # every one-line statement that stores one of them
     stepwise: bool = False  # one of them is stored inside a loop of its method (a state over one input's steps)
     kept_paths: tuple[str, ...] = ()  # each kept attribute as the loop reaches it (``model.recurrent.weight``)
+    saved_at: Location | None = None  # where the forward saved the tensor the failure names (an in-place write)
     caches: tuple[str, ...] = ()  # dicts on modules memoising results with a graph (``model.text_encoder.cache``)
     target: str | None = None  # a model no optimizer holds, whose output the loss uses as a target
     target_line: int | None = None  # the statement that runs that model's forward

@@ -237,3 +237,14 @@ def test_an_earlier_backward_in_another_function_gets_its_retain_graph_edit_ther
     _, want = _run(intended.read_text(), str(intended))
     assert steps and _same(steps, want)
     assert dict(fix.claims) == {"penalty": ("trainer.net",)}
+
+
+def test_a_dict_whose_entries_are_computed_from_their_old_values_is_a_memory_not_a_cache() -> None:
+    # NOTE [A cache of a module's result]: a memory carries values across batches, emptying it would change them
+    d = _diagnosis("word_memory_min_pooled")
+    assert d.cause == "carried_state", str(d)
+    assert d.fixes and not any("empty the cache" in str(f.summary) for f in d.fixes), "\n".join(
+        str(f.summary) for f in d.fixes
+    )
+    cached = _diagnosis("prototype_cache_on_classifier").fixes[0]
+    assert "empty the cache" in str(cached.summary) and cached.code == "clf._protos.clear()"

@@ -207,6 +207,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             base = from_frame(base, facts, None) if not base.reach else base
             ctx = replace(
                 base,
+                saved_at=p.saved_at,
                 tensor=short_name(p),
                 op=w.op,
                 code=code,

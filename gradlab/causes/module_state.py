@@ -18,7 +18,7 @@ from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, source_of
 from ..i18n import T, Text, join
 from ..location import _INSTALLED, Location, _library_file
 from ..rewrite import detached_value
-from ..source import loop_body_of, names, parse
+from ..source import feeding, loop_body_of, names, parse, preceding
 
 __all__ = ["kept_on_modules", "module_state_fixes"]
 
@@ -269,6 +269,8 @@ def _cached(base: Context, facts: Facts, roots: dict[str, torch.nn.Module], used
                 if attr in _MODULE_OWN or not isinstance(value, dict) or path is None:
                     continue
                 if any(isinstance(v, torch.Tensor) and v.grad_fn is not None for v in value.values()):
+                    if _updates_entries(type(m), attr):
+                        return None  # a memory (an entry made from its old value), not a cache
                     found.append(f"{path}.{attr}")
         if found:
             break
@@ -281,6 +283,29 @@ def _cached(base: Context, facts: Facts, roots: dict[str, torch.nn.Module], used
         kept_attrs=tuple("self." + f.rsplit(".", 1)[-1] for f in found),
         caches=tuple(found),
     )
+
+
+def _updates_entries(cls: type, attr: str) -> bool:
+    """The class stores an entry of ``self.attr`` computed from the dict's own entries (``self.memory[w] =
+    min(self.memory[w], e)``): a memory of earlier batches meant to carry values, not a cache to recompute. True
+    too when the class's source cannot be read (no reading is safe then)."""
+    found = _class_tree(cls)
+    tree = parse(source_of(found[1])) if found is not None else None
+    if found is None or tree is None:
+        return True
+    for st in ast.walk(found[0]):
+        if not isinstance(st, ast.Assign):
+            continue
+        for target in st.targets:
+            if not (isinstance(target, ast.Subscript) and _self_attr(target.value, attr)):
+                continue
+            if _mentions(st.value, attr):
+                return True
+            # through the statements before it on its path: new = min(self.memory[w], e); self.memory[w] = new
+            before = {b.lineno: b for b in preceding(tree, st.lineno)}
+            if any(_mentions(before[n], attr) for n in feeding(list(before.values()), names(st.value, ast.Load))):
+                return True
+    return False
 
 
 def _clear_caches(ctx: Context, attrs: Text) -> Proposal | None:
@@ -524,7 +549,9 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 # Detaching the entry would run, but the module would stop learning from it and the values would stay those
 # of the first iteration. The cache is an optimisation of a computation the code means to run (the same
 # forward without the cache recomputes it), so the fix empties it after each backward, through the loop's
-# path to the module: each iteration computes the entry once, with the weights of that iteration.
+# path to the module: each iteration computes the entry once, with the weights of that iteration. A dict
+# whose entries the class computes from their old values (Flair's pooled word memory: the minimum over a
+# word's occurrences) is a memory meant to carry values across batches, not a cache: not emptied.
 
 
 # NOTE [State kept on modules]
