@@ -45,12 +45,15 @@ class Views:
     """Where user code made several views of one tensor (``x.split(2)``, NOTE [Multi-view ops] in writes.py).
 
     ``label`` is the op (``.split()``), ``location`` the user's line, ``outputs`` weak
-    references to the views it returned, in order (a record never keeps a tensor alive).
+    references to the views it returned, in order, and ``base`` to the tensor they view (a
+    record never keeps a tensor alive): a view of a view (``x.split(1)[0].squeeze(1)``) is
+    matched by its base once the split's own outputs are gone.
     """
 
     label: str
     location: Location
     outputs: tuple[weakref.ref[torch.Tensor], ...]
+    base: weakref.ref[torch.Tensor] | None = None  # the tensor they are views of (alive while its graph is)
 
 
 def _distributed() -> bool:
@@ -124,7 +127,16 @@ class Cuts:
             return  # views outside autograd may be written to
         location = user_location()
         if location is not None:
-            self.views.append(Views(label, location, tuple(weakref.ref(t) for t in result)))
+            first = result[0] if result and isinstance(result[0], torch.Tensor) else None
+            base = first._base if first is not None else None
+            self.views.append(
+                Views(
+                    label,
+                    location,
+                    tuple(weakref.ref(t) for t in result),
+                    weakref.ref(base) if base is not None else None,
+                )
+            )
 
     def views_of(self, tensor: torch.Tensor) -> tuple[Views, int | None] | None:
         """The latest recorded views ``tensor`` is one of (with its output index), or a view of (index None)."""
@@ -135,7 +147,9 @@ class Cuts:
         base = tensor._base
         if base is not None:
             for views in reversed(self.views):
-                if any((t := ref()) is not None and t._base is base for ref in views.outputs):
+                if (views.base is not None and views.base() is base) or any(
+                    (t := ref()) is not None and t._base is base for ref in views.outputs
+                ):
                     return views, None
         return None
 

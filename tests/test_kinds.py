@@ -91,6 +91,9 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("batch += 0.1 * torch.tanh(shift_net(context))",),
         (("loss", ("clf", "shift_net")),),
     ),
+    # a view of a split's output (squeezed) written in place once the split's outputs are gone: found by the
+    # views' base, made out of place
+    "heads_split_then_scaled": ("multi_view_in_place", ("first *= 2.0",), (("loss", ("attn", "head")),)),
     "kl_term_unreduced": ("non_scalar_output", ("loss.backward()",), ()),
     # inference_mode around a layer whose weights the optimizer holds: the block goes, not into no_grad
     "inference_forward_trained": ("inference_saved", ("with torch.inference_mode():",), ()),
