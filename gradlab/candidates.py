@@ -411,14 +411,15 @@ def freed_fixes(ctx: Context) -> list[Proposal]:
 # inputs= on the failing backward when an optimizer stepped in between (its
 # model's saved weights are stale: the failing backward must not enter its
 # nodes) or when the freed part lies elsewhere (then inputs= alone avoids it).
-# Not offered when weights moved in between by an update the record does not name
-# (an optimizer's own update that is not step()), when a model the loss should train was stepped in between, or sits
-# below a node that reads a stepped model's weights (a generator behind its
-# stepped discriminator): there the code as written would use weights a step
-# changed, and a recompute after the step is the fix (the causes write it).
-# Gradient from the failing loss that inputs= drops is that of models no
-# optimizer steps on it (their zero_grad() clears it first), so the training is
-# the one the loop asks for; gradlab fix checks it by running.
+# Not offered when weights moved in between by an update the record does not
+# name (an optimizer's own update that is not step()), when a model the loss
+# should train was stepped in between, or when it sits below a node that reads a
+# stepped model's weights (a generator behind its stepped discriminator): there
+# the code as written would use weights a step changed, and a recompute after the
+# step is the fix (the causes write it). The gradient inputs= drops is that of
+# models the loop's intent does not train with this loss (their optimizer clears
+# it before its step, or none steps them on it); a loop that would still use it
+# later is what gradlab fix's run, not this static reading, tells.
 
 
 # NOTE [Candidates]
