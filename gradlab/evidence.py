@@ -413,7 +413,7 @@ def claims_of_others(
             value = value_of(name, namespace)
             if name == failing_loss or not isinstance(value, torch.Tensor) or value.grad_fn is None:
                 continue
-            leaves = {id(fn.variable) for fn in walk([value.grad_fn]) if hasattr(fn, "variable")}
+            leaves = leaves_of(value)
             reach = {m for m, ids in site.modules.items() if ids & leaves}
             intent = site_intent(site, n.lineno)
             if intent.known:

@@ -204,7 +204,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             w = writes[0]
             code = w.location.code if w.location else None
             # the graph's parameters without names (a model held by a plain object): the reach read from the frame
-            base = from_frame(base, facts, None) if not base.reach else base
+            base = from_frame(base, facts, None)
             ctx = replace(
                 base,
                 saved_at=p.saved_at,

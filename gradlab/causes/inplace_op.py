@@ -12,6 +12,7 @@ from ..fixes import Fix, Proposal, all_edits, keeping, source_of, write_edit
 from ..i18n import T
 from ..location import Location
 from ..rewrite import ACTIVATION_NAMES, ACTIVATIONS, OP_NAMES, rewrite_in_place, twin_in_expression
+from ..source import function_of
 
 
 def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
@@ -70,17 +71,6 @@ def _other_edits(ctx: Context, flags: tuple[Edit, ...]) -> tuple[Edit, ...] | No
     return tuple(edits)
 
 
-def _helper_of(tree: ast.Module, line: int) -> ast.FunctionDef | None:
-    """The innermost function of ``tree`` whose body holds ``line``."""
-    found: ast.FunctionDef | None = None
-    for n in ast.walk(tree):
-        if not isinstance(n, ast.FunctionDef) or not n.lineno < line <= (n.end_lineno or n.lineno):
-            continue
-        if found is None or n.lineno > found.lineno:
-            found = n
-    return found
-
-
 def _through_callers(ctx: Context, rewritten: str) -> tuple[tuple[Edit, ...], str] | None:
     """A write to an argument of a helper that returns nothing (``def subtract_mean(batch): ... batch -= mean``):
     its callers see the write, and the out-of-place form alone would rebind only the helper's name (the caller's
@@ -103,8 +93,8 @@ def _through_callers(ctx: Context, rewritten: str) -> tuple[tuple[Edit, ...], st
         tree = ast.parse(source)
     except SyntaxError:
         return (), rewritten
-    helper = _helper_of(tree, loc.lineno)
-    if helper is None:
+    helper = function_of(tree, loc.lineno)
+    if not isinstance(helper, ast.FunctionDef):
         return (), rewritten
     params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
     if name not in params or helper.args.vararg or helper.args.kwarg:
@@ -112,14 +102,11 @@ def _through_callers(ctx: Context, rewritten: str) -> tuple[tuple[Edit, ...], st
     rebound = any(
         isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign))
         and st.lineno < loc.lineno
-        and any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(st) if isinstance(t, ast.Name))
-        and name
-        in {
-            t.id
-            for tt in (st.targets if isinstance(st, ast.Assign) else [st.target])
-            for t in ast.walk(tt)
-            if isinstance(t, ast.Name)
-        }
+        and any(
+            isinstance(t, ast.Name) and t.id == name
+            for target in (st.targets if isinstance(st, ast.Assign) else [st.target])
+            for t in ast.walk(target)
+        )
         for st in ast.walk(helper)
     )
     if rebound:

@@ -14,7 +14,7 @@ import torch
 from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts, from_frame
-from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, source_of
+from ..fixes import Fix, Proposal, all_edits, edit_at, insert_lines, keeping, source_of
 from ..i18n import T, Text, join
 from ..location import _INSTALLED, Location, _library_file
 from ..rewrite import detached_value
@@ -399,13 +399,7 @@ def _self_attr_target(st: ast.stmt, attr: str) -> bool:
 
 def _stored_edits(ctx: Context) -> tuple[Edit, ...]:
     """Every ``self.attr = value`` of the kept state (outside ``__init__`` and the reset) as ``value.detach()``."""
-    edits: list[Edit | None] = []
-    for loc, _attr in ctx.stored_at:
-        lines = source_of(loc.filename).splitlines()
-        text = lines[loc.lineno - 1] if 0 < loc.lineno <= len(lines) else ""
-        indent = text[: len(text) - len(text.lstrip())]
-        new = detached_value(text.strip()) if text.strip() else None
-        edits.append(Edit(loc.filename, loc.lineno, loc.lineno, indent + new) if new else None)
+    edits = [edit_at(ctx, loc, detached_value(loc.code) if loc.code else None) for loc, _attr in ctx.stored_at]
     return tuple(sorted(all_edits(*edits), key=lambda e: (e.filename, e.start)))
 
 
@@ -450,6 +444,59 @@ def _detach_stored(ctx: Context, attrs: Text) -> Proposal | None:
     return _values_kept(ctx, attrs, summary, edits)
 
 
+def _reset_proposal(ctx: Context, attrs: Text) -> Proposal | None:
+    """The class's own reset called on every module of that class after each backward."""
+    reset = _reset_edit(ctx)
+    if reset is None:
+        return None
+    calls = join([f"{method}()" for _cls, method in ctx.resets], T(" and "))
+    classes = join([cls for cls, _method in ctx.resets], T(" and "))
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "reset the state the modules keep between iterations ({attrs}) after each backward: call "
+                "{calls} on every {classes} of {model}",
+                attrs=attrs,
+                calls=calls,
+                classes=classes,
+                model=ctx.reset_root or "",
+            ),
+            trains=T(
+                "each iteration's forward starts {attrs} from the value the reset gives, as the first "
+                "iteration did; {loss} trains through that iteration's graph only",
+                attrs=attrs,
+                loss=ctx.l,
+            ),
+            edits=(reset,),
+            keeps_forward=False,
+        ),
+    )
+
+
+def _detach_where_read(ctx: Context, attrs: Text) -> Proposal | None:
+    """The kept state detached where the forward first reads it."""
+    detach = _detach_edits(ctx) if ctx.detach_at else ()
+    if not detach:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "detach the state the modules keep between iterations ({attrs}) where their forward starts reading it",
+                attrs=attrs,
+            ),
+            trains=T(
+                "at each iteration, {loss} trains through that iteration's graph only; {attrs} keep their "
+                "values from the previous iteration, without its graph",
+                attrs=attrs,
+                loss=ctx.l,
+            ),
+            edits=detach,
+        ),
+    )
+
+
 def module_state_fixes(ctx: Context) -> list[Proposal]:
     """Reset the kept state after each backward with the class's own method; or detach it where the forward
     starts reading it, or where it is stored; or, with no code for either, the sentence.
@@ -459,68 +506,22 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
     detached where it is stored, or where the forward reads it, or else after the backward in the loop, before
     any reset (NOTE [State kept on modules])."""
     attrs = join(list(ctx.kept_attrs), T(" and "))
-    proposals: list[Proposal] = []
     cleared = _clear_caches(ctx, attrs)
     if cleared is not None:
         return [cleared]
     stored = _detach_stored(ctx, attrs)
     boundary = _detach_at_boundary(ctx, attrs)
-    if stored is not None and not ctx.stepwise:
-        proposals.append(stored)
-    reset = _reset_edit(ctx)
-    if reset is not None:
-        calls = join([f"{method}()" for _cls, method in ctx.resets], T(" and "))
-        classes = join([cls for cls, _method in ctx.resets], T(" and "))
-        proposals.append(
-            keeping(
-                ctx,
-                Fix(
-                    summary=T(
-                        "reset the state the modules keep between iterations ({attrs}) after each backward: call "
-                        "{calls} on every {classes} of {model}",
-                        attrs=attrs,
-                        calls=calls,
-                        classes=classes,
-                        model=ctx.reset_root or "",
-                    ),
-                    trains=T(
-                        "each iteration's forward starts {attrs} from the value the reset gives, as the first "
-                        "iteration did; {loss} trains through that iteration's graph only",
-                        attrs=attrs,
-                        loss=ctx.l,
-                    ),
-                    edits=(reset,),
-                    keeps_forward=False,
-                ),
-            )
-        )
-    detach = _detach_edits(ctx) if ctx.detach_at else ()
-    if detach:
-        proposals.insert(
-            len(proposals) if ctx.stepwise else int(stored is not None),
-            keeping(
-                ctx,
-                Fix(
-                    alternative=bool(proposals) and (ctx.stepwise or stored is not None),
-                    summary=T(
-                        "detach the state the modules keep between iterations ({attrs}) where their forward starts "
-                        "reading it",
-                        attrs=attrs,
-                    ),
-                    trains=T(
-                        "at each iteration, {loss} trains through that iteration's graph only; {attrs} keep their "
-                        "values from the previous iteration, without its graph",
-                        attrs=attrs,
-                        loss=ctx.l,
-                    ),
-                    edits=detach,
-                ),
-            ),
-        )
-    if stored is not None and ctx.stepwise:
-        proposals.append(stored)
-    if boundary is not None:  # the loop's own boundary: first only when the class's code gives no other
-        proposals.insert(len(proposals) if ctx.stepwise or stored is not None or detach else 0, boundary)
+    reset = _reset_proposal(ctx, attrs)
+    read = _detach_where_read(ctx, attrs)
+    if ctx.stepwise:  # a state over one input's steps: its class's reset is the boundary its author wrote
+        order = [reset, read, stored, boundary]
+    elif stored is not None or read is not None:  # a memory: the values kept, detached in the class's own code
+        order = [stored, read, reset, boundary]
+    else:  # no place in the class's code: the loop's own boundary first
+        order = [boundary, reset]
+    proposals = [p for p in order if p is not None]
+    if read is not None and proposals[0] is not read:
+        proposals[proposals.index(read)] = replace(read, fix=replace(read.fix, alternative=True))
     if not proposals:
         proposals.append(
             keeping(

@@ -24,7 +24,7 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Failure
 from ..explanation import Explanation, Span
-from ..fixes import Fix, Proposal, indent_of, unwrapped
+from ..fixes import Fix, Proposal, indent_of, source_of, unwrapped
 from ..i18n import T, Text, join
 from ..judge import judged
 from ..location import Location
@@ -86,9 +86,7 @@ def _bound_before(loc: Location) -> Location | None:
     m = re.fullmatch(r"\s*with\s+([A-Za-z_]\w*)\s*(?:as\s+\w+\s*)?:\s*(#.*)?", loc.code)
     if m is None:
         return None
-    import linecache
-
-    tree = parse("".join(linecache.getlines(loc.filename)))
+    tree = parse(source_of(loc.filename))
     if tree is None:
         return None
     found = [
@@ -108,9 +106,7 @@ def _decorator_of(loc: Location) -> Location | None:
     there), the decorator's line; None when the line enters inference mode itself or calls no such function."""
     if "inference_mode" in loc.code:
         return None
-    import linecache
-
-    tree = parse("".join(linecache.getlines(loc.filename)))
+    tree = parse(source_of(loc.filename))
     line = parse(loc.code)
     if tree is None or line is None:
         return None
