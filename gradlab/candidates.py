@@ -45,11 +45,11 @@ from .fixes import (
 from .graph import Graph
 from .i18n import T, join
 from .location import Location
-from .rewrite import inputs_keyword, replace_reads, split_comment, with_keyword
+from .rewrite import detached_value, inputs_keyword, replace_reads, split_comment, with_keyword
 from .source import enclosing_blocks, names, parse, statement_at
 from .writers import documented
 
-__all__ = ["stale_reads", "general_fixes", "freed_fixes"]
+__all__ = ["stale_reads", "general_fixes", "freed_fixes", "apart_fixes"]
 
 
 def _read(line: str, expr: str) -> bool:
@@ -396,9 +396,44 @@ def _keep_and_route(ctx: Context) -> Proposal | None:
     )
 
 
+def _detach_where_made(ctx: Context) -> Proposal | None:
+    """``.detach()`` on the line that made the freed part, when it reaches only parameters no optimizer holds
+    (NOTE [A part no optimizer steps] in :mod:`gradlab.evidence`)."""
+    at = ctx.made_at
+    if at is None or not at.code:
+        return None
+    edit = edit_at(ctx, at, detached_value(at.code.strip()))
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            keeps_forward=True,
+            summary=T(
+                "detach the tensor made at {where}: the part of the graph below it ends in parameters no optimizer "
+                "holds, and a backward through it again finds it freed",
+                where=at.where,
+            ),
+            trains=T(
+                "{loss} trains what it trained, with the same values: no optimizer steps the parameters below "
+                "{where}, so no update changes",
+                loss=ctx.l,
+                where=at.where,
+            ),
+            edits=all_edits(edit),
+        ),
+    )
+
+
+def apart_fixes(ctx: Context) -> list[Proposal]:
+    """The general candidates for a freed graph whose freed part no optimizer steps, whatever its cause."""
+    found = [_detach_where_made(ctx)]
+    return [f for f in found if f is not None]
+
+
 def freed_fixes(ctx: Context) -> list[Proposal]:
     """The general candidates for a graph an earlier backward freed (NOTE [Candidates for a freed graph])."""
-    found = [_keep_and_route(ctx)]
+    found = [_keep_and_route(ctx), _detach_where_made(ctx)]
     return [f for f in found if f is not None]
 
 

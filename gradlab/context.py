@@ -139,6 +139,9 @@ class Context:
     freed_reach: tuple[str, ...] = ()
     stepped_between: tuple[str, ...] = ()
     behind_stepped: tuple[str, ...] = ()
+    # the forward line that made the freed part when it reaches only parameters no optimizer holds
+    # (NOTE [A part no optimizer steps] in gradlab.evidence)
+    made_at: Location | None = None
 
     # -- the user's names, or descriptions ----------------------------------------------------------
     @property

@@ -43,6 +43,7 @@ __all__ = [
     "calls_into",
     "holds_node",
     "stepped_params",
+    "made_apart",
 ]
 
 
@@ -588,6 +589,55 @@ def resolve_dotted(dotted: str, namespace: Mapping[str, Any]) -> Any:
     for part in parts[1:]:
         value = getattr(value, part, None)
     return value
+
+
+def made_apart(graph: Graph, node_id: int | None, facts: Facts, loss: str | None) -> Location | None:
+    """The forward line that made the freed node ``node_id`` when what it computes, and everything else the graph
+    saved on that line, reaches only parameters that none of the frame's optimizers holds (NOTE [A part no optimizer
+    steps]); else None."""
+    site = facts.site
+    if node_id is None or site is None or not site.optimizers:
+        return None
+    # the failing loss's graph, or (a loss written as an expression: ``(1 - score).backward()``) the frame's tensors
+    value = value_of(loss, facts.namespace) if loss else None
+    roots = [value.grad_fn] if isinstance(value, torch.Tensor) and value.grad_fn is not None else []
+    roots += [facts.namespace[k].grad_fn for k in sorted(graph_names(facts.namespace))]
+    at = saved_line(graph, [node_id])
+    if at is None:
+        return None
+    on_line = {
+        s.node_id
+        for s in graph.saved
+        if s.saved_at is not None and (s.saved_at.filename, s.saved_at.lineno) == (at.filename, at.lineno)
+    }
+    nodes = {n.id: n for n in graph.nodes}
+    wanted = {(nodes[i].seq, nodes[i].name) for i in on_line if i in nodes and nodes[i].seq is not None}
+    held = frozenset().union(*site.optimizers.values())
+    found = False
+    for fn in walk(roots):
+        if (sequence_of(fn), fn.name()) not in wanted:
+            continue
+        found = True
+        for below in walk([fn]):
+            leaf = getattr(below, "variable", None)
+            if leaf is not None and (not isinstance(leaf, torch.nn.Parameter) or id(leaf) in held):
+                return None  # a parameter an optimizer steps, or an input whose .grad the code may read
+    return at if found else None
+
+
+# NOTE [A part no optimizer steps]
+# A backward fails on a freed node whose whole part of the graph ends in
+# parameters no optimizer of the loop holds: an embedding table a plain object
+# keeps to encode a column once, a pretrained encoder left requiring grad and
+# never handed to an optimizer. Every backward through that part only fills
+# .grad fields nothing reads, and the part was made once (before the loop, or by
+# an earlier loss), so the second backward through it fails. A .detach() where
+# the part was made changes no value of the forward and no update of any
+# optimizer: it is offered for any cause of a freed graph. Not offered when a
+# leaf below is not a parameter (an input whose .grad an attack or a saliency map
+# reads), when any node the graph saved on that line reaches a parameter an
+# optimizer holds (the line computes something trained as well), or when the
+# frame names no optimizer (nothing to tell "held" from "not held").
 
 
 def value_of(expr: str, namespace: Mapping[str, Any]) -> Any:

@@ -405,12 +405,17 @@ def replace_reads(line: str, name: str, new: str) -> str | None:
 
 
 def detached_value(line: str) -> str | None:
-    """``x.attr = expr`` as ``x.attr = expr.detach()`` (``(expr).detach()`` when ``expr`` is not a primary)."""
+    """``x.attr = expr`` as ``x.attr = expr.detach()`` (``(expr).detach()`` when ``expr`` is not a primary), and
+    ``return expr`` as ``return expr.detach()``; None for a tuple's value."""
     try:
         tree = ast.parse(line)
     except SyntaxError:
         return None
     st = tree.body[0] if len(tree.body) == 1 else None
+    if isinstance(st, ast.Return) and st.value is not None and not isinstance(st.value, (ast.Tuple, ast.List)):
+        value = ast.get_source_segment(line, st.value) or ast.unparse(st.value)
+        primary = isinstance(st.value, (ast.Call, ast.Subscript, ast.Attribute, ast.Name))
+        return f"return {value if primary else f'({value})'}.detach()"
     if not isinstance(st, ast.Assign) or len(st.targets) != 1 or isinstance(st.targets[0], (ast.Tuple, ast.List)):
         return None  # a tuple target: its value is the tuple, not the state (detached_after)
     value = ast.get_source_segment(line, st.value) or ast.unparse(st.value)

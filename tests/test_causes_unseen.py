@@ -94,6 +94,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a classifier memoising its prototypes in a private dict (NOTE [A cache of a module's result]): emptied after
     # each backward, so each batch computes them with the stepped weights
     "prototype_cache_on_classifier": ("carried_state", (("ce", ("clf",)),)),
+    # class vectors read once from a lookup table that no optimizer holds, then sliced into batches (NOTE [A part no
+    # optimizer steps]): detached on the line that made them, inside a helper the loop never sees
+    "label_vectors_encoded_once": ("carried_state", (("1 - agreement", ("projector",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),
@@ -248,3 +251,37 @@ def test_a_dict_whose_entries_are_computed_from_their_old_values_is_a_memory_not
     )
     cached = _diagnosis("prototype_cache_on_classifier").fixes[0]
     assert "empty the cache" in str(cached.summary) and cached.code == "clf._protos.clear()"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # the lookup table handed to the optimizer too: a detach would stop it training
+        (
+            "optim = torch.optim.Adam(projector.parameters(), lr=1e-2)",
+            'optim = torch.optim.Adam([*projector.parameters(), *tools["lookup"].parameters()], lr=1e-2)',
+        ),
+        # the line that made the freed part also reads the trained projector
+        (
+            "    vectors = F.normalize(table(class_ids), dim=-1)",
+            "    vectors = F.normalize(table(class_ids) + projector[2].bias, dim=-1)",
+        ),
+    ],
+    ids=["table_held", "line_reads_held"],
+)
+def test_no_detach_where_made_when_the_freed_part_reaches_what_an_optimizer_holds(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    # NOTE [A part no optimizer steps]: offered only where nothing below the line is a parameter an optimizer holds
+    source = (CAUSES / "label_vectors_encoded_once.py").read_text()
+    assert old in source
+    source = source.replace(old, new)
+    if "projector[2]" in source:  # the projector must exist before the helper reads it
+        source = source.replace("pairs = build_pairs(40, 10)", "pairs = build_pairs(40, 10)  # after the projector")
+    path = tmp_path / "label_vectors_held.py"
+    path.write_text(source)
+    error, _ = _run(source, str(path))
+    assert error is not None and "second time" in str(error)
+    d = gradlab.last_diagnosis(error)
+    assert d is not None and d.fixes
+    assert not any("F.normalize(table(class_ids)" in e.text and ".detach()" in e.text for f in d.fixes for e in f.edits)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..candidates import after_write_lines, freed_fixes, general_fixes, stale_reads
+from ..candidates import after_write_lines, apart_fixes, freed_fixes, general_fixes, stale_reads
 from ..context import CAUSES, Cause, Context
 from ..evidence import (
     Facts,
@@ -42,6 +42,7 @@ from ..evidence import (
     intent_from_record,
     is_parameter,
     leaves_of,
+    made_apart,
     other_claims,
     previous_iteration,
     receiver,
@@ -227,6 +228,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
 
     # graph freed (the models the loss reaches read from its tensor when the graph's parameters have no names)
     base = from_frame(base, facts, None)
+    base = replace(base, made_at=made_apart(graph, node_id, facts, loss))
     closure = closure_context(base, facts)
     if closure is not None:
         return "closure_step", closure
@@ -482,6 +484,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = [*in_place_fixes(ctx)[:1], *chained_fixes(ctx, False)[:1], *carried_fixes(ctx)[:1]]
     if cause == "shared_graph_freed":
         return judged(_with_general(proposals, freed_fixes(ctx), keep_first=True), ctx)
+    if ctx.made_at is not None:  # a freed graph, whatever its cause
+        return judged(_with_general(proposals, apart_fixes(ctx)), ctx)
     return judged(_with_general(proposals, general_fixes(ctx)), ctx)
 
 
