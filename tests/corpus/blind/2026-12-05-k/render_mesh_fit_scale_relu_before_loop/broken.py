@@ -147,9 +147,9 @@ for i in range(Niter):
         loss["silhouette"] += loss_silhouette / num_views_per_iteration
 
     sum_loss = torch.tensor(0.0, device=device)
-    for k, l in loss.items():
-        sum_loss += l * losses[k]["weight"]
-        losses[k]["values"].append(float(l.detach().cpu()))
+    for k, term in loss.items():
+        sum_loss += term * losses[k]["weight"]
+        losses[k]["values"].append(float(term.detach().cpu()))
 
     print(f"iter {i}: total_loss = {sum_loss.item():.6f}")
 
