@@ -410,11 +410,25 @@ def _detach_where_made(ctx: Context) -> Proposal | None:
         Fix(
             keeps_forward=True,
             summary=T(
+                "detach the tensor made at {where}: the part of the graph below it ends in parameters that no "
+                "optimizer steps on {loss}, and each backward of {loss} after the first finds it freed",
+                where=at.where,
+                loss=ctx.l,
+            )
+            if ctx.made_unstepped
+            else T(
                 "detach the tensor made at {where}: the part of the graph below it ends in parameters no optimizer "
                 "holds, and a backward through it again finds it freed",
                 where=at.where,
             ),
             trains=T(
+                "{loss} trains what it trained, with the same values: the optimizers that hold the parameters below "
+                "{where} do not step on {loss}, so no update changes",
+                loss=ctx.l,
+                where=at.where,
+            )
+            if ctx.made_unstepped
+            else T(
                 "{loss} trains what it trained, with the same values: no optimizer steps the parameters below "
                 "{where}, so no update changes",
                 loss=ctx.l,

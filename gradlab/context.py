@@ -142,6 +142,7 @@ class Context:
     # the forward line that made the freed part when it reaches only parameters no optimizer holds
     # (NOTE [A part no optimizer steps] in gradlab.evidence)
     made_at: Location | None = None
+    made_unstepped: bool = False  # some of those parameters are held by optimizers that do not step on the loss
 
     # -- the user's names, or descriptions ----------------------------------------------------------
     @property

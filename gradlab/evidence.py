@@ -463,7 +463,7 @@ def previous_iteration(p: Problem, graph: Graph, node_id: int, facts: Facts, cal
             return True
     if call is not None and call.location is not None:
         if _at_failing_line(call, facts):
-            return True
+            return not _losses_in_turn(facts)
         now = facts.backward_line if failing is None else (failing.location.lineno if failing.location else None)
         site = facts.site
         if now is not None and site is not None and call.location.filename == site.filename:
@@ -474,6 +474,28 @@ def previous_iteration(p: Problem, graph: Graph, node_id: int, facts: Facts, cal
     if p.kind == "graph_freed" and p.saved_at is not None and call is None:
         return any(s.status != "freed" and s.saved_at == p.saved_at for s in graph.saved)
     return False
+
+
+def _losses_in_turn(facts: Facts) -> bool:
+    """The failing backward is that of the target of its innermost ``for`` loop, and that loop calls no step: the
+    losses of one forward backwarded in turn (``for loss in losses: loss.backward()``), not a later iteration's."""
+    site, line, failing = facts.site, facts.backward_line, facts.failing
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or line is None:
+        return False
+    code = failing.location.code if failing is not None and failing.location is not None else None
+    loss = receiver(code or site.text(line), "backward")
+    loops = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.For) and n.body and n.body[0].lineno <= line <= (n.body[-1].end_lineno or 0)
+    ]
+    if not loops or loss is None:
+        return False
+    loop = max(loops, key=lambda n: n.lineno)
+    targets = {ast.unparse(t) for t in ast.walk(loop.target) if isinstance(t, (ast.Name, ast.Attribute))}
+    steps = any(calls_method(st, ("step",)) for st in loop.body)
+    return loss in targets and not steps
 
 
 def freeing_call(p: Problem, facts: Facts) -> BackwardCall | None:
@@ -591,13 +613,31 @@ def resolve_dotted(dotted: str, namespace: Mapping[str, Any]) -> Any:
     return value
 
 
-def made_apart(graph: Graph, node_id: int | None, facts: Facts, loss: str | None) -> Location | None:
-    """The forward line that made the freed node ``node_id`` when what it computes, and everything else the graph
-    saved on that line, reaches only parameters that none of the frame's optimizers holds (NOTE [A part no optimizer
-    steps]); else None."""
+def made_apart(
+    graph: Graph, p: Problem, facts: Facts, loss: str | None, intent: LoopIntent | None
+) -> tuple[Location, bool] | None:
+    """The forward line that made the freed node of ``p`` when what it computes, and everything else the graph
+    saved on that line, reaches only parameters that none of the frame's optimizers holds, or (freed by an earlier
+    pass of the failing backward itself) none that an optimizer stepping on the failing loss holds (NOTE [A part no
+    optimizer steps]); with True when parameters below it are held by optimizers that do not step on that loss.
+    None otherwise."""
     site = facts.site
+    node_id = p.node_id
     if node_id is None or site is None or not site.optimizers:
         return None
+    held = everything = frozenset().union(*site.optimizers.values())
+    call, failing = freeing_call(p, facts), facts.failing
+    own = (
+        call is not None
+        and failing is not None
+        and call.location is not None
+        and failing.location is not None
+        and (call.location.filename, call.location.lineno) == (failing.location.filename, failing.location.lineno)
+    )
+    if own and intent is not None and intent.known:
+        stepping = [site.optimizers.get(plan.optimizer) for plan in intent.plans if plan.steps]
+        if all(ids is not None for ids in stepping):
+            held = frozenset().union(*(ids for ids in stepping if ids is not None))
     # the failing loss's graph, or (a loss written as an expression: ``(1 - score).backward()``) the frame's tensors
     value = value_of(loss, facts.namespace) if loss else None
     roots = [value.grad_fn] if isinstance(value, torch.Tensor) and value.grad_fn is not None else []
@@ -612,7 +652,6 @@ def made_apart(graph: Graph, node_id: int | None, facts: Facts, loss: str | None
     }
     nodes = {n.id: n for n in graph.nodes}
     wanted = {(nodes[i].seq, nodes[i].name) for i in on_line if i in nodes and nodes[i].seq is not None}
-    held = frozenset().union(*site.optimizers.values())
     found = False
     for fn in walk(roots):
         if (sequence_of(fn), fn.name()) not in wanted:
@@ -622,7 +661,7 @@ def made_apart(graph: Graph, node_id: int | None, facts: Facts, loss: str | None
             leaf = getattr(below, "variable", None)
             if leaf is not None and (not isinstance(leaf, torch.nn.Parameter) or id(leaf) in held):
                 return None  # a parameter an optimizer steps, or an input whose .grad the code may read
-    return at if found else None
+    return (at, held != everything) if found else None
 
 
 # NOTE [A part no optimizer steps]
@@ -633,7 +672,13 @@ def made_apart(graph: Graph, node_id: int | None, facts: Facts, loss: str | None
 # .grad fields nothing reads, and the part was made once (before the loop, or by
 # an earlier loss), so the second backward through it fails. A .detach() where
 # the part was made changes no value of the forward and no update of any
-# optimizer: it is offered for any cause of a freed graph. Not offered when a
+# optimizer: it is offered for any cause of a freed graph. When an earlier pass of
+# the failing backward itself freed that part (the same line, an earlier
+# iteration: latents an encoder computed once, before a flow prior is fitted on
+# them), the parameters below need only be outside the optimizers the loop steps
+# on the failing loss (gradlab.loop's intent): the encoder's own optimizer, which
+# another loss steps, gets no gradient from this one, as before (its .grad from
+# this loss was never used), and the fix says so. Not offered when a
 # leaf below is not a parameter (an input whose .grad an attack or a saliency map
 # reads), when any node the graph saved on that line reaches a parameter an
 # optimizer holds (the line computes something trained as well), or when the

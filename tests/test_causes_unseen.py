@@ -97,6 +97,11 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # class vectors read once from a lookup table that no optimizer holds, then sliced into batches (NOTE [A part no
     # optimizer steps]): detached on the line that made them, inside a helper the loop never sees
     "label_vectors_encoded_once": ("carried_state", (("1 - agreement", ("projector",)),)),
+    # the task losses of one forward backwarded in turn by a loop over them, one step after it: not a state carried
+    # from an earlier iteration (evidence._losses_in_turn); each backward keeps the shared graph
+    "task_losses_backwarded_in_a_loop": ("shared_graph_freed", (("task_loss", ("heads", "trunk")),)),
+    # codes an encoder computes once, fitted on by a probe, the encoder's optimizer still in scope
+    "probe_on_codes_computed_once": ("stale_forward", (("probe_loss", ("probe",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),
@@ -285,3 +290,21 @@ def test_no_detach_where_made_when_the_freed_part_reaches_what_an_optimizer_hold
     d = gradlab.last_diagnosis(error)
     assert d is not None and d.fixes
     assert not any("F.normalize(table(class_ids)" in e.text and ".detach()" in e.text for f in d.fixes for e in f.edits)
+
+
+def test_codes_computed_once_from_a_model_another_loss_trains_are_detached_where_made() -> None:
+    # NOTE [A part no optimizer steps]: the encoder is held by the autoencoder's optimizer, which never steps on the
+    # probe's loss; the detach where the codes are made trains exactly what the intended version trains
+    script = "probe_on_codes_computed_once"
+    path = CAUSES / f"{script}.py"
+    d = _diagnosis(script)
+    made = [f for f in d.fixes if [e.text.strip() for e in f.edits] == ["codes = enc(labelled).detach()"]]
+    assert len(made) == 1, [f.lines() for f in d.fixes]
+    assert "no optimizer steps on probe_loss" in made[0].summary
+    assert made[0].claims == (("probe_loss", ("probe",)),)
+    patched = apply_edits(path.read_text(), made[0].edits)
+    error, steps = _run(patched, str(path.with_name(f"{script}_patched.py")))
+    assert error is None
+    intended = CAUSES / f"{script}_intended.py"
+    _, want = _run(intended.read_text(), str(intended))
+    assert steps and _same(steps, want)

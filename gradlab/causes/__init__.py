@@ -228,7 +228,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
 
     # graph freed (the models the loss reaches read from its tensor when the graph's parameters have no names)
     base = from_frame(base, facts, None)
-    base = replace(base, made_at=made_apart(graph, node_id, facts, loss))
+    made = made_apart(graph, p, facts, loss, base.intent)
+    if made is not None:
+        base = replace(base, made_at=made[0], made_unstepped=made[1])
     closure = closure_context(base, facts)
     if closure is not None:
         return "closure_step", closure

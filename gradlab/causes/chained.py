@@ -425,17 +425,27 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
             at = Location(filename, int(line))
             code = at.code
             retain_edit = edit_at(ctx, at, with_keyword(code, "backward", "retain_graph=True")) if code else None
+        one_line = ctx.earlier_line is not None and ctx.earlier_line == ctx.backward_line  # a loop over losses
         proposals.append(
             Proposal(
                 Fix(
                     alternative=True,
                     summary=T(
+                        "keep the graph at each backward of the loop over the losses (retain_graph=True on the "
+                        "backward of {loss}): each loss of the one forward goes through the shared part, and the "
+                        "step after the loop uses their summed gradient",
+                        loss=ctx.l,
+                    )
+                    if one_line
+                    else T(
                         "keep two backward calls: {earlier}.backward(retain_graph=True), then {loss}.backward(), "
                         "and only then any optimizer step",
                         earlier=ctx.e,
                         loss=ctx.l,
                     ),
-                    trains=T(
+                    trains=T("like the sum: every loss of the loop trains {model}", model=ctx.m)
+                    if one_line
+                    else T(
                         "like the sum: {earlier} and {loss} both train {model}", earlier=ctx.e, loss=ctx.l, model=ctx.m
                     ),
                     edits=all_edits(retain_edit),
