@@ -30,7 +30,7 @@ class Cut:
     or a context manager); ``value`` the number ``.item()`` returned. Weak: a cut
     never keeps a tensor alive. ``reaches`` holds the ids of the leaf tensors (the
     parameters) the detached tensor's graph reached, read only under torch.distributed
-    (NOTE [DDP's why] in gradlab/ddp.py), else empty.
+    (NOTE [DDP's why] in gradlab/ddp.py), or those a list copied by ``torch.tensor`` reached; else empty.
     """
 
     label: str
@@ -105,6 +105,10 @@ class Cuts:
             if isinstance(source, torch.Tensor):
                 if not source.requires_grad:
                     return
+            elif isinstance(source, (list, tuple)):
+                if not any(isinstance(t, torch.Tensor) and t.requires_grad for t in source[:64]):
+                    return  # numbers, or tensors without a graph: nothing is cut
+                label = "torch.tensor([...])"  # a list of graph tensors copied: torch.stack keeps their graph
             elif not isinstance(source, (int, float)) or not any(
                 c.label == ".item()" and c.value == source for c in self.cuts
             ):
@@ -117,6 +121,9 @@ class Cuts:
         ref = weakref.ref(result) if isinstance(result, torch.Tensor) else None
         value = result if isinstance(result, (int, float)) else None
         reaches = leaves_reached(source) if label == ".detach()" and _distributed() else frozenset()
+        if label == "torch.tensor([...])" and isinstance(source, (list, tuple)):
+            # what the copied tensors reached: what the loss will train once they are stacked
+            reaches = frozenset().union(*(leaves_reached(t) for t in source if isinstance(t, torch.Tensor)))
         self.cuts.append(Cut(label, location, ref, value, reaches))
 
     def made_views(self, label: str, result: Any) -> None:

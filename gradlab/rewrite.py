@@ -528,10 +528,13 @@ def _rebuild(call: ast.Call) -> bool:
 class _FromGraph(ast.NodeTransformer):
     """Rebuilds (``torch.tensor(x.item())``, ``torch.tensor([a, b])``) replaced by the tensors they copy."""
 
-    def __init__(self, torch_name: str, values: Mapping[str, str], tensors: frozenset[str]) -> None:
+    def __init__(
+        self, torch_name: str, values: Mapping[str, str], tensors: frozenset[str], stacked: bool = False
+    ) -> None:
         self.torch_name = torch_name
         self.values = values
         self.tensors = tensors
+        self.stacked = stacked  # a rebuild of one expression copies a sequence of graph tensors: stack it
         self.changed = False
 
     def _traced(self, before: ast.expr, after: ast.expr) -> bool:
@@ -559,6 +562,9 @@ class _FromGraph(ast.NodeTransformer):
                 return node  # numbers of its own, or values gradlab cannot trace to a tensor
             stack = ast.Attribute(ast.Name(self.torch_name, ast.Load()), "stack", ast.Load())
             new = ast.Call(stack, [ast.List(parts, ast.Load())], [])
+        elif self.stacked and isinstance(value, (ast.Name, ast.Attribute, ast.Subscript)):
+            stack = ast.Attribute(ast.Name(self.torch_name, ast.Load()), "stack", ast.Load())
+            new = ast.Call(stack, [value], [])
         else:
             new = self._value(value)
             if isinstance(new, ast.Constant) or not self._traced(value, new):
@@ -575,6 +581,7 @@ def from_graph(
     torch_name: str = "torch",
     values: Mapping[str, str] | None = None,
     tensors: frozenset[str] = frozenset(),
+    stacked: bool = False,
 ) -> str | None:
     """``statement`` (one line) with each tensor rebuilt from values of a graph replaced by the graph's own tensor.
 
@@ -583,7 +590,9 @@ def from_graph(
     ``dtype=``/``device=`` are kept as ``.to(...)``, ``requires_grad=`` is dropped (the
     tensor has a graph). ``values`` maps a name bound to a number (``v = x.item()``)
     to the tensor it was taken from (``x``); ``tensors`` are the names that hold tensors of
-    the graph (``torch.tensor([la, lb])`` of two losses). None when the line rebuilds nothing.
+    the graph (``torch.tensor([la, lb])`` of two losses). ``stacked``: the line is known (a tracker saw it) to copy a
+    sequence of graph tensors, so ``torch.tensor(log_probs)`` of a name or attribute becomes
+    ``torch.stack(log_probs)``. None when the line rebuilds nothing.
 
     Example::
 
@@ -591,6 +600,8 @@ def from_graph(
         'loss = total'
         >>> from_graph("loss = torch.tensor([a, b.detach()]).sum()  # both terms", tensors=frozenset({"a"}))
         'loss = torch.stack([a, b]).sum()  # both terms'
+        >>> from_graph("lp = torch.tensor(self.log_probs)", stacked=True)
+        'lp = torch.stack(self.log_probs)'
     """
     body, comment = split_comment(statement)
     try:
@@ -599,7 +610,7 @@ def from_graph(
         return None
     if len(tree.body) != 1:
         return None
-    worker = _FromGraph(torch_name, values or {}, tensors)
+    worker = _FromGraph(torch_name, values or {}, tensors, stacked)
     new = worker.visit(tree)
     if not worker.changed:
         return None

@@ -100,6 +100,12 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # the task losses of one forward backwarded in turn by a loop over them, one step after it: not a state carried
     # from an earlier iteration (evidence._losses_in_turn); each backward keeps the shared graph
     "task_losses_backwarded_in_a_loop": ("shared_graph_freed", (("task_loss", ("heads", "trunk")),)),
+    # a critic stepped before the actor's backward through it, a dynamics model in between that no optimizer steps on
+    # the actor's loss: the step moved after that backward, which goes into the actor only (the loop's intent)
+    "critic_stepped_before_actor_backward": (
+        "optimizer_step",
+        (("actor_loss", ("actor",)), ("critic_loss", ("critic",))),
+    ),
     # codes an encoder computes once, fitted on by a probe, the encoder's optimizer still in scope
     "probe_on_codes_computed_once": ("stale_forward", (("probe_loss", ("probe",)),)),
     "extragradient_update_between": (

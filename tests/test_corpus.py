@@ -11,6 +11,7 @@ import difflib
 from pathlib import Path
 
 import pytest
+import torch
 from corpus import oracle
 from corpus.catalog import Case, all_cases
 from corpus.judge import Evaluation, check_agreements, evaluate
@@ -254,6 +255,19 @@ def test_the_oracle_finds_the_same_training_in_another_order_equal(
 def test_two_runs_of_one_script_compare_equal(evaluation: Evaluation) -> None:
     again = str(BY_NAME["gan_retain_graph"].variant_path("intended"))
     assert oracle.compare(evaluation.records["gan_retain_graph/intended"], evaluation.records[again]) == []
+
+
+def test_a_nan_matches_a_nan_in_the_same_entry_only() -> None:
+    # a script whose arithmetic overflows computes the same NaN gradients each run; a NaN against a number differs
+    def record(*values: float) -> oracle.Record:
+        grads: dict[str, torch.Tensor | None] = {"net.weight": torch.tensor(values)}
+        step = oracle.Step(optimizer="opt", index=1, grads=grads, credit={})
+        return oracle.Record(script="s.py", status="budget", steps=[step], optimizers={"opt": ["net.weight"]})
+
+    nan = float("nan")
+    assert oracle.compare(record(1.0, nan), record(1.0, nan)) == []
+    assert oracle.compare(record(1.0, nan), record(1.0, 2.0))
+    assert oracle.compare(record(nan, 2.0), record(1.0, nan))
 
 
 def test_what_trained_what_counts_only_gradients_a_step_used(evaluation: Evaluation) -> None:

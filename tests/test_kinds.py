@@ -32,6 +32,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         (("objective", ("net",)),),
     ),
     "stack_of_items": ("no_grad_fn", ("losses = torch.tensor([la, lb])",), (("total", ("model",)),)),
+    # a list of log-probabilities kept on the policy, copied by torch.tensor in a helper (NOTE [A list copied by
+    # torch.tensor]): the tracker's record of the copy, stacked
+    "rewards_weighted_log_probs_copied": (
+        "no_grad_fn",
+        ("logps = torch.tensor(policy.logps)",),
+        (("objective", ("policy",)),),
+    ),
     "no_grad_train": ("no_grad_fn", ("with torch.no_grad():",), (("loss", ("model",)),)),
     "decorated_step": ("no_grad_fn", ("@torch.no_grad()",), (("loss", ("encoder", "head")),)),
     "detach_in_forward": ("no_grad_fn", ("y = y.detach()",), (("loss", ("reg",)),)),

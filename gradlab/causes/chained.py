@@ -37,7 +37,7 @@ from ..fixes import (
     statements_text,
 )
 from ..graph import Graph
-from ..i18n import T, Text
+from ..i18n import T, Text, join
 from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, inputs_keyword, with_keyword
@@ -483,7 +483,11 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
         text = statements_text(ctx, ctx.recompute_lines)
         edit = insert_lines(ctx, ctx.step_line, text, after=True) if text else None
     others = tuple(ctx.others)
-    inputs = inputs_keyword(ctx.others) if len(ctx.others) == 1 else None
+    # the models the loss's own optimizers step (the loop's intent), when it names them: those the backward goes into
+    meant = tuple(m for m in others if ctx.intent is not None and m in ctx.intent.trained)
+    inputs = inputs_keyword(others) if len(others) == 1 else inputs_keyword(meant) if meant else None
+    into = others if len(others) == 1 or not meant else meant
+    o = join(list(into), T(" and ")) if into else ctx.o
     # the two readings of the user's loop (G against D after its step, or before it): each fix says which
     two = bool(ctx.site is not None and ctx.loss and ctx.model and ctx.others)
     proposals = [
@@ -539,7 +543,7 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
                     "({inputs})",
                     loss=ctx.l,
                     step=ctx.step,
-                    others=ctx.o,
+                    others=o,
                     inputs=inputs or "",
                 )
                 if inputs and two
@@ -554,17 +558,17 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
                     "backward {loss} before {step}, into {others}'s parameters only",
                     loss=ctx.l,
                     step=ctx.step,
-                    others=ctx.o,
+                    others=o,
                 ),
                 trains=T(
                     "{loss} trains {others} through {model} as it was before its step; {model}'s gradient is untouched",
                     loss=ctx.l,
-                    others=ctx.o,
+                    others=o,
                     model=ctx.m,
                 ),
-                claims=claim(ctx, others),
+                claims=claim(ctx, into),
             ),
-            others,
+            into,
             False,
         ),
     ]

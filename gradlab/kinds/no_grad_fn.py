@@ -343,7 +343,10 @@ def locate(f: Failure) -> Explanation:
         recorded = located_cut(e, f.tensors, f.recorder)
         if recorded is None:
             return replace(e, fixes=(*closure, *e.fixes))
-        return replace(recorded, fixes=(*closure, *_recorded_block_fix(f, tree), *recorded.fixes))
+        return replace(
+            recorded,
+            fixes=(*closure, *_recorded_stack_fix(f), *_recorded_block_fix(f, tree), *recorded.fixes),
+        )
     where = site.filename
     spans: list[Span] = []
     if cut.left is not None and cut.rebuilt is not None and cut.left is not cut.rebuilt:
@@ -407,6 +410,8 @@ def locate(f: Failure) -> Explanation:
     if first is not None:  # the public record names the line that cut the graph, as a tracker's cut does
         located = replace(located, cut=first[0], cut_at=Location(where, first[1]), cut_exact=cut.exact)
     fixes = _fixes(f, cut, line)
+    if not any(x.edits for x in fixes):  # the source gave no rewrite: the copies of a list a tracker saw
+        fixes = (*_recorded_stack_fix(f), *fixes)
     return replace(located, fixes=(*fixes, *e.fixes))
 
 
@@ -547,6 +552,60 @@ def _recorded_block_fix(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]:
     return tuple(
         replace(x, claims=x.claims or f.claims()) for x in judged([Proposal(fix, None, True)], Context(site=site))
     )
+
+
+def _recorded_stack_fix(f: Failure) -> tuple[Fix, ...]:
+    """Each line a tracker saw copy a list of graph tensors into a new tensor (``torch.tensor(self.log_probs)``, in
+    any function of the user's code), stacked instead: ``torch.stack(...)`` keeps their graph (NOTE [A list copied
+    by torch.tensor])."""
+    site = f.site
+    if f.recorder is None or site is None:
+        return ()
+    seen: dict[tuple[str, int], Location] = {}
+    reached: set[int] = set()
+    for cut in f.recorder.cuts.cuts:
+        if cut.label == "torch.tensor([...])":
+            seen.setdefault((cut.location.filename, cut.location.lineno), cut.location)
+            reached |= cut.reaches
+    edits: list[Edit] = []
+    for loc in seen.values():
+        text = linecache_line(loc.filename, loc.lineno)
+        body = text.strip()
+        new = from_graph(body, torch_alias(f.namespace) or "torch", stacked=True) if body else None
+        if new is None:
+            return ()  # a line gradlab cannot rewrite: no partial fix
+        edits.append(Edit(loc.filename, loc.lineno, loc.lineno, text[: len(text) - len(text.lstrip())] + new))
+    if not edits:
+        return ()
+    line = f.location.lineno if f.location is not None and f.location.filename == site.filename else None
+    here = statement_at(site.tree(), line) if line is not None else None  # type: ignore[arg-type]
+    target = _backward_target(here) if here is not None else None
+    loss = ast.unparse(target) if target is not None else None
+    reach = tuple(sorted(m for m, ids in site.modules.items() if ids & reached))
+    fix = Fix(
+        summary=T(
+            "stack the tensors instead of copying their values: torch.stack() where torch.tensor() copies a list of "
+            "tensors with a graph (at {where}) keeps that graph",
+            where=", ".join(loc.where for loc in seen.values()),
+        ),
+        trains=_trains(loss, reach),
+        edits=tuple(edits),
+    )
+    ctx = Context(loss=loss, site=site, backward_line=line, reach=reach)
+    if line is not None:
+        ctx = replace(ctx, intent=_intent(site, line))
+    return tuple(judged([Proposal(fix, reach, False, describe=bool(reach))], ctx))
+
+
+# NOTE [A list copied by torch.tensor]
+# torch.tensor(xs) of a list of tensors that have a graph copies their values into a
+# new leaf (torch warns about it, at best) and the loss built from it has no grad_fn.
+# The list is often kept on an object and copied in another function than the
+# backward's (a policy's log-probabilities stored at each act() and turned into a
+# tensor when the loss is computed), so the source alone does not see it: a tracker
+# records each such copy (label "torch.tensor([...])") and the fix rewrites every
+# recorded line to torch.stack(xs), which keeps the graph and gives the same values
+# for a list of equal-shaped tensors.
 
 
 def _reach_of(f: Failure, source: str) -> tuple[str, ...]:

@@ -321,7 +321,9 @@ def compare(a: Record, b: Record, rtol: float = RTOL, atol: float = ATOL) -> lis
     """The differences between two runs, as sentences; empty when every optimizer step used equal gradients.
 
     Steps are matched by optimizer name and index; gradients with
-    ``torch.allclose(rtol, atol)`` (NOTE [Tolerance] says why a tolerance).
+    ``torch.allclose(rtol, atol)`` (NOTE [Tolerance] says why a tolerance), a NaN equal to a NaN in the same entry
+    (a script whose own arithmetic overflows, run twice, computes the same training; a NaN where the other run has a
+    number still differs).
     """
     out: list[str] = []
     na, nb = Path(a.script).name, Path(b.script).name
@@ -349,8 +351,8 @@ def compare(a: Record, b: Record, rtol: float = RTOL, atol: float = ATOL) -> lis
                 continue
             if ga.shape != gb.shape:
                 out.append(f"{where}: {p}'s gradient has shape {list(ga.shape)} in {na}, {list(gb.shape)} in {nb}")
-            elif not torch.allclose(ga, gb, rtol=rtol, atol=atol):
-                diff = (ga - gb).abs().max().item()
+            elif not torch.allclose(ga, gb, rtol=rtol, atol=atol, equal_nan=True):
+                diff = (ga - gb).nan_to_num(nan=float("inf")).abs().max().item()
                 scale = max(ga.abs().max().item(), gb.abs().max().item())
                 out.append(f"{where}: {p}'s gradient differs (max |a - b| = {diff:.3g}, largest entry {scale:.3g})")
     return out
