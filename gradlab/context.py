@@ -105,6 +105,7 @@ class Context:
     detach_at: tuple[tuple[Location, str], ...] = ()  # the statement of the forward that first reads each one
     stored_at: tuple[tuple[Location, str], ...] = ()  # every one-line statement that stores one of them
     stepwise: bool = False  # one of them is stored inside a loop of its method (a state over one input's steps)
+    cached_result: bool = False  # each kept tensor is a result reused, computed from weights an optimizer steps
     kept_paths: tuple[str, ...] = ()  # each kept attribute as the loop reaches it (``model.recurrent.weight``)
     saved_at: Location | None = None  # where the forward saved the tensor the failure names (an in-place write)
     caches: tuple[str, ...] = ()  # dicts on modules memoising results with a graph (``model.text_encoder.cache``)

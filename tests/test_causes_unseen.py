@@ -106,6 +106,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
         "optimizer_step",
         (("actor_loss", ("actor",)), ("critic_loss", ("critic",))),
     ),
+    # a layer keeping its mixing matrix, computed from its trained logits, for reuse (NOTE [State kept on modules]):
+    # its own cache reset after each backward, not a detach that would freeze the logits at the first iteration
+    "mixing_matrix_cached_by_layer": ("carried_state", (("err", ("net",)),)),
     # codes an encoder computes once, fitted on by a probe, the encoder's optimizer still in scope
     "probe_on_codes_computed_once": ("stale_forward", (("probe_loss", ("probe",)),)),
     "extragradient_update_between": (

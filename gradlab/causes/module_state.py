@@ -13,7 +13,7 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, from_frame
+from ..evidence import Facts, from_frame, leaves_of
 from ..fixes import Fix, Proposal, all_edits, edit_at, insert_lines, keeping, source_of
 from ..i18n import T, Text, join
 from ..location import _INSTALLED, Location, _library_file
@@ -33,6 +33,7 @@ class _Kept:
     detach_at: tuple[tuple[Location, str], ...]  # for each attribute: the statement of its forward that reads it first
     stored_at: tuple[tuple[Location, str], ...] = ()  # every one-line ``self.attr = value`` outside __init__ and reset
     stepwise: bool = False  # some store runs inside a loop of its method: a state over the steps of one input
+    memo: bool = False  # no store reads the attribute it sets: a result kept to be reused, not a memory
 
 
 def _graph_attrs(module: torch.nn.Module) -> list[str]:
@@ -170,6 +171,7 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
     )
     stored: list[tuple[Location, str]] = []
     stepwise = False
+    memo = True
     for m in methods:
         if m.name == reset:
             continue
@@ -181,6 +183,7 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
             if name is None or isinstance(store.value, ast.Constant):
                 continue
             stepwise = stepwise or id(store) in in_loops
+            memo = memo and not any(_self_attr(n, name) for n in ast.walk(store.value))
             if store.lineno == store.end_lineno and not _made_fresh(store.value):
                 stored.append((Location(filename, store.lineno), name))
     stored_all = {a for _loc, a in stored} == set(kept)
@@ -191,6 +194,7 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
         tuple(detach_at) if len(detach_at) == len(kept) else (),
         tuple(stored) if stored_all else (),
         stepwise,
+        memo,
     )
 
 
@@ -212,11 +216,14 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
     used = {n for st in body or [] for n in names(st, ast.Load)}
     # the models the loop itself calls first: the reset goes through the name the loop uses
     paths: dict[type, list[tuple[str, list[str]]]] = {}  # each module keeping state: its path from the loop's name
+    held = frozenset().union(*site.optimizers.values()) if site.optimizers else frozenset()
+    trained_reach = False  # some kept tensor was computed from parameters an optimizer steps
     for name, root in sorted(roots.items(), key=lambda kv: kv[0] not in used):
         for sub, m in root.named_modules():
             graphs = _graph_attrs(m)
             if not graphs:
                 continue
+            trained_reach = trained_reach or any(bool(leaves_of(getattr(m, a)) & held) for a in graphs)
             holder.setdefault(type(m), name)
             listed = by_class.setdefault(type(m), [])
             listed += [a for a in graphs if a not in listed]
@@ -249,6 +256,8 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
         detach_at=detach,
         stored_at=stored,
         stepwise=any(k.stepwise for k in kept),
+        # a result kept to be reused, computed from trained weights: a cache of the forward (NOTE [State kept on modules])
+        cached_result=trained_reach and all(k.memo for k in kept),
         kept_paths=at_boundary if all(k.cls in paths for k in kept) else (),
     )
 
@@ -513,7 +522,9 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
     boundary = _detach_at_boundary(ctx, attrs)
     reset = _reset_proposal(ctx, attrs)
     read = _detach_where_read(ctx, attrs)
-    if ctx.stepwise:  # a state over one input's steps: its class's reset is the boundary its author wrote
+    if ctx.stepwise or (ctx.cached_result and reset is not None):
+        # a state over one input's steps, or a result of trained weights kept for reuse: its class's reset is the
+        # boundary its author wrote (a detached cache would stop the weights below it from learning)
         order = [reset, read, stored, boundary]
     elif stored is not None or read is not None:  # a memory: the values kept, detached in the class's own code
         order = [stored, read, reset, boundary]
@@ -583,3 +594,7 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 # the forward is meant to read (a streaming detector's memory queue, with a reset for a new video the
 # training loop never calls): resetting it would change what every later forward computes, so the detach
 # where it is stored comes first and the reset second.
+# A result kept to be reused (no store reads the attribute: `self.adj = normalize(edges)` set once and returned
+# while it is there) and computed from weights an optimizer steps is a cache of the forward, not a memory: a
+# detached copy would keep the first iteration's values and the weights below it would learn nothing from the
+# later ones, so the class's own reset (release the cache) comes first there too.
