@@ -46,7 +46,7 @@ from .graph import Graph
 from .i18n import T, join
 from .location import Location
 from .rewrite import detached_value, inputs_keyword, replace_reads, split_comment, with_keyword
-from .source import enclosing_blocks, names, parse, statement_at
+from .source import enclosing, enclosing_blocks, function_of, names, parse, statement_at
 from .writers import documented
 
 __all__ = ["stale_reads", "general_fixes", "freed_fixes", "apart_fixes"]
@@ -187,6 +187,112 @@ def _clone_own_reads(ctx: Context) -> Proposal | None:
     )
 
 
+def _read_from_copy(ctx: Context) -> Proposal | None:
+    """``x[i] = f(x[i])`` inside a loop, as ``x[i] = f(x_in[i])`` with ``x_in, x = x, x.clone()`` before the loop:
+    every read sees the values the loop started from, every write goes into a copy that nothing saved (NOTE [A loop
+    that writes what it reads])."""
+    loc = ctx.write_at
+    if loc is None:
+        return None
+    source = source_of(loc.filename)
+    tree = parse(source)
+    st = statement_at(tree, loc.lineno) if tree is not None else None
+    if tree is None or not isinstance(st, ast.Assign) or len(st.targets) != 1 or st.lineno != st.end_lineno:
+        return None
+    target = st.targets[0]
+    name = _root(target) if isinstance(target, ast.Subscript) else None
+    if name is None:
+        return None
+    reads = [
+        n
+        for n in ast.walk(st.value)
+        if isinstance(n, ast.Subscript) and _root(n) == name and isinstance(n.ctx, ast.Load)
+    ]
+    if not reads:
+        return None
+    function = function_of(tree, loc.lineno)
+    scope: ast.AST = function if function is not None else tree
+    loops = [b for b in enclosing(tree, loc.lineno) if isinstance(b, (ast.For, ast.While))]
+    loops = [b for b in loops if function is None or function.lineno < b.lineno <= (function.end_lineno or 0)]
+    if not loops:
+        return None
+    outer = loops[0]
+    if any(
+        name in _written(x) and not isinstance(x.targets[0] if isinstance(x, ast.Assign) else None, ast.Subscript)
+        for x in ast.walk(outer)
+        if isinstance(x, ast.Assign)
+    ):
+        return None  # the name is bound anew inside the loop
+    bound = [
+        x
+        for x in ast.walk(scope)
+        if isinstance(x, ast.Assign)
+        and x.lineno < outer.lineno
+        and any(isinstance(t, ast.Name) and t.id == name for t in x.targets)
+    ]
+    if not bound or not isinstance(bound[-1].value, ast.Call):
+        return None  # not bound to a tensor a call made (a list, a tuple): .clone() might not exist
+    copy = f"{name}_in"
+    if any(isinstance(n, ast.Name) and n.id == copy for n in ast.walk(scope)):
+        return None
+    lines = source.splitlines()
+    line = lines[loc.lineno - 1]
+    body, comment = split_comment(line)
+    try:
+        one = ast.parse(body.strip()).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    assert isinstance(one, ast.Assign)
+
+    wanted: str = name
+
+    class Reads(ast.NodeTransformer):
+        def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+            if _root(node) == wanted and isinstance(node.ctx, ast.Load):
+                inner: ast.expr = node
+                while isinstance(inner, (ast.Attribute, ast.Subscript)):  # the read's root name, made the copy's
+                    if isinstance(inner.value, ast.Name):
+                        inner.value = ast.Name(copy, ast.Load())
+                        break
+                    inner = inner.value
+                return node
+            return self.generic_visit(node)
+
+    one.value = Reads().visit(one.value)
+    indent = line[: len(line) - len(line.lstrip())]
+    head = lines[outer.lineno - 1]
+    head_indent = head[: len(head) - len(head.lstrip())]
+    write = Edit(loc.filename, loc.lineno, loc.lineno, indent + ast.unparse(one) + comment)
+    before = Edit(loc.filename, outer.lineno, outer.lineno - 1, f"{head_indent}{copy}, {name} = {name}, {name}.clone()")
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "read {name} from the values the loop at {where} started from, and write into a copy: {copy}, {name} "
+                "= {name}, {name}.clone() before the loop",
+                name=name,
+                copy=copy,
+                where=Location(loc.filename, outer.lineno).where,
+            ),
+            trains=T(
+                "the same as intended: the values and gradients of the code as written; the writes go into a copy "
+                "that nothing saved"
+            ),
+            edits=(before, write),
+        ),
+    )
+
+
+# NOTE [A loop that writes what it reads]
+# x[i] = f(x[i]) inside a loop (a graph convolution applied per time step, written back into the tensor it
+# reads) writes a tensor that two things may have saved: f itself (a view of x, read on the right) and the layer
+# that made x (an activation that saves its output). A copy of the read alone fixes the first only. Reading from
+# the tensor as it was before the loop and writing into a clone made there fixes both and computes the same
+# values: the clone starts equal to x, each position is written once from the original, and gradients flow into
+# x through the reads. Offered when the name is bound by a call before the loop (a tensor, not a list), is not
+# bound anew inside it, and the new name is free in that function.
+
+
 def _saved_by(saved: Location | None, write: Location, st: ast.stmt) -> bool:
     """The stale tensor was saved by the write's own right-hand side: on the write's line, or in a function of
     the same file that the line calls by name (``self.do_something(x[i], j)``)."""
@@ -307,7 +413,13 @@ def _move_write(ctx: Context) -> Proposal | None:
 
 def general_fixes(ctx: Context) -> list[Proposal]:
     """The general candidates for a write to a saved tensor, best first (each only where its rewrite exists)."""
-    found = [_clone_where_saved(ctx), _clone_own_reads(ctx), _recompute_after_write(ctx), _move_write(ctx)]
+    found = [
+        _clone_where_saved(ctx),
+        _clone_own_reads(ctx),
+        _read_from_copy(ctx),
+        _recompute_after_write(ctx),
+        _move_write(ctx),
+    ]
     return [f for f in found if f is not None]
 
 

@@ -162,7 +162,8 @@ def check_edits(
     except SyntaxError:
         original = set()
     known = set(names) | set(dir(builtins)) | original
-    for edit in edits:
+    # a name an edit binds may be read by a later edit of the same file (a copy made before a loop, read inside it)
+    for edit in sorted(edits, key=lambda e: (e.filename, e.start)):
         if not edit.text.strip():
             continue
         block = _dedent_block(edit.text)
@@ -200,6 +201,7 @@ def check_edits(
             if missing:
                 return f"the new lines use names the script does not have there: {', '.join(missing)}"
             bound_here |= _bound_by(statement)
+        known |= bound_here
     return None
 
 

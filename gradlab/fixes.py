@@ -209,6 +209,11 @@ def checked(fix: Fix, ctx: Context) -> Fix:
         # one-line rewrites elsewhere (an in-place op in a model's code): only the names those lines read
         source = site.source if site is not None and filename == site.filename else source_of(filename)
         names = set().union(*(_read_on(source, e.start) for e in fix.edits))
+    elif all(e.inserts or e.start == e.end for e in fix.edits) and any(e.inserts for e in fix.edits):
+        # one-line rewrites elsewhere, with a line put before a statement there (a copy made before a loop): only
+        # the names the lines at those places read
+        source = site.source if site is not None and filename == site.filename else source_of(filename)
+        names = set().union(*(_read_on(source, e.start) for e in fix.edits))
     elif all(not e.inserts for e in fix.edits):
         # whole statements rewritten elsewhere (a helper's loop over fast weights): only the names they use
         source = site.source if site is not None and filename == site.filename else source_of(filename)

@@ -109,6 +109,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a layer keeping its mixing matrix, computed from its trained logits, for reuse (NOTE [State kept on modules]):
     # its own cache reset after each backward, not a detach that would freeze the logits at the first iteration
     "mixing_matrix_cached_by_layer": ("carried_state", (("err", ("net",)),)),
+    # positions of tanh features refined in a while loop and written back where they were read (NOTE [A loop that
+    # writes what it reads]), in a module's forward
+    "positions_refined_in_place": ("inplace_op", (("nll", ("tagger",)),)),
     # codes an encoder computes once, fitted on by a probe, the encoder's optimizer still in scope
     "probe_on_codes_computed_once": ("stale_forward", (("probe_loss", ("probe",)),)),
     "extragradient_update_between": (
@@ -312,6 +315,25 @@ def test_codes_computed_once_from_a_model_another_loss_trains_are_detached_where
     assert "no optimizer steps on probe_loss" in made[0].summary
     assert made[0].claims == (("probe_loss", ("probe",)),)
     patched = apply_edits(path.read_text(), made[0].edits)
+    error, steps = _run(patched, str(path.with_name(f"{script}_patched.py")))
+    assert error is None
+    intended = CAUSES / f"{script}_intended.py"
+    _, want = _run(intended.read_text(), str(intended))
+    assert steps and _same(steps, want)
+
+
+def test_a_loop_that_writes_what_it_reads_reads_from_the_values_it_started_from() -> None:
+    # NOTE [A loop that writes what it reads]: the copy made before the loop, every read from it, the writes into
+    # the clone; applied as printed it trains what the intended version (a fresh output tensor) trains
+    script = "positions_refined_in_place"
+    path = CAUSES / f"{script}.py"
+    d = _diagnosis(script)
+    fix = next(f for f in d.fixes if "started from" in f.summary)
+    assert [e.text.strip() for e in fix.edits] == [
+        "feats_in, feats = feats, feats.clone()",
+        "feats[:, pos] = self.refine(feats_in[:, pos])",
+    ]
+    patched = apply_edits(path.read_text(), fix.edits)
     error, steps = _run(patched, str(path.with_name(f"{script}_patched.py")))
     assert error is None
     intended = CAUSES / f"{script}_intended.py"
