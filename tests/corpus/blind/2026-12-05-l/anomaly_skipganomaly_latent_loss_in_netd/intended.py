@@ -26,7 +26,7 @@ class Options:
     w_adv = 1.0
     w_con = 50.0
     w_lat = 1.0
-    niter = 2
+    niter = 1
 
 
 def l2_loss(input, target, size_average=True):
@@ -175,7 +175,7 @@ if __name__ == "__main__":
     grid = torch.linspace(-1, 1, opt.isize)
     yy, xx = torch.meshgrid(grid, grid, indexing="ij")
     normals = []
-    for _ in range(6 * opt.batchsize):
+    for _ in range(4 * opt.batchsize):
         cx, cy = (torch.rand(2) - 0.5).tolist()
         blob = torch.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / 0.2)
         normals.append(blob.expand(opt.nc, -1, -1) * 2 - 1 + 0.05 * torch.randn(opt.nc, opt.isize, opt.isize))
