@@ -112,6 +112,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # positions of tanh features refined in a while loop and written back where they were read (NOTE [A loop that
     # writes what it reads]), in a module's forward
     "positions_refined_in_place": ("inplace_op", (("nll", ("tagger",)),)),
+    # slices of an output taken in one phase's branch and read in the other's, after its own forward (NOTE [A derived
+    # tensor not derived again]): the slicing repeated before the loss reads them
+    "phase_slices_not_taken_again": ("stale_read", (("objective", ("net",)),)),
     # codes an encoder computes once, fitted on by a probe, the encoder's optimizer still in scope
     "probe_on_codes_computed_once": ("stale_forward", (("probe_loss", ("probe",)),)),
     "extragradient_update_between": (

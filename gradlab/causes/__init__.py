@@ -72,7 +72,7 @@ from .pruned_weight import pruned_context
 from .retained_accumulation import retained_fixes, retained_total
 from .same_loss_twice import twice_fixes
 from .stale_forward import kept_constant_context, snapshot_context, stale_fixes, stale_forward_context
-from .stale_read import stale_read_context, stale_read_fixes
+from .stale_read import rederived_context, stale_read_context, stale_read_fixes
 from .step_before_backward import step_after_fixes, step_too_early
 from .untracked_write import copy_context, target_context, untracked_fixes
 
@@ -124,8 +124,8 @@ def _cause_sentences() -> dict[Cause, Text]:
             "computed outside it: the second call finds that graph freed"
         ),
         "stale_read": T(
-            "the loss reads a tensor of an earlier forward, whose graph an earlier backward freed, where the forward "
-            "computed since was meant"
+            "the loss reads a tensor of an earlier forward (whose graph an earlier backward freed, or whose weights a "
+            "step changed since), where the forward computed since was meant"
         ),
         "unknown": T("gradlab cannot tell what changed the tensor (it was not watching when it happened)"),
     }
@@ -189,6 +189,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
                 else None
             )
             base = from_frame(base, facts, stepper)
+            rederived = rederived_context(base, p, facts, graph)
+            if rederived is not None:
+                return "stale_read", rederived
             retained = retained_total(base, facts)  # read from the source alone: check() sees it too
             if retained is not None:
                 return "retained_accumulation", retained
@@ -237,7 +240,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     pruned = pruned_context(base, p, facts, graph)
     if pruned is not None:
         return "stale_forward", pruned
-    stale_read = stale_read_context(base, p, facts, graph)
+    stale_read = stale_read_context(base, p, facts, graph) or rederived_context(base, p, facts, graph)
     if stale_read is not None:
         return "stale_read", stale_read
     frozen = frozen_context(base, p, facts, graph)

@@ -33,12 +33,13 @@ from ..evidence import Facts, holds_node, resolve_dotted
 from ..fixes import Fix, Proposal
 from ..graph import Graph
 from ..i18n import T
+from ..location import Location
 from ..source import function_of, preceding, statement_at
 
 if TYPE_CHECKING:
     from ..evidence import Problem
 
-__all__ = ["stale_read_context", "stale_read_fixes"]
+__all__ = ["stale_read_context", "stale_read_fixes", "rederived_context"]
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -128,6 +129,72 @@ def stale_read_context(base: Context, p: Problem, facts: Facts, graph: Graph) ->
     return None
 
 
+def rederived_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
+    """The loss reads a tensor derived from an earlier forward's output (``back = out[:, 0:1]``) while the function
+    has bound that output anew since, without deriving it again (NOTE [A derived tensor not derived again])."""
+    site, line, loss = facts.site, facts.backward_line, base.loss
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or line is None or not loss or node is None or node.seq is None:
+        return None
+    function = function_of(tree, line)  # None: the loop is the module's own code
+    before = [st for st in preceding(tree, line) if function is None or function.lineno < st.lineno]
+    needed, path = {loss}, []
+    for st in reversed(before):
+        if isinstance(st, (ast.Assign, ast.AugAssign)) and _stores(st) & needed:
+            path.append(st)
+            needed |= _reads(st.value)
+    stale = sorted(d for d in needed if d != loss and holds_node(resolve_dotted(d, facts.namespace), node))
+    derive: list[int] = []
+    fresh_names: list[str] = []
+    readers: list[ast.stmt] = []
+    for s in stale:
+        made = [st for st in before if isinstance(st, ast.Assign) and s in _stores(st)]
+        if not made or made[-1].lineno != made[-1].end_lineno:
+            continue
+        derivation = made[-1]
+        for r in sorted(_reads(derivation.value)):
+            rebound = [st for st in before if st.lineno > derivation.lineno and r in _stores(st)]
+            fresh = resolve_dotted(r, facts.namespace)
+            if not rebound or not isinstance(fresh, torch.Tensor) or fresh.grad_fn is None or holds_node(fresh, node):
+                continue
+            reading = [st for st in path if s in _reads(st.value) and st.lineno > rebound[-1].lineno]
+            if reading:
+                derive.append(derivation.lineno)
+                fresh_names.append(r)
+                readers += reading
+                break
+    if not derive or not readers:
+        return None
+    first = min(readers, key=lambda st: st.lineno)
+    if not site.holds(first.lineno):
+        return None
+    return replace(
+        base,
+        tensor=", ".join(stale),
+        extra={
+            **base.extra,
+            "stale": ", ".join(s for s in stale),
+            "fresh": ", ".join(dict.fromkeys(fresh_names)),
+            "derive": " ".join(str(k) for k in sorted(set(derive))),
+            "before": str(first.lineno),
+        },
+    )
+
+
+# NOTE [A derived tensor not derived again]
+# Code with two phases in one loop (labelled, then unlabelled batches) derives
+# tensors from a forward's output in one branch (back = out[:, 0:1]) and reads
+# them in the other, where the forward ran again but the derivation did not: the
+# loss reads the slice of the earlier forward, whose weights a step has changed
+# (an in-place error) or whose graph a backward freed. The derivation is found on
+# the function's lines before the loss (its last single-line assignment), the
+# output it reads bound anew after it, and the frame's values confirm it: the
+# stale tensor's graph holds the failing node, the fresh output's does not. The
+# fix repeats the derivation lines right before the first statement on the loss's
+# path that reads them: the loss then reads the fresh forward.
+
+
 def _dead_forward(st: ast.Assign, later: list[ast.stmt], target: str, namespace: Mapping[str, Any]) -> bool:
     """``target = model(...)`` (a call of a module of the frame) rebound by a later statement before anything reads
     it."""
@@ -150,7 +217,20 @@ def stale_read_fixes(ctx: Context) -> list[Proposal]:
     if site is None or tree is None or not stale or not fresh:
         return []
     edits: list[Edit] = []
-    if ctx.extra.get("rebind"):
+    if ctx.extra.get("derive"):
+        at = int(ctx.extra["before"])
+        lines = [int(k) for k in ctx.extra["derive"].split()]
+        text = "\n".join(site.text(k).strip() for k in lines)
+        indent = site.text(at)[: len(site.text(at)) - len(site.text(at).lstrip())]
+        edits.append(Edit(site.filename, at, at - 1, "\n".join(indent + t for t in text.splitlines())))
+        summary = T(
+            "derive {stale} again from {fresh}, the forward computed since, before the loss reads it (at {where}): "
+            "it was derived from the earlier forward's output",
+            stale=stale,
+            fresh=fresh,
+            where=Location(site.filename, at).where,
+        )
+    elif ctx.extra.get("rebind"):
         line = int(ctx.extra["rebind"])
         text = site.text(line)
         new = re.sub(r"^(\s*)" + re.escape(fresh) + r"(\s*=)", lambda m: m[1] + stale + m[2], text, count=1)
