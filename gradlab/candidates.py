@@ -41,6 +41,7 @@ from .fixes import (
     span_of,
     statement_line,
     statements_text,
+    tensor_names,
 )
 from .graph import Graph
 from .i18n import T, join
@@ -443,7 +444,7 @@ def _keep_and_route(ctx: Context) -> Proposal | None:
     models = _outer(trained)
     retain = bool(trained & set(ctx.freed_reach))  # the freed part lies on the way to the trained models
     route = bool(ctx.stepped_between) or not retain
-    inputs = inputs_keyword(models) if route else None
+    inputs = inputs_keyword(models, tensor_names(ctx, models)) if route else None
     if route and inputs is None:
         return None
     here = Location(site.filename, ctx.backward_line)
@@ -452,7 +453,10 @@ def _keep_and_route(ctx: Context) -> Proposal | None:
     edits: list[Edit | None] = []
     if retain and not same:
         code = at.code
-        edits.append(edit_at(ctx, at, with_keyword(code, "backward", "retain_graph=True") if code else None))
+        method = (
+            "grad" if code and re.search(r"autograd\.grad\(", code) else "backward"
+        )  # torch.autograd.grad frees too
+        edits.append(edit_at(ctx, at, with_keyword(code, method, "retain_graph=True") if code else None))
     text: str | None = failing_text
     if route and inputs is not None:
         text = with_keyword(text, "backward", inputs) if text else None

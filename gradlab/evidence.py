@@ -613,6 +613,33 @@ def resolve_dotted(dotted: str, namespace: Mapping[str, Any]) -> Any:
     return value
 
 
+def _roots(facts: Facts, loss: str | None) -> list[Any]:
+    """The failing loss's graph, or (a loss written as an expression: ``(1 - score).backward()``) the frame's
+    tensors' graphs: where a node of the failing graph is found alive."""
+    value = value_of(loss, facts.namespace) if loss else None
+    roots = [value.grad_fn] if isinstance(value, torch.Tensor) and value.grad_fn is not None else []
+    return roots + [facts.namespace[k].grad_fn for k in sorted(graph_names(facts.namespace))]
+
+
+def tensors_below(graph: Graph, node_id: int | None, facts: Facts, loss: str | None) -> tuple[str, ...]:
+    """The frame's tensors optimized themselves (no module's parameters: an adversarial offset, an image) that lie
+    below node ``node_id`` of the failing graph: the graph's own names hold modules only."""
+    site = facts.site
+    node = next((n for n in graph.nodes if n.id == node_id), None)
+    if site is None or node is None or node.seq is None:
+        return ()
+    bare = {
+        m: ids for m, ids in site.modules.items() if len(ids) == 1 and isinstance(facts.namespace.get(m), torch.Tensor)
+    }
+    if not bare:
+        return ()
+    for fn in walk(_roots(facts, loss)):
+        if (sequence_of(fn), fn.name()) == (node.seq, node.name):
+            leaves = {id(v) for b in walk([fn]) if isinstance(v := getattr(b, "variable", None), torch.Tensor)}
+            return tuple(sorted(m for m, ids in bare.items() if ids <= leaves))
+    return ()
+
+
 def made_apart(
     graph: Graph, p: Problem, facts: Facts, loss: str | None, intent: LoopIntent | None
 ) -> tuple[Location, bool] | None:
@@ -638,10 +665,7 @@ def made_apart(
         stepping = [site.optimizers.get(plan.optimizer) for plan in intent.plans if plan.steps]
         if all(ids is not None for ids in stepping):
             held = frozenset().union(*(ids for ids in stepping if ids is not None))
-    # the failing loss's graph, or (a loss written as an expression: ``(1 - score).backward()``) the frame's tensors
-    value = value_of(loss, facts.namespace) if loss else None
-    roots = [value.grad_fn] if isinstance(value, torch.Tensor) and value.grad_fn is not None else []
-    roots += [facts.namespace[k].grad_fn for k in sorted(graph_names(facts.namespace))]
+    roots = _roots(facts, loss)
     at = saved_line(graph, [node_id])
     if at is None:
         return None

@@ -86,6 +86,12 @@ class Proposal:
     describe: bool = False  # True: its trains text is written from the loop's intent once it is judged
 
 
+def tensor_names(ctx: Context, names: tuple[str, ...]) -> frozenset[str]:
+    """The names of ``names`` that hold a tensor in the failing frame (optimized themselves, not a module's)."""
+    kinds = ctx.site.kinds if ctx.site is not None else {}
+    return frozenset(n for n in names if kinds.get(n) == "tensor")
+
+
 def keeping(ctx: Context, fix: Fix) -> Proposal:
     """A fix that keeps what the failing code trains: its loss reaches what it reached (its claim says so), and
     the forward computes what it computed."""

@@ -383,9 +383,23 @@ def with_keyword(code: str, method: str, keyword: str) -> str | None:
     return body[:end] + sep + keyword + body[end:]
 
 
-def inputs_keyword(models: tuple[str, ...]) -> str | None:
+def inputs_keyword(models: tuple[str, ...], tensors: frozenset[str] | set[str] = frozenset()) -> str | None:
+    """``inputs=`` for a backward into ``models``' parameters; the names in ``tensors`` are tensors the loop
+    optimizes themselves (an image, an adversarial offset), listed as they are.
+
+    Example::
+
+        >>> inputs_keyword(("actor",))
+        'inputs=list(actor.parameters())'
+        >>> inputs_keyword(("delta",), {"delta"})
+        'inputs=[delta]'
+        >>> inputs_keyword(("net", "delta"), {"delta"})
+        'inputs=[*net.parameters(), delta]'
+    """
     if not models:
         return None
+    if any(m in tensors for m in models):
+        return f"inputs=[{', '.join(m if m in tensors else f'*{m}.parameters()' for m in models)}]"
     if len(models) == 1:
         return f"inputs=list({models[0]}.parameters())"
     return f"inputs=[p for m in ({', '.join(models)},) for p in m.parameters()]"

@@ -115,6 +115,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # slices of an output taken in one phase's branch and read in the other's, after its own forward (NOTE [A derived
     # tensor not derived again]): the slicing repeated before the loss reads them
     "phase_slices_not_taken_again": ("stale_read", (("objective", ("net",)),)),
+    # torch.autograd.grad in a model's forward frees the graph the loss then reads, the optimized thing a plain tensor
+    # (an input shift) and a zero_grad() between the two lines of different functions: no update in between
+    "input_shift_against_slope_model": ("shared_graph_freed", (("objective", ("shift",)),)),
     # codes an encoder computes once, fitted on by a probe, the encoder's optimizer still in scope
     "probe_on_codes_computed_once": ("stale_forward", (("probe_loss", ("probe",)),)),
     "extragradient_update_between": (

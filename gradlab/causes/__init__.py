@@ -51,6 +51,7 @@ from ..evidence import (
     short_name,
     stepped_between,
     steps_between,
+    tensors_below,
     value_of,
     var_named,
 )
@@ -325,7 +326,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         ctx = replace(
             ctx,
             freeing_at=call.location,
-            freed_reach=tuple(sorted(topo.models_below(node_id))),
+            freed_reach=tuple(sorted({*topo.models_below(node_id), *tensors_below(graph, node_id, facts, loss)})),
             stepped_between=stepped,
             behind_stepped=tuple(sorted(topo.behind(stepped))),
         )
@@ -380,6 +381,8 @@ def _updates_between(
     site = facts.site
     if site is None or call.location is None or call.location.filename != site.filename:
         return []
+    if not site.holds(call.location.lineno):
+        return []  # the freeing backward in another function: its lines say nothing of what ran between
     # the failing backward's line; check() runs before it: the backward it checks for
     if failing is not None and failing.location is not None:
         if failing.location.filename != site.filename:
@@ -399,7 +402,7 @@ def _updates_between(
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and start < node.lineno < end
-            and (node.func.attr == "step" or may_update(node.func.attr))
+            and (node.func.attr == "step" or (node.func.attr != "zero_grad" and may_update(node.func.attr)))
             and ast.unparse(node.func.value) in site.optimizers
             and site.holds(node.lineno)
         ):

@@ -35,6 +35,7 @@ from ..fixes import (
     replace_line,
     span_of,
     statements_text,
+    tensor_names,
 )
 from ..graph import Graph
 from ..i18n import T, Text, join
@@ -372,7 +373,7 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
             model=ctx.m,
             earlier=ctx.e,
         )
-    inputs = inputs_keyword(ctx.others)
+    inputs = inputs_keyword(ctx.others, tensor_names(ctx, tuple(ctx.others)))
     inputs_edit = None
     if inputs and ctx.site is not None and ctx.backward_line is not None:
         inputs_edit = replace_line(
@@ -485,7 +486,8 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     others = tuple(ctx.others)
     # the models the loss's own optimizers step (the loop's intent), when it names them: those the backward goes into
     meant = tuple(m for m in others if ctx.intent is not None and m in ctx.intent.trained)
-    inputs = inputs_keyword(others) if len(others) == 1 else inputs_keyword(meant) if meant else None
+    tensors = tensor_names(ctx, others)
+    inputs = inputs_keyword(others, tensors) if len(others) == 1 else inputs_keyword(meant, tensors) if meant else None
     into = others if len(others) == 1 or not meant else meant
     o = join(list(into), T(" and ")) if into else ctx.o
     # the two readings of the user's loop (G against D after its step, or before it): each fix says which
