@@ -32,6 +32,9 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         (("objective", ("net",)),),
     ),
     "stack_of_items": ("no_grad_fn", ("losses = torch.tensor([la, lb])",), (("total", ("model",)),)),
+    # a list of loss tensors kept for a learning curve, converted by numpy in a helper (NOTE [A list of losses kept
+    # for a plot]): detached where the loop appends
+    "loss_curve_from_kept_tensors": ("numpy_requires_grad", ("curve = np.array(history, dtype=np.float32)",), ()),
     # a list of log-probabilities kept on the policy, copied by torch.tensor in a helper (NOTE [A list copied by
     # torch.tensor]): the tracker's record of the copy, stacked
     "rewards_weighted_log_probs_copied": (

@@ -21,13 +21,13 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Failure, leaves_of
 from ..explanation import Explanation, Span
-from ..fixes import Fix, Proposal, indent_of
+from ..fixes import Fix, Proposal, indent_of, source_of
 from ..i18n import T
 from ..judge import judged
 from ..location import Location
 from ..loop import Site, site_intent
 from ..rewrite import split_comment
-from ..source import preceding, statement_at
+from ..source import function_of, parse, preceding, statement_at
 from .family import BUILDERS
 
 __all__ = ["LOCATORS"]
@@ -119,7 +119,20 @@ def _numpy(f: Failure) -> Explanation:
             )
             return replace(e, fixes=(*_judged(f, [Proposal(fix, None, True)]), *e.fixes))
         if implicit is None:
-            return e
+            appended = _appended_detached(f, one_line) if one_line is not None else None
+            if appended is None:
+                return e
+            edits, names = appended
+            fix = Fix(
+                summary=T(
+                    "keep numbers, not graphs, in {names}: append each value .detach()ed where the list is filled "
+                    "(each appended tensor kept its whole graph alive)",
+                    names=", ".join(names),
+                ),
+                trains=T("the same as intended: the numbers leave the graph; every loss trains what it trained"),
+                edits=edits,
+            )
+            return replace(e, fixes=(*_judged(f, [Proposal(fix, None, True)]), *e.fixes))
         fix = Fix(
             summary=T("take the values out of the graph first: .detach() the tensors numpy is given"),
             trains=T("the same as intended: the numbers leave the graph; every loss trains what it trained"),
@@ -231,6 +244,77 @@ def _graph_tensors(value: object) -> bool:
     if isinstance(value, torch.Tensor):
         return value.requires_grad
     return isinstance(value, (list, tuple)) and any(_graph_tensors(v) for v in value[:64])
+
+
+def _appended_detached(f: Failure, st: ast.stmt) -> tuple[tuple[Edit, ...], list[str]] | None:
+    """Each ``xs.append(value)`` that filled a list of graph tensors a numpy call on ``st`` is given, written
+    ``xs.append(value.detach())``: found by the list's identity in the failing frame or the user frames around it
+    (NOTE [A list of losses kept for a plot])."""
+    import numpy
+
+    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    lists = []
+    for call in (n for n in ast.walk(st) if isinstance(n, ast.Call)):
+        root = call.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in aliases:
+            for arg in call.args:
+                value = f.namespace.get(arg.id) if isinstance(arg, ast.Name) else None
+                if isinstance(value, list) and _graph_tensors(value):
+                    lists.append(value)
+    if not lists:
+        return None
+    frames = [(f.site.filename if f.site else None, f.namespace, f.location.lineno if f.location else 0)]
+    frames += [(fr.f_code.co_filename, fr.f_locals, line) for fr, line in f.outer]
+    edits: dict[tuple[str, int], Edit] = {}
+    names: list[str] = []
+    for filename, namespace, line in frames:
+        if filename is None:
+            continue
+        held = [k for k, v in namespace.items() if isinstance(k, str) and any(v is x for x in lists)]
+        tree = parse(source_of(filename))
+        function = function_of(tree, line) if tree is not None and line else None
+        scope: ast.AST | None = function if function is not None else tree
+        for name in held:
+            for n in ast.walk(scope) if scope is not None else ():
+                if not (
+                    isinstance(n, ast.Expr)
+                    and isinstance(n.value, ast.Call)
+                    and isinstance(n.value.func, ast.Attribute)
+                    and n.value.func.attr == "append"
+                    and ast.unparse(n.value.func.value) == name
+                    and len(n.value.args) == 1
+                    and n.lineno == n.end_lineno
+                ):
+                    continue
+                arg = n.value.args[0]
+                if "detach()" in ast.unparse(arg) or isinstance(arg, ast.Constant):
+                    continue
+                text = linecache.getline(filename, n.lineno).rstrip("\n")
+                simple = isinstance(arg, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+                if arg.end_col_offset is None or arg.lineno != n.lineno:
+                    continue
+                raw = text.encode("utf-8")  # col offsets are in bytes of the line's UTF-8
+                part = raw[arg.col_offset : arg.end_col_offset].decode("utf-8")
+                new = f"{part}.detach()" if simple else f"({part}).detach()"
+                rewritten = raw[: arg.col_offset].decode("utf-8") + new + raw[arg.end_col_offset :].decode("utf-8")
+                edits[(filename, n.lineno)] = Edit(filename, n.lineno, n.lineno, rewritten)
+                names.append(name)
+    if not edits:
+        return None
+    return tuple(edits[k] for k in sorted(edits)), list(dict.fromkeys(names))
+
+
+# NOTE [A list of losses kept for a plot]
+# A training loop appends each batch's loss tensor to a list for a learning curve,
+# and numpy (np.mean, np.asarray, matplotlib) later converts the list with
+# .numpy(), which refuses tensors that require grad. Each appended tensor also kept
+# its whole graph alive until then. The list numpy is given is found by identity
+# in the failing frame and the user frames around it (a plot helper receives the
+# loop's lists), and every one-line xs.append(value) of that frame's function is
+# written xs.append(value.detach()): the values stay, the graphs go, no loss trains
+# anything else.
 
 
 def _numpy_arguments(f: Failure, st: ast.stmt, text: str) -> str | None:
