@@ -20,6 +20,7 @@ __all__ = [
     "GradlabError",
     "warn_once",
     "diagnosis_failed",
+    "locating_failed",
     "PREFIX",
     "prefixed",
 ]
@@ -83,6 +84,26 @@ def warn_once(key: str, message: str, category: type[Warning] = GradlabWarning, 
         return
     _warned.add(key)
     warnings.warn(message, category, stacklevel=stacklevel)
+
+
+def locating_failed(error: BaseException) -> None:
+    """Say once per kind of ``error`` that gradlab could not find the user's lines for a failure: the note then
+    carries the message's own explanation, not located (NOTE [Every kind diagnosed] in :mod:`gradlab.kinds`)."""
+    from .i18n import _t
+
+    torch = sys.modules.get("torch")
+    warn_once(
+        f"locating failed: {type(error).__name__}",
+        _t(
+            "gradlab could not read the lines behind this failure ({kind}: {detail}) on Python {python} with torch "
+            "{torch}: its note explains torch's message without them. Please report it with these versions.",
+            kind=type(error).__name__,
+            detail=str(error)[:200],
+            python=platform.python_version(),
+            torch=getattr(torch, "__version__", "?"),
+        ),
+        stacklevel=5,
+    )
 
 
 def diagnosis_failed(error: BaseException) -> None:

@@ -187,3 +187,19 @@ def test_an_error_that_is_not_autograd_gets_no_diagnosis() -> None:
         except RuntimeError as e:
             assert t.diagnosis_for(e) is None
             assert not getattr(e, "__notes__", [])
+
+
+def test_a_locator_that_fails_leaves_the_message_explained_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE [Every kind diagnosed]: a bug while reading the user's lines gives the message's own explanation and a
+    # warning, never no diagnosis
+    import gradlab.kinds as kinds
+
+    def broken(failure: object) -> object:
+        raise IndexError("a locator's bug")
+
+    monkeypatch.setitem(kinds._LOCATORS, "numpy_requires_grad", broken)
+    with pytest.warns(gradlab.GradlabWarning, match="could not read the lines"):
+        error = _error("numpy_log")
+    d = gradlab.last_diagnosis(error)
+    assert d is not None and d.kind == "numpy_requires_grad"
+    assert d.fixes and not any(f.edits for f in d.fixes)

@@ -31,7 +31,7 @@ from ..evidence import Failure
 from ..explanation import Explanation, Span
 from ..i18n import T, _t
 from ..messages import Message
-from ..notices import GradlabError
+from ..notices import GradlabError, locating_failed
 from . import graph_freed, inference_saved, leaf_in_place, modified_in_place, no_grad_fn
 from .at_line import LOCATORS as _AT_LINE
 from .family import BUILDERS as _FAMILY
@@ -169,7 +169,11 @@ _LOCATORS: dict[str, Callable[[Failure], Explanation]] = {
 def locate(failure: Failure) -> Explanation:
     """The explanation of ``failure``, located at the user's lines, with fixes that edit them."""
     locator = _LOCATORS.get(failure.kind)
-    explanation = locator(failure) if locator is not None else explain_message(failure.message)
+    try:
+        explanation = locator(failure) if locator is not None else explain_message(failure.message)
+    except Exception as err:  # a bug in reading the user's lines: the message's explanation, never no diagnosis
+        locating_failed(err)
+        explanation = explain_message(failure.message)
     if explanation.located_spans() or failure.location is None:
         return explanation
     return replace(explanation, spans=(Span(failure.location, T("raised here")),))
