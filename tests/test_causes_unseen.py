@@ -127,6 +127,16 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
 }
 
 
+def _trains_as_intended(script: str, fix: gradlab.Fix) -> bool:
+    """``fix`` applied as printed to ``script`` runs, and every optimizer step uses the intended version's gradients."""
+    path = CAUSES / f"{script}.py"
+    patched = apply_edits(path.read_text(), fix.edits)
+    error, steps = _run(patched, str(path.with_name(f"{script}_patched.py")))
+    intended = CAUSES / f"{script}_intended.py"
+    _, want = _run(intended.read_text(), str(intended))
+    return error is None and bool(steps) and _same(steps, want)
+
+
 def _diagnosis(script: str) -> gradlab.Diagnosis:
     path = CAUSES / f"{script}.py"
     error, _ = _run(path.read_text(), str(path))
@@ -251,17 +261,11 @@ def test_an_earlier_backward_in_another_function_gets_its_retain_graph_edit_ther
     # a callback's penalty backwarded after the trainer's own backward: the edit lands on the trainer's line (the
     # reading "both losses train the model" is the loop's own, so the fix is a guess: maybe-incorrect)
     script = "callback_penalty_after_backward"
-    path = CAUSES / f"{script}.py"
     d = _diagnosis(script)
     assert d.cause == "shared_graph_freed"
     fix = d.fixes[0]
     assert [(e.start, e.text.strip()) for e in fix.edits] == [(24, "self.err.backward(retain_graph=True)")]
-    patched = apply_edits(path.read_text(), fix.edits)
-    error, steps = _run(patched, str(path.with_name(f"{script}_patched.py")))
-    assert error is None
-    intended = CAUSES / f"{script}_intended.py"
-    _, want = _run(intended.read_text(), str(intended))
-    assert steps and _same(steps, want)
+    assert _trains_as_intended(script, fix)
     assert dict(fix.claims) == {"penalty": ("trainer.net",)}
 
 
@@ -314,34 +318,22 @@ def test_codes_computed_once_from_a_model_another_loss_trains_are_detached_where
     # NOTE [A part no optimizer steps]: the encoder is held by the autoencoder's optimizer, which never steps on the
     # probe's loss; the detach where the codes are made trains exactly what the intended version trains
     script = "probe_on_codes_computed_once"
-    path = CAUSES / f"{script}.py"
     d = _diagnosis(script)
     made = [f for f in d.fixes if [e.text.strip() for e in f.edits] == ["codes = enc(labelled).detach()"]]
     assert len(made) == 1, [f.lines() for f in d.fixes]
     assert "no optimizer steps on probe_loss" in made[0].summary
     assert made[0].claims == (("probe_loss", ("probe",)),)
-    patched = apply_edits(path.read_text(), made[0].edits)
-    error, steps = _run(patched, str(path.with_name(f"{script}_patched.py")))
-    assert error is None
-    intended = CAUSES / f"{script}_intended.py"
-    _, want = _run(intended.read_text(), str(intended))
-    assert steps and _same(steps, want)
+    assert _trains_as_intended(script, made[0])
 
 
 def test_a_loop_that_writes_what_it_reads_reads_from_the_values_it_started_from() -> None:
     # NOTE [A loop that writes what it reads]: the copy made before the loop, every read from it, the writes into
     # the clone; applied as printed it trains what the intended version (a fresh output tensor) trains
     script = "positions_refined_in_place"
-    path = CAUSES / f"{script}.py"
     d = _diagnosis(script)
     fix = next(f for f in d.fixes if "started from" in f.summary)
     assert [e.text.strip() for e in fix.edits] == [
         "feats_in, feats = feats, feats.clone()",
         "feats[:, pos] = self.refine(feats_in[:, pos])",
     ]
-    patched = apply_edits(path.read_text(), fix.edits)
-    error, steps = _run(patched, str(path.with_name(f"{script}_patched.py")))
-    assert error is None
-    intended = CAUSES / f"{script}_intended.py"
-    _, want = _run(intended.read_text(), str(intended))
-    assert steps and _same(steps, want)
+    assert _trains_as_intended(script, fix)

@@ -31,7 +31,7 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts, holds_node, resolve_dotted
 from ..fixes import Fix, Proposal
-from ..graph import Graph
+from ..graph import Graph, GraphNode
 from ..i18n import T
 from ..location import Location
 from ..source import function_of, preceding, statement_at
@@ -76,6 +76,21 @@ def _stores(st: ast.stmt) -> set[str]:
     return found
 
 
+def _stale_on_path(
+    before: list[ast.stmt], loss: str, facts: Facts, node: GraphNode
+) -> tuple[list[str], list[ast.Assign | ast.AugAssign]]:
+    """The names on the loss's data path whose tensor holds ``node`` (the stale ones), and the statements of that
+    path (the assignments ``before`` the backward that build the loss, last first)."""
+    needed = {loss}
+    path: list[ast.Assign | ast.AugAssign] = []
+    for st in reversed(before):
+        if isinstance(st, (ast.Assign, ast.AugAssign)) and _stores(st) & needed:
+            path.append(st)
+            needed |= _reads(st.value)
+    stale = sorted(d for d in needed if d != loss and holds_node(resolve_dotted(d, facts.namespace), node))
+    return stale, path
+
+
 def stale_read_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
     """The context when the failing loss reads a stale tensor next to a fresh forward (NOTE above)."""
     site, line, loss = facts.site, facts.backward_line, base.loss
@@ -87,13 +102,7 @@ def stale_read_context(base: Context, p: Problem, facts: Facts, graph: Graph) ->
     if function is None:
         return None
     before = [st for st in preceding(tree, line) if function.lineno < st.lineno]
-    # the statements on the loss's data path, and what they read
-    needed, path = {loss}, []
-    for st in reversed(before):
-        if isinstance(st, (ast.Assign, ast.AugAssign)) and _stores(st) & needed:
-            path.append(st)
-            needed |= _reads(st.value)
-    stale = sorted(d for d in needed if d != loss and holds_node(resolve_dotted(d, facts.namespace), node))
+    stale, path = _stale_on_path(before, loss, facts, node)
     for s in stale:
         readers = [st for st in path if s in _reads(st.value)]
         for k, st in enumerate(before):
@@ -139,15 +148,10 @@ def rederived_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> 
         return None
     function = function_of(tree, line)  # None: the loop is the module's own code
     before = [st for st in preceding(tree, line) if function is None or function.lineno < st.lineno]
-    needed, path = {loss}, []
-    for st in reversed(before):
-        if isinstance(st, (ast.Assign, ast.AugAssign)) and _stores(st) & needed:
-            path.append(st)
-            needed |= _reads(st.value)
-    stale = sorted(d for d in needed if d != loss and holds_node(resolve_dotted(d, facts.namespace), node))
+    stale, path = _stale_on_path(before, loss, facts, node)
     derive: list[int] = []
     fresh_names: list[str] = []
-    readers: list[ast.stmt] = []
+    readers: list[ast.Assign | ast.AugAssign] = []
     for s in stale:
         made = [st for st in before if isinstance(st, ast.Assign) and s in _stores(st)]
         if not made or made[-1].lineno != made[-1].end_lineno:
