@@ -118,6 +118,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # torch.autograd.grad in a model's forward frees the graph the loss then reads, the optimized thing a plain tensor
     # (an input shift) and a zero_grad() between the two lines of different functions: no update in between
     "input_shift_against_slope_model": ("shared_graph_freed", (("objective", ("shift",)),)),
+    # a running statistic kept on a module and stored twice in its forward, the second store mixing in the errors
+    # again: the last store is detached (the value kept, and what the rest of the forward reads)
+    "running_scale_updated_twice": ("carried_state", (("huber", ("reg",)),)),
     # codes an encoder computes once, fitted on by a probe, the encoder's optimizer still in scope
     "probe_on_codes_computed_once": ("stale_forward", (("probe_loss", ("probe",)),)),
     "extragradient_update_between": (

@@ -19,7 +19,7 @@ from ..i18n import T
 from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, detached_value, replace_reads
-from ..source import loop_body_of, names, statement_at
+from ..source import function_of, loop_body_of, names, statement_at
 
 
 def carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Context:
@@ -191,7 +191,21 @@ def kept_attribute(base: Context, facts: Facts) -> Context | None:
             if not isinstance(h, torch.Tensor)
         ):
             continue
-        loc = Location(site.filename, st.lineno)
+        # stored again further down the same function (a histogram updated in two steps): the last store is the
+        # value kept, and what the rest of the forward reads
+        function = function_of(tree, st.lineno)
+        later = [
+            x
+            for x in ast.walk(function if function is not None else tree)
+            if isinstance(x, ast.Assign)
+            and len(x.targets) == 1
+            and x.lineno > st.lineno
+            and x.lineno == x.end_lineno
+            and ast.unparse(x.targets[0]) == name
+            and function_of(tree, x.lineno) is function
+        ]
+        last = max(later, key=lambda x: x.lineno) if later else st
+        loc = Location(site.filename, last.lineno)
         return replace(base, carried=name, kept_at=loc, entry_line=loc.code, entry_where=loc.where)
     return None
 
