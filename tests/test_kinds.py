@@ -32,6 +32,9 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         (("objective", ("net",)),),
     ),
     "stack_of_items": ("no_grad_fn", ("losses = torch.tensor([la, lb])",), (("total", ("model",)),)),
+    # a helper holding the whole update, called by the training loop and under no_grad() by the validation (NOTE
+    # [An update inside a helper evaluation calls too]): the update moved out to the training loop's call
+    "shared_step_called_by_validation": ("no_grad_fn", ("with torch.no_grad():",), ()),
     # a list of loss tensors kept for a learning curve, converted by numpy in a helper (NOTE [A list of losses kept
     # for a plot]): detached where the loop appends
     "loss_curve_from_kept_tensors": ("numpy_requires_grad", ("curve = np.array(history, dtype=np.float32)",), ()),

@@ -345,7 +345,13 @@ def locate(f: Failure) -> Explanation:
             return replace(e, fixes=(*closure, *e.fixes))
         return replace(
             recorded,
-            fixes=(*closure, *_recorded_stack_fix(f), *_recorded_block_fix(f, tree), *recorded.fixes),
+            fixes=(
+                *closure,
+                *_recorded_stack_fix(f),
+                *_update_out_of_helper(f, tree),
+                *_recorded_block_fix(f, tree),
+                *recorded.fixes,
+            ),
         )
     where = site.filename
     spans: list[Span] = []
@@ -522,6 +528,115 @@ def _reentrant_fix(f: Failure) -> tuple[Fix, ...]:
 
 def linecache_line(filename: str, line: int) -> str:
     return linecache.getline(filename, line).rstrip("\n")
+
+
+def _update_out_of_helper(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]:
+    """The update (zero_grad, backward, step) of a helper that the training loop and, under a grad-off block, the
+    evaluation both call, moved out of the helper to right after the training loop's call (NOTE [An update inside
+    a helper evaluation calls too])."""
+    site, loc = f.site, f.location
+    found = f.recorder.cuts.cut_for(f.tensors) if f.recorder is not None else None
+    if site is None or tree is None or loc is None or found is None or loc.filename != site.filename:
+        return ()
+    if found[0].location.filename != site.filename:
+        return ()
+    block = next((n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno == found[0].location.lineno), None)
+    if block is None or not any(_grad_off(item.context_expr) for item in block.items):
+        return ()
+    helper = function_of(tree, loc.lineno)
+    if helper is None:
+        return ()
+    body = helper.body
+    at = next((i for i, st in enumerate(body) if st.lineno <= loc.lineno <= (st.end_lineno or st.lineno)), None)
+    if at is None or body[at].lineno != body[at].end_lineno:
+        return ()
+    first, last = at, at
+    if first > 0 and _calls_method_named(body[first - 1], "zero_grad"):
+        first -= 1
+    while last + 1 < len(body) and _calls_method_named(body[last + 1], "step"):
+        last += 1
+    update = body[first : last + 1]
+    returned = body[last + 1] if last + 1 < len(body) else None
+    if not isinstance(returned, ast.Return) or returned.value is None:
+        return ()
+    values = returned.value.elts if isinstance(returned.value, ast.Tuple) else [returned.value]
+    if not all(isinstance(v, ast.Name) for v in values):
+        return ()
+    out = [v.id for v in values if isinstance(v, ast.Name)]
+    params = {a.arg for a in helper.args.args}
+    read = {n.id for st in update for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    local = {
+        n.id for st in helper.body for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    if any(r in local and r not in out for r in read) or any(r in params and r != "self" for r in read):
+        return ()  # the update reads a local the caller does not get back
+    calls = [
+        st
+        for st in ast.walk(tree)
+        if isinstance(st, ast.Assign)
+        and st.lineno == st.end_lineno
+        and isinstance(st.value, ast.Call)
+        and ast.unparse(st.value.func).split(".")[-1] == helper.name
+    ]
+    evaluating = [c for c in calls if block.lineno < c.lineno <= (block.end_lineno or block.lineno)]
+    training = [c for c in calls if c not in evaluating and not _under_grad_off(tree, c.lineno)]
+    if not evaluating or len(training) != 1:
+        return ()
+    call = training[0]
+    targets = call.targets[0].elts if isinstance(call.targets[0], ast.Tuple) else [call.targets[0]]
+    if len(targets) != len(out) or not all(isinstance(t, ast.Name) and t.id == o for t, o in zip(targets, out)):
+        return ()  # the caller binds the results under other names: the moved lines would read nothing
+    lines = site.source.splitlines()
+    caller_line = lines[call.lineno - 1]
+    indent = caller_line[: len(caller_line) - len(caller_line.lstrip())]
+    moved = "\n".join(
+        indent + lines[k - 1].strip() for st in update for k in range(st.lineno, (st.end_lineno or st.lineno) + 1)
+    )
+    edits = [Edit(site.filename, k, k, "") for st in update for k in range(st.lineno, (st.end_lineno or st.lineno) + 1)]
+    edits.append(Edit(site.filename, call.lineno + 1, call.lineno, moved))
+    fix = Fix(
+        summary=T(
+            "move the update out of {helper}() to right after its call at {where}: the evaluation at {block} calls "
+            "{helper}() under a grad-off block, where the backward finds no graph",
+            helper=helper.name,
+            where=Location(site.filename, call.lineno).where,
+            block=found[0].location.where,
+        ),
+        trains=T(
+            "the training loop's batches train what they trained; the evaluation computes its loss without a graph "
+            "and trains nothing"
+        ),
+        edits=tuple(sorted(edits, key=lambda e: e.start)),
+    )
+    return tuple(
+        replace(x, claims=x.claims or f.claims()) for x in judged([Proposal(fix, None, True)], Context(site=site))
+    )
+
+
+def _calls_method_named(st: ast.stmt, method: str) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method for n in ast.walk(st)
+    )
+
+
+def _under_grad_off(tree: ast.Module, line: int) -> bool:
+    return any(
+        isinstance(n, ast.With)
+        and n.lineno < line <= (n.end_lineno or n.lineno)
+        and any(_grad_off(item.context_expr) for item in n.items)
+        for n in ast.walk(tree)
+    )
+
+
+# NOTE [An update inside a helper evaluation calls too]
+# A training step factored into a helper (process_batch: forward, loss, zero_grad,
+# backward, step) that the validation calls too, under torch.no_grad(): there the
+# backward finds a loss without a graph. Taking the no_grad() off the validation
+# would make it train on validation data; the update belongs to the training loop.
+# When the helper's update statements read only what it returns (and self), and the
+# file has one call of it outside any grad-off block that binds the returned values
+# under the same names, the update lines move from the helper to right after that
+# call: training is unchanged, evaluation trains nothing.
 
 
 def _recorded_block_fix(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]:
