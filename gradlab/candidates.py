@@ -209,8 +209,8 @@ def _read_from_copy(ctx: Context) -> Proposal | None:
         for n in ast.walk(st.value)
         if isinstance(n, ast.Subscript) and _root(n) == name and isinstance(n.ctx, ast.Load)
     ]
-    if not reads:
-        return None
+    if not reads or any(ast.unparse(r) != ast.unparse(target) for r in reads):
+        return None  # it reads other positions than it writes (x[t] = f(x[t - 1])): a recurrence reads new values
     function = function_of(tree, loc.lineno)
     scope: ast.AST = function if function is not None else tree
     loops = [b for b in enclosing(tree, loc.lineno) if isinstance(b, (ast.For, ast.While))]
@@ -290,8 +290,9 @@ def _read_from_copy(ctx: Context) -> Proposal | None:
 # that made x (an activation that saves its output). A copy of the read alone fixes the first only. Reading from
 # the tensor as it was before the loop and writing into a clone made there fixes both and computes the same
 # values: the clone starts equal to x, each position is written once from the original, and gradients flow into
-# x through the reads. Offered when the name is bound by a call before the loop (a tensor, not a list), is not
-# bound anew inside it, and the new name is free in that function.
+# x through the reads. Offered when the read is the very position the statement writes (x[t] = f(x[t - 1]) is a
+# recurrence that must read the new values), the name is bound by a call before the loop (a tensor, not a list),
+# is not bound anew inside it, and the new name is free in that function.
 
 
 def _saved_by(saved: Location | None, write: Location, st: ast.stmt) -> bool:

@@ -676,7 +676,7 @@ def made_apart(
     }
     nodes = {n.id: n for n in graph.nodes}
     wanted = {(nodes[i].seq, nodes[i].name) for i in on_line if i in nodes and nodes[i].seq is not None}
-    found = False
+    found = other = False
     for fn in walk(roots):
         if (sequence_of(fn), fn.name()) not in wanted:
             continue
@@ -685,7 +685,8 @@ def made_apart(
             leaf = getattr(below, "variable", None)
             if leaf is not None and (not isinstance(leaf, torch.nn.Parameter) or id(leaf) in held):
                 return None  # a parameter an optimizer steps, or an input whose .grad the code may read
-    return (at, held != everything) if found else None
+            other = other or (leaf is not None and id(leaf) in everything)  # held by an optimizer of other losses
+    return (at, other) if found else None
 
 
 # NOTE [A part no optimizer steps]

@@ -340,3 +340,40 @@ def test_a_loop_that_writes_what_it_reads_reads_from_the_values_it_started_from(
         "feats[:, pos] = self.refine(feats_in[:, pos])",
     ]
     assert _trains_as_intended(script, fix)
+
+
+def test_a_recurrence_written_in_place_does_not_read_from_the_values_the_loop_started_from(tmp_path: Path) -> None:
+    # NOTE [A loop that writes what it reads]: h[:, t] = cell(h[:, t - 1]) must read the value the loop wrote; a
+    # read from the values before the loop would compute another forward
+    source = textwrap.dedent(
+        """
+        import torch
+        from torch import nn
+
+        torch.manual_seed(0)
+        cell = nn.Linear(4, 4)
+        opt = torch.optim.SGD(cell.parameters(), lr=0.1)
+
+
+        def unroll(x0):
+            h = torch.tanh(x0)
+            for t in range(1, 5):
+                h[:, t] = cell(h[:, t - 1])
+            return h
+
+
+        for it in range(2):
+            h = unroll(torch.randn(3, 5, 4))
+            loss = h.pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """
+    )
+    path = tmp_path / "recurrence_in_place.py"
+    path.write_text(source)
+    error, _ = _run(source, str(path))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d is not None and d.fixes
+    assert not any("started from" in f.summary for f in d.fixes), [f.summary for f in d.fixes]
