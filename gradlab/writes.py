@@ -473,7 +473,11 @@ def _outside(filename: str, lineno: int) -> FrameType | None:
 
 
 def _warn_at(frame: FrameType, message: Warning | str, category: type[Warning], source: object = None) -> None:
-    """Warn as if ``warnings.warn`` had been called with ``frame`` as the caller's frame."""
+    """Warn as if ``warnings.warn`` had been called with ``frame`` as the caller's frame.
+
+    No ``module_globals``: ``warnings.warn`` passes none either, and from Python 3.12 ``warn_explicit`` raises
+    ValueError for globals whose ``__spec__`` and ``__loader__`` are None (a script run by ``runpy.run_path``, a
+    notebook's namespace), where the user's own warning would simply be shown."""
     namespace = frame.f_globals
     registry = namespace.get("__warningregistry__")
     if not isinstance(registry, dict):
@@ -485,7 +489,6 @@ def _warn_at(frame: FrameType, message: Warning | str, category: type[Warning], 
         frame.f_lineno,
         module=namespace.get("__name__", "<string>"),
         registry=registry,
-        module_globals=namespace,
         source=source,
     )
 

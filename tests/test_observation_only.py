@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import re
+import runpy
 import sys
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -254,3 +256,19 @@ def test_a_diagnosis_never_runs_a_checkpointed_function_again() -> None:
     calls.clear()
     assert gradlab.check(y.sum()).ok
     assert calls == []
+
+
+def test_a_warning_from_a_script_run_by_runpy_is_shown_as_without_gradlab(tmp_path: Path) -> None:
+    """runpy.run_path gives the script globals whose __spec__ and __loader__ are None; re-attributing torch's
+    warning to its line must not make Python 3.12+ raise ValueError there (NOTE [Warnings keep the user's frame])."""
+    script = tmp_path / "copies_a_tensor.py"
+    script.write_text("import torch\ny = torch.ones(3, requires_grad=True) * 2\nz = torch.tensor(y)\n")
+    seen = {}
+    for tracked in (False, True):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with gradlab.track() if tracked else contextlib.nullcontext():
+                runpy.run_path(str(script), run_name="__main__")
+        seen[tracked] = [(w.filename, w.lineno, w.category) for w in caught]
+    assert seen[False] == [(str(script), 3, UserWarning)]
+    assert seen[True] == seen[False]
