@@ -211,13 +211,9 @@ def checked(fix: Fix, ctx: Context) -> Fix:
     ):
         # a decorator put on the failing function (@torch.no_grad()): it reads the function's globals
         source, names = site.source, set(site.names)
-    elif all(not e.inserts and e.start == e.end for e in fix.edits):
-        # one-line rewrites elsewhere (an in-place op in a model's code): only the names those lines read
-        source = site.source if site is not None and filename == site.filename else source_of(filename)
-        names = set().union(*(_read_on(source, e.start) for e in fix.edits))
-    elif all(e.inserts or e.start == e.end for e in fix.edits) and any(e.inserts for e in fix.edits):
-        # one-line rewrites elsewhere, with a line put before a statement there (a copy made before a loop): only
-        # the names the lines at those places read
+    elif all(e.inserts or e.start == e.end for e in fix.edits):
+        # one-line rewrites elsewhere (an in-place op in a model's code), and lines put before a statement there (a
+        # copy made before a loop): only the names the lines at those places read
         source = site.source if site is not None and filename == site.filename else source_of(filename)
         names = set().union(*(_read_on(source, e.start) for e in fix.edits))
     elif all(not e.inserts for e in fix.edits):

@@ -40,7 +40,7 @@ from ..location import Location, frame_names
 from ..loop import read_site, site_intent
 from ..messages import Message
 from ..rewrite import EXTRACTIONS, REBUILDS, from_graph, split_comment, without_detach
-from ..source import enclosing, function_of, names, parse, preceding, statement_at
+from ..source import calls_method, enclosing, function_of, names, parse, preceding, statement_at
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -535,14 +535,10 @@ def _update_out_of_helper(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...
     evaluation both call, moved out of the helper to right after the training loop's call (NOTE [An update inside
     a helper evaluation calls too])."""
     site, loc = f.site, f.location
-    found = f.recorder.cuts.cut_for(f.tensors) if f.recorder is not None else None
-    if site is None or tree is None or loc is None or found is None or loc.filename != site.filename:
+    recorded = _recorded_block(f, tree)
+    if site is None or tree is None or loc is None or recorded is None or loc.filename != site.filename:
         return ()
-    if found[0].location.filename != site.filename:
-        return ()
-    block = next((n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno == found[0].location.lineno), None)
-    if block is None or not any(_grad_off(item.context_expr) for item in block.items):
-        return ()
+    block, _call, cut_at = recorded
     helper = function_of(tree, loc.lineno)
     if helper is None:
         return ()
@@ -551,9 +547,9 @@ def _update_out_of_helper(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...
     if at is None or body[at].lineno != body[at].end_lineno:
         return ()
     first, last = at, at
-    if first > 0 and _calls_method_named(body[first - 1], "zero_grad"):
+    if first > 0 and calls_method(body[first - 1], ("zero_grad",)):
         first -= 1
-    while last + 1 < len(body) and _calls_method_named(body[last + 1], "step"):
+    while last + 1 < len(body) and calls_method(body[last + 1], ("step",)):
         last += 1
     update = body[first : last + 1]
     returned = body[last + 1] if last + 1 < len(body) else None
@@ -600,7 +596,7 @@ def _update_out_of_helper(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...
             "{helper}() under a grad-off block, where the backward finds no graph",
             helper=helper.name,
             where=Location(site.filename, call.lineno).where,
-            block=found[0].location.where,
+            block=cut_at.where,
         ),
         trains=T(
             "the training loop's batches train what they trained; the evaluation computes its loss without a graph "
@@ -610,12 +606,6 @@ def _update_out_of_helper(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...
     )
     return tuple(
         replace(x, claims=x.claims or f.claims()) for x in judged([Proposal(fix, None, True)], Context(site=site))
-    )
-
-
-def _calls_method_named(st: ast.stmt, method: str) -> bool:
-    return any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method for n in ast.walk(st)
     )
 
 
@@ -639,24 +629,33 @@ def _under_grad_off(tree: ast.Module, line: int) -> bool:
 # call: training is unchanged, evaluation trains nothing.
 
 
-def _recorded_block_fix(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]:
-    """The grad-off block a tracker saw cut the graph, in a caller of the failing function (a helper that calls
-    ``autograd.grad`` run under ``torch.no_grad()``), taken away: its statements run with grad on."""
+def _recorded_block(f: Failure, tree: ast.Module | None) -> tuple[ast.With, str, Location] | None:
+    """The grad-off ``with`` block of the failing function's file that a tracker saw cut the graph behind the
+    failing backward: the block, its call (``torch.no_grad()``) and where it was entered; None if none."""
     found = f.recorder.cuts.cut_for(f.tensors) if f.recorder is not None else None
     site = f.site
     if found is None or site is None or tree is None or found[0].location.filename != site.filename:
-        return ()
-    at = found[0].location.lineno
-    block = next((n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno == at), None)
+        return None
+    at = found[0].location
+    block = next((n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno == at.lineno), None)
     call = next((c for item in block.items if (c := _grad_off(item.context_expr))), None) if block else None
-    if block is None or call is None:
+    return (block, call, at) if block is not None and call is not None else None
+
+
+def _recorded_block_fix(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]:
+    """The grad-off block a tracker saw cut the graph, in a caller of the failing function (a helper that calls
+    ``autograd.grad`` run under ``torch.no_grad()``), taken away: its statements run with grad on."""
+    site = f.site
+    recorded = _recorded_block(f, tree)
+    if recorded is None or site is None:
         return ()
+    block, call, at = recorded
     edit = unwrapped(site, block)
     fix = Fix(
         summary=T(
             "run the loss's forward and backward with grad on: take them out of the {call} block at {where}",
             call=call,
-            where=found[0].location.where,
+            where=at.where,
         ),
         trains=T(
             "{loss} then trains the parameters its forward uses, as the optimizer step after it asks",
