@@ -98,6 +98,9 @@ class Context:
     carried_none: bool = False
     recurrent: bool = False  # the carried state goes back into the module call that returns it (an RNN's h)
     kept_at: Location | None = None  # the statement that stores the carried state for the next iteration
+    # the caller's loop passes the state on (the backward in a method it calls): after each statement, what detaches
+    # one carried name (NOTE [State carried by the caller's loop] in gradlab.causes.carried_state)
+    boundary: tuple[tuple[Location, str], ...] = ()
     # state kept on modules' attributes across forwards (NOTE [State kept on modules] in causes.module_state):
     kept_attrs: tuple[str, ...] = ()  # the attributes, as the class reads them (``self.v``)
     resets: tuple[tuple[str, str], ...] = ()  # (class, its method that sets them back without reading them)

@@ -25,18 +25,19 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from .causes import Cause, cause_sentence, decide, fixes_for
-from .evidence import Facts, Failure, Topology, backward_line_after
+from .evidence import CallerLoop, Facts, Failure, Topology, backward_line_after, graph_kinds
 from .explanation import Explanation
 from .fixes import Fix
 from .graph import Graph, collect
 from .i18n import Words, _, _t, ngettext_
 from .kinds import locate, no_graph
 from .location import Location, _library_file, frame_names
-from .loop import read_site
+from .loop import Site, read_site
 from .names import NamesLike, ViewKind, modules_in
 from .recorder import Scope, active
 from .render import header, help_lines, html_fixes, more, numbered, op_span, others_line, quote
 from .saved import SavedTensor, Write
+from .source import loop_body_of
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
@@ -429,7 +430,28 @@ def _facts(tracker: Recorder | None, failing: BackwardCall | None, frame: FrameT
     caller = (
         (up.f_code.co_filename, up.f_lineno) if up is not None and not _library_file(up.f_code.co_filename) else None
     )
-    return Facts(tracker, failing, namespace, site, line, caller)
+    return Facts(tracker, failing, namespace, site, line, caller, _caller_loop(frame, site, line))
+
+
+def _caller_loop(frame: FrameType | None, site: Site | None, line: int | None) -> CallerLoop | None:
+    """The loop of the nearest user frame above ``frame`` that calls in from a loop's body, when no loop of
+    ``frame``'s function holds its backward (``line``): a trainer's method called once per iteration."""
+    tree = site.tree() if site is not None else None
+    if frame is None or tree is None or line is None or loop_body_of(tree, line) is not None:
+        return None
+    up, seen = frame.f_back, 0
+    while up is not None and seen < 8:
+        if not _library_file(up.f_code.co_filename):
+            seen += 1
+            outer = read_site(up)
+            outer_tree = outer.tree() if outer is not None else None
+            if outer is not None and outer_tree is not None and loop_body_of(outer_tree, up.f_lineno) is not None:
+                names = frame_names(up)
+                graphs = graph_kinds(names)
+                names.clear()
+                return CallerLoop(outer, up.f_lineno, graphs)
+        up = up.f_back
+    return None
 
 
 def check_graph(

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
 
 __all__ = [
+    "CallerLoop",
     "Facts",
     "Failure",
     "Topology",
@@ -44,6 +45,7 @@ __all__ = [
     "holds_node",
     "stepped_params",
     "made_apart",
+    "graph_kinds",
 ]
 
 
@@ -145,13 +147,26 @@ class Topology:
         return None
 
 
+@dataclass(frozen=True)
+class CallerLoop:
+    """The loop of a caller that runs the failing function once per iteration (a trainer's method that does the
+    backward, called from the training loop): its code, the line that calls in, and the names of that frame that
+    hold a graph (a tensor with a ``grad_fn``, or a list or tuple of such tensors), by kind (``"tensor"``,
+    ``"list"``, ``"tuple"``). Keeps no reference to the frame or its values."""
+
+    site: Site
+    line: int
+    graphs: Mapping[str, str]
+
+
 @dataclass
 class Facts:
     """What gradlab knows about the failure besides the graph (all optional).
 
     ``site`` is the code that runs the failing backward (or calls ``check``);
     ``backward_line`` the line of that backward in ``site`` (for ``check``, the
-    next backward after the call).
+    next backward after the call); ``caller_loop`` the caller's loop when no loop
+    of ``site``'s function holds that backward.
     """
 
     tracker: Recorder | None = None
@@ -160,6 +175,7 @@ class Facts:
     site: Site | None = None
     backward_line: int | None = None
     caller: tuple[str, int] | None = None  # the user line that called the site's function (file, line)
+    caller_loop: CallerLoop | None = None
 
 
 @dataclass
@@ -361,6 +377,25 @@ def intent_from_record(
         **words,
     )
     return ran, note
+
+
+def graph_kinds(namespace: Mapping[str, Any]) -> dict[str, str]:
+    """The names of ``namespace`` holding a graph, by kind: ``"tensor"`` (a tensor with a ``grad_fn``), ``"list"``
+    or ``"tuple"`` (of tensors only, some with a ``grad_fn``: an RNN's hidden states)."""
+    found: dict[str, str] = {}
+    for k, v in namespace.items():
+        if not isinstance(k, str) or k.startswith("_"):
+            continue
+        if isinstance(v, torch.Tensor) and v.grad_fn is not None:
+            found[k] = "tensor"
+        elif (
+            isinstance(v, (list, tuple))
+            and v
+            and all(isinstance(x, torch.Tensor) for x in v)
+            and any(x.grad_fn is not None for x in v)
+        ):
+            found[k] = "list" if isinstance(v, list) else "tuple"
+    return found
 
 
 def graph_names(namespace: Mapping[str, Any]) -> set[str]:

@@ -288,11 +288,17 @@ def detached_after(ctx: Context, loc: Location, name: str) -> Edit | None:
     For a state stored as one element of a tuple target (``out, self.h = self.rnn(x, self.h)``), whose value
     cannot be detached in place; after that statement ``name`` holds a tensor (never the first pass's None).
     """
+    return stored_after(ctx, loc, f"{name} = {name}.detach()")
+
+
+def stored_after(ctx: Context, loc: Location, statement: str) -> Edit | None:
+    """``statement`` on a line of its own after the one-line assignment at ``loc`` (of any function of the user's
+    code), at its indentation."""
     text = statement_line(ctx, loc, ast.Assign)
     if text is None:
         return None
     indent = text[: len(text) - len(text.lstrip())]
-    return Edit(loc.filename, loc.lineno, loc.lineno, f"{text}\n{indent}{name} = {name}.detach()")
+    return Edit(loc.filename, loc.lineno, loc.lineno, f"{text}\n{indent}{statement}")
 
 
 def unwrapped(site: Site, block: ast.With) -> Edit | None:

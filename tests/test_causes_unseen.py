@@ -123,6 +123,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "running_scale_updated_twice": ("carried_state", (("huber", ("reg",)),)),
     # codes an encoder computes once, fitted on by a probe, the encoder's optimizer still in scope
     "probe_on_codes_computed_once": ("stale_forward", (("probe_loss", ("probe",)),)),
+    # an LSTM's (h, c) handed back by a trainer's update() that runs the backward, the loop that calls it passing the
+    # state on (NOTE [State carried by the caller's loop]): detached in that loop, after the call
+    "lstm_state_through_trainer_step": ("carried_state", (("nll", ("charmodel",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

@@ -13,7 +13,18 @@ import torch
 
 from ..context import Context
 from ..evidence import Facts, Topology, in_site, resolve_name, sequence_of, var_named
-from ..fixes import Fix, Proposal, all_edits, claim, detached_after, edit_at, insert_lines, keeping, replace_line
+from ..fixes import (
+    Fix,
+    Proposal,
+    all_edits,
+    claim,
+    detached_after,
+    edit_at,
+    insert_lines,
+    keeping,
+    replace_line,
+    stored_after,
+)
 from ..graph import Graph
 from ..i18n import T
 from ..location import Location
@@ -75,6 +86,19 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
             entry_line=site.text(line).strip(),
             entry_where=f"{Location(site.filename, line).where}",
             entry_lineno=line,
+        )
+    boundary = carried_in_caller(facts)
+    if boundary:
+        passed_on = tuple(dict.fromkeys(_stored_name(text) for _, text in boundary))
+        first = boundary[0][0]
+        return replace(
+            base,
+            carried=passed_on[-1],
+            carried_all=passed_on,
+            boundary=boundary,
+            total=total,
+            entry_line=first.code,
+            entry_where=first.where,
         )
     for s in graph.saved:
         loc = s.saved_at
@@ -142,6 +166,62 @@ def carried_in_loop(facts: Facts) -> tuple[int, list[str]] | None:
             return st.lineno, carried
         fresh |= {t for t in stored if t not in read}
     return None
+
+
+def carried_in_caller(facts: Facts) -> tuple[tuple[Location, str], ...]:
+    """The states the caller's loop carries from one iteration to the next, when the failing backward runs in a
+    function that loop calls (NOTE [State carried by the caller's loop]): for each name holding a graph in that
+    frame that a one-line statement of the loop's body reads and assigns (``hidden = repackage_hidden(hidden)``,
+    ``h = trainer.step(h, x)``), its first such statement and the statement that detaches it."""
+    loop = facts.caller_loop
+    tree = loop.site.tree() if loop is not None else None
+    if loop is None or tree is None:
+        return ()
+    found: dict[str, int] = {}
+    fresh: set[str] = set()  # bound anew earlier in the body: not carried
+    for st in loop_body_of(tree, loop.line) or []:
+        if not isinstance(st, ast.Assign) or st.lineno != st.end_lineno:
+            continue
+        stored = [n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        read = names(st.value, ast.Load)
+        for t in stored:
+            if t in read and t not in fresh and t in loop.graphs:
+                found.setdefault(t, st.lineno)
+        fresh |= {t for t in stored if t not in read}
+    out = []
+    for name, line in sorted(found.items(), key=lambda kv: kv[1]):
+        kind = loop.graphs[name]
+        value = (
+            f"[s.detach() for s in {name}]"
+            if kind == "list"
+            else f"tuple(s.detach() for s in {name})"
+            if kind == "tuple"
+            else f"{name}.detach()"
+        )
+        if _may_be_none(loop.site, [name]):
+            value = f"None if {name} is None else {value}"
+        out.append((Location(loop.site.filename, line), f"{name} = {value}"))
+    return tuple(out)
+
+
+def _stored_name(statement: str) -> str:
+    return statement.split("=", 1)[0].strip()
+
+
+# NOTE [State carried by the caller's loop]
+# A trainer's method runs the forward and the backward, and the training loop
+# that calls it passes a state from one call to the next: an RNN's hidden states
+# handed back by ``hidden = architect.step(hidden, x, y)``, or put through a
+# helper that was meant to detach them and no longer does (``hidden =
+# repackage_hidden(hidden)``). The failing function runs no loop, so the state
+# is read in the frame of the nearest user caller whose line lies in a loop's
+# body (gradlab.diagnosis reads that frame's names holding a graph, and keeps
+# nothing of it). Each name of that frame that holds a graph and that a
+# one-line statement of the loop's body reads and assigns, not bound anew
+# earlier in the body, is carried; the fix detaches each after its first such
+# statement (element-wise for a list or tuple of tensors), so that every
+# iteration's backward goes through that iteration's graph only. Detaching
+# changes no value of the forward.
 
 
 def _accumulates(facts: Facts, total: str | None, part: str | None) -> int | None:
@@ -285,6 +365,26 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
             ),
         ]
     edit = None
+    if ctx.boundary:
+        edits = tuple(stored_after(ctx, loc, text) for loc, text in ctx.boundary)
+        return [
+            keeping(
+                ctx,
+                Fix(
+                    summary=T(
+                        "detach the state the calling loop carries into the next iteration: {names}, where that loop "
+                        "passes it on",
+                        names=", ".join(ctx.carried_all),
+                    ),
+                    trains=T(
+                        "at each iteration, {loss} trains through that iteration's graph only; the previous "
+                        "iteration's graph is released",
+                        loss=ctx.l,
+                    ),
+                    edits=all_edits(*edits),
+                ),
+            )
+        ]
     if ctx.kept_at is not None and ctx.carried:
         value = detached_value(ctx.kept_at.code.strip())
         edit = edit_at(ctx, ctx.kept_at, value) if value else detached_after(ctx, ctx.kept_at, ctx.carried)
