@@ -171,6 +171,21 @@ def test_a_fix_that_guesses_the_reading_is_not_machine_applicable() -> None:
     assert total.lines(first=False)[0].startswith("or ")  # an alternative, worded as one after the first
 
 
+def test_numpy_values_that_feed_the_loss_are_not_detached() -> None:
+    """NOTE [numpy values that feed the loss]: a helper converts the model's output with numpy and the loss reads what
+    it returns: a .detach() would hand the loss numbers without a graph (and a numpy array). The first fix says to
+    compute them with torch ops, and no fix prints a .detach() as code; a metric converted after the backward
+    (numpy_log) still gets its .detach() first."""
+    error = _error("denormalize_with_numpy_before_loss")
+    d = gradlab.last_diagnosis(error)
+    assert d.kind == "numpy_requires_grad"
+    assert "arr = np.asarray(values)" in "\n".join(getattr(error, "__notes__", []))
+    assert "torch ops" in d.fixes[0].summary and not d.fixes[0].edits
+    assert not any(".detach()" in e.text for fix in d.fixes for e in fix.edits)
+    metric = gradlab.last_diagnosis(_error("numpy_log")).fixes[0]
+    assert metric.edits and ".detach()" in metric.edits[0].text
+
+
 def test_a_kind_without_a_located_fix_still_gets_a_diagnosis_at_its_line() -> None:
     with gradlab.track() as t:
         try:

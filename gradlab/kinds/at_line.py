@@ -104,6 +104,9 @@ def _numpy(f: Failure) -> Explanation:
             and "detach()" not in ast.unparse(n.func.value)
         }
     )
+    if _feeds_a_backward(f) and not _in_module_method(f):  # NOTE [numpy values that feed the loss]
+        torch_ops = [fix for fix in e.fixes if not fix.code]
+        return replace(e, fixes=(*torch_ops, *(fix for fix in e.fixes if fix not in torch_ops)))
     if not ends:
         one_line = st if st is not None and st.lineno == st.end_lineno else None
         in_torch = _numpy_in_torch(f, one_line, text) if one_line is not None and _in_module_method(f) else None
@@ -172,6 +175,79 @@ _NUMPY_TO_TORCH = {
     "var": "var",
 }
 _TAKES_A_LIST = frozenset({"stack", "concatenate"})
+
+
+def _feeds_a_backward(f: Failure) -> bool:
+    """The value the raising statement computes flows into a backward: read statement after statement of its
+    function (each statement that reads a name holding it binds its own targets to it), and through a ``return``
+    to the statement of the user frame that called it, until a statement calls ``.backward(`` on it (NOTE [numpy
+    values that feed the loss])."""
+    frames = [(f.location.filename, f.location.lineno)] if f.location is not None else []
+    frames += [(frame.f_code.co_filename, line) for frame, line in f.outer]
+    for filename, line in frames:
+        tree = parse("".join(linecache.getlines(filename)))
+        st = statement_at(tree, line) if tree is not None else None
+        if tree is None or st is None:
+            return False
+        if isinstance(st, ast.Return):
+            continue
+        if _calls_backward(st):
+            return True
+        held = {n.id for t in _targets(st) for n in ast.walk(t) if isinstance(n, ast.Name)}
+        function = function_of(tree, line)
+        later = sorted(
+            (
+                s
+                for s in ast.walk(function if function is not None else tree)
+                if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return))
+                and s.lineno > (st.end_lineno or st.lineno)
+                and function_of(tree, s.lineno) is function
+            ),
+            key=lambda s: (s.lineno, s.col_offset),
+        )
+        returned = False
+        for s in later:
+            if not {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & held:
+                continue
+            if isinstance(s, ast.Return):
+                returned = True
+                break
+            if _calls_backward(s):
+                return True
+            held |= {n.id for t in _targets(s) for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if not returned:
+            return False
+    return False
+
+
+def _targets(st: ast.stmt) -> list[ast.expr]:
+    if isinstance(st, ast.Assign):
+        return list(st.targets)
+    if isinstance(st, (ast.AugAssign, ast.AnnAssign)):
+        return [st.target]
+    return []
+
+
+def _calls_backward(st: ast.stmt) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+        for n in ast.walk(st)
+    )
+
+
+# NOTE [numpy values that feed the loss]
+# A .detach() before numpy is right for a metric, a log line or a plot: the
+# numbers leave the graph and nothing trained reads them. When the converted
+# values go on into the loss (a scaler's inverse_transform applied to the
+# model's output before the criterion), detaching would hand the loss numbers
+# with no graph: the loss could not train through them, and it is then given a
+# numpy array where it expects a tensor. The value is followed statement by
+# statement through the raising function and up through each return to the
+# user frame that called it; when a statement calls .backward() on what it
+# reads, the first fix is to compute the values with torch ops (a sentence:
+# which numpy constants become tensors is the user's call), and no .detach()
+# is offered as code. Inside a module's method the exact torch form is written
+# instead (NOTE [numpy inside a forward]).
 
 
 def _in_module_method(f: Failure) -> bool:
