@@ -126,6 +126,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # an LSTM's (h, c) handed back by a trainer's update() that runs the backward, the loop that calls it passing the
     # state on (NOTE [State carried by the caller's loop]): detached in that loop, after the call
     "lstm_state_through_trainer_step": ("carried_state", (("nll", ("charmodel",)),)),
+    # a helper backwards each task's loss and returns it; the loop adds them into a total it backwards again (NOTE [A
+    # total of losses already backwarded]): that backward deleted, each part's gradient once
+    "task_losses_total_backwarded_again": ("same_loss_twice", (("err", ("heads", "trunk")),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),
@@ -234,6 +237,20 @@ def test_a_step_after_an_earlier_backward_of_the_iteration_is_not_moved() -> Non
     d = gradlab.last_diagnosis(error)
     assert d.cause == "optimizer_step", str(d)
     assert not any(f.summary.startswith("move ") for f in d.fixes)
+
+
+def test_a_total_with_a_term_of_its_own_is_not_read_as_losses_already_backwarded(tmp_path: Path) -> None:
+    # a penalty added only into the total: deleting the total's backward would lose its gradient
+    source = (CAUSES / "task_losses_total_backwarded_again.py").read_text()
+    second = "fit_head(trunk, heads[1], xs[epoch], ys[1][epoch])"
+    assert second in source
+    copy = tmp_path / "total_with_penalty.py"
+    copy.write_text(source.replace(second, "1e-3 * trunk[0].weight.pow(2).sum()"))
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d.cause != "same_loss_twice", str(d)
+    assert not any(f.summary.startswith("delete the backward call of joint") for f in d.fixes)
 
 
 def test_a_running_total_without_retain_graph_is_not_read_as_retained_accumulation(tmp_path: Path) -> None:

@@ -71,7 +71,7 @@ from .list_never_cleared import buffer_context, buffered_fixes
 from .module_state import kept_on_modules, module_state_fixes
 from .pruned_weight import pruned_context
 from .retained_accumulation import retained_fixes, retained_total
-from .same_loss_twice import twice_fixes
+from .same_loss_twice import total_of_backwarded, twice_fixes
 from .stale_forward import kept_constant_context, snapshot_context, stale_fixes, stale_forward_context
 from .stale_read import rederived_context, stale_read_context, stale_read_fixes
 from .step_before_backward import step_after_fixes, step_too_early
@@ -247,6 +247,12 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     frozen = frozen_context(base, p, facts, graph)
     if frozen is not None:
         return "stale_forward", frozen
+    parts = total_of_backwarded(graph, facts)
+    if parts:  # NOTE [A total of losses already backwarded]
+        # one name for the parts (a helper's loss_D, once per model): what trains is named by it
+        named = parts[0] if len(parts) == 1 and loss else loss
+        extra = {**base.extra, "total_of": ",".join(parts), "total": loss or ""}
+        return "same_loss_twice", replace(base, loss=named, earlier=named, extra=extra)
     call = freeing_call(p, facts)
     if call is not None and (same_root(call, root, failing) or _same_statement_again(call, failing, facts)):
         earlier_line = in_site(facts, call.location)

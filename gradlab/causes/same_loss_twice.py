@@ -8,7 +8,9 @@ from dataclasses import replace
 
 from ..context import Context
 from ..edits import Edit
+from ..evidence import Facts, receiver, steps_between
 from ..fixes import Fix, Proposal, all_edits, keeping, replace_line, source_of
+from ..graph import Graph
 from ..i18n import T
 from ..rewrite import with_keyword
 from ..source import enclosing_blocks, parse
@@ -50,12 +52,94 @@ def _deleted_call(filename: str, line: int) -> Edit | None:
     return None
 
 
+def total_of_backwarded(graph: Graph, facts: Facts) -> tuple[str, ...]:
+    """The names the backward calls give the losses the failing loss adds up, when each was already backwarded,
+    with no optimizer step since, and nothing else in it reaches a leaf (``self.loss_D = loss_D_A + loss_D_B``
+    after each part's own backward): NOTE [A total of losses already backwarded]. Empty otherwise."""
+    tracker, failing = facts.tracker, facts.failing
+    if tracker is None or not graph.outputs:
+        return ()
+    calls = {  # before the failing call, or (check() before the backward) every call so far
+        call.newest_node: call
+        for call in tracker.history
+        if call is not failing
+        and call.newest_node is not None
+        and call.kind != "autograd.grad"  # its gradients are returned, not put into .grad
+        and (failing is None or call.index < failing.index)
+        and not steps_between(tracker, call, failing)
+        and not any(  # a zero_grad() since would have cleared what it put into .grad
+            z.kind == "zero_grad" and z.after > call.index and (failing is None or z.after <= failing.index)
+            for z in tracker.optimizer_calls
+        )
+    }
+    by_id = {n.id: n for n in graph.nodes}
+    roots = set(graph.outputs)
+    if any(by_id[i].seq in calls for i in roots if i in by_id):
+        return ()  # the same loss again: the plain case
+    met: list[int] = []
+    seen: set[int] = set()
+    todo = list(roots)
+    while todo:
+        node = by_id.get(todo.pop())
+        if node is None or node.id in seen:
+            continue
+        seen.add(node.id)
+        if node.seq in calls:
+            met.append(node.seq)
+            continue
+        if node.kind != "op":  # a leaf (or a custom function) reached without a part: a term of its own
+            return ()
+        todo.extend(node.next_ids)
+    found = (calls[seq].location for seq in sorted(met))
+    return tuple(dict.fromkeys(receiver(loc.code, "backward") or "" for loc in found if loc is not None))
+
+
+# NOTE [A total of losses already backwarded]
+# A helper backwards each loss it computes (a CycleGAN's backward_D_basic, once per
+# discriminator) and returns it; the caller adds the returned losses into a total
+# for the log and backwards the total as well. Each part's graph was freed by its
+# own backward, so the total's fails; run, it would add every part's gradient into
+# .grad a second time. When every path of the total's graph to a leaf goes
+# through the root of a loss already backwarded into .grad (not by
+# torch.autograd.grad) with no optimizer step and no zero_grad() since, the total
+# adds nothing the parts did not: deleting its backward keeps each part's gradient
+# once, which is also what backwarding the total alone (and not the parts) would
+# give. A term of the total that no earlier backward covered (a penalty added only
+# there) makes it no such total: its gradient would be lost.
+
+
 def twice_fixes(ctx: Context) -> list[Proposal]:
     """One backward (the second call deleted) first; both kept with ``retain_graph=True`` only as the other way.
 
     Two backward calls through one graph with no step between add the same gradient
     twice into ``.grad``: code that does it by accident means one (NOTE [Twice]).
     """
+    if ctx.extra.get("total_of"):
+        total = ctx.extra.get("total") or T("the total")
+        return [
+            keeping(
+                ctx,
+                Fix(
+                    summary=T(
+                        "delete the backward call of {total}: it adds up losses already backwarded, whose gradients are "
+                        "in .grad already",
+                        total=total,
+                    ),
+                    trains=T("each of those losses trains what its own backward reached, once"),
+                    edits=all_edits(_deleted(ctx, ctx.backward_line)),
+                ),
+            ),
+            keeping(
+                ctx,
+                Fix(
+                    alternative=True,
+                    summary=T(
+                        "keep the backward call of {total} and delete those of the losses it adds up", total=total
+                    ),
+                    trains=T("the same gradients: the total's backward puts each part's gradient into .grad once"),
+                ),
+            ),
+        ]
     retain = None
     if ctx.site is not None and ctx.earlier_line is not None and ctx.earlier_line != ctx.backward_line:
         retain = replace_line(
