@@ -46,7 +46,7 @@ from .fixes import (
 from .graph import Graph
 from .i18n import T, join
 from .location import Location
-from .rewrite import detached_value, inputs_keyword, replace_reads, split_comment, with_keyword
+from .rewrite import detached_value, inputs_keyword, optimizers_inputs, replace_reads, split_comment, with_keyword
 from .source import enclosing, enclosing_blocks, function_of, names, parse, statement_at
 from .writers import documented
 
@@ -562,9 +562,44 @@ def apart_fixes(ctx: Context) -> list[Proposal]:
     return [f for f in found if f is not None]
 
 
+def _route_into_held(ctx: Context) -> Proposal | None:
+    """The failing backward into the parameters its optimizers hold, read by parameters where the names of models
+    are too coarse (NOTE [A backward routed into what its optimizers hold] in :mod:`gradlab.evidence`)."""
+    site, intent = ctx.site, ctx.intent
+    if not ctx.routed or site is None or intent is None or ctx.backward_line is None or not ctx.loss:
+        return None
+    inputs = optimizers_inputs(ctx.routed)
+    text = site.text(ctx.backward_line)
+    new = with_keyword(text, "backward", inputs) if inputs and text else None
+    edit = replace_line(ctx, ctx.backward_line, new) if new and new != text else None
+    if edit is None:
+        return None
+    trained = tuple(sorted(set(intent.trained) & set(ctx.reach))) or intent.trained
+    return Proposal(
+        Fix(
+            keeps_forward=True,
+            summary=T(
+                "backward {loss} into the parameters {optimizers} holds only ({inputs}): the step in between "
+                "changed none of them, and the backward then enters no part of the graph that was freed",
+                loss=ctx.l,
+                optimizers=join(list(ctx.routed), T(" and ")),
+                inputs=inputs or "",
+            ),
+            trains=T(
+                "{loss} trains what {optimizers} holds, from the forward as it ran, as your loop's optimizers ask",
+                loss=ctx.l,
+                optimizers=join(list(ctx.routed), T(" and ")),
+            ),
+            edits=(edit,),
+        ),
+        trained,
+        True,
+    )
+
+
 def freed_fixes(ctx: Context) -> list[Proposal]:
     """The general candidates for a graph an earlier backward freed (NOTE [Candidates for a freed graph])."""
-    found = [_keep_and_route(ctx), _detach_where_made(ctx)]
+    found = [_keep_and_route(ctx) or _route_into_held(ctx), _detach_where_made(ctx)]
     return [f for f in found if f is not None]
 
 

@@ -143,6 +143,9 @@ class Context:
     freed_reach: tuple[str, ...] = ()
     stepped_between: tuple[str, ...] = ()
     behind_stepped: tuple[str, ...] = ()
+    # the optimizers stepping on the failing loss, when a backward into what they hold alone avoids every freed and
+    # rewritten tensor (NOTE [A backward routed into what its optimizers hold] in gradlab.evidence)
+    routed: tuple[str, ...] = ()
     # the forward line that made the freed part when it reaches only parameters no optimizer holds
     # (NOTE [A part no optimizer steps] in gradlab.evidence)
     made_at: Location | None = None

@@ -25,7 +25,7 @@ from .location import Location, _library_file, frame_names
 from .loop import LoopIntent, Site, read_site, recorded_intent, site_intent
 from .messages import Message, find
 from .names import framework_backward
-from .saved import Write
+from .saved import SavedTensor, Write
 from .source import calls_method, loop_body_of, next_backward, parse
 
 if TYPE_CHECKING:
@@ -563,6 +563,80 @@ def stepped_between(facts: Facts, call: BackwardCall, failing: BackwardCall | No
         if e.kind == "step" and call.index < e.after and (end is None or e.after <= end):
             params |= e.params
     return tuple(sorted(m for m, ids in site.modules.items() if ids & params))
+
+
+def routed_optimizers(
+    graph: Graph,
+    facts: Facts,
+    intent: LoopIntent | None,
+    call: BackwardCall | None,
+    failing: BackwardCall | None,
+) -> tuple[str, ...]:
+    """The optimizers that step on the failing loss, when its backward into the parameters they hold, and into
+    nothing else, needs no freed node and no tensor written since it was saved (NOTE [A backward routed into what
+    its optimizers hold]); empty otherwise."""
+    tracker, site = facts.tracker, facts.site
+    if tracker is None or site is None or intent is None or not intent.known or call is None:
+        return ()
+    steppers = tuple(dict.fromkeys(plan.optimizer for plan in intent.plans if plan.steps))
+    if not steppers or any(o not in site.optimizers for o in steppers):
+        return ()
+    held = frozenset().union(*(site.optimizers[o] for o in steppers))
+    end = failing.index if failing is not None else None
+    stepped: set[int] = set()
+    for e in tracker.optimizer_calls:
+        if e.kind == "step" and call.index < e.after and (end is None or e.after <= end):
+            stepped |= e.params
+    if not stepped or stepped & held:
+        return ()  # nothing stepped in between (the module-level candidates' case), or the loss's own weights
+    held_names = {  # by every name the frame reaches them by (``model.encoder.w`` and ``e_module.w``)
+        f"{key}.{name}"
+        for key, value in facts.namespace.items()
+        if isinstance(key, str) and isinstance(value, torch.nn.Module)
+        for name, param in value.named_parameters(remove_duplicate=False)
+        if id(param) in held
+    }
+    parents: dict[int, list[int]] = {}
+    for n in graph.nodes:
+        for m in n.next_ids:
+            parents.setdefault(m, []).append(n.id)
+    todo = [n.id for n in graph.nodes if n.kind == "leaf" and n.given in held_names]
+    if not todo:
+        return ()
+    on_way: set[int] = set()  # the nodes a backward into the held parameters runs
+    while todo:
+        i = todo.pop()
+        if i not in on_way:
+            on_way.add(i)
+            todo.extend(parents.get(i, ()))
+    here = failing.location if failing is not None else None
+
+    def in_the_way(s: SavedTensor) -> bool:
+        if s.status == "modified_in_place":
+            return True
+        if s.status != "freed" or here is None:
+            return s.status == "freed"
+        # freed by the failing backward itself, which ran it before it failed (its root first: no freer recorded)
+        return s.freed_by is not here and not (s.freed_by is None and s.node_id in graph.outputs)
+
+    if any(s.node_id in on_way and in_the_way(s) for s in graph.saved):
+        return ()
+    return steppers
+
+
+# NOTE [A backward routed into what its optimizers hold]
+# One module holds several models (a generator, an encoder and a discriminator on
+# one nn.Module, each with its own optimizer): gradlab's names stop at the
+# module, so "the model was stepped in between" reads as "the loss's own model
+# was", and only a recompute is offered, which runs the forward again (new noise,
+# stepped weights). By parameters instead: when the parameters stepped between
+# the two backwards are none of those the optimizers stepping on the failing
+# loss hold, and the nodes a backward into those parameters alone runs saved no
+# freed or rewritten tensor, the failing backward with inputs= those
+# optimizers' parameters computes exactly the gradient the code asks for, from
+# the forward as it ran, and enters no freed node (autograd runs only the nodes
+# on the way to its inputs). The gradient it no longer puts into other
+# parameters is one no optimizer steps on this loss.
 
 
 def holds_node(t: object, node: GraphNode) -> bool:

@@ -405,6 +405,23 @@ def inputs_keyword(models: tuple[str, ...], tensors: frozenset[str] | set[str] =
     return f"inputs=[p for m in ({', '.join(models)},) for p in m.parameters()]"
 
 
+def optimizers_inputs(optimizers: tuple[str, ...]) -> str | None:
+    """``inputs=`` for a backward into the parameters ``optimizers`` hold.
+
+    Example::
+
+        >>> optimizers_inputs(("e_optim",))
+        'inputs=[p for g in e_optim.param_groups for p in g["params"]]'
+        >>> optimizers_inputs(("opt_a", "opt_b"))
+        'inputs=[p for o in (opt_a, opt_b) for g in o.param_groups for p in g["params"]]'
+    """
+    if not optimizers:
+        return None
+    if len(optimizers) == 1:
+        return f'inputs=[p for g in {optimizers[0]}.param_groups for p in g["params"]]'
+    return f'inputs=[p for o in ({", ".join(optimizers)}) for g in o.param_groups for p in g["params"]]'
+
+
 def replace_reads(line: str, name: str, new: str) -> str | None:
     """``line`` with each read of ``name`` right of its ``=`` replaced by ``new`` (None if there is none)."""
     body, comment = split_comment(line)

@@ -129,6 +129,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a helper backwards each task's loss and returns it; the loop adds them into a total it backwards again (NOTE [A
     # total of losses already backwarded]): that backward deleted, each part's gradient once
     "task_losses_total_backwarded_again": ("same_loss_twice", (("err", ("heads", "trunk")),)),
+    # a painter and a reader on one module, each with its own optimizer, the painter stepped before the reader's loss
+    # goes backward through it (NOTE [A backward routed into what its optimizers hold]): names stop at `pair`, the
+    # parameters tell the two apart, and the reader's backward is routed into what read_opt holds
+    "reader_behind_stepped_painter": ("shared_graph_freed", (("read_loss", ("pair",)), ("paint_loss", ("pair",)))),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),
@@ -237,6 +241,36 @@ def test_a_step_after_an_earlier_backward_of_the_iteration_is_not_moved() -> Non
     d = gradlab.last_diagnosis(error)
     assert d.cause == "optimizer_step", str(d)
     assert not any(f.summary.startswith("move ") for f in d.fixes)
+
+
+def test_no_backward_is_routed_into_an_optimizer_that_holds_a_stepped_parameter(tmp_path: Path) -> None:
+    # the reader's optimizer holds the painter too: its loss should train the stepped painter, a recompute's case
+    source = (CAUSES / "reader_behind_stepped_painter.py").read_text()
+    holds = "read_opt = torch.optim.Adam(pair.reader.parameters(), lr=1e-3)"
+    assert holds in source
+    copy = tmp_path / "reader_holds_painter.py"
+    copy.write_text(
+        source.replace(holds, "read_opt = torch.optim.Adam([*pair.reader.parameters(), *pair.painter.parameters()])")
+    )
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d.fixes and not any("read_opt.param_groups" in e.text for f in d.fixes for e in f.edits), str(d)
+    assert d.fixes[0].summary.startswith("recompute"), d.fixes[0].summary
+
+
+def test_no_backward_is_routed_through_a_part_of_the_graph_that_was_freed(tmp_path: Path) -> None:
+    # the painter's loss reads the reader's guess too: its backward freed the reader's nodes, which a backward into
+    # the reader's parameters alone would still run
+    source = (CAUSES / "reader_behind_stepped_painter.py").read_text()
+    loss = "paint_loss = -pair.judge(canvas).mean()"
+    assert loss in source
+    copy = tmp_path / "painter_reads_guess.py"
+    copy.write_text(source.replace(loss, "paint_loss = -pair.judge(canvas).mean() + 0.1 * guess.pow(2).mean()"))
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert not any("read_opt.param_groups" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
 def test_a_total_with_a_term_of_its_own_is_not_read_as_losses_already_backwarded(tmp_path: Path) -> None:
