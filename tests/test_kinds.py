@@ -74,6 +74,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         (("mse", ("adapted",)),),
     ),
     "numpy_list_sum": ("numpy_requires_grad", ("mean = np.sum([w * x for w, x in zip([1, 1, 1], losses)]) / 3",), ()),
+    # a luminance helper written for arrays goes to numpy and back with torch.as_tensor, its result in the loss (NOTE
+    # [A numpy round trip]): the same statements on the tensor, the numpy constant a tensor of its dtype
+    "luminance_through_numpy": (
+        "numpy_requires_grad",
+        ("pix = img.permute(0, 2, 3, 1).numpy()",),
+        (("loss", ("net",)),),
+    ),
     # numpy pools a module's tensors in its forward: torch's own mean of the stacked list, on the graph (NOTE
     # [numpy inside a forward]); detaching would stop the projections from training
     "numpy_pool_in_forward": (
@@ -184,6 +191,19 @@ def test_numpy_values_that_feed_the_loss_are_not_detached() -> None:
     assert not any(".detach()" in e.text for fix in d.fixes for e in fix.edits)
     metric = gradlab.last_diagnosis(_error("numpy_log")).fixes[0]
     assert metric.edits and ".detach()" in metric.edits[0].text
+
+
+def test_a_numpy_round_trip_with_a_numpy_function_on_the_way_is_not_rewritten(tmp_path: Path) -> None:
+    """NOTE [A numpy round trip]: np.clip on the way has no rewrite here; the torch-ops sentence stays first."""
+    source = (KINDS / "luminance_through_numpy.py").read_text()
+    assert "    y = pix @ LUMA\n" in source
+    copy = tmp_path / "luminance_clipped.py"
+    copy.write_text(source.replace("    y = pix @ LUMA\n", "    y = np.clip(pix @ LUMA, 0.0, 1.0)\n"))
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    fixes = gradlab.last_diagnosis(error).fixes
+    assert "torch ops" in fixes[0].summary and not fixes[0].edits
+    assert not any("as_tensor(LUMA" in e.text for fix in fixes for e in fix.edits)
 
 
 def test_a_kind_without_a_located_fix_still_gets_a_diagnosis_at_its_line() -> None:

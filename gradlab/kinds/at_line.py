@@ -106,7 +106,22 @@ def _numpy(f: Failure) -> Explanation:
     )
     if _feeds_a_backward(f) and not _in_module_method(f):  # NOTE [numpy values that feed the loss]
         torch_ops = [fix for fix in e.fixes if not fix.code]
-        return replace(e, fixes=(*torch_ops, *(fix for fix in e.fixes if fix not in torch_ops)))
+        rest = (*torch_ops, *(fix for fix in e.fixes if fix not in torch_ops))
+        trip = _round_trip_in_torch(f, st, tree) if st is not None else None
+        if trip is None:
+            return replace(e, fixes=rest)
+        fix = Fix(
+            summary=T(
+                "compute it with torch, on the graph: drop .numpy() and the conversion back to a tensor, and make "
+                "numpy's constant arrays tensors of the same dtype"
+            ),
+            trains=T(
+                "the same values, and the gradient flows through them into what they were computed from "
+                "(a .detach() would stop that)"
+            ),
+            edits=trip,
+        )
+        return replace(e, fixes=(*_judged(f, [Proposal(fix, None, True)]), *rest))
     if not ends:
         one_line = st if st is not None and st.lineno == st.end_lineno else None
         in_torch = _numpy_in_torch(f, one_line, text) if one_line is not None and _in_module_method(f) else None
@@ -218,6 +233,115 @@ def _feeds_a_backward(f: Failure) -> bool:
         if not returned:
             return False
     return False
+
+
+_BACK_TO_TORCH = ("from_numpy", "as_tensor", "tensor")
+
+
+def _round_trip_in_torch(f: Failure, st: ast.stmt, tree: ast.Module) -> tuple[Edit, ...] | None:
+    """The statements from the raising ``name = expr.numpy()`` to the one that turns its values back into a tensor
+    (``torch.from_numpy(t)``), written with torch: ``.numpy()`` and the conversion back dropped, each numpy array
+    of the frame they read (a module's constant matrix) made a tensor of the converted tensor's dtype (NOTE [A
+    numpy round trip]). None when a statement on the way calls numpy or a method torch lacks, or spans lines."""
+    import numpy
+
+    site, loc = f.site, f.location
+    if site is None or loc is None or not isinstance(st, ast.Assign) or st.lineno != st.end_lineno:
+        return None
+    if len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name):
+        return None
+    value = st.value
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "numpy"):
+        return None
+    if value.args or value.keywords:
+        return None
+    torch_name = next((k for k, v in f.namespace.items() if v is torch), None)
+    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    function = function_of(tree, st.lineno)
+    if torch_name is None or function is None:
+        return None
+    first = st.targets[0].id
+    held = {first}
+    text = site.text(st.lineno)
+    raw = text.encode("utf-8")
+    receiver = value.func.value
+    edits = [
+        Edit(
+            site.filename,
+            st.lineno,
+            st.lineno,
+            (
+                raw[: value.col_offset]
+                + raw[receiver.col_offset : receiver.end_col_offset or 0]
+                + raw[value.end_col_offset or 0 :]
+            ).decode("utf-8"),
+        )
+    ]
+    later = sorted(
+        (x for x in ast.walk(function) if isinstance(x, ast.stmt) and x.lineno > st.lineno and not hasattr(x, "body")),
+        key=lambda x: x.lineno,
+    )
+    for x in later:
+        reads = {n.id for n in ast.walk(x) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if not reads & held:
+            continue
+        if x.lineno != x.end_lineno or not site.holds(x.lineno):
+            return None
+        spots: list[tuple[int, int, str]] = []
+        back = False
+        for n in ast.walk(x):
+            if isinstance(n, ast.Call):
+                func = n.func
+                if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in aliases:
+                    return None  # a numpy function on the way: not written here
+                if (
+                    isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id == torch_name
+                    and func.attr in _BACK_TO_TORCH
+                    and len(n.args) == 1
+                    and not n.keywords
+                    and isinstance(n.args[0], ast.Name)
+                    and n.args[0].id in held
+                ):
+                    spots.append((n.col_offset, n.end_col_offset or 0, n.args[0].id))
+                    back = True
+                elif isinstance(func, ast.Attribute) and func.attr in ("astype", "tolist", "item", "copy"):
+                    return None
+            elif (
+                isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load)
+                and isinstance(f.namespace.get(n.id), numpy.ndarray)
+                and n.id not in held
+            ):
+                spots.append(
+                    (n.col_offset, n.end_col_offset or 0, f"{torch_name}.as_tensor({n.id}, dtype={first}.dtype)")
+                )
+        line = site.text(x.lineno)
+        new = _spliced(line, spots) if spots else line
+        if new is None:
+            return None
+        if new != line:
+            edits.append(Edit(site.filename, x.lineno, x.lineno, new))
+        if back:
+            return tuple(edits)
+        held |= {n.id for t in _targets(x) for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return None
+
+
+# NOTE [A numpy round trip]
+# A helper takes a tensor to numpy, does arithmetic there, and turns the result
+# back into a tensor (a colour-space conversion written for arrays, used inside a
+# loss): the graph ends at .numpy(), which refuses a tensor that requires grad.
+# When the result feeds a backward (NOTE [numpy values that feed the loss]) and
+# the statements from the .numpy() to the conversion back use only operators and
+# the arrays' own methods that tensors share (``@``, ``+``, ``.T``, ``.permute``),
+# the same statements run on the tensor: .numpy() and torch.from_numpy() are
+# dropped, and each numpy array of the frame they read becomes
+# ``torch.as_tensor(array, dtype=t.dtype)``. A numpy function on the way, a
+# method tensors lack (``.astype``), or a statement over several lines: not
+# written (the sentence to compute with torch ops stays first). The arithmetic
+# then runs in the tensor's dtype (float32 where numpy promoted to float64).
 
 
 def _targets(st: ast.stmt) -> list[ast.expr]:
