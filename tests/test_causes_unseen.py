@@ -133,6 +133,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # goes backward through it (NOTE [A backward routed into what its optimizers hold]): names stop at `pair`, the
     # parameters tell the two apart, and the reader's backward is routed into what read_opt holds
     "reader_behind_stepped_painter": ("shared_graph_freed", (("read_loss", ("pair",)), ("paint_loss", ("pair",)))),
+    # targets a scorer no optimizer holds computes sample by sample before the epochs, stacked and standardised once
+    # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
+    # from; detached before that line, every read of it
+    "teacher_targets_built_before_epochs": ("carried_state", (("err", ("self.student",)),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),

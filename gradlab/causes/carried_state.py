@@ -397,7 +397,9 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
             value = detached_value(line)
             edit = replace_line(ctx, ctx.entry_lineno, value) if value else None
         else:
-            inline = detach_in(line, ctx.carried) if simple else None
+            # read more than once on the line (``x = (x - x.mean()) / x.std()``): detached before it, every read
+            once = len(re.findall(rf"(?<![\w.]){re.escape(ctx.carried)}(?![\w(])", line.split("=", 1)[-1])) == 1
+            inline = detach_in(line, ctx.carried) if simple and once else None
             edit = (
                 replace_line(ctx, ctx.entry_lineno, inline)
                 if inline

@@ -14,7 +14,7 @@ from ..evidence import Facts, sequence_of
 from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping
 from ..graph import Graph
 from ..i18n import T, join
-from ..source import loop_body_of
+from ..source import enclosing, function_of, loop_body_of
 
 if TYPE_CHECKING:
     from ..recorder import BackwardCall
@@ -55,7 +55,7 @@ def buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCall
     found = [
         k for k in found if re.search(re.escape(k.rsplit(".", 1)[-1]) + r"\s*(\.(append|extend|insert)\(|\+=)", source)
     ]
-    found = [k for k in found if not _bound_fresh_in_loop(facts, k)]
+    found = [k for k in found if not _bound_fresh_in_loop(facts, k) and not _filled_before_loop(facts, k)]
     if not found:
         return None
     buffer = sorted(found)[0]
@@ -75,6 +75,37 @@ def buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCall
         if buffer not in appended and owner is None:
             partners = []
     return replace(base, buffer=buffer, buffers=(buffer, *partners))
+
+
+def _filled_before_loop(facts: Facts, name: str) -> bool:
+    """A list of the failing function filled only by its own statements outside every loop that holds the failing
+    backward (``scores.append(scorer(x))`` over the samples, before the epochs): a constant the loop reads, not a
+    buffer each iteration adds to."""
+    site, line = facts.site, facts.backward_line
+    tree = site.tree() if site is not None else None
+    if "." in name or site is None or tree is None or line is None:
+        return False
+    function = function_of(tree, line)
+    loops = [
+        (st.lineno, st.end_lineno or st.lineno)
+        for st in enclosing(tree, line)
+        if isinstance(st, (ast.For, ast.AsyncFor, ast.While))
+    ]
+    fills = [
+        n.lineno
+        for n in ast.walk(tree)
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("append", "extend", "insert")
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == name
+        )
+        or (isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == name)
+    ]
+    return bool(fills) and all(
+        function_of(tree, f) is function and not any(a <= f <= b for a, b in loops) for f in fills
+    )
 
 
 def _bound_fresh_in_loop(facts: Facts, name: str) -> bool:

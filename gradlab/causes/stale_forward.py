@@ -85,6 +85,14 @@ def stale_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph)
     use = next((b for b in body if names(b, ast.Load) & stored), None)
     if use is None:
         return None
+    spans = [(x.lineno, x.end_lineno or x.lineno) for x in preceding(tree, loop.lineno if loop else first)]
+    covered = [(a, b) for a, b in spans if a in chain]
+    for s in graph.saved:
+        at = s.saved_at
+        if s.status != "freed" or at is None or at.filename != site.filename or not site.holds(at.lineno):
+            continue
+        if not (first <= at.lineno <= last or any(a <= at.lineno <= b for a, b in covered)):
+            return None  # freed where the moved statements would not build it again: moving them does not help
     return replace(
         base,
         stale_line=st.lineno,
