@@ -51,7 +51,7 @@ class VADDecoderRNNJIT(nn.Module):
         return x, state
 
 
-def speech_batches(num_batches, batch_size=4, seconds=0.256):
+def speech_batches(num_batches, batch_size=4, seconds=0.192):
     """Synthetic audio: a tone burst where there is speech, noise elsewhere."""
     n = int(seconds * SR)
     for _ in range(num_batches):
@@ -95,4 +95,4 @@ jit_model.requires_grad_(False)
 decoder = VADDecoderRNNJIT()
 criterion = nn.BCELoss(reduction="none")
 optimizer = torch.optim.Adam(decoder.parameters(), lr=5e-4)
-train(speech_batches(8), jit_model, decoder, criterion, optimizer)
+train(speech_batches(5), jit_model, decoder, criterion, optimizer)
