@@ -137,6 +137,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
     # from; detached before that line, every read of it
     "teacher_targets_built_before_epochs": ("carried_state", (("err", ("self.student",)),)),
+    # a GRU cell's state threaded through the chunks of each batch by an inner loop, bound once before the training
+    # loop (NOTE [A state threaded through an inner loop]): started again at the top of each iteration
+    "gru_state_over_chunks_of_each_batch": ("carried_state", (("loss", ("cell", "head")),)),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),
@@ -275,6 +278,14 @@ def test_no_backward_is_routed_through_a_part_of_the_graph_that_was_freed(tmp_pa
     assert error is not None
     d = gradlab.last_diagnosis(error)
     assert not any("read_opt.param_groups" in e.text for f in d.fixes for e in f.edits), str(d)
+
+
+def test_a_state_threaded_through_an_inner_loop_may_also_be_detached_and_the_loop_variable_is_not_carried() -> None:
+    fixes = _diagnosis("gru_state_over_chunks_of_each_batch").fixes
+    detach = next(f for f in fixes if f.summary.startswith("detach h at the start of each iteration"))
+    assert [e.text.strip() for e in detach.edits] == ["h = None if h is None else h.detach()"]
+    # the loop's own target is bound anew by every iteration: never the carried state
+    assert not any("clip.detach()" in e.text or "tag.detach()" in e.text for f in fixes for e in f.edits)
 
 
 def test_a_total_with_a_term_of_its_own_is_not_read_as_losses_already_backwarded(tmp_path: Path) -> None:

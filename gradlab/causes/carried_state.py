@@ -30,7 +30,7 @@ from ..i18n import T
 from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, detached_value, replace_reads
-from ..source import function_of, loop_body_of, names, statement_at
+from ..source import function_of, loop_around, loop_body_of, names, preceding, statement_at
 
 
 def carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Context:
@@ -86,6 +86,21 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
             entry_line=site.text(line).strip(),
             entry_where=f"{Location(site.filename, line).where}",
             entry_lineno=line,
+        )
+    inner = carried_through_inner_loop(facts) if found is None else None
+    if inner is not None and site is not None:
+        name, top, init = inner
+        return replace(
+            base,
+            carried=name,
+            carried_all=(name,),
+            carried_kind="tensor",
+            carried_none=_may_be_none(site, [name]),
+            total=total,
+            entry_line=site.text(top).strip(),
+            entry_where=f"{Location(site.filename, top).where}",
+            entry_lineno=top,
+            extra={**base.extra, "inner_loop": str(init or "")},
         )
     boundary = carried_in_caller(facts)
     if boundary:
@@ -153,7 +168,10 @@ def carried_in_loop(facts: Facts) -> tuple[int, list[str]] | None:
         return None
     tree = site.tree()
     body = loop_body_of(tree, facts.backward_line) if tree is not None else None
-    fresh: set[str] = set()  # bound anew earlier in the body (``cost = 0`` at the top of each epoch): not carried
+    loop = loop_around(tree, facts.backward_line) if tree is not None else None
+    # bound anew earlier in the body (``cost = 0`` at the top of each epoch), or by the loop's own target (``for x,
+    # y in loader``): not carried
+    fresh: set[str] = names(loop.target, ast.Store) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
     for st in body or []:
         if not isinstance(st, ast.Assign) or not site.holds(st.lineno):
             continue
@@ -222,6 +240,60 @@ def _stored_name(statement: str) -> str:
 # statement (element-wise for a list or tuple of tensors), so that every
 # iteration's backward goes through that iteration's graph only. Detaching
 # changes no value of the forward.
+
+
+def carried_through_inner_loop(facts: Facts) -> tuple[str, int, int | None] | None:
+    """A state threaded through an inner loop of each iteration (``out, state = decoder(out, state)`` over the
+    chunks of a batch) and never bound anew in the outer loop's body: its name, the outer body's first line, and
+    the line before the loop that first binds it (``state = torch.zeros(0)``), when one does (NOTE [A state
+    threaded through an inner loop])."""
+    site = facts.site
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or facts.backward_line is None:
+        return None
+    body = loop_body_of(tree, facts.backward_line)
+    loop = loop_around(tree, facts.backward_line)
+    if not body or loop is None:
+        return None
+    fresh: set[str] = names(loop.target, ast.Store) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+    for st in body:
+        if isinstance(st, (ast.For, ast.AsyncFor, ast.While)):
+            inner_fresh = set(fresh) | (
+                names(st.target, ast.Store) if isinstance(st, (ast.For, ast.AsyncFor)) else set()
+            )
+            for x in st.body:
+                if not isinstance(x, ast.Assign) or not site.holds(x.lineno):
+                    continue
+                stored = [n.id for t in x.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+                read = names(x.value, ast.Load)
+                carried = [t for t in stored if t in read and t not in inner_fresh and site.kinds.get(t) == "tensor"]
+                if carried:
+                    name = carried[-1]
+                    before = [
+                        b
+                        for b in preceding(tree, loop.lineno)
+                        if isinstance(b, ast.Assign)
+                        and b.lineno == b.end_lineno
+                        and name in names(b, ast.Store)
+                        and name not in names(b.value, ast.Load)
+                    ]
+                    return name, body[0].lineno, before[-1].lineno if before else None
+                inner_fresh |= {t for t in stored if t not in read}
+        fresh |= names(st, ast.Store) if isinstance(st, ast.Assign) else set()
+    return None
+
+
+# NOTE [A state threaded through an inner loop]
+# Each iteration of the training loop runs an inner loop over the chunks of its
+# batch and threads a recurrent state through it (``out, state = decoder(out,
+# state)``); the state was bound once, before the training loop, and nothing in
+# the loop's body binds it anew, so the next batch starts from the last chunk of
+# the previous one and its backward reaches into that batch's freed graph. The
+# inner loop holds whole sequences in each iteration: a batch is a new set of
+# sequences, so the state starts again where it started the first time (the
+# statement before the loop that binds it, repeated at the top of the body, the
+# first fix). Carrying the values on but not the graph (a detach at the top of
+# the body) is the other reading, for a stream cut into consecutive batches.
 
 
 def _accumulates(facts: Facts, total: str | None, part: str | None) -> int | None:
@@ -365,6 +437,43 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
             ),
         ]
     edit = None
+    if "inner_loop" in ctx.extra and ctx.carried and ctx.site is not None:
+        init = int(ctx.extra["inner_loop"]) if ctx.extra["inner_loop"] else None
+        again = ctx.site.text(init).strip() if init is not None else None
+        detach = keeping(
+            ctx,
+            Fix(
+                alternative=again is not None,
+                summary=T(
+                    "detach {name} at the start of each iteration: the next batch carries its values on, not the "
+                    "graph of the batch before",
+                    name=ctx.carried,
+                ),
+                trains=T(
+                    "at each iteration, {loss} trains through that iteration's graph only; the previous iteration's "
+                    "graph is released",
+                    loss=ctx.l,
+                ),
+                edits=all_edits(insert_lines(ctx, ctx.entry_lineno, _detach_state(ctx))),
+            ),
+        )
+        if again is None:
+            return [detach]
+        reset = Fix(
+            summary=T(
+                "start {name} again at each iteration: {code} at the top of the loop's body, as before the first one",
+                name=ctx.carried,
+                code=again,
+            ),
+            trains=T(
+                "each batch's sequences start from the state the first batch started from; {loss} trains through "
+                "that iteration's graph only",
+                loss=ctx.l,
+            ),
+            edits=all_edits(insert_lines(ctx, ctx.entry_lineno, again)),
+            keeps_forward=False,
+        )
+        return [Proposal(replace(reset, claims=claim(ctx, ctx.reach)), ctx.reach, True), detach]
     if ctx.boundary:
         edits = tuple(stored_after(ctx, loc, text) for loc, text in ctx.boundary)
         return [
