@@ -140,6 +140,12 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a GRU cell's state threaded through the chunks of each batch by an inner loop, bound once before the training
     # loop (NOTE [A state threaded through an inner loop]): started again at the top of each iteration
     "gru_state_over_chunks_of_each_batch": ("carried_state", (("loss", ("cell", "head")),)),
+    # a prompt's features computed once at module level from a trained text tower, read as a global by the training
+    # function called for every batch (NOTE [A forward run once at module level]): moved into that function
+    "prompt_features_at_module_level": (
+        "stale_forward",
+        (("loss", ("decoder", "image_tower", "text_tower")),),
+    ),
     "extragradient_update_between": (
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),
@@ -286,6 +292,19 @@ def test_a_state_threaded_through_an_inner_loop_may_also_be_detached_and_the_loo
     assert [e.text.strip() for e in detach.edits] == ["h = None if h is None else h.detach()"]
     # the loop's own target is bound anew by every iteration: never the carried state
     assert not any("clip.detach()" in e.text or "tag.detach()" in e.text for f in fixes for e in f.edits)
+
+
+def test_a_forward_at_module_level_that_nothing_trains_is_not_moved(tmp_path: Path) -> None:
+    # the text tower held by no optimizer: a detach where the features are made changes nothing, no move is offered
+    source = (CAUSES / "prompt_features_at_module_level.py").read_text()
+    held = "params = [*text_tower.parameters(), *image_tower.parameters(), *decoder.parameters()]"
+    assert held in source
+    copy = tmp_path / "prompt_untrained.py"
+    copy.write_text(source.replace(held, "params = [*image_tower.parameters(), *decoder.parameters()]"))
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    fixes = gradlab.last_diagnosis(error).fixes
+    assert fixes and not any(f.summary.startswith("compute prompt_feat inside") for f in fixes), fixes[0].summary
 
 
 def test_a_total_with_a_term_of_its_own_is_not_read_as_losses_already_backwarded(tmp_path: Path) -> None:

@@ -73,7 +73,13 @@ from .module_state import kept_on_modules, module_state_fixes
 from .pruned_weight import pruned_context
 from .retained_accumulation import retained_fixes, retained_total
 from .same_loss_twice import total_of_backwarded, twice_fixes
-from .stale_forward import kept_constant_context, snapshot_context, stale_fixes, stale_forward_context
+from .stale_forward import (
+    global_forward_context,
+    kept_constant_context,
+    snapshot_context,
+    stale_fixes,
+    stale_forward_context,
+)
 from .stale_read import rederived_context, stale_read_context, stale_read_fixes
 from .step_before_backward import step_after_fixes, step_too_early
 from .untracked_write import copy_context, target_context, untracked_fixes
@@ -296,6 +302,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         stale = (
             snapshot_context(base, facts, call)
             or stale_forward_context(base, p, facts, graph)
+            or global_forward_context(base, p, facts, graph)
             or kept_constant_context(base, p, facts, graph)
         )
         if stale is not None:

@@ -19,7 +19,7 @@ from ..graph import Graph
 from ..i18n import T
 from ..location import Location
 from ..rewrite import detached_value
-from ..source import loop_around, loop_body_of, names, preceding, statement_at
+from ..source import function_of, loop_around, loop_body_of, names, preceding, statement_at
 
 if TYPE_CHECKING:
     from ..recorder import BackwardCall
@@ -44,6 +44,69 @@ def _bound_before_loop(graph: Graph, p: Problem, facts: Facts) -> int | None:
         if binding:
             return binding[-1].lineno
     return None
+
+
+def global_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
+    """A forward run once at module level, whose result a training function called once per iteration reads as a
+    global (NOTE [A forward run once at module level]): the statement to move into that function."""
+    site, line = facts.site, facts.backward_line
+    tree = site.tree() if site is not None else None
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    if site is None or tree is None or line is None or node is None or loop_body_of(tree, line) is not None:
+        return None
+    function = function_of(tree, line)
+    if function is None or not function.body:
+        return None
+    local = set().union(*(names(st, ast.Store) for st in ast.walk(function) if isinstance(st, ast.stmt)))
+    params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+    read = names(function, ast.Load) - local - params
+    held = stepped_params(facts)
+    for key in sorted(read):
+        value = facts.namespace.get(key)
+        if not isinstance(value, torch.Tensor) or value.grad_fn is None or not holds_node(value, node):
+            continue
+        if not leaves_below(value.grad_fn)[0] & held:
+            return None  # nothing trained below it: a detach where it is made (NOTE [A part no optimizer steps])
+        module_level = [st for st in tree.body if isinstance(st, ast.Assign) and key in names(st, ast.Store)]
+        if len(module_level) != 1:
+            return None
+        st = module_level[0]
+        if st.lineno != st.end_lineno or key in names(st.value, ast.Load):
+            return None
+        others = [
+            x
+            for x in tree.body
+            if x is not st
+            and not isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and key in names(x, ast.Load)
+        ]
+        first = function.body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and len(function.body) > 1:
+            first = function.body[1]  # after the docstring
+        return replace(
+            base,
+            extra={
+                **base.extra,
+                "global_forward": key,
+                "global_line": str(st.lineno),
+                "global_into": str(first.lineno),
+                "global_keep": "1" if others else "",
+                "function": function.name,
+            },
+        )
+    return None
+
+
+# NOTE [A forward run once at module level]
+# A script runs a model once at module level (the embedding of a few special
+# tokens, a fixed prompt's features) and a training function, called once per
+# iteration, reads the result as a global. Its graph holds parameters an
+# optimizer steps: the first call's backward frees it, the second call's needs
+# it again. The statement is moved to the top of the function (each call builds
+# its own graph, from the weights as they are then); it stays at module level too
+# when other module-level code reads the name. When no parameter below it is
+# trained, a detach where it is made changes nothing (NOTE [A part no optimizer
+# steps]) and this move is not offered.
 
 
 def stale_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
@@ -181,7 +244,38 @@ def _constant(ctx: Context) -> list[Proposal]:
     return [keeping(ctx, fix)]
 
 
+def _global_fixes(ctx: Context) -> list[Proposal]:
+    site, key = ctx.site, ctx.extra.get("global_forward", "")
+    if site is None or not key:
+        return []
+    line, into = int(ctx.extra["global_line"]), int(ctx.extra["global_into"])
+    text = site.text(line).strip()
+    indent = site.text(into)[: len(site.text(into)) - len(site.text(into).lstrip())]
+    edits = [Edit(site.filename, into, into - 1, indent + text)]
+    if not ctx.extra.get("global_keep"):
+        edits.append(Edit(site.filename, line, line, ""))
+    return [
+        keeping(
+            ctx,
+            Fix(
+                summary=T(
+                    "compute {name} inside {function}(), where it is used: {code} runs once at module level, and "
+                    "the first call's backward frees its graph",
+                    name=key,
+                    function=ctx.extra.get("function", ""),
+                    code=text,
+                ),
+                trains=T("{loss} trains what it reaches, from a fresh forward at every call", loss=ctx.l),
+                edits=tuple(sorted(edits, key=lambda e: e.start)),
+                keeps_forward=False,
+            ),
+        )
+    ]
+
+
 def stale_fixes(ctx: Context) -> list[Proposal]:
+    if ctx.extra.get("global_forward"):  # NOTE [A forward run once at module level]
+        return _global_fixes(ctx)
     if ctx.extra.get("frozen"):  # NOTE [A feature extractor left trainable]
         from .frozen_extractor import frozen_fixes
 
