@@ -557,16 +557,22 @@ def stepped_between(facts: Facts, call: BackwardCall, failing: BackwardCall | No
     tracker, site = facts.tracker, facts.site
     if tracker is None or site is None:
         return ()
+    params = _stepped_ids(tracker, call, failing)
+    return tuple(sorted(m for m, ids in site.modules.items() if ids & params))
+
+
+def _stepped_ids(tracker: Recorder, call: BackwardCall, failing: BackwardCall | None) -> set[int]:
+    """The ids of the parameters the optimizer steps between the backward ``call`` and the failing one hold."""
     end = failing.index if failing is not None else None
     params: set[int] = set()
     for e in tracker.optimizer_calls:
         if e.kind == "step" and call.index < e.after and (end is None or e.after <= end):
             params |= e.params
-    return tuple(sorted(m for m, ids in site.modules.items() if ids & params))
+    return params
 
 
 def routed_optimizers(
-    graph: Graph,
+    topo: Topology,
     facts: Facts,
     intent: LoopIntent | None,
     call: BackwardCall | None,
@@ -582,11 +588,7 @@ def routed_optimizers(
     if not steppers or any(o not in site.optimizers for o in steppers):
         return ()
     held = frozenset().union(*(site.optimizers[o] for o in steppers))
-    end = failing.index if failing is not None else None
-    stepped: set[int] = set()
-    for e in tracker.optimizer_calls:
-        if e.kind == "step" and call.index < e.after and (end is None or e.after <= end):
-            stepped |= e.params
+    stepped = _stepped_ids(tracker, call, failing)
     if not stepped or stepped & held:
         return ()  # nothing stepped in between (the module-level candidates' case), or the loss's own weights
     held_names = {  # by every name the frame reaches them by (``model.encoder.w`` and ``e_module.w``)
@@ -596,10 +598,7 @@ def routed_optimizers(
         for name, param in value.named_parameters(remove_duplicate=False)
         if id(param) in held
     }
-    parents: dict[int, list[int]] = {}
-    for n in graph.nodes:
-        for m in n.next_ids:
-            parents.setdefault(m, []).append(n.id)
+    graph = topo.graph
     todo = [n.id for n in graph.nodes if n.kind == "leaf" and n.given in held_names]
     if not todo:
         return ()
@@ -608,7 +607,7 @@ def routed_optimizers(
         i = todo.pop()
         if i not in on_way:
             on_way.add(i)
-            todo.extend(parents.get(i, ()))
+            todo.extend(topo.parents.get(i, ()))
     here = failing.location if failing is not None else None
 
     def in_the_way(s: SavedTensor) -> bool:

@@ -343,7 +343,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             freed_reach=tuple(sorted({*topo.models_below(node_id), *tensors_below(graph, node_id, facts, loss)})),
             stepped_between=stepped,
             behind_stepped=tuple(sorted(topo.behind(stepped))),
-            routed=routed_optimizers(graph, facts, ctx.intent, call, failing),
+            routed=routed_optimizers(topo, facts, ctx.intent, call, failing),
         )
     if facts.tracker is not None and call is not None:
         ctx = replace(ctx, step_between=bool(steps))
