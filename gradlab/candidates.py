@@ -204,11 +204,13 @@ def _read_from_copy(ctx: Context) -> Proposal | None:
     name = _root(target) if isinstance(target, ast.Subscript) else None
     if name is None:
         return None
-    reads = [
+    subscripts = [
         n
         for n in ast.walk(st.value)
         if isinstance(n, ast.Subscript) and _root(n) == name and isinstance(n.ctx, ast.Load)
     ]
+    inner = {id(n.value) for n in subscripts}
+    reads = [n for n in subscripts if id(n) not in inner]  # x[b][t] whole, not its x[b]
     if not reads or any(ast.unparse(r) != ast.unparse(target) for r in reads):
         return None  # it reads other positions than it writes (x[t] = f(x[t - 1])): a recurrence reads new values
     function = function_of(tree, loc.lineno)

@@ -430,6 +430,23 @@ def test_a_loop_that_writes_what_it_reads_reads_from_the_values_it_started_from(
     assert _trains_as_intended(script, fix)
 
 
+def test_a_loop_that_writes_what_it_reads_by_chained_indexing_reads_from_the_values_it_started_from(
+    tmp_path: Path,
+) -> None:
+    # feats[b][pos] read and written: the same position, indexed twice (its inner feats[b] is no other position)
+    source = (CAUSES / "positions_refined_in_place.py").read_text()
+    line = "            feats[:, pos] = self.refine(feats[:, pos])"
+    assert line in source
+    for_b = "            for b in range(feats.shape[0]):\n                feats[b][pos] = self.refine(feats[b][pos])"
+    copy = tmp_path / "positions_refined_by_row.py"
+    copy.write_text(source.replace(line, for_b))
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    fix = next(f for f in d.fixes if "started from" in f.summary)
+    assert "feats[b][pos] = self.refine(feats_in[b][pos])" in [e.text.strip() for e in fix.edits]
+
+
 def test_a_recurrence_written_in_place_does_not_read_from_the_values_the_loop_started_from(tmp_path: Path) -> None:
     # NOTE [A loop that writes what it reads]: h[:, t] = cell(h[:, t - 1]) must read the value the loop wrote; a
     # read from the values before the loop would compute another forward
