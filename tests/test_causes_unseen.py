@@ -307,6 +307,19 @@ def test_a_forward_at_module_level_that_nothing_trains_is_not_moved(tmp_path: Pa
     assert fixes and not any(f.summary.startswith("compute prompt_feat inside") for f in fixes), fixes[0].summary
 
 
+def test_a_forward_at_module_level_another_function_reads_is_copied_not_moved(tmp_path: Path) -> None:
+    source = (CAUSES / "prompt_features_at_module_level.py").read_text()
+    loop = "for step in range(4):"
+    assert loop in source
+    copy = tmp_path / "prompt_read_twice.py"
+    copy.write_text(source.replace(loop, "def report():\n    return prompt_feat.norm().item()\n\n\n" + loop))
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    fix = gradlab.last_diagnosis(error).fixes[0]
+    assert fix.summary.startswith("compute prompt_feat inside train_step()")
+    assert all(e.text for e in fix.edits)  # nothing deleted: report() still reads the global
+
+
 def test_a_total_with_a_term_of_its_own_is_not_read_as_losses_already_backwarded(tmp_path: Path) -> None:
     # a penalty added only into the total: deleting the total's backward would lose its gradient
     source = (CAUSES / "task_losses_total_backwarded_again.py").read_text()

@@ -73,12 +73,8 @@ def global_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph
         st = module_level[0]
         if st.lineno != st.end_lineno or key in names(st.value, ast.Load):
             return None
-        others = [
-            x
-            for x in tree.body
-            if x is not st
-            and not isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            and key in names(x, ast.Load)
+        others = [  # module code or another function or class that reads it too: it stays where it is as well
+            x for x in tree.body if x is not st and x is not function and key in names(x, ast.Load)
         ]
         first = function.body[0]
         if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and len(function.body) > 1:
@@ -104,9 +100,9 @@ def global_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph
 # optimizer steps: the first call's backward frees it, the second call's needs
 # it again. The statement is moved to the top of the function (each call builds
 # its own graph, from the weights as they are then); it stays at module level too
-# when other module-level code reads the name. When no parameter below it is
-# trained, a detach where it is made changes nothing (NOTE [A part no optimizer
-# steps]) and this move is not offered.
+# when other code of the module (its statements, another function) reads the
+# name. When no parameter below it is trained, a detach where it is made changes
+# nothing (NOTE [A part no optimizer steps]) and this move is not offered.
 
 
 def stale_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
