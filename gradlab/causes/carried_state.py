@@ -125,8 +125,7 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
             else None
         )
         if isinstance(st, ast.Assign):
-            stored = [n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-            read = names(st.value, ast.Load)
+            stored, read = _stored_and_read(st)
             carried = [t for t in stored if t in read]
         else:
             m = re.fullmatch(r"\s*(.+?)\s*=\s*(.+)", loc.code)
@@ -171,12 +170,11 @@ def carried_in_loop(facts: Facts) -> tuple[int, list[str]] | None:
     loop = loop_around(tree, facts.backward_line) if tree is not None else None
     # bound anew earlier in the body (``cost = 0`` at the top of each epoch), or by the loop's own target (``for x,
     # y in loader``): not carried
-    fresh: set[str] = names(loop.target, ast.Store) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+    fresh: set[str] = _bound_by(loop)
     for st in body or []:
         if not isinstance(st, ast.Assign) or not site.holds(st.lineno):
             continue
-        stored = [n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-        read = names(st.value, ast.Load)
+        stored, read = _stored_and_read(st)
         carried = [
             t for t in stored if t in read and t not in fresh and site.kinds.get(t) in ("tensor", "tuple", "none")
         ]
@@ -200,8 +198,7 @@ def carried_in_caller(facts: Facts) -> tuple[tuple[Location, str], ...]:
     for st in loop_body_of(tree, loop.line) or []:
         if not isinstance(st, ast.Assign) or st.lineno != st.end_lineno:
             continue
-        stored = [n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-        read = names(st.value, ast.Load)
+        stored, read = _stored_and_read(st)
         for t in stored:
             if t in read and t not in fresh and t in loop.graphs:
                 found.setdefault(t, st.lineno)
@@ -220,6 +217,16 @@ def carried_in_caller(facts: Facts) -> tuple[tuple[Location, str], ...]:
             value = f"None if {name} is None else {value}"
         out.append((Location(loop.site.filename, line), f"{name} = {value}"))
     return tuple(out)
+
+
+def _stored_and_read(st: ast.Assign) -> tuple[list[str], set[str]]:
+    """The plain names an assignment binds, in order, and those its value reads."""
+    return [n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)], names(st.value, ast.Load)
+
+
+def _bound_by(loop: ast.stmt | None) -> set[str]:
+    """The names a ``for`` statement's target binds anew at every iteration (none for a ``while``)."""
+    return names(loop.target, ast.Store) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
 
 
 def _stored_name(statement: str) -> str:
@@ -255,17 +262,14 @@ def carried_through_inner_loop(facts: Facts) -> tuple[str, int, int | None] | No
     loop = loop_around(tree, facts.backward_line)
     if not body or loop is None:
         return None
-    fresh: set[str] = names(loop.target, ast.Store) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+    fresh: set[str] = _bound_by(loop)
     for st in body:
         if isinstance(st, (ast.For, ast.AsyncFor, ast.While)):
-            inner_fresh = set(fresh) | (
-                names(st.target, ast.Store) if isinstance(st, (ast.For, ast.AsyncFor)) else set()
-            )
+            inner_fresh = fresh | _bound_by(st)
             for x in st.body:
                 if not isinstance(x, ast.Assign) or not site.holds(x.lineno):
                     continue
-                stored = [n.id for t in x.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-                read = names(x.value, ast.Load)
+                stored, read = _stored_and_read(x)
                 carried = [t for t in stored if t in read and t not in inner_fresh and site.kinds.get(t) == "tensor"]
                 if carried:
                     name = carried[-1]
