@@ -564,7 +564,7 @@ def apart_fixes(ctx: Context) -> list[Proposal]:
     return [f for f in found if f is not None]
 
 
-def _route_into_held(ctx: Context) -> Proposal | None:
+def _route_into_held(ctx: Context, rewritten: bool = False) -> Proposal | None:
     """The failing backward into the parameters its optimizers hold, read by parameters where the names of models
     are too coarse (NOTE [A backward routed into what its optimizers hold] in :mod:`gradlab.evidence`)."""
     site, intent = ctx.site, ctx.intent
@@ -582,6 +582,14 @@ def _route_into_held(ctx: Context) -> Proposal | None:
             keeps_forward=True,
             summary=T(
                 "backward {loss} into the parameters {optimizers} holds only ({inputs}): the step in between "
+                "changed none of them, and the backward then runs no node that saved the weights it rewrote",
+                loss=ctx.l,
+                optimizers=join(list(ctx.routed), T(" and ")),
+                inputs=inputs or "",
+            )
+            if rewritten
+            else T(
+                "backward {loss} into the parameters {optimizers} holds only ({inputs}): the step in between "
                 "changed none of them, and the backward then enters no part of the graph that was freed",
                 loss=ctx.l,
                 optimizers=join(list(ctx.routed), T(" and ")),
@@ -597,6 +605,13 @@ def _route_into_held(ctx: Context) -> Proposal | None:
         trained,
         True,
     )
+
+
+def routed_fixes(ctx: Context) -> list[Proposal]:
+    """The failing backward into what its optimizers hold, where a step rewrote weights it need not enter (NOTE [A
+    backward routed into what its optimizers hold] in :mod:`gradlab.evidence`)."""
+    found = _route_into_held(ctx, rewritten=True)
+    return [found] if found is not None else []
 
 
 def freed_fixes(ctx: Context) -> list[Proposal]:

@@ -557,11 +557,11 @@ def stepped_between(facts: Facts, call: BackwardCall, failing: BackwardCall | No
     tracker, site = facts.tracker, facts.site
     if tracker is None or site is None:
         return ()
-    params = _stepped_ids(tracker, call, failing)
+    params = stepped_ids(tracker, call, failing)
     return tuple(sorted(m for m, ids in site.modules.items() if ids & params))
 
 
-def _stepped_ids(tracker: Recorder, call: BackwardCall, failing: BackwardCall | None) -> set[int]:
+def stepped_ids(tracker: Recorder, call: BackwardCall, failing: BackwardCall | None) -> set[int]:
     """The ids of the parameters the optimizer steps between the backward ``call`` and the failing one hold."""
     end = failing.index if failing is not None else None
     params: set[int] = set()
@@ -571,24 +571,40 @@ def _stepped_ids(tracker: Recorder, call: BackwardCall, failing: BackwardCall | 
     return params
 
 
+def written_by_steps(tracker: Recorder, graph: Graph) -> set[int]:
+    """The ids of the parameters held by the optimizer steps that wrote a tensor ``graph`` saved: the steps on the
+    lines of its recorded optimizer writes."""
+    lines = {
+        (w.location.filename, w.location.lineno)
+        for s in graph.saved
+        for w in s.writes
+        if w.optimizer and w.location is not None
+    }
+    params: set[int] = set()
+    for e in tracker.optimizer_calls:
+        if e.kind == "step" and e.location is not None and (e.location.filename, e.location.lineno) in lines:
+            params |= e.params
+    return params
+
+
 def routed_optimizers(
     topo: Topology,
     facts: Facts,
     intent: LoopIntent | None,
-    call: BackwardCall | None,
+    stepped: set[int],
     failing: BackwardCall | None,
 ) -> tuple[str, ...]:
     """The optimizers that step on the failing loss, when its backward into the parameters they hold, and into
-    nothing else, needs no freed node and no tensor written since it was saved (NOTE [A backward routed into what
-    its optimizers hold]); empty otherwise."""
+    nothing else, needs no freed node and no tensor written since it was saved, and none of those parameters is
+    among ``stepped`` (the ids of the parameters stepped since the forward; NOTE [A backward routed into what its
+    optimizers hold]); empty otherwise."""
     tracker, site = facts.tracker, facts.site
-    if tracker is None or site is None or intent is None or not intent.known or call is None:
+    if tracker is None or site is None or intent is None or not intent.known:
         return ()
     steppers = tuple(dict.fromkeys(plan.optimizer for plan in intent.plans if plan.steps))
     if not steppers or any(o not in site.optimizers for o in steppers):
         return ()
     held = frozenset().union(*(site.optimizers[o] for o in steppers))
-    stepped = _stepped_ids(tracker, call, failing)
     if not stepped or stepped & held:
         return ()  # nothing stepped in between (the module-level candidates' case), or the loss's own weights
     held_names = {  # by every name the frame reaches them by (``model.encoder.w`` and ``e_module.w``)
@@ -610,13 +626,34 @@ def routed_optimizers(
             todo.extend(topo.parents.get(i, ()))
     here = failing.location if failing is not None else None
 
+    freers: dict[int, set[Location | None]] = {}
+    for s in graph.saved:
+        if s.status == "freed":
+            freers.setdefault(s.node_id, set()).add(s.freed_by)
+    ran: dict[int, bool] = {}
+
+    def ran_here(i: int) -> bool:
+        """Node ``i`` was run, and freed, by the failing backward before it failed: freed by it, or freed with no
+        freer recorded (its root, or a node whose only saved values no hook sees: ``0.0 * penalty``) or saving
+        nothing, below nodes it ran. An earlier backward that freed it would have freed the nodes above it too, and
+        been recorded."""
+        if i not in ran:
+            ran[i] = False  # a cycle cannot occur; the guard stops a repeated walk
+            by = freers.get(i, set())
+            if by and by <= {here}:
+                ran[i] = True
+            elif by <= {here, None} and not any(s.node_id == i and s.status != "freed" for s in graph.saved):
+                # freed with no freer recorded, or nothing saved to tell (an AddBackward0): by the nodes above it
+                above = topo.parents.get(i, ())
+                ran[i] = i in graph.outputs or (bool(above) and all(ran_here(j) for j in above))
+        return ran[i]
+
     def in_the_way(s: SavedTensor) -> bool:
         if s.status == "modified_in_place":
             return True
         if s.status != "freed" or here is None:
             return s.status == "freed"
-        # freed by the failing backward itself, which ran it before it failed (its root first: no freer recorded)
-        return s.freed_by is not here and not (s.freed_by is None and s.node_id in graph.outputs)
+        return not ran_here(s.node_id)
 
     if any(s.node_id in on_way and in_the_way(s) for s in graph.saved):
         return ()
@@ -635,7 +672,13 @@ def routed_optimizers(
 # optimizers' parameters computes exactly the gradient the code asks for, from
 # the forward as it ran, and enters no freed node (autograd runs only the nodes
 # on the way to its inputs). The gradient it no longer puts into other
-# parameters is one no optimizer steps on this loss.
+# parameters is one no optimizer steps on this loss The same holds when the
+# failing backward meets a weight an optimizer step rewrote (the in-place error):
+# when that step holds none of the loss's optimizers' parameters and no node on
+# the way to them saved the rewritten weight (an environment network stepped by
+# its own optimizer inside the predictor's step, whose penalty enters the
+# predictor's loss), inputs= leaves the stale nodes unrun. The cause's fixes with
+# code come first (NOTE [Candidates]): this one is added where they have none.
 
 
 def holds_node(t: object, node: GraphNode) -> bool:

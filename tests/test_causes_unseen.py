@@ -133,6 +133,11 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # goes backward through it (NOTE [A backward routed into what its optimizers hold]): names stop at `pair`, the
     # parameters tell the two apart, and the reader's backward is routed into what read_opt holds
     "reader_behind_stepped_painter": ("shared_graph_freed", (("read_loss", ("pair",)), ("paint_loss", ("pair",)))),
+    # a reweighting network stepped by its own optimizer inside a trainer's update(), its weighted loss added to the
+    # classifier's objective (times 0.0 in the warm-up epoch): the step rewrote weights only the reweighter's nodes
+    # saved, and the objective's backward is routed into what clf_opt holds (NOTE [A backward routed into what its
+    # optimizers hold]), through nodes whose only saved value is a Python number (`warm * weighted`)
+    "reweighter_stepped_inside_update": ("optimizer_step", (("objective", ("clf",)),)),
     # targets a scorer no optimizer holds computes sample by sample before the epochs, stacked and standardised once
     # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
     # from; detached before that line, every read of it
@@ -284,6 +289,39 @@ def test_no_backward_is_routed_through_a_part_of_the_graph_that_was_freed(tmp_pa
     assert error is not None
     d = gradlab.last_diagnosis(error)
     assert not any("read_opt.param_groups" in e.text for f in d.fixes for e in f.edits), str(d)
+
+
+def test_no_backward_is_routed_past_a_rewritten_weight_it_still_needs(tmp_path: Path) -> None:
+    # the reweighter reads the classifier's hidden features: its rewritten weights are saved on the way to clf
+    source = (CAUSES / "reweighter_stepped_inside_update.py").read_text()
+    feats = "weighted = rw.update(xb, per)"
+    made = "rw = Reweighter(6)"
+    assert feats in source and made in source
+    copy = tmp_path / "reweighter_reads_features.py"
+    copy.write_text(
+        source.replace(feats, "weighted = rw.update(clf[:2](xb), per)").replace(made, "rw = Reweighter(12)")
+    )
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d.fixes and not any("clf_opt.param_groups" in e.text for f in d.fixes for e in f.edits), str(d)
+
+
+def test_no_backward_is_routed_when_its_optimizer_holds_a_weight_the_step_rewrote(tmp_path: Path) -> None:
+    # clf_opt holds the reweighter too: as written, the objective trains the stepped reweighter
+    source = (CAUSES / "reweighter_stepped_inside_update.py").read_text()
+    holds = "clf_opt = torch.optim.Adam(clf.parameters(), lr=1e-2)"
+    assert holds in source
+    copy = tmp_path / "clf_opt_holds_reweighter.py"
+    copy.write_text(
+        source.replace(holds, "clf_opt = torch.optim.Adam([*clf.parameters(), *rw.net.parameters()], lr=1e-2)")
+        .replace("rw = Reweighter(6)\n", "")
+        .replace("clf = nn.Sequential(", "rw = Reweighter(6)\nclf = nn.Sequential(")
+    )
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d.fixes and not any("clf_opt.param_groups" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
 def test_a_state_threaded_through_an_inner_loop_may_also_be_detached_and_the_loop_variable_is_not_carried() -> None:

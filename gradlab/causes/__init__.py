@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..candidates import after_write_lines, apart_fixes, freed_fixes, general_fixes, stale_reads
+from ..candidates import after_write_lines, apart_fixes, freed_fixes, general_fixes, routed_fixes, stale_reads
 from ..context import CAUSES, Cause, Context
 from ..evidence import (
     Facts,
@@ -51,10 +51,12 @@ from ..evidence import (
     sequence_of,
     short_name,
     stepped_between,
+    stepped_ids,
     steps_between,
     tensors_below,
     value_of,
     var_named,
+    written_by_steps,
 )
 from ..fixes import Fix, Proposal
 from ..graph import Graph
@@ -211,7 +213,11 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             early = step_too_early(base, facts, optimizer_write)
             if early is not None:
                 return "step_before_backward", replace(early, recompute_lines=recompute_lines(early, graph, p, facts))
-            return "optimizer_step", step_context(base, p, graph, topo, facts, optimizer_write, node_id)
+            ctx = step_context(base, p, graph, topo, facts, optimizer_write, node_id)
+            if facts.tracker is not None:  # NOTE [A backward routed into what its optimizers hold]
+                written = written_by_steps(facts.tracker, graph)
+                ctx = replace(ctx, routed=routed_optimizers(topo, facts, ctx.intent, written, failing))
+            return "optimizer_step", ctx
         if writes:
             w = writes[0]
             code = w.location.code if w.location else None
@@ -343,7 +349,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             freed_reach=tuple(sorted({*topo.models_below(node_id), *tensors_below(graph, node_id, facts, loss)})),
             stepped_between=stepped,
             behind_stepped=tuple(sorted(topo.behind(stepped))),
-            routed=routed_optimizers(topo, facts, ctx.intent, call, failing),
+            routed=routed_optimizers(
+                topo, facts, ctx.intent, stepped_ids(facts.tracker, call, failing) if facts.tracker else set(), failing
+            ),
         )
     if facts.tracker is not None and call is not None:
         ctx = replace(ctx, step_between=bool(steps))
@@ -507,6 +515,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = [*in_place_fixes(ctx)[:1], *chained_fixes(ctx, False)[:1], *carried_fixes(ctx)[:1]]
     if cause == "shared_graph_freed":
         return judged(_with_general(proposals, freed_fixes(ctx), keep_first=True), ctx)
+    if cause == "optimizer_step" and ctx.routed:
+        return judged(_with_general(proposals, [*routed_fixes(ctx), *general_fixes(ctx)]), ctx)
     if ctx.made_at is not None:  # a freed graph, whatever its cause
         return judged(_with_general(proposals, apart_fixes(ctx)), ctx)
     return judged(_with_general(proposals, general_fixes(ctx)), ctx)
