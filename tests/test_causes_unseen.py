@@ -138,6 +138,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # saved, and the objective's backward is routed into what clf_opt holds (NOTE [A backward routed into what its
     # optimizers hold]), through nodes whose only saved value is a Python number (`warm * weighted`)
     "reweighter_stepped_inside_update": ("optimizer_step", (("objective", ("clf",)),)),
+    # a stacked GRU's hidden states handed back as a list and passed into the next chunk: detached element by
+    # element at the iteration boundary (a list has no .detach())
+    "stacked_gru_states_as_list": ("carried_state", (("loss", ("cells", "head")),)),
     # targets a scorer no optimizer holds computes sample by sample before the epochs, stacked and standardised once
     # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
     # from; detached before that line, every read of it

@@ -176,7 +176,9 @@ def carried_in_loop(facts: Facts) -> tuple[int, list[str]] | None:
             continue
         stored, read = _stored_and_read(st)
         carried = [
-            t for t in stored if t in read and t not in fresh and site.kinds.get(t) in ("tensor", "tuple", "none")
+            t
+            for t in stored
+            if t in read and t not in fresh and site.kinds.get(t) in ("tensor", "list", "tuple", "none")
         ]
         if carried:
             return st.lineno, carried
@@ -205,16 +207,7 @@ def carried_in_caller(facts: Facts) -> tuple[tuple[Location, str], ...]:
         fresh |= {t for t in stored if t not in read}
     out = []
     for name, line in sorted(found.items(), key=lambda kv: kv[1]):
-        kind = loop.graphs[name]
-        value = (
-            f"[s.detach() for s in {name}]"
-            if kind == "list"
-            else f"tuple(s.detach() for s in {name})"
-            if kind == "tuple"
-            else f"{name}.detach()"
-        )
-        if _may_be_none(loop.site, [name]):
-            value = f"None if {name} is None else {value}"
+        value = _detached(name, loop.graphs[name], _may_be_none(loop.site, [name]))
         out.append((Location(loop.site.filename, line), f"{name} = {value}"))
     return tuple(out)
 
@@ -384,11 +377,20 @@ def _detach_state(ctx: Context) -> str | None:
         return None
     if len(names) > 1:
         return f"{', '.join(names)} = {', '.join(f'{n}.detach()' for n in names)}"
-    name = names[0]
-    value = f"tuple(s.detach() for s in {name})" if ctx.carried_kind == "tuple" else f"{name}.detach()"
-    if ctx.carried_none:
-        value = f"None if {name} is None else {value}"
-    return f"{name} = {value}"
+    return f"{names[0]} = {_detached(names[0], ctx.carried_kind, ctx.carried_none)}"
+
+
+def _detached(name: str, kind: str | None, may_be_none: bool) -> str:
+    """The expression that detaches the state ``name`` holds: element-wise for a list or a tuple of tensors
+    (:func:`gradlab.evidence.graph_kinds`), ``None`` left as it is."""
+    value = (
+        f"[s.detach() for s in {name}]"
+        if kind == "list"
+        else f"tuple(s.detach() for s in {name})"
+        if kind == "tuple"
+        else f"{name}.detach()"
+    )
+    return f"None if {name} is None else {value}" if may_be_none else value
 
 
 def carried_fixes(ctx: Context) -> list[Proposal]:
@@ -523,6 +525,12 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
             ctx,
             Fix(
                 summary=T(
+                    "detach the carried state at the iteration boundary, each of its tensors ({value}) where it is "
+                    "kept for the next iteration",
+                    value=_detached(ctx.carried, ctx.carried_kind, False),
+                )
+                if ctx.carried and ctx.carried_kind in ("list", "tuple") and len(ctx.carried_all) <= 1
+                else T(
                     "detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
                     "iteration (truncated backpropagation through time)",
                     name=ctx.carried,
