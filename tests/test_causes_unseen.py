@@ -141,6 +141,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a stacked GRU's hidden states handed back as a list and passed into the next chunk: detached element by
     # element at the iteration boundary (a list has no .detach())
     "stacked_gru_states_as_list": ("carried_state", (("loss", ("cells", "head")),)),
+    # an auxiliary head keeps its loss on itself, stored by training forwards only, and a quick evaluation leaves the
+    # model in eval mode (NOTE [A model left in eval mode]): model.train() at the top of the training loop's body
+    "aux_loss_kept_after_eval": ("carried_state", (("total", ("net",)),)),
     # targets a scorer no optimizer holds computes sample by sample before the epochs, stacked and standardised once
     # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
     # from; detached before that line, every read of it
@@ -325,6 +328,41 @@ def test_no_backward_is_routed_when_its_optimizer_holds_a_weight_the_step_rewrot
     assert error is not None
     d = gradlab.last_diagnosis(error)
     assert d.fixes and not any("clf_opt.param_groups" in e.text for f in d.fixes for e in f.edits), str(d)
+
+
+def test_a_model_in_training_mode_is_not_told_to_train(tmp_path: Path) -> None:
+    # the head is skipped when no mask is given, in training mode: the kept loss is stale, the mode is not the reason
+    source = (CAUSES / "aux_loss_kept_after_eval.py").read_text()
+    skip, call = "        self.side(feats, mask)", "        out = model(img, mask)"
+    assert skip in source and call in source
+    copy = tmp_path / "aux_head_skipped_in_training.py"
+    copy.write_text(
+        source.replace(skip, "        if mask is not None:\n            self.side(feats, mask)").replace(
+            call, "        out = model(img, mask if step % 2 == 0 else None)"
+        )
+    )
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d.fixes and not any(".train()" in e.text for f in d.fixes for e in f.edits), str(d)
+
+
+def test_a_state_stored_whatever_the_mode_is_not_fixed_by_the_mode(tmp_path: Path) -> None:
+    # the head stores its loss whenever a mask is given, in either mode; the loop stops giving masks after the
+    # evaluation that left the model in eval mode: the mode is not the reason
+    source = (CAUSES / "aux_loss_kept_after_eval.py").read_text()
+    guard, call = "        if self.training:", "        out = model(img, mask)"
+    assert guard in source and call in source
+    copy = tmp_path / "aux_head_stored_with_a_mask.py"
+    copy.write_text(
+        source.replace(guard, "        if target is not None:").replace(
+            call, "        out = model(img, mask if step < 3 else None)"
+        )
+    )
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d.fixes and not any(".train()" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
 def test_a_state_threaded_through_an_inner_loop_may_also_be_detached_and_the_loop_variable_is_not_carried() -> None:

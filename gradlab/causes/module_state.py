@@ -34,6 +34,7 @@ class _Kept:
     stored_at: tuple[tuple[Location, str], ...] = ()  # every one-line ``self.attr = value`` outside __init__ and reset
     stepwise: bool = False  # some store runs inside a loop of its method: a state over the steps of one input
     memo: bool = False  # no store reads the attribute it sets: a result kept to be reused, not a memory
+    training_only: bool = False  # every store runs under ``if self.training:``: a result of training forwards only
 
 
 def _graph_attrs(module: torch.nn.Module) -> list[str]:
@@ -195,7 +196,29 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
         tuple(stored) if stored_all else (),
         stepwise,
         memo,
+        _training_only(methods, kept),
     )
+
+
+def _training_only(methods: list[ast.FunctionDef], attrs: tuple[str, ...]) -> bool:
+    """Every statement of ``methods`` that stores a value into ``self.attr`` (a plain or a tuple target, for each
+    of ``attrs``) runs in the body of an ``if`` that tests ``self.training``, and there is such a store."""
+    guarded: set[int] = set()
+    for m in methods:
+        for branch in ast.walk(m):
+            if isinstance(branch, ast.If) and any(_self_attr(n, "training") for n in ast.walk(branch.test)):
+                if isinstance(branch.test, ast.UnaryOp):
+                    continue  # ``if not self.training``: its body runs in eval mode
+                guarded |= {id(n) for st in branch.body for n in ast.walk(st)}
+    stores = [
+        st
+        for m in methods
+        for st in ast.walk(m)
+        if isinstance(st, ast.Assign)
+        and not isinstance(st.value, ast.Constant)
+        and any(_self_attr(t, a) for target in st.targets for t in ast.walk(target) for a in attrs)
+    ]
+    return bool(stores) and all(id(st) in guarded for st in stores)
 
 
 def kept_on_modules(base: Context, facts: Facts) -> Context | None:
@@ -247,8 +270,17 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
     at_boundary = tuple(
         f"{path}.{a}" for k in kept for path, graphs in paths.get(k.cls, []) for a in k.attrs if a in graphs
     )
+    # NOTE [A model left in eval mode]: the state is stored by training forwards only, and the loop's model is in
+    # eval mode (a validation pass's .eval() with no .train() after it): the forward stored nothing this iteration
+    evaluating = [
+        name
+        for name in sorted(holders)
+        if name in used and all(k.training_only for k in kept) and not roots[name].training
+    ]
+    extra = {**ctx.extra, "train_mode": evaluating[0]} if len(evaluating) == 1 and len(holders) == 1 else ctx.extra
     return replace(
         ctx,
+        extra=extra,
         carried=attrs[0],
         kept_attrs=attrs,
         resets=resets if ok_reset else (),
@@ -506,6 +538,38 @@ def _detach_where_read(ctx: Context, attrs: Text) -> Proposal | None:
     )
 
 
+def _train_mode(ctx: Context, attrs: Text) -> Proposal | None:
+    """``model.train()`` at the top of the loop's body, when the state is a result that only training forwards
+    store and the model was left in eval mode (NOTE [A model left in eval mode])."""
+    model, site, line = ctx.extra.get("train_mode"), ctx.site, ctx.backward_line
+    tree = site.tree() if site is not None else None
+    body = loop_body_of(tree, line) if tree is not None and line is not None else None
+    if not model or not body:
+        return None
+    edit = insert_lines(ctx, body[0].lineno, f"{model}.train()")
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "put {model} back in training mode at the start of each iteration ({model}.train()): in eval mode "
+                "(left by an .eval() in the loop, a validation pass) its forward does not store {attrs}, and the "
+                "loss reads the values an earlier iteration stored",
+                model=model,
+                attrs=attrs,
+            ),
+            trains=T(
+                "{loss} trains on each iteration's own forward, with the values this iteration stores, as in the "
+                "iterations before the first .eval()",
+                loss=ctx.l,
+            ),
+            edits=(edit,),
+            keeps_forward=False,
+        ),
+    )
+
+
 def module_state_fixes(ctx: Context) -> list[Proposal]:
     """Reset the kept state after each backward with the class's own method; or detach it where the forward
     starts reading it, or where it is stored; or, with no code for either, the sentence.
@@ -515,6 +579,9 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
     detached where it is stored, or where the forward reads it, or else after the backward in the loop, before
     any reset (NOTE [State kept on modules])."""
     attrs = join(list(ctx.kept_attrs), T(" and "))
+    train = _train_mode(ctx, attrs)
+    if train is not None:
+        return [train]
     cleared = _clear_caches(ctx, attrs)
     if cleared is not None:
         return [cleared]
@@ -564,6 +631,16 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 # path to the module: each iteration computes the entry once, with the weights of that iteration. A dict
 # whose entries the class computes from their old values (Flair's pooled word memory: the minimum over a
 # word's occurrences) is a memory meant to carry values across batches, not a cache: not emptied.
+
+
+# NOTE [A model left in eval mode]
+# A detector may compute its losses inside forward, only in training mode (`if self.training: self.cross_entropy
+# = ...`), and keep them on the module for the loop to read (`loss = net.loss`). A validation pass calls
+# net.eval() and nothing calls net.train() after it: the next forward stores nothing, the loop reads the losses
+# an earlier iteration stored, and its backward goes into their freed graph. A detach of the kept losses would
+# leave nothing that requires grad; the fix is the mode: net.train() at the top of the loop's body. Told by the
+# class's code (every store of the kept attributes sits under `if self.training:`) and by the model's mode at
+# the failure (its `training` flag is False while its optimizer steps it).
 
 
 # NOTE [State kept on modules]
