@@ -509,3 +509,28 @@ def test_accessors_refuse_stale_tensors_whenever_backward_would(op, which):
         fails = "inplace operation" in str(e)
     assert refused == fails
     assert diagnosis.ok == (not fails)
+
+
+def test_problems_alike_are_decided_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE [Problems decided once]: a graph unrolled over forty steps, freed by one backward, has forty freed nodes
+    # saved by one line; they are decided once and every problem carries that decision
+    import gradlab.diagnosis as diagnosis
+
+    calls = []
+    real = diagnosis.decide
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(diagnosis, "decide", counted)
+    w = torch.full((3,), 1.01, requires_grad=True)
+    h = w
+    for _ in range(40):
+        h = torch.sin(h) * w
+    loss = h.sum()
+    loss.backward()
+    d = check(loss, names={"w": w, "h": h, "loss": loss})
+    assert not d.ok and len(d.problems) >= 40
+    assert 1 <= len(calls) < 4
+    assert {(p.cause, p.fixes) for p in d.problems} == {(d.problems[0].cause, d.problems[0].fixes)}
