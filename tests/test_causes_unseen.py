@@ -144,6 +144,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # an auxiliary head keeps its loss on itself, stored by training forwards only, and a quick evaluation leaves the
     # model in eval mode (NOTE [A model left in eval mode]): model.train() at the top of the training loop's body
     "aux_loss_kept_after_eval": ("carried_state", (("total", ("net",)),)),
+    # an episodic memory grown by concatenation over one episode's queries, each query's loss backwarded in turn, one
+    # step per episode (NOTE [A state carried within one step]): the graph kept, each loss trains what wrote the memory
+    "episode_memory_grown_per_query": ("carried_state", (("err", ("embedder",)),)),
     # targets a scorer no optimizer holds computes sample by sample before the epochs, stacked and standardised once
     # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
     # from; detached before that line, every read of it
@@ -328,6 +331,19 @@ def test_no_backward_is_routed_when_its_optimizer_holds_a_weight_the_step_rewrot
     assert error is not None
     d = gradlab.last_diagnosis(error)
     assert d.fixes and not any("clf_opt.param_groups" in e.text for f in d.fixes for e in f.edits), str(d)
+
+
+def test_a_state_carried_across_steps_does_not_keep_the_graph(tmp_path: Path) -> None:
+    # a step after each query's backward: a kept graph would meet the stepped weights
+    source = (CAUSES / "episode_memory_grown_per_query.py").read_text()
+    backward = "        err.backward()\n"
+    assert backward in source
+    copy = tmp_path / "episode_memory_stepped_per_query.py"
+    copy.write_text(source.replace(backward, backward + "        adam.step()\n"))
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d.fixes and not any("retain_graph=True" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
 def test_a_model_in_training_mode_is_not_told_to_train(tmp_path: Path) -> None:

@@ -316,7 +316,20 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         kept = None
         if carried_in_loop(facts) is None:
             kept = kept_attribute(base, facts) or kept_on_modules(base, facts)
-        return "carried_state", kept or carried_context(base, graph, topo, facts)
+        if kept is not None:
+            return "carried_state", kept
+        carried = carried_context(base, graph, topo, facts)
+        tracker = facts.tracker
+        freeing = in_site(facts, call.location) if call is not None and tracker is not None else None
+        if (  # NOTE [A state carried within one step]
+            freeing is not None
+            and tracker is not None
+            and call is not None
+            and not steps_between(tracker, call, failing)
+            and not _updates_between(facts, call, failing)
+        ):
+            carried = replace(carried, extra={**carried.extra, "one_step": str(freeing)})
+        return "carried_state", carried
     if call is None:  # no record of the freeing backward: a graph built once, whose saves no hook saw (a number
         # torch wraps as a tensor: 3 * x), through any of the graph's freed nodes
         freed = [p.node_id, *sorted({s.node_id for s in graph.saved if s.status == "freed"} - {p.node_id})]

@@ -29,7 +29,7 @@ from ..graph import Graph
 from ..i18n import T
 from ..location import Location
 from ..loop import Site
-from ..rewrite import detach_in, detached_value, replace_reads
+from ..rewrite import detach_in, detached_value, replace_reads, with_keyword
 from ..source import function_of, loop_around, loop_body_of, names, preceding, statement_at
 
 
@@ -571,7 +571,55 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
     ]
     # a state kept on an object (a queue), or any state no recurrent call passes on, is not a sequence to
     # backpropagate through
-    return proposals[:1] if ctx.kept_at is not None or not ctx.recurrent else proposals
+    proposals = proposals[:1] if ctx.kept_at is not None or not ctx.recurrent else proposals
+    kept = _kept_within_step(ctx) if ctx.kept_at is None and not ctx.recurrent else None
+    return [kept, *proposals] if kept is not None else proposals
+
+
+def _kept_within_step(ctx: Context) -> Proposal | None:
+    """The graph kept by the backward that freed it (``retain_graph=True``), when no optimizer step ran between
+    it and the failing one: the losses of one step, each backwarded in turn through the state the loop built (NOTE
+    [A state carried within one step])."""
+    site, line = ctx.site, ctx.extra.get("one_step")
+    if site is None or not line or ctx.total or not ctx.loss:
+        return None
+    at = int(line)
+    text = site.text(at)
+    new = with_keyword(text, "backward", "retain_graph=True") if text and ".backward(" in text else None
+    edit = replace_line(ctx, at, new) if new and new != text else None
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "keep the graph each backward at {where} frees (retain_graph=True): no optimizer step runs between "
+                "these backward calls, so each loss goes on training through the state the loop carries, "
+                "as the code asks",
+                where=Location(site.filename, at).where,
+            ),
+            trains=T(
+                "each {loss} trains through every earlier iteration's graph that the carried state holds; the "
+                "gradients add up into the one step, the gradient of the losses' sum",
+                loss=ctx.l,
+            ),
+            cost=T("every earlier iteration's graph stays in memory, and is gone through again, until the step"),
+            edits=(edit,),
+        ),
+    )
+
+
+# NOTE [A state carried within one step]
+# A loop inside one training step (the frames of one clip, the segments of one sequence) backwards each
+# iteration's loss as it goes, and carries a state built from the earlier iterations' graphs (a memory of the
+# clip's frames, concatenated). The step comes after the loop. The code as written asks for each loss's
+# gradient through the whole state: that is what the earlier iterations' graphs are kept in the state for, and
+# with no step in between the gradients add up into the gradient of the losses' sum. retain_graph=True on
+# the backward gives exactly that; a detach would stop the later losses from training what built the state
+# (an encoder that writes the memory). Offered first when the record shows no step and no other update
+# between the backward that freed the graph and the failing one, and the state is not passed through a
+# module call that returns its update (an RNN's hidden state, a recurrent memory: there a detach is the
+# truncation such loops are written for, and comes first).
 
 
 def _read_before_stored(ctx: Context) -> bool:
