@@ -45,6 +45,9 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("logps = torch.tensor(policy.logps)",),
         (("objective", ("policy",)),),
     ),
+    # forces (an energy's gradient) taken in an evaluation decorated with no_grad (NOTE [A derivative taken with
+    # grad off]): the lines that compute what autograd.grad differentiates run under enable_grad()
+    "forces_in_decorated_evaluation": ("no_grad_fn", ("dE = torch.autograd.grad(energy.sum(), pos)[0]",), ()),
     "no_grad_train": ("no_grad_fn", ("with torch.no_grad():",), (("loss", ("model",)),)),
     "decorated_step": ("no_grad_fn", ("@torch.no_grad()",), (("loss", ("encoder", "head")),)),
     "detach_in_forward": ("no_grad_fn", ("y = y.detach()",), (("loss", ("reg",)),)),
@@ -204,6 +207,24 @@ def test_a_numpy_round_trip_with_a_numpy_function_on_the_way_is_not_rewritten(tm
     fixes = gradlab.last_diagnosis(error).fixes
     assert "torch ops" in fixes[0].summary and not fixes[0].edits
     assert not any("as_tensor(LUMA" in e.text for fix in fixes for e in fix.edits)
+
+
+def test_a_derivative_of_an_input_that_requires_no_grad_with_grad_on_is_not_given_enable_grad(tmp_path: Path) -> None:
+    # the evaluation not decorated but freezing the potential: grad is on where the derivative is taken, and
+    # enable_grad() would change nothing
+    source = (KINDS / "forces_in_decorated_evaluation.py").read_text()
+    decorator = "@torch.no_grad()\ndef force_error(potential, pos, true_forces):\n"
+    assert decorator in source
+    copy = tmp_path / "forces_of_a_frozen_potential.py"
+    copy.write_text(
+        source.replace(
+            decorator, "def force_error(potential, pos, true_forces):\n    potential.requires_grad_(False)\n"
+        )
+    )
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d is not None and not any("enable_grad" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
 def test_a_kind_without_a_located_fix_still_gets_a_diagnosis_at_its_line() -> None:

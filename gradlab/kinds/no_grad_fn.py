@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import linecache
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
 from types import FrameType
@@ -40,7 +41,17 @@ from ..location import Location, frame_names
 from ..loop import read_site, site_intent
 from ..messages import Message
 from ..rewrite import EXTRACTIONS, REBUILDS, from_graph, split_comment, without_detach
-from ..source import calls_method, enclosing, function_of, names, parse, preceding, statement_at
+from ..source import (
+    calls_method,
+    enclosing,
+    enclosing_blocks,
+    feeding,
+    function_of,
+    names,
+    parse,
+    preceding,
+    statement_at,
+)
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
@@ -340,6 +351,10 @@ def locate(f: Failure) -> Explanation:
         label = T("here: this closure runs inside an optimizer step that turns grad off")
         return replace(e, spans=(Span(Location(site.filename, line), label),), fixes=(*closure, *e.fixes))
     if site is None or tree is None or line is None or not cut.found:
+        derivative = _derivative_fix(f, tree, line) if not closure and _recorded_block(f, tree) is None else ()
+        if derivative and site is not None and line is not None:  # grad is off where the derivative is taken
+            label = T("here: grad is off where this derivative is taken")
+            return replace(e, spans=(Span(Location(site.filename, line), label),), fixes=(*derivative, *e.fixes))
         recorded = located_cut(e, f.tensors, f.recorder)
         if recorded is None:
             return replace(e, fixes=(*closure, *e.fixes))
@@ -627,6 +642,77 @@ def _under_grad_off(tree: ast.Module, line: int) -> bool:
 # file has one call of it outside any grad-off block that binds the returned values
 # under the same names, the update lines move from the helper to right after that
 # call: training is unchanged, evaluation trains nothing.
+
+
+def _derivative_fix(f: Failure, tree: ast.Module | None, line: int | None) -> tuple[Fix, ...]:
+    """A derivative taken where grad is off (NOTE [A derivative taken with grad off]): the statements that compute
+    what ``torch.autograd.grad`` differentiates, from its inputs, run under ``torch.enable_grad()`` with the inputs
+    made to require grad."""
+    site = f.site
+    if site is None or tree is None or line is None or f.error is None or torch.is_grad_enabled():
+        return ()
+    st = statement_at(tree, line)
+    if st is None:
+        return ()
+    path = [b for b in enclosing_blocks(tree) if st in b]
+    call = next((c for c in _calls_named(st, frozenset({"grad"})) if "autograd" in ast.unparse(c.func)), None)
+    if not path or call is None or len(call.args) < 2:
+        return ()
+    block = path[0]
+    inputs = call.args[1]
+    items = inputs.elts if isinstance(inputs, (ast.Tuple, ast.List)) else [inputs]
+    wanted = [x.id for x in items if isinstance(x, ast.Name)]
+    values = [f.namespace.get(n) for n in wanted]
+    if len(wanted) != len(items) or not all(
+        isinstance(v, torch.Tensor) and v.is_floating_point() and not v.requires_grad for v in values
+    ):
+        return ()
+    here = block.index(st)
+    before = block[:here]
+    made = [i for i, b in enumerate(before) if names(b, ast.Store) & set(wanted)]
+    start = (made[-1] + 1) if made else 0
+    feeds = feeding(before[start:], names(call.args[0], ast.Load))
+    first = min([*feeds, st.lineno])
+    last = st.end_lineno or st.lineno
+    if not all(
+        isinstance(b, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)) for b in block if first <= b.lineno <= last
+    ):
+        return ()
+    torch_name = torch_alias(f.namespace) or "torch"
+    indent = indent_of(site, first)
+    body = textwrap.dedent("\n".join(site.text(i) for i in range(first, last + 1)))
+    inner = "\n".join(f"{n}.requires_grad_(True)" for n in wanted) + "\n" + body
+    text = f"{indent}with {torch_name}.enable_grad():\n" + textwrap.indent(inner, indent + "    ")
+    edit = Edit(site.filename, first, last, text)
+    fix = Fix(
+        summary=T(
+            "take the derivative with grad on: {call} runs here with grad off (inside a torch.no_grad() block, an "
+            "autograd.Function's forward or an evaluation), so no graph is recorded from {inputs}; run the lines "
+            "that compute what it differentiates under {enable}, with {inputs} requiring grad",
+            call=f"{torch_name}.autograd.grad",
+            inputs=", ".join(wanted),
+            enable=f"{torch_name}.enable_grad()",
+        ),
+        trains=T(
+            "what your code trains: the derivative is computed as where grad is on, and the parameters the loss "
+            "reaches through it train as they do there"
+        ),
+        edits=(edit,),
+    )
+    # no claims: what the loss reaches once the derivative records a graph is not in the code as it ran
+    return judged([Proposal(fix, None, True)], Context(site=site))
+
+
+# NOTE [A derivative taken with grad off]
+# A function that takes a derivative of its own (a controller u = -dV/dq, forces from an energy, a gradient
+# penalty) may run where grad is off: inside an autograd.Function's forward (an adjoint ODE solver's solve),
+# under a no_grad evaluation, in an optimizer's step. There its inputs record nothing and autograd.grad raises
+# "element 0 of tensors does not require grad". The derivative is part of what the function computes, not
+# of a loss to take out of the block: the fix is the block torch documents for this, torch.enable_grad(),
+# around the statements that compute what autograd.grad differentiates (from the last statement that makes
+# its inputs), with the inputs made to require grad. Offered when the failing call is autograd.grad, grad was
+# off when it raised, its inputs are names of floating-point tensors that require no grad, and no cut or
+# grad-off block the code or the record shows explains it.
 
 
 def _recorded_block(f: Failure, tree: ast.Module | None) -> tuple[ast.With, str, Location] | None:
