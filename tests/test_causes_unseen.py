@@ -346,6 +346,24 @@ def test_a_state_carried_across_steps_does_not_keep_the_graph(tmp_path: Path) ->
     assert d.fixes and not any("retain_graph=True" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
+def test_a_state_a_module_call_takes_by_keyword_is_recurrent_and_detached_first(tmp_path: Path) -> None:
+    # the memory handed to a module that returns its update, by keyword: a recurrent state, truncated by a detach
+    source = (CAUSES / "episode_memory_grown_per_query.py").read_text()
+    grow, made = "        memory = torch.cat([memory, e], dim=0)\n", "embedder = Embedder().double()"
+    assert grow in source and made in source
+    writer = (
+        "class Writer(nn.Module):\n    def forward(self, e, memory=None):\n"
+        "        return torch.cat([memory, e], dim=0)\n\n\nwriter = Writer()\n"
+    )
+    copy = tmp_path / "episode_memory_written_by_a_module.py"
+    copy.write_text(source.replace(grow, "        memory = writer(e, memory=memory)\n").replace(made, writer + made))
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d.fixes and "retain_graph=True" not in "".join(e.text for e in d.fixes[0].edits), str(d)
+    assert any("memory.detach()" in e.text for e in d.fixes[0].edits), str(d)
+
+
 def test_a_model_in_training_mode_is_not_told_to_train(tmp_path: Path) -> None:
     # the head is skipped when no mask is given, in training mode: the kept loss is stale, the mode is not the reason
     source = (CAUSES / "aux_loss_kept_after_eval.py").read_text()

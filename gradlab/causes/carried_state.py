@@ -365,7 +365,8 @@ def _recurrent(st: ast.stmt, carried: Iterable[str], namespace: Mapping[str, Any
     for n in ast.walk(st):
         if not isinstance(n, ast.Call) or not isinstance(resolve_name(n.func, namespace), torch.nn.Module):
             continue
-        if any(isinstance(a, ast.Name) and a.id in names for arg in n.args for a in ast.walk(arg)):
+        passed = [*n.args, *(k.value for k in n.keywords)]  # ``model(x, M_Z=M_Z)`` passes it too
+        if any(isinstance(a, ast.Name) and a.id in names for arg in passed for a in ast.walk(arg)):
             return True
     return False
 
