@@ -20,7 +20,7 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
     is never first.
     """
     intent = ctx.intent
-    intended = set(intent.trained) & set(ctx.reach) if intent is not None and intent.known else None
+    intended = _held(ctx, ctx.reach) if intent is not None and intent.known else None
     fitting: list[Fix] = []
     rest: list[Fix] = []
     for prop in proposals:
@@ -33,9 +33,7 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
                 fix = replace(fix, claims=((ctx.loss, _outermost(ctx, prop.reach)),))
             fitting.append(replace(fix, applicability=sure if fix.code is not None else "sentence"))
             continue
-        claimed = (
-            set(prop.reach) & set(intent.trained) if prop.reach is not None else set(dict(fix.claims).get(ctx.loss, ()))
-        )
+        claimed = _held(ctx, prop.reach) if prop.reach is not None else set(dict(fix.claims).get(ctx.loss, ()))
         # a model another loss of the loop trains is not given up when this loss stops reaching it: an optimizer
         # stepped after several backwards is not asked to learn from each of them (an actor-critic's two losses)
         given_up = sorted(intended - claimed - set(ctx.shared))
@@ -64,6 +62,24 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
     if ctx.intent_note:  # which reading each fix assumes: what ran, not what the source reads
         return tuple(replace(f, trains=T("{trains} ({note})", trains=f.trains, note=ctx.intent_note)) for f in ordered)
     return ordered
+
+
+def _held(ctx: Context, models: tuple[str, ...]) -> set[str]:
+    """The models of ``models`` the loop's intent trains: named by it, or holding only parameters of the models it
+    names (``V`` and ``K`` when the optimizer is read as stepping ``learn``, which holds them: NOTE [Models named
+    two ways])."""
+    trained = set(ctx.intent.trained) if ctx.intent is not None else set()
+    held = ctx.site.modules if ctx.site is not None else {}
+    params: set[int] = set().union(*(held.get(t, frozenset()) for t in trained))
+    return {m for m in models if m in trained or (bool(held.get(m)) and held[m] <= params)}
+
+
+# NOTE [Models named two ways]
+# The loss's reach is read from the graph's leaves, by the innermost names the frame gives their parameters
+# (V.0.weight: V); the loop's intent from its optimizers, by the outermost modules holding what they step
+# (learn, which holds V through learn.model.f.V). By names alone the two never meet, and a fix's claim said
+# its loss trained nothing. Compared by parameters, a model the loss reaches is one the intent trains when
+# every parameter it holds is held by a model the intent names.
 
 
 def _outermost(ctx: Context, models: tuple[str, ...]) -> tuple[str, ...]:

@@ -526,6 +526,12 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
             ctx,
             Fix(
                 summary=T(
+                    "detach the carried state at the iteration boundary, each of its tensors ({value}) where it "
+                    "enters the next iteration (truncated backpropagation through time)",
+                    value=_detached(ctx.carried, ctx.carried_kind, False),
+                )
+                if ctx.carried and ctx.recurrent and ctx.carried_kind in ("list", "tuple") and len(ctx.carried_all) <= 1
+                else T(
                     "detach the carried state at the iteration boundary, each of its tensors ({value}) where it is "
                     "kept for the next iteration",
                     value=_detached(ctx.carried, ctx.carried_kind, False),
