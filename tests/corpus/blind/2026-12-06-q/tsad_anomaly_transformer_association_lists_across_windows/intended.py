@@ -52,7 +52,7 @@ class AnomalyAttention(nn.Module):
         self.V = self.Wv(x)
         self.sigma = self.Ws(x)
         self.sigma = torch.sigmoid(self.sigma * 5) + 1e-5
-        self.sigma = torch.pow(3, self.sigma) - 1
+        self.sigma = torch.pow(3, self.sigma)
 
     @staticmethod
     def gaussian_kernel(mean, sigma):
