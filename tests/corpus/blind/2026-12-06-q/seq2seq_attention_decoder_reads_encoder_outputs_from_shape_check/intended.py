@@ -136,7 +136,7 @@ def train(encoder_sentences, decoder_sentences, decoder_mask, encoder, decoder, 
     decoder_input = torch.LongTensor([2] * batch_size).view(-1, 1)
     decoder_hidden = encoder_hidden
 
-    use_teacher_forcing = True if random.random() < teacher_forcing_ratio else False
+    use_teacher_forcing = random.random() < teacher_forcing_ratio
     decoding_len = decoder_sentences.size()[1]
 
     loss = 0
