@@ -16,7 +16,7 @@ import torch.nn.functional as F
 torch.manual_seed(0)
 
 NUM_LANES = 4
-H, W = 64, 96  # input size; features are H/8 x W/8
+H, W = 32, 64  # input size; features are H/8 x W/8
 
 
 class TinyBackbone(nn.Module):
@@ -130,7 +130,7 @@ class RESA_Net(nn.Module):
         super().__init__()
         self.backbone = TinyBackbone()
         self.channel_reducer = RESAReducer(in_channels=64, reduce=32)
-        self.spatial_conv = RESA(num_channels=32, iteration=3)
+        self.spatial_conv = RESA(num_channels=32, iteration=2)
         self.decoder = PlainDecoder()
         self.lane_classifier = RESALaneExist()
 
@@ -181,7 +181,7 @@ def main():
     criterion = LaneLoss(weight=torch.tensor([0.4, 1.0, 1.0, 1.0, 1.0]))
     optimizer = torch.optim.SGD(net.parameters(), lr=0.06, momentum=0.9, weight_decay=1e-4)
     images, masks, existence = synthetic_culane()
-    for epoch in range(3):
+    for epoch in range(2):
         train_one_epoch(net, criterion, optimizer, images, masks, existence)
 
 

@@ -23,7 +23,7 @@ class hp:
     betas1 = 0.5
     betas2 = 0.9
     lambda_feat = 10
-    max_epoch = 3
+    max_epoch = 2
 
 
 torch.manual_seed(0)
@@ -88,13 +88,13 @@ class Discriminator(nn.Module):
                 weight_norm(nn.Conv1d(1, 16, kernel_size=15)),
                 nn.LeakyReLU(0.2, inplace=True),
             ),
-            decoder_sequential(16, 64, kernel_size=41, stride=4, padding=20, groups=4),
-            decoder_sequential(64, 64, kernel_size=41, stride=4, padding=20, groups=16),
+            decoder_sequential(16, 32, kernel_size=41, stride=4, padding=20, groups=4),
+            decoder_sequential(32, 32, kernel_size=41, stride=4, padding=20, groups=8),
             nn.Sequential(
-                weight_norm(nn.Conv1d(64, 64, kernel_size=5, padding=2)),
+                weight_norm(nn.Conv1d(32, 32, kernel_size=5, padding=2)),
                 nn.LeakyReLU(0.2, inplace=True),
             ),
-            weight_norm(nn.Conv1d(64, 1, kernel_size=3, padding=1)),
+            weight_norm(nn.Conv1d(32, 1, kernel_size=3, padding=1)),
         ])
 
     def forward(self, x):
