@@ -132,9 +132,20 @@ class Topology:
             if n.kind == "leaf":
                 continue
             reads = {self.owner(self.by_id[m].given) for m in n.next_ids if self.by_id[m].kind == "leaf"}
-            if reads & wanted:
+            weight = self.weight_input(n)
+            if reads & wanted or (weight is not None and self.models_below(weight) <= wanted):
                 found |= self.models_below(n.id) - wanted
         return frozenset(found)
+
+    def weight_input(self, n: GraphNode) -> int | None:
+        """The node that computes the weight a convolution or a linear layer's matrix product applies (NOTE [A
+        weight computed from parameters]): the next id in the op's weight slot, when it computes from parameters
+        alone; None otherwise."""
+        slot = _WEIGHT_SLOTS.get(n.name)
+        if slot is None or slot not in n.slots:
+            return None
+        weight = n.next_ids[n.slots.index(slot)]
+        return weight if self.models_below(weight) else None
 
     def entry(self, model: str) -> tuple[GraphNode, GraphNode] | None:
         """The node whose output carries ``model``'s result into the rest, and its consumer."""
@@ -145,6 +156,26 @@ class Topology:
                 if self.models_below(parent) - {model}:
                     return n, self.by_id[parent]
         return None
+
+
+#: The input slot of the weight, in the backward node's ``next_functions``: ``convolution(input, weight, bias)``,
+#: ``addmm(bias, input, weight.t())``, ``mm(input, weight.t())``.
+_WEIGHT_SLOTS = {
+    "ConvolutionBackward0": 1,
+    "ConvolutionBackward1": 1,
+    "AddmmBackward0": 2,
+    "MmBackward0": 1,
+}
+
+
+# NOTE [A weight computed from parameters]
+# A discriminator with weight_norm or spectral_norm applies a weight computed from its parameters (w = g * v / |v|)
+# to the generator's output: no node of the graph reads its parameters directly where it is applied, so a model
+# reached "only through a node that reads a stepped model's parameters" missed the generator behind it, and a
+# generator's loss scored by the stepped discriminator read as the course's chain (the stepped model upstream):
+# "backward into G's parameters only". The weight's slot of a convolution or a matrix product tells which input
+# is the weight: when what fills it is computed from one model's parameters alone, the other input is what that
+# model is applied to.
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,7 @@ class GraphNode:
     shape: tuple[int, ...] | None = None
     seq: int | None = None
     given: str | None = None
+    slots: tuple[int, ...] = ()  # for an op: each next id's position among the op's inputs (``next_functions``)
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,8 @@ def collect_nodes(roots: Sequence[Any], namer: Namer, *, tracker: Scope | None =
         records = inspect_node(fn, i, namer, freed_by, saved_line)
         saved.extend(records)
         kind = "custom" if isinstance(fn, torch.autograd.function.BackwardCFunction) else "op"
-        nodes.append(GraphNode(i, name, op_name(name), kind, next_ids, seq=seq))
+        slots = tuple(k for k, (n, _) in enumerate(fn.next_functions) if n is not None)
+        nodes.append(GraphNode(i, name, op_name(name), kind, next_ids, seq=seq, slots=slots))
     return Graph(tuple(nodes), tuple(saved), tuple(ids[r] for r in roots))
 
 

@@ -216,12 +216,16 @@ def next_backward(tree: ast.Module, lineno: int) -> int | None:
 
 
 def undetached_reads(st: ast.AST, name: str) -> list[ast.Name]:
-    """The reads of ``name`` in ``st`` that are not ``name.detach()``."""
-    detached = {
-        id(n.value)
-        for n in ast.walk(st)
-        if isinstance(n, ast.Attribute) and n.attr == "detach" and isinstance(n.value, ast.Name)
-    }
+    """The reads of ``name`` in ``st`` that are not detached where they are read: ``name.detach()``, or an element's
+    (``name[i][j].detach()``)."""
+    detached: set[int] = set()
+    for n in ast.walk(st):
+        if isinstance(n, ast.Attribute) and n.attr == "detach":
+            base = n.value
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name):
+                detached.add(id(base))
     return [
         n
         for n in ast.walk(st)

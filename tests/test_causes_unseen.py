@@ -147,6 +147,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # an episodic memory grown by concatenation over one episode's queries, each query's loss backwarded in turn, one
     # step per episode (NOTE [A state carried within one step]): the graph kept, each loss trains what wrote the memory
     "episode_memory_grown_per_query": ("carried_state", (("err", ("embedder",)),)),
+    # a critic of weight-normalised layers stepped before the maker's loss on scores taken before its step (NOTE [A
+    # weight computed from parameters]): the critic is applied to the maker's output, so its forward is recomputed
+    # after the step; the real batch's features, read detached, are kept as they ran
+    "weight_normed_critic_scores_reused": ("optimizer_step", (("m_loss", ("maker",)), ("c_loss", ("critic",)))),
     # targets a scorer no optimizer holds computes sample by sample before the epochs, stacked and standardised once
     # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
     # from; detached before that line, every read of it

@@ -43,7 +43,7 @@ from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, inputs_keyword, with_keyword
 from ..saved import Write
-from ..source import calls_method, enclosing_blocks, feeding, names, preceding, statement_at
+from ..source import calls_method, enclosing_blocks, feeding, names, preceding, statement_at, undetached_reads
 
 
 def step_context(
@@ -51,7 +51,8 @@ def step_context(
 ) -> Context:
     model = base.model
     below = topo.models_below(node_id)
-    judge = bool(model) and bool(below - {model})
+    # the stepped model applied to another's output through a weight it computes (weight_norm): a judge too
+    judge = bool(model) and bool(below - {model} or (topo.behind({model}) if model else ()))
     optimizer = receiver(write.location.code, "step") if write is not None and write.location else base.optimizer
     optimizer_class = write.op.split(".")[0] if write is not None else None
     earlier, earlier_line = base.earlier, base.earlier_line
@@ -178,7 +179,8 @@ def recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tup
     backward_stmt = statement_at(tree, ctx.backward_line)
     if backward_stmt is not None:
         after.append(backward_stmt)
-    needed = set().union(*(names(st, ast.Load) for st in after)) if after else set()
+    # a value read only detached (a feature-matching target: d_real[i][j].detach()) needs no graph: kept as it ran
+    needed = {n for st in after for n in names(st, ast.Load) if undetached_reads(st, n)}
     kept: list[int] = []
     by_line = {st.lineno: st for st in before}
     for line in reversed(chosen):
