@@ -151,6 +151,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # weight computed from parameters]): the critic is applied to the maker's output, so its forward is recomputed
     # after the step; the real batch's features, read detached, are kept as they ran
     "weight_normed_critic_scores_reused": ("optimizer_step", (("m_loss", ("maker",)), ("c_loss", ("critic",)))),
+    # the training step reads the log-variance a shape probe at module level computed, next to its own (NOTE [A fresh
+    # forward left unread]): the same output of the same call, told apart from the mean by its position
+    "vae_logvar_from_shape_probe": ("stale_read", (("loss", ("decoder", "encoder")),)),
     # targets a scorer no optimizer holds computes sample by sample before the epochs, stacked and standardised once
     # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
     # from; detached before that line, every read of it

@@ -29,7 +29,7 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, holds_node, resolve_dotted
+from ..evidence import Facts, holds_node, leaves_of, resolve_dotted
 from ..fixes import Fix, Proposal
 from ..graph import Graph, GraphNode
 from ..i18n import T
@@ -65,6 +65,8 @@ def _reads(node: ast.AST) -> set[str]:
 
 
 def _stores(st: ast.stmt) -> set[str]:
+    """What ``st`` assigns: its names and attribute chains, and the tensor an indexed assignment writes into
+    (``buf`` of ``buf[i] = x``)."""
     targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(st, ast.AugAssign) else []
     found: set[str] = set()
     for t in targets:
@@ -73,7 +75,73 @@ def _stores(st: ast.stmt) -> set[str]:
                 d = _dotted(n)
                 if d is not None:
                     found.add(d)
+            elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
+                d = _dotted(n.value)
+                if d is not None:
+                    found.add(d)
     return found
+
+
+def _same_output(stale: object, fresh: object, node: GraphNode) -> bool:
+    """``fresh`` is the same output of the same computation as ``stale``, run again: made by the same kind of node
+    from the same parameters, with as many dimensions and the same last one, and without the freed ``node``
+    (NOTE [A fresh forward left unread]: an encoder's outputs kept from a shape check at module level, next to
+    the training function's own)."""
+    return (
+        isinstance(stale, torch.Tensor)
+        and isinstance(fresh, torch.Tensor)
+        and stale.grad_fn is not None
+        and fresh.grad_fn is not None
+        and stale.grad_fn.name() == fresh.grad_fn.name()
+        and stale.dim() == fresh.dim() > 0
+        and stale.shape[-1] == fresh.shape[-1]
+        and not holds_node(fresh, node)
+        and bool(leaves_of(stale))
+        and leaves_of(stale) == leaves_of(fresh)
+    )
+
+
+def _elements(target: ast.expr) -> list[ast.expr]:
+    return list(target.elts) if isinstance(target, ast.Tuple) else [target]
+
+
+def _callee(st: ast.Assign) -> str | None:
+    return ast.unparse(st.value.func) if isinstance(st.value, ast.Call) else None
+
+
+def _made_by(tree: ast.Module, name: str, function: ast.AST) -> tuple[int, str | None] | None:
+    """Where ``name`` is assigned outside ``function``, once: its position among the targets, and the callee."""
+    inside = {id(n) for n in ast.walk(function)}
+    found = [
+        (k, _callee(st))
+        for st in ast.walk(tree)
+        if isinstance(st, ast.Assign) and id(st) not in inside and len(st.targets) == 1
+        for k, t in enumerate(_elements(st.targets[0]))
+        if _dotted(t) == name
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _reader_lines(function: ast.AST, stale: str, after: int) -> list[int]:
+    """The lines of ``function`` after line ``after`` whose statements read ``stale``: a loop or branch whose header
+    reads it once for its whole body (its edit covers the body), else each simple statement."""
+    covered: set[int] = set()
+    lines: list[int] = []
+    for n in ast.walk(function):
+        header = n.iter if isinstance(n, ast.For) else n.test if isinstance(n, (ast.While, ast.If)) else None
+        if header is not None and isinstance(n, ast.stmt) and n.lineno > after and stale in _reads(header):
+            lines.append(n.lineno)
+            covered |= set(range(n.lineno, (n.end_lineno or n.lineno) + 1))
+    for n in ast.walk(function):
+        if (
+            isinstance(n, (ast.Assign, ast.AugAssign, ast.Expr, ast.Return))
+            and n.lineno > after
+            and n.lineno not in covered
+            and n.value is not None
+            and stale in _reads(n.value)
+        ):
+            lines.append(n.lineno)
+    return sorted(set(lines))
 
 
 def _stale_on_path(
@@ -103,8 +171,35 @@ def stale_read_context(base: Context, p: Problem, facts: Facts, graph: Graph) ->
         return None
     before = [st for st in preceding(tree, line) if function.lineno < st.lineno]
     stale, path = _stale_on_path(before, loss, facts, node)
+    assigned = {d for st in ast.walk(function) if isinstance(st, (ast.Assign, ast.AugAssign)) for d in _stores(st)}
     for s in stale:
         readers = [st for st in path if s in _reads(st.value)]
+        value = resolve_dotted(s, facts.namespace)
+        same = [
+            (st.lineno, k, target, _callee(st))
+            for st in before
+            if isinstance(st, ast.Assign)
+            and len(st.targets) == 1
+            and site.holds(st.lineno)
+            and s not in assigned  # read, never assigned, by the function: kept from a forward outside it
+            and readers
+            and all(r.lineno > st.lineno for r in readers)
+            for k, t in enumerate(_elements(st.targets[0]))
+            if (target := _dotted(t)) is not None
+            and target != s
+            and _same_output(value, resolve_dotted(target, facts.namespace), node)
+        ]
+        if len(same) > 1:  # the same position of the same call's results as where the stale one was made
+            made = _made_by(tree, s, function)
+            same = [c for c in same if made is not None and (c[1], c[3]) == made]
+        if len(same) == 1:
+            at, _k, fresh_name, _call = same[0]
+            lines = _reader_lines(function, s, at)
+            return replace(
+                base,
+                tensor=s,
+                extra={**base.extra, "stale": s, "fresh": fresh_name, "lines": " ".join(str(k) for k in lines)},
+            )
         for k, st in enumerate(before):
             if not isinstance(st, ast.Assign) or len(st.targets) != 1:
                 continue
