@@ -154,6 +154,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # the training step reads the log-variance a shape probe at module level computed, next to its own (NOTE [A fresh
     # forward left unread]): the same output of the same call, told apart from the mean by its position
     "vae_logvar_from_shape_probe": ("stale_read", (("loss", ("decoder", "encoder")),)),
+    # two losses of one forward backwarded in turn, one optimizer stepped after each with no zero_grad() between
+    # (NOTE [One optimizer stepped twice on one forward]): the first step deleted, one step on both gradients
+    "two_phase_loss_stepped_twice": ("optimizer_step", (("penalised", ("ae",)), ("rec", ("ae", "model")))),
     # targets a scorer no optimizer holds computes sample by sample before the epochs, stacked and standardised once
     # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
     # from; detached before that line, every read of it
@@ -369,6 +372,21 @@ def test_a_state_a_module_call_takes_by_keyword_is_recurrent_and_detached_first(
     d = gradlab.last_diagnosis(error)
     assert d.fixes and "retain_graph=True" not in "".join(e.text for e in d.fixes[0].edits), str(d)
     assert any("memory.detach()" in e.text for e in d.fixes[0].edits), str(d)
+
+
+def test_a_second_update_after_a_zero_grad_keeps_its_step(tmp_path: Path) -> None:
+    # opt.zero_grad() after the first step: two updates per batch, each on its own loss; no step is deleted
+    source = (CAUSES / "two_phase_loss_stepped_twice.py").read_text()
+    first = "        opt.step()\n        penalised.backward()\n"
+    assert first in source
+    copy = tmp_path / "two_updates_per_batch.py"
+    copy.write_text(
+        source.replace(first, "        opt.step()\n        opt.zero_grad()\n        penalised.backward()\n")
+    )
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d.fixes and not any(f.summary.startswith("delete opt.step()") for f in d.fixes), str(d)
 
 
 def test_a_model_in_training_mode_is_not_told_to_train(tmp_path: Path) -> None:

@@ -83,7 +83,7 @@ from .stale_forward import (
     stale_forward_context,
 )
 from .stale_read import rederived_context, stale_read_context, stale_read_fixes
-from .step_before_backward import step_after_fixes, step_too_early
+from .step_before_backward import one_step_fixes, step_after_fixes, step_too_early, stepped_again
 from .untracked_write import copy_context, target_context, untracked_fixes
 
 if TYPE_CHECKING:
@@ -214,6 +214,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             if early is not None:
                 return "step_before_backward", replace(early, recompute_lines=recompute_lines(early, graph, p, facts))
             ctx = step_context(base, p, graph, topo, facts, optimizer_write, node_id)
+            ctx = stepped_again(ctx, facts) or ctx  # NOTE [One optimizer stepped twice on one forward]
             if facts.tracker is not None:  # NOTE [A backward routed into what its optimizers hold]
                 written = written_by_steps(facts.tracker, graph)
                 ctx = replace(ctx, routed=routed_optimizers(topo, facts, ctx.intent, written, failing))
@@ -498,6 +499,7 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     proposals: list[Proposal]
     if cause == "optimizer_step":
         proposals = between_fixes(ctx, False) if ctx.judge else chained_fixes(ctx, False)
+        proposals = [*one_step_fixes(ctx), *proposals]
     elif cause == "shared_graph_freed":
         proposals = between_fixes(ctx, True) if ctx.judge else chained_fixes(ctx, True)
     elif cause == "inplace_op":

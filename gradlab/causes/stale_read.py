@@ -172,6 +172,8 @@ def stale_read_context(base: Context, p: Problem, facts: Facts, graph: Graph) ->
     before = [st for st in preceding(tree, line) if function.lineno < st.lineno]
     stale, path = _stale_on_path(before, loss, facts, node)
     assigned = {d for st in ast.walk(function) if isinstance(st, (ast.Assign, ast.AugAssign)) for d in _stores(st)}
+    # the function's parameters are handed in on purpose (a reference the caller computed): never stale reads
+    assigned |= {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
     for s in stale:
         readers = [st for st in path if s in _reads(st.value)]
         value = resolve_dotted(s, facts.namespace)

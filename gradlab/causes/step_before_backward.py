@@ -6,13 +6,15 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+import torch
+
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts
+from ..evidence import Facts, value_of
 from ..fixes import Fix, Proposal, all_edits, claim, insert_lines
 from ..i18n import T
 from ..saved import Write
-from ..source import loop_body_of, runs_backward
+from ..source import calls_method, loop_body_of, runs_backward
 from .chained import recompute_fix
 
 
@@ -100,3 +102,90 @@ def step_after_fixes(ctx: Context) -> list[Proposal]:
             )
         )
     return proposals
+
+
+def stepped_again(ctx: Context, facts: Facts) -> Context | None:
+    """The optimizer whose step wrote the saved weight steps again right after the failing backward, with no
+    ``zero_grad()`` in between (NOTE [One optimizer stepped twice on one forward]): the context with
+    ``extra["delete_step"]``, the first step's line."""
+    site, line, step, optimizer = facts.site, facts.backward_line, ctx.step_line, ctx.optimizer
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or line is None or step is None or not optimizer or not step < line:
+        return None
+    body = loop_body_of(tree, line)
+    if not body:
+        return None
+    statement = next((st for st in body if st.lineno == step), None)
+    if statement is None or not site.holds(step) or statement.end_lineno != step:
+        return None  # the step is a statement of the loop's own body, on one line
+    later = [st for st in body if st.lineno > line]
+    between = [st for st in body if step < st.lineno <= line]
+    if any(calls_method(st, ("zero_grad",)) for st in between):
+        return None
+    again = next((st for st in later if _steps(st, optimizer)), None)
+    before_again = [st for st in later if again is not None and st.lineno < again.lineno]
+    if again is None or any(calls_method(st, ("zero_grad",)) or runs_backward(st) for st in before_again):
+        return None
+    earlier = value_of(ctx.earlier, facts.namespace) if ctx.earlier else None
+    if not isinstance(earlier, torch.Tensor) or earlier.grad_fn is None or not ctx.reach:
+        return None  # the earlier loss, still bound: its backward kept the graph the failing one shares
+    return replace(ctx, extra={**ctx.extra, "delete_step": str(step)})
+
+
+def _outer(models: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(m for m in models if not any(m.startswith(o + ".") for o in models if o != m))
+
+
+def _steps(st: ast.stmt, optimizer: str) -> bool:
+    call = st.value if isinstance(st, ast.Expr) else None
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "step"
+        and ast.unparse(call.func.value) == optimizer
+    )
+
+
+def one_step_fixes(ctx: Context) -> list[Proposal]:
+    """Delete the first of the two steps: one step on both backwards' gradients, from the one forward."""
+    site, line = ctx.site, ctx.extra.get("delete_step")
+    if site is None or not line or not ctx.earlier:
+        return []
+    at = int(line)
+    return [
+        Proposal(
+            Fix(
+                summary=T(
+                    "delete {step} between {earlier}.backward() and {loss}.backward(): {optimizer} steps again after "
+                    "{loss}.backward() with no zero_grad() in between, so one step on both gradients, from the one "
+                    "forward, is what the loop computes",
+                    step=site.text(at).strip(),
+                    earlier=ctx.earlier,
+                    loss=ctx.l,
+                    optimizer=ctx.optimizer or "",
+                ),
+                trains=T(
+                    "{earlier} and {loss} train {models} in one step on the sum of their gradients; as written the "
+                    "first step applied {earlier}'s gradient, and the second would have applied it again",
+                    earlier=ctx.earlier,
+                    loss=ctx.l,
+                    models=", ".join(_outer(ctx.reach)),
+                ),
+                edits=(Edit(site.filename, at, at, ""),),
+                claims=((ctx.earlier, _outer(ctx.reach)), *claim(ctx, _outer(ctx.reach))),
+                keeps_forward=True,
+            ),
+            None,
+            True,
+        )
+    ]
+
+
+# NOTE [One optimizer stepped twice on one forward]
+# Two losses of one forward (a minimax's two phases, two tasks' losses) backwarded in turn through the graph kept
+# between them, the same optimizer stepped after each, with no zero_grad() in between: the first step rewrites
+# weights the second loss's graph saved (the in-place error), and as written the second step would apply the
+# first loss's gradient a second time. The training the second step computes is one step on both gradients: the
+# first step deleted, and the trains line says so. The other reading (a second update on a fresh forward, after a
+# zero_grad()) is the recompute that comes next. Offered when nothing but the second backward lies between the
+# two steps; a zero_grad() in between means two updates, each on its own loss, and the recompute comes first.
