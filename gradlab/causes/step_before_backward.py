@@ -156,9 +156,9 @@ def one_step_fixes(ctx: Context) -> list[Proposal]:
         Proposal(
             Fix(
                 summary=T(
-                    "delete {step} between {earlier}.backward() and {loss}.backward(): {optimizer} steps again after "
-                    "{loss}.backward() with no zero_grad() in between, so one step on both gradients, from the one "
-                    "forward, is what the loop computes",
+                    "delete {step} between the backward of {earlier} and that of {loss}: {optimizer} steps again "
+                    "after the backward of {loss} with no zero_grad() in between, so one step on both gradients, "
+                    "from the one forward, is what the loop computes",
                     step=site.text(at).strip(),
                     earlier=ctx.earlier,
                     loss=ctx.l,
