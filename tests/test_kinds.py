@@ -48,6 +48,9 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # forces (an energy's gradient) taken in an evaluation decorated with no_grad (NOTE [A derivative taken with
     # grad off]): the lines that compute what autograd.grad differentiates run under enable_grad()
     "forces_in_decorated_evaluation": ("no_grad_fn", ("dE = torch.autograd.grad(energy.sum(), pos)[0]",), ()),
+    # a hinge summed over the pairs within the margin, from torch.zeros(1), on a batch with none (NOTE [A total
+    # nothing was added to]): the update skipped when nothing was added
+    "margin_terms_none_this_batch": ("no_grad_fn", ("hinge.backward()",), ()),
     "no_grad_train": ("no_grad_fn", ("with torch.no_grad():",), (("loss", ("model",)),)),
     "decorated_step": ("no_grad_fn", ("@torch.no_grad()",), (("loss", ("encoder", "head")),)),
     "detach_in_forward": ("no_grad_fn", ("y = y.detach()",), (("loss", ("reg",)),)),
@@ -225,6 +228,19 @@ def test_a_derivative_of_an_input_that_requires_no_grad_with_grad_on_is_not_give
     assert error is not None
     d = gradlab.last_diagnosis(error)
     assert d is not None and not any("enable_grad" in e.text for f in d.fixes for e in f.edits), str(d)
+
+
+def test_a_total_whose_terms_were_cut_is_not_skipped(tmp_path: Path) -> None:
+    # the terms are added as numbers (.item()): the total is not empty, the cut is the problem
+    source = (KINDS / "margin_terms_none_this_batch.py").read_text()
+    term = "                hinge += margin - d\n"
+    assert term in source
+    copy = tmp_path / "margin_terms_as_numbers.py"
+    copy.write_text(source.replace(term, "                hinge += (margin - d).item()\n"))
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d is not None and not any("continue" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
 def test_a_kind_without_a_located_fix_still_gets_a_diagnosis_at_its_line() -> None:

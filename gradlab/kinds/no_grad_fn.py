@@ -34,7 +34,7 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Failure, backward_line_after, calls_into, claims_of_others, leaves_of, torch_alias
 from ..explanation import Explanation, Span
-from ..fixes import Fix, Proposal, indent_of, replace_line, unwrapped
+from ..fixes import Fix, Proposal, indent_of, insert_lines, replace_line, unwrapped
 from ..i18n import T
 from ..judge import judged
 from ..location import Location, frame_names
@@ -47,6 +47,7 @@ from ..source import (
     enclosing_blocks,
     feeding,
     function_of,
+    loop_body_of,
     names,
     parse,
     preceding,
@@ -350,6 +351,10 @@ def locate(f: Failure) -> Explanation:
     if closure and site is not None and line is not None:  # located at the closure's backward, not a cut elsewhere
         label = T("here: this closure runs inside an optimizer step that turns grad off")
         return replace(e, spans=(Span(Location(site.filename, line), label),), fixes=(*closure, *e.fixes))
+    empty = _empty_total_fix(f, tree, line) if not closure else ()
+    if empty and site is not None and line is not None:  # a total nothing was added to in this iteration
+        label = T("here: nothing was added to the total this time, so it has no graph")
+        return replace(e, spans=(Span(Location(site.filename, line), label),), fixes=(*empty, *e.fixes))
     if site is None or tree is None or line is None or not cut.found:
         derivative = _derivative_fix(f, tree, line) if not closure and _recorded_block(f, tree) is None else ()
         if derivative and site is not None and line is not None:  # grad is off where the derivative is taken
@@ -701,6 +706,83 @@ def _derivative_fix(f: Failure, tree: ast.Module | None, line: int | None) -> tu
     )
     # no claims: what the loss reaches once the derivative records a graph is not in the code as it ran
     return judged([Proposal(fix, None, True)], Context(site=site))
+
+
+#: Calls that make a tensor from values alone (no graph): a total started from one has a graph only once a term
+#: with one is added to it.
+_STARTS = frozenset({"Tensor", "tensor", "zeros", "zeros_like", "full", "as_tensor", "FloatTensor"})
+
+
+def _empty_total_fix(f: Failure, tree: ast.Module | None, line: int | None) -> tuple[Fix, ...]:
+    """A total started from a constant at the top of each iteration, whose terms are added under a condition or
+    an inner loop, backwarded on an iteration that added none (NOTE [A total nothing was added to])."""
+    site = f.site
+    if site is None or tree is None or line is None or f.error is None:
+        return ()
+    body = loop_body_of(tree, line)
+    st = statement_at(tree, line)
+    target = _backward_target(st) if st is not None else None
+    total = target.id if isinstance(target, ast.Name) else None
+    value = f.namespace.get(total) if total else None
+    if body is None or st is None or total is None or not isinstance(value, torch.Tensor) or value.requires_grad:
+        return ()
+    if not value.is_floating_point() or bool(value.detach().ne(0).any()):
+        return ()  # terms were added, cut from the graph (an .item() on the way): the cut is the problem, not this
+    here = next((i for i, b in enumerate(body) if b.lineno <= line <= (b.end_lineno or b.lineno)), None)
+    if here is None:
+        return ()
+    starts = [
+        i
+        for i, b in enumerate(body[:here])
+        if isinstance(b, ast.Assign)
+        and [ast.unparse(t) for t in b.targets] == [total]
+        and (
+            (isinstance(b.value, ast.Constant) and b.value.value == 0)
+            or (isinstance(b.value, ast.Call) and ast.unparse(b.value.func).split(".")[-1] in _STARTS)
+        )
+    ]
+    if not starts:
+        return ()
+    start = starts[-1]
+    adds = [
+        n
+        for b in body[start + 1 : here]
+        for n in ast.walk(b)
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == total
+    ]
+    # every term added under a condition or an inner loop: an iteration may add none
+    if not adds or any(b in adds for b in body[start + 1 : here]):
+        return ()
+    first = here
+    while first > start + 1 and calls_method(body[first - 1], ("zero_grad",)):
+        first -= 1  # before the update's zero_grad(): the whole update is skipped
+    edit = insert_lines(Context(site=site), body[first].lineno, f"if not {total}.requires_grad:\n    continue")
+    if edit is None:
+        return ()
+    fix = Fix(
+        summary=T(
+            "skip the update when nothing was added to {total}: it starts from a constant each iteration and "
+            "gets its terms under a condition, and this time none was added, so there is nothing to backward",
+            total=total,
+        ),
+        trains=T(
+            "{total} trains what it trained on every iteration that adds a term; an iteration without one has "
+            "no gradient to step on, and is skipped",
+            total=total,
+        ),
+        edits=(edit,),
+    )
+    return judged([Proposal(fix, None, True)], Context(site=site))
+
+
+# NOTE [A total nothing was added to]
+# A loss summed over the items of a batch that qualify (the students with an answer, the boxes that match) starts
+# from a constant (torch.Tensor([0.0]), torch.zeros(1), 0.0) and gets each term under a condition. On a batch with
+# no qualifying item, nothing is added: the total is the constant, with no graph, and its backward raises
+# "element 0 of tensors does not require grad". The code computes no gradient on such a batch; the update is
+# skipped (`if not total.requires_grad: continue` before it), as the loop does on the batches that add terms.
+# Offered when the backwarded name was set from a constant at the top of the loop's body and is only added to
+# inside compound statements, and it has no graph at the failure.
 
 
 # NOTE [A derivative taken with grad off]
