@@ -32,6 +32,7 @@ from .fixes import (
     Fix,
     Proposal,
     all_edits,
+    backward_with,
     claim,
     edit_at,
     insert_lines,
@@ -571,9 +572,7 @@ def _route_into_held(ctx: Context, rewritten: bool = False) -> Proposal | None:
     if not ctx.routed or site is None or intent is None or ctx.backward_line is None or not ctx.loss:
         return None
     inputs = optimizers_inputs(ctx.routed)
-    text = site.text(ctx.backward_line)
-    new = with_keyword(text, "backward", inputs) if inputs and text else None
-    edit = replace_line(ctx, ctx.backward_line, new) if new and new != text else None
+    edit = backward_with(ctx, ctx.backward_line, inputs) if inputs else None
     if edit is None:
         return None
     trained = tuple(sorted(set(intent.trained) & set(ctx.reach))) or intent.trained

@@ -11,6 +11,7 @@ from .edits import Applicability, Edit, check_edits
 from .i18n import Words, _t
 from .location import Location
 from .loop import Site
+from .rewrite import with_keyword
 from .source import statement_at
 
 __all__ = ["Fix", "checked"]
@@ -123,6 +124,15 @@ def replace_line(ctx: Context, line: int | None, new: str | None) -> Edit | None
     if span_of(site, line) != (line, line):
         return None
     return Edit(site.filename, line, line, indent_of(site, line) + new.strip())
+
+
+def backward_with(ctx: Context, line: int | None, keyword: str) -> Edit | None:
+    """The backward call on ``line`` of the failing function with ``keyword`` added (``retain_graph=True``,
+    ``inputs=[...]``); None when the line holds no backward call or already passes it."""
+    site = ctx.site
+    text = site.text(line) if site is not None and line is not None else None
+    new = with_keyword(text, "backward", keyword) if text and ".backward(" in text else None
+    return replace_line(ctx, line, new) if new and new != text else None
 
 
 def insert_lines(ctx: Context, line: int | None, text: str | None, after: bool = False) -> Edit | None:

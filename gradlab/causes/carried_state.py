@@ -17,6 +17,7 @@ from ..fixes import (
     Fix,
     Proposal,
     all_edits,
+    backward_with,
     claim,
     detached_after,
     edit_at,
@@ -29,7 +30,7 @@ from ..graph import Graph
 from ..i18n import T
 from ..location import Location
 from ..loop import Site
-from ..rewrite import detach_in, detached_value, replace_reads, with_keyword
+from ..rewrite import detach_in, detached_value, replace_reads
 from ..source import function_of, loop_around, loop_body_of, names, preceding, statement_at
 
 
@@ -591,9 +592,7 @@ def _kept_within_step(ctx: Context) -> Proposal | None:
     if site is None or not line or ctx.total or not ctx.loss:
         return None
     at = int(line)
-    text = site.text(at)
-    new = with_keyword(text, "backward", "retain_graph=True") if text and ".backward(" in text else None
-    edit = replace_line(ctx, at, new) if new and new != text else None
+    edit = backward_with(ctx, at, "retain_graph=True")
     if edit is None:
         return None
     return keeping(

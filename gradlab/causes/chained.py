@@ -28,6 +28,7 @@ from ..fixes import (
     Fix,
     Proposal,
     all_edits,
+    backward_with,
     claim,
     edit_at,
     indent_of,
@@ -315,9 +316,7 @@ def _retain_for(ctx: Context, text: str) -> Edit | None:
     read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
     if not read & set(ctx.extra.get("graph_names", "").split()):
         return None
-    return replace_line(
-        ctx, ctx.earlier_line, with_keyword(site.text(ctx.earlier_line), "backward", "retain_graph=True")
-    )
+    return backward_with(ctx, ctx.earlier_line, "retain_graph=True")
 
 
 def _sum(ctx: Context, others: tuple[str, ...]) -> Proposal:
@@ -378,9 +377,7 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     inputs = inputs_keyword(ctx.others, tensor_names(ctx, tuple(ctx.others)))
     inputs_edit = None
     if inputs and ctx.site is not None and ctx.backward_line is not None:
-        inputs_edit = replace_line(
-            ctx, ctx.backward_line, with_keyword(ctx.site.text(ctx.backward_line), "backward", inputs)
-        )
+        inputs_edit = backward_with(ctx, ctx.backward_line, inputs)
     others = tuple(ctx.others)
     proposals = [
         Proposal(
@@ -420,9 +417,7 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     if freed and ctx.step_between is False:
         retain_edit = None
         if ctx.site is not None and ctx.earlier_line is not None:
-            retain_edit = replace_line(
-                ctx, ctx.earlier_line, with_keyword(ctx.site.text(ctx.earlier_line), "backward", "retain_graph=True")
-            )
+            retain_edit = backward_with(ctx, ctx.earlier_line, "retain_graph=True")
         elif ctx.extra.get("earlier_at"):  # the earlier backward in another function of the user's code
             line, filename = ctx.extra["earlier_at"].split(":", 1)
             at = Location(filename, int(line))
