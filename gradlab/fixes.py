@@ -12,7 +12,7 @@ from .i18n import Words, _t
 from .location import Location
 from .loop import Site
 from .rewrite import with_keyword
-from .source import statement_at
+from .source import parse, statement_at
 
 __all__ = ["Fix", "checked"]
 
@@ -260,10 +260,29 @@ def edit_at(ctx: Context, loc: Location, new: str | None) -> Edit | None:
     return _replace_other(None, loc, new)
 
 
+def whole_statement(ctx: Context, loc: Location) -> tuple[int, int, str] | None:
+    """The statement that starts on line ``loc`` and spans several lines (``x /= torch.norm(\n    x, dim=-1)``): its
+    first and last line and its text, dedented; None for a statement on one line."""
+    site = ctx.site
+    source = site.source if site is not None and loc.filename == site.filename else source_of(loc.filename)
+    tree = parse(source)
+    st = statement_at(tree, loc.lineno) if tree is not None else None
+    if st is None or st.lineno != loc.lineno or (st.end_lineno or st.lineno) == st.lineno:
+        return None
+    end = st.end_lineno or st.lineno
+    lines = source.splitlines()[st.lineno - 1 : end]
+    return st.lineno, end, textwrap.dedent("\n".join(lines))
+
+
 def write_edit(ctx: Context, new: str | None) -> Edit | None:
     loc = ctx.write_at
     if loc is None or new is None:
         return None
+    whole = whole_statement(ctx, loc)
+    if whole is not None:  # the write spans several lines: the rewrite replaces all of them
+        text = statement_text_line(ctx, loc)
+        indent = text[: len(text) - len(text.lstrip())] if text is not None else ""
+        return Edit(loc.filename, whole[0], whole[1], "\n".join(indent + part.strip() for part in new.split("\n")))
     if "\n" in new:  # a rewrite of one line into several (an indexed assignment into a copy)
         text = statement_line(ctx, loc)
         if text is None:
@@ -274,6 +293,14 @@ def write_edit(ctx: Context, new: str | None) -> Edit | None:
     if site is not None and loc.filename == site.filename:
         return replace_line(ctx, loc.lineno, new) if site.holds(loc.lineno) else _replace_other(site, loc, new)
     return _replace_other(None, loc, new)
+
+
+def statement_text_line(ctx: Context, loc: Location) -> str | None:
+    """The text of line ``loc`` as it stands (its indentation), from the failing function's source or the file's."""
+    site = ctx.site
+    source = site.source if site is not None and loc.filename == site.filename else source_of(loc.filename)
+    lines = source.splitlines()
+    return lines[loc.lineno - 1] if 0 < loc.lineno <= len(lines) else None
 
 
 def statement_line(ctx: Context, loc: Location, kind: type[ast.stmt] = ast.stmt) -> str | None:

@@ -157,6 +157,8 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # two losses of one forward backwarded in turn, one optimizer stepped after each with no zero_grad() between
     # (NOTE [One optimizer stepped twice on one forward]): the first step deleted, one step on both gradients
     "two_phase_loss_stepped_twice": ("optimizer_step", (("penalised", ("ae",)), ("rec", ("ae", "model")))),
+    # an augmented assignment spread over three lines (NOTE [Exact rewrites]): its out-of-place form replaces all three
+    "gated_scores_rescaled_over_lines": ("inplace_op", (("loss", ("head", "pool")),)),
     # targets a scorer no optimizer holds computes sample by sample before the epochs, stacked and standardised once
     # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
     # from; detached before that line, every read of it

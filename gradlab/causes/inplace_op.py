@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ..context import Context
 from ..edits import Edit
-from ..fixes import Fix, Proposal, all_edits, keeping, source_of, write_edit
+from ..fixes import Fix, Proposal, all_edits, keeping, source_of, whole_statement, write_edit
 from ..i18n import T
 from ..location import Location
 from ..rewrite import ACTIVATION_NAMES, ACTIVATIONS, OP_NAMES, rewrite_in_place, twin_in_expression
@@ -63,7 +63,7 @@ def _other_edits(ctx: Context, flags: tuple[Edit, ...]) -> tuple[Edit, ...] | No
             continue  # the same activation: its inplace=True is removed with the others
         if loc is None:
             return None
-        new = _out_of_place(loc.code, op) if recorded else None
+        new = _out_of_place(_written(ctx, loc, loc.code), op) if recorded else None
         edit = write_edit(replace(ctx, write_at=loc), new)
         if edit is None:
             return None
@@ -154,8 +154,14 @@ def _through_callers(ctx: Context, rewritten: str) -> tuple[tuple[Edit, ...], st
     return tuple(edits), rewritten
 
 
+def _written(ctx: Context, loc: Location | None, code: str | None) -> str | None:
+    """The write's statement: its line, or the whole statement when it spans several (NOTE [Exact rewrites])."""
+    whole = whole_statement(ctx, loc) if loc is not None else None
+    return whole[2] if whole is not None else code
+
+
 def in_place_fixes(ctx: Context) -> list[Proposal]:
-    rewritten = _out_of_place(ctx.code, ctx.op)
+    rewritten = _out_of_place(_written(ctx, ctx.write_at, ctx.code), ctx.op)
     through = _through_callers(ctx, rewritten) if rewritten else ((), rewritten)
     callers: tuple[Edit, ...] | None = None
     if through is None:
