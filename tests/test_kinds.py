@@ -51,6 +51,9 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # a hinge summed over the pairs within the margin, from torch.zeros(1), on a batch with none (NOTE [A total
     # nothing was added to]): the update skipped when nothing was added
     "margin_terms_none_this_batch": ("no_grad_fn", ("hinge.backward()",), ()),
+    # a loss module whose forward returns the loss of each pair, called by a trainer that logs loss.item(): reduced
+    # in the module's return, so the logged loss is one number too
+    "loss_module_returns_per_pair": ("non_scalar_output", ("loss.backward()",), (("loss", ("self.scorer",)),)),
     "no_grad_train": ("no_grad_fn", ("with torch.no_grad():",), (("loss", ("model",)),)),
     "decorated_step": ("no_grad_fn", ("@torch.no_grad()",), (("loss", ("encoder", "head")),)),
     "detach_in_forward": ("no_grad_fn", ("y = y.detach()",), (("loss", ("reg",)),)),

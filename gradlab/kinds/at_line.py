@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import ast
 import linecache
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Failure, leaves_of
+from ..evidence import Failure, leaves_of, resolve_dotted
 from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of, source_of
 from ..i18n import T
@@ -682,7 +683,7 @@ def _reduce_where_made(f: Failure, name: str) -> tuple[int, str, str, bool | Non
             and st.targets[0].id == name
         ]
         if not binding:
-            return _reduce_returned(tree, preceding(tree, line), name, site)
+            return _reduce_returned(tree, preceding(tree, line), name, site, f.namespace)
         st = binding[-1]
         if st.lineno != st.end_lineno or not site.holds(st.lineno):
             return None
@@ -782,10 +783,11 @@ def _used_as_number(tree: ast.Module, name: str, line: int) -> bool:
 
 
 def _reduce_returned(
-    tree: ast.Module, before: list[ast.stmt], name: str, site: Site
+    tree: ast.Module, before: list[ast.stmt], name: str, site: Site, namespace: Mapping[str, Any] | None = None
 ) -> tuple[int, str, str, bool] | None:
-    """``a, b = helper(...)`` where ``helper`` (a function of the file) ends in ``return x, y``: the element
-    ``name`` receives, reduced in that return statement (``return recon, (beta * kl).sum()``)."""
+    """``a, b = helper(...)`` where ``helper`` (a function of the file, or a module of the frame whose class's
+    ``forward`` the file defines: ``self.loss_fn(...)``) ends in ``return x, y``: the element ``name`` receives,
+    reduced in that return statement (``return recon, (beta * kl).sum()``)."""
     binding = [
         st
         for st in before
@@ -802,6 +804,10 @@ def _reduce_returned(
     index = next(k for k, e in enumerate(st.targets[0].elts) if isinstance(e, ast.Name) and e.id == name)
     callee = ast.unparse(st.value.func).rsplit(".", 1)[-1]
     defs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == callee]
+    module = resolve_dotted(ast.unparse(st.value.func), namespace) if namespace is not None and not defs else None
+    if isinstance(module, torch.nn.Module):  # a loss module called: its class's forward
+        classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == type(module).__name__]
+        defs = [m for c in classes for m in c.body if isinstance(m, ast.FunctionDef) and m.name == "forward"]
     if len(defs) != 1:
         return None
     returns = [r for r in ast.walk(defs[0]) if isinstance(r, ast.Return)]

@@ -14,9 +14,7 @@ class GatedPool(nn.Module):
 
     def forward(self, items):
         weights = self.score(items).softmax(dim=1)
-        weights = weights * torch.sigmoid(
-            self.gate(items.mean(dim=1, keepdim=True))
-        )
+        weights = weights * torch.sigmoid(self.gate(items.mean(dim=1, keepdim=True)))
         return (weights * items).sum(dim=1)
 
 
