@@ -159,6 +159,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "two_phase_loss_stepped_twice": ("optimizer_step", (("penalised", ("ae",)), ("rec", ("ae", "model")))),
     # an augmented assignment spread over three lines (NOTE [Exact rewrites]): its out-of-place form replaces all three
     "gated_scores_rescaled_over_lines": ("inplace_op", (("loss", ("head", "pool")),)),
+    # three phases on the codes of one encoder pass, two of whose optimizers step the encoder (NOTE [Each phase
+    # recomputed]): the codes recomputed after each of those two steps
+    "codes_shared_by_three_phases": ("optimizer_step", (("ce", ("cls_head", "enc")), ("rec", ("dec", "enc")))),
     # targets a scorer no optimizer holds computes sample by sample before the epochs, stacked and standardised once
     # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
     # from; detached before that line, every read of it
@@ -389,6 +392,20 @@ def test_a_second_update_after_a_zero_grad_keeps_its_step(tmp_path: Path) -> Non
     assert error is not None
     d = gradlab.last_diagnosis(error)
     assert d.fixes and not any(f.summary.startswith("delete opt.step()") for f in d.fixes), str(d)
+
+
+def test_a_later_step_that_leaves_the_recomputed_model_alone_gets_no_recompute(tmp_path: Path) -> None:
+    # the classifier's optimizer holds its head only: after its step the codes are still the encoder's as it is
+    source = (CAUSES / "codes_shared_by_three_phases.py").read_text()
+    held = "opt_cls = torch.optim.Adam([*enc.parameters(), *cls_head.parameters()], lr=1e-3)"
+    assert held in source
+    copy = tmp_path / "head_only_classifier_phase.py"
+    copy.write_text(source.replace(held, "opt_cls = torch.optim.Adam(cls_head.parameters(), lr=1e-3)"))
+    error, _ = _run(copy.read_text(), str(copy))
+    assert error is not None
+    fixes = gradlab.last_diagnosis(error).fixes
+    again = next(f for f in fixes if f.summary.startswith("recompute codes after opt_ae.step()"))
+    assert len(again.edits) == 1 and "later step" not in again.summary, str(again)
 
 
 def test_a_model_in_training_mode_is_not_told_to_train(tmp_path: Path) -> None:

@@ -44,7 +44,17 @@ from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, inputs_keyword, with_keyword
 from ..saved import Write
-from ..source import calls_method, enclosing_blocks, feeding, names, preceding, statement_at, undetached_reads
+from ..source import (
+    calls_method,
+    enclosing_blocks,
+    feeding,
+    loop_body_of,
+    names,
+    preceding,
+    runs_backward,
+    statement_at,
+    undetached_reads,
+)
 
 
 def step_context(
@@ -269,6 +279,7 @@ def recompute_fix(ctx: Context) -> Proposal | None:
     edit = insert_lines(ctx, ctx.step_line, text, after=True) if text else None
     if edit is None:
         return None
+    later = tuple(e for line in _later_steps(ctx) if (e := insert_lines(ctx, line, text, after=True)) is not None)
     keep = _retain_for(ctx, text) if text else None
     what = (
         ", ".join(ctx.site.text(line).strip().split("=")[0].strip() for line in ctx.recompute_lines) if ctx.site else ""
@@ -277,6 +288,15 @@ def recompute_fix(ctx: Context) -> Proposal | None:
         Fix(
             keeps_forward=False,  # the loss is built from the stepped weights: other values
             summary=T(
+                "recompute {what} after {step}, and again after each later step that changes them ({later}), so "
+                "that {loss} and the later phases are built from the stepped weights",
+                what=what,
+                step=ctx.step,
+                loss=ctx.l,
+                later=", ".join(ctx.site.text(e.start - 1).strip() for e in later) if ctx.site else "",
+            )
+            if later and keep is None
+            else T(
                 "recompute {what} after {step}, so that {loss} is built from the stepped weights",
                 what=what,
                 step=ctx.step,
@@ -292,13 +312,53 @@ def recompute_fix(ctx: Context) -> Proposal | None:
                 earlier=ctx.e,
             ),
             trains=T("{loss} trains what it reaches, through the updated weights", loss=ctx.l),
-            edits=(edit,) if keep is None else tuple(sorted((edit, keep), key=lambda e: e.start)),
+            edits=tuple(sorted((edit, *later, *((keep,) if keep is not None else ())), key=lambda e: e.start)),
             claims=claim(ctx, ctx.reach),
         ),
         ctx.reach,
         False,
         describe=True,
     )
+
+
+def _later_steps(ctx: Context) -> list[int]:
+    """The later steps of the loop's body, after the failing backward, whose optimizer holds a model the recomputed
+    statements run, followed by a backward whose statements read what they bind (NOTE [Each phase recomputed]):
+    the recompute goes after each of them too, or the next phase fails the same way."""
+    site, line, lines = ctx.site, ctx.backward_line, ctx.recompute_lines
+    tree = site.tree() if site is not None else None
+    body = loop_body_of(tree, line) if tree is not None and line is not None else None
+    if site is None or tree is None or body is None or line is None:
+        return []
+    recomputed = [statement_at(tree, k) for k in lines]
+    bound = {n for st in recomputed if st is not None for n in names(st, ast.Store)}
+    found: list[int] = []
+    after = [st for st in body if st.lineno > line]
+    for k, st in enumerate(after):
+        call = st.value if isinstance(st, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "step"):
+            continue
+        stepped = _stepped_modules(site, ast.unparse(call.func.value))
+        if not stepped or not any(st2 is not None and _calls_module(st2, stepped) for st2 in recomputed):
+            continue
+        rest = after[k + 1 :]
+        back = next((j for j, b in enumerate(rest) if runs_backward(b)), None)
+        if back is None or not site.holds(st.lineno):
+            continue
+        if any(names(b, ast.Load) & bound for b in rest[: back + 1]) and not any(
+            names(b, ast.Store) & bound for b in rest[:back]
+        ):
+            found.append(st.lineno)
+    return found
+
+
+# NOTE [Each phase recomputed]
+# A loop of phases (encoder-decoder, then a classifier on the codes, then a discriminator, then the fusion), each
+# with its own optimizer and backward, all reading the codes of one forward: the first step that changes the
+# encoders makes the next phase fail, and so does the next step that changes them. The recompute after the first
+# step alone gives a patch that fails one phase later. So the recompute also goes after each later step whose
+# optimizer holds a model the recomputed statements run, when the phase after it reads what they bind before
+# binding it again.
 
 
 def _retain_for(ctx: Context, text: str) -> Edit | None:
