@@ -531,7 +531,9 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     if cause == "shared_graph_freed":
         return judged(_with_general(proposals, freed_fixes(ctx), keep_first=True), ctx)
     if cause == "optimizer_step" and ctx.routed:
-        return judged(_with_general(proposals, [*routed_fixes(ctx), *general_fixes(ctx)]), ctx)
+        # the cause's own backward into the downstream model's parameters (the course's chain) already routes it
+        routes = any("inputs=" in e.text for p in proposals for e in p.fix.edits)
+        return judged(_with_general(proposals, [*([] if routes else routed_fixes(ctx)), *general_fixes(ctx)]), ctx)
     if ctx.made_at is not None:  # a freed graph, whatever its cause
         return judged(_with_general(proposals, apart_fixes(ctx)), ctx)
     return judged(_with_general(proposals, general_fixes(ctx)), ctx)
