@@ -225,6 +225,19 @@ def test_state_kept_on_modules_is_reset_by_its_class_or_detached_where_the_forwa
     assert detach[0].keeps_forward and not any("clear" in f.summary for f in detach)  # no reset method: no reset
 
 
+def variant_diagnosis(script: Path, copy: Path, *replacements: tuple[str, str]) -> gradlab.Diagnosis:
+    """The diagnosis of ``script`` with ``replacements`` (each old text must be there), written to ``copy`` (its
+    own file: its own lines) and run under track(); the variant must fail."""
+    source = script.read_text()
+    for old, new in replacements:
+        assert old in source, old
+        source = source.replace(old, new)
+    copy.write_text(source)
+    error, _ = _run(source, str(copy))
+    assert error is not None, f"{copy.name} should fail"
+    return gradlab.last_diagnosis(error)
+
+
 def _ema_variant(tmp_path: Path, *replacements: tuple[str, str]) -> tuple[BaseException | None, str]:
     """ema_target.py with ``replacements``, written to ``tmp_path`` and run (its own file: its own lines)."""
     source = (CAUSES / "ema_target.py").read_text()

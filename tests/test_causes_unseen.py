@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_causes import _NAMESPACES, CAUSES, _run, _same, _words
+from test_causes import _NAMESPACES, CAUSES, _run, _same, _words, variant_diagnosis
 
 import gradlab
 from gradlab.edits import Edit, apply_edits
@@ -317,129 +317,102 @@ def test_no_backward_is_routed_through_a_part_of_the_graph_that_was_freed(tmp_pa
 
 def test_no_backward_is_routed_past_a_rewritten_weight_it_still_needs(tmp_path: Path) -> None:
     # the reweighter reads the classifier's hidden features: its rewritten weights are saved on the way to clf
-    source = (CAUSES / "reweighter_stepped_inside_update.py").read_text()
-    feats = "weighted = rw.update(xb, per)"
-    made = "rw = Reweighter(6)"
-    assert feats in source and made in source
-    copy = tmp_path / "reweighter_reads_features.py"
-    copy.write_text(
-        source.replace(feats, "weighted = rw.update(clf[:2](xb), per)").replace(made, "rw = Reweighter(12)")
+    d = variant_diagnosis(
+        CAUSES / "reweighter_stepped_inside_update.py",
+        tmp_path / "reweighter_reads_features.py",
+        ("weighted = rw.update(xb, per)", "weighted = rw.update(clf[:2](xb), per)"),
+        ("rw = Reweighter(6)", "rw = Reweighter(12)"),
     )
-    error, _ = _run(copy.read_text(), str(copy))
-    assert error is not None
-    d = gradlab.last_diagnosis(error)
     assert d.fixes and not any("clf_opt.param_groups" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
 def test_no_backward_is_routed_when_its_optimizer_holds_a_weight_the_step_rewrote(tmp_path: Path) -> None:
     # clf_opt holds the reweighter too: as written, the objective trains the stepped reweighter
-    source = (CAUSES / "reweighter_stepped_inside_update.py").read_text()
-    holds = "clf_opt = torch.optim.Adam(clf.parameters(), lr=1e-2)"
-    assert holds in source
-    copy = tmp_path / "clf_opt_holds_reweighter.py"
-    copy.write_text(
-        source.replace(holds, "clf_opt = torch.optim.Adam([*clf.parameters(), *rw.net.parameters()], lr=1e-2)")
-        .replace("rw = Reweighter(6)\n", "")
-        .replace("clf = nn.Sequential(", "rw = Reweighter(6)\nclf = nn.Sequential(")
+    d = variant_diagnosis(
+        CAUSES / "reweighter_stepped_inside_update.py",
+        tmp_path / "clf_opt_holds_reweighter.py",
+        (
+            "clf_opt = torch.optim.Adam(clf.parameters(), lr=1e-2)",
+            "clf_opt = torch.optim.Adam([*clf.parameters(), *rw.net.parameters()], lr=1e-2)",
+        ),
+        ("rw = Reweighter(6)\n", ""),
+        ("clf = nn.Sequential(", "rw = Reweighter(6)\nclf = nn.Sequential("),
     )
-    error, _ = _run(copy.read_text(), str(copy))
-    assert error is not None
-    d = gradlab.last_diagnosis(error)
     assert d.fixes and not any("clf_opt.param_groups" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
 def test_a_state_carried_across_steps_does_not_keep_the_graph(tmp_path: Path) -> None:
     # a step after each query's backward: a kept graph would meet the stepped weights
-    source = (CAUSES / "episode_memory_grown_per_query.py").read_text()
-    backward = "        err.backward()\n"
-    assert backward in source
-    copy = tmp_path / "episode_memory_stepped_per_query.py"
-    copy.write_text(source.replace(backward, backward + "        adam.step()\n"))
-    error, _ = _run(copy.read_text(), str(copy))
-    assert error is not None
-    d = gradlab.last_diagnosis(error)
+    d = variant_diagnosis(
+        CAUSES / "episode_memory_grown_per_query.py",
+        tmp_path / "episode_memory_stepped_per_query.py",
+        ("        err.backward()\n", "        err.backward()\n        adam.step()\n"),
+    )
     assert d.fixes and not any("retain_graph=True" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
 def test_a_state_a_module_call_takes_by_keyword_is_recurrent_and_detached_first(tmp_path: Path) -> None:
     # the memory handed to a module that returns its update, by keyword: a recurrent state, truncated by a detach
-    source = (CAUSES / "episode_memory_grown_per_query.py").read_text()
-    grow, made = "        memory = torch.cat([memory, e], dim=0)\n", "embedder = Embedder().double()"
-    assert grow in source and made in source
+    made = "embedder = Embedder().double()"
     writer = (
         "class Writer(nn.Module):\n    def forward(self, e, memory=None):\n"
         "        return torch.cat([memory, e], dim=0)\n\n\nwriter = Writer()\n"
     )
-    copy = tmp_path / "episode_memory_written_by_a_module.py"
-    copy.write_text(source.replace(grow, "        memory = writer(e, memory=memory)\n").replace(made, writer + made))
-    error, _ = _run(copy.read_text(), str(copy))
-    assert error is not None
-    d = gradlab.last_diagnosis(error)
+    d = variant_diagnosis(
+        CAUSES / "episode_memory_grown_per_query.py",
+        tmp_path / "episode_memory_written_by_a_module.py",
+        ("        memory = torch.cat([memory, e], dim=0)\n", "        memory = writer(e, memory=memory)\n"),
+        (made, writer + made),
+    )
     assert d.fixes and "retain_graph=True" not in "".join(e.text for e in d.fixes[0].edits), str(d)
     assert any("memory.detach()" in e.text for e in d.fixes[0].edits), str(d)
 
 
 def test_a_second_update_after_a_zero_grad_keeps_its_step(tmp_path: Path) -> None:
     # opt.zero_grad() after the first step: two updates per batch, each on its own loss; no step is deleted
-    source = (CAUSES / "two_phase_loss_stepped_twice.py").read_text()
-    first = "        opt.step()\n        penalised.backward()\n"
-    assert first in source
-    copy = tmp_path / "two_updates_per_batch.py"
-    copy.write_text(
-        source.replace(first, "        opt.step()\n        opt.zero_grad()\n        penalised.backward()\n")
+    d = variant_diagnosis(
+        CAUSES / "two_phase_loss_stepped_twice.py",
+        tmp_path / "two_updates_per_batch.py",
+        (
+            "        opt.step()\n        penalised.backward()\n",
+            "        opt.step()\n        opt.zero_grad()\n        penalised.backward()\n",
+        ),
     )
-    error, _ = _run(copy.read_text(), str(copy))
-    assert error is not None
-    d = gradlab.last_diagnosis(error)
     assert d.fixes and not any(f.summary.startswith("delete opt.step()") for f in d.fixes), str(d)
 
 
 def test_a_later_step_that_leaves_the_recomputed_model_alone_gets_no_recompute(tmp_path: Path) -> None:
     # the classifier's optimizer holds its head only: after its step the codes are still the encoder's as it is
-    source = (CAUSES / "codes_shared_by_three_phases.py").read_text()
     held = "opt_cls = torch.optim.Adam([*enc.parameters(), *cls_head.parameters()], lr=1e-3)"
-    assert held in source
-    copy = tmp_path / "head_only_classifier_phase.py"
-    copy.write_text(source.replace(held, "opt_cls = torch.optim.Adam(cls_head.parameters(), lr=1e-3)"))
-    error, _ = _run(copy.read_text(), str(copy))
-    assert error is not None
-    fixes = gradlab.last_diagnosis(error).fixes
+    fixes = variant_diagnosis(
+        CAUSES / "codes_shared_by_three_phases.py",
+        tmp_path / "head_only_classifier_phase.py",
+        (held, "opt_cls = torch.optim.Adam(cls_head.parameters(), lr=1e-3)"),
+    ).fixes
     again = next(f for f in fixes if f.summary.startswith("recompute codes after opt_ae.step()"))
     assert len(again.edits) == 1 and "later step" not in again.summary, str(again)
 
 
 def test_a_model_in_training_mode_is_not_told_to_train(tmp_path: Path) -> None:
     # the head is skipped when no mask is given, in training mode: the kept loss is stale, the mode is not the reason
-    source = (CAUSES / "aux_loss_kept_after_eval.py").read_text()
-    skip, call = "        self.side(feats, mask)", "        out = model(img, mask)"
-    assert skip in source and call in source
-    copy = tmp_path / "aux_head_skipped_in_training.py"
-    copy.write_text(
-        source.replace(skip, "        if mask is not None:\n            self.side(feats, mask)").replace(
-            call, "        out = model(img, mask if step % 2 == 0 else None)"
-        )
+    d = variant_diagnosis(
+        CAUSES / "aux_loss_kept_after_eval.py",
+        tmp_path / "aux_head_skipped_in_training.py",
+        ("        self.side(feats, mask)", "        if mask is not None:\n            self.side(feats, mask)"),
+        ("        out = model(img, mask)", "        out = model(img, mask if step % 2 == 0 else None)"),
     )
-    error, _ = _run(copy.read_text(), str(copy))
-    assert error is not None
-    d = gradlab.last_diagnosis(error)
     assert d.fixes and not any(".train()" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
 def test_a_state_stored_whatever_the_mode_is_not_fixed_by_the_mode(tmp_path: Path) -> None:
     # the head stores its loss whenever a mask is given, in either mode; the loop stops giving masks after the
     # evaluation that left the model in eval mode: the mode is not the reason
-    source = (CAUSES / "aux_loss_kept_after_eval.py").read_text()
-    guard, call = "        if self.training:", "        out = model(img, mask)"
-    assert guard in source and call in source
-    copy = tmp_path / "aux_head_stored_with_a_mask.py"
-    copy.write_text(
-        source.replace(guard, "        if target is not None:").replace(
-            call, "        out = model(img, mask if step < 3 else None)"
-        )
+    d = variant_diagnosis(
+        CAUSES / "aux_loss_kept_after_eval.py",
+        tmp_path / "aux_head_stored_with_a_mask.py",
+        ("        if self.training:", "        if target is not None:"),
+        ("        out = model(img, mask)", "        out = model(img, mask if step < 3 else None)"),
     )
-    error, _ = _run(copy.read_text(), str(copy))
-    assert error is not None
-    d = gradlab.last_diagnosis(error)
     assert d.fixes and not any(".train()" in e.text for f in d.fixes for e in f.edits), str(d)
 
 

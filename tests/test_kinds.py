@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_causes import _run, _same
+from test_causes import _run, _same, variant_diagnosis
 
 import gradlab
 from gradlab.edits import apply_edits
@@ -218,31 +218,24 @@ def test_a_numpy_round_trip_with_a_numpy_function_on_the_way_is_not_rewritten(tm
 def test_a_derivative_of_an_input_that_requires_no_grad_with_grad_on_is_not_given_enable_grad(tmp_path: Path) -> None:
     # the evaluation not decorated but freezing the potential: grad is on where the derivative is taken, and
     # enable_grad() would change nothing
-    source = (KINDS / "forces_in_decorated_evaluation.py").read_text()
-    decorator = "@torch.no_grad()\ndef force_error(potential, pos, true_forces):\n"
-    assert decorator in source
-    copy = tmp_path / "forces_of_a_frozen_potential.py"
-    copy.write_text(
-        source.replace(
-            decorator, "def force_error(potential, pos, true_forces):\n    potential.requires_grad_(False)\n"
-        )
+    d = variant_diagnosis(
+        KINDS / "forces_in_decorated_evaluation.py",
+        tmp_path / "forces_of_a_frozen_potential.py",
+        (
+            "@torch.no_grad()\ndef force_error(potential, pos, true_forces):\n",
+            "def force_error(potential, pos, true_forces):\n    potential.requires_grad_(False)\n",
+        ),
     )
-    error, _ = _run(copy.read_text(), str(copy))
-    assert error is not None
-    d = gradlab.last_diagnosis(error)
     assert d is not None and not any("enable_grad" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
 def test_a_total_whose_terms_were_cut_is_not_skipped(tmp_path: Path) -> None:
     # the terms are added as numbers (.item()): the total is not empty, the cut is the problem
-    source = (KINDS / "margin_terms_none_this_batch.py").read_text()
-    term = "                hinge += margin - d\n"
-    assert term in source
-    copy = tmp_path / "margin_terms_as_numbers.py"
-    copy.write_text(source.replace(term, "                hinge += (margin - d).item()\n"))
-    error, _ = _run(copy.read_text(), str(copy))
-    assert error is not None
-    d = gradlab.last_diagnosis(error)
+    d = variant_diagnosis(
+        KINDS / "margin_terms_none_this_batch.py",
+        tmp_path / "margin_terms_as_numbers.py",
+        ("                hinge += margin - d\n", "                hinge += (margin - d).item()\n"),
+    )
     assert d is not None and not any("continue" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
