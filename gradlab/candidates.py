@@ -37,6 +37,7 @@ from .fixes import (
     edit_at,
     insert_lines,
     keeping,
+    outer_models,
     replace_line,
     source_of,
     span_of,
@@ -51,7 +52,7 @@ from .rewrite import detached_value, inputs_keyword, optimizers_inputs, replace_
 from .source import enclosing, enclosing_blocks, function_of, names, parse, statement_at
 from .writers import documented
 
-__all__ = ["stale_reads", "general_fixes", "freed_fixes", "apart_fixes"]
+__all__ = ["stale_reads", "general_fixes", "freed_fixes", "apart_fixes", "routed_fixes"]
 
 
 def _read(line: str, expr: str) -> bool:
@@ -428,11 +429,6 @@ def general_fixes(ctx: Context) -> list[Proposal]:
     return [f for f in found if f is not None]
 
 
-def _outer(models: set[str]) -> tuple[str, ...]:
-    """``models`` without those another of them holds by name (``self.net`` when ``self`` is there)."""
-    return tuple(sorted(m for m in models if not any(m.startswith(o + ".") for o in models if o != m)))
-
-
 def _keep_and_route(ctx: Context) -> Proposal | None:
     """The failing backward run on the graph as the code built it: the earlier backward keeps what it would free
     (``retain_graph=True``) where the failing loss needs it, and the failing backward goes into the models the
@@ -445,7 +441,7 @@ def _keep_and_route(ctx: Context) -> Proposal | None:
     trained = set(intent.trained) & set(ctx.reach)
     if not trained or trained & set(ctx.stepped_between) or trained & set(ctx.behind_stepped):
         return None  # as written, the loss would train a stepped model on its old weights: a recompute's case
-    models = _outer(trained)
+    models = outer_models(trained)
     retain = bool(trained & set(ctx.freed_reach))  # the freed part lies on the way to the trained models
     route = bool(ctx.stepped_between) or not retain
     inputs = inputs_keyword(models, tensor_names(ctx, models)) if route else None

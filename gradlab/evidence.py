@@ -661,6 +661,7 @@ def routed_optimizers(
     for s in graph.saved:
         if s.status == "freed":
             freers.setdefault(s.node_id, set()).add(s.freed_by)
+    unfreed = {s.node_id for s in graph.saved if s.status != "freed"}
     ran: dict[int, bool] = {}
 
     def ran_here(i: int) -> bool:
@@ -673,7 +674,7 @@ def routed_optimizers(
             by = freers.get(i, set())
             if by and by <= {here}:
                 ran[i] = True
-            elif by <= {here, None} and not any(s.node_id == i and s.status != "freed" for s in graph.saved):
+            elif by <= {here, None} and i not in unfreed:
                 # freed with no freer recorded, or nothing saved to tell (an AddBackward0): by the nodes above it
                 above = topo.parents.get(i, ())
                 ran[i] = i in graph.outputs or (bool(above) and all(ran_here(j) for j in above))
@@ -703,7 +704,7 @@ def routed_optimizers(
 # optimizers' parameters computes exactly the gradient the code asks for, from
 # the forward as it ran, and enters no freed node (autograd runs only the nodes
 # on the way to its inputs). The gradient it no longer puts into other
-# parameters is one no optimizer steps on this loss The same holds when the
+# parameters is one no optimizer steps on this loss. The same holds when the
 # failing backward meets a weight an optimizer step rewrote (the in-place error):
 # when that step holds none of the loss's optimizers' parameters and no node on
 # the way to them saved the rewritten weight (an environment network stepped by

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from .context import Context
@@ -124,6 +125,11 @@ def replace_line(ctx: Context, line: int | None, new: str | None) -> Edit | None
     if span_of(site, line) != (line, line):
         return None
     return Edit(site.filename, line, line, indent_of(site, line) + new.strip())
+
+
+def outer_models(models: Collection[str]) -> tuple[str, ...]:
+    """``models`` without those another of them holds by name (``self.net`` when ``self`` is there)."""
+    return tuple(sorted(m for m in models if not any(m.startswith(o + ".") for o in models if o != m)))
 
 
 def backward_with(ctx: Context, line: int | None, keyword: str) -> Edit | None:
@@ -260,11 +266,16 @@ def edit_at(ctx: Context, loc: Location, new: str | None) -> Edit | None:
     return _replace_other(None, loc, new)
 
 
+def _source_at(ctx: Context, loc: Location) -> str:
+    """The source of ``loc``'s file: the failing function's site when it is that file, else the file's lines."""
+    site = ctx.site
+    return site.source if site is not None and loc.filename == site.filename else source_of(loc.filename)
+
+
 def whole_statement(ctx: Context, loc: Location) -> tuple[int, int, str] | None:
     """The statement that starts on line ``loc`` and spans several lines (``x /= torch.norm(\n    x, dim=-1)``): its
     first and last line and its text, dedented; None for a statement on one line."""
-    site = ctx.site
-    source = site.source if site is not None and loc.filename == site.filename else source_of(loc.filename)
+    source = _source_at(ctx, loc)
     tree = parse(source)
     st = statement_at(tree, loc.lineno) if tree is not None else None
     if st is None or st.lineno != loc.lineno or (st.end_lineno or st.lineno) == st.lineno:
@@ -297,21 +308,16 @@ def write_edit(ctx: Context, new: str | None) -> Edit | None:
 
 def statement_text_line(ctx: Context, loc: Location) -> str | None:
     """The text of line ``loc`` as it stands (its indentation), from the failing function's source or the file's."""
-    site = ctx.site
-    source = site.source if site is not None and loc.filename == site.filename else source_of(loc.filename)
-    lines = source.splitlines()
+    lines = _source_at(ctx, loc).splitlines()
     return lines[loc.lineno - 1] if 0 < loc.lineno <= len(lines) else None
 
 
 def statement_line(ctx: Context, loc: Location, kind: type[ast.stmt] = ast.stmt) -> str | None:
     """The text of line ``loc`` (the failing function's source, or the file's), if it holds one whole statement
     of ``kind``: the line a multi-line edit replaces."""
-    site = ctx.site
-    source = site.source if site is not None and loc.filename == site.filename else source_of(loc.filename)
-    lines = source.splitlines()
-    if not 0 < loc.lineno <= len(lines):
+    text = statement_text_line(ctx, loc)
+    if text is None:
         return None
-    text = lines[loc.lineno - 1]
     try:
         tree = ast.parse(text.strip())
     except SyntaxError:

@@ -35,6 +35,7 @@ __all__ = [
     "names",
     "feeding",
     "runs_backward",
+    "called_on",
     "calls_method",
     "undetached_reads",
     "enclosing",
@@ -189,6 +190,14 @@ def runs_backward(st: ast.AST, *, grad: bool = True) -> bool:
         and ((isinstance(n.func, ast.Attribute) and n.func.attr == "backward") or ast.unparse(n.func) in functions)
         for n in ast.walk(st)
     )
+
+
+def called_on(st: ast.stmt, method: str) -> str | None:
+    """The receiver of ``st`` when the statement is one call of ``method`` (``opt.step()``: ``"opt"``), else None."""
+    call = st.value if isinstance(st, ast.Expr) else None
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == method:
+        return ast.unparse(call.func.value)
+    return None
 
 
 def calls_method(st: ast.AST, methods: Iterable[str]) -> bool:

@@ -45,6 +45,7 @@ from ..loop import Site
 from ..rewrite import detach_in, inputs_keyword, with_keyword
 from ..saved import Write
 from ..source import (
+    called_on,
     calls_method,
     enclosing_blocks,
     feeding,
@@ -335,10 +336,10 @@ def _later_steps(ctx: Context) -> list[int]:
     found: list[int] = []
     after = [st for st in body if st.lineno > line]
     for k, st in enumerate(after):
-        call = st.value if isinstance(st, ast.Expr) else None
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "step"):
+        optimizer = called_on(st, "step")
+        if optimizer is None:
             continue
-        stepped = _stepped_modules(site, ast.unparse(call.func.value))
+        stepped = _stepped_modules(site, optimizer)
         if not stepped or not any(st2 is not None and _calls_module(st2, stepped) for st2 in recomputed):
             continue
         rest = after[k + 1 :]

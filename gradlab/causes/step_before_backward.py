@@ -3,7 +3,6 @@ backward; its fixes."""
 
 from __future__ import annotations
 
-import ast
 from dataclasses import replace
 
 import torch
@@ -11,10 +10,10 @@ import torch
 from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts, value_of
-from ..fixes import Fix, Proposal, all_edits, claim, insert_lines
+from ..fixes import Fix, Proposal, all_edits, claim, insert_lines, outer_models
 from ..i18n import T
 from ..saved import Write
-from ..source import calls_method, loop_body_of, runs_backward
+from ..source import called_on, calls_method, loop_body_of, runs_backward
 from .chained import recompute_fix
 
 
@@ -43,17 +42,8 @@ def step_too_early(base: Context, facts: Facts, write: Write | None) -> Context 
     for st in body[:here]:
         if runs_backward(st):
             return None  # a backward before it in the iteration: the step may be that loss's (the course's loop)
-        call = st.value if isinstance(st, ast.Expr) else None
-        if not (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and call.func.attr == "step"
-            and st.lineno == st.end_lineno
-            and site.holds(st.lineno)
-        ):
-            continue
-        optimizer = ast.unparse(call.func.value)
-        if optimizer not in stepping:
+        optimizer = called_on(st, "step")
+        if optimizer is None or st.lineno != st.end_lineno or not site.holds(st.lineno) or optimizer not in stepping:
             continue
         if write is not None and write.location is not None and write.location.lineno != st.lineno:
             continue
@@ -122,7 +112,7 @@ def stepped_again(ctx: Context, facts: Facts) -> Context | None:
     between = [st for st in body if step < st.lineno <= line]
     if any(calls_method(st, ("zero_grad",)) for st in between):
         return None
-    again = next((st for st in later if _steps(st, optimizer)), None)
+    again = next((st for st in later if called_on(st, "step") == optimizer), None)
     before_again = [st for st in later if again is not None and st.lineno < again.lineno]
     if again is None or any(calls_method(st, ("zero_grad",)) or runs_backward(st) for st in before_again):
         return None
@@ -130,20 +120,6 @@ def stepped_again(ctx: Context, facts: Facts) -> Context | None:
     if not isinstance(earlier, torch.Tensor) or earlier.grad_fn is None or not ctx.reach:
         return None  # the earlier loss, still bound: its backward kept the graph the failing one shares
     return replace(ctx, extra={**ctx.extra, "delete_step": str(step)})
-
-
-def _outer(models: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(m for m in models if not any(m.startswith(o + ".") for o in models if o != m))
-
-
-def _steps(st: ast.stmt, optimizer: str) -> bool:
-    call = st.value if isinstance(st, ast.Expr) else None
-    return (
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and call.func.attr == "step"
-        and ast.unparse(call.func.value) == optimizer
-    )
 
 
 def one_step_fixes(ctx: Context) -> list[Proposal]:
@@ -169,10 +145,10 @@ def one_step_fixes(ctx: Context) -> list[Proposal]:
                     "first step applied {earlier}'s gradient, and the second would have applied it again",
                     earlier=ctx.earlier,
                     loss=ctx.l,
-                    models=", ".join(_outer(ctx.reach)),
+                    models=", ".join(outer_models(ctx.reach)),
                 ),
                 edits=(Edit(site.filename, at, at, ""),),
-                claims=((ctx.earlier, _outer(ctx.reach)), *claim(ctx, _outer(ctx.reach))),
+                claims=((ctx.earlier, outer_models(ctx.reach)), *claim(ctx, outer_models(ctx.reach))),
                 keeps_forward=True,
             ),
             None,
