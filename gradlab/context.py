@@ -81,6 +81,8 @@ class Context:
     total: bool = False
     step_between: bool | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    # NOTE [A tensor built once in a constructor]: the attribute, its store and its property (causes.built_once)
+    built_once: object | None = None
     # -- where in the user's code (line numbers of ``site``), for fixes as checked edits -------------------
     site: Site | None = None
     intent: LoopIntent | None = None

@@ -179,6 +179,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
         "shared_graph_freed",
         (("((pred - ys) ** 2).mean()", ("reg",)), ("mse", ())),
     ),
+    # NOTE [A tensor built once in a constructor]: a registered parameter's exp() stored on self in __init__, the
+    # model built inline in a helper's call; and a Parameter made inline inside softplus (never registered)
+    "gain_scale_built_in_constructor": ("stale_forward", (("err", ("net",)),)),
+    "attention_temperature_inline_parameter": ("stale_forward", (("ce", ("pooling",)),)),
 }
 
 
@@ -625,3 +629,27 @@ def test_a_recurrence_written_in_place_does_not_read_from_the_values_the_loop_st
     d = gradlab.last_diagnosis(error)
     assert d is not None and d.fixes
     assert not any("started from" in f.summary for f in d.fixes), [f.summary for f in d.fixes]
+
+
+def test_no_property_reads_an_argument_of_the_constructor(tmp_path: Path) -> None:
+    # the gain is scaled by an argument of __init__: a property cannot read it, so the rewrite is not offered
+    d = variant_diagnosis(
+        CAUSES / "gain_scale_built_in_constructor.py",
+        tmp_path / "gain_times_argument.py",
+        ("def __init__(self, features, outputs):", "def __init__(self, features, outputs, base=2.0):"),
+        ("self.gain = self.log_gain.exp()", "self.gain = self.log_gain.exp() * base"),
+    )
+    assert not any("@property" in e.text for f in d.fixes for e in f.edits), str(d)
+
+
+def test_no_property_replaces_an_attribute_stored_again_outside_the_constructor(tmp_path: Path) -> None:
+    # forward stores the gain again: it is state the module keeps, not a value built once
+    d = variant_diagnosis(
+        CAUSES / "gain_scale_built_in_constructor.py",
+        tmp_path / "gain_stored_in_forward.py",
+        (
+            "        return self.body(x) * self.gain",
+            "        out = self.body(x) * self.gain\n        self.gain = self.gain * 1.0\n        return out",
+        ),
+    )
+    assert not any("@property" in e.text for f in d.fixes for e in f.edits), str(d)

@@ -64,6 +64,7 @@ from ..i18n import T, Text
 from ..judge import judged
 from ..loop import site_intent
 from .attached_output import attached_fixes, attached_output_context
+from .built_once import built_once_context
 from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
 from .chained import between_fixes, chained_fixes, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
@@ -252,6 +253,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     closure = closure_context(base, facts)
     if closure is not None:
         return "closure_step", closure
+    built = built_once_context(base, p, facts, graph)  # NOTE [A tensor built once in a constructor]
+    if built is not None:
+        return "stale_forward", built
     pruned = pruned_context(base, p, facts, graph)
     if pruned is not None:
         return "stale_forward", pruned

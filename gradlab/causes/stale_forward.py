@@ -276,6 +276,10 @@ def stale_fixes(ctx: Context) -> list[Proposal]:
         from .frozen_extractor import frozen_fixes
 
         return frozen_fixes(ctx)
+    if ctx.built_once is not None:  # NOTE [A tensor built once in a constructor]
+        from .built_once import built_once_fixes
+
+        return built_once_fixes(ctx)
     if ctx.extra.get("pruned_model"):  # NOTE [A pruned weight read without its module's forward]
         from .pruned_weight import pruned_fixes
 

@@ -1,0 +1,239 @@
+"""Cause ``stale_forward``, in a constructor: a module's ``__init__`` computes a tensor from parameters once
+(``self.scale = self.log_scale.exp()``, ``self.width = torch.exp(nn.Parameter(...))``) and every forward reads it:
+the first backward frees that graph and the second fails; its fix (NOTE [A tensor built once in a constructor]).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, replace
+
+import torch
+
+from ..context import Context
+from ..edits import Edit
+from ..evidence import Facts, Problem, sequence_of
+from ..fixes import Fix, Proposal, keeping
+from ..graph import Graph, walk
+from ..i18n import T, join
+from ..location import Location
+from .module_state import _class_tree, _graph_attrs, _methods, _self_attr
+
+__all__ = ["built_once_context", "built_once_fixes"]
+
+#: The parameter's name for the function that wraps it (``exp(p)`` is a width: ``p`` is its log).
+_PREFIX = {"exp": "log_", "softplus": "raw_", "sigmoid": "logit_", "tanh": "raw_", "abs": "raw_"}
+
+
+@dataclass(frozen=True)
+class _Built:
+    """One attribute a class computes once in ``__init__``: the statement's span, the registration that replaces
+    it (or nothing), the expression its property returns, and the line after ``__init__``."""
+
+    cls: str
+    attr: str
+    filename: str
+    start: int
+    end: int
+    indent: str  # the indentation of the class's methods
+    register: str | None  # ``self.log_width = nn.Parameter(...)``
+    value: str  # the property's expression
+    after_init: int  # the last line of ``__init__``
+
+
+def _parameter_call(node: ast.AST) -> bool:
+    func = node.func if isinstance(node, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name == "Parameter"
+
+
+def _wrapper(value: ast.expr, call: ast.Call) -> str | None:
+    """The name of the function whose argument ``call`` is (``torch.exp`` of ``nn.Parameter(...)``: ``exp``)."""
+    for n in ast.walk(value):
+        if isinstance(n, ast.Call) and any(a is call for a in n.args):
+            f = n.func
+            return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    return None
+
+
+def _locals(init: ast.FunctionDef) -> set[str]:
+    args = init.args
+    found = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    found |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    return found | {n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _built(cls: type, attr: str) -> _Built | None:
+    """``cls`` sets ``self.attr`` once, in ``__init__``, from a value that reads nothing of ``__init__``'s own
+    (outside an ``nn.Parameter(...)`` it registers instead), and another method reads it."""
+    found = _class_tree(cls)
+    if found is None:
+        return None
+    node, filename = found
+    methods = _methods(node)
+    init = next((m for m in methods if m.name == "__init__"), None)
+    if init is None or any(isinstance(p, ast.Name) and p.id == "property" for m in methods for p in m.decorator_list):
+        return None
+    stores = [
+        (m, st)
+        for m in methods
+        for st in ast.walk(m)
+        if isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        and any(_self_attr(t, attr) for t in (st.targets if isinstance(st, ast.Assign) else [st.target]))
+    ]
+    if len(stores) != 1 or stores[0][0] is not init or not isinstance(stores[0][1], ast.Assign):
+        return None
+    st = stores[0][1]
+    if len(st.targets) != 1 or st not in init.body:
+        return None  # a tuple target, or a store inside a branch of __init__
+    read = any(_self_attr(n, attr) for m in methods if m is not init for n in ast.walk(m))
+    if not read:
+        return None
+    calls = [n for n in ast.walk(st.value) if _parameter_call(n)]
+    if len(calls) > 1:
+        return None
+    register = None
+    value: ast.expr = st.value
+    taken = {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+    if calls:
+        call = calls[0]
+        assert isinstance(call, ast.Call)
+        name = f"{_PREFIX.get(_wrapper(st.value, call) or '', '')}{attr}"
+        name = name if name != attr else f"{attr}_param"
+        if name in taken:
+            return None
+        register = f"self.{name} = {ast.unparse(call)}"
+        text = ast.unparse(st.value).replace(ast.unparse(call), f"self.{name}", 1)
+        value = ast.parse(text, mode="eval").body
+    own = _locals(init) - {"self"}
+    read_names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    if read_names & own or ("self" not in read_names and not calls):
+        return None  # it reads an argument of __init__ (a property cannot), or nothing of the module's
+    if read_names - {"self"} - set(dir(builtins)) - _module_names(filename):
+        return None
+    indent = " " * init.col_offset
+    return _Built(
+        cls.__name__,
+        attr,
+        filename,
+        st.lineno,
+        st.end_lineno or st.lineno,
+        indent,
+        register,
+        ast.unparse(value),
+        init.end_lineno or init.lineno,
+    )
+
+
+def _module_names(filename: str) -> set[str]:
+    """The names the module of ``filename`` binds at its top level (imports, classes, functions, globals)."""
+    from ..fixes import source_of
+    from ..source import parse
+
+    tree = parse(source_of(filename))
+    if tree is None:
+        return set()
+    found: set[str] = set()
+    for st in tree.body:
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            found |= {(a.asname or a.name).split(".")[0] for a in st.names}
+        elif isinstance(st, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            found.add(st.name)
+        else:
+            found |= {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return found
+
+
+def built_once_context(base: Context, p: Problem | None, facts: Facts, graph: Graph) -> Context | None:
+    """A module of the frame's models keeps, on an attribute its ``__init__`` alone sets, a tensor whose graph holds
+    the node of the freed saved tensor ``p`` (NOTE [A tensor built once in a constructor])."""
+    if p is None or p.node_id is None:
+        return None
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    if node is None or node.seq is None:
+        return None
+    wanted = (node.seq, node.name)
+    roots = [v for k, v in facts.namespace.items() if isinstance(k, str) and isinstance(v, torch.nn.Module)]
+    built: list[_Built] = []
+    seen: set[int] = set()
+    for root in roots:
+        for _sub, m in root.named_modules():
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            for attr in _graph_attrs(m):
+                fn = getattr(m, attr).grad_fn
+                if not any((sequence_of(f), f.name()) == wanted for f in walk([fn])):
+                    continue
+                found = _built(type(m), attr)
+                if found is None:
+                    return None  # the freed part is kept on a module some other way: not this cause
+                if all((b.cls, b.attr) != (found.cls, found.attr) for b in built):
+                    built.append(found)
+    if not built or len(built) > 1:
+        return None
+    return replace(base, built_once=built[0])
+
+
+def built_once_fixes(ctx: Context) -> list[Proposal]:
+    """The tensor computed at each access from the registered parameter, as a property of its class."""
+    b = ctx.built_once
+    if not isinstance(b, _Built):
+        return []
+    inner = b.indent + "    "
+    prop = "\n".join(
+        [
+            "",
+            f"{b.indent}@property",
+            f"{b.indent}def {b.attr}(self):",
+            f"{inner}return {b.value}",
+        ]
+    )
+    edits = (
+        Edit(b.filename, b.start, b.end, f"{inner}{b.register}" if b.register else ""),
+        Edit(b.filename, b.after_init + 1, b.after_init, prop),
+    )
+    where = Location(b.filename, b.start).where
+    return [
+        keeping(
+            ctx,
+            Fix(
+                keeps_forward=True,
+                summary=T(
+                    "compute self.{attr} from {what} at each forward, as a property of {cls}, instead of once in "
+                    "its __init__ ({where}): each forward then builds its own graph, and the updated values are read",
+                    attr=b.attr,
+                    what=T("a registered parameter") if b.register else T("its parameters"),
+                    cls=b.cls,
+                    where=where,
+                ),
+                trains=T(
+                    "{loss} trains {models}, and through self.{attr} the parameter it is computed from, at every "
+                    "iteration",
+                    loss=ctx.l,
+                    models=join(list(ctx.reach), T(" and ")),
+                    attr=b.attr,
+                ),
+                edits=edits,
+            ),
+        )
+    ]
+
+
+# NOTE [A tensor built once in a constructor]
+# A module's __init__ computes a tensor from parameters (a width kept as the exp of
+# its log, a weight normalised once, a mask times a weight) and stores it on
+# self; each forward reads it. That tensor's graph was built once: the first
+# backward frees it and the second fails; with retain_graph it would run, but the
+# value would never follow the optimizer's updates. When the parameter is created
+# inline (torch.exp(nn.Parameter(...))), it is not even registered, so no
+# optimizer built from model.parameters() holds it. The fix computes the value at
+# each access, as a property of the class: the parameter is registered on its own
+# attribute (named for the inverse of the function that wraps it: log_width for
+# exp, raw_ for softplus, logit_ for sigmoid), the constructor's statement
+# becomes that registration (or goes), and every read of self.<attr> is
+# unchanged. Offered only when __init__ is the attribute's one store, a top-level
+# statement, and the value reads nothing of __init__'s own (its arguments) outside
+# the registered Parameter call; detaching the tensor instead (another candidate)
+# makes it a constant that no update moves.
