@@ -516,7 +516,7 @@ def _detach_where_made(ctx: Context) -> Proposal | None:
     """``.detach()`` on the line that made the freed part, when it reaches only parameters no optimizer holds
     (NOTE [A part no optimizer steps] in :mod:`gradlab.evidence`)."""
     at = ctx.made_at
-    if at is None or not at.code:
+    if at is None or not at.code or "autograd.grad(" in at.code:  # autograd.grad returns a tuple: no .detach()
         return None
     edit = edit_at(ctx, at, detached_value(at.code.strip()))
     if edit is None:

@@ -400,6 +400,10 @@ def intent_from_record(
         return read, None
     if read is None or not read.known or set(read.trained) == set(ran.trained):
         return ran, None
+    if not any(plan.steps for plan in ran.plans) and read.trained:
+        # no step ran between the two backward calls: the step comes after an inner loop of several backward calls
+        # (microbatches clipped one by one, NOTE [Intent from the record]): what it does is read from the source
+        return read, None
     words = {k: join(v, T(" and ")) if v else T("nothing") for k, v in (("ran", ran.trained), ("read", read.trained))}
     note = T(
         "the loop's record and its source disagree on what {loss} trains: its optimizers stepped {ran} on it "

@@ -115,7 +115,7 @@ def _trains_text(ctx: Context, claimed: set[str], reach: tuple[str, ...] | None 
             loss=ctx.l,
             models=trained,
             others=join(dropped, T(" and ")),
-            why=join(cleared, ", "),
+            why=join(list(dict.fromkeys(cleared)), ", "),  # two models one optimizer clears: said once
         )
     return T("{loss} trains {models}, as your loop's optimizers ask", loss=ctx.l, models=trained)
 

@@ -35,7 +35,7 @@ import linecache
 import re
 import types
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import CodeType, FrameType
 from typing import Any
 
@@ -44,7 +44,7 @@ from torch import nn
 
 from .location import frame_names
 from .names import modules_in
-from .source import after, parse
+from .source import after, leaving, parse
 
 __all__ = [
     "Site",
@@ -432,7 +432,31 @@ def intent_after(
             cleared = {m for p in plans if p.module for m in p.modules}
             owned = tuple(m for m in owned if m not in cleared)
         plans.append(Plan(receiver, owned, line, method == "step"))
-    return LoopIntent(tuple(plans))
+    return LoopIntent(tuple(_stepped_on_leaving(tree, lineno, plans)))
+
+
+def _stepped_on_leaving(tree: ast.Module, lineno: int, plans: list[Plan]) -> list[Plan]:
+    """``plans`` with an optimizer that zeroes before the next backward of the loop marked as stepping, when the
+    loop's last backward is followed by its ``step()`` once the loop ends (NOTE [A step after the inner loop])."""
+    zeroing = {p.optimizer for p in plans if not p.steps and not p.module}
+    if not zeroing:
+        return plans
+    first: dict[str, str] = {}
+    for receiver, method, _line in _calls(leaving(tree, lineno)):
+        if method not in ("step", "zero_grad"):  # NOTE [Updates that use the gradient]
+            method = _update_kind(tree, method) or ""
+        if receiver in zeroing and method in ("step", "zero_grad"):
+            first.setdefault(receiver, method)
+    return [replace(p, steps=True) if first.get(p.optimizer) == "step" else p for p in plans]
+
+
+# NOTE [A step after the inner loop]
+# A loop of several backward calls, each zeroed before the next (DP-SGD's
+# microbatches: each gradient clipped and added up by the code, zero_grad() at the
+# top of the loop), and one step() after the loop ends: read in loop order, the
+# zero_grad() comes before any step, as if the loss trained nothing. But the last
+# backward's gradient is still in .grad when the step runs, and the earlier ones
+# reach it through what the code added up; the loss trains what the step holds.
 
 
 def site_intent(site: Site, lineno: int) -> LoopIntent:
@@ -449,7 +473,10 @@ def site_intent(site: Site, lineno: int) -> LoopIntent:
 # happens after that line's first backward and the calls that followed it); before
 # that, the source is read (intent_after). The record counts a branch as it went and
 # follows helpers that step; the source cannot. When both are known and disagree,
-# the record wins (it is what ran) and the diagnosis says so.
+# the record wins (it is what ran) and the diagnosis says so; except when no step
+# ran at all between the two backward calls (DP-SGD's microbatches, each backward
+# clipped and zeroed, one step after the inner loop): the record has not yet seen
+# the step that uses them, and the source's reading stands.
 def recorded_intent(
     calls: Iterable[Any],
     optimizer_calls: Iterable[Any],

@@ -143,6 +143,19 @@ def after(tree: ast.Module, lineno: int) -> list[ast.stmt]:
     return out
 
 
+def leaving(tree: ast.Module, lineno: int) -> list[ast.stmt]:
+    """The statements that run once the innermost loop holding the one at ``lineno`` ends: what follows the loop
+    (as :func:`after` reads it). Empty outside a loop."""
+    path = _path(tree, lineno)
+    inner = next(
+        (k for k in range(len(path) - 1, -1, -1) if isinstance(loop := path[k][0], _LOOPS) and path[k][1] is loop.body),
+        None,
+    )
+    if inner is None or any(isinstance(owner, _SCOPES) for owner, _b, _i in path[inner + 1 :]):
+        return []
+    return after(tree, path[inner][0].lineno)  # type: ignore[attr-defined]
+
+
 def names(node: ast.AST, ctx: type[ast.expr_context]) -> set[str]:
     """The plain names ``node`` reads (``ast.Load``) or binds (``ast.Store``)."""
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}

@@ -183,6 +183,14 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # model built inline in a helper's call; and a Parameter made inline inside softplus (never registered)
     "gain_scale_built_in_constructor": ("stale_forward", (("err", ("net",)),)),
     "attention_temperature_inline_parameter": ("stale_forward", (("ce", ("pooling",)),)),
+    # the same on an object that is no module (a trainer keeping its encoder, optimizer and temperature)
+    "temperature_on_a_plain_trainer": ("stale_forward", (("nce", ("self.encoder",)),)),
+    # NOTE [Products through one graph]: Hessian-vector products taken again by one autograd.grad statement inside
+    # a conjugate-gradient solver; the claims are the loop's loss's, not the product's
+    "conjugate_gradient_hvp_repeated": ("same_loss_twice", (("fit", ("regressor",)),)),
+    # NOTE [A step after the inner loop]: per-chunk backward calls of one forward, zeroed at the top of the chunk
+    # loop, one step after it
+    "clipped_microbatches_one_step": ("carried_state", (("chunk_loss", ("classifier",)),)),
 }
 
 
@@ -235,6 +243,8 @@ def test_check_before_the_backward_agrees_with_the_note(script: str, tmp_path: P
     assert needed is not None
     line = source.splitlines()[needed.lineno - 1]
     indent = line[: len(line) - len(line.lstrip())]
+    if ".backward(" not in line:
+        pytest.skip("the failing line is a torch.autograd.grad call, not a backward: no loss for check() to take")
     loss = line.strip().split(".backward(")[0]
     probe = Edit(str(path), needed.lineno, needed.lineno - 1, f'{indent}globals()["_checked"] = gradlab.check({loss})')
     copy = tmp_path / f"{script}.py"

@@ -54,6 +54,16 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # a loss module whose forward returns the loss of each pair, called by a trainer that logs loss.item(): reduced
     # in the module's return, so the logged loss is one number too
     "loss_module_returns_per_pair": ("non_scalar_output", ("loss.backward()",), (("loss", ("self.scorer",)),)),
+    # NOTE [An input cut off by a detach]: a Fisher estimate's autograd.grad over every parameter, on features the
+    # helper detached from the trunk: the detach dropped, on a path built through a list of parts
+    "saliency_penalty_detached_trunk": (
+        "unused_input",
+        ("grads = torch.autograd.grad(mean_logp, list(net.parameters()))",),
+        (("objective", ("net",)),),
+    ),
+    # NOTE [A model whose eval branch cuts]: a straight-through bottleneck put in eval mode to freeze its usage
+    # statistics: its own switch turned off instead
+    "gumbel_quantizer_put_in_eval": ("no_grad_fn", ("bottleneck.eval()",), (("mse", ("encoder",)),)),
     "no_grad_train": ("no_grad_fn", ("with torch.no_grad():",), (("loss", ("model",)),)),
     "decorated_step": ("no_grad_fn", ("@torch.no_grad()",), (("loss", ("encoder", "head")),)),
     "detach_in_forward": ("no_grad_fn", ("y = y.detach()",), (("loss", ("reg",)),)),

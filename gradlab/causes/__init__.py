@@ -75,7 +75,7 @@ from .list_never_cleared import buffer_context, buffered_fixes
 from .module_state import kept_on_modules, module_state_fixes
 from .pruned_weight import pruned_context
 from .retained_accumulation import retained_fixes, retained_total
-from .same_loss_twice import total_of_backwarded, twice_fixes
+from .same_loss_twice import products_again, total_of_backwarded, twice_fixes
 from .stale_forward import (
     global_forward_context,
     kept_constant_context,
@@ -250,6 +250,8 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     made = made_apart(graph, p, facts, loss, base.intent)
     if made is not None:
         base = replace(base, made_at=made[0], made_unstepped=made[1])
+    if products_again(freeing_call(p, facts), failing):  # NOTE [Products through one graph]
+        return "same_loss_twice", replace(base, extra={**base.extra, "products": "1"})
     closure = closure_context(base, facts)
     if closure is not None:
         return "closure_step", closure

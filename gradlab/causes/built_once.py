@@ -22,6 +22,11 @@ from .module_state import _class_tree, _graph_attrs, _methods, _self_attr
 
 __all__ = ["built_once_context", "built_once_fixes"]
 
+#: Calls that draw random numbers: a value computed with them is not the same at each access.
+_RANDOM = frozenset(
+    {"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "dropout", "rand_like", "randn_like"}
+)
+
 #: The parameter's name for the function that wraps it (``exp(p)`` is a width: ``p`` is its log).
 _PREFIX = {"exp": "log_", "softplus": "raw_", "sigmoid": "logit_", "tanh": "raw_", "abs": "raw_"}
 
@@ -106,6 +111,8 @@ def _built(cls: type, attr: str) -> _Built | None:
         register = f"self.{name} = {ast.unparse(call)}"
         text = ast.unparse(st.value).replace(ast.unparse(call), f"self.{name}", 1)
         value = ast.parse(text, mode="eval").body
+    if any(isinstance(n, ast.Call) and ast.unparse(n.func).rsplit(".", 1)[-1] in _RANDOM for n in ast.walk(value)):
+        return None  # a property would draw anew at each access
     own = _locals(init) - {"self"}
     read_names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
     if read_names & own or ("self" not in read_names and not calls):
@@ -145,6 +152,36 @@ def _module_names(filename: str) -> set[str]:
     return found
 
 
+def _holders(facts: Facts) -> list[object]:
+    """The frame's modules and everything they hold, and the frame's objects of classes of the user's code (an
+    agent that keeps its networks, optimizers and temperature on attributes), each once."""
+    found: dict[int, object] = {}
+    for k, v in facts.namespace.items():
+        if not isinstance(k, str):
+            continue
+        if isinstance(v, torch.nn.Module):
+            found.update((id(m), m) for _sub, m in v.named_modules())
+        elif _plain_graph_attrs(v):
+            found[id(v)] = v
+            found.update((id(m), m) for a in vars(v).values() if isinstance(a, torch.nn.Module) for m in a.modules())
+    return list(found.values())
+
+
+def _plain_graph_attrs(obj: object) -> list[str]:
+    """The public attributes of an object of a user's class (no module, no tensor) that hold a tensor with a graph."""
+    if (
+        isinstance(obj, (torch.Tensor, type))
+        or type(obj).__module__ in ("builtins", "torch")
+        or not hasattr(obj, "__dict__")
+    ):
+        return []
+    return [
+        k
+        for k, v in vars(obj).items()
+        if not k.startswith("_") and isinstance(v, torch.Tensor) and v.grad_fn is not None
+    ]
+
+
 def built_once_context(base: Context, p: Problem | None, facts: Facts, graph: Graph) -> Context | None:
     """A module of the frame's models keeps, on an attribute its ``__init__`` alone sets, a tensor whose graph holds
     the node of the freed saved tensor ``p`` (NOTE [A tensor built once in a constructor])."""
@@ -154,23 +191,23 @@ def built_once_context(base: Context, p: Problem | None, facts: Facts, graph: Gr
     if node is None or node.seq is None:
         return None
     wanted = (node.seq, node.name)
-    roots = [v for k, v in facts.namespace.items() if isinstance(k, str) and isinstance(v, torch.nn.Module)]
+    site = facts.site
+    held = frozenset().union(*site.optimizers.values()) if site is not None and site.optimizers else frozenset()
     built: list[_Built] = []
-    seen: set[int] = set()
-    for root in roots:
-        for _sub, m in root.named_modules():
-            if id(m) in seen:
+    for m in _holders(facts):
+        for attr in _graph_attrs(m) if isinstance(m, torch.nn.Module) else _plain_graph_attrs(m):
+            fn = getattr(m, attr).grad_fn
+            below = walk([fn])
+            if not any((sequence_of(f), f.name()) == wanted for f in below):
                 continue
-            seen.add(id(m))
-            for attr in _graph_attrs(m):
-                fn = getattr(m, attr).grad_fn
-                if not any((sequence_of(f), f.name()) == wanted for f in walk([fn])):
-                    continue
-                found = _built(type(m), attr)
-                if found is None:
-                    return None  # the freed part is kept on a module some other way: not this cause
-                if all((b.cls, b.attr) != (found.cls, found.attr) for b in built):
-                    built.append(found)
+            found = _built(type(m), attr)
+            leaves = {id(v) for f in below if (v := getattr(f, "variable", None)) is not None}
+            if found is not None and found.register is None and not leaves & held:
+                return None  # computed from parameters no optimizer holds: a constant (a detach fixes it)
+            if found is None:
+                return None  # the freed part is kept on a module some other way: not this cause
+            if all((b.cls, b.attr) != (found.cls, found.attr) for b in built):
+                built.append(found)
     if not built or len(built) > 1:
         return None
     return replace(base, built_once=built[0])
@@ -195,28 +232,43 @@ def built_once_fixes(ctx: Context) -> list[Proposal]:
         Edit(b.filename, b.after_init + 1, b.after_init, prop),
     )
     where = Location(b.filename, b.start).where
+    # with the loop's intent known, the trains line is read from it (a loss that reaches models no step uses)
     return [
-        keeping(
-            ctx,
-            Fix(
-                keeps_forward=True,
-                summary=T(
-                    "compute self.{attr} from {what} at each forward, as a property of {cls}, instead of once in "
-                    "its __init__ ({where}): each forward then builds its own graph, and the updated values are read",
-                    attr=b.attr,
-                    what=T("a registered parameter") if b.register else T("its parameters"),
-                    cls=b.cls,
-                    where=where,
+        replace(
+            keeping(
+                ctx,
+                Fix(
+                    keeps_forward=True,
+                    summary=T(
+                        "compute self.{attr} at each access, as a property of {cls} ({value}), instead of once in its "
+                        "__init__ ({where}): each use then builds its own graph from the values the updates wrote",
+                        attr=b.attr,
+                        cls=b.cls,
+                        value=b.value,
+                        where=where,
+                    )
+                    if not b.register
+                    else T(
+                        "register the parameter self.{attr} is computed from ({register}) and compute self.{attr} at "
+                        "each access, as a property of {cls} ({value}), instead of once in its __init__ ({where}): each "
+                        "use then builds its own graph from the values the updates wrote",
+                        attr=b.attr,
+                        register=b.register,
+                        cls=b.cls,
+                        value=b.value,
+                        where=where,
+                    ),
+                    trains=T(
+                        "{loss} trains {models} at every iteration, through the value of self.{attr} each access "
+                        "computes",
+                        loss=ctx.l,
+                        models=join(list(ctx.reach), T(" and ")),
+                        attr=b.attr,
+                    ),
+                    edits=edits,
                 ),
-                trains=T(
-                    "{loss} trains {models}, and through self.{attr} the parameter it is computed from, at every "
-                    "iteration",
-                    loss=ctx.l,
-                    models=join(list(ctx.reach), T(" and ")),
-                    attr=b.attr,
-                ),
-                edits=edits,
             ),
+            describe=True,
         )
     ]
 
@@ -234,6 +286,9 @@ def built_once_fixes(ctx: Context) -> list[Proposal]:
 # exp, raw_ for softplus, logit_ for sigmoid), the constructor's statement
 # becomes that registration (or goes), and every read of self.<attr> is
 # unchanged. Offered only when __init__ is the attribute's one store, a top-level
-# statement, and the value reads nothing of __init__'s own (its arguments) outside
-# the registered Parameter call; detaching the tensor instead (another candidate)
-# makes it a constant that no update moves.
+# statement, the value reads nothing of __init__'s own (its arguments) outside
+# the registered Parameter call and draws no random numbers, and (unless the
+# Parameter is made inline) some tensor below it is held by an optimizer: computed
+# from parameters no optimizer holds, the value is a constant of the loop (an
+# average latent through a frozen generator), and a detach where it is made is
+# the fix.

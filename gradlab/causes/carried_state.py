@@ -595,6 +595,26 @@ def _kept_within_step(ctx: Context) -> Proposal | None:
     edit = backward_with(ctx, at, "retain_graph=True")
     if edit is None:
         return None
+    if not ctx.carried:  # no state carried: the losses are parts of one forward made before the loop
+        return keeping(
+            ctx,
+            Fix(
+                summary=T(
+                    "keep the graph each backward at {where} frees (retain_graph=True): each {loss} is a part of one "
+                    "forward computed before this loop, the first backward freed that forward's graph, and no "
+                    "optimizer step runs between these backward calls",
+                    where=Location(site.filename, at).where,
+                    loss=ctx.l,
+                ),
+                trains=T(
+                    "each {loss} trains through the one forward it is a part of, with the values it has now; the "
+                    "gradient each backward leaves is used as your code uses it",
+                    loss=ctx.l,
+                ),
+                cost=T("that forward's graph stays in memory until the last of these backward calls"),
+                edits=(edit,),
+            ),
+        )
     return keeping(
         ctx,
         Fix(

@@ -12,6 +12,7 @@ from ..evidence import Facts, receiver, steps_between
 from ..fixes import Fix, Proposal, all_edits, keeping, replace_line, source_of
 from ..graph import Graph
 from ..i18n import T
+from ..recorder import BackwardCall
 from ..rewrite import with_keyword
 from ..source import enclosing_blocks, parse
 
@@ -140,6 +141,9 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
                 ),
             ),
         ]
+    products = _repeated_products(ctx)
+    if products is not None:
+        return [products]
     retain = None
     if ctx.site is not None and ctx.earlier_line is not None and ctx.earlier_line != ctx.backward_line:
         retain = replace_line(
@@ -185,6 +189,72 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
             ),
         ),
     ]
+
+
+#: A call of torch.autograd.grad on a line (``torch.autograd.grad(``, ``autograd.grad(``, ``grad(``).
+_GRAD_CALL = re.compile(r"(?<![\w.])(torch\.)?(autograd\.)?grad\(")
+
+
+def products_again(call: BackwardCall | None, failing: BackwardCall | None) -> bool:
+    """The backward that freed the graph and the failing one are the same ``torch.autograd.grad`` statement, run
+    again (NOTE [Products through one graph])."""
+    if call is None or failing is None or call is failing or call.location is None or failing.location is None:
+        return False
+    a, b = call.location, failing.location
+    code = b.code or ""
+    return (
+        (a.filename, a.lineno) == (b.filename, b.lineno)
+        and bool(_GRAD_CALL.search(code))
+        and ".backward(" not in code
+        and "retain_graph" not in code
+    )
+
+
+def _repeated_products(ctx: Context) -> Proposal | None:
+    """``torch.autograd.grad`` run again by the same statement on one graph (a solver's loop of vector-Jacobian or
+    Hessian-vector products): ``retain_graph=True`` on that call (NOTE [Products through one graph])."""
+    site, line = ctx.site, ctx.backward_line
+    if site is None or line is None or ctx.earlier_line not in (None, line):
+        return None
+    text = site.text(line)
+    if not _GRAD_CALL.search(text) or ".backward(" in text or "retain_graph" in text:
+        return None
+    if not ctx.extra.get("products") and not re.search(r"autograd\.grad\(", text):
+        return None
+    new = with_keyword(text, "grad", "retain_graph=True")
+    edit = replace_line(ctx, line, new) if new and new != text else None
+    if edit is None:
+        return None
+    # autograd.grad's output is no loss the loop trains with: the claims are the loop's other losses', as they stand
+    return Proposal(
+        Fix(
+            keeps_forward=True,
+            claims=ctx.other_claims,
+            summary=T(
+                "pass retain_graph=True to the torch.autograd.grad call at line {line}: it runs again on the same "
+                "graph (each run a product with another vector), and the first run freed it",
+                line=line,
+            ),
+            trains=T(
+                "the same training: torch.autograd.grad returns its products and writes no .grad, so nothing is "
+                "counted twice; the graph stays in memory until the last product"
+            ),
+            edits=(edit,),
+        ),
+        None,
+        True,
+    )
+
+
+# NOTE [Products through one graph]
+# torch.autograd.grad run again and again on one graph by one statement: an
+# implicit-function or deep-equilibrium backward solving its fixed point, a
+# conjugate-gradient loop of Hessian-vector products (TRPO, natural gradients), a
+# Neumann series. Each run takes the product of the graph's Jacobian with another
+# vector; the first run frees the graph. Unlike two backward calls of one loss, no
+# gradient is added twice: autograd.grad returns its results and leaves every
+# .grad alone. So the fix keeps every run and passes retain_graph=True to that
+# call; the graph is freed when nothing refers to it any more.
 
 
 # NOTE [Twice]

@@ -1004,10 +1004,10 @@ def _unused_input(f: Failure) -> Explanation:
             else T("here: an input is not used by what is differentiated")
         ),
     )
-    rebuilt = _rebuilt_output(f)
-    if (
-        rebuilt
-    ):  # the output was rebuilt from a number (torch.tensor(loss.item(), requires_grad=True)): no input is used
+    rebuilt = _rebuilt_output(f) or _detached_before(f, call)
+    if rebuilt:
+        # the output was rebuilt from a number (torch.tensor(loss.item(), requires_grad=True)): no input is used;
+        # or a .detach() on its path cuts off the model that holds the inputs (NOTE [An input cut off by a detach])
         e = replace(e, fixes=(*rebuilt, *e.fixes))
     if call is None or any(k.arg == "allow_unused" for k in call.keywords):
         return e
@@ -1026,6 +1026,59 @@ def _unused_input(f: Failure) -> Explanation:
         edits=line.edit(f, Swap().visit(line.tree)),
     )
     return replace(e, fixes=(*e.fixes[:1], *_judged(f, [Proposal(fix, None, False)]), *e.fixes[1:]))
+
+
+def _detached_before(f: Failure, call: ast.Call | None) -> tuple[Fix, ...]:
+    """The fix that drops a ``.detach()`` (or ``.data``) on the differentiated output's path whose receiver calls
+    a module the inputs belong to (NOTE [An input cut off by a detach])."""
+    from .no_grad_fn import _fixes, path_cut
+
+    site, loc = f.site, f.location
+    tree = site.tree() if site is not None else None
+    if site is None or loc is None or tree is None or call is None or loc.filename != site.filename:
+        return ()
+    inputs = ast.unparse(call.args[1])
+    owners = {
+        ast.unparse(n.func.value)
+        for n in ast.walk(call.args[1])
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _PARAMETER_LISTS
+    } or {inputs}
+    cut = path_cut(tree, loc.lineno)
+    if cut.left is None or cut.rebuilt is not None:
+        return ()
+    called = {ast.unparse(n.func) for n in ast.walk(cut.left) if isinstance(n, ast.Call)}
+    if not any(c == o or c.startswith(o + ".") for c in called for o in owners):
+        return ()
+    found = [fix for fix in _fixes(f, cut, loc.lineno) if fix.edits][:1]
+    # autograd.grad writes no .grad: the fix changes the values it returns, not what the loop's losses train
+    return tuple(
+        replace(
+            fix,
+            trains=T(
+                "torch.autograd.grad then returns a gradient for every input of {inputs}, and writes no .grad: what "
+                "the loop's losses train stays as it is",
+                inputs=inputs,
+            ),
+            claims=f.claims(),
+            applicability="machine-applicable",
+        )
+        for fix in found
+    )
+
+
+#: The methods that list a module's parameters.
+_PARAMETER_LISTS = frozenset({"parameters", "named_parameters"})
+
+# NOTE [An input cut off by a detach]
+# torch.autograd.grad(out, inputs) finds an input unused: the output does not
+# depend on it. When the output's own path (the statements that build it, a list
+# of parts appended to included) takes a module's result out of the graph with
+# .detach() or .data, and that module is the one the inputs are the parameters of
+# (the inputs are self.model.parameters(), the detached value self.model.backbone(x)),
+# the cut is the reason: an EWC Fisher estimate that detached the backbone's
+# features to save memory, a gradient penalty on detached activations. Dropping
+# that .detach() lets every input reach the output. Offered first, before
+# allow_unused=True (which would hide the cut and leave those gradients None).
 
 
 def _rebuilt_output(f: Failure) -> tuple[Fix, ...]:

@@ -273,13 +273,19 @@ def path_cut(tree: ast.Module, line: int, models: dict[str, str] | None = None) 
         cut.rebuilt = here if _calls_named(target, REBUILDS) else None
         cut.left = here if _calls_named(target, EXTRACTIONS) else None
     for st in reversed(preceding(tree, line)):
+        grown = _grows(st)
+        if grown is not None and grown in needed:  # ``parts.append(loss_i)``: what the list holds is on the path
+            path.append(st)
+            needed |= names(st, ast.Load)
+            continue
         if not isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) or not names(st, ast.Store) & needed:
             continue
         path.append(st)
         reads = names(st, ast.Load) | (names(st, ast.Store) if isinstance(st, ast.AugAssign) else set())
         needed |= reads
-        if cut.rebuilt is None and _calls_named(st, REBUILDS):
-            cut.rebuilt, cut.rebuilt_call = st, f"{ast.unparse(_calls_named(st, REBUILDS)[0].func)}()"
+        rebuilds = [c for c in _calls_named(st, REBUILDS) if not _literal(c)]
+        if cut.rebuilt is None and rebuilds:
+            cut.rebuilt, cut.rebuilt_call = st, f"{ast.unparse(rebuilds[0].func)}()"
         extracted = _calls_named(st, EXTRACTIONS)
         if cut.left is None and extracted:
             cut.left, cut.left_call = st, f".{extracted[0].func.attr}()"  # type: ignore[attr-defined]
@@ -322,6 +328,28 @@ def path_cut(tree: ast.Module, line: int, models: dict[str, str] | None = None) 
     return cut
 
 
+def _literal(call: ast.Call) -> bool:
+    """``torch.tensor([0.1, 0.5])``: a tensor made from numbers written in the code, no value taken from a graph."""
+    return bool(call.args) and all(
+        isinstance(n, (ast.Constant, ast.List, ast.Tuple, ast.UnaryOp, ast.USub, ast.Load))
+        for a in call.args
+        for n in ast.walk(a)
+    )
+
+
+def _grows(st: ast.stmt) -> str | None:
+    """The list a statement adds to (``parts.append(x)``, ``.extend``, ``.insert``): its name; None otherwise."""
+    call = st.value if isinstance(st, ast.Expr) else None
+    if (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in ("append", "extend", "insert")
+        and isinstance(call.func.value, ast.Name)
+    ):
+        return call.func.value.id
+    return None
+
+
 def _stripped_source(value: ast.expr) -> str | None:
     from ..rewrite import _strip
 
@@ -355,6 +383,11 @@ def locate(f: Failure) -> Explanation:
     if empty and site is not None and line is not None:  # a total nothing was added to in this iteration
         label = T("here: nothing was added to the total this time, so it has no graph")
         return replace(e, spans=(Span(Location(site.filename, line), label),), fixes=(*empty, *e.fixes))
+    evaluating = _eval_mode_fix(f, tree, cut, line) if not cut.found and not closure else None
+    if evaluating is not None and site is not None and line is not None:  # NOTE [A model whose eval branch cuts]
+        label_at, fix = evaluating
+        label = T("cut: this model is in eval mode, and its forward's eval branch returns values without a graph")
+        return replace(e, spans=(Span(label_at, label),), fixes=(fix, *e.fixes))
     if site is None or tree is None or line is None or not cut.found:
         derivative = _derivative_fix(f, tree, line) if not closure and _recorded_block(f, tree) is None else ()
         if derivative and site is not None and line is not None:  # grad is off where the derivative is taken
@@ -795,6 +828,151 @@ def _empty_total_fix(f: Failure, tree: ast.Module | None, line: int | None) -> t
 # its inputs), with the inputs made to require grad. Offered when the failing call is autograd.grad, grad was
 # off when it raised, its inputs are names of floating-point tensors that require no grad, and no cut or
 # grad-off block the code or the record shows explains it.
+
+
+def _eval_mode_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int | None) -> tuple[Location, Fix] | None:
+    """A model on the loss's path, put in eval mode by the code, returned values without a graph from an input
+    with one, and its forward branches on ``self.training``: the fix keeps it in training mode (NOTE [A model whose
+    eval branch cuts])."""
+    site = f.site
+    if site is None or tree is None or line is None:
+        return None
+    graph = {k for k, v in f.namespace.items() if isinstance(v, torch.Tensor) and v.requires_grad}
+    for st in cut.statements:
+        if not isinstance(st, ast.Assign):
+            continue
+        targets = names(st, ast.Store)
+        if not targets or any(isinstance(v := f.namespace.get(t), torch.Tensor) and v.requires_grad for t in targets):
+            continue
+        for call in (n for n in ast.walk(st.value) if isinstance(n, ast.Call)):
+            model = f.namespace.get(ast.unparse(call.func))
+            if not isinstance(model, torch.nn.Module) or model.training:
+                continue
+            if not any(names(a, ast.Load) & graph or _trains_in(a, f.namespace) for a in call.args):
+                continue  # no argument with a graph: a tensor that requires grad, or a trainable model's output
+            found = _eval_call(tree, ast.unparse(call.func))
+            flag = _training_flag(type(model), model)
+            if found is None or flag is False:
+                continue
+            name = ast.unparse(call.func)
+            new = f"{name}.{flag} = False" if flag else f"{name}.train()"
+            edit = replace_line(Context(site=site, backward_line=line), found, new)
+            if edit is None:
+                edit = Edit(site.filename, found, found, indent_of(site, found) + new)
+            intent = site_intent(site, line)
+            here = statement_at(tree, line)
+            target = _backward_target(here) if here is not None else None
+            loss = ast.unparse(target) if target is not None else None
+            fix = Fix(
+                summary=T(
+                    "keep {model} in training mode, whose forward carries the gradient, and turn off what "
+                    "self.{flag} guards instead: {new} in place of {model}.eval()",
+                    model=name,
+                    flag=flag,
+                    new=new,
+                )
+                if flag
+                else T(
+                    "keep {model} in training mode ({new} in place of {model}.eval()): its forward's eval branch "
+                    "returns values without a graph",
+                    model=name,
+                    new=new,
+                ),
+                trains=T(
+                    "{loss} trains {models} through {model}'s training-mode forward; the updates under "
+                    "self.{flag} no longer run",
+                    loss=loss or T("the loss"),
+                    models=", ".join(intent.trained) or T("what its optimizers hold"),
+                    model=name,
+                    flag=flag,
+                )
+                if flag
+                else T(
+                    "{loss} trains {models} through {model}'s training-mode forward; whatever that forward does in "
+                    "training mode besides (dropout, running statistics, codebook updates) runs again",
+                    loss=loss or T("the loss"),
+                    models=", ".join(intent.trained) or T("what its optimizers hold"),
+                    model=name,
+                ),
+                edits=(edit,),
+                claims=((loss, intent.trained),) if loss and intent.trained else (),
+                applicability="machine-applicable" if flag else "maybe-incorrect",
+            )
+            fixes = judged([Proposal(fix, None, True)], Context(site=site))  # its code: the edits, checked
+            return (Location(site.filename, found), replace(fixes[0], claims=fix.claims)) if fixes else None
+    return None
+
+
+def _trains_in(node: ast.expr, namespace: dict[str, Any]) -> bool:
+    """``node`` calls a model of ``namespace`` with a parameter that requires grad (``encoder(x)``)."""
+    for n in ast.walk(node):
+        model = namespace.get(ast.unparse(n.func)) if isinstance(n, ast.Call) else None
+        if isinstance(model, torch.nn.Module) and any(p.requires_grad for p in model.parameters()):
+            return True
+    return False
+
+
+def _eval_call(tree: ast.Module, name: str) -> int | None:
+    """The line of the last one-line ``name.eval()`` (or ``name.train(False)``) statement of the file."""
+    found = [
+        st.lineno
+        for st in ast.walk(tree)
+        if isinstance(st, ast.Expr)
+        and isinstance(st.value, ast.Call)
+        and isinstance(st.value.func, ast.Attribute)
+        and ast.unparse(st.value.func.value) == name
+        and (
+            st.value.func.attr == "eval"
+            or (st.value.func.attr == "train" and [ast.unparse(a) for a in st.value.args] == ["False"])
+        )
+        and st.lineno == st.end_lineno
+    ]
+    return max(found) if found else None
+
+
+def _training_flag(cls: type, model: torch.nn.Module) -> str | bool | None:
+    """Whether the class's forward branches on ``self.training`` (False: it does not), and the attribute of a
+    nested ``if self.<flag>:`` inside that branch, True on ``model`` (what eval() was likely meant to stop)."""
+    import inspect
+
+    try:
+        source = textwrap.dedent(inspect.getsource(cls.forward))  # type: ignore[attr-defined]
+    except (OSError, TypeError, AttributeError):
+        return False
+    forward = parse(source)
+    if forward is None:
+        return False
+    branches = [
+        n
+        for n in ast.walk(forward)
+        if isinstance(n, ast.If) and ast.unparse(n.test) in ("self.training", "self.training is True")
+    ]
+    if not branches:
+        return False
+    for branch in branches:
+        for inner in (n for st in branch.body for n in ast.walk(st) if isinstance(n, ast.If)):
+            test = inner.test
+            if (
+                isinstance(test, ast.Attribute)
+                and isinstance(test.value, ast.Name)
+                and test.value.id == "self"
+                and getattr(model, test.attr, None) is True
+            ):
+                return test.attr
+    return None
+
+
+# NOTE [A model whose eval branch cuts]
+# A model the loss goes through was put in eval mode by the code (to freeze a
+# codebook's EMA updates, a batch norm's statistics), and its forward branches on
+# self.training: the training branch builds the gradient path (a straight-through
+# estimator, a reparameterised sample), the eval branch returns values without a
+# graph. The loss then has no grad_fn. Seen on the loss's path: a statement calls
+# that model on a tensor that requires grad and binds outputs that do not. When
+# the training branch guards an update with a switch of its own (if
+# self.ema_update:), the fix sets that switch off in place of .eval() (what eval()
+# was meant to stop, keeping the gradient path); otherwise it puts the model back
+# in training mode and says what else training mode runs.
 
 
 def _recorded_block(f: Failure, tree: ast.Module | None) -> tuple[ast.With, str, Location] | None:
