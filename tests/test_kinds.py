@@ -284,3 +284,16 @@ def test_a_locator_that_fails_leaves_the_message_explained_and_says_so(monkeypat
     d = gradlab.last_diagnosis(error)
     assert d is not None and d.kind == "numpy_requires_grad"
     assert d.fixes and not any(f.edits for f in d.fixes)
+
+
+def test_a_model_in_eval_mode_without_a_switch_of_its_own_is_put_back_in_training_mode(tmp_path: Path) -> None:
+    # NOTE [A model whose eval branch cuts]: with no switch of its own on (track_usage off), the fix is .train(),
+    # and it says what training mode runs besides: not applied without the user's word
+    d = variant_diagnosis(
+        KINDS / "gumbel_quantizer_put_in_eval.py",
+        tmp_path / "bottleneck_without_switch.py",
+        ("track_usage=True):", "track_usage=False):"),
+    )
+    fix = d.fixes[0]
+    assert [e.text for e in fix.edits] == ["bottleneck.train()"], fix.lines()
+    assert fix.applicability == "maybe-incorrect" and "runs again" in str(fix.trains)

@@ -899,7 +899,11 @@ def _eval_mode_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int 
                 applicability="machine-applicable" if flag else "maybe-incorrect",
             )
             fixes = judged([Proposal(fix, None, True)], Context(site=site))  # its code: the edits, checked
-            return (Location(site.filename, found), replace(fixes[0], claims=fix.claims)) if fixes else None
+            if not fixes:
+                return None
+            # .train() runs what training mode runs besides: not applied without the user's word
+            sure = fix.applicability if fixes[0].code is not None else "sentence"
+            return Location(site.filename, found), replace(fixes[0], claims=fix.claims, applicability=sure)
     return None
 
 
