@@ -37,8 +37,8 @@ for batch in range(3):
     flat_grads = flat(grads)
     rhs = flat(torch.autograd.grad(fit, params, retain_graph=True))
 
-    def hvp(v):
-        return flat(torch.autograd.grad(flat_grads @ v, params))
+    def hvp(v, g=flat_grads):
+        return flat(torch.autograd.grad(g @ v, params))
 
     direction = conjugate_gradient(hvp, rhs)
     opt.zero_grad()
