@@ -106,6 +106,7 @@ ORDER = (
     "causes.chained",
     "causes.carried_state",
     "causes.module_state",
+    "causes.built_once",
     "causes.pruned_weight",
     "causes.frozen_extractor",
     "causes.stale_read",
