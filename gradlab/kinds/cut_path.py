@@ -1,0 +1,250 @@
+"""The cut on the loss's path, read from the code of the failing function (NOTE [The cut on the loss's path] in
+:mod:`gradlab.kinds.no_grad_fn`): the statements that compute the backward's tensor, the one that took its value
+out of the graph, the one that rebuilt it, a grad-off block or decorator around them, a model's forward that
+detaches what it returns."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from ..rewrite import EXTRACTIONS, REBUILDS
+from ..source import (
+    enclosing,
+    function_of,
+    names,
+    preceding,
+    statement_at,
+)
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["PathCut", "backward_target", "calls_named", "grad_off", "path_cut"]
+
+
+_GRAD_OFF = ("no_grad", "inference_mode")
+
+
+def grad_off(node: ast.expr) -> str | None:
+    """``"torch.no_grad()"`` when ``node`` is a call that turns grad off (``torch.no_grad()``,
+    ``th.inference_mode()``, ``torch.set_grad_enabled(False)``), else None."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name in _GRAD_OFF:
+        return f"torch.{name}()"
+    if name == "set_grad_enabled" and node.args and isinstance(node.args[0], ast.Constant) and not node.args[0].value:
+        return "torch.set_grad_enabled(False)"
+    return None
+
+
+def calls_named(st: ast.AST, wanted: frozenset[str]) -> list[ast.Call]:
+    out = []
+    for n in ast.walk(st):
+        if isinstance(n, ast.Call):
+            func = n.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name in wanted and (name not in EXTRACTIONS or not n.args):
+                out.append(n)
+    return out
+
+
+def backward_target(st: ast.stmt) -> ast.expr | None:
+    """The tensor expression a statement calls backward on (``loss`` in ``loss.backward()``)."""
+    for n in ast.walk(st):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward":
+            return n.func.value
+        if isinstance(n, ast.Call) and ast.unparse(n.func).endswith(("autograd.backward", "autograd.grad")) and n.args:
+            return n.args[0]
+    return None
+
+
+class PathCut:
+    """Where the loss's value left the graph and where it was rebuilt, read from the code (NOTE [The cut on the
+    loss's path]); line numbers of the failing function's file."""
+
+    def __init__(self) -> None:
+        self.rebuilt: ast.stmt | None = None
+        self.rebuilt_call: str | None = None
+        self.left: ast.stmt | None = None
+        self.left_call: str | None = None
+        self.block: ast.With | None = None
+        self.block_call: str | None = None
+        self.decorator: ast.expr | None = None
+        self.decorator_call: str | None = None
+        self.statements: list[ast.stmt] = []
+        self.values: dict[str, str] = {}  # a name bound to a number -> the tensor it was taken from
+        self.exact = False  # the cut statement made the very tensor backward was called on (loss = x.detach())
+        self.callee: str | None = None  # a function (a model's forward) on the path whose result left the graph
+        self.inside: list[ast.stmt] = []  # its statements that take the result out of the graph (.data, .detach())
+        # a path statement's line (or a block's first line) -> how many steps back from the backward it is
+        self.distance: dict[int, int] = {}
+
+    def nearness(self, line: int, block: bool = False) -> int:
+        """How far back from the backward the cut at ``line`` is (0: the backward's own statement), doubled; a
+        grad-off block counts as nearer than a ``.detach()`` on the statement it holds (that detach is the code's)."""
+        return 2 * self.distance.get(line, len(self.distance) + 1) - (1 if block else 0)
+
+    @property
+    def found(self) -> bool:
+        return (
+            self.rebuilt is not None
+            or self.left is not None
+            or self.block is not None
+            or self.decorator is not None
+            or bool(self.inside)
+        )
+
+
+def _detaches(st: ast.stmt) -> bool:
+    """``st`` rebinds a name to a tensor taken out of the graph, as it is: ``out = out.data``, ``h = h.detach()``
+    (a ``.clone()`` after it allowed), not ``out.data.new(...)`` or ``x.detach().numpy()``."""
+    value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "clone":
+        value = value.func.value
+    if isinstance(value, ast.Attribute) and value.attr == "data":
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "detach"
+        and not value.args
+    )
+
+
+def _callee_cut(tree: ast.Module, path: list[ast.stmt], models: dict[str, str]) -> tuple[str, list[ast.stmt]] | None:
+    """A function of the file that the path calls (a model's ``forward``: ``models`` maps the frame's model names to
+    their class names) whose returned value it takes out of the graph: its name, and the statements that do."""
+    called = {ast.unparse(n.func) for st in path for n in ast.walk(st) if isinstance(n, ast.Call)}
+    wanted: dict[str, str] = {}  # a definition's name -> how the path calls it
+    for call in called:
+        last = call.rsplit(".", 1)[-1]
+        if call in models or last in models:
+            wanted.setdefault(f"{models.get(call) or models[last]}.forward", call)
+        else:
+            wanted.setdefault(last, call)
+    for node in ast.walk(tree):
+        defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+        if isinstance(node, ast.ClassDef):
+            defs = [
+                (f"{node.name}.{f.name}", f)
+                for f in node.body
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs = [(node.name, node)]
+        for key, fn in defs:
+            if key not in wanted:
+                continue
+            returns = [r for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None]
+            needed = (
+                set().union(*(names(r.value, ast.Load) for r in returns if r.value is not None)) if returns else set()
+            )
+            inside = []
+            for st in reversed(preceding(tree, max(r.lineno for r in returns))) if returns else ():
+                if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and names(st, ast.Store) & needed:
+                    needed |= names(st, ast.Load)
+                    if _detaches(st) and st.lineno == st.end_lineno:
+                        inside.append(st)
+            if inside:
+                return wanted[key], sorted(inside, key=lambda st: st.lineno)
+    return None
+
+
+def path_cut(tree: ast.Module, line: int, models: dict[str, str] | None = None) -> PathCut:
+    """The cut on the data path of the tensor the statement at ``line`` backwards (NOTE [The cut on the loss's path])."""
+    cut = PathCut()
+    here = statement_at(tree, line)
+    target = backward_target(here) if here is not None else None
+    if here is None or target is None:
+        return cut
+    needed = names(target, ast.Load)
+    path: list[ast.stmt] = [here]
+    if calls_named(target, REBUILDS) or calls_named(target, EXTRACTIONS):
+        cut.rebuilt = here if calls_named(target, REBUILDS) else None
+        cut.left = here if calls_named(target, EXTRACTIONS) else None
+    for st in reversed(preceding(tree, line)):
+        grown = _grows(st)
+        if grown is not None and grown in needed:  # ``parts.append(loss_i)``: what the list holds is on the path
+            path.append(st)
+            needed |= names(st, ast.Load)
+            continue
+        if not isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) or not names(st, ast.Store) & needed:
+            continue
+        path.append(st)
+        reads = names(st, ast.Load) | (names(st, ast.Store) if isinstance(st, ast.AugAssign) else set())
+        needed |= reads
+        rebuilds = [c for c in calls_named(st, REBUILDS) if not _literal(c)]
+        if cut.rebuilt is None and rebuilds:
+            cut.rebuilt, cut.rebuilt_call = st, f"{ast.unparse(rebuilds[0].func)}()"
+        extracted = calls_named(st, EXTRACTIONS)
+        if cut.left is None and extracted:
+            cut.left, cut.left_call = st, f".{extracted[0].func.attr}()"  # type: ignore[attr-defined]
+        value = st.value if isinstance(st, ast.Assign) and len(st.targets) == 1 else None
+        if extracted and value is not None and isinstance(st.targets[0], ast.Name):  # type: ignore[union-attr]
+            stripped = _stripped_source(value)
+            if stripped is not None:
+                cut.values[st.targets[0].id] = stripped  # type: ignore[union-attr]
+    if cut.left is not None and isinstance(target, ast.Name) and isinstance(cut.left, ast.Assign):
+        value = cut.left.value
+        binds = any(isinstance(t, ast.Name) and t.id == target.id for t in cut.left.targets)
+        cut.exact = (
+            binds
+            and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in EXTRACTIONS
+        )
+    if cut.left is not None and cut.left_call is None:
+        found = calls_named(cut.left, EXTRACTIONS)
+        cut.left_call = f".{found[0].func.attr}()" if found else None  # type: ignore[attr-defined]
+    cut.statements = sorted(path, key=lambda st: st.lineno)
+    cut.distance = {st.lineno: k for k, st in enumerate(path)}
+    for st in path:  # a block that turns grad off around the path, the one nearest the loss
+        for outer in enclosing(tree, st.lineno):
+            if isinstance(outer, ast.With) and cut.block is None:
+                call = next((c for item in outer.items if (c := grad_off(item.context_expr))), None)
+                if call is not None:
+                    cut.block, cut.block_call = outer, call
+                    cut.distance[outer.lineno] = cut.distance[st.lineno]
+    function = function_of(tree, line)
+    if function is not None:
+        for dec in function.decorator_list:
+            call = grad_off(dec)
+            if call is not None:
+                cut.decorator, cut.decorator_call = dec, call
+    if not cut.found:  # nothing in this function: a function it calls (a model's forward) may take it out
+        inner = _callee_cut(tree, cut.statements, models or {})
+        if inner is not None:
+            cut.callee, cut.inside = inner
+    return cut
+
+
+def _literal(call: ast.Call) -> bool:
+    """``torch.tensor([0.1, 0.5])``: a tensor made from numbers written in the code, no value taken from a graph."""
+    return bool(call.args) and all(
+        isinstance(n, (ast.Constant, ast.List, ast.Tuple, ast.UnaryOp, ast.USub, ast.Load))
+        for a in call.args
+        for n in ast.walk(a)
+    )
+
+
+def _grows(st: ast.stmt) -> str | None:
+    """The list a statement adds to (``parts.append(x)``, ``.extend``, ``.insert``): its name; None otherwise."""
+    call = st.value if isinstance(st, ast.Expr) else None
+    if (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in ("append", "extend", "insert")
+        and isinstance(call.func.value, ast.Name)
+    ):
+        return call.func.value.id
+    return None
+
+
+def _stripped_source(value: ast.expr) -> str | None:
+    from ..rewrite import _strip
+
+    stripped = _strip(value)
+    return None if stripped is value or isinstance(stripped, ast.Constant) else ast.unparse(stripped)

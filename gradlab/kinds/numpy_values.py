@@ -1,0 +1,500 @@
+"""``.numpy()`` of a tensor with a graph (GL0007), located and fixed at the line that raised it: the value kept
+in torch where it feeds a loss, detached where it is only read (a plot, a log, a metric)."""
+
+from __future__ import annotations
+
+import ast
+import linecache
+from dataclasses import replace
+
+import torch
+
+from ..edits import Edit
+from ..evidence import Failure
+from ..explanation import Explanation
+from ..fixes import Fix, Proposal, source_of
+from ..i18n import T
+from ..source import function_of, parse, statement_at
+from .statement import judged_here, located_here
+
+__all__ = ["numpy_located"]
+
+
+def _numpy(f: Failure) -> Explanation:
+    """``x.numpy()`` (or ``x.cpu().numpy()``) on a tensor with a graph: ``.detach()`` before it.
+
+    The ``.numpy()`` calls are found on the statement's tree; ``.detach()`` goes right
+    before each one on the raising line that has none on its receiver (the line may be one
+    of a longer statement: a metric's lambda in a dict).
+    """
+    e = located_here(f, lambda: T("here: .numpy() of a tensor that requires grad"))
+    site, loc = f.site, f.location
+    tree = site.tree() if site is not None else None
+    if site is None or loc is None or tree is None or loc.filename != site.filename:
+        return e
+    st = statement_at(tree, loc.lineno)
+    text = site.text(loc.lineno)
+    nodes = list(ast.walk(st)) if st is not None else []
+    ends = sorted(
+        {
+            n.func.value.end_col_offset
+            for n in nodes
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "numpy"
+            and n.func.value.end_lineno == loc.lineno
+            and n.func.value.end_col_offset is not None
+            and "detach()" not in ast.unparse(n.func.value)
+        }
+    )
+    if _feeds_a_backward(f) and not _in_module_method(f):  # NOTE [numpy values that feed the loss]
+        torch_ops = [fix for fix in e.fixes if not fix.code]
+        rest = (*torch_ops, *(fix for fix in e.fixes if fix not in torch_ops))
+        trip = _round_trip_in_torch(f, st, tree) if st is not None else None
+        if trip is None:
+            return replace(e, fixes=rest)
+        fix = Fix(
+            summary=T(
+                "compute it with torch, on the graph: drop .numpy() and the conversion back to a tensor, and make "
+                "numpy's constant arrays tensors of the same dtype"
+            ),
+            trains=T(
+                "the same values, and the gradient flows through them into what they were computed from "
+                "(a .detach() would stop that)"
+            ),
+            edits=trip,
+        )
+        return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *rest))
+    if not ends:
+        one_line = st if st is not None and st.lineno == st.end_lineno else None
+        in_torch = _numpy_in_torch(f, one_line, text) if one_line is not None and _in_module_method(f) else None
+        implicit = _numpy_arguments(f, one_line, text) if one_line is not None else None
+        if in_torch is not None:  # NOTE [numpy inside a forward]
+            fix = Fix(
+                summary=T("compute it with torch, on the graph: {code}", code=in_torch.strip()),
+                trains=T(
+                    "the same values, and the gradient flows through them into what they were computed from "
+                    "(a .detach() would stop that)"
+                ),
+                edits=(Edit(site.filename, loc.lineno, loc.lineno, in_torch),),
+            )
+            return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
+        if implicit is None:
+            appended = _appended_detached(f, one_line) if one_line is not None else None
+            if appended is None:
+                return e
+            edits, names = appended
+            fix = Fix(
+                summary=T(
+                    "keep numbers, not graphs, in {names}: append each value .detach()ed where the list is filled "
+                    "(each appended tensor kept its whole graph alive)",
+                    names=", ".join(names),
+                ),
+                trains=T("the same as intended: the numbers leave the graph; every loss trains what it trained"),
+                edits=edits,
+            )
+            return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
+        fix = Fix(
+            summary=T("take the values out of the graph first: .detach() the tensors numpy is given"),
+            trains=T("the same as intended: the numbers leave the graph; every loss trains what it trained"),
+            edits=(Edit(site.filename, loc.lineno, loc.lineno, implicit),),
+        )
+        return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
+    for end in reversed(ends):  # col offsets are in bytes of the line's UTF-8
+        raw = text.encode("utf-8")
+        text = (raw[:end] + b".detach()" + raw[end:]).decode("utf-8")
+    fix = Fix(
+        summary=T("take the values out of the graph first: .detach() before .numpy()"),
+        trains=T("the same as intended: the numbers leave the graph; every loss trains what it trained"),
+        edits=(Edit(site.filename, loc.lineno, loc.lineno, text),),
+    )
+    return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
+
+
+# NOTE [numpy inside a forward]
+# numpy converts the tensors it is given with .numpy(), which refuses a tensor that
+# requires grad. In a metric or a log line the values are meant to leave the graph:
+# .detach() them. Inside a module's method (a forward averaging its layers with
+# np.sum(layers, 0)) the result is part of the computation: detaching it would stop
+# every gradient through it, so torch's own function is written in numpy's place
+# (a list given to a reduction is stacked first: np.sum(final, 0) ->
+# torch.sum(torch.stack(final), 0)), the same values, on the graph.
+_NUMPY_TO_TORCH = {
+    "sum": "sum",
+    "mean": "mean",
+    "prod": "prod",
+    "max": "amax",
+    "min": "amin",
+    "amax": "amax",
+    "amin": "amin",
+    "stack": "stack",
+    "concatenate": "cat",
+    "std": "std",
+    "var": "var",
+}
+_TAKES_A_LIST = frozenset({"stack", "concatenate"})
+
+
+def _feeds_a_backward(f: Failure) -> bool:
+    """The value the raising statement computes flows into a backward: read statement after statement of its
+    function (each statement that reads a name holding it binds its own targets to it), and through a ``return``
+    to the statement of the user frame that called it, until a statement calls ``.backward(`` on it (NOTE [numpy
+    values that feed the loss])."""
+    frames = [(f.location.filename, f.location.lineno)] if f.location is not None else []
+    frames += [(frame.f_code.co_filename, line) for frame, line in f.outer]
+    for filename, line in frames:
+        tree = parse("".join(linecache.getlines(filename)))
+        st = statement_at(tree, line) if tree is not None else None
+        if tree is None or st is None:
+            return False
+        if isinstance(st, ast.Return):
+            continue
+        if _calls_backward(st):
+            return True
+        held = {n.id for t in _targets(st) for n in ast.walk(t) if isinstance(n, ast.Name)}
+        function = function_of(tree, line)
+        later = sorted(
+            (
+                s
+                for s in ast.walk(function if function is not None else tree)
+                if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return))
+                and s.lineno > (st.end_lineno or st.lineno)
+                and function_of(tree, s.lineno) is function
+            ),
+            key=lambda s: (s.lineno, s.col_offset),
+        )
+        returned = False
+        for s in later:
+            if not {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & held:
+                continue
+            if isinstance(s, ast.Return):
+                returned = True
+                break
+            if _calls_backward(s):
+                return True
+            held |= {n.id for t in _targets(s) for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if not returned:
+            return False
+    return False
+
+
+_BACK_TO_TORCH = ("from_numpy", "as_tensor", "tensor")
+
+
+def _round_trip_in_torch(f: Failure, st: ast.stmt, tree: ast.Module) -> tuple[Edit, ...] | None:
+    """The statements from the raising ``name = expr.numpy()`` to the one that turns its values back into a tensor
+    (``torch.from_numpy(t)``), written with torch: ``.numpy()`` and the conversion back dropped, each numpy array
+    of the frame they read (a module's constant matrix) made a tensor of the converted tensor's dtype (NOTE [A
+    numpy round trip]). None when a statement on the way calls numpy or a method torch lacks, or spans lines."""
+    import numpy
+
+    site, loc = f.site, f.location
+    if site is None or loc is None or not isinstance(st, ast.Assign) or st.lineno != st.end_lineno:
+        return None
+    if len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name):
+        return None
+    value = st.value
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "numpy"):
+        return None
+    if value.args or value.keywords:
+        return None
+    torch_name = next((k for k, v in f.namespace.items() if v is torch), None)
+    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    function = function_of(tree, st.lineno)
+    if torch_name is None or function is None:
+        return None
+    first = st.targets[0].id
+    held = {first}
+    text = site.text(st.lineno)
+    raw = text.encode("utf-8")
+    receiver = value.func.value
+    edits = [
+        Edit(
+            site.filename,
+            st.lineno,
+            st.lineno,
+            (
+                raw[: value.col_offset]
+                + raw[receiver.col_offset : receiver.end_col_offset or 0]
+                + raw[value.end_col_offset or 0 :]
+            ).decode("utf-8"),
+        )
+    ]
+    later = sorted(
+        (x for x in ast.walk(function) if isinstance(x, ast.stmt) and x.lineno > st.lineno and not hasattr(x, "body")),
+        key=lambda x: x.lineno,
+    )
+    for x in later:
+        reads = {n.id for n in ast.walk(x) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if not reads & held:
+            continue
+        if x.lineno != x.end_lineno or not site.holds(x.lineno):
+            return None
+        spots: list[tuple[int, int, str]] = []
+        back = False
+        for n in ast.walk(x):
+            if isinstance(n, ast.Call):
+                func = n.func
+                if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in aliases:
+                    return None  # a numpy function on the way: not written here
+                if (
+                    isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id == torch_name
+                    and func.attr in _BACK_TO_TORCH
+                    and len(n.args) == 1
+                    and not n.keywords
+                    and isinstance(n.args[0], ast.Name)
+                    and n.args[0].id in held
+                ):
+                    spots.append((n.col_offset, n.end_col_offset or 0, n.args[0].id))
+                    back = True
+                elif isinstance(func, ast.Attribute) and func.attr in ("astype", "tolist", "item", "copy"):
+                    return None
+            elif (
+                isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load)
+                and isinstance(f.namespace.get(n.id), numpy.ndarray)
+                and n.id not in held
+            ):
+                spots.append(
+                    (n.col_offset, n.end_col_offset or 0, f"{torch_name}.as_tensor({n.id}, dtype={first}.dtype)")
+                )
+        line = site.text(x.lineno)
+        new = _spliced(line, spots) if spots else line
+        if new is None:
+            return None
+        if new != line:
+            edits.append(Edit(site.filename, x.lineno, x.lineno, new))
+        if back:
+            return tuple(edits)
+        held |= {n.id for t in _targets(x) for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return None
+
+
+# NOTE [A numpy round trip]
+# A helper takes a tensor to numpy, does arithmetic there, and turns the result
+# back into a tensor (a colour-space conversion written for arrays, used inside a
+# loss): the graph ends at .numpy(), which refuses a tensor that requires grad.
+# When the result feeds a backward (NOTE [numpy values that feed the loss]) and
+# the statements from the .numpy() to the conversion back use only operators and
+# the arrays' own methods that tensors share (``@``, ``+``, ``.T``, ``.permute``),
+# the same statements run on the tensor: .numpy() and torch.from_numpy() are
+# dropped, and each numpy array of the frame they read becomes
+# ``torch.as_tensor(array, dtype=t.dtype)``. A numpy function on the way, a
+# method tensors lack (``.astype``), or a statement over several lines: not
+# written (the sentence to compute with torch ops stays first). The arithmetic
+# then runs in the tensor's dtype (float32 where numpy promoted to float64).
+
+
+def _targets(st: ast.stmt) -> list[ast.expr]:
+    if isinstance(st, ast.Assign):
+        return list(st.targets)
+    if isinstance(st, (ast.AugAssign, ast.AnnAssign)):
+        return [st.target]
+    return []
+
+
+def _calls_backward(st: ast.stmt) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+        for n in ast.walk(st)
+    )
+
+
+# NOTE [numpy values that feed the loss]
+# A .detach() before numpy is right for a metric, a log line or a plot: the
+# numbers leave the graph and nothing trained reads them. When the converted
+# values go on into the loss (a scaler's inverse_transform applied to the
+# model's output before the criterion), detaching would hand the loss numbers
+# with no graph: the loss could not train through them, and it is then given a
+# numpy array where it expects a tensor. The value is followed statement by
+# statement through the raising function and up through each return to the
+# user frame that called it; when a statement calls .backward() on what it
+# reads, the first fix is to compute the values with torch ops (a sentence:
+# which numpy constants become tensors is the user's call), and no .detach()
+# is offered as code. Inside a module's method the exact torch form is written
+# instead (NOTE [numpy inside a forward]).
+
+
+def _in_module_method(f: Failure) -> bool:
+    """The raising line runs in a method of an ``nn.Module`` (its ``self``)."""
+    return isinstance(f.namespace.get("self"), torch.nn.Module)
+
+
+def _numpy_in_torch(f: Failure, st: ast.stmt, text: str) -> str | None:
+    """The raising line with each numpy call on graph tensors written with torch's function (NOTE [numpy inside
+    a forward]); None when a call has no exact torch form (the ddof of ``np.std``, an ``out=``, ...)."""
+    import numpy
+
+    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    torch_name = next((k for k, v in f.namespace.items() if v is torch), None)
+    if not aliases or torch_name is None:
+        return None
+    spots: list[tuple[int, int, str]] = []
+    for call in (n for n in ast.walk(st) if isinstance(n, ast.Call)):
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in aliases):
+            continue
+        if not call.args or not any(_graph_tensors(_value_of(f, a)) for a in call.args[:1]):
+            continue
+        name = _NUMPY_TO_TORCH.get(func.attr)
+        first = call.args[0]
+        listed = isinstance(_value_of(f, first), (list, tuple)) or isinstance(first, (ast.List, ast.Tuple))
+        if name is None or call.lineno != call.end_lineno or len(call.args) > 2:
+            return None
+        keywords = []
+        for k in call.keywords:
+            if k.arg in ("axis", "keepdims"):
+                keywords.append(f"{'dim' if k.arg == 'axis' else 'keepdim'}={ast.unparse(k.value)}")
+            else:
+                return None
+        if func.attr in ("std", "var"):  # numpy's ddof=0 is torch's correction=0
+            keywords.append("correction=0")
+        arg = ast.unparse(first)
+        if listed and func.attr not in _TAKES_A_LIST:
+            arg = f"{torch_name}.stack({arg})"
+        rest = [ast.unparse(a) for a in call.args[1:]]
+        if func.attr in _TAKES_A_LIST and not rest and not keywords:
+            rest = ["0"]  # numpy's default axis is 0; torch's stack/cat take dim=0 too, said for clarity
+        spots.append(
+            (call.col_offset, call.end_col_offset or 0, f"{torch_name}.{name}({', '.join([arg, *rest, *keywords])})")
+        )
+    return _spliced(text, spots)
+
+
+def _spliced(text: str, spots: list[tuple[int, int, str]]) -> str | None:
+    """``text`` with each ``(start, end, new)`` put in place of its columns (UTF-8 byte offsets, as ast gives them);
+    None when there is none."""
+    if not spots:
+        return None
+    raw = text.encode("utf-8")
+    for start, end, new in sorted(spots, reverse=True):
+        raw = raw[:start] + new.encode("utf-8") + raw[end:]
+    return raw.decode("utf-8")
+
+
+def _value_of(f: Failure, node: ast.expr) -> object:
+    if isinstance(node, ast.Name):
+        return f.namespace.get(node.id)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [f.namespace.get(e.id) if isinstance(e, ast.Name) else None for e in node.elts]
+    return None
+
+
+def _graph_tensors(value: object) -> bool:
+    """A tensor with a graph, or a list or tuple holding one."""
+    if isinstance(value, torch.Tensor):
+        return value.requires_grad
+    return isinstance(value, (list, tuple)) and any(_graph_tensors(v) for v in value[:64])
+
+
+def _appended_detached(f: Failure, st: ast.stmt) -> tuple[tuple[Edit, ...], list[str]] | None:
+    """Each ``xs.append(value)`` that filled a list of graph tensors a numpy call on ``st`` is given, written
+    ``xs.append(value.detach())``: found by the list's identity in the failing frame or the user frames around it
+    (NOTE [A list of losses kept for a plot])."""
+    import numpy
+
+    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    lists = []
+    for call in (n for n in ast.walk(st) if isinstance(n, ast.Call)):
+        root = call.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in aliases:
+            for arg in call.args:
+                value = f.namespace.get(arg.id) if isinstance(arg, ast.Name) else None
+                if isinstance(value, list) and _graph_tensors(value):
+                    lists.append(value)
+    if not lists:
+        return None
+    frames = [(f.site.filename if f.site else None, f.namespace, f.location.lineno if f.location else 0)]
+    frames += [(fr.f_code.co_filename, fr.f_locals, line) for fr, line in f.outer]
+    edits: dict[tuple[str, int], Edit] = {}
+    names: list[str] = []
+    for filename, namespace, line in frames:
+        if filename is None:
+            continue
+        held = [k for k, v in namespace.items() if isinstance(k, str) and any(v is x for x in lists)]
+        tree = parse(source_of(filename))
+        function = function_of(tree, line) if tree is not None and line else None
+        scope: ast.AST | None = function if function is not None else tree
+        for name in held:
+            for n in ast.walk(scope) if scope is not None else ():
+                if not (
+                    isinstance(n, ast.Expr)
+                    and isinstance(n.value, ast.Call)
+                    and isinstance(n.value.func, ast.Attribute)
+                    and n.value.func.attr == "append"
+                    and ast.unparse(n.value.func.value) == name
+                    and len(n.value.args) == 1
+                    and n.lineno == n.end_lineno
+                ):
+                    continue
+                arg = n.value.args[0]
+                if "detach()" in ast.unparse(arg) or isinstance(arg, ast.Constant):
+                    continue
+                text = linecache.getline(filename, n.lineno).rstrip("\n")
+                simple = isinstance(arg, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+                if arg.end_col_offset is None or arg.lineno != n.lineno:
+                    continue
+                raw = text.encode("utf-8")  # col offsets are in bytes of the line's UTF-8
+                part = raw[arg.col_offset : arg.end_col_offset].decode("utf-8")
+                new = f"{part}.detach()" if simple else f"({part}).detach()"
+                rewritten = raw[: arg.col_offset].decode("utf-8") + new + raw[arg.end_col_offset :].decode("utf-8")
+                edits[(filename, n.lineno)] = Edit(filename, n.lineno, n.lineno, rewritten)
+                names.append(name)
+    if not edits:
+        return None
+    return tuple(edits[k] for k in sorted(edits)), list(dict.fromkeys(names))
+
+
+# NOTE [A list of losses kept for a plot]
+# A training loop appends each batch's loss tensor to a list for a learning curve,
+# and numpy (np.mean, np.asarray, matplotlib) later converts the list with
+# .numpy(), which refuses tensors that require grad. Each appended tensor also kept
+# its whole graph alive until then. The list numpy is given is found by identity
+# in the failing frame and the user frames around it (a plot helper receives the
+# loop's lists), and every one-line xs.append(value) of that frame's function is
+# written xs.append(value.detach()): the values stay, the graphs go, no loss trains
+# anything else.
+
+
+def _numpy_arguments(f: Failure, st: ast.stmt, text: str) -> str | None:
+    """The line with ``.detach()`` on the tensors a numpy function is given (``np.sum([x * y for x, y in
+    zip(n, losses)])`` converts each tensor with ``.numpy()`` inside numpy): a name that holds a tensor with a
+    graph, or the element of a comprehension over one; None when there is none to detach."""
+    import numpy
+
+    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    spots: list[tuple[int, int, str]] = []  # (start, end, replacement) in the line's columns
+    for call in (n for n in ast.walk(st) if isinstance(n, ast.Call)):
+        root = call.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not (isinstance(root, ast.Name) and root.id in aliases):
+            continue
+        for arg in call.args:
+            if (
+                isinstance(arg, ast.Name)
+                and _graph_tensors(f.namespace.get(arg.id))
+                and isinstance(f.namespace.get(arg.id), torch.Tensor)
+            ):
+                spots.append((arg.col_offset, arg.end_col_offset or 0, f"{arg.id}.detach()"))
+            elif isinstance(arg, (ast.ListComp, ast.GeneratorExp)):
+                iters = {n.id for g in arg.generators for n in ast.walk(g.iter) if isinstance(n, ast.Name)}
+                if any(_graph_tensors(f.namespace.get(name)) for name in iters):
+                    elt = arg.elt
+                    part = ast.unparse(elt)
+                    simple = isinstance(elt, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+                    spots.append(
+                        (
+                            elt.col_offset,
+                            elt.end_col_offset or 0,
+                            f"{part}.detach()" if simple else f"({part}).detach()",
+                        )
+                    )
+    return _spliced(text, spots)
+
+
+numpy_located = _numpy
