@@ -611,8 +611,66 @@ def routed_fixes(ctx: Context) -> list[Proposal]:
 
 def freed_fixes(ctx: Context) -> list[Proposal]:
     """The general candidates for a graph an earlier backward freed (NOTE [Candidates for a freed graph])."""
-    found = [_keep_and_route(ctx) or _route_into_held(ctx), _detach_where_made(ctx)]
+    found = [_derivative_trained(ctx), _keep_and_route(ctx) or _route_into_held(ctx), _detach_where_made(ctx)]
     return [f for f in found if f is not None]
+
+
+def _derivative_trained(ctx: Context) -> Proposal | None:
+    """``torch.autograd.grad`` of an output with respect to inputs (forces from an energy, a field's derivatives)
+    freed the graph the loss needs, without ``create_graph=True``: the derivative is part of what the loss is
+    computed from, so it keeps its own graph (NOTE [A derivative the loss is computed from])."""
+    at, site = ctx.freeing_at, ctx.site
+    code = at.code if at is not None else None
+    if at is None or site is None or not code or not ctx.loss or not re.search(r"autograd\.grad\(", code):
+        return None
+    if "create_graph" in code or "retain_graph" in code:
+        return None
+    try:
+        call = next(
+            n
+            for n in ast.walk(ast.parse(code.strip()))
+            if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("autograd.grad") and len(n.args) >= 2
+        )
+    except (SyntaxError, StopIteration):
+        return None
+    inputs = ast.unparse(call.args[1])
+    if "parameters()" in inputs:
+        return None  # a derivative with respect to the parameters (a penalty on the gradient's norm) is not this
+    edit = edit_at(ctx, at, with_keyword(code.strip(), "grad", "create_graph=True"))
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            keeps_forward=True,
+            summary=T(
+                "pass create_graph=True to torch.autograd.grad at {where}: {loss} is computed from that derivative, "
+                "so the derivative keeps a graph of its own (and the graph it was taken from stays for {loss})",
+                where=at.where,
+                loss=ctx.l,
+            ),
+            trains=T(
+                "{loss} trains {models}, through the derivative too: the terms computed from it train the "
+                "parameters it depends on",
+                loss=ctx.l,
+                models=join(list(outer_models(ctx.reach)), T(" and ")),
+            ),
+            cost=T("the derivative's graph is kept until the backward of {loss}, and differentiated again", loss=ctx.l),
+            edits=(edit,),
+        ),
+    )
+
+
+# NOTE [A derivative the loss is computed from]
+# A forward that returns a derivative (forces as minus the gradient of a learned
+# energy with respect to positions, a PINN's residual from the field's
+# derivatives) takes it with torch.autograd.grad, which frees the graph it went
+# through; the loss computed from that derivative then fails on the freed graph.
+# retain_graph=True makes the error go away but not the intent: without
+# create_graph=True the derivative has no graph, so the term on it trains
+# nothing. create_graph=True (which also keeps the graph) lets it train the
+# parameters the derivative depends on. Offered first for an autograd.grad with
+# respect to inputs (not the parameters), with neither keyword given.
 
 
 # NOTE [Candidates for a freed graph]

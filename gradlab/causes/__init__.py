@@ -393,7 +393,9 @@ def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, st
         spots = [(w.location.filename, w.location.lineno) if w.location is not None else None for w in s.writes]
         here = (at.filename, at.lineno) if at is not None else None
         if here is not None and here in spots:
-            later = [w for w in s.writes[spots.index(here) + 1 :] if w.location is not None]
+            # the other writes of a tensor ``first`` wrote too: later ones, and earlier ones on other lines (two
+            # slices of one tensor written on two lines, both after the save)
+            later = [w for w in s.writes if w.location is not None and w is not s.writes[spots.index(here)]]
             for w in later:
                 key = (w.location.filename, w.location.lineno)  # type: ignore[union-attr]
                 if key != here:

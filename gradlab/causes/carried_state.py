@@ -116,6 +116,24 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
             entry_line=first.code,
             entry_where=first.where,
         )
+    across = carried_across_statements(facts)
+    if across is not None and site is not None:  # NOTE [A state carried across statements]
+        line, carried = across
+        kinds = {c: site.kinds.get(c) for c in carried}
+        statements = [f"{c} = {_detached(c, kinds[c], _may_be_none(site, [c]))}" for c in carried]
+        return replace(
+            base,
+            recurrent=_passed_to_module(facts, carried),
+            carried=carried[-1],
+            carried_all=tuple(carried),
+            carried_kind=kinds[carried[-1]] if len(carried) == 1 else None,
+            carried_none=_may_be_none(site, carried),
+            total=total,
+            entry_line=site.text(line).strip(),
+            entry_where=f"{Location(site.filename, line).where}",
+            entry_lineno=line,
+            extra={**base.extra, "detach_lines": "\n".join(statements)},
+        )
     for s in graph.saved:
         loc = s.saved_at
         if loc is None:
@@ -185,6 +203,62 @@ def carried_in_loop(facts: Facts) -> tuple[int, list[str]] | None:
             return st.lineno, carried
         fresh |= {t for t in stored if t not in read}
     return None
+
+
+def carried_across_statements(facts: Facts) -> tuple[int, list[str]] | None:
+    """The names the failing loop's body reads before it binds them, and binds later in the body (a refinement
+    loop: ``deltas = net(x, y_hat)`` then ``y_hat = decoder(deltas)``), holding a graph: the first statement that
+    reads one of them, and the names in the order they are read (NOTE [A state carried across statements])."""
+    site = facts.site
+    if site is None or facts.backward_line is None:
+        return None
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    loop = loop_around(tree, facts.backward_line) if tree is not None else None
+    if not body:
+        return None
+    bound_in_body = set().union(*(names(st, ast.Store) for st in body))
+    fresh: set[str] = _bound_by(loop)
+    stored: set[str] = set()
+    carried: list[str] = []
+    first: int | None = None
+    for st in body:
+        if not site.holds(st.lineno):
+            return None
+        for n in sorted(names(st, ast.Load), key=lambda n: n):
+            if (
+                n in bound_in_body
+                and n not in stored
+                and n not in fresh
+                and n not in carried
+                and site.kinds.get(n) in ("tensor", "list", "tuple")
+            ):
+                carried.append(n)
+                first = st.lineno if first is None else first
+        stored |= names(st, ast.Store)
+    return (first, carried) if carried and first is not None else None
+
+
+def _passed_to_module(facts: Facts, carried: Iterable[str]) -> bool:
+    """Some statement of the failing loop's body passes a carried name into a module call (``net(x, y_hat)``)."""
+    site = facts.site
+    tree = site.tree() if site is not None else None
+    body = loop_body_of(tree, facts.backward_line) if tree is not None and facts.backward_line else None
+    return any(_recurrent(st, carried, facts.namespace) for st in body or [])
+
+
+# NOTE [A state carried across statements]
+# A loop whose body reads a name before it binds it, and binds it later in the
+# same body, carries that name from one iteration to the next, even when no
+# single statement both reads and binds it: an iterative refinement (a
+# hypernetwork predicts weight offsets from the last output, the decoder then
+# makes the next output from the summed offsets) threads the output and the
+# offsets through the steps. Each step's loss is backwarded, so the next step's
+# backward meets the previous step's freed graph. When a carried name goes into
+# a module call (the refinement network reads it), the loop is recurrent and the
+# truncation is what such loops are written for: each carried name is detached
+# where the next iteration first reads it (element-wise for a list, None left
+# as it is), which changes no value of the forward.
 
 
 def carried_in_caller(facts: Facts) -> tuple[tuple[Location, str], ...]:
@@ -520,13 +594,19 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
             edit = (
                 replace_line(ctx, ctx.entry_lineno, inline)
                 if inline
-                else insert_lines(ctx, ctx.entry_lineno, _detach_state(ctx))
+                else insert_lines(ctx, ctx.entry_lineno, ctx.extra.get("detach_lines") or _detach_state(ctx))
             )
     proposals = [
         keeping(
             ctx,
             Fix(
                 summary=T(
+                    "detach each state the loop carries ({names}) where the next iteration first reads it{tbptt}",
+                    names=", ".join(ctx.carried_all),
+                    tbptt=T(" (truncated backpropagation through time)") if ctx.recurrent else "",
+                )
+                if len(ctx.carried_all) > 1 and ctx.extra.get("detach_lines")
+                else T(
                     "detach the carried state at the iteration boundary, each of its tensors ({value}) where it "
                     "enters the next iteration (truncated backpropagation through time)",
                     value=_detached(ctx.carried, ctx.carried_kind, False),
