@@ -191,6 +191,15 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A step after the inner loop]: per-chunk backward calls of one forward, zeroed at the top of the chunk
     # loop, one step after it
     "clipped_microbatches_one_step": ("carried_state", (("chunk_loss", ("classifier",)),)),
+    # NOTE [A derivative the loss is computed from]: a field's flux taken by autograd.grad inside forward, fitted
+    "pinn_flux_from_autograd_grad": ("shared_graph_freed", (("fit", ("field",)),)),
+    # a pose refined in stages, the refiner reading the pose each stage updates and each stage's loss on the new
+    # pose: the pose detached where the next stage first reads it
+    "pose_refined_in_steps": ("carried_state", (("stage_loss", ("backbone", "refiner")),)),
+    # two coordinates of one output written in place on two lines, each reading what it overwrites: both rewritten
+    "box_corners_clamped_in_place": ("inplace_op", (("err", ("regressor",)),)),
+    # NOTE [A state carried across statements]: the estimate read by the refiner and set by the next statement
+    "depth_refined_from_last_estimate": ("carried_state", (("refine_loss", ("refiner",)),)),
 }
 
 

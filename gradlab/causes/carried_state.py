@@ -78,7 +78,9 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
         st = statement_at(tree, line) if tree is not None else None
         return replace(
             base,
-            recurrent=st is not None and _recurrent(st, carried, facts.namespace),
+            # passed into a module call on its own line or another of the body (a refiner reads the pose it updates)
+            recurrent=(st is not None and _recurrent(st, carried, facts.namespace))
+            or _passed_to_module(facts, carried),
             carried=carried[-1],
             carried_all=tuple(carried),
             carried_kind=site.kinds.get(carried[-1]),
@@ -582,7 +584,12 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
     elif ctx.entry_lineno is not None and ctx.site is not None and ctx.carried:
         simple = ctx.carried_kind in (None, "tensor") and not ctx.carried_none and len(ctx.carried_all) <= 1
         line = ctx.site.text(ctx.entry_lineno).strip()
-        if simple and _read_before_stored(ctx):
+        first, after = _reads_around(ctx)
+        if simple and first is not None and after:
+            # read above the store by the next iteration, and below it by this iteration's loss (a refiner reads
+            # the pose it updates, the stage's loss the new pose): detached where the next iteration first reads it
+            edit = insert_lines(ctx, first, _detach_state(ctx))
+        elif simple and first is not None:
             # the next iteration reads the state before this line runs again (a memory bank read by the loss):
             # the value stored must hold no graph, whatever fresh tensors it was built from
             value = detached_value(line)
@@ -728,17 +735,18 @@ def _kept_within_step(ctx: Context) -> Proposal | None:
 # truncation such loops are written for, and comes first).
 
 
-def _read_before_stored(ctx: Context) -> bool:
-    """The carried state is read in the loop body above the statement that stores it (``neg = q @ bank.t()``
-    before ``bank = torch.cat([bank, k])``): the next iteration reads what was stored, not a detached read."""
+def _reads_around(ctx: Context) -> tuple[int | None, bool]:
+    """The first statement of the loop body above the store that reads the carried state (None if none), and
+    whether a statement below the store reads it too (the iteration's own loss on the new value)."""
     site, name, line = ctx.site, ctx.carried, ctx.entry_lineno
     tree = site.tree() if site is not None else None
     if tree is None or name is None or line is None:
-        return False
-    body = loop_body_of(tree, line)
-    for st in body or []:
-        if st.lineno >= line:
-            break
-        if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(st)):
-            return True
-    return False
+        return None, False
+    first: int | None = None
+    after = False
+    for st in loop_body_of(tree, line) or []:
+        reads = any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(st))
+        if st.lineno < line and reads and first is None:
+            first = st.lineno
+        after = after or (st.lineno > line and reads)
+    return first, after
