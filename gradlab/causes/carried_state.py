@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..context import Context
-from ..evidence import Facts, Topology, in_site, resolve_name, sequence_of, var_named
+from ..evidence import Facts, Topology, graph_kinds, in_site, resolve_name, sequence_of, var_named
 from ..fixes import (
     Fix,
     Proposal,
@@ -121,7 +121,7 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
     across = carried_across_statements(facts)
     if across is not None and site is not None:  # NOTE [A state carried across statements]
         line, carried = across
-        kinds = {c: site.kinds.get(c) for c in carried}
+        kinds: dict[str, str | None] = {**graph_kinds(facts.namespace)}
         statements = [f"{c} = {_detached(c, kinds[c], _may_be_none(site, [c]))}" for c in carried]
         return replace(
             base,
@@ -217,9 +217,15 @@ def carried_across_statements(facts: Facts) -> tuple[int, list[str]] | None:
     tree = site.tree()
     body = loop_body_of(tree, facts.backward_line) if tree is not None else None
     loop = loop_around(tree, facts.backward_line) if tree is not None else None
-    if not body:
+    if not body or loop is None or tree is None:
         return None
     bound_in_body = set().union(*(names(st, ast.Store) for st in body))
+    graphs = graph_kinds(facts.namespace)
+    # bound before the loop (or an argument of the function): the first iteration reads that value
+    before = set().union(set(), *(names(st, ast.Store) for st in preceding(tree, loop.lineno)))
+    function = function_of(tree, loop.lineno)
+    if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        before |= {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
     fresh: set[str] = _bound_by(loop)
     stored: set[str] = set()
     carried: list[str] = []
@@ -230,10 +236,11 @@ def carried_across_statements(facts: Facts) -> tuple[int, list[str]] | None:
         for n in sorted(names(st, ast.Load), key=lambda n: n):
             if (
                 n in bound_in_body
+                and n in before
                 and n not in stored
                 and n not in fresh
                 and n not in carried
-                and site.kinds.get(n) in ("tensor", "list", "tuple")
+                and n in graphs  # holds a graph now: a tensor, or a list or tuple of them
             ):
                 carried.append(n)
                 first = st.lineno if first is None else first
