@@ -650,13 +650,29 @@ def test_a_recurrence_written_in_place_does_not_read_from_the_values_the_loop_st
     assert not any("started from" in f.summary for f in d.fixes), [f.summary for f in d.fixes]
 
 
-def test_no_property_reads_an_argument_of_the_constructor(tmp_path: Path) -> None:
-    # the gain is scaled by an argument of __init__: a property cannot read it, so the rewrite is not offered
+def test_an_argument_the_constructor_reads_is_kept_on_self_for_the_property(tmp_path: Path) -> None:
+    # the gain is scaled by an argument of __init__: kept on self where the gain was computed, read by the property
     d = variant_diagnosis(
         CAUSES / "gain_scale_built_in_constructor.py",
         tmp_path / "gain_times_argument.py",
         ("def __init__(self, features, outputs):", "def __init__(self, features, outputs, base=2.0):"),
         ("self.gain = self.log_gain.exp()", "self.gain = self.log_gain.exp() * base"),
+    )
+    texts = [e.text for e in d.fixes[0].edits]
+    assert texts[0].strip() == "self.base = base", texts
+    assert texts[1].strip().endswith("return self.log_gain.exp() * self.base"), texts
+
+
+def test_no_property_reads_a_value_the_constructor_binds_again(tmp_path: Path) -> None:
+    # base is rebound below the statement: the value the gain read is not the one a property could keep
+    d = variant_diagnosis(
+        CAUSES / "gain_scale_built_in_constructor.py",
+        tmp_path / "gain_times_rebound.py",
+        ("def __init__(self, features, outputs):", "def __init__(self, features, outputs, base=2.0):"),
+        (
+            "self.gain = self.log_gain.exp()",
+            "self.gain = self.log_gain.exp() * base\n        base = base + 1.0\n        self.offset = base",
+        ),
     )
     assert not any("@property" in e.text for f in d.fixes for e in f.edits), str(d)
 

@@ -43,6 +43,7 @@ class _Built:
     end: int
     indent: str  # the indentation of the class's methods
     register: str | None  # ``self.log_width = nn.Parameter(...)``
+    keep: str | None  # ``self.eigvecs = eigvecs``: values of __init__'s own the property reads
     value: str  # the property's expression
     after_init: int  # the last line of ``__init__``
 
@@ -60,6 +61,26 @@ def _wrapper(value: ast.expr, call: ast.Call) -> str | None:
             f = n.func
             return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
     return None
+
+
+class _Renamed(ast.NodeTransformer):
+    """Each read of a name of ``kept`` becomes a read of ``self.<name>``."""
+
+    def __init__(self, kept: set[str]) -> None:
+        self.kept = kept
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id in self.kept and isinstance(node.ctx, ast.Load):
+            return ast.Attribute(ast.Name("self", ast.Load()), node.id, ast.Load())
+        return node
+
+
+def _bound_after(init: ast.FunctionDef, name: str, line: int) -> bool:
+    """``__init__`` binds ``name`` again below ``line`` (the value the statement read is not the last one)."""
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) and n.lineno > line
+        for n in ast.walk(init)
+    )
 
 
 def _locals(init: ast.FunctionDef) -> set[str]:
@@ -115,10 +136,18 @@ def _built(cls: type, attr: str) -> _Built | None:
         return None  # a property would draw anew at each access
     own = _locals(init) - {"self"}
     read_names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-    if read_names & own or ("self" not in read_names and not calls):
-        return None  # it reads an argument of __init__ (a property cannot), or nothing of the module's
-    if read_names - {"self"} - set(dir(builtins)) - _module_names(filename):
+    kept = sorted(read_names & own)  # values of __init__'s own (an argument, a local): kept on self for the property
+    if any(k in taken or _bound_after(init, k, st.lineno) for k in kept):
+        return None  # the attribute's name is taken, or __init__ binds the value again after the statement
+    if read_names - {"self"} - own - set(dir(builtins)) - _module_names(filename):
         return None
+    if "self" not in read_names and not calls and not kept:
+        return None  # it reads nothing of the module's
+    keep = None
+    if kept:
+        text = ast.unparse(_Renamed(set(kept)).visit(ast.parse(ast.unparse(value), mode="eval")).body)
+        value = ast.parse(text, mode="eval").body
+        keep = "\n".join(f"self.{k} = {k}" for k in kept)
     indent = " " * init.col_offset
     return _Built(
         cls.__name__,
@@ -128,6 +157,7 @@ def _built(cls: type, attr: str) -> _Built | None:
         st.end_lineno or st.lineno,
         indent,
         register,
+        keep,
         ast.unparse(value),
         init.end_lineno or init.lineno,
     )
@@ -219,6 +249,7 @@ def built_once_fixes(ctx: Context) -> list[Proposal]:
     if not isinstance(b, _Built):
         return []
     inner = b.indent + "    "
+    stored = "\n".join(x for x in (b.keep, b.register) if x)
     prop = "\n".join(
         [
             "",
@@ -228,7 +259,7 @@ def built_once_fixes(ctx: Context) -> list[Proposal]:
         ]
     )
     edits = (
-        Edit(b.filename, b.start, b.end, f"{inner}{b.register}" if b.register else ""),
+        Edit(b.filename, b.start, b.end, "\n".join(inner + r for r in stored.split("\n")) if stored else ""),
         Edit(b.filename, b.after_init + 1, b.after_init, prop),
     )
     where = Location(b.filename, b.start).where
@@ -242,6 +273,17 @@ def built_once_fixes(ctx: Context) -> list[Proposal]:
                     summary=T(
                         "compute self.{attr} at each access, as a property of {cls} ({value}), instead of once in its "
                         "__init__ ({where}): each use then builds its own graph from the values the updates wrote",
+                        attr=b.attr,
+                        cls=b.cls,
+                        value=b.value,
+                        where=where,
+                    )
+                    if not b.register and not b.keep
+                    else T(
+                        "store what it reads of __init__'s own on self ({keep}) and compute self.{attr} at each access, as a property of {cls} "
+                        "({value}), instead of once in its __init__ ({where}): each use then builds its own graph "
+                        "from the values the updates wrote",
+                        keep=b.keep.replace("\n", "; ") if b.keep else "",
                         attr=b.attr,
                         cls=b.cls,
                         value=b.value,

@@ -60,6 +60,7 @@ from .situations import (
     recorded_block_fix,
     recorded_stack_fix,
     reentrant_fix,
+    sampled_fix,
     trains_text,
     update_out_of_helper,
 )
@@ -167,6 +168,11 @@ def locate(f: Failure) -> Explanation:
     if evaluating is not None and site is not None and line is not None:  # NOTE [A model whose eval branch cuts]
         label_at, fix = evaluating
         label = T("cut: this model is in eval mode, and its forward's eval branch returns values without a graph")
+        return replace(e, spans=(Span(label_at, label),), fixes=(fix, *e.fixes))
+    sampled = sampled_fix(f, tree, cut, line) if not cut.found and not closure else None
+    if sampled is not None:  # NOTE [A sample drawn without its reparameterisation]
+        label_at, fix = sampled
+        label = T("cut: .sample() here draws without a graph; .rsample() keeps the path to the parameters")
         return replace(e, spans=(Span(label_at, label),), fixes=(fix, *e.fixes))
     if site is None or tree is None or line is None or not cut.found:
         derivative = derivative_fix(f, tree, line) if not closure and recorded_block(f, tree) is None else ()

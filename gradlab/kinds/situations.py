@@ -50,6 +50,7 @@ __all__ = [
     "recorded_block_fix",
     "recorded_stack_fix",
     "reentrant_fix",
+    "sampled_fix",
     "trains_text",
     "update_out_of_helper",
 ]
@@ -464,6 +465,73 @@ def eval_mode_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int |
             sure = fix.applicability if fixes[0].code is not None else "sentence"
             return Location(site.filename, found), replace(fixes[0], claims=fix.claims, applicability=sure)
     return None
+
+
+def sampled_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int | None) -> tuple[Location, Fix] | None:
+    """A function the loss's path calls draws from a distribution with ``.sample()`` where the distribution has a
+    reparameterised ``.rsample()``: the draw has no graph, so the loss built from it has none (NOTE [A sample drawn
+    without its reparameterisation])."""
+    site = f.site
+    if site is None or tree is None or line is None:
+        return None
+    called = {
+        ast.unparse(n.func).rsplit(".", 1)[-1] for st in cut.statements for n in ast.walk(st) if isinstance(n, ast.Call)
+    }
+    spots: list[int] = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name not in called | {"forward"}:
+            continue
+        for n in ast.walk(fn):
+            if not (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "sample"
+                and isinstance(n.func.value, ast.Call)
+            ):
+                continue
+            made = f.namespace.get(ast.unparse(n.func.value.func).rsplit(".", 1)[-1])
+            if isinstance(made, type) and issubclass(made, torch.distributions.Distribution) and made.has_rsample:
+                spots.append(n.lineno)
+    spots = sorted(set(spots))
+    if len(spots) != 1 or site.text(spots[0]).count(".sample(") != 1:
+        return None
+    at = spots[0]
+    text = site.text(at)
+    edit = Edit(site.filename, at, at, text.replace(".sample(", ".rsample(", 1))
+    intent = site_intent(site, line)
+    here = statement_at(tree, line)
+    target = backward_target(here) if here is not None else None
+    loss = ast.unparse(target) if target is not None else None
+    fix = Fix(
+        summary=T(
+            "draw with .rsample() instead of .sample() at {where}: the reparameterised draw is a function of the "
+            "distribution's parameters, so {loss} has a graph through it",
+            where=Location(site.filename, at).where,
+            loss=loss or T("the loss"),
+        ),
+        trains=T(
+            "{loss} trains {models} through the draws, as the optimizer step after it asks; the draws follow the "
+            "same distribution",
+            loss=loss or T("the loss"),
+            models=", ".join(intent.trained) or T("what its optimizers hold"),
+        ),
+        edits=(edit,),
+        claims=((loss, intent.trained),) if loss and intent.trained else (),
+    )
+    fixes = judged([Proposal(fix, None, True)], Context(site=site))
+    if not fixes or fixes[0].code is None:
+        return None
+    return Location(site.filename, at), replace(fixes[0], claims=fix.claims)
+
+
+# NOTE [A sample drawn without its reparameterisation]
+# A loss computed from draws of a distribution (a forecaster's sample paths scored
+# by the CRPS, a VAE's latent drawn by hand, a policy's continuous action) has no
+# graph when the draws come from .sample(), which runs under no_grad; .rsample()
+# draws the same values from the same generator (loc + scale * eps) as a function
+# of the parameters. Found in a function the loss's path calls (a model's forward,
+# a forecast method): one line that calls .sample() on a distribution made in place
+# whose class has a reparameterised sample (has_rsample).
 
 
 def _trains_in(node: ast.expr, namespace: dict[str, Any]) -> bool:
