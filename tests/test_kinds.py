@@ -64,6 +64,12 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # NOTE [A model whose eval branch cuts]: a straight-through bottleneck put in eval mode to freeze its usage
     # statistics: its own switch turned off instead
     "gumbel_quantizer_put_in_eval": ("no_grad_fn", ("bottleneck.eval()",), (("mse", ("encoder",)),)),
+    # NOTE [A sample drawn without its reparameterisation]: a policy's draws in a method the loss's path calls
+    "pathwise_control_draws_with_sample": (
+        "no_grad_fn",
+        ("return Normal(mean, log_std.clamp(-3, 1).exp()).sample()",),
+        (("distance", ("policy",)),),
+    ),
     "no_grad_train": ("no_grad_fn", ("with torch.no_grad():",), (("loss", ("model",)),)),
     "decorated_step": ("no_grad_fn", ("@torch.no_grad()",), (("loss", ("encoder", "head")),)),
     "detach_in_forward": ("no_grad_fn", ("y = y.detach()",), (("loss", ("reg",)),)),
