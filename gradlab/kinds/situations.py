@@ -21,7 +21,7 @@ from ..fixes import Fix, Proposal, indent_of, insert_lines, replace_line, unwrap
 from ..i18n import T
 from ..judge import judged
 from ..location import Location
-from ..loop import site_intent
+from ..loop import Site, site_intent
 from ..rewrite import from_graph
 from ..source import (
     calls_method,
@@ -419,10 +419,7 @@ def eval_mode_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int |
             edit = replace_line(Context(site=site, backward_line=line), found, new)
             if edit is None:
                 edit = Edit(site.filename, found, found, indent_of(site, found) + new)
-            intent = site_intent(site, line)
-            here = statement_at(tree, line)
-            target = backward_target(here) if here is not None else None
-            loss = ast.unparse(target) if target is not None else None
+            loss, trained = _loss_and_trained(site, tree, line)
             fix = Fix(
                 summary=T(
                     "keep {model} in training mode, whose forward carries the gradient, and turn off what "
@@ -442,7 +439,7 @@ def eval_mode_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int |
                     "{loss} trains {models} through {model}'s training-mode forward; the updates under "
                     "self.{flag} no longer run",
                     loss=loss or T("the loss"),
-                    models=", ".join(intent.trained) or T("what its optimizers hold"),
+                    models=", ".join(trained) or T("what its optimizers hold"),
                     model=name,
                     flag=flag,
                 )
@@ -451,11 +448,11 @@ def eval_mode_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int |
                     "{loss} trains {models} through {model}'s training-mode forward; whatever that forward does in "
                     "training mode besides (dropout, running statistics, codebook updates) runs again",
                     loss=loss or T("the loss"),
-                    models=", ".join(intent.trained) or T("what its optimizers hold"),
+                    models=", ".join(trained) or T("what its optimizers hold"),
                     model=name,
                 ),
                 edits=(edit,),
-                claims=((loss, intent.trained),) if loss and intent.trained else (),
+                claims=((loss, trained),) if loss and trained else (),
                 applicability="machine-applicable" if flag else "maybe-incorrect",
             )
             fixes = judged([Proposal(fix, None, True)], Context(site=site))  # its code: the edits, checked
@@ -465,6 +462,13 @@ def eval_mode_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int |
             sure = fix.applicability if fixes[0].code is not None else "sentence"
             return Location(site.filename, found), replace(fixes[0], claims=fix.claims, applicability=sure)
     return None
+
+
+def _loss_and_trained(site: Site, tree: ast.Module, line: int) -> tuple[str | None, tuple[str, ...]]:
+    """The loss the backward at ``line`` is called on (its source), and the models the loop's optimizers step on it."""
+    here = statement_at(tree, line)
+    target = backward_target(here) if here is not None else None
+    return (ast.unparse(target) if target is not None else None), site_intent(site, line).trained
 
 
 def sampled_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int | None) -> tuple[Location, Fix] | None:
@@ -498,10 +502,7 @@ def sampled_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int | N
     at = spots[0]
     text = site.text(at)
     edit = Edit(site.filename, at, at, text.replace(".sample(", ".rsample(", 1))
-    intent = site_intent(site, line)
-    here = statement_at(tree, line)
-    target = backward_target(here) if here is not None else None
-    loss = ast.unparse(target) if target is not None else None
+    loss, trained = _loss_and_trained(site, tree, line)
     fix = Fix(
         summary=T(
             "draw with .rsample() instead of .sample() at {where}: the reparameterised draw is a function of the "
@@ -513,10 +514,10 @@ def sampled_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int | N
             "{loss} trains {models} through the draws, as the optimizer step after it asks; the draws follow the "
             "same distribution",
             loss=loss or T("the loss"),
-            models=", ".join(intent.trained) or T("what its optimizers hold"),
+            models=", ".join(trained) or T("what its optimizers hold"),
         ),
         edits=(edit,),
-        claims=((loss, intent.trained),) if loss and intent.trained else (),
+        claims=((loss, trained),) if loss and trained else (),
     )
     fixes = judged([Proposal(fix, None, True)], Context(site=site))
     if not fixes or fixes[0].code is None:
