@@ -12,6 +12,7 @@ error: that is a fix that does not fit, which the batch's score counts, not a de
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,47 @@ BY_NAME = {c.name: c for c in CASES}
 @pytest.fixture(scope="module")
 def evaluation() -> Evaluation:
     return evaluate(CASES, steps=3)
+
+
+#: The cases of batches s, t and u that reduce a report an earlier batch had reduced (found after u was scored;
+#: their README splits those batches' scores by it). No later case may reuse a report.
+REUSED_REPORTS = frozenset(
+    {
+        "compression_lift_outside_loop",
+        "flow_saved_flow_refined_inplace",
+        "fno_masked_loss_unbind",
+        "gail_logstd_clamp_chunk",
+        "dann_two_backwards_one_forward",
+        "diffusion_self_condition_inference_mode",
+        "egnn_forces_grad_frees_graph",
+        "hypernet_iterative_weight_deltas",
+        "rollout_inplace_positivity_fix",
+        "captioning_feature_adapter_outside_loop",
+        "fewshot_protonet_unregistered_temperature",
+        "mdn_param_alias_inplace",
+        "retrieval_twotower_split_field_mask",
+        "speaker_res2block_output_aliases_input",
+        "tpp_mark_embedding_precomputed",
+    }
+)
+
+
+def test_no_new_case_reduces_a_report_an_earlier_batch_reduced() -> None:
+    seen: dict[str, str] = {}
+    reused = set()
+    for batch in BATCHES:  # in the order they were written (their folders sort by date and letter)
+        cases = all_cases(batch)
+        for case in cases:
+            source = tomllib.loads((case.folder / "case.toml").read_text())["source"]
+            if source in seen:
+                reused.add(case.name)
+        for case in cases:
+            source = tomllib.loads((case.folder / "case.toml").read_text())["source"]
+            seen.setdefault(source, f"{batch.name}/{case.name}")
+    assert reused == REUSED_REPORTS, (
+        f"blind cases on a report an earlier batch reduced: {sorted(reused - REUSED_REPORTS)}; "
+        "write each new case from a report no batch has used"
+    )
 
 
 def test_every_batch_has_its_cases() -> None:
