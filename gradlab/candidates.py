@@ -636,6 +636,8 @@ def _derivative_trained(ctx: Context) -> Proposal | None:
     inputs = ast.unparse(call.args[1])
     if "parameters()" in inputs:
         return None  # a derivative with respect to the parameters (a penalty on the gradient's norm) is not this
+    if not _derivative_is_an_output(at):
+        return None  # printed, or used to perturb an input (an adversarial step): retain_graph is the fix there
     edit = edit_at(ctx, at, with_keyword(code.strip(), "grad", "create_graph=True"))
     if edit is None:
         return None
@@ -659,6 +661,50 @@ def _derivative_trained(ctx: Context) -> Proposal | None:
             edits=(edit,),
         ),
     )
+
+
+def _derivative_is_an_output(at: Location) -> bool:
+    """The name the ``autograd.grad`` statement at ``at`` binds is what its function returns, directly or through
+    arithmetic (forces, a flux): an output of a forward, which a loss is then computed from. Not when it only goes
+    into a call of another function (a model run on ``x + eps * g``, a print)."""
+    tree = parse(source_of(at.filename))
+    st = statement_at(tree, at.lineno) if tree is not None else None
+    function = function_of(tree, at.lineno) if tree is not None else None
+    if st is None or function is None or not isinstance(st, ast.Assign):
+        return False
+    derived = names(st, ast.Store)
+    for later in ast.walk(function):
+        if not isinstance(later, ast.stmt) or later.lineno <= at.lineno:
+            continue
+        if isinstance(later, ast.Return) and later.value is not None:
+            if any(
+                isinstance(n, ast.Name) and n.id in derived and not _inside_call(later.value, n)
+                for n in ast.walk(later.value)
+            ):
+                return True
+        elif (
+            isinstance(later, ast.Assign)
+            and names(later.value, ast.Load) & derived
+            and not any(
+                _inside_call(later.value, n)
+                for n in ast.walk(later.value)
+                if isinstance(n, ast.Name) and n.id in derived
+            )
+        ):
+            derived |= names(later, ast.Store)
+    return False
+
+
+def _inside_call(expr: ast.expr, node: ast.AST) -> bool:
+    """``node`` is an argument (at any depth) of a call in ``expr`` that is not a tensor method (``model(x + g)``,
+    ``print(g)``; ``g.sum()`` and ``torch.cat([g, h])`` are arithmetic)."""
+    for call in ast.walk(expr):
+        if not isinstance(call, ast.Call) or not any(node is a for arg in call.args for a in ast.walk(arg)):
+            continue
+        func = ast.unparse(call.func)
+        if not func.startswith(("torch.", "F.")):
+            return True
+    return False
 
 
 # NOTE [A derivative the loss is computed from]

@@ -383,8 +383,8 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
 def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, str, bool], ...]:
     """The first write of each saved tensor of ``graph`` made stale on another line than ``first``'s, as (line, op,
     recorded by autograd): a fix of ``first`` alone leaves the backward failing on theirs. Of a tensor ``first``
-    wrote too, the writes on other lines after it (``widths /= c`` then ``heights /= c``, two slices of one
-    output): the out-of-place form of ``first`` alone leaves them writing the saved tensor."""
+    wrote too, its writes on other lines, before and after ``first``'s (``widths /= c`` then ``heights /= c``, two
+    slices of one output): the out-of-place form of ``first`` alone leaves them writing the saved tensor."""
     at = first.location
     found: dict[tuple[str, int], tuple[Location | None, str, bool]] = {}
     for s in graph.saved:
@@ -395,7 +395,8 @@ def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, st
         if here is not None and here in spots:
             # the other writes of a tensor ``first`` wrote too: later ones, and earlier ones on other lines (two
             # slices of one tensor written on two lines, both after the save)
-            later = [w for w in s.writes if w.location is not None and w is not s.writes[spots.index(here)]]
+            own = s.writes[spots.index(here)]
+            later = [w for w in s.writes if w.location is not None and w is not own]
             for w in later:
                 key = (w.location.filename, w.location.lineno)  # type: ignore[union-attr]
                 if key != here:

@@ -139,6 +139,13 @@ def _built(cls: type, attr: str) -> _Built | None:
     kept = sorted(read_names & own)  # values of __init__'s own (an argument, a local): kept on self for the property
     if any(k in taken or _bound_after(init, k, st.lineno) for k in kept):
         return None  # the attribute's name is taken, or __init__ binds the value again after the statement
+    called = {
+        n.func.id if isinstance(n.func, ast.Name) else ast.unparse(n.func.value)
+        for n in ast.walk(value)
+        if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
+    }
+    if set(kept) & called:
+        return None  # a model or a function passed in (encoder(anchors)): kept on self, a module would register it
     if read_names - {"self"} - own - set(dir(builtins)) - _module_names(filename):
         return None
     if "self" not in read_names and not calls and not kept:

@@ -207,7 +207,39 @@ def products_again(call: BackwardCall | None, failing: BackwardCall | None) -> b
         and bool(_GRAD_CALL.search(code))
         and ".backward(" not in code
         and "retain_graph" not in code
+        and _another_vector(b.filename, b.lineno)
     )
+
+
+def _another_vector(filename: str, line: int) -> bool:
+    """Each run of the ``autograd.grad`` call on ``line`` takes a product with another vector: it passes
+    ``grad_outputs`` (a third argument), or its output reads an argument of the function or lambda around it (``g
+    @ v`` in ``def hvp(v)``). An energy computed once and differentiated again at each step of a sampler is not a
+    product: the same gradient each time, of inputs the step then moves."""
+    tree = parse(source_of(filename))
+    if tree is None:
+        return False
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and getattr(n, "lineno", None) == line
+        and ast.unparse(n.func).rsplit(".", 1)[-1] == "grad"
+        and n.args
+    ]
+    for call in calls:
+        if len(call.args) >= 3 or any(k.arg == "grad_outputs" for k in call.keywords):
+            return True
+        read = {x.id for x in ast.walk(call.args[0]) if isinstance(x, ast.Name)}
+        for scope in ast.walk(tree):
+            if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if not (scope.lineno <= line <= (scope.end_lineno or scope.lineno)):
+                continue
+            args = scope.args
+            if read & {x.arg for x in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
+                return True
+    return False
 
 
 def _repeated_products(ctx: Context) -> Proposal | None:
@@ -221,6 +253,8 @@ def _repeated_products(ctx: Context) -> Proposal | None:
         return None
     if not ctx.extra.get("products") and not re.search(r"autograd\.grad\(", text):
         return None
+    if not _another_vector(site.filename, line):
+        return None  # the same gradient again (an energy computed once, a sampler's steps): no product to keep
     new = with_keyword(text, "grad", "retain_graph=True")
     edit = replace_line(ctx, line, new) if new and new != text else None
     if edit is None:

@@ -18,6 +18,7 @@ from ..evidence import Failure
 from ..explanation import Explanation
 from ..fixes import Fix, Proposal
 from ..i18n import T
+from ..source import function_of
 from .non_scalar import non_scalar_located
 from .numpy_values import numpy_located
 from .statement import Statement, judged_here, located_here
@@ -118,6 +119,15 @@ def _detached_before(f: Failure, call: ast.Call | None) -> tuple[Fix, ...]:
     if not any(c == o or c.startswith(o + ".") for c in called for o in owners):
         return ()
     found = [fix for fix in _fixes(f, cut, loc.lineno) if fix.edits][:1]
+    function = function_of(tree, loc.lineno)
+    backwards = any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+        for n in ast.walk(function if function is not None else tree)
+    )
+    if backwards or any(k.arg == "create_graph" for k in call.keywords):
+        # the detached value may feed a loss this function backwards (or a penalty on the gradient): dropping the
+        # detach changes what that loss trains, and the fix says what it trains as any cut's fix does
+        return tuple(replace(fix, applicability="maybe-incorrect") if fix.code else fix for fix in found)
     # autograd.grad writes no .grad: the fix changes the values it returns, not what the loop's losses train
     return tuple(
         replace(

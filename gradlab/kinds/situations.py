@@ -410,8 +410,17 @@ def eval_mode_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int |
                 continue
             if not any(names(a, ast.Load) & graph or _trains_in(a, f.namespace) for a in call.args):
                 continue  # no argument with a graph: a tensor that requires grad, or a trainable model's output
-            found = _eval_call(tree, ast.unparse(call.func))
+            found = _eval_call(tree, ast.unparse(call.func), line)
             flag = _training_flag(type(model), model)
+            # its own layers that act otherwise in training mode: the switch alone turns them back on too
+            layers = sorted(
+                {
+                    type(m).__name__
+                    for m in model.modules()
+                    if m is not model
+                    and isinstance(m, (torch.nn.modules.dropout._DropoutNd, torch.nn.modules.batchnorm._NormBase))
+                }
+            )
             if found is None or flag is False:
                 continue
             name = ast.unparse(call.func)
@@ -443,6 +452,17 @@ def eval_mode_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int |
                     model=name,
                     flag=flag,
                 )
+                if flag and not layers
+                else T(
+                    "{loss} trains {models} through {model}'s training-mode forward; the updates under "
+                    "self.{flag} no longer run, but its {layers} layers act in training mode again (dropout on, "
+                    "running statistics updated)",
+                    loss=loss or T("the loss"),
+                    models=", ".join(trained) or T("what its optimizers hold"),
+                    model=name,
+                    flag=flag,
+                    layers=", ".join(layers),
+                )
                 if flag
                 else T(
                     "{loss} trains {models} through {model}'s training-mode forward; whatever that forward does in "
@@ -453,7 +473,7 @@ def eval_mode_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int |
                 ),
                 edits=(edit,),
                 claims=((loss, trained),) if loss and trained else (),
-                applicability="machine-applicable" if flag else "maybe-incorrect",
+                applicability="machine-applicable" if flag and not layers else "maybe-incorrect",
             )
             fixes = judged([Proposal(fix, None, True)], Context(site=site))  # its code: the edits, checked
             if not fixes:
@@ -478,13 +498,16 @@ def sampled_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int | N
     site = f.site
     if site is None or tree is None or line is None:
         return None
-    called = {
-        ast.unparse(n.func).rsplit(".", 1)[-1] for st in cut.statements for n in ast.walk(st) if isinstance(n, ast.Call)
-    }
+    funcs = [ast.unparse(n.func) for st in cut.statements for n in ast.walk(st) if isinstance(n, ast.Call)]
+    called = {func.rsplit(".", 1)[-1] for func in funcs}
+    if any(isinstance(f.namespace.get(func), torch.nn.Module) for func in funcs):
+        called.add("forward")  # a model the path calls: its forward runs
     spots: list[int] = []
     for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name not in called | {"forward"}:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name not in called:
             continue
+        if any(isinstance(n, ast.Attribute) and n.attr == "log_prob" for n in ast.walk(fn)):
+            continue  # a score-function estimator (REINFORCE): the draw is meant to be a constant
         for n in ast.walk(fn):
             if not (
                 isinstance(n, ast.Call)
@@ -544,8 +567,10 @@ def _trains_in(node: ast.expr, namespace: dict[str, Any]) -> bool:
     return False
 
 
-def _eval_call(tree: ast.Module, name: str) -> int | None:
-    """The line of the last one-line ``name.eval()`` (or ``name.train(False)``) statement of the file."""
+def _eval_call(tree: ast.Module, name: str, line: int) -> int | None:
+    """The line of the last one-line ``name.eval()`` (or ``name.train(False)``) statement above ``line`` in its
+    function, or at the module's top level (not one inside another function: an evaluation helper's)."""
+    scope = function_of(tree, line)
     found = [
         st.lineno
         for st in ast.walk(tree)
@@ -558,6 +583,8 @@ def _eval_call(tree: ast.Module, name: str) -> int | None:
             or (st.value.func.attr == "train" and [ast.unparse(a) for a in st.value.args] == ["False"])
         )
         and st.lineno == st.end_lineno
+        and st.lineno < line
+        and function_of(tree, st.lineno) in (scope, None)
     ]
     return max(found) if found else None
 
