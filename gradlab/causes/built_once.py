@@ -14,10 +14,11 @@ import torch
 from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts, Problem, sequence_of
-from ..fixes import Fix, Proposal, keeping
+from ..fixes import Fix, Proposal, keeping, source_of
 from ..graph import Graph, walk
 from ..i18n import T, join
 from ..location import Location
+from ..source import parse
 from .module_state import _class_tree, _graph_attrs, _methods, _self_attr
 
 __all__ = ["built_once_context", "built_once_fixes"]
@@ -172,9 +173,6 @@ def _built(cls: type, attr: str) -> _Built | None:
 
 def _module_names(filename: str) -> set[str]:
     """The names the module of ``filename`` binds at its top level (imports, classes, functions, globals)."""
-    from ..fixes import source_of
-    from ..source import parse
-
     tree = parse(source_of(filename))
     if tree is None:
         return set()

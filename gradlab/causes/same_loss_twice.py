@@ -201,13 +201,17 @@ def products_again(call: BackwardCall | None, failing: BackwardCall | None) -> b
     if call is None or failing is None or call is failing or call.location is None or failing.location is None:
         return False
     a, b = call.location, failing.location
-    code = b.code or ""
+    return (a.filename, a.lineno) == (b.filename, b.lineno) and _products_at(b.filename, b.lineno, b.code or "")
+
+
+def _products_at(filename: str, line: int, code: str) -> bool:
+    """``code`` (the text of ``line``) runs ``torch.autograd.grad`` without ``retain_graph``, and each run of it
+    takes a product with another vector (:func:`_another_vector`)."""
     return (
-        (a.filename, a.lineno) == (b.filename, b.lineno)
-        and bool(_GRAD_CALL.search(code))
+        bool(_GRAD_CALL.search(code))
         and ".backward(" not in code
         and "retain_graph" not in code
-        and _another_vector(b.filename, b.lineno)
+        and _another_vector(filename, line)
     )
 
 
@@ -249,11 +253,9 @@ def _repeated_products(ctx: Context) -> Proposal | None:
     if site is None or line is None or ctx.earlier_line not in (None, line):
         return None
     text = site.text(line)
-    if not _GRAD_CALL.search(text) or ".backward(" in text or "retain_graph" in text:
-        return None
     if not ctx.extra.get("products") and not re.search(r"autograd\.grad\(", text):
         return None
-    if not _another_vector(site.filename, line):
+    if not _products_at(site.filename, line, text):
         return None  # the same gradient again (an energy computed once, a sampler's steps): no product to keep
     new = with_keyword(text, "grad", "retain_graph=True")
     edit = replace_line(ctx, line, new) if new and new != text else None
