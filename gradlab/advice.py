@@ -181,6 +181,22 @@ def message_fixes(kind: str, parameters: tuple[str, ...] = ()) -> tuple[Fix, ...
                 code="a = a.clone()\na.mul_(2)",
             ),
         ),
+        "custom_view_in_place": (
+            Fix(
+                summary=T(
+                    "make the write out of place: nn.ReLU() rather than nn.ReLU(inplace=True) after the hooked "
+                    "module, x = x + 1 rather than x += 1"
+                ),
+                trains=T("the same as intended: the same values, and the Function's backward runs as it should"),
+                code="nn.ReLU()  # not nn.ReLU(inplace=True)",
+            ),
+            Fix(
+                alternative=True,
+                summary=T("clone the custom Function's output before writing to it (torch's own advice)"),
+                trains=T("the same as intended; the clone costs one copy of that output"),
+                code="y = fn.apply(x).clone()\ny.relu_()",
+            ),
+        ),
         "detach_view_in_place": (
             Fix(
                 summary=T("use the out-of-place x.detach() and keep the result"),

@@ -49,7 +49,7 @@ from .graph import Graph
 from .i18n import T, join
 from .location import Location
 from .rewrite import detached_value, inputs_keyword, optimizers_inputs, replace_reads, split_comment, with_keyword
-from .source import enclosing, enclosing_blocks, function_of, names, parse, statement_at
+from .source import enclosing, enclosing_blocks, function_of, loop_around, names, parse, statement_at
 from .writers import documented
 
 __all__ = ["stale_reads", "general_fixes", "freed_fixes", "apart_fixes", "routed_fixes"]
@@ -555,9 +555,43 @@ def _detach_where_made(ctx: Context) -> Proposal | None:
     )
 
 
+def _detach_before_loop(ctx: Context) -> Proposal | None:
+    """The frame's name whose graph holds the freed part, detached once before the loop (NOTE [A part made before
+    the loop] in :mod:`gradlab.evidence`)."""
+    name, _, kind = ctx.extra.get("made_outside", "").partition(":")
+    site, line = ctx.site, ctx.backward_line
+    tree = site.tree() if site is not None else None
+    loop = loop_around(tree, line) if tree is not None and line is not None else None
+    if not name or loop is None:
+        return None
+    value = {"list": f"[t.detach() for t in {name}]", "tuple": f"tuple(t.detach() for t in {name})"}
+    edit = insert_lines(ctx, loop.lineno, f"{name} = {value.get(kind, f'{name}.detach()')}")
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            keeps_forward=True,
+            summary=T(
+                "detach {name} once, before the loop: each backward of {loss} goes into the graph {name} came with, "
+                "and the second finds it freed; that part ends in parameters no optimizer of this loop holds",
+                name=name,
+                loss=ctx.l,
+            ),
+            trains=T(
+                "{loss} trains what it trained, with the same values; its gradient no longer reaches the parameters "
+                "{name} was computed from, which no optimizer of the loop steps",
+                loss=ctx.l,
+                name=name,
+            ),
+            edits=all_edits(edit),
+        ),
+    )
+
+
 def apart_fixes(ctx: Context) -> list[Proposal]:
     """The general candidates for a freed graph whose freed part no optimizer steps, whatever its cause."""
-    found = [_detach_where_made(ctx)]
+    found = [_detach_where_made(ctx), _detach_before_loop(ctx)]
     return [f for f in found if f is not None]
 
 

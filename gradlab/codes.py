@@ -63,6 +63,7 @@ def _titles() -> dict[str, str]:
         "checkpoint_metadata": _("checkpoint recomputed differently"),
         "ddp_unfinished_reduction": _("DDP parameters unused"),
         "ddp_ready_twice": _("DDP parameter ready twice"),
+        "custom_view_in_place": _("custom Function's view in place"),
     }
 
 
@@ -163,6 +164,14 @@ CODES: tuple[Code, ...] = (
         "Expected to mark a variable ready only once. This error is caused by one of the following reasons: "
         "1) Use of a module parameter outside the `forward` function. Parameter at index 1 with name a.bias has "
         "been marked as ready twice.",
+    ),
+    Code(
+        "GL0016",
+        "custom_view_in_place",
+        "Output 0 of BackwardHookFunction is a view and is being modified inplace. This view was created inside a "
+        "custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace "
+        "would override the custom backward associated with the custom Function, leading to incorrect gradients. "
+        "This behavior is forbidden. You can fix this by cloning the output of the custom Function.",
     ),
 )
 

@@ -483,13 +483,16 @@ def check_graph(
     *,
     tracker: Recorder | None = None,
     frame: FrameType | None = None,
+    raised: str | None = None,
 ) -> Diagnosis:
     """Turn a collected graph into a Diagnosis (one Problem per freed node or stale tensor).
 
     With ``failing`` (the backward call that just raised), only the problems that
     made it fail are kept: a node that call freed itself, before it reached the
-    real problem, is not a cause. ``frame`` is the user's frame, where gradlab
-    looks up the names of tensors it mentions.
+    real problem, is not a cause. ``raised`` is the kind of the error torch raised
+    (``graph_freed``, ``modified_in_place``): NOTE [Which problem raised].
+    ``frame`` is the user's frame, where gradlab looks up the names of tensors it
+    mentions.
     """
     stale: list[SavedTensor] = []
     freed: list[tuple[SavedTensor, bool]] = []  # (record, freeing call known)
@@ -506,10 +509,31 @@ def check_graph(
         # Nodes whose freeing call is unknown were run by the failing call itself
         # (their saved values bypass the hooks, e.g. a Python scalar in x * 2.0).
         freed = [(s, known) for s, known in freed if known]
-    records = stale if (failing is not None and stale) else stale + [s for s, _ in freed]
+    if raised is None and failing is None and freed and stale:  # check() before the backward: which torch meets first
+        seqs = {n.id: n.seq if n.seq is not None else -1 for n in graph.nodes}
+        newest_freed = max(seqs.get(s.node_id, -1) for s, _ in freed)
+        raised = "graph_freed" if newest_freed > max(seqs.get(s.node_id, -1) for s in stale) else None
+    if raised == "graph_freed" and freed:
+        records = [s for s, _ in freed] + stale  # NOTE [Which problem raised]
+    else:
+        records = stale if (failing is not None and stale) else stale + [s for s, _ in freed]
     problems = _decide([_problem(s) for s in records], graph, _facts(tracker, failing, frame))
     needed_by = failing.location if failing is not None else None
     return Diagnosis(ok=not problems, problems=problems, graph=graph, needed_by=needed_by, failed=failing is not None)
+
+
+# NOTE [Which problem raised]
+# A failed backward can find both kinds in its graph: tensors written in place since they
+# were saved, and nodes an earlier backward freed. Which one torch met first decides its
+# error, and the note speaks of that one: a stale tensor alone is the cause when torch said
+# "modified by an inplace operation" (a freed node there is usually one the failing call
+# freed itself on its way); when torch said "backward through the graph a second time",
+# the freed nodes come first and the stale tensors after them (a fix that only clones the
+# stale tensors would fail again on the freed part). The same loop with the two backward
+# calls in another order raises the other error. check() before the backward cannot read
+# torch's error: it reads which torch meets first from the nodes' sequence numbers (the
+# engine runs the newest ready node first; a node is newer than every node it reads), so
+# that check() names the cause the note after the backward names.
 
 
 def no_graph_diagnosis(output: object, recording: Recorder | None, frame: FrameType | None = None) -> Diagnosis | None:

@@ -876,6 +876,68 @@ def made_apart(
     return (at, other) if found else None
 
 
+def made_outside(
+    graph: Graph, p: Problem, facts: Facts, loss: str | None, intent: LoopIntent | None
+) -> tuple[str, str] | None:
+    """A name of the failing function that holds the freed node of ``p`` in its graph (a tensor, or a list or tuple
+    of tensors: gradients a function received), bound before the loop and never in its body, whose whole part of
+    the graph below ends in parameters none of the optimizers the loop steps holds (``intent``): its name and
+    ``tensor``, ``list`` or ``tuple`` (NOTE [A part made before the loop]). None otherwise."""
+    site = facts.site
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    if node is None or node.seq is None or site is None or not site.optimizers or facts.backward_line is None:
+        return None
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    if not body:
+        return None
+    bound = {n.id for st in body for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    read = {n.id for st in body for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if intent is None or not intent.known:
+        return None
+    stepping = [site.optimizers.get(plan.optimizer) for plan in intent.plans if plan.steps]
+    if not stepping or any(ids is None for ids in stepping):
+        return None
+    held = frozenset().union(*(ids for ids in stepping if ids is not None))
+    wanted = (node.seq, node.name)
+    for name in sorted(k for k in facts.namespace if isinstance(k, str) and not k.startswith("_")):
+        value = facts.namespace[name]
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        if (
+            name in bound
+            or name not in read
+            or name == loss
+            or not items
+            or not all(isinstance(t, torch.Tensor) for t in items)
+        ):
+            continue
+        roots = [t.grad_fn for t in items if t.grad_fn is not None]
+        below = walk(roots)
+        if not any((sequence_of(fn), fn.name()) == wanted for fn in below):
+            continue
+        for fn in below:
+            leaf = getattr(fn, "variable", None)
+            if leaf is not None and (not isinstance(leaf, torch.nn.Parameter) or id(leaf) in held):
+                return None  # a parameter an optimizer steps, or an input whose .grad the code may read
+        return name, "list" if isinstance(value, list) else "tuple" if isinstance(value, tuple) else "tensor"
+    return None
+
+
+# NOTE [A part made before the loop]
+# The loss of each iteration reads a tensor the function was handed, or made before
+# its loop, whose graph ends in parameters no optimizer the loop steps holds
+# (gradlab.loop's intent): the "gradients" a federated client uploaded, computed
+# from its parameters with autograd on, matched by a gradient-inversion attack.
+# The first backward frees that part; the second finds it freed. Its line may be
+# unknown (a Python number divided into it is saved behind torch's hooks), but the
+# name is the frame's: the fix detaches it once, before the loop, which changes no
+# value of the forward and no update of the loop's optimizers. The gradient the
+# loss sent below it (into the client's parameters) is no longer made: the fix's
+# trains line says so, since an optimizer outside the loop could read it. Not
+# offered when a leaf below is an input that is no parameter, or a parameter an
+# optimizer the loop steps holds.
+
+
 # NOTE [A part no optimizer steps]
 # A backward fails on a freed node whose whole part of the graph ends in
 # parameters no optimizer of the loop holds: an embedding table a plain object

@@ -35,7 +35,8 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
             continue
         claimed = _held(ctx, prop.reach) if prop.reach is not None else set(dict(fix.claims).get(ctx.loss, ()))
         # a model another loss of the loop trains is not given up when this loss stops reaching it: an optimizer
-        # stepped after several backwards is not asked to learn from each of them (an actor-critic's two losses)
+        # stepped after several backwards is not asked to learn from each of them (an actor-critic's two losses;
+        # NOTE [A model another loss trains])
         given_up = sorted(intended - claimed - set(ctx.shared))
         extra = sorted(claimed - intended)
         fix = replace(fix, claims=(*claim(ctx, claimed), *ctx.other_claims))
@@ -62,6 +63,17 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
     if ctx.intent_note:  # which reading each fix assumes: what ran, not what the source reads
         return tuple(replace(f, trains=T("{trains} ({note})", trains=f.trains, note=ctx.intent_note)) for f in ordered)
     return ordered
+
+
+# NOTE [A model another loss trains]
+# One optimizer stepped after two backward calls (an actor's loss, then a critic's) asks for the sum of their
+# gradients; a fix that stops the actor's loss from reaching the critic still fits, because the critic, which
+# judges the actor's output (its weights are applied to it), learns from its own loss. That exemption holds for a
+# judge only (Topology.behind: a model applied to another model's output in the failing loss's graph). An encoder
+# whose output the loss reads beside another's (a neural process's latent path, concatenated with the
+# deterministic one) is not judging anything: when the failing loss reaches it and its optimizer steps after that
+# backward, the loss is meant to train it, even if a KL term trains it too; a fix that stops that is given up
+# (checked for the context of a freed or stale graph; the no_grad_fn kind reads the frame only, as before).
 
 
 def _held(ctx: Context, models: tuple[str, ...]) -> set[str]:

@@ -59,6 +59,7 @@ MessageKind = Literal[
     "checkpoint_metadata",
     "ddp_ready_twice",
     "ddp_unfinished_reduction",
+    "custom_view_in_place",
 ]
 
 #: The first words of the "graph freed" error, in every release since 0.3.
@@ -124,6 +125,12 @@ _LEAF_IN_PLACE = re.compile(
 # - multi_view_in_place: "Output N of UnbindBackward0 is a view and is being modified
 #   inplace. This view is the output of a function that returns multiple views." (the
 #   node is "SplitBackward0" up to 2.12, "Split" from 2.13 on, like the in-place error).
+# - custom_view_in_place: "Output N of BackwardHookFunction is a view and is being modified
+#   inplace. This view was created inside a custom Function (or because an input was
+#   returned as-is) ..." (the node is the custom Function's class: BackwardHookFunction for
+#   a module with a full backward hook). Read in the string literals of 2.13.0 and 2.14.1
+#   only (added after the releases below were read); the bug report it was met in
+#   (rwightman/efficientdet-pytorch#298, torch 1.x) quotes the same words.
 # - anomaly_nan: "Function 'SqrtBackward0' returned nan values in its 0th output."
 #   (anomaly mode; "1th" for the second output, torch's own ordinal).
 # - ddp_unfinished_reduction: the reducer names the unused parameters' indices
@@ -157,6 +164,13 @@ _FAMILY: tuple[tuple[MessageKind, re.Pattern[str]], ...] = (
         re.compile(
             r"Output (?P<nr>\d+) of (?P<node>[\w:.]+) is a view and is being modified inplace\."
             r" This view is the output of a function that returns multiple views"
+        ),
+    ),
+    (
+        "custom_view_in_place",
+        re.compile(
+            r"Output (?P<nr>\d+) of (?P<node>[\w:.]+) is a view and is being modified inplace\."
+            r" This view was created inside a custom Function"
         ),
     ),
     ("detach_view_in_place", re.compile(r"Can't detach views in-place")),

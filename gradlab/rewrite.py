@@ -20,7 +20,16 @@ import re
 import tokenize
 from collections.abc import Mapping
 
-__all__ = ["AUGMENTED", "rewrite_in_place", "detach_in", "with_keyword", "op_display", "from_graph", "without_detach"]
+__all__ = [
+    "AUGMENTED",
+    "rewrite_in_place",
+    "detach_in",
+    "with_keyword",
+    "op_display",
+    "from_graph",
+    "without_detach",
+    "without_inplace_flags",
+]
 
 
 AUGMENTED = {
@@ -72,6 +81,37 @@ ACTIVATION_NAMES = {
 }
 
 OP_NAMES = {k: f"{v}=" for k, v in AUGMENTED.items()}
+
+
+def without_inplace_flags(source: str, op: str) -> tuple[tuple[int, str], ...]:
+    """Every line of ``source`` that builds the activation of the in-place ``op`` (``relu_``: ``nn.ReLU``,
+    ``F.relu``) with ``inplace=True``, as ``(line number, the line without it)``: an exact rewrite, the
+    out-of-place activation computes the same values and gradients.
+
+    Example::
+
+        >>> without_inplace_flags("a = nn.ReLU(inplace=True)\nb = nn.Tanh()", "relu_")
+        ((1, 'a = nn.ReLU()'),)
+    """
+    names = ACTIVATION_NAMES.get(op)
+    if names is None:
+        return ()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    lines = source.splitlines()
+    found = sorted(
+        {
+            k.lineno
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call)
+            and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) in names
+            for k in n.keywords
+            if k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+        }
+    )
+    return tuple((i, re.sub(r",?\s*inplace\s*=\s*True", "", lines[i - 1], count=1).replace("(, ", "(")) for i in found)
 
 
 def op_display(op: str) -> str:

@@ -168,7 +168,7 @@ class Tracker(Scope):
                 return  # a nested backward already annotated this exception
             try:
                 if found is not None and found.kind in ("graph_freed", "modified_in_place"):
-                    diag = self._failure_diagnosis(recorder, roots, call, frame)
+                    diag = self._failure_diagnosis(recorder, roots, call, frame, raised=found.kind)
                 else:  # every other kind a backward raises (NOTE [Every kind diagnosed] in gradlab.kinds)
                     diag = self._located(recorder, e, frame=frame, tensors=tuple(roots))
             except Exception as err:  # never replace the user's error with ours, but say once why no note
@@ -257,9 +257,15 @@ class Tracker(Scope):
             del frame
 
     def _failure_diagnosis(
-        self, recorder: Recorder, roots: list[Any], call: BackwardCall, frame: FrameType | None
+        self,
+        recorder: Recorder,
+        roots: list[Any],
+        call: BackwardCall,
+        frame: FrameType | None,
+        raised: str | None = None,
     ) -> Diagnosis:
-        """The diagnosis of a failed backward call: only the problems that made it fail."""
+        """The diagnosis of a failed backward call: only the problems that made it fail (``raised``: the kind of
+        torch's error, ``graph_freed`` or ``modified_in_place``)."""
         from .diagnosis import check_graph
         from .graph import collect_nodes
 
@@ -269,7 +275,7 @@ class Tracker(Scope):
             found = modules_in(frame_names(frame))
             namer = self.namer(found) if found else namer
         graph = collect_nodes(roots, namer, tracker=self)
-        return check_graph(graph, failing=call, tracker=recorder, frame=frame)
+        return check_graph(graph, failing=call, tracker=recorder, frame=frame, raised=raised)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def __enter__(self) -> Tracker:

@@ -198,6 +198,22 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "pose_refined_in_steps": ("carried_state", (("stage_loss", ("backbone", "refiner")),)),
     # two coordinates of one output written in place on two lines, each reading what it overwrites: both rewritten
     "box_corners_clamped_in_place": ("inplace_op", (("err", ("regressor",)),)),
+    # features a client shipped (a tuple, its graph into the client's model) matched by a probe's loop in a
+    # function: detached once before the loop (NOTE [A part made before the loop])
+    "probe_matches_shipped_features": ("stale_forward", (("mismatch", ("probe",)),)),
+    # a multiplier shared by two heads' penalties, the dual loss backwarded last: torch raised the freed error,
+    # though a head's step also made a weight stale (NOTE [Which problem raised]): keep the graph, route the dual
+    "lagrange_two_heads_shared_multiplier": (
+        "shared_graph_freed",
+        (("dual", ("raw_mult",)), ("fit_l", ("left",)), ("fit_r", ("right",))),
+    ),
+    # a style code penalised on its own first, then read beside the content code by the reconstruction, one
+    # optimizer after both: the style encoder judges nothing, so the reconstruction keeps training it
+    # (NOTE [A model another loss trains])
+    "style_code_penalised_first": (
+        "shared_graph_freed",
+        (("rec", ("content_net", "render", "style_net")), ("penalty", ("style_net",))),
+    ),
     # NOTE [A state carried across statements]: the estimate read by the refiner and set by the next statement
     "depth_refined_from_last_estimate": ("carried_state", (("refine_loss", ("refiner",)),)),
 }

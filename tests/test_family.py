@@ -90,6 +90,12 @@ def _leaf() -> None:
     torch.ones(2, requires_grad=True).add_(1)
 
 
+def _custom_view() -> None:
+    layer = torch.nn.Linear(2, 2)
+    layer.register_full_backward_hook(lambda module, grad_in, grad_out: None)
+    torch.relu_(layer(torch.ones(1, 2)))
+
+
 # kind, how to provoke it, the parts explain() reads from torch 2.13's text
 PROVOKED = [
     ("non_scalar_output", _non_scalar, {}),
@@ -103,6 +109,7 @@ PROVOKED = [
     ("checkpoint_metadata", _checkpoint, {}),
     ("no_grad_fn", _no_grad_fn, {}),
     ("leaf_in_place", _leaf, {}),
+    ("custom_view_in_place", _custom_view, {"output_nr": 0, "output_of": "BackwardHookFunction"}),
 ]
 
 
@@ -567,6 +574,7 @@ def test_each_releases_wording_is_decoded(kind: str) -> None:
 
 EXACT_EXAMPLES = ("non_scalar_output", "unused_input", "numpy_requires_grad", "multi_view_in_place")
 EXACT_EXAMPLES += ("detach_view_in_place", "inference_saved", "hook_no_grad", "no_grad_fn", "leaf_in_place")
+EXACT_EXAMPLES += ("custom_view_in_place",)
 
 
 @pytest.mark.parametrize("kind", EXACT_EXAMPLES)

@@ -140,6 +140,21 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # views' base, made out of place
     "heads_split_then_scaled": ("multi_view_in_place", ("first *= 2.0",), (("loss", ("attn", "head")),)),
     "kl_term_unreduced": ("non_scalar_output", ("loss.backward()",), ()),
+    # a conv with a full backward hook, its activation built with inplace=True in a helper (NOTE [A custom
+    # Function's view written in place]): every inplace=True of that activation removed
+    "hooked_conv_block_inplace_activation": (
+        "custom_view_in_place",
+        ("return noisy - self.out(self.body(noisy))",),
+        (("err", ("net",)),),
+    ),
+    # a custom Function returning its input's view, shifted in place by the caller: the out-of-place form
+    "custom_function_view_shifted_in_place": ("custom_view_in_place", ("code += 0.5",), (("rec", ("dec", "enc")),)),
+    # the other term's reduction is a sum divided by the batch size (a mean written out): the mean, not the sum
+    "per_item_error_beside_written_out_mean": (
+        "non_scalar_output",
+        ("total.backward()",),
+        (("total", ("conf_head", "trunk", "value_head")),),
+    ),
     # inference_mode around a layer whose weights the optimizer holds: the block goes, not into no_grad
     "inference_forward_trained": ("inference_saved", ("with torch.inference_mode():",), ()),
     # autograd.grad of a field with one value per point: grad_outputs=ones_like (the derivative of its sum)

@@ -133,6 +133,7 @@ ORDER = (
     "kinds.numpy_values",
     "kinds.non_scalar",
     "kinds.at_line",
+    "kinds.custom_view",
     "kinds",
     "ddp",
     "diagnosis",

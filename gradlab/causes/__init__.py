@@ -43,6 +43,7 @@ from ..evidence import (
     is_parameter,
     leaves_of,
     made_apart,
+    made_outside,
     other_claims,
     previous_iteration,
     receiver,
@@ -186,7 +187,10 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     base = replace(base, reach=_with_bare_parameters(base.reach, facts, loss))
     base = replace(base, other_claims=other_claims(facts, loss))
     shared = claims_of_others(facts.site, facts.backward_line, facts.namespace, loss, same_steps=True)
-    base = replace(base, shared=tuple(sorted({m for _loss, models in shared for m in models})))
+    # a judge only (NOTE [A model another loss trains]): the critic another loss trains is not given up when the
+    # actor's loss stops reaching it; an encoder whose output the loss reads beside another's is
+    judges = {m for _loss, models in shared for m in models if topo.behind({m})}
+    base = replace(base, shared=tuple(sorted(judges)))
     if p.kind == "modified_in_place":
         base = replace(base, stale=stale_reads(graph, p))
         writes = p.writes
@@ -250,6 +254,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     made = made_apart(graph, p, facts, loss, base.intent)
     if made is not None:
         base = replace(base, made_at=made[0], made_unstepped=made[1])
+    outside = made_outside(graph, p, facts, loss, base.intent)  # NOTE [A part made before the loop]
+    if outside is not None:  # (its line may be unknown, or one a .detach() cannot be put on: a return of two)
+        base = replace(base, extra={**base.extra, "made_outside": ":".join(outside)})
     if products_again(freeing_call(p, facts), failing):  # NOTE [Products through one graph]
         return "same_loss_twice", replace(base, extra={**base.extra, "products": "1"})
     closure = closure_context(base, facts)
@@ -320,6 +327,8 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         )
         if stale is not None:
             return "stale_forward", stale
+        if "made_outside" in base.extra and carried_in_loop(facts) is None:  # NOTE [A part made before the loop]
+            return "stale_forward", base
         kept = None
         if carried_in_loop(facts) is None:
             kept = kept_attribute(base, facts) or kept_on_modules(base, facts)
@@ -543,7 +552,7 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         # the cause's own backward into the downstream model's parameters (the course's chain) already routes it
         routes = any("inputs=" in e.text for p in proposals for e in p.fix.edits)
         return judged(_with_general(proposals, [*([] if routes else routed_fixes(ctx)), *general_fixes(ctx)]), ctx)
-    if ctx.made_at is not None:  # a freed graph, whatever its cause
+    if ctx.made_at is not None or "made_outside" in ctx.extra:  # a freed graph, whatever its cause
         return judged(_with_general(proposals, apart_fixes(ctx)), ctx)
     return judged(_with_general(proposals, general_fixes(ctx)), ctx)
 

@@ -145,16 +145,16 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
             if tree is not None and site is not None and loc.filename == site.filename
             else None
         )
-        if isinstance(st, ast.Assign):
-            stored, read = _stored_and_read(st)
-            carried = [t for t in stored if t in read]
-        else:
-            m = re.fullmatch(r"\s*(.+?)\s*=\s*(.+)", loc.code)
-            if not m:
-                continue
-            targets = re.findall(r"[A-Za-z_]\w*", m[1])
-            used = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", m[2]))
-            carried = [t for t in targets if t in used]
+        if st is None:  # a line of another file: its own statement (a keyword argument is no assignment)
+            try:
+                parsed = ast.parse(loc.code.strip()).body if loc.code else []
+            except SyntaxError:
+                parsed = []
+            st = parsed[0] if len(parsed) == 1 else None
+        if not isinstance(st, ast.Assign):
+            continue
+        stored, read = _stored_and_read(st)
+        carried = [t for t in stored if t in read]
         if carried:
             kind = site.kinds.get(carried[-1]) if site is not None else None
             may_be_none = bool(

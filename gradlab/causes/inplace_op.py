@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import replace
 
 from ..context import Context
@@ -11,40 +10,20 @@ from ..edits import Edit
 from ..fixes import Fix, Proposal, all_edits, keeping, source_of, whole_statement, write_edit
 from ..i18n import T
 from ..location import Location
-from ..rewrite import ACTIVATION_NAMES, ACTIVATIONS, OP_NAMES, rewrite_in_place, twin_in_expression
+from ..rewrite import ACTIVATIONS, OP_NAMES, rewrite_in_place, twin_in_expression, without_inplace_flags
 from ..source import function_of
 
 
 def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
     """Every ``inplace=True`` of the activation ``ctx.op`` in the file that ran it, removed (an exact rewrite:
     the out-of-place activation computes the same values and gradients)."""
-    names = ACTIVATION_NAMES.get(ctx.op or "")
     loc = ctx.write_at
     site = ctx.site
-    if names is None or loc is None:
+    if not ctx.op or loc is None:
         return ()
     filename = site.filename if site is not None else loc.filename
     source = site.source if site is not None else source_of(filename)
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return ()
-    lines = source.splitlines()
-    found = sorted(
-        {
-            k.lineno
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Call)
-            and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) in names
-            for k in n.keywords
-            if k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
-        }
-    )
-    edits = []
-    for i in found:
-        new = re.sub(r",?\s*inplace\s*=\s*True", "", lines[i - 1], count=1).replace("(, ", "(")
-        edits.append(Edit(filename, i, i, new))
-    return tuple(edits)
+    return tuple(Edit(filename, i, i, new) for i, new in without_inplace_flags(source, ctx.op))
 
 
 def _out_of_place(code: str | None, op: str | None) -> str | None:

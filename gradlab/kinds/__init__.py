@@ -32,7 +32,7 @@ from ..explanation import Explanation, Span
 from ..i18n import T, _t
 from ..messages import Message
 from ..notices import GradlabError, locating_failed
-from . import graph_freed, inference_saved, leaf_in_place, modified_in_place, no_grad_fn
+from . import custom_view, graph_freed, inference_saved, leaf_in_place, modified_in_place, no_grad_fn
 from .at_line import LOCATORS as _AT_LINE
 from .family import BUILDERS as _FAMILY
 from .family import at_checkpoint
@@ -162,6 +162,7 @@ _LOCATORS: dict[str, Callable[[Failure], Explanation]] = {
     "no_grad_fn": _no_graph,
     "leaf_in_place": leaf_in_place.locate,
     "inference_saved": inference_saved.locate,
+    "custom_view_in_place": custom_view.locate,
     **_AT_LINE,
 }
 

@@ -180,6 +180,45 @@ def _multi_view_in_place(m: Message) -> Explanation:
     )
 
 
+def _custom_view_in_place(m: Message) -> Explanation:
+    hook = m.node == "BackwardHookFunction"
+    return Explanation(
+        kind="custom_view_in_place",
+        summary=T(
+            "An in-place write went to output {nr} of {node}, a view a custom autograd Function returned; autograd"
+            " cannot put the write's backward in front of the Function's own backward, so it refuses the write.",
+            nr=m.output_nr,
+            node=m.node,
+        ),
+        message=m.text,
+        torch_wording=T("any torch release"),
+        output_of=m.node,
+        output_nr=m.output_nr,
+        meaning=(
+            T(
+                "'Output {nr} of {node}' is the tensor written to: the {nr}th result of the custom Function {node}"
+                " (a view of its input, or its input returned as-is).",
+                nr=m.output_nr,
+                node=m.node,
+            ),
+            T(
+                "BackwardHookFunction is the Function register_full_backward_hook() wraps a module's inputs and"
+                " outputs in: the first in-place op after such a module writes to its view."
+            )
+            if hook
+            else T("A write to it would bypass the Function's backward, so the gradients would be wrong."),
+        ),
+        causes=(
+            T(
+                "A module with register_full_backward_hook() followed by an inplace=True activation"
+                " (nn.ReLU(inplace=True) right after a hooked conv), or an in-place op on its output."
+            ),
+            T("A custom autograd.Function whose forward returns its input, or a view of it, written in place after."),
+        ),
+        fixes=message_fixes("custom_view_in_place"),
+    )
+
+
 def _anomaly_nan(m: Message) -> Explanation:
     base = base_node(m.node) if m.node else None
     return Explanation(
@@ -378,4 +417,5 @@ BUILDERS = {
     "checkpoint_metadata": _checkpoint_metadata,
     "ddp_unfinished_reduction": _ddp_unfinished,
     "ddp_ready_twice": _ddp_ready_twice,
+    "custom_view_in_place": _custom_view_in_place,
 }

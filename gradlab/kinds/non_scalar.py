@@ -68,6 +68,12 @@ def _reduction_read(tree: ast.AST, near: ast.AST | None) -> tuple[str, bool]:
         values = [n.value for n in ast.walk(node) if isinstance(n, (ast.Assign, ast.AugAssign, ast.Return)) and n.value]
         if isinstance(node, ast.expr):
             values.append(node)
+        averaged = {  # torch.sum(x) / x.size(0): a mean written out
+            id(n.left)
+            for value in values
+            for n in ast.walk(value)
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and _counts_items(n.right)
+        }
         for value in values:
             for term in _operands(value):
                 while isinstance(term, ast.UnaryOp):
@@ -85,7 +91,7 @@ def _reduction_read(tree: ast.AST, near: ast.AST | None) -> tuple[str, bool]:
                     and len(term.args) == 1
                 )
                 if method or function or torch_call:
-                    found[name] += 1
+                    found["mean" if id(term) in averaged else name] += 1
         for n in ast.walk(node):
             if isinstance(n, ast.Call):
                 for k in n.keywords:
@@ -103,6 +109,19 @@ def _reduction_read(tree: ast.AST, near: ast.AST | None) -> tuple[str, bool]:
     if total["sum"] == total["mean"]:
         return "mean", False  # nothing says which: the mean, by default
     return ("sum" if total["sum"] > total["mean"] else "mean"), True
+
+
+def _counts_items(node: ast.expr) -> bool:
+    """``node`` counts a batch's items: ``x.size(0)``, ``x.shape[0]``, ``len(x)``, ``x.numel()``."""
+    if isinstance(node, ast.Call):
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        return name in ("size", "numel", "nelement") if isinstance(node.func, ast.Attribute) else name == "len"
+    if isinstance(node, ast.Subscript):  # x.shape[0], x.size()[0]
+        inner = node.value
+        return (isinstance(inner, ast.Attribute) and inner.attr == "shape") or (
+            isinstance(inner, ast.Call) and _counts_items(inner)
+        )
+    return False
 
 
 def _operands(node: ast.expr) -> list[ast.expr]:
