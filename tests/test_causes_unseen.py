@@ -95,8 +95,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # each backward, so each batch computes them with the stepped weights
     "prototype_cache_on_classifier": ("carried_state", (("ce", ("clf",)),)),
     # class vectors read once from a lookup table that no optimizer holds, then sliced into batches (NOTE [A part no
-    # optimizer steps]): detached on the line that made them, inside a helper the loop never sees
-    "label_vectors_encoded_once": ("carried_state", (("1 - agreement", ("projector",)),)),
+    # optimizer steps]): detached on the line that made them, inside a helper the loop never sees; a forward made
+    # before the loop (NOTE [A part made before the loop]), no state the loop carries
+    "label_vectors_encoded_once": ("stale_forward", (("1 - agreement", ("projector",)),)),
     # the task losses of one forward backwarded in turn by a loop over them, one step after it: not a state carried
     # from an earlier iteration (evidence._losses_in_turn); each backward keeps the shared graph
     "task_losses_backwarded_in_a_loop": ("shared_graph_freed", (("task_loss", ("heads", "trunk")),)),
@@ -164,8 +165,8 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "codes_shared_by_three_phases": ("optimizer_step", (("ce", ("cls_head", "enc")), ("rec", ("dec", "enc")))),
     # targets a scorer no optimizer holds computes sample by sample before the epochs, stacked and standardised once
     # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
-    # from; detached before that line, every read of it
-    "teacher_targets_built_before_epochs": ("carried_state", (("err", ("self.student",)),)),
+    # from; detached before that line, every read of it (a forward made before the loop, no carried state)
+    "teacher_targets_built_before_epochs": ("stale_forward", (("err", ("self.student",)),)),
     # a GRU cell's state threaded through the chunks of each batch by an inner loop, bound once before the training
     # loop (NOTE [A state threaded through an inner loop]): started again at the top of each iteration
     "gru_state_over_chunks_of_each_batch": ("carried_state", (("loss", ("cell", "head")),)),
