@@ -68,12 +68,15 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
 # NOTE [A model another loss trains]
 # One optimizer stepped after two backward calls (an actor's loss, then a critic's) asks for the sum of their
 # gradients; a fix that stops the actor's loss from reaching the critic still fits, because the critic, which
-# judges the actor's output (its weights are applied to it), learns from its own loss. That exemption holds for a
-# judge only (Topology.behind: a model applied to another model's output in the failing loss's graph). An encoder
-# whose output the loss reads beside another's (a neural process's latent path, concatenated with the
-# deterministic one) is not judging anything: when the failing loss reaches it and its optimizer steps after that
-# backward, the loss is meant to train it, even if a KL term trains it too; a fix that stops that is given up
-# (checked for the context of a freed or stale graph; the no_grad_fn kind reads the frame only, as before).
+# judges the actor's output (its weights are applied to it), learns from its own loss. So does a fix that stops
+# a value network's loss from reaching the generator it scores when the optimizer stepped right after that
+# backward holds the value network only (the generator's own loss trains it). The exemption holds for those two:
+# a judge (Topology.behind: a model applied to another model's output in the failing loss's graph), or a model
+# the next step after the failing backward does not hold. An encoder whose output the loss reads beside
+# another's (a neural process's latent path, concatenated with the deterministic one), held by the optimizer
+# stepped right after, is neither: the loss is meant to train it, even if a KL term trains it too, and a fix
+# that stops that is given up (checked for the context of a freed or stale graph; the no_grad_fn kind reads
+# the frame only, as before).
 
 
 def _held(ctx: Context, models: tuple[str, ...]) -> set[str]:

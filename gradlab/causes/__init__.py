@@ -187,10 +187,12 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     base = replace(base, reach=_with_bare_parameters(base.reach, facts, loss))
     base = replace(base, other_claims=other_claims(facts, loss))
     shared = claims_of_others(facts.site, facts.backward_line, facts.namespace, loss, same_steps=True)
-    # a judge only (NOTE [A model another loss trains]): the critic another loss trains is not given up when the
-    # actor's loss stops reaching it; an encoder whose output the loss reads beside another's is
-    judges = {m for _loss, models in shared for m in models if topo.behind({m})}
-    base = replace(base, shared=tuple(sorted(judges)))
+    # NOTE [A model another loss trains]: a judge (the critic the actor's loss reaches), or a model the optimizer
+    # stepped right after this backward does not hold; not an encoder of that step whose output the loss reads
+    first = next((plan for plan in base.intent.plans if plan.steps), None) if base.intent is not None else None
+    stepped_next = set(first.modules) if first is not None else set()
+    exempt = {m for _loss, models in shared for m in models if topo.behind({m}) or m not in stepped_next}
+    base = replace(base, shared=tuple(sorted(exempt)))
     if p.kind == "modified_in_place":
         base = replace(base, stale=stale_reads(graph, p))
         writes = p.writes
