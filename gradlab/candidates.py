@@ -35,6 +35,7 @@ from .fixes import (
     backward_with,
     claim,
     edit_at,
+    indent_of,
     insert_lines,
     keeping,
     outer_models,
@@ -585,6 +586,39 @@ def _detach_before_loop(ctx: Context) -> Proposal | None:
                 name=name,
             ),
             edits=all_edits(edit),
+        ),
+    )
+
+
+def cached_inside_loop(ctx: Context) -> Proposal | None:
+    """``with parametrize.cached():`` moved inside the loop it was entered around (NOTE [A cache entered around
+    the loop] in :mod:`gradlab.evidence`): the two headers swapped."""
+    site = ctx.site
+    found = ctx.extra.get("cached_with", "")
+    if site is None or not found:
+        return None
+    at, loop = (int(x) for x in found.split(":"))
+    if not (site.holds(at) and site.holds(loop)):
+        return None
+    edits = (
+        Edit(site.filename, at, at, indent_of(site, at) + site.text(loop).strip()),
+        Edit(site.filename, loop, loop, indent_of(site, loop) + site.text(at).strip()),
+    )
+    return keeping(
+        ctx,
+        Fix(
+            keeps_forward=True,
+            summary=T(
+                "enter parametrize.cached() at each iteration, inside the loop (at {where}): it keeps the "
+                "parametrized weights, with their graph, until the context exits, and the first backward freed it",
+                where=Location(site.filename, at).where,
+            ),
+            trains=T(
+                "{loss} trains what it reaches, at each iteration through the weights as they are then: the same "
+                "forward at the first iteration",
+                loss=ctx.l,
+            ),
+            edits=edits,
         ),
     )
 

@@ -923,6 +923,42 @@ def made_outside(
     return None
 
 
+def cached_around_loop(facts: Facts) -> tuple[int, int] | None:
+    """``with parametrize.cached():`` entered once around the training loop that holds the failing backward
+    (NOTE [A cache entered around the loop]): the lines of the ``with`` and of the loop it holds, or None."""
+    site, line = facts.site, facts.backward_line
+    tree = site.tree() if site is not None else None
+    if tree is None or line is None:
+        return None
+    import torch.nn.utils.parametrize as parametrize
+
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.With) and len(n.items) == 1 and len(n.body) == 1):
+            continue
+        loop = n.body[0]
+        if not isinstance(loop, (ast.For, ast.While)) or not loop.lineno < line <= (loop.end_lineno or 0):
+            continue
+        header_end = (loop.iter if isinstance(loop, ast.For) else loop.test).end_lineno
+        call = n.items[0].context_expr
+        if header_end != loop.lineno or n.items[0].optional_vars is not None or not isinstance(call, ast.Call):
+            continue
+        if value_of(ast.unparse(call.func), facts.namespace) is parametrize.cached:
+            return n.lineno, loop.lineno
+    return None
+
+
+# NOTE [A cache entered around the loop]
+# torch.nn.utils.parametrize.cached() computes each parametrized tensor (a weight under
+# spectral_norm, orthogonal, a user's parametrization) once, at its first use inside the
+# context, and keeps it, with its graph, until the context exits. Entered around the
+# whole training loop, the first backward frees that graph and the second iteration's
+# forward reads the same cached tensor: "backward through the graph a second time" (and
+# the weight the step changed would not be read again either). torch's documentation
+# enters it around one forward; the fix swaps the two headers, so that the loop enters
+# the context at each iteration: the same forward at the first iteration, and at every
+# later one the parametrization of the weights as they are now (writers.WRITERS's row).
+
+
 # NOTE [A part made before the loop]
 # The loss of each iteration reads a tensor the function was handed, or made before
 # its loop, whose graph ends in parameters no optimizer the loop steps holds

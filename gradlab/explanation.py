@@ -19,9 +19,11 @@ Example::
 
 from __future__ import annotations
 
+import ast
 import html
 import linecache
 import re
+import textwrap
 from dataclasses import dataclass, replace
 
 from .codes import CODES, code_for
@@ -30,7 +32,7 @@ from .fixes import Fix
 from .i18n import T, Words, _, _t
 from .location import Location
 from .render import fix_lines, header, help_lines, numbered, quote
-from .rewrite import op_display, rewrite_in_place, twin_in_expression
+from .rewrite import by_index, op_display, rewrite_in_place, twin_in_expression
 
 __all__ = ["Explanation", "Span", "KINDS"]
 
@@ -281,6 +283,10 @@ def _view_fixes(e: Explanation) -> tuple[Fix, ...]:
                 trains=trains,
             )
         )
+    indexed = _write_by_index(e, original)
+    if indexed is not None:
+        fix, first = indexed
+        fixes.insert(0 if first else len(fixes), fix)
     fixes.append(
         Fix(
             alternative=True,
@@ -294,6 +300,90 @@ def _view_fixes(e: Explanation) -> tuple[Fix, ...]:
         )
     )
     return tuple(fixes)
+
+
+def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:
+    """A loop over a tensor that writes into each item (NOTE [A loop that writes into the rows it iterates]): the
+    loop rewritten to index the tensor, so that each write reaches it; first when the function reads the tensor
+    after the loop (it returns it, or uses it), as the refused write meant."""
+    write, made = e.write_at, e.views_at
+    if write is None or made is None or made.filename != write.filename:
+        return None
+    source = "".join(linecache.getlines(made.filename))
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    loop = next((n for n in ast.walk(tree) if isinstance(n, ast.For) and n.lineno == made.lineno), None)
+    if loop is None or (loop.iter.end_lineno or loop.lineno) != loop.lineno or not loop.body:
+        return None
+    if not loop.body[0].lineno <= write.lineno <= (loop.end_lineno or loop.lineno):
+        return None
+    try:
+        statement = ast.parse(written.strip()).body
+    except SyntaxError:
+        return None
+    roots = {n.id for st in statement for n in ast.walk(st) if isinstance(n, ast.Name)}
+    fn = next(
+        (
+            f
+            for f in ast.walk(tree)
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.lineno <= loop.lineno <= (f.end_lineno or 0)
+        ),
+        tree,
+    )
+    used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {
+        a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)
+    }
+    names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+    found = by_index(loop, names[0], used) if names and names[0] in roots else None
+    if found is None:
+        return None
+    header, binding, tensor = found
+    lines = source.splitlines()
+    head, body = lines[loop.lineno - 1], lines[loop.body[0].lineno - 1]
+    edit = Edit(
+        made.filename,
+        loop.lineno,
+        loop.lineno,
+        f"{head[: len(head) - len(head.lstrip())]}{header}\n{body[: len(body) - len(body.lstrip())]}{binding}",
+    )
+    if check_edits(source, [edit], used) is not None:
+        return None
+    after = [
+        n
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Name)
+        and n.id == tensor
+        and isinstance(n.ctx, ast.Load)
+        and n.lineno > (loop.end_lineno or 0)
+    ]
+    fix = Fix(
+        summary=T(
+            "index {tensor} in the loop at {where} instead of iterating over it: each write then goes into {tensor}, "
+            "as the loop means",
+            tensor=tensor,
+            where=made.where,
+        ),
+        trains=T(
+            "the same as intended: {tensor} gets the written values, and gradients flow through the writes",
+            tensor=tensor,
+        ),
+        code=textwrap.dedent(edit.text),
+        edits=(edit,),
+        applicability="machine-applicable" if after else "maybe-incorrect",
+    )
+    return fix, bool(after)
+
+
+# NOTE [A loop that writes into the rows it iterates]
+# Iterating over a tensor (for b in boxes, zip(boxes, sizes)) unbinds it into views, and
+# torch refuses an in-place write to any of them (GL0008). When the loop writes into each
+# item, the code means the write to reach the tensor: a clip of each image's boxes, then
+# the boxes returned. Indexing the tensor (b = boxes[i]) gives a view of one row that may
+# be written in place, and the write reaches it; the out-of-place form would leave the
+# tensor unwritten. So that rewrite comes first when the function reads the tensor after
+# the loop, and after the out-of-place form otherwise.
 
 
 def _cut_word(cut: str) -> str:

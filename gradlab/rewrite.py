@@ -29,6 +29,7 @@ __all__ = [
     "from_graph",
     "without_detach",
     "without_inplace_flags",
+    "by_index",
 ]
 
 
@@ -83,8 +84,49 @@ ACTIVATION_NAMES = {
 OP_NAMES = {k: f"{v}=" for k, v in AUGMENTED.items()}
 
 
+def by_index(loop: ast.For, name: str, used: set[str]) -> tuple[str, str, str] | None:
+    r"""A ``for`` loop that iterates over a tensor (``for b in boxes``, ``for b, s in zip(boxes, sizes)``) to write
+    into each ``name``, rewritten to take each as an index of it: (the new header, the statement that binds
+    ``name`` at the top of the body, the tensor's name). Iterating unbinds the tensor into views that cannot be
+    written in place; ``boxes[i]`` is a view of one row that can, and the write reaches ``boxes`` as the loop
+    means. ``used``: the names the function already binds (the index takes another). None for another shape.
+
+    Example::
+
+        >>> tree = ast.parse("for b, (w, h) in zip(boxes, sizes):\n    b.clamp_(0, w)")
+        >>> by_index(tree.body[0], "b", {"b", "w", "h", "boxes", "sizes"})
+        ('for i, (b, (w, h)) in enumerate(zip(boxes, sizes)):', 'b = boxes[i]', 'boxes')
+    """
+    target, it = loop.target, loop.iter
+    if isinstance(it, ast.Name) and isinstance(target, ast.Name) and target.id == name:
+        tensor = it.id
+    elif (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "zip"
+        and it.args
+        and isinstance(it.args[0], ast.Name)
+        and isinstance(target, ast.Tuple)
+        and target.elts
+        and isinstance(target.elts[0], ast.Name)
+        and target.elts[0].id == name
+    ):
+        tensor = it.args[0].id
+    else:
+        return None
+    index = next(n for n in ("i", "k", "idx", "_i") if n not in used)
+    header = ast.For(
+        target=ast.Tuple([ast.Name(index, ast.Store()), target], ast.Store()),
+        iter=ast.Call(ast.Name("enumerate", ast.Load()), [it], []),
+        body=[ast.Pass()],
+        orelse=[],
+    )
+    first = ast.unparse(ast.fix_missing_locations(header)).splitlines()[0]
+    return first, f"{name} = {tensor}[{index}]", tensor
+
+
 def without_inplace_flags(source: str, op: str) -> tuple[tuple[int, str], ...]:
-    """Every line of ``source`` that builds the activation of the in-place ``op`` (``relu_``: ``nn.ReLU``,
+    r"""Every line of ``source`` that builds the activation of the in-place ``op`` (``relu_``: ``nn.ReLU``,
     ``F.relu``) with ``inplace=True``, as ``(line number, the line without it)``: an exact rewrite, the
     out-of-place activation computes the same values and gradients.
 

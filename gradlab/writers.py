@@ -118,6 +118,15 @@ WRITERS: tuple[Writer, ...] = (
         source="https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd",
     ),
     Writer(
+        api="torch.nn.utils.parametrize.cached()",
+        ops=(),
+        does="computes each parametrized tensor once, at its first use inside the context, and keeps it with its "
+        "graph until the context exits",
+        counter=True,
+        fix="enter the context around one forward (inside the training loop), not around the loop",
+        source="https://pytorch.org/docs/stable/generated/torch.nn.utils.parametrize.cached.html",
+    ),
+    Writer(
         api="torch.utils.checkpoint.checkpoint(function, ...)",
         ops=(),
         does="runs the function's forward again during backward, to recompute what it did not save",

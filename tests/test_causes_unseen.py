@@ -208,6 +208,12 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
         "shared_graph_freed",
         (("dual", ("raw_mult",)), ("fit_l", ("left",)), ("fit_r", ("right",))),
     ),
+    # an orthogonal parametrization's cache entered once around the epochs (NOTE [A cache entered around the
+    # loop]): the two headers swapped, the cache entered at each iteration
+    "orthogonal_weights_cached_for_all_epochs": ("stale_forward", (("fit", ("cell",)),)),
+    # a total started once (a tensor of zeros) and backwarded after each of two views' accumulations (NOTE [A total
+    # not started again]): started again before the second
+    "two_views_total_not_restarted": ("same_loss_twice", (("objective", ("enc",)),)),
     # a style code penalised on its own first, then read beside the content code by the reconstruction, one
     # optimizer after both: the style encoder judges nothing, so the reconstruction keeps training it
     # (NOTE [A model another loss trains])

@@ -147,6 +147,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("return noisy - self.out(self.body(noisy))",),
         (("err", ("net",)),),
     ),
+    # a helper iterates over a batch tensor (iterating unbinds it) to clip each row in place and returns the batch
+    # (NOTE [A loop that writes into the rows it iterates]): each row indexed, so the writes reach the batch
+    "rows_clipped_while_iterating": (
+        "multi_view_in_place",
+        ("row.clamp_(-limits, limits)",),
+        (("err", ("head",)),),
+    ),
     # a custom Function returning its input's view, shifted in place by the caller: the out-of-place form
     "custom_function_view_shifted_in_place": ("custom_view_in_place", ("code += 0.5",), (("rec", ("dec", "enc")),)),
     # the other term's reduction is a sum divided by the batch size (a mean written out): the mean, not the sum

@@ -170,6 +170,27 @@ def test_checkpoint_runs_the_forward_again_during_backward() -> None:
     assert len(runs) == 2
 
 
+def test_parametrize_cached_keeps_one_weight_until_it_exits_and_entered_per_iteration_it_trains() -> None:
+    from torch.nn.utils import parametrizations, parametrize
+
+    torch.manual_seed(0)
+    layer = parametrizations.orthogonal(nn.Linear(3, 3))
+    opt = torch.optim.SGD(layer.parameters(), lr=0.1)
+    x = torch.randn(4, 3)
+    with parametrize.cached():  # around the loop: the second iteration reads the first one's weight and graph
+        layer(x).pow(2).sum().backward()
+        opt.step()
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            layer(x).pow(2).sum().backward()
+    before = layer.weight.detach().clone()
+    for _ in range(2):  # torch's documented place: around one forward, inside the loop
+        with parametrize.cached():
+            opt.zero_grad()
+            layer(x).pow(2).sum().backward()
+            opt.step()
+    assert not torch.equal(before, layer.weight.detach())
+
+
 def test_the_note_says_when_its_fix_is_the_one_torch_documents() -> None:
     torch.manual_seed(0)
     emb = nn.Embedding(10, 3, max_norm=1.0)

@@ -28,12 +28,21 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..candidates import after_write_lines, apart_fixes, freed_fixes, general_fixes, routed_fixes, stale_reads
+from ..candidates import (
+    after_write_lines,
+    apart_fixes,
+    cached_inside_loop,
+    freed_fixes,
+    general_fixes,
+    routed_fixes,
+    stale_reads,
+)
 from ..context import CAUSES, Cause, Context
 from ..evidence import (
     Facts,
     Problem,
     Topology,
+    cached_around_loop,
     claims_of_others,
     freeing_call,
     from_frame,
@@ -76,7 +85,7 @@ from .list_never_cleared import buffer_context, buffered_fixes
 from .module_state import kept_on_modules, module_state_fixes
 from .pruned_weight import pruned_context
 from .retained_accumulation import retained_fixes, retained_total
-from .same_loss_twice import products_again, total_of_backwarded, twice_fixes
+from .same_loss_twice import products_again, restarted_total, total_of_backwarded, twice_fixes
 from .stale_forward import (
     global_forward_context,
     kept_constant_context,
@@ -256,6 +265,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     made = made_apart(graph, p, facts, loss, base.intent)
     if made is not None:
         base = replace(base, made_at=made[0], made_unstepped=made[1])
+    cached = cached_around_loop(facts)  # NOTE [A cache entered around the loop]
+    if cached is not None:
+        base = replace(base, extra={**base.extra, "cached_with": f"{cached[0]}:{cached[1]}"})
     outside = made_outside(graph, p, facts, loss, base.intent)  # NOTE [A part made before the loop]
     if outside is not None:  # (its line may be unknown, or one a .detach() cannot be put on: a return of two)
         base = replace(base, extra={**base.extra, "made_outside": ":".join(outside)})
@@ -282,6 +294,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         named = parts[0] if len(parts) == 1 and loss else loss
         extra = {**base.extra, "total_of": ",".join(parts), "total": loss or ""}
         return "same_loss_twice", replace(base, loss=named, earlier=named, extra=extra)
+    restarted = restarted_total(facts.site, loss, facts.backward_line)  # NOTE [A total not started again]
+    if restarted is not None:  # read from the source: check() before the backward says what the note says
+        return "same_loss_twice", replace(base, earlier=loss, earlier_line=restarted[0])
     call = freeing_call(p, facts)
     if call is not None and (same_root(call, root, failing) or _same_statement_again(call, failing, facts)):
         earlier_line = in_site(facts, call.location)
@@ -329,6 +344,8 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         )
         if stale is not None:
             return "stale_forward", stale
+        if "cached_with" in base.extra:  # NOTE [A cache entered around the loop]: computed once, before the loop
+            return "stale_forward", base
         if "made_outside" in base.extra and carried_in_loop(facts) is None:  # NOTE [A part made before the loop]
             return "stale_forward", base
         kept = None
@@ -549,14 +566,45 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     else:  # unknown: the two likeliest families, each with what it trains
         proposals = [*in_place_fixes(ctx)[:1], *chained_fixes(ctx, False)[:1], *carried_fixes(ctx)[:1]]
     if cause == "shared_graph_freed":
-        return judged(_with_general(proposals, freed_fixes(ctx), keep_first=True), ctx)
+        found = _with_general(proposals, freed_fixes(ctx), keep_first=True)
+        return judged(found or [_one_backward_per_forward(ctx)], ctx)
     if cause == "optimizer_step" and ctx.routed:
         # the cause's own backward into the downstream model's parameters (the course's chain) already routes it
         routes = any("inputs=" in e.text for p in proposals for e in p.fix.edits)
         return judged(_with_general(proposals, [*([] if routes else routed_fixes(ctx)), *general_fixes(ctx)]), ctx)
+    cached = cached_inside_loop(ctx)  # a torch API entered around the loop: its documented place, first
+    if cached is not None:
+        proposals = [cached, *proposals]
     if ctx.made_at is not None or "made_outside" in ctx.extra:  # a freed graph, whatever its cause
         return judged(_with_general(proposals, apart_fixes(ctx)), ctx)
     return judged(_with_general(proposals, general_fixes(ctx)), ctx)
+
+
+def _one_backward_per_forward(ctx: Context) -> Proposal:
+    """What every freed graph asks, as a sentence, when no rewrite of the code fits (two parts of a framework's
+    code each running the backward of one loss, with a step between)."""
+    where = ctx.freeing_at.where if ctx.freeing_at is not None else None
+    return Proposal(
+        Fix(
+            summary=T(
+                "{loss} goes through a part of the graph the backward at {where} freed ({earlier} there): run one "
+                "backward per forward, by keeping one of the two backward calls, or by computing {loss} from a "
+                "fresh forward",
+                loss=ctx.l,
+                where=where,
+                earlier=ctx.earlier or T("an earlier loss"),
+            )
+            if where
+            else T(
+                "{loss} goes through a part of the graph an earlier backward freed: run one backward per forward, by "
+                "keeping one of the two backward calls, or by computing {loss} from a fresh forward",
+                loss=ctx.l,
+            ),
+            trains=T("{loss} then trains what it reaches, once, from a graph no backward freed", loss=ctx.l),
+        ),
+        ctx.reach,
+        False,
+    )
 
 
 def _with_general(proposals: list[Proposal], general: list[Proposal], keep_first: bool = False) -> list[Proposal]:

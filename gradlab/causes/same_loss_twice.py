@@ -12,6 +12,7 @@ from ..evidence import Facts, receiver, steps_between
 from ..fixes import Fix, Proposal, all_edits, keeping, replace_line, source_of
 from ..graph import Graph
 from ..i18n import T
+from ..loop import Site
 from ..recorder import BackwardCall
 from ..rewrite import with_keyword
 from ..source import enclosing_blocks, parse
@@ -144,6 +145,7 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
     products = _repeated_products(ctx)
     if products is not None:
         return [products]
+    reset = _total_started_again(ctx)
     retain = None
     if ctx.site is not None and ctx.earlier_line is not None and ctx.earlier_line != ctx.backward_line:
         retain = replace_line(
@@ -157,6 +159,7 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
     if ctx.loss is not None and not re.fullmatch(r"[\w.\[\]]+", ctx.loss):
         shown = replace(ctx, loss=f"({ctx.loss})")
     return [
+        *([reset] if reset is not None else []),
         keeping(
             ctx,
             Fix(
@@ -189,6 +192,105 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
             ),
         ),
     ]
+
+
+def restarted_total(site: Site | None, name: str | None, line: int | None) -> tuple[int, int, int] | None:
+    """A total ``name`` the code starts once (``loss = 0``), backwards, then adds a second pass's terms onto and
+    backwards again at ``line`` (NOTE [A total not started again]): the earlier backward's line, the line of the
+    statement that starts the total, and the line of the second accumulation's first statement. None otherwise."""
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or name is None or line is None:
+        return None
+
+    def backward_of(st: ast.stmt) -> bool:
+        call = st.value if isinstance(st, ast.Expr) else None
+        return (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "backward"
+            and ast.unparse(call.func.value) == name
+        )
+
+    def binds(st: ast.stmt) -> bool:
+        return any(
+            isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+            for n in ast.walk(st)
+        )
+
+    def adds(st: ast.stmt) -> bool:
+        return any(
+            isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == name
+            for n in ast.walk(st)
+        )
+
+    block = next((b for b in enclosing_blocks(tree) if any(st.lineno == line for st in b)), None)
+    if block is None:
+        return None
+    k2 = next(k for k, st in enumerate(block) if st.lineno == line)
+    k1 = next((k for k in range(k2 - 1, -1, -1) if backward_of(block[k])), None)
+    if k1 is None:
+        return None
+    between = block[k1 + 1 : k2]
+    accumulating = next((st for st in between if adds(st)), None)
+    if accumulating is None or any(binds(st) for st in between):
+        return None  # nothing added after the first backward, or the total started again already
+    starts = [
+        k
+        for k, st in enumerate(block[:k1])
+        if isinstance(st, ast.Assign)
+        and len(st.targets) == 1
+        and isinstance(st.targets[0], ast.Name)
+        and st.targets[0].id == name
+        and st.lineno == st.end_lineno
+        and name not in {n.id for n in ast.walk(st.value) if isinstance(n, ast.Name)}
+    ]
+    if not starts or not any(adds(st) for st in block[starts[-1] + 1 : k1]):
+        return None
+    return block[k1].lineno, block[starts[-1]].lineno, accumulating.lineno
+
+
+def _total_started_again(ctx: Context) -> Proposal | None:
+    """The statement that starts the total, again before the second accumulation (NOTE [A total not started
+    again])."""
+    site = ctx.site
+    found = restarted_total(site, ctx.loss, ctx.backward_line)
+    if site is None or found is None:
+        return None
+    _, start_line, at = found
+    start = site.text(start_line).strip()
+    text = site.text(at)
+    edit = Edit(site.filename, at, at - 1, text[: len(text) - len(text.lstrip())] + start)
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "start the total again before the second pass adds to it ({start}, at line {line}): as written, "
+                "{loss} adds the second pass's terms onto the first pass's total, whose graph the first backward "
+                "freed",
+                start=start,
+                line=at,
+                loss=ctx.l,
+            ),
+            trains=T(
+                "each backward of {loss} trains on its own pass's terms, once: the first pass's gradient is not "
+                "counted again",
+                loss=ctx.l,
+            ),
+            edits=(edit,),
+        ),
+    )
+
+
+# NOTE [A total not started again]
+# A loop body that runs two passes (sharpness-aware minimisation: a forward and backward at
+# the weights, then at the perturbed weights) sums each pass's terms into one name with +=,
+# but starts the total (loss = 0) only before the first pass. The second pass then adds onto
+# the first pass's total, and its backward goes through the first pass's graph, which the
+# first backward freed. Deleting the second backward, or retain_graph=True, would count the
+# first pass's gradient again (or only once, at the wrong weights); the fix the code means
+# starts the total again, with the statement that started it, before the second
+# accumulation. Read only when both backward calls are statements of one block, the name is
+# not bound again between them, and the statement that starts it reads nothing of itself.
 
 
 #: A call of torch.autograd.grad on a line (``torch.autograd.grad(``, ``autograd.grad(``, ``grad(``).
