@@ -16,6 +16,7 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
+from torch.nn.utils import parametrize
 
 from . import internals
 from .context import Context
@@ -930,8 +931,6 @@ def cached_around_loop(facts: Facts) -> tuple[int, int] | None:
     tree = site.tree() if site is not None else None
     if tree is None or line is None:
         return None
-    import torch.nn.utils.parametrize as parametrize
-
     for n in ast.walk(tree):
         if not (isinstance(n, ast.With) and len(n.items) == 1 and len(n.body) == 1):
             continue

@@ -114,7 +114,9 @@ def by_index(loop: ast.For, name: str, used: set[str]) -> tuple[str, str, str] |
         tensor = it.args[0].id
     else:
         return None
-    index = next(n for n in ("i", "k", "idx", "_i") if n not in used)
+    index = next((n for n in ("i", "k", "idx", "_i", "_row") if n not in used), None)
+    if index is None:
+        return None
     header = ast.For(
         target=ast.Tuple([ast.Name(index, ast.Store()), target], ast.Store()),
         iter=ast.Call(ast.Name("enumerate", ast.Load()), [it], []),

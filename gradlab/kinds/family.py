@@ -181,7 +181,7 @@ def _multi_view_in_place(m: Message) -> Explanation:
 
 
 def _custom_view_in_place(m: Message) -> Explanation:
-    hook = m.node == "BackwardHookFunction"
+    hook = (m.node or "").startswith("BackwardHookFunction")  # "...Backward" up to torch 2.12
     return Explanation(
         kind="custom_view_in_place",
         summary=T(
