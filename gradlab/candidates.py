@@ -559,16 +559,20 @@ def _detach_where_made(ctx: Context) -> Proposal | None:
 def _detach_before_loop(ctx: Context) -> Proposal | None:
     """The frame's name whose graph holds the freed part, detached once before the loop (NOTE [A part made before
     the loop] in :mod:`gradlab.evidence`)."""
-    name, _, kind = ctx.extra.get("made_outside", "").partition(":")
+    found = [item.partition(":")[::2] for item in ctx.extra.get("made_outside", "").split(",") if item]
     site, line = ctx.site, ctx.backward_line
     tree = site.tree() if site is not None else None
     loop = loop_around(tree, line) if tree is not None and line is not None else None
-    if not name or loop is None:
+    if not found or loop is None:
         return None
-    value = {"list": f"[t.detach() for t in {name}]", "tuple": f"tuple(t.detach() for t in {name})"}
-    edit = insert_lines(ctx, loop.lineno, f"{name} = {value.get(kind, f'{name}.detach()')}")
+    statements = []
+    for one, kind in found:
+        value = {"list": f"[t.detach() for t in {one}]", "tuple": f"tuple(t.detach() for t in {one})"}
+        statements.append(f"{one} = {value.get(kind, f'{one}.detach()')}")
+    edit = insert_lines(ctx, loop.lineno, "\n".join(statements))
     if edit is None:
         return None
+    name = ", ".join(one for one, _ in found)
     return keeping(
         ctx,
         Fix(
@@ -591,19 +595,34 @@ def _detach_before_loop(ctx: Context) -> Proposal | None:
 
 
 def cached_inside_loop(ctx: Context) -> Proposal | None:
-    """``with parametrize.cached():`` moved inside the loop it was entered around (NOTE [A cache entered around
-    the loop] in :mod:`gradlab.evidence`): the two headers swapped."""
+    """``with parametrize.cached():`` moved to the top of the innermost loop's body it was entered around (NOTE [A
+    cache entered around the loop] in :mod:`gradlab.evidence`): the block rewritten, one level less indented."""
     site = ctx.site
     found = ctx.extra.get("cached_with", "")
-    if site is None or not found:
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or not found:
         return None
-    at, loop = (int(x) for x in found.split(":"))
-    if not (site.holds(at) and site.holds(loop)):
+    at, inner_line = (int(x) for x in found.split(":"))
+    block = next((n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno == at), None)
+    inner = next((n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and n.lineno == inner_line), None)
+    if block is None or inner is None or not inner.body or not (site.holds(at) and site.holds(block.end_lineno or at)):
         return None
-    edits = (
-        Edit(site.filename, at, at, indent_of(site, at) + site.text(loop).strip()),
-        Edit(site.filename, loop, loop, indent_of(site, loop) + site.text(at).strip()),
-    )
+    end = block.end_lineno or at
+    step = len(indent_of(site, block.body[0].lineno)) - len(indent_of(site, at))
+    if step <= 0:
+        return None
+    lines: list[str] = []
+    for k in range(at + 1, end + 1):
+        text = site.text(k)
+        if text.strip() and not text.startswith(" " * step):
+            return None  # a line less indented than the block (a string's continuation): not rewritten
+        text = text[step:] if text.strip() else text
+        if inner.body[0].lineno <= k <= (inner.end_lineno or k):
+            text = " " * step + text if text.strip() else text
+        lines.append(text)
+        if k == inner.lineno:
+            lines.append(indent_of(site, inner.body[0].lineno)[step:] + site.text(at).strip())
+    edit = Edit(site.filename, at, end, "\n".join(lines))
     return keeping(
         ctx,
         Fix(
@@ -618,7 +637,7 @@ def cached_inside_loop(ctx: Context) -> Proposal | None:
                 "forward at the first iteration",
                 loss=ctx.l,
             ),
-            edits=edits,
+            edits=(edit,),
         ),
     )
 

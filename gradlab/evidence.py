@@ -27,7 +27,7 @@ from .loop import LoopIntent, Site, read_site, recorded_intent, site_intent
 from .messages import Message, find
 from .names import framework_backward
 from .saved import SavedTensor, Write
-from .source import calls_method, loop_body_of, next_backward, parse
+from .source import calls_method, loop_around, loop_body_of, next_backward, parse
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
@@ -879,28 +879,30 @@ def made_apart(
 
 def made_outside(
     graph: Graph, p: Problem, facts: Facts, loss: str | None, intent: LoopIntent | None
-) -> tuple[str, str] | None:
+) -> tuple[tuple[str, str], ...]:
     """A name of the failing function that holds the freed node of ``p`` in its graph (a tensor, or a list or tuple
     of tensors: gradients a function received), bound before the loop and never in its body, whose whole part of
     the graph below ends in parameters none of the optimizers the loop steps holds (``intent``): its name and
-    ``tensor``, ``list`` or ``tuple`` (NOTE [A part made before the loop]). None otherwise."""
+    ``tensor``, ``list`` or ``tuple`` (NOTE [A part made before the loop]); every such name, or none."""
     site = facts.site
     node = next((n for n in graph.nodes if n.id == p.node_id), None)
     if node is None or node.seq is None or site is None or not site.optimizers or facts.backward_line is None:
-        return None
+        return ()
     tree = site.tree()
     body = loop_body_of(tree, facts.backward_line) if tree is not None else None
     if not body:
-        return None
+        return ()
     bound = {n.id for st in body for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     read = {n.id for st in body for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     if intent is None or not intent.known:
-        return None
+        return ()
     stepping = [site.optimizers.get(plan.optimizer) for plan in intent.plans if plan.steps]
     if not stepping or any(ids is None for ids in stepping):
-        return None
+        return ()
     held = frozenset().union(*(ids for ids in stepping if ids is not None))
-    wanted = (node.seq, node.name)
+    freed = {s.node_id for s in graph.saved if s.status == "freed"} | {node.id}
+    wanted = {(n.seq, n.name) for n in graph.nodes if n.id in freed}  # any freed part of the failing graph
+    found: list[tuple[str, str]] = []
     for name in sorted(k for k in facts.namespace if isinstance(k, str) and not k.startswith("_")):
         value = facts.namespace[name]
         items = list(value) if isinstance(value, (list, tuple)) else [value]
@@ -914,19 +916,20 @@ def made_outside(
             continue
         roots = [t.grad_fn for t in items if t.grad_fn is not None]
         below = walk(roots)
-        if not any((sequence_of(fn), fn.name()) == wanted for fn in below):
+        if not any((sequence_of(fn), fn.name()) in wanted for fn in below):
             continue
         for fn in below:
             leaf = getattr(fn, "variable", None)
             if leaf is not None and (not isinstance(leaf, torch.nn.Parameter) or id(leaf) in held):
-                return None  # a parameter an optimizer steps, or an input whose .grad the code may read
-        return name, "list" if isinstance(value, list) else "tuple" if isinstance(value, tuple) else "tensor"
-    return None
+                return ()  # a parameter an optimizer steps, or an input whose .grad the code may read
+        found.append((name, "list" if isinstance(value, list) else "tuple" if isinstance(value, tuple) else "tensor"))
+    return tuple(found)
 
 
 def cached_around_loop(facts: Facts) -> tuple[int, int] | None:
     """``with parametrize.cached():`` entered once around the training loop that holds the failing backward
-    (NOTE [A cache entered around the loop]): the lines of the ``with`` and of the loop it holds, or None."""
+    (NOTE [A cache entered around the loop]): the line of the ``with`` and that of the innermost loop around the
+    backward (the loop it holds, or one inside it), or None."""
     site, line = facts.site, facts.backward_line
     tree = site.tree() if site is not None else None
     if tree is None or line is None:
@@ -941,8 +944,13 @@ def cached_around_loop(facts: Facts) -> tuple[int, int] | None:
         call = n.items[0].context_expr
         if header_end != loop.lineno or n.items[0].optional_vars is not None or not isinstance(call, ast.Call):
             continue
+        inner = loop_around(tree, line)
+        if not isinstance(inner, (ast.For, ast.While)):
+            continue
+        if (inner.iter if isinstance(inner, ast.For) else inner.test).end_lineno != inner.lineno:
+            continue
         if value_of(ast.unparse(call.func), facts.namespace) is parametrize.cached:
-            return n.lineno, loop.lineno
+            return n.lineno, inner.lineno
     return None
 
 
@@ -953,9 +961,11 @@ def cached_around_loop(facts: Facts) -> tuple[int, int] | None:
 # whole training loop, the first backward frees that graph and the second iteration's
 # forward reads the same cached tensor: "backward through the graph a second time" (and
 # the weight the step changed would not be read again either). torch's documentation
-# enters it around one forward; the fix swaps the two headers, so that the loop enters
-# the context at each iteration: the same forward at the first iteration, and at every
-# later one the parametrization of the weights as they are now (writers.WRITERS's row).
+# enters it around one forward; the fix enters it at the top of the innermost loop's body
+# (the loop around the failing backward, the batches' loop inside the epochs'), the rest
+# of the block one level less indented: the same forward at the first iteration, and at
+# every later one the parametrization of the weights as they are now (writers.WRITERS's
+# row).
 
 
 # NOTE [A part made before the loop]

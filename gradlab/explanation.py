@@ -122,16 +122,24 @@ class Explanation:
         return replace(self, cut=cut, cut_at=where, cut_exact=exact, causes=causes)
 
     def at_views(
-        self, op: str, made: Location, output: int | None, write_op: str, write: Location | None
+        self,
+        op: str,
+        made: Location,
+        output: int | None,
+        write_op: str,
+        write: Location | None,
+        base_saved: bool = False,
     ) -> Explanation:
         """This multi-view explanation located: ``op`` (``.split()``) made the views at ``made``; ``write_op`` wrote.
 
         ``output`` is the index of the view written to (None when the write went to a view
-        of one of them). The fixes then name the user's own lines.
+        of one of them). The fixes then name the user's own lines. ``base_saved``: the op that
+        made the tensor the views come from saved its own output (``exp``, ``tanh``): a write
+        into its rows would change what that op's backward reads.
         """
         nr = output if output is not None else self.output_nr
         located = replace(self, views_op=op, views_at=made, write_op=write_op, write_at=write, output_nr=nr)
-        return replace(located, fixes=_view_fixes(located) or self.fixes)
+        return replace(located, fixes=_view_fixes(located, base_saved) or self.fixes)
 
     def located_spans(self) -> tuple[Span, ...]:
         """Every located fact, in the order a note shows them: the cut, the views, the checkpoint, the write, the rest."""
@@ -242,7 +250,7 @@ class Explanation:
         return "".join(parts)
 
 
-def _view_fixes(e: Explanation) -> tuple[Fix, ...]:
+def _view_fixes(e: Explanation, base_saved: bool = False) -> tuple[Fix, ...]:
     """The fixes of a located multi-view write, in the user's lines: the out-of-place write, or clone the views."""
     write, made = e.write_at, e.views_at
     if write is None or e.write_op is None or made is None:
@@ -283,7 +291,7 @@ def _view_fixes(e: Explanation) -> tuple[Fix, ...]:
                 trains=trains,
             )
         )
-    indexed = _write_by_index(e, original)
+    indexed = _write_by_index(e, original) if not base_saved else None
     if indexed is not None:
         fix, first = indexed
         fixes.insert(0 if first else len(fixes), fix)
@@ -324,6 +332,7 @@ def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:
     except SyntaxError:
         return None
     roots = {n.id for st in statement for n in ast.walk(st) if isinstance(n, ast.Name)}
+    read = {n.id for st in statement for n in ast.walk(_value_of(st)) if isinstance(n, ast.Name)}
     fn = next(
         (
             f
@@ -336,7 +345,8 @@ def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:
         a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)
     }
     names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
-    found = by_index(loop, names[0], used) if names and names[0] in roots else None
+    # a write whose value reads the row (r /= r.norm()) overwrites what that read saved: indexing would fail again
+    found = by_index(loop, names[0], used) if names and names[0] in roots and names[0] not in read else None
     if found is None:
         return None
     header, binding, tensor = found
@@ -376,6 +386,15 @@ def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:
     return fix, bool(after)
 
 
+def _value_of(st: ast.stmt) -> ast.AST:
+    """What a write statement computes from: the value of ``x /= v``, the arguments of ``x.clamp_(a, b)``."""
+    if isinstance(st, (ast.AugAssign, ast.Assign)):
+        return st.value
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+        return ast.Tuple([*st.value.args, *(k.value for k in st.value.keywords)], ast.Load())
+    return st
+
+
 # NOTE [A loop that writes into the rows it iterates]
 # Iterating over a tensor (for b in boxes, zip(boxes, sizes)) unbinds it into views, and
 # torch refuses an in-place write to any of them (GL0008). When the loop writes into each
@@ -383,7 +402,10 @@ def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:
 # the boxes returned. Indexing the tensor (b = boxes[i]) gives a view of one row that may
 # be written in place, and the write reaches it; the out-of-place form would leave the
 # tensor unwritten. So that rewrite comes first when the function reads the tensor after
-# the loop, and after the out-of-place form otherwise.
+# the loop, and after the out-of-place form otherwise. It is not offered when the write
+# reads the row it writes (r /= r.norm(): the norm saved the row), nor when the op that
+# made the tensor saved its own output (exp, tanh: the tracker reads it from the tensor's
+# node): the backward would then find a saved tensor overwritten (GL0002).
 
 
 def _cut_word(cut: str) -> str:

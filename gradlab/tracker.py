@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import messages, session, writes
+from . import internals, messages, session, writes
 from .cuts import Views
 from .events import Event, EventKind
 from .i18n import _, _t
@@ -215,7 +215,10 @@ class Tracker(Scope):
         if recorder is None or _attached(e, recorder) is not None:
             return
         try:
-            explanation = explain(e).at_views(views.label, views.location, output, op, write)
+            base = views.base() if views.base is not None else None
+            node = base.grad_fn if isinstance(base, torch.Tensor) else None
+            saved = node is not None and "_saved_result" in internals.saved_attributes(node)  # exp, tanh: its output
+            explanation = explain(e).at_views(views.label, views.location, output, op, write, saved)
             failure = failure_of(e, recorder, frame=user_frame())
             if failure is not None:  # the views of a parameter: the write is an update (an init): no_grad
                 split = next((b for r in views.outputs if (t := r()) is not None and (b := t._base) is not None), None)

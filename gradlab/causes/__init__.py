@@ -269,8 +269,8 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     if cached is not None:
         base = replace(base, extra={**base.extra, "cached_with": f"{cached[0]}:{cached[1]}"})
     outside = made_outside(graph, p, facts, loss, base.intent)  # NOTE [A part made before the loop]
-    if outside is not None:  # (its line may be unknown, or one a .detach() cannot be put on: a return of two)
-        base = replace(base, extra={**base.extra, "made_outside": ":".join(outside)})
+    if outside:  # (its line may be unknown, or one a .detach() cannot be put on: a return of two)
+        base = replace(base, extra={**base.extra, "made_outside": ",".join(":".join(o) for o in outside)})
     if products_again(freeing_call(p, facts), failing):  # NOTE [Products through one graph]
         return "same_loss_twice", replace(base, extra={**base.extra, "products": "1"})
     closure = closure_context(base, facts)
@@ -294,7 +294,8 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         named = parts[0] if len(parts) == 1 and loss else loss
         extra = {**base.extra, "total_of": ",".join(parts), "total": loss or ""}
         return "same_loss_twice", replace(base, loss=named, earlier=named, extra=extra)
-    restarted = restarted_total(facts.site, loss, facts.backward_line)  # NOTE [A total not started again]
+    restarted = restarted_total(facts.site, loss, facts.backward_line, graph_names(facts.namespace))  # NOTE [A total
+    # not started again]
     if restarted is not None:  # read from the source: check() before the backward says what the note says
         return "same_loss_twice", replace(base, earlier=loss, earlier_line=restarted[0])
     call = freeing_call(p, facts)
@@ -576,8 +577,24 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     if cached is not None:
         proposals = [cached, *proposals]
     if ctx.made_at is not None or "made_outside" in ctx.extra:  # a freed graph, whatever its cause
-        return judged(_with_general(proposals, apart_fixes(ctx)), ctx)
+        names = {item.partition(":")[0] for item in ctx.extra.get("made_outside", "").split(",") if item}
+        partial = [p for p in proposals if _detaches_some(p, names)]  # it would find the others' part freed
+        ordered = _with_general([p for p in proposals if p not in partial], apart_fixes(ctx))
+        return judged([*ordered, *partial], ctx)
     return judged(_with_general(proposals, general_fixes(ctx)), ctx)
+
+
+def _detaches_some(p: Proposal, names: set[str]) -> bool:
+    """``p`` only detaches names (``x = x.detach()``), some of ``names`` but not all: the names that hold the freed
+    part of the graph before the loop (NOTE [A part made before the loop])."""
+    targets = set()
+    for e in p.fix.edits:
+        for line in e.text.splitlines():
+            m = re.match(r"\s*(\w+) = .*\.detach\(\)", line)
+            if m is None:
+                return False
+            targets.add(m[1])
+    return bool(targets) and targets < names
 
 
 def _one_backward_per_forward(ctx: Context) -> Proposal:

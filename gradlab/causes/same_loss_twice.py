@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Collection
 from dataclasses import replace
 
 from ..context import Context
@@ -194,10 +195,14 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
     ]
 
 
-def restarted_total(site: Site | None, name: str | None, line: int | None) -> tuple[int, int, int] | None:
+def restarted_total(
+    site: Site | None, name: str | None, line: int | None, with_graph: Collection[str]
+) -> tuple[int, int, int] | None:
     """A total ``name`` the code starts once (``loss = 0``), backwards, then adds a second pass's terms onto and
     backwards again at ``line`` (NOTE [A total not started again]): the earlier backward's line, the line of the
-    statement that starts the total, and the line of the second accumulation's first statement. None otherwise."""
+    statement that starts the total, and the line of the second accumulation's first statement. None otherwise,
+    and when the second pass reads a tensor of ``with_graph`` (the frame's names holding a graph) it did not
+    compute itself: its terms would go through the freed graph again."""
     tree = site.tree() if site is not None else None
     if site is None or tree is None or name is None or line is None:
         return None
@@ -234,6 +239,10 @@ def restarted_total(site: Site | None, name: str | None, line: int | None) -> tu
     accumulating = next((st for st in between if adds(st)), None)
     if accumulating is None or any(binds(st) for st in between):
         return None  # nothing added after the first backward, or the total started again already
+    stored = {n.id for st in between for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    loaded = {n.id for st in between for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if (loaded - stored - {name}) & set(with_graph):
+        return None  # the second pass reads a graph the first backward went through (a shared trunk's features)
     starts = [
         k
         for k, st in enumerate(block[:k1])
@@ -253,7 +262,7 @@ def _total_started_again(ctx: Context) -> Proposal | None:
     """The statement that starts the total, again before the second accumulation (NOTE [A total not started
     again])."""
     site = ctx.site
-    found = restarted_total(site, ctx.loss, ctx.backward_line)
+    found = restarted_total(site, ctx.loss, ctx.backward_line, ctx.extra.get("graph_names", "").split())
     if site is None or found is None:
         return None
     _, start_line, at = found
@@ -290,7 +299,9 @@ def _total_started_again(ctx: Context) -> Proposal | None:
 # first pass's gradient again (or only once, at the wrong weights); the fix the code means
 # starts the total again, with the statement that started it, before the second
 # accumulation. Read only when both backward calls are statements of one block, the name is
-# not bound again between them, and the statement that starts it reads nothing of itself.
+# not bound again between them, the statement that starts it reads nothing of itself, and
+# the second pass computes what it reads (a fresh forward): terms read from features the
+# first pass computed would go through the freed graph again.
 
 
 #: A call of torch.autograd.grad on a line (``torch.autograd.grad(``, ``autograd.grad(``, ``grad(``).

@@ -32,7 +32,9 @@ def locate(f: Failure) -> Explanation:
     e = located_here(f, lambda: T("here: an in-place write to a view a custom Function returned"))
     op = (f.op or "").rsplit(".", 1)[-1].strip("()")
     proposals: list[Proposal] = []
-    if op in ACTIVATIONS and f.location is not None:
+    line = Statement(f)
+    rewritten = rewrite_in_place(line.text, op) if line.text and op else None
+    if rewritten is None and op in ACTIVATIONS and f.location is not None:  # the write is inside a module's forward
         filename = f.location.filename
         source = f.site.source if f.site is not None and f.site.filename == filename else source_of(filename)
         edits = tuple(Edit(filename, i, i, new) for i, new in without_inplace_flags(source, op))
@@ -51,9 +53,7 @@ def locate(f: Failure) -> Explanation:
                     True,
                 )
             )
-    line = Statement(f)
-    rewritten = rewrite_in_place(line.text, op) if line.text and op else None
-    if rewritten is not None:
+    if rewritten is not None:  # the user's own statement is the write
         proposals.append(
             Proposal(
                 Fix(

@@ -185,8 +185,8 @@ def _custom_view_in_place(m: Message) -> Explanation:
     return Explanation(
         kind="custom_view_in_place",
         summary=T(
-            "An in-place write went to output {nr} of {node}, a view a custom autograd Function returned; autograd"
-            " cannot put the write's backward in front of the Function's own backward, so it refuses the write.",
+            "An in-place write went to output {nr} of {node}, a view a custom autograd Function returned; recording"
+            " the write would bypass the Function's own backward and give wrong gradients, so torch forbids it.",
             nr=m.output_nr,
             node=m.node,
         ),
@@ -196,7 +196,7 @@ def _custom_view_in_place(m: Message) -> Explanation:
         output_nr=m.output_nr,
         meaning=(
             T(
-                "'Output {nr} of {node}' is the tensor written to: the {nr}th result of the custom Function {node}"
+                "'Output {nr} of {node}' is the tensor written to: output {nr} of the custom Function {node}"
                 " (a view of its input, or its input returned as-is).",
                 nr=m.output_nr,
                 node=m.node,
