@@ -214,6 +214,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a total started once (a tensor of zeros) and backwarded after each of two views' accumulations (NOTE [A total
     # not started again]): started again before the second
     "two_views_total_not_restarted": ("same_loss_twice", (("objective", ("enc",)),)),
+    # a plain helper object keeps the last predictions (a list with a graph) and has a clear() the loop never
+    # calls (NOTE [State kept on an object with a reset]): called right after the backward
+    "smoother_keeps_recent_outputs": ("carried_state", (("err", ("net",)),)),
     # a style code penalised on its own first, then read beside the content code by the reconstruction, one
     # optimizer after both: the style encoder judges nothing, so the reconstruction keeps training it
     # (NOTE [A model another loss trains])

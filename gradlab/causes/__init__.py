@@ -82,7 +82,7 @@ from .fast_weights import fast_context, fast_weights_fixes
 from .frozen_extractor import frozen_context
 from .inplace_op import in_place_fixes
 from .list_never_cleared import buffer_context, buffered_fixes
-from .module_state import kept_on_modules, module_state_fixes
+from .module_state import kept_on_modules, kept_on_objects, module_state_fixes, object_reset_fixes
 from .pruned_weight import pruned_context
 from .retained_accumulation import retained_fixes, retained_total
 from .same_loss_twice import products_again, restarted_total, total_of_backwarded, twice_fixes
@@ -351,7 +351,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             return "stale_forward", base
         kept = None
         if carried_in_loop(facts) is None:
-            kept = kept_attribute(base, facts) or kept_on_modules(base, facts)
+            kept = kept_attribute(base, facts) or kept_on_modules(base, facts) or kept_on_objects(base, facts)
         if kept is not None:
             return "carried_state", kept
         carried = carried_context(base, graph, topo, facts)
@@ -546,6 +546,7 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = untracked_fixes(ctx)
     elif cause == "carried_state":
         proposals = module_state_fixes(ctx) if ctx.kept_attrs else carried_fixes(ctx)
+        proposals = [*object_reset_fixes(ctx), *proposals]
     elif cause == "same_loss_twice":
         proposals = twice_fixes(ctx)
     elif cause == "stale_forward":

@@ -675,3 +675,86 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 # while it is there) and computed from weights an optimizer steps is a cache of the forward, not a memory: a
 # detached copy would keep the first iteration's values and the weights below it would learn nothing from the
 # later ones, so the class's own reset (release the cache) comes first there too.
+
+
+def kept_on_objects(base: Context, facts: Facts) -> Context | None:
+    """State kept on plain objects of the frame across iterations (NOTE [State kept on an object with a reset]):
+    each object of a class of the user's code that holds a graph on an attribute (a tensor, or a list or tuple of
+    tensors: a multistep integrator's history, an attention bank) which one of its methods reads, and a method that
+    sets every such attribute back; the calls of those methods, after the failing backward."""
+    site = facts.site
+    if site is None or facts.backward_line is None:
+        return None
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
+    used = {n for st in body or [] for n in names(st, ast.Load)}
+    found: list[tuple[str, str, str]] = []  # (the frame's name, its class, the reset method)
+    for name, obj in sorted(facts.namespace.items()):
+        if not isinstance(name, str) or name.startswith("_") or name not in used:
+            continue
+        if isinstance(obj, (torch.nn.Module, torch.Tensor, type)) or not hasattr(obj, "__dict__"):
+            continue
+        graphs = [k for k, v in vars(obj).items() if not k.startswith("_") and _holds_graph(v)]
+        if not graphs:
+            continue
+        kept = _kept(type(obj), graphs)
+        if kept is None or kept.reset is None:
+            continue
+        found.append((name, type(obj).__name__, kept.reset))
+    if not found:
+        return None
+    ctx = from_frame(base, facts, None)
+    return replace(
+        ctx,
+        carried=found[0][0],
+        extra={**ctx.extra, "object_resets": ",".join(f"{name}.{reset}" for name, _cls, reset in found)},
+    )
+
+
+def _holds_graph(value: object) -> bool:
+    """A tensor with a graph, or a list or tuple holding one."""
+    if isinstance(value, torch.Tensor):
+        return value.grad_fn is not None
+    return isinstance(value, (list, tuple)) and any(
+        isinstance(v, torch.Tensor) and v.grad_fn is not None for v in value
+    )
+
+
+def object_reset_fixes(ctx: Context) -> list[Proposal]:
+    """Each object's reset method called right after the failing backward (NOTE [State kept on an object with a
+    reset])."""
+    calls = [c for c in ctx.extra.get("object_resets", "").split(",") if c]
+    edit = insert_lines(ctx, ctx.backward_line, "\n".join(f"{c}()" for c in calls), after=True) if calls else None
+    if edit is None:
+        return []
+    return [
+        keeping(
+            ctx,
+            Fix(
+                summary=T(
+                    "call {calls} right after the backward of {loss}: the state those objects keep holds this "
+                    "iteration's graph, which the backward freed, and the next iteration reads it",
+                    calls=join([f"{c}()" for c in calls], T(" and ")),
+                    loss=ctx.l,
+                ),
+                trains=T(
+                    "{loss} trains what it reaches, each iteration from its own forward: nothing kept from an earlier "
+                    "iteration enters it",
+                    loss=ctx.l,
+                ),
+                edits=all_edits(edit),
+            ),
+        )
+    ]
+
+
+# NOTE [State kept on an object with a reset]
+# A plain object the loop uses (a linear multistep integrator that keeps its last derivative
+# evaluations, a reader and a writer of attention banks) keeps tensors with a graph on an
+# attribute that one of its methods reads at the next call, and its class has a method that
+# sets that attribute back (reset(), clear()) which the loop does not call at each iteration
+# (never, or only when it steps, under gradient accumulation). The next forward reads the
+# earlier iteration's tensors, whose graph the backward freed. The fix calls the class's own
+# reset right after the backward, so that every forward starts from an empty state, as each
+# rollout or micro-batch is meant to; a reset the code already makes elsewhere then finds
+# the state empty.
