@@ -608,6 +608,12 @@ def cached_inside_loop(ctx: Context) -> Proposal | None:
     if block is None or inner is None or not inner.body or not (site.holds(at) and site.holds(block.end_lineno or at)):
         return None
     end = block.end_lineno or at
+    if inner is block.body[0] and site.holds(inner_line):  # one loop: the two headers swapped, nothing re-indented
+        edits = (
+            Edit(site.filename, at, at, indent_of(site, at) + site.text(inner_line).strip()),
+            Edit(site.filename, inner_line, inner_line, indent_of(site, inner_line) + site.text(at).strip()),
+        )
+        return _cached_fix(ctx, at, edits)
     step = len(indent_of(site, block.body[0].lineno)) - len(indent_of(site, at))
     if step <= 0:
         return None
@@ -622,7 +628,12 @@ def cached_inside_loop(ctx: Context) -> Proposal | None:
         lines.append(text)
         if k == inner.lineno:
             lines.append(indent_of(site, inner.body[0].lineno)[step:] + site.text(at).strip())
-    edit = Edit(site.filename, at, end, "\n".join(lines))
+    return _cached_fix(ctx, at, (Edit(site.filename, at, end, "\n".join(lines)),))
+
+
+def _cached_fix(ctx: Context, at: int, edits: tuple[Edit, ...]) -> Proposal:
+    site = ctx.site
+    assert site is not None
     return keeping(
         ctx,
         Fix(
@@ -637,7 +648,7 @@ def cached_inside_loop(ctx: Context) -> Proposal | None:
                 "forward at the first iteration",
                 loss=ctx.l,
             ),
-            edits=(edit,),
+            edits=edits,
         ),
     )
 

@@ -714,3 +714,32 @@ def test_no_property_replaces_an_attribute_stored_again_outside_the_constructor(
         ),
     )
     assert not any("@property" in e.text for f in d.fixes for e in f.edits), str(d)
+
+
+def test_a_cache_entered_around_nested_loops_is_entered_in_the_innermost_one(tmp_path: Path) -> None:
+    # epochs around batches, the cache around both (NOTE [A cache entered around the loop]): swapping the cache with
+    # the epochs' loop alone would keep it over the batches; it goes to the top of the batches' loop body
+    body = (
+        "fit = (cell(seqs) - ys).pow(2).mean()\nopt.zero_grad()\nfit.backward()\nopt.step()\nprint(epoch, fit.item())\n"
+    )
+    nested = "with parametrize.cached():\n    for epoch in range(3):\n        for _ in range(2):\n" + textwrap.indent(
+        body, " " * 12
+    )
+    wanted = "for epoch in range(3):\n    for _ in range(2):\n        with parametrize.cached():\n" + textwrap.indent(
+        body, " " * 12
+    )
+    source = (CAUSES / "orthogonal_weights_cached_for_all_epochs.py").read_text()
+    head = source[: source.index("with parametrize.cached():")]
+    broken, intended = head + nested, head + wanted
+    path = tmp_path / "nested_cache.py"
+    path.write_text(broken)  # its own file: the diagnosis reads its lines
+    error, _ = _run(broken, str(path))
+    assert error is not None
+    fix = gradlab.last_diagnosis(error).fixes[0]
+    assert fix.applicability == "machine-applicable" and fix.edits, fix.lines()
+    patched = apply_edits(broken, fix.edits)
+    assert patched == intended, patched
+    error, steps = _run(patched, str(tmp_path / "nested_cache_patched.py"))
+    assert error is None, error
+    _, want = _run(intended, str(tmp_path / "nested_cache_intended.py"))
+    assert steps and _same(steps, want)
