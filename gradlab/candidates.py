@@ -49,6 +49,7 @@ from .fixes import (
 from .graph import Graph
 from .i18n import T, join
 from .location import Location
+from .loop import Site
 from .rewrite import detached_value, inputs_keyword, optimizers_inputs, replace_reads, split_comment, with_keyword
 from .source import enclosing, enclosing_blocks, function_of, loop_around, names, parse, statement_at
 from .writers import documented
@@ -613,7 +614,7 @@ def cached_inside_loop(ctx: Context) -> Proposal | None:
             Edit(site.filename, at, at, indent_of(site, at) + site.text(inner_line).strip()),
             Edit(site.filename, inner_line, inner_line, indent_of(site, inner_line) + site.text(at).strip()),
         )
-        return _cached_fix(ctx, at, edits)
+        return _cached_fix(ctx, site, at, edits)
     step = len(indent_of(site, block.body[0].lineno)) - len(indent_of(site, at))
     if step <= 0:
         return None
@@ -628,12 +629,10 @@ def cached_inside_loop(ctx: Context) -> Proposal | None:
         lines.append(text)
         if k == inner.lineno:
             lines.append(indent_of(site, inner.body[0].lineno)[step:] + site.text(at).strip())
-    return _cached_fix(ctx, at, (Edit(site.filename, at, end, "\n".join(lines)),))
+    return _cached_fix(ctx, site, at, (Edit(site.filename, at, end, "\n".join(lines)),))
 
 
-def _cached_fix(ctx: Context, at: int, edits: tuple[Edit, ...]) -> Proposal:
-    site = ctx.site
-    assert site is not None
+def _cached_fix(ctx: Context, site: Site, at: int, edits: tuple[Edit, ...]) -> Proposal:
     return keeping(
         ctx,
         Fix(

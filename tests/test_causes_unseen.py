@@ -226,6 +226,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     ),
     # NOTE [A state carried across statements]: the estimate read by the refiner and set by the next statement
     "depth_refined_from_last_estimate": ("carried_state", (("refine_loss", ("refiner",)),)),
+    # gradient matching: the real batch's gradients kept with create_graph before the loop, the loop differentiates
+    # with respect to the probe's weights (autograd.grad of a list bound from them), so the probe is not frozen
+    "condensed_set_matches_kept_gradients": ("stale_forward", (("dist", ("syn_x",)),)),
 }
 
 

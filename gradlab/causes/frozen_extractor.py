@@ -12,6 +12,11 @@ the model frozen where it is made (``model = build().requires_grad_(False)``), s
 targets are constants and the gradient still flows through the model into what the loop
 trains (the image, an input). Detaching each target would do the same, but the targets
 are often in lists and comprehensions; the model is bound in one statement.
+
+Not when the file differentiates with respect to the model's parameters
+(``torch.autograd.grad(loss, model.parameters())``, ``backward(inputs=...)``; gradient
+inversion and gradient matching do): frozen, they take no gradient and that call raises.
+There the targets are what to detach, and the other candidates say so.
 """
 
 from __future__ import annotations
@@ -90,13 +95,39 @@ def _binding(tree: ast.Module, name: str) -> ast.Assign | None:
     return found[0] if len(found) == 1 else None
 
 
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _differentiated(tree: ast.Module, name: str) -> bool:
+    """Whether the file asks for gradients with respect to ``name``'s parameters: ``autograd.grad(l, name...)``
+    or ``backward(inputs=name...)``, directly or through a name bound from it (``params = list(name.parameters())``)."""
+    aliases = {name}
+    for st in ast.walk(tree):
+        if isinstance(st, ast.Assign) and name in _names(st.value):
+            aliases |= {n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        f = call.func
+        attr = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        wrt: list[ast.expr] = []
+        if attr == "grad":
+            wrt = list(call.args[1:2]) + [k.value for k in call.keywords if k.arg == "inputs"]
+        elif attr == "backward":
+            wrt = [k.value for k in call.keywords if k.arg == "inputs"]
+        if any(_names(w) & aliases for w in wrt):
+            return True
+    return False
+
+
 def frozen_fixes(ctx: Context) -> list[Proposal]:
     site, name = ctx.site, ctx.extra.get("frozen")
     tree = site.tree() if site is not None else None
     if site is None or tree is None or not name:
         return []
     st = _binding(tree, name)
-    if st is None:
+    if st is None or _differentiated(tree, name):
         return []
     text = site.text(st.lineno)
     indent = text[: len(text) - len(text.lstrip())]

@@ -57,7 +57,7 @@ def locate(f: Failure) -> Explanation:
         proposals.append(
             Proposal(
                 Fix(
-                    summary=T("use the out-of-place form of {op}", op=op_display(op)),
+                    summary=T("use the out-of-place form of {op}{where}", op=op_display(op), where=""),
                     trains=T("the same as intended: the same values, and the Function's backward runs as it should"),
                     edits=line.edit(f, rewritten),
                 ),
