@@ -35,7 +35,6 @@ from .fixes import (
     backward_with,
     claim,
     edit_at,
-    indent_of,
     insert_lines,
     keeping,
     outer_models,
@@ -49,7 +48,6 @@ from .fixes import (
 from .graph import Graph
 from .i18n import T, join
 from .location import Location
-from .loop import Site
 from .rewrite import detached_value, inputs_keyword, optimizers_inputs, replace_reads, split_comment, with_keyword
 from .source import enclosing, enclosing_blocks, function_of, loop_around, names, parse, statement_at
 from .writers import documented
@@ -591,63 +589,6 @@ def _detach_before_loop(ctx: Context) -> Proposal | None:
                 name=name,
             ),
             edits=all_edits(edit),
-        ),
-    )
-
-
-def cached_inside_loop(ctx: Context) -> Proposal | None:
-    """``with parametrize.cached():`` moved to the top of the innermost loop's body it was entered around (NOTE [A
-    cache entered around the loop] in :mod:`gradlab.evidence`): the block rewritten, one level less indented."""
-    site = ctx.site
-    found = ctx.extra.get("cached_with", "")
-    tree = site.tree() if site is not None else None
-    if site is None or tree is None or not found:
-        return None
-    at, inner_line = (int(x) for x in found.split(":"))
-    block = next((n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno == at), None)
-    inner = next((n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and n.lineno == inner_line), None)
-    if block is None or inner is None or not inner.body or not (site.holds(at) and site.holds(block.end_lineno or at)):
-        return None
-    end = block.end_lineno or at
-    if inner is block.body[0] and site.holds(inner_line):  # one loop: the two headers swapped, nothing re-indented
-        edits = (
-            Edit(site.filename, at, at, indent_of(site, at) + site.text(inner_line).strip()),
-            Edit(site.filename, inner_line, inner_line, indent_of(site, inner_line) + site.text(at).strip()),
-        )
-        return _cached_fix(ctx, site, at, edits)
-    step = len(indent_of(site, block.body[0].lineno)) - len(indent_of(site, at))
-    if step <= 0:
-        return None
-    lines: list[str] = []
-    for k in range(at + 1, end + 1):
-        text = site.text(k)
-        if text.strip() and not text.startswith(" " * step):
-            return None  # a line less indented than the block (a string's continuation): not rewritten
-        text = text[step:] if text.strip() else text
-        if inner.body[0].lineno <= k <= (inner.end_lineno or k):
-            text = " " * step + text if text.strip() else text
-        lines.append(text)
-        if k == inner.lineno:
-            lines.append(indent_of(site, inner.body[0].lineno)[step:] + site.text(at).strip())
-    return _cached_fix(ctx, site, at, (Edit(site.filename, at, end, "\n".join(lines)),))
-
-
-def _cached_fix(ctx: Context, site: Site, at: int, edits: tuple[Edit, ...]) -> Proposal:
-    return keeping(
-        ctx,
-        Fix(
-            keeps_forward=True,
-            summary=T(
-                "enter parametrize.cached() at each iteration, inside the loop (at {where}): it keeps the "
-                "parametrized weights, with their graph, until the context exits, and the first backward freed it",
-                where=Location(site.filename, at).where,
-            ),
-            trains=T(
-                "{loss} trains what it reaches, at each iteration through the weights as they are then: the same "
-                "forward at the first iteration",
-                loss=ctx.l,
-            ),
-            edits=edits,
         ),
     )
 

@@ -16,7 +16,6 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
-from torch.nn.utils import parametrize
 
 from . import internals
 from .context import Context
@@ -27,7 +26,7 @@ from .loop import LoopIntent, Site, read_site, recorded_intent, site_intent
 from .messages import Message, find
 from .names import framework_backward
 from .saved import SavedTensor, Write
-from .source import calls_method, loop_around, loop_body_of, next_backward, parse
+from .source import calls_method, loop_body_of, next_backward, parse
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
@@ -924,48 +923,6 @@ def made_outside(
                 return ()  # a parameter an optimizer steps, or an input whose .grad the code may read
         found.append((name, "list" if isinstance(value, list) else "tuple" if isinstance(value, tuple) else "tensor"))
     return tuple(found)
-
-
-def cached_around_loop(facts: Facts) -> tuple[int, int] | None:
-    """``with parametrize.cached():`` entered once around the training loop that holds the failing backward
-    (NOTE [A cache entered around the loop]): the line of the ``with`` and that of the innermost loop around the
-    backward (the loop it holds, or one inside it), or None."""
-    site, line = facts.site, facts.backward_line
-    tree = site.tree() if site is not None else None
-    if tree is None or line is None:
-        return None
-    for n in ast.walk(tree):
-        if not (isinstance(n, ast.With) and len(n.items) == 1 and len(n.body) == 1):
-            continue
-        loop = n.body[0]
-        if not isinstance(loop, (ast.For, ast.While)) or not loop.lineno < line <= (loop.end_lineno or 0):
-            continue
-        header_end = (loop.iter if isinstance(loop, ast.For) else loop.test).end_lineno
-        call = n.items[0].context_expr
-        if header_end != loop.lineno or n.items[0].optional_vars is not None or not isinstance(call, ast.Call):
-            continue
-        inner = loop_around(tree, line)
-        if not isinstance(inner, (ast.For, ast.While)):
-            continue
-        if (inner.iter if isinstance(inner, ast.For) else inner.test).end_lineno != inner.lineno:
-            continue
-        if value_of(ast.unparse(call.func), facts.namespace) is parametrize.cached:
-            return n.lineno, inner.lineno
-    return None
-
-
-# NOTE [A cache entered around the loop]
-# torch.nn.utils.parametrize.cached() computes each parametrized tensor (a weight under
-# spectral_norm, orthogonal, a user's parametrization) once, at its first use inside the
-# context, and keeps it, with its graph, until the context exits. Entered around the
-# whole training loop, the first backward frees that graph and the second iteration's
-# forward reads the same cached tensor: "backward through the graph a second time" (and
-# the weight the step changed would not be read again either). torch's documentation
-# enters it around one forward; the fix enters it at the top of the innermost loop's body
-# (the loop around the failing backward, the batches' loop inside the epochs'), the rest
-# of the block one level less indented: the same forward at the first iteration, and at
-# every later one the parametrization of the weights as they are now (writers.WRITERS's
-# row).
 
 
 # NOTE [A part made before the loop]

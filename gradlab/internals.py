@@ -26,6 +26,8 @@ saved-tensor hooks stack               stepping aside inside ``torch.func`` tran
 (``_top_/_pop_/_push_saved_tensors_``
 ``default_hooks``)
 ``_get_sequence_nr()``                 which node a saved tensor's message names
+``Transform._cached_x_y``,             a distributions transform's cache that kept a
+``Transform._cache_size``              graph across iterations
 =====================================  =============================================
 """
 
@@ -59,6 +61,7 @@ __all__ = [
     "push_saved_tensors_hooks",
     "saved_tensors_hooks_visible",
     "newest_sequence_nr",
+    "transform_cache",
     "check_all",
 ]
 
@@ -336,6 +339,16 @@ def saved_facts(t: torch.Tensor, fn: Any) -> tuple[int | None, bool]:
     return seq_or_none, seq_or_none is None or seq_or_none == newest_sequence_nr()
 
 
+def transform_cache(t: Any) -> tuple[Any, ...]:
+    """The (x, y) pair a torch.distributions Transform made with ``cache_size=1`` keeps, or ``()`` (no cache)."""
+    size = getattr(t, "_cache_size", None)
+    pair = getattr(t, "_cached_x_y", None)
+    if size is None or (size == 1 and not isinstance(pair, tuple)):
+        _missing("Transform._cached_x_y", "it cannot tell that a distribution's transform kept a graph")
+        return ()
+    return pair if size == 1 else ()
+
+
 def check_all() -> dict[str, bool]:
     """Whether each private access works on this torch (used by the canary tests)."""
     x = torch.ones(2, 2, requires_grad=True)
@@ -361,4 +374,14 @@ def check_all() -> dict[str, bool]:
         "nn_functions": any(name == "leaky_relu_" for _, name in nn_functions()),
         "private_inplace_functions": (torch, "_foreach_add_") in set(private_inplace_functions()),
         "vf_functions": any(name == "dropout_" for _, name in vf_functions()),
+        "transform_cache": _transform_cache_works(),
     }
+
+
+def _transform_cache_works() -> bool:
+    from torch.distributions import ExpTransform
+
+    t, x = ExpTransform(cache_size=1), torch.ones(2)
+    y = t(x)
+    pair = transform_cache(t)
+    return len(pair) == 2 and pair[0] is x and pair[1] is y and transform_cache(ExpTransform()) == ()

@@ -127,6 +127,16 @@ WRITERS: tuple[Writer, ...] = (
         source="https://pytorch.org/docs/stable/generated/torch.nn.utils.parametrize.cached.html",
     ),
     Writer(
+        api="torch.distributions.Transform(cache_size=1) (a TransformedDistribution's transforms)",
+        ops=(),
+        does="keeps the last (x, y) pair it computed, with its graph, and hands back the cached partner when it is "
+        "given the same tensor again (log_prob of one data tensor at every step)",
+        counter=True,
+        fix="cache_size=0 for transforms whose parameters train (the default), or clear the cache after each "
+        "backward (Pyro's clear_cache())",
+        source="https://pytorch.org/docs/stable/distributions.html#torch.distributions.transforms.Transform",
+    ),
+    Writer(
         api="torch.utils.checkpoint.checkpoint(function, ...)",
         ops=(),
         does="runs the function's forward again during backward, to recompute what it did not save",

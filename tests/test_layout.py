@@ -117,6 +117,7 @@ ORDER = (
     "causes.retained_accumulation",
     "causes.attached_output",
     "causes.closure_step",
+    "causes.api_cache",
     "candidates",
     "causes",
     "advice",

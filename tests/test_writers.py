@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 import gradlab
+from gradlab import internals
 from gradlab.writers import WRITERS, Writer, documented
 
 pytestmark = pytest.mark.library
@@ -189,6 +190,29 @@ def test_parametrize_cached_keeps_one_weight_until_it_exits_and_entered_per_iter
             layer(x).pow(2).sum().backward()
             opt.step()
     assert not torch.equal(before, layer.weight.detach())
+
+
+def test_a_cached_transform_hands_back_the_first_steps_inverse_and_without_the_cache_it_trains() -> None:
+    from torch.distributions import AffineTransform, Normal, TransformedDistribution
+
+    torch.manual_seed(0)
+    data = torch.randn(32, 2) + 3.0
+    for cache_size in (1, 0):
+        shift = nn.Parameter(torch.zeros(2))
+        flow = TransformedDistribution(
+            Normal(torch.zeros(2), torch.ones(2)), [AffineTransform(shift, 1.0, cache_size=cache_size)]
+        )
+        opt = torch.optim.SGD([shift], lr=0.1)
+        (-flow.log_prob(data).mean()).backward()
+        opt.step()
+        if cache_size == 1:  # the same data tensor again: the cached x of the first step, whose graph is freed
+            assert internals.transform_cache(flow.transforms[0])[1] is data
+            with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+                (-flow.log_prob(data).mean()).backward()
+        else:
+            opt.zero_grad()
+            (-flow.log_prob(data).mean()).backward()
+            assert shift.grad is not None and float(shift.grad.abs().sum()) > 0
 
 
 def test_the_note_says_when_its_fix_is_the_one_torch_documents() -> None:

@@ -31,7 +31,6 @@ import torch
 from ..candidates import (
     after_write_lines,
     apart_fixes,
-    cached_inside_loop,
     freed_fixes,
     general_fixes,
     routed_fixes,
@@ -42,7 +41,6 @@ from ..evidence import (
     Facts,
     Problem,
     Topology,
-    cached_around_loop,
     claims_of_others,
     freeing_call,
     from_frame,
@@ -73,6 +71,7 @@ from ..graph import Graph
 from ..i18n import T, Text
 from ..judge import judged
 from ..loop import site_intent
+from .api_cache import cached_around_loop, cached_inside_loop, transform_cache_context, transform_cache_fixes
 from .attached_output import attached_fixes, attached_output_context
 from .built_once import built_once_context
 from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
@@ -349,6 +348,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             return "stale_forward", base
         if "made_outside" in base.extra and carried_in_loop(facts) is None:  # NOTE [A part made before the loop]
             return "stale_forward", base
+        cache = transform_cache_context(base, p, facts, graph)  # NOTE [A transform's cache kept across iterations]
+        if cache is not None:
+            return "carried_state", cache
         kept = None
         if carried_in_loop(facts) is None:
             kept = kept_attribute(base, facts) or kept_on_modules(base, facts) or kept_on_objects(base, facts)
@@ -577,6 +579,7 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     cached = cached_inside_loop(ctx)  # a torch API entered around the loop: its documented place, first
     if cached is not None:
         proposals = [cached, *proposals]
+    proposals = [*transform_cache_fixes(ctx), *proposals]  # a transform's cache: cleared, or not asked for, first
     if ctx.made_at is not None or "made_outside" in ctx.extra:  # a freed graph, whatever its cause
         names = {item.partition(":")[0] for item in ctx.extra.get("made_outside", "").split(",") if item}
         partial = [p for p in proposals if _detaches_some(p, names)]  # it would find the others' part freed

@@ -1,0 +1,295 @@
+"""torch APIs that cache a tensor, with its graph, across the iterations of a training loop: found, and the
+fix torch documents (writers.WRITERS's rows).
+
+NOTE [A cache entered around the loop]
+torch.nn.utils.parametrize.cached() computes each parametrized tensor (a weight under
+spectral_norm, orthogonal, a user's parametrization) once, at its first use inside the
+context, and keeps it, with its graph, until the context exits. Entered around the
+whole training loop, the first backward frees that graph and the second iteration's
+forward reads the same cached tensor: "backward through the graph a second time" (and
+the weight the step changed would not be read again either). torch's documentation
+enters it around one forward; the fix enters it at the top of the innermost loop's body
+(the loop around the failing backward, the batches' loop inside the epochs'), the rest
+of the block one level less indented: the same forward at the first iteration, and at
+every later one the parametrization of the weights as they are now.
+
+NOTE [A transform's cache kept across iterations]
+A torch.distributions Transform made with ``cache_size=1`` keeps the last (x, y) pair it
+computed and, handed the same tensor again, returns the cached partner instead of
+computing it. A normalising flow whose transforms have parameters (Pyro's
+TransformModule, a user's Transform that is also an nn.Module) and whose log_prob is
+called on the same data tensor at every step gets, from the second step on, the x the
+first step computed: its graph was freed by the first backward, and it was computed
+from the parameters as they were before the step. Found when a Transform reachable
+from the frame caches a tensor whose graph holds the freed node. The fix is Pyro's:
+clear the cache after each backward (``flow.clear_cache()``, when an object of the frame
+has that method and holds those transforms); otherwise the transforms made with
+``cache_size=0`` where the code asks for 1. Either computes each step's log_prob from
+the parameters as they are then; the first step's forward is unchanged.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.distributions import ComposeTransform, Transform, TransformedDistribution
+from torch.nn.utils import parametrize
+
+from .. import internals
+from ..context import Context
+from ..edits import Edit
+from ..evidence import Facts, holds_node, value_of
+from ..fixes import Fix, Proposal, edit_at, indent_of, insert_lines, keeping, source_of
+from ..graph import Graph
+from ..i18n import T, join
+from ..location import Location, _library_file
+from ..loop import Site
+from ..source import loop_around, loop_body_of, names, parse
+
+if TYPE_CHECKING:
+    from ..evidence import Problem
+
+__all__ = ["cached_around_loop", "cached_inside_loop", "transform_cache_context", "transform_cache_fixes"]
+
+
+def cached_around_loop(facts: Facts) -> tuple[int, int] | None:
+    """``with parametrize.cached():`` entered once around the training loop that holds the failing backward
+    (NOTE [A cache entered around the loop]): the line of the ``with`` and that of the innermost loop around the
+    backward (the loop it holds, or one inside it), or None."""
+    site, line = facts.site, facts.backward_line
+    tree = site.tree() if site is not None else None
+    if tree is None or line is None:
+        return None
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.With) and len(n.items) == 1 and len(n.body) == 1):
+            continue
+        loop = n.body[0]
+        if not isinstance(loop, (ast.For, ast.While)) or not loop.lineno < line <= (loop.end_lineno or 0):
+            continue
+        header_end = (loop.iter if isinstance(loop, ast.For) else loop.test).end_lineno
+        call = n.items[0].context_expr
+        if header_end != loop.lineno or n.items[0].optional_vars is not None or not isinstance(call, ast.Call):
+            continue
+        inner = loop_around(tree, line)
+        if not isinstance(inner, (ast.For, ast.While)):
+            continue
+        if (inner.iter if isinstance(inner, ast.For) else inner.test).end_lineno != inner.lineno:
+            continue
+        if value_of(ast.unparse(call.func), facts.namespace) is parametrize.cached:
+            return n.lineno, inner.lineno
+    return None
+
+
+def cached_inside_loop(ctx: Context) -> Proposal | None:
+    """``with parametrize.cached():`` moved to the top of the innermost loop's body it was entered around (NOTE [A
+    cache entered around the loop]): the block rewritten, one level less indented."""
+    site = ctx.site
+    found = ctx.extra.get("cached_with", "")
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or not found:
+        return None
+    at, inner_line = (int(x) for x in found.split(":"))
+    block = next((n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno == at), None)
+    inner = next((n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and n.lineno == inner_line), None)
+    if block is None or inner is None or not inner.body or not (site.holds(at) and site.holds(block.end_lineno or at)):
+        return None
+    end = block.end_lineno or at
+    if inner is block.body[0] and site.holds(inner_line):  # one loop: the two headers swapped, nothing re-indented
+        edits = (
+            Edit(site.filename, at, at, indent_of(site, at) + site.text(inner_line).strip()),
+            Edit(site.filename, inner_line, inner_line, indent_of(site, inner_line) + site.text(at).strip()),
+        )
+        return _cached_fix(ctx, site, at, edits)
+    step = len(indent_of(site, block.body[0].lineno)) - len(indent_of(site, at))
+    if step <= 0:
+        return None
+    lines: list[str] = []
+    for k in range(at + 1, end + 1):
+        text = site.text(k)
+        if text.strip() and not text.startswith(" " * step):
+            return None  # a line less indented than the block (a string's continuation): not rewritten
+        text = text[step:] if text.strip() else text
+        if inner.body[0].lineno <= k <= (inner.end_lineno or k):
+            text = " " * step + text if text.strip() else text
+        lines.append(text)
+        if k == inner.lineno:
+            lines.append(indent_of(site, inner.body[0].lineno)[step:] + site.text(at).strip())
+    return _cached_fix(ctx, site, at, (Edit(site.filename, at, end, "\n".join(lines)),))
+
+
+def _cached_fix(ctx: Context, site: Site, at: int, edits: tuple[Edit, ...]) -> Proposal:
+    return keeping(
+        ctx,
+        Fix(
+            keeps_forward=True,
+            summary=T(
+                "enter parametrize.cached() at each iteration, inside the loop (at {where}): it keeps the "
+                "parametrized weights, with their graph, until the context exits, and the first backward freed it",
+                where=Location(site.filename, at).where,
+            ),
+            trains=T(
+                "{loss} trains what it reaches, at each iteration through the weights as they are then: the same "
+                "forward at the first iteration",
+                loss=ctx.l,
+            ),
+            edits=edits,
+        ),
+    )
+
+
+def _transforms(value: object, depth: int = 0) -> Iterator[Transform]:
+    """The torch.distributions transforms ``value`` holds: itself, a module's submodules, a distribution's
+    transforms, a composition's parts, the items of a list, tuple or dict (three levels deep)."""
+    if depth > 3:
+        return
+    if isinstance(value, Transform):
+        yield value
+        if isinstance(value, ComposeTransform):
+            for part in value.parts:
+                yield from _transforms(part, depth + 1)
+    if isinstance(value, torch.nn.Module):
+        for m in list(value.modules())[1:256]:
+            yield from _transforms(m, depth + 1)
+    elif isinstance(value, TransformedDistribution):
+        for t in value.transforms:
+            yield from _transforms(t, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value[:64]:
+            yield from _transforms(v, depth + 1)
+    elif isinstance(value, dict):
+        for v in list(value.values())[:64]:
+            yield from _transforms(v, depth + 1)
+
+
+def _caching(namespace: Mapping[str, Any], node: Any) -> list[Transform]:
+    """The transforms of the frame whose cache (``cache_size=1``) holds a tensor whose graph holds ``node``."""
+    found: dict[int, Transform] = {}
+    for name, value in list(namespace.items()):
+        if not isinstance(name, str) or name.startswith("__"):
+            continue
+        for t in _transforms(value):
+            if any(holds_node(x, node) for x in internals.transform_cache(t)):
+                found[id(t)] = t
+    return list(found.values())
+
+
+def transform_cache_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
+    """A transform's cache that kept the freed graph from one iteration to the next (NOTE [A transform's cache kept
+    across iterations]): the calls that clear it, or the lines that ask for the cache, in ``extra``."""
+    site = facts.site
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    if site is None or node is None or node.seq is None:
+        return None
+    caching = _caching(facts.namespace, node)
+    if not caching:
+        return None
+    tree = site.tree()
+    body = loop_body_of(tree, facts.backward_line) if tree is not None and facts.backward_line else None
+    used = {n for st in body or [] for n in names(st, ast.Load)}
+    ids = {id(t) for t in caching}
+    clears = [
+        name
+        for name, value in sorted(facts.namespace.items(), key=lambda kv: (kv[0] not in used, str(kv[0])))
+        if isinstance(name, str)
+        and not name.startswith("_")
+        and not isinstance(value, (Transform, type))
+        and callable(getattr(value, "clear_cache", None))
+        and ids <= {id(t) for t in _transforms(value)}
+    ]
+    asked = _cache_requests(site, caching)
+    if not clears and not asked:
+        return None
+    extra = {**base.extra, "transform_cache": clears[0] if clears else "", "cache_size": ",".join(asked)}
+    return replace(base, extra=extra)
+
+
+def _cache_requests(site: Site, caching: list[Transform]) -> list[str]:
+    """Where the code asks for the cache: each ``cache_size=1`` of a call in the failing file or in the files of the
+    caching transforms' classes (``file:line``)."""
+    files = {site.filename}
+    for t in caching:
+        for cls in type(t).__mro__:
+            try:
+                filename = inspect.getsourcefile(cls)
+            except TypeError:
+                continue
+            if filename and not _library_file(filename):
+                files.add(filename)
+    found: list[str] = []
+    for filename in sorted(files):
+        tree = site.tree() if filename == site.filename else parse(source_of(filename))
+        for n in ast.walk(tree) if tree is not None else ():
+            if (
+                isinstance(n, ast.Call)
+                and n.lineno == n.end_lineno
+                and any(
+                    k.arg == "cache_size" and isinstance(k.value, ast.Constant) and k.value.value == 1
+                    for k in n.keywords
+                )
+            ):
+                found.append(f"{filename}:{n.lineno}")
+    return sorted(set(found))
+
+
+def transform_cache_fixes(ctx: Context) -> list[Proposal]:
+    """The cache cleared after each backward, or not asked for (NOTE [A transform's cache kept across
+    iterations])."""
+    found: list[Proposal] = []
+    clear = ctx.extra.get("transform_cache", "")
+    trains = T(
+        "{loss} trains what it reaches, at each iteration through the transforms' parameters as they are then: the "
+        "same forward at the first iteration",
+        loss=ctx.l,
+    )
+    edit = insert_lines(ctx, ctx.backward_line, f"{clear}.clear_cache()", after=True) if clear else None
+    if edit is not None:
+        found.append(
+            keeping(
+                ctx,
+                Fix(
+                    keeps_forward=True,
+                    summary=T(
+                        "call {call} right after the backward of {loss}: the transforms cache their last (x, y) "
+                        "pair (cache_size=1), and the next iteration reads the cached tensor, whose graph this "
+                        "backward freed, instead of computing it",
+                        call=f"{clear}.clear_cache()",
+                        loss=ctx.l,
+                    ),
+                    trains=trains,
+                    edits=(edit,),
+                ),
+            )
+        )
+    edits: list[Edit] = []
+    for item in (x for x in ctx.extra.get("cache_size", "").split(",") if x):
+        filename, _, line = item.rpartition(":")
+        text = source_of(filename).splitlines()[int(line) - 1]
+        if text.count("cache_size=1") != 1:
+            return found
+        e = edit_at(ctx, Location(filename, int(line)), text.replace("cache_size=1", "cache_size=0"))
+        if e is None:
+            return found
+        edits.append(e)
+    if edits:
+        found.append(
+            keeping(
+                ctx,
+                Fix(
+                    keeps_forward=True,
+                    summary=T(
+                        "make the transforms with cache_size=0 ({where}): with cache_size=1 they keep their last "
+                        "(x, y) pair, and the next iteration reads the cached tensor, whose graph the backward "
+                        "freed, instead of computing it",
+                        where=join([Location(e.filename, e.start).where for e in edits]),
+                    ),
+                    trains=trains,
+                    edits=tuple(edits),
+                ),
+            )
+        )
+    return found
