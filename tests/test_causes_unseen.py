@@ -232,6 +232,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A transform's cache kept across iterations]: torch's AffineTransform made with cache_size=1 by a helper,
     # the same data tensor at every step, no object with a clear_cache(): the cache is not asked for
     "affine_flow_cached_inverse": ("carried_state", (("nll", ("standardiser",)),)),
+    # NOTE [A reset only at the step]: a plain object's memory reset in the branch that steps, under accumulation,
+    # inside a function; the reset moves to every backward
+    "memory_reset_with_the_step": ("carried_state", (("ce", ("head", "q_enc", "support_enc")),)),
 }
 
 

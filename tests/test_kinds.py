@@ -175,6 +175,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("pred *= weight", "for pred in net(inputs):"),
         (("total", ("net",)),),
     ),
+    # NOTE [numpy values that feed the loss]: a numpy helper ranks the bank for each anchor, the loss reads the bank's
+    # rows at those positions: values read only as positions carry no gradient, the .detach() is the fix
+    "hard_negatives_ranked_in_numpy": (
+        "numpy_requires_grad",
+        ("sims = anchors.numpy() @ bank.T",),
+        (("loss", ("embed",)),),
+    ),
 }
 
 

@@ -118,6 +118,7 @@ ORDER = (
     "causes.attached_output",
     "causes.closure_step",
     "causes.api_cache",
+    "causes.reset_at_step",
     "candidates",
     "causes",
     "advice",

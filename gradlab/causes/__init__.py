@@ -83,6 +83,7 @@ from .inplace_op import in_place_fixes
 from .list_never_cleared import buffer_context, buffered_fixes
 from .module_state import kept_on_modules, kept_on_objects, module_state_fixes, object_reset_fixes
 from .pruned_weight import pruned_context
+from .reset_at_step import reset_at_step_context, reset_every_backward_fixes
 from .retained_accumulation import retained_fixes, retained_total
 from .same_loss_twice import products_again, restarted_total, total_of_backwarded, twice_fixes
 from .stale_forward import (
@@ -351,6 +352,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         cache = transform_cache_context(base, p, facts, graph)  # NOTE [A transform's cache kept across iterations]
         if cache is not None:
             return "carried_state", cache
+        reset = reset_at_step_context(base, p, facts, graph)  # NOTE [A reset only at the step]
+        if reset is not None:
+            return "carried_state", reset
         kept = None
         if carried_in_loop(facts) is None:
             kept = kept_attribute(base, facts) or kept_on_modules(base, facts) or kept_on_objects(base, facts)
@@ -548,7 +552,7 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = untracked_fixes(ctx)
     elif cause == "carried_state":
         proposals = module_state_fixes(ctx) if ctx.kept_attrs else carried_fixes(ctx)
-        proposals = [*object_reset_fixes(ctx), *proposals]
+        proposals = [*reset_every_backward_fixes(ctx), *object_reset_fixes(ctx), *proposals]
     elif cause == "same_loss_twice":
         proposals = twice_fixes(ctx)
     elif cause == "stale_forward":

@@ -165,7 +165,7 @@ def _feeds_a_backward(f: Failure) -> bool:
         )
         returned = False
         for s in later:
-            if not {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & held:
+            if not _values_read(s) & held:
                 continue
             if isinstance(s, ast.Return):
                 returned = True
@@ -176,6 +176,30 @@ def _feeds_a_backward(f: Failure) -> bool:
         if not returned:
             return False
     return False
+
+
+# Functions whose result is positions, not values: no gradient could flow from what they read.
+_INDEX_FUNCTIONS = frozenset(
+    {"argsort", "argmax", "argmin", "argpartition", "argwhere", "nonzero", "flatnonzero", "searchsorted", "topk"}
+)
+
+
+def _values_read(st: ast.stmt) -> set[str]:
+    """The names ``st`` reads as values: not those read only as positions, in a subscript's index (``emb[ids]``) or
+    by a function that returns positions (``np.argsort(scores)``); a gradient could not flow through those."""
+    skipped: set[int] = set()
+    for n in ast.walk(st):
+        if isinstance(n, ast.Subscript):
+            skipped |= {id(m) for m in ast.walk(n.slice)}
+        elif isinstance(n, ast.Call):
+            name = (
+                n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) else ""
+            )
+            if name in _INDEX_FUNCTIONS:
+                skipped |= {id(m) for m in ast.walk(n)}
+    return {
+        n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skipped
+    }
 
 
 _BACK_TO_TORCH = ("from_numpy", "as_tensor", "tensor")
@@ -314,7 +338,10 @@ def _calls_backward(st: ast.stmt) -> bool:
 # reads, the first fix is to compute the values with torch ops (a sentence:
 # which numpy constants become tensors is the user's call), and no .detach()
 # is offered as code. Inside a module's method the exact torch form is written
-# instead (NOTE [numpy inside a forward]).
+# instead (NOTE [numpy inside a forward]). Values read only as positions (an
+# index, argsort's ranking: a retrieval index searched with a query embedding)
+# carry no gradient, numpy or not: the value is not followed through them, and
+# .detach() is the fix.
 
 
 def _in_module_method(f: Failure) -> bool:
