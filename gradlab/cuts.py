@@ -79,6 +79,29 @@ def leaves_reached(tensor: Any) -> frozenset[int]:
     return frozenset(found)
 
 
+# NOTE [Initialisation is not a cut]
+# torch.nn.init's functions (and every module's reset_parameters, which calls them) write
+# the parameters under no_grad(). A constructor in the user's code (self.head =
+# nn.Conv2d(...)) is then the last place a no_grad() was entered before a loss that
+# never had a graph (it was computed from argmax indices): the note blamed the
+# constructor. Initialisation makes parameters, it cuts no graph a loss could read, so
+# a no_grad() entered from nn.init or a reset_parameters is not recorded.
+_INIT_FUNCTIONS = frozenset({"reset_parameters", "_reset_parameters"})
+
+
+def _initialising(caller: FrameType) -> bool:
+    """``caller`` (the frame that entered a no_grad()) is torch.nn.init's, or runs inside a reset_parameters."""
+    frame: FrameType | None = caller
+    for _ in range(4):
+        if frame is None:
+            return False
+        name = frame.f_code.co_filename.replace("\\", "/")
+        if name.endswith("torch/nn/init.py") or frame.f_code.co_name in _INIT_FUNCTIONS:
+            return True
+        frame = frame.f_back
+    return False
+
+
 class Cuts:
     """The latest cuts and multi-view ops of the user's code, by weak reference."""
 
@@ -113,8 +136,8 @@ class Cuts:
                 c.label == ".item()" and c.value == source for c in self.cuts
             ):
                 return  # a constant, not a value computed by a graph
-        elif not grad_before:  # entering no_grad() where grad is already off cuts nothing
-            return
+        elif not grad_before or _initialising(caller):  # grad already off: nothing is cut; NOTE [Initialisation is
+            return  # not a cut]
         location = user_location()
         if location is None:
             return

@@ -332,3 +332,38 @@ def test_a_model_in_eval_mode_without_a_switch_of_its_own_is_put_back_in_trainin
     fix = d.fixes[0]
     assert [e.text for e in fix.edits] == ["bottleneck.train()"], fix.lines()
     assert fix.applicability == "maybe-incorrect" and "runs again" in str(fix.trains)
+
+
+def test_positions_on_the_loss_path_are_the_cut_and_a_constructor_is_not() -> None:
+    """NOTE [Positions on the loss's path], NOTE [Initialisation is not a cut]: the loss compares argmax positions
+    with targets; the note points at the argmax in the helper, not at nn.Conv2d's initialisation under no_grad."""
+    error = _error("corners_from_peak_positions")
+    d = gradlab.last_diagnosis(error)
+    note = "\n".join(getattr(error, "__notes__", []))
+    assert d.kind == "no_grad_fn", str(d)
+    assert "flat = maps.flatten(2).argmax(dim=-1)" in note and "gives positions" in note, note
+    assert "nn.Conv2d" not in note and "no_grad() here" not in note, note
+    first = d.fixes[0]
+    assert "soft-argmax" in first.summary and not first.edits and first.applicability == "sentence", str(first)
+    cut = d.located.cut_at if d.located is not None else None
+    assert cut is not None and cut.lineno == 24, cut
+
+
+@pytest.mark.parametrize(
+    "statement, call",
+    [
+        ("idx = s.argmax(-1)", "s.argmax()"),
+        ("_, idx = torch.max(s, dim=-1)", "torch.max()"),
+        ("idx = s.topk(3).indices", "s.topk()"),
+        ("idx = s.sort(dim=0)[1]", "s.sort()"),
+        ("v = s.max()", None),
+        ("v = torch.max(s, dim=1)[0]", None),
+        ("a, b = s.argmax(0), 1", None),
+    ],
+)
+def test_positions_are_told_from_values(statement: str, call: str | None) -> None:
+    import ast
+
+    from gradlab.kinds.cut_path import positions_call
+
+    assert positions_call(ast.parse(statement).body[0]) == call

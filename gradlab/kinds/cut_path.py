@@ -20,7 +20,7 @@ from ..source import (
 if TYPE_CHECKING:
     pass
 
-__all__ = ["PathCut", "backward_target", "calls_named", "grad_off", "path_cut"]
+__all__ = ["PathCut", "backward_target", "calls_named", "grad_off", "path_cut", "positions_call"]
 
 
 _GRAD_OFF = ("no_grad", "inference_mode")
@@ -79,6 +79,8 @@ class PathCut:
         self.exact = False  # the cut statement made the very tensor backward was called on (loss = x.detach())
         self.callee: str | None = None  # a function (a model's forward) on the path whose result left the graph
         self.inside: list[ast.stmt] = []  # its statements that take the result out of the graph (.data, .detach())
+        self.positions: list[ast.stmt] = []  # statements on the path that bind positions (argmax, max's indices)
+        self.positions_call: str | None = None
         # a path statement's line (or a block's first line) -> how many steps back from the backward it is
         self.distance: dict[int, int] = {}
 
@@ -95,6 +97,7 @@ class PathCut:
             or self.block is not None
             or self.decorator is not None
             or bool(self.inside)
+            or bool(self.positions)
         )
 
 
@@ -112,6 +115,41 @@ def _detaches(st: ast.stmt) -> bool:
         and value.func.attr == "detach"
         and not value.args
     )
+
+
+# NOTE [Positions on the loss's path]
+# argmax, argmin, argsort, and the indices of max, min, topk and sort are positions:
+# integers, with no gradient whatever they were computed from. A loss computed from them
+# (landmark coordinates decoded from the heatmaps' peaks, then compared with the true
+# ones) has no graph, and backward says "element 0 of tensors does not require grad".
+# The statement that binds them is the cut; the fix is a sentence, since the
+# differentiable form is a modelling choice: a soft-argmax (the positions weighted by a
+# softmax of the scores) or a loss on the scores themselves.
+_POSITIONS = frozenset({"argmax", "argmin", "argsort"})
+_WITH_INDICES = frozenset({"max", "min", "topk", "sort", "kthvalue", "mode", "median"})
+
+
+def positions_call(st: ast.stmt) -> str | None:
+    """The call by which ``st`` binds positions (``idx = s.argmax(-1)``, ``_, idx = torch.max(s, dim=-1)``,
+    ``idx = s.topk(3).indices``), as ``"torch.max()"``; else None."""
+    if not isinstance(st, ast.Assign) or len(st.targets) != 1:
+        return None
+    value, target = st.value, st.targets[0]
+    second = isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name)
+    indexed = (isinstance(value, ast.Attribute) and value.attr == "indices") or (
+        isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and value.slice.value == 1
+    )
+    if isinstance(value, (ast.Attribute, ast.Subscript)) and indexed:
+        value = value.value
+    if not isinstance(value, ast.Call):
+        return None
+    name = ast.unparse(value.func)
+    last = name.rsplit(".", 1)[-1]
+    if last in _POSITIONS and not indexed and not isinstance(target, ast.Tuple):
+        return f"{name}()"
+    if last in _WITH_INDICES and (indexed or second):  # (values, indices): only with a dim, or sort's and topk's
+        return f"{name}()"
+    return None
 
 
 def _callee_cut(tree: ast.Module, path: list[ast.stmt], models: dict[str, str]) -> tuple[str, list[ast.stmt]] | None:
@@ -146,7 +184,7 @@ def _callee_cut(tree: ast.Module, path: list[ast.stmt], models: dict[str, str]) 
             for st in reversed(preceding(tree, max(r.lineno for r in returns))) if returns else ():
                 if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and names(st, ast.Store) & needed:
                     needed |= names(st, ast.Load)
-                    if _detaches(st) and st.lineno == st.end_lineno:
+                    if (_detaches(st) or positions_call(st)) and st.lineno == st.end_lineno:
                         inside.append(st)
             if inside:
                 return wanted[key], sorted(inside, key=lambda st: st.lineno)
@@ -214,10 +252,16 @@ def path_cut(tree: ast.Module, line: int, models: dict[str, str] | None = None) 
             call = grad_off(dec)
             if call is not None:
                 cut.decorator, cut.decorator_call = dec, call
+    if not cut.found:  # NOTE [Positions on the loss's path]: in this function
+        cut.positions = [st for st in cut.statements if positions_call(st)]
     if not cut.found:  # nothing in this function: a function it calls (a model's forward) may take it out
         inner = _callee_cut(tree, cut.statements, models or {})
         if inner is not None:
-            cut.callee, cut.inside = inner
+            cut.callee, found_inside = inner
+            cut.positions = [st for st in found_inside if positions_call(st)]
+            cut.inside = [st for st in found_inside if not positions_call(st)]
+    if cut.positions:
+        cut.positions_call = positions_call(cut.positions[0])
     return cut
 
 

@@ -32,7 +32,7 @@ from ..edits import Edit
 from ..evidence import Failure, backward_line_after, claims_of_others, leaves_of, torch_alias
 from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of, replace_line, unwrapped
-from ..i18n import T
+from ..i18n import T, Words
 from ..judge import judged
 from ..location import Location, frame_names
 from ..loop import read_site
@@ -235,6 +235,16 @@ def locate(f: Failure) -> Explanation:
                 T("cut: {call}() returns a value taken out of the graph here", call=cut.callee),
             )
         )
+    for st in cut.positions:  # NOTE [Positions on the loss's path] in gradlab.kinds.cut_path
+        spans.append(
+            Span(
+                Location(where, st.lineno),
+                T(
+                    "cut: {call} here gives positions, which carry no gradient: what is computed from them has no graph",
+                    call=cut.positions_call or "argmax()",
+                ),
+            )
+        )
     if cut.decorator is not None:
         spans.append(
             Span(
@@ -244,9 +254,14 @@ def locate(f: Failure) -> Explanation:
         )
     # the likeliest cause first: the one the code shows (the causes are explain()'s, in this order)
     grad_off, detached, rebuilt = e.causes[0], e.causes[1], e.causes[2]
-    if cut.rebuilt is not None:
+    if cut.positions:  # NOTE [Positions on the loss's path] in gradlab.kinds.cut_path
+        positions: Words = T(
+            "The loss was computed from positions (argmax, the indices of max or topk): integers, with no gradient."
+        )
+        causes: tuple[Words, ...] = (positions, detached, grad_off, rebuilt)
+    elif cut.rebuilt is not None:
         causes = (rebuilt, grad_off, detached)
-    elif cut.left is not None or cut.inside:
+    elif cut.left is not None or cut.inside or cut.positions:
         causes = (detached, rebuilt, grad_off)
     else:
         causes = (grad_off, detached, rebuilt)
@@ -270,6 +285,8 @@ def _first_cut(cut: PathCut) -> tuple[str, int] | None:
         return str(cut.block_call), cut.block.lineno
     if cut.inside:
         return f"{cut.callee}()", cut.inside[0].lineno
+    if cut.positions:
+        return cut.positions_call or "argmax()", cut.positions[0].lineno
     if cut.decorator is not None:
         return str(cut.decorator_call), cut.decorator.lineno
     return None
@@ -453,6 +470,28 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
                 reach,
                 False,
                 describe=bool(reach),
+            )
+        )
+    if cut.positions:  # NOTE [Positions on the loss's path]: the differentiable form is the user's choice
+        nearness.append(cut.nearness(-1))
+        proposals.append(
+            Proposal(
+                Fix(
+                    summary=T(
+                        "compute {loss} from the scores, not from the positions {call} picks (at {where}): a "
+                        "soft-argmax (the positions weighted by a softmax of the scores) keeps a graph, or put the "
+                        "loss on the scores themselves",
+                        loss=loss or T("the loss"),
+                        call=cut.positions_call or "argmax()",
+                        where=", ".join(Location(site.filename, st.lineno).where for st in cut.positions),
+                    ),
+                    trains=T(
+                        "the loss then trains what computed the scores; positions carry no gradient, so it trains "
+                        "nothing now"
+                    ),
+                ),
+                None,
+                False,
             )
         )
     # the cut nearest the loss first (NOTE [The cut on the loss's path]): a no_grad block around the loss's own
