@@ -152,6 +152,35 @@ def positions_call(st: ast.stmt) -> str | None:
     return None
 
 
+def _positions_name(st: ast.stmt) -> str | None:
+    """The name a positions statement binds the positions to (``idx`` in ``_, idx = s.max(-1)``)."""
+    target = st.targets[0] if isinstance(st, ast.Assign) else None
+    if isinstance(target, ast.Tuple) and isinstance(target.elts[-1], ast.Name):
+        return target.elts[-1].id
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def read_as_values(st: ast.stmt, path: list[ast.AST]) -> bool:
+    """The positions ``st`` binds are read as values by a statement of the loss's ``path`` (``idx % w``), not only
+    as an index (``codebook[idx]`` keeps the codebook's graph): NOTE [Positions on the loss's path]."""
+    name = _positions_name(st)
+    if name is None:
+        return False
+    for later in path:
+        if later is st:
+            continue
+        in_index: set[int] = set()
+        for n in ast.walk(later):
+            if isinstance(n, ast.Subscript):
+                in_index |= {id(m) for m in ast.walk(n.slice)}
+        if any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in in_index
+            for n in ast.walk(later)
+        ):
+            return True
+    return False
+
+
 def _callee_cut(tree: ast.Module, path: list[ast.stmt], models: dict[str, str]) -> tuple[str, list[ast.stmt]] | None:
     """A function of the file that the path calls (a model's ``forward``: ``models`` maps the frame's model names to
     their class names) whose returned value it takes out of the graph: its name, and the statements that do."""
@@ -181,10 +210,13 @@ def _callee_cut(tree: ast.Module, path: list[ast.stmt], models: dict[str, str]) 
                 set().union(*(names(r.value, ast.Load) for r in returns if r.value is not None)) if returns else set()
             )
             inside = []
+            feeding: list[ast.AST] = list(returns)  # the statements the returned value is computed by
             for st in reversed(preceding(tree, max(r.lineno for r in returns))) if returns else ():
                 if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and names(st, ast.Store) & needed:
                     needed |= names(st, ast.Load)
-                    if (_detaches(st) or positions_call(st)) and st.lineno == st.end_lineno:
+                    positions = positions_call(st) is not None and read_as_values(st, feeding)
+                    feeding.append(st)
+                    if (_detaches(st) or positions) and st.lineno == st.end_lineno:
                         inside.append(st)
             if inside:
                 return wanted[key], sorted(inside, key=lambda st: st.lineno)
@@ -253,7 +285,8 @@ def path_cut(tree: ast.Module, line: int, models: dict[str, str] | None = None) 
             if call is not None:
                 cut.decorator, cut.decorator_call = dec, call
     if not cut.found:  # NOTE [Positions on the loss's path]: in this function
-        cut.positions = [st for st in cut.statements if positions_call(st)]
+        on_path: list[ast.AST] = list(cut.statements)
+        cut.positions = [st for st in cut.statements if positions_call(st) and read_as_values(st, on_path)]
     if not cut.found:  # nothing in this function: a function it calls (a model's forward) may take it out
         inner = _callee_cut(tree, cut.statements, models or {})
         if inner is not None:
