@@ -28,6 +28,8 @@ saved-tensor hooks stack               stepping aside inside ``torch.func`` tran
 ``_get_sequence_nr()``                 which node a saved tensor's message names
 ``Transform._cached_x_y``,             a distributions transform's cache that kept a
 ``Transform._cache_size``              graph across iterations
+``Module._forward_pre_hooks``          a weight the deprecated weight_norm's pre-hook
+                                       computed at the module's last call
 =====================================  =============================================
 """
 
@@ -62,6 +64,7 @@ __all__ = [
     "saved_tensors_hooks_visible",
     "newest_sequence_nr",
     "transform_cache",
+    "forward_pre_hooks",
     "check_all",
 ]
 
@@ -349,6 +352,15 @@ def transform_cache(t: Any) -> tuple[Any, ...]:
     return pair if getattr(t, "_cache_size", None) == 1 and isinstance(pair, tuple) else ()
 
 
+def forward_pre_hooks(m: torch.nn.Module) -> list[Any]:
+    """The forward pre-hooks registered on ``m`` (``register_forward_pre_hook``), in order; [] without that dict."""
+    hooks = getattr(m, "_forward_pre_hooks", None)
+    if hooks is None:
+        _missing("Module._forward_pre_hooks", "it cannot tell a weight computed by weight_norm's hook")
+        return []
+    return list(hooks.values())
+
+
 def check_all() -> dict[str, bool]:
     """Whether each private access works on this torch (used by the canary tests)."""
     x = torch.ones(2, 2, requires_grad=True)
@@ -375,7 +387,18 @@ def check_all() -> dict[str, bool]:
         "private_inplace_functions": (torch, "_foreach_add_") in set(private_inplace_functions()),
         "vf_functions": any(name == "dropout_" for _, name in vf_functions()),
         "transform_cache": _transform_cache_works(),
+        "forward_pre_hooks": _pre_hooks_work(),
     }
+
+
+def _pre_hooks_work() -> bool:
+    m = torch.nn.Linear(1, 1)
+
+    def hook(module: Any, args: Any) -> None:
+        return None
+
+    m.register_forward_pre_hook(hook)
+    return forward_pre_hooks(m) == [hook]
 
 
 def _transform_cache_works() -> bool:

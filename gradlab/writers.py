@@ -137,6 +137,15 @@ WRITERS: tuple[Writer, ...] = (
         source="https://pytorch.org/docs/stable/distributions.html#torch.distributions.transforms.Transform",
     ),
     Writer(
+        api="torch.nn.utils.weight_norm (deprecated)",
+        ops=(),
+        does="computes module.weight from weight_g and weight_v in a forward pre-hook, only when the module is "
+        "called: code that reads the weight itself gets the tensor of the last call, with that call's graph",
+        counter=True,
+        fix="torch.nn.utils.parametrizations.weight_norm, whose weight is computed at every access",
+        source="https://pytorch.org/docs/stable/generated/torch.nn.utils.weight_norm.html",
+    ),
+    Writer(
         api="torch.utils.checkpoint.checkpoint(function, ...)",
         ops=(),
         does="runs the function's forward again during backward, to recompute what it did not save",

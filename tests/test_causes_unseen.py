@@ -235,6 +235,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A reset only at the step]: a plain object's memory reset in the branch that steps, under accumulation,
     # inside a function; the reset moves to every backward
     "memory_reset_with_the_step": ("carried_state", (("ce", ("head", "q_enc", "support_enc")),)),
+    # NOTE [A weight a forward pre-hook computes]: nn.utils.weight_norm called in a constructor, its weight read by
+    # F.linear in a method of the model, the loop in a function: the replacement torch documents
+    "weight_normed_head_read_directly": ("stale_forward", (("td", ("critic",)),)),
 }
 
 

@@ -215,6 +215,29 @@ def test_a_cached_transform_hands_back_the_first_steps_inverse_and_without_the_c
             assert shift.grad is not None and float(shift.grad.abs().sum()) > 0
 
 
+@pytest.mark.filterwarnings("ignore:.*weight_norm.*:FutureWarning")
+def test_weight_norms_hook_computes_the_weight_only_at_a_call_and_the_parametrization_at_every_access() -> None:
+    from torch.nn.utils import parametrizations
+
+    torch.manual_seed(0)
+    x = torch.randn(4, 3)
+    old = nn.utils.weight_norm(nn.Linear(3, 2))
+    new = parametrizations.weight_norm(nn.Linear(3, 2))
+    new.load_state_dict(
+        {
+            "bias": old.bias,
+            "parametrizations.weight.original0": old.weight_g,
+            "parametrizations.weight.original1": old.weight_v,
+        }
+    )
+    assert torch.equal(nn.functional.linear(x, old.weight, old.bias), nn.functional.linear(x, new.weight, new.bias))
+    nn.functional.linear(x, old.weight).sum().backward()  # the weight the hook computed when the norm was applied
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        nn.functional.linear(x, old.weight).sum().backward()
+    for _ in range(2):  # computed at each access: a fresh graph every time
+        nn.functional.linear(x, new.weight).sum().backward()
+
+
 def test_the_note_says_when_its_fix_is_the_one_torch_documents() -> None:
     torch.manual_seed(0)
     emb = nn.Embedding(10, 3, max_norm=1.0)

@@ -71,7 +71,14 @@ from ..graph import Graph
 from ..i18n import T, Text
 from ..judge import judged
 from ..loop import site_intent
-from .api_cache import cached_around_loop, cached_inside_loop, transform_cache_context, transform_cache_fixes
+from .api_cache import (
+    cached_around_loop,
+    cached_inside_loop,
+    hooked_weights,
+    transform_cache_context,
+    transform_cache_fixes,
+    weight_norm_fixes,
+)
 from .attached_output import attached_fixes, attached_output_context
 from .built_once import built_once_context
 from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
@@ -268,6 +275,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     cached = cached_around_loop(facts)  # NOTE [A cache entered around the loop]
     if cached is not None:
         base = replace(base, extra={**base.extra, "cached_with": f"{cached[0]}:{cached[1]}"})
+    hooked = hooked_weights(facts, graph, p)  # NOTE [A weight a forward pre-hook computes]
+    if hooked:
+        return "stale_forward", replace(base, extra={**base.extra, "weight_norm": ",".join(hooked)})
     outside = made_outside(graph, p, facts, loss, base.intent)  # NOTE [A part made before the loop]
     if outside:  # (its line may be unknown, or one a .detach() cannot be put on: a return of two)
         base = replace(base, extra={**base.extra, "made_outside": ",".join(":".join(o) for o in outside)})
@@ -583,7 +593,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     cached = cached_inside_loop(ctx)  # a torch API entered around the loop: its documented place, first
     if cached is not None:
         proposals = [cached, *proposals]
-    proposals = [*transform_cache_fixes(ctx), *proposals]  # a transform's cache: cleared, or not asked for, first
+    # a torch API's cache, or a weight computed by weight_norm's hook: torch's documented fix, first
+    proposals = [*weight_norm_fixes(ctx), *transform_cache_fixes(ctx), *proposals]
     if ctx.made_at is not None or "made_outside" in ctx.extra:  # a freed graph, whatever its cause
         names = {item.partition(":")[0] for item in ctx.extra.get("made_outside", "").split(",") if item}
         partial = [p for p in proposals if _detaches_some(p, names)]  # it would find the others' part freed

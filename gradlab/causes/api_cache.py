@@ -26,6 +26,19 @@ clear the cache after each backward (``flow.clear_cache()``, when an object of t
 has that method and holds those transforms); otherwise the transforms made with
 ``cache_size=0`` where the code asks for 1. Either computes each step's log_prob from
 the parameters as they are then; the first step's forward is unchanged.
+
+NOTE [A weight a forward pre-hook computes]
+The deprecated ``torch.nn.utils.weight_norm`` keeps ``weight_g`` and ``weight_v`` as the
+parameters and computes the plain tensor ``module.weight`` from them in a forward pre-hook:
+only when the module is called. Code that reads ``conv.weight`` itself (a streaming path
+calling ``F.conv1d(x, conv.weight)``, a functional or patched forward) reads the tensor the
+hook computed at the module's last call, with that call's graph: the first backward frees it
+and the next one fails, and the weight is the one from before the step. Found when a module
+of the frame has weight_norm's pre-hook and its computed weight holds the freed node. The
+fix is the replacement torch documents, ``torch.nn.utils.parametrizations.weight_norm``,
+whose weight is computed at every access: the import or the calls rewritten, the same
+values at the first iteration. Not offered when the code reads ``weight_g``, ``weight_v``
+or calls ``remove_weight_norm`` (the parametrization names them otherwise).
 """
 
 from __future__ import annotations
@@ -54,7 +67,14 @@ from ..source import loop_around, loop_body_of, names, parse
 if TYPE_CHECKING:
     from ..evidence import Problem
 
-__all__ = ["cached_around_loop", "cached_inside_loop", "transform_cache_context", "transform_cache_fixes"]
+__all__ = [
+    "cached_around_loop",
+    "cached_inside_loop",
+    "hooked_weights",
+    "transform_cache_context",
+    "transform_cache_fixes",
+    "weight_norm_fixes",
+]
 
 
 def cached_around_loop(facts: Facts) -> tuple[int, int] | None:
@@ -293,3 +313,94 @@ def transform_cache_fixes(ctx: Context) -> list[Proposal]:
             )
         )
     return found
+
+
+def _weight_norm_hook(m: torch.nn.Module) -> Any | None:
+    """The deprecated weight_norm's pre-hook on ``m`` (it has ``name`` and ``dim``), or None."""
+    for hook in internals.forward_pre_hooks(m):
+        cls = type(hook)
+        if cls.__name__ == "WeightNorm" and cls.__module__ == "torch.nn.utils.weight_norm":
+            return hook
+    return None
+
+
+def hooked_weights(facts: Facts, graph: Graph, p: Problem) -> list[str]:
+    """The files that apply the deprecated weight_norm to a module whose computed weight holds the freed node (NOTE
+    [A weight a forward pre-hook computes]): the failing file, and those of the modules' classes."""
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    if node is None or node.seq is None:
+        return []
+    files: set[str] = set()
+    seen: set[int] = set()
+    for value in list(facts.namespace.values()):
+        if not isinstance(value, torch.nn.Module) or id(value) in seen:
+            continue
+        for owner in list(value.modules())[:512]:
+            seen.add(id(owner))
+            for m in list(owner.children())[:64] if owner is not value else [value, *list(value.children())[:64]]:
+                hook = _weight_norm_hook(m)
+                if hook is None or not holds_node(getattr(m, hook.name, None), node):
+                    continue
+                for cls in (type(owner), type(value)):
+                    try:
+                        filename = inspect.getsourcefile(cls)
+                    except TypeError:
+                        continue
+                    if filename and not _library_file(filename):
+                        files.add(filename)
+    if not files:
+        return []
+    if facts.site is not None:
+        files.add(facts.site.filename)
+    return sorted(files)
+
+
+_PARAMETRIZED = "torch.nn.utils.parametrizations"
+
+
+def weight_norm_fixes(ctx: Context) -> list[Proposal]:
+    """The deprecated weight_norm replaced by the parametrization torch documents (NOTE [A weight a forward pre-hook
+    computes]): ``from torch.nn.utils import weight_norm`` and ``nn.utils.weight_norm(`` calls rewritten."""
+    files = [f for f in ctx.extra.get("weight_norm", "").split(",") if f]
+    edits: list[Edit] = []
+    for filename in files:
+        source = source_of(filename)
+        tree = parse(source)
+        if tree is None:
+            return []
+        used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        used |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        used |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        if used & {"weight_g", "weight_v", "remove_weight_norm"}:  # the parametrization names them otherwise
+            return []
+        for k, text in enumerate(source.splitlines(), start=1):
+            new = text
+            stripped = text.strip()
+            if stripped.startswith("from torch.nn.utils import weight_norm") and "," not in stripped:
+                new = text.replace("from torch.nn.utils import", f"from {_PARAMETRIZED} import", 1)
+            elif "utils.weight_norm(" in text and not stripped.startswith(("#", "def ", "import ")):
+                new = text.replace("torch.nn.utils.weight_norm(", f"{_PARAMETRIZED}.weight_norm(")
+                new = new.replace("nn.utils.weight_norm(", "nn.utils.parametrizations.weight_norm(")
+            if new != text:
+                e = edit_at(ctx, Location(filename, k), new)
+                if e is None:
+                    return []
+                edits.append(e)
+    if not edits:
+        return []
+    fix = Fix(
+        keeps_forward=True,
+        summary=T(
+            "use torch.nn.utils.parametrizations.weight_norm in place of the deprecated torch.nn.utils.weight_norm "
+            "({where}): the old one computes the weight in a forward pre-hook, only when the module is called, so "
+            "code that reads the weight itself gets the last call's, whose graph the backward freed",
+            where=join([Location(e.filename, e.start).where for e in edits]),
+        ),
+        trains=T(
+            "{loss} trains what it reaches, through the weight as it is at each access: the same values at the first "
+            "iteration",
+            loss=ctx.l,
+        ),
+        edits=tuple(edits),
+    )
+    return [keeping(ctx, fix)]
