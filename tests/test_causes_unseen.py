@@ -238,6 +238,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A weight a forward pre-hook computes]: nn.utils.weight_norm called in a constructor, its weight read by
     # F.linear in a method of the model, the loop in a function: the replacement torch documents
     "weight_normed_head_read_directly": ("stale_forward", (("td", ("critic",)),)),
+    # NOTE [A write through out=]: torch.lerp(..., out=self.protos) in a no_grad method between the forward and the
+    # backward, a buffer the forward's matrix product saved; no in-place method in the code
+    "prototype_lerp_out_buffer": ("inplace_op", (("ce", ("net",)),)),
 }
 
 

@@ -119,6 +119,7 @@ ORDER = (
     "causes.closure_step",
     "causes.api_cache",
     "causes.reset_at_step",
+    "causes.out_write",
     "candidates",
     "causes",
     "advice",

@@ -89,6 +89,7 @@ from .frozen_extractor import frozen_context
 from .inplace_op import in_place_fixes
 from .list_never_cleared import buffer_context, buffered_fixes
 from .module_state import kept_on_modules, kept_on_objects, module_state_fixes, object_reset_fixes
+from .out_write import out_write_context, out_write_fixes
 from .pruned_weight import pruned_context
 from .reset_at_step import reset_at_step_context, reset_every_backward_fixes
 from .retained_accumulation import retained_fixes, retained_total
@@ -214,6 +215,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         writes = p.writes
         if not writes and p.counter_missed:  # changed behind the counter by a writer gradlab did not see
             return "untracked_write", replace(base, tensor=short_name(p), op=None)
+        out = out_write_context(base, p) if not writes else None  # NOTE [A write through out=]: no record
+        if out is not None:
+            return "inplace_op", replace(out, tensor=short_name(p), op=None)
         optimizer_write = next((w for w in writes if w.optimizer), None)
         if optimizer_write is not None or (not writes and is_parameter(p)):
             stepper = (
@@ -594,7 +598,7 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     if cached is not None:
         proposals = [cached, *proposals]
     # a torch API's cache, or a weight computed by weight_norm's hook: torch's documented fix, first
-    proposals = [*weight_norm_fixes(ctx), *transform_cache_fixes(ctx), *proposals]
+    proposals = [*weight_norm_fixes(ctx), *transform_cache_fixes(ctx), *out_write_fixes(ctx), *proposals]
     if ctx.made_at is not None or "made_outside" in ctx.extra:  # a freed graph, whatever its cause
         names = {item.partition(":")[0] for item in ctx.extra.get("made_outside", "").split(",") if item}
         partial = [p for p in proposals if _detaches_some(p, names)]  # it would find the others' part freed
