@@ -182,6 +182,12 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("sims = anchors.numpy() @ bank.T",),
         (("loss", ("embed",)),),
     ),
+    # the code's loss is nn.CrossEntropyLoss() (mean by default); w / w.sum() normalises, it is no loss: the mean
+    "hinge_term_beside_default_mean_criterion": (
+        "non_scalar_output",
+        ("hinge.backward()",),
+        (("hinge", ("model",)),),
+    ),
 }
 
 

@@ -75,7 +75,7 @@ def _reduction_read(tree: ast.AST, near: ast.AST | None) -> tuple[str, bool]:
             if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and _counts_items(n.right)
         }
         for value in values:
-            for term in _operands(value):
+            for term in _operands(value, divisors=False):
                 while isinstance(term, ast.UnaryOp):
                     term = term.operand
                 if not isinstance(term, ast.Call) or any(k.arg in ("dim", "axis") for k in term.keywords):
@@ -97,6 +97,8 @@ def _reduction_read(tree: ast.AST, near: ast.AST | None) -> tuple[str, bool]:
                 for k in n.keywords:
                     if k.arg == "reduction" and isinstance(k.value, ast.Constant) and k.value.value in found:
                         found[k.value.value] += 1
+                if _default_mean(n):
+                    found["mean"] += 1
         return found
 
     if near is not None:
@@ -124,13 +126,28 @@ def _counts_items(node: ast.expr) -> bool:
     return False
 
 
-def _operands(node: ast.expr) -> list[ast.expr]:
-    """The terms and factors of an arithmetic expression (``a + b * c`` -> a, b, c)."""
+def _operands(node: ast.expr, divisors: bool = True) -> list[ast.expr]:
+    """The terms and factors of an arithmetic expression (``a + b * c`` -> a, b, c); without the divisors when
+    ``divisors`` is False (``g / g.sum()`` normalises, it reduces no loss)."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
-        return [*_operands(node.left), *_operands(node.right)]
+        right = _operands(node.right, divisors) if divisors or not isinstance(node.op, ast.Div) else []
+        return [*_operands(node.left, divisors), *right]
     if isinstance(node, ast.UnaryOp):
-        return _operands(node.operand)
+        return _operands(node.operand, divisors)
     return [node]
+
+
+def _default_mean(call: ast.Call) -> bool:
+    """A torch loss made or called with its default reduction, the mean: ``nn.MSELoss()``, ``F.cross_entropy(a, b)``
+    (no ``reduction=``)."""
+    if any(k.arg in ("reduction", "size_average", "reduce") for k in call.keywords):
+        return False
+    name = ast.unparse(call.func)
+    last = name.rsplit(".", 1)[-1]
+    if last.endswith("Loss") and name.startswith(("nn.", "torch.nn.")):
+        return True
+    functional = name.startswith(("F.", "torch.nn.functional.", "nn.functional."))
+    return functional and (last.endswith("_loss") or last in ("cross_entropy", "binary_cross_entropy", "kl_div"))
 
 
 def _scalar(node: ast.expr, namespace: dict[str, object]) -> bool | None:
