@@ -228,18 +228,23 @@ def transform_cache_context(base: Context, p: Problem, facts: Facts, graph: Grap
     return replace(base, extra=extra)
 
 
+def _user_file(cls: type) -> str | None:
+    """The file of the user's code that defines ``cls``; None for torch's classes and builtins. A class of code run
+    by ``exec`` (its module has no file) is found by its methods' code."""
+    try:
+        filename: str | None = inspect.getsourcefile(cls)
+    except (TypeError, OSError):
+        methods = [v for v in vars(cls).values() if inspect.isfunction(v)]
+        filename = methods[0].__code__.co_filename if methods else None
+    return filename if filename and not _library_file(filename) else None
+
+
 def _cache_requests(site: Site, caching: list[Transform]) -> list[str]:
     """Where the code asks for the cache: each ``cache_size=1`` of a call in the failing file or in the files of the
     caching transforms' classes (``file:line``)."""
     files = {site.filename}
     for t in caching:
-        for cls in type(t).__mro__:
-            try:
-                filename = inspect.getsourcefile(cls)
-            except TypeError:
-                continue
-            if filename and not _library_file(filename):
-                files.add(filename)
+        files |= {f for cls in type(t).__mro__ if (f := _user_file(cls)) is not None}
     found: list[str] = []
     for filename in sorted(files):
         tree = site.tree() if filename == site.filename else parse(source_of(filename))
@@ -341,13 +346,7 @@ def hooked_weights(facts: Facts, graph: Graph, p: Problem) -> list[str]:
                 hook = _weight_norm_hook(m)
                 if hook is None or not holds_node(getattr(m, hook.name, None), node):
                     continue
-                for cls in (type(owner), type(value)):
-                    try:
-                        filename = inspect.getsourcefile(cls)
-                    except TypeError:
-                        continue
-                    if filename and not _library_file(filename):
-                        files.add(filename)
+                files |= {f for cls in (type(owner), type(value)) if (f := _user_file(cls)) is not None}
     if not files:
         return []
     if facts.site is not None:
