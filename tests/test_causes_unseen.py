@@ -241,6 +241,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A write through out=]: torch.lerp(..., out=self.protos) in a no_grad method between the forward and the
     # backward, a buffer the forward's matrix product saved; no in-place method in the code
     "prototype_lerp_out_buffer": ("inplace_op", (("ce", ("net",)),)),
+    # NOTE [A tensor built once in a constructor]: a Normal prior built in __init__ from a softplus of a parameter;
+    # the distribution object holds the graph, every forward's KL reads it: a property
+    "latent_prior_distribution_in_init": ("stale_forward", (("elbo_loss", ("dec", "enc")),)),
 }
 
 

@@ -71,3 +71,13 @@ def test_a_model_passed_to_a_constructor_is_not_kept_on_self() -> None:
     assert not any(
         "self.encoder = encoder" in e.text for f in _fixes("head_built_from_encoder_argument") for e in f.edits
     )
+
+
+def test_a_state_named_self_gets_words_not_self_detach() -> None:
+    """The carried state read in a method's frame is on one of self's attributes: never "self.detach()"."""
+    from gradlab.causes.carried_state import carried_fixes
+    from gradlab.context import Context
+
+    fixes = carried_fixes(Context(loss="loss", carried="self", carried_kind="tensor"))
+    assert fixes, "the carried state's sentence"
+    assert all("self.detach()" not in str(p.fix.summary) for p in fixes), [str(p.fix.summary) for p in fixes]

@@ -217,6 +217,17 @@ def _plain_graph_attrs(obj: object) -> list[str]:
     ]
 
 
+def _graph_tensors(m: object) -> list[tuple[str, torch.Tensor]]:
+    """The attributes of ``m`` that hold a graph, each with a tensor of it: a tensor with a grad_fn, or a
+    torch.distributions object built from one (``Categorical(logits=self.prior_logits)``: its ``logits``)."""
+    attrs = _graph_attrs(m) if isinstance(m, torch.nn.Module) else _plain_graph_attrs(m)
+    found = [(a, getattr(m, a)) for a in attrs]
+    for a, v in vars(m).items() if hasattr(m, "__dict__") and not isinstance(m, type) else ():
+        if not a.startswith("_") and isinstance(v, torch.distributions.Distribution):
+            found += [(a, t) for t in vars(v).values() if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    return found
+
+
 def built_once_context(base: Context, p: Problem | None, facts: Facts, graph: Graph) -> Context | None:
     """A module of the frame's models keeps, on an attribute its ``__init__`` alone sets, a tensor whose graph holds
     the node of the freed saved tensor ``p`` (NOTE [A tensor built once in a constructor])."""
@@ -230,9 +241,8 @@ def built_once_context(base: Context, p: Problem | None, facts: Facts, graph: Gr
     held = frozenset().union(*site.optimizers.values()) if site is not None and site.optimizers else frozenset()
     built: list[_Built] = []
     for m in _holders(facts):
-        for attr in _graph_attrs(m) if isinstance(m, torch.nn.Module) else _plain_graph_attrs(m):
-            fn = getattr(m, attr).grad_fn
-            below = walk([fn])
+        for attr, t in _graph_tensors(m):
+            below = walk([t.grad_fn])
             if not any((sequence_of(f), f.name()) == wanted for f in below):
                 continue
             found = _built(type(m), attr)
@@ -322,8 +332,9 @@ def built_once_fixes(ctx: Context) -> list[Proposal]:
 
 # NOTE [A tensor built once in a constructor]
 # A module's __init__ computes a tensor from parameters (a width kept as the exp of
-# its log, a weight normalised once, a mask times a weight) and stores it on
-# self; each forward reads it. That tensor's graph was built once: the first
+# its log, a weight normalised once, a mask times a weight; or a distribution made
+# from them, Categorical(logits=self.prior_logits), which normalises its logits) and
+# stores it on self; each forward reads it. That tensor's graph was built once: the first
 # backward frees it and the second fails; with retain_graph it would run, but the
 # value would never follow the optimizer's updates. When the parameter is created
 # inline (torch.exp(nn.Parameter(...))), it is not even registered, so no

@@ -479,6 +479,8 @@ def _detached(name: str, kind: str | None, may_be_none: bool) -> str:
 
 
 def carried_fixes(ctx: Context) -> list[Proposal]:
+    if ctx.carried == "self":  # a method's frame: the state is on one of self's attributes, not self itself
+        ctx = replace(ctx, carried=None, carried_kind=None)
     if ctx.total:
         name = ctx.carried or T("the running total")
         loss = ctx.loss or T("the iteration's loss")

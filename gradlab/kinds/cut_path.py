@@ -184,7 +184,15 @@ def read_as_values(st: ast.stmt, path: list[ast.AST]) -> bool:
 def _callee_cut(tree: ast.Module, path: list[ast.stmt], models: dict[str, str]) -> tuple[str, list[ast.stmt]] | None:
     """A function of the file that the path calls (a model's ``forward``: ``models`` maps the frame's model names to
     their class names) whose returned value it takes out of the graph: its name, and the statements that do."""
-    called = {ast.unparse(n.func) for st in path for n in ast.walk(st) if isinstance(n, ast.Call)}
+    calls = [n for st in path for n in ast.walk(st) if isinstance(n, ast.Call)]
+    called = {ast.unparse(n.func) for n in calls}
+    # a function called only with constants (make_data(), make_kg(256)) computes no value of a graph: the positions
+    # it takes are data (a planted tail entity), not a cut (NOTE [Positions on the loss's path])
+    given = {
+        ast.unparse(n.func)
+        for n in calls
+        if any(not isinstance(a, ast.Constant) for a in [*n.args, *(k.value for k in n.keywords)])
+    }
     wanted: dict[str, str] = {}  # a definition's name -> how the path calls it
     for call in called:
         last = call.rsplit(".", 1)[-1]
@@ -214,7 +222,11 @@ def _callee_cut(tree: ast.Module, path: list[ast.stmt], models: dict[str, str]) 
             for st in reversed(preceding(tree, max(r.lineno for r in returns))) if returns else ():
                 if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and names(st, ast.Store) & needed:
                     needed |= names(st, ast.Load)
-                    positions = positions_call(st) is not None and read_as_values(st, feeding)
+                    positions = (
+                        positions_call(st) is not None
+                        and read_as_values(st, feeding)
+                        and (wanted[key] in given or key.endswith(".forward"))
+                    )
                     feeding.append(st)
                     if (_detaches(st) or positions) and st.lineno == st.end_lineno:
                         inside.append(st)
