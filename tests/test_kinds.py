@@ -188,6 +188,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("hinge.backward()",),
         (("hinge", ("model",)),),
     ),
+    # NOTE [A copy two calls deep]: a model's forward returns its loss method's value, which copies the scores with
+    # torch.tensor(..., dtype=...): kept on the graph with .to(dtype=...), inside a training function
+    "pairwise_scores_copied_in_loss_method": (
+        "no_grad_fn",
+        ("good = torch.tensor(good, dtype=torch.float32)",),
+        (("loss", ("ranker",)),),
+    ),
 }
 
 

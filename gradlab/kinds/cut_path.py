@@ -20,7 +20,15 @@ from ..source import (
 if TYPE_CHECKING:
     pass
 
-__all__ = ["PathCut", "backward_target", "calls_named", "grad_off", "path_cut", "positions_call"]
+__all__ = [
+    "PathCut",
+    "backward_target",
+    "calls_named",
+    "grad_off",
+    "path_cut",
+    "positions_call",
+    "rebuilds_argument",
+]
 
 
 _GRAD_OFF = ("no_grad", "inference_mode")
@@ -181,57 +189,95 @@ def read_as_values(st: ast.stmt, path: list[ast.AST]) -> bool:
     return False
 
 
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    a = fn.args
+    return {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]} - {"self"}
+
+
+def rebuilds_argument(st: ast.stmt, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``x = torch.tensor(x, dtype=..., device=...)`` in ``fn``: a value handed in (a model's scores, with their
+    graph) copied into a new tensor without one."""
+    if not isinstance(st, ast.Assign) or len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name):
+        return False
+    value = st.value
+    if not isinstance(value, ast.Call) or not value.args or not isinstance(value.args[0], ast.Name):
+        return False
+    name = ast.unparse(value.func).rsplit(".", 1)[-1]
+    return name == "tensor" and value.args[0].id in _params(fn)  # as_tensor of a tensor keeps its graph
+
+
 def _callee_cut(tree: ast.Module, path: list[ast.stmt], models: dict[str, str]) -> tuple[str, list[ast.stmt]] | None:
     """A function of the file that the path calls (a model's ``forward``: ``models`` maps the frame's model names to
-    their class names) whose returned value it takes out of the graph: its name, and the statements that do."""
-    calls = [n for st in path for n in ast.walk(st) if isinstance(n, ast.Call)]
-    called = {ast.unparse(n.func) for n in calls}
-    # a function called only with constants (make_data(), make_kg(256)) computes no value of a graph: the positions
-    # it takes are data (a planted tail entity), not a cut (NOTE [Positions on the loss's path])
-    given = {
-        ast.unparse(n.func)
-        for n in calls
-        if any(not isinstance(a, ast.Constant) for a in [*n.args, *(k.value for k in n.keywords)])
-    }
-    wanted: dict[str, str] = {}  # a definition's name -> how the path calls it
-    for call in called:
-        last = call.rsplit(".", 1)[-1]
-        if call in models or last in models:
-            wanted.setdefault(f"{models.get(call) or models[last]}.forward", call)
-        else:
-            wanted.setdefault(last, call)
-    for node in ast.walk(tree):
-        defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
-        if isinstance(node, ast.ClassDef):
-            defs = [
-                (f"{node.name}.{f.name}", f)
-                for f in node.body
-                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-            ]
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            defs = [(node.name, node)]
-        for key, fn in defs:
-            if key not in wanted:
-                continue
-            returns = [r for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None]
-            needed = (
-                set().union(*(names(r.value, ast.Load) for r in returns if r.value is not None)) if returns else set()
-            )
-            inside = []
-            feeding: list[ast.AST] = list(returns)  # the statements the returned value is computed by
-            for st in reversed(preceding(tree, max(r.lineno for r in returns))) if returns else ():
-                if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and names(st, ast.Store) & needed:
-                    needed |= names(st, ast.Load)
-                    positions = (
-                        positions_call(st) is not None
-                        and read_as_values(st, feeding)
-                        and (wanted[key] in given or key.endswith(".forward"))
-                    )
-                    feeding.append(st)
-                    if (_detaches(st) or positions) and st.lineno == st.end_lineno:
-                        inside.append(st)
-            if inside:
-                return wanted[key], sorted(inside, key=lambda st: st.lineno)
+    their class names), or one that function's returned value calls (``self._compute_loss(...)``), whose returned
+    value it takes out of the graph: its name, and the statements that do."""
+    searched: set[str] = set()
+    outer: str | None = None  # how the path calls the function whose callee is searched at the second level
+    for _depth in range(2):
+        calls = [n for st in path for n in ast.walk(st) if isinstance(n, ast.Call)]
+        called = {ast.unparse(n.func) for n in calls}
+        # a function called only with constants (make_data(), make_kg(256)) computes no value of a graph: the
+        # positions it takes are data (a planted tail entity), not a cut (NOTE [Positions on the loss's path])
+        given = {
+            ast.unparse(n.func)
+            for n in calls
+            if any(not isinstance(a, ast.Constant) for a in [*n.args, *(k.value for k in n.keywords)])
+        }
+        wanted: dict[str, str] = {}  # a definition's name -> how the path calls it
+        for call in called:
+            last = call.rsplit(".", 1)[-1]
+            if call in models or last in models:
+                wanted.setdefault(f"{models.get(call) or models[last]}.forward", call)
+            else:
+                wanted.setdefault(last, call)
+        next_path: list[ast.stmt] = []
+        for node in ast.walk(tree):
+            defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+            if isinstance(node, ast.ClassDef):
+                defs = [
+                    (f"{node.name}.{f.name}", f)
+                    for f in node.body
+                    if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                ]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defs = [(node.name, node)]
+            for key, fn in defs:
+                method = key.rsplit(".", 1)[-1]
+                if key not in wanted and not (
+                    "." in key and wanted.get(method, "").startswith("self.") and outer is not None
+                ):
+                    continue
+                how = wanted.get(key) or wanted[method]
+                if key in searched:
+                    continue
+                searched.add(key)
+                returns = [r for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None]
+                needed = (
+                    set().union(*(names(r.value, ast.Load) for r in returns if r.value is not None))
+                    if returns
+                    else set()
+                )
+                inside = []
+                feeding: list[ast.AST] = list(returns)  # the statements the returned value is computed by
+                for st in reversed(preceding(tree, max(r.lineno for r in returns))) if returns else ():
+                    if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and names(st, ast.Store) & needed:
+                        needed |= names(st, ast.Load)
+                        positions = (
+                            positions_call(st) is not None
+                            and read_as_values(st, feeding)
+                            and (how in given or key.endswith(".forward"))
+                        )
+                        feeding.append(st)
+                        cuts = _detaches(st) or positions or (outer is not None and rebuilds_argument(st, fn))
+                        if cuts and st.lineno == st.end_lineno:
+                            inside.append(st)
+                if inside:
+                    return (outer or how), sorted(inside, key=lambda st: st.lineno)
+                if key.endswith(".forward"):  # a model's forward: what its returned value calls, searched next
+                    next_path += [f for f in feeding if isinstance(f, ast.stmt)]
+                    outer = outer or how
+        if not next_path:
+            return None
+        path = next_path
     return None
 
 

@@ -261,6 +261,8 @@ def locate(f: Failure) -> Explanation:
         causes: tuple[Words, ...] = (positions, detached, grad_off, rebuilt)
     elif cut.rebuilt is not None:
         causes = (rebuilt, grad_off, detached)
+    elif cut.inside and all(isinstance(st, ast.Assign) and _copies(st) for st in cut.inside):
+        causes = (rebuilt, detached, grad_off)  # NOTE [A copy two calls deep]
     elif cut.left is not None or cut.inside or cut.positions:
         causes = (detached, rebuilt, grad_off)
     else:
@@ -326,6 +328,35 @@ def _reach_of(f: Failure, source: str) -> tuple[str, ...]:
             leaves |= leaves_of(value)
     # and the models it calls itself (self.qnetwork_local(states).gather(1, actions))
     return tuple(sorted({m for m, ids in site.modules.items() if ids & leaves} | set(called_modules(site, tree))))
+
+
+def _copies(st: ast.Assign) -> bool:
+    """``x = torch.tensor(x, ...)``: a copy without a graph (NOTE [A copy two calls deep])."""
+    return isinstance(st.value, ast.Call) and ast.unparse(st.value.func).rsplit(".", 1)[-1] == "tensor"
+
+
+def _kept_on_graph(st: ast.Assign) -> str | None:
+    """``x = torch.tensor(x, dtype=d, device=v)`` as ``x = x.to(dtype=d, device=v)`` (``x.clone()`` without either):
+    the same values, dtype and device, on the graph; None with any other argument (``requires_grad=``)."""
+    call = st.value
+    if not isinstance(call, ast.Call) or len(call.args) != 1:
+        return None
+    if any(k.arg not in ("dtype", "device") for k in call.keywords):
+        return None
+    source = ast.unparse(call.args[0])
+    kept = ", ".join(f"{k.arg}={ast.unparse(k.value)}" for k in call.keywords)
+    value = f"{source}.to({kept})" if kept else f"{source}.clone()"
+    return f"{ast.unparse(st.targets[0])} = {value}"
+
+
+# NOTE [A copy two calls deep]
+# A model's forward returns what a loss method of its class computes, and that method
+# copies the scores it is handed with torch.tensor(scores, dtype=..., device=...) (code
+# written when the scores were numpy arrays): the copy has no graph, and backward
+# says "element 0 of tensors does not require grad". The cut is found two calls deep
+# (the model's forward, then the self.method its returned value calls); the fix keeps
+# the value on the graph with the same dtype and device, scores.to(dtype=..., device=...)
+# (scores.clone() when the copy named neither).
 
 
 def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
@@ -451,7 +482,12 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
     if cut.inside:
         edits: list[Edit | None] = []
         for st in cut.inside:
-            new = without_detach(site.text(st.lineno).strip(), names(st, ast.Load))
+            text = site.text(st.lineno).strip()
+            new = (
+                _kept_on_graph(st)
+                if isinstance(st, ast.Assign) and _copies(st)
+                else without_detach(text, names(st, ast.Load))
+            )
             edits.append(Edit(site.filename, st.lineno, st.lineno, indent_of(site, st.lineno) + new) if new else None)
         reach = tuple(sorted({m for st in cut.statements for m in called_modules(site, st)}))
         whole = tuple(e for e in edits if e is not None) if all(e is not None for e in edits) else ()
@@ -460,6 +496,13 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
             Proposal(
                 Fix(
                     summary=T(
+                        "return {call}()'s result with its graph: keep the values it is handed on the graph, with "
+                        ".to() in place of the copy torch.tensor() makes, at {where}",
+                        call=cut.callee,
+                        where=", ".join(Location(site.filename, st.lineno).where for st in cut.inside),
+                    )
+                    if all(isinstance(st, ast.Assign) and _copies(st) for st in cut.inside)
+                    else T(
                         "return {call}()'s result with its graph: drop the .detach() (or .data) at {where}",
                         call=cut.callee,
                         where=", ".join(Location(site.filename, st.lineno).where for st in cut.inside),
