@@ -81,3 +81,66 @@ def test_a_state_named_self_gets_words_not_self_detach() -> None:
     fixes = carried_fixes(Context(loss="loss", carried="self", carried_kind="tensor"))
     assert fixes, "the carried state's sentence"
     assert all("self.detach()" not in str(p.fix.summary) for p in fixes), [str(p.fix.summary) for p in fixes]
+
+
+# The review of the second stop of 2026-12-06 (batches y and z's rules), each script a near miss of one rule.
+
+
+def test_a_recurrent_state_reset_at_the_step_is_not_reset_after_every_chunk() -> None:
+    # NOTE [A reset only at the step]: the LSTM's (h, c) is a tuple each chunk replaces, not a bank forwards add to
+    fixes = _fixes("stateful_lm_reset_with_the_step")
+    assert not any("lm.reset_state()" in e.text for f in fixes for e in f.edits), fixes[0].lines()
+
+
+@pytest.mark.parametrize("script", ["memory_reset_in_a_one_line_if", "memory_reset_after_semicolons"])
+def test_a_reset_sharing_its_line_is_not_moved_with_the_line(script: str) -> None:
+    # NOTE [A reset only at the step]: each call alone on its line, below the if's own line
+    for f in _fixes(script):
+        assert "if (" not in str(f.summary) and "opt.step() after every backward" not in str(f.summary), f.lines()
+        assert not any(e.text.strip().startswith(("if ", "opt.step()")) for e in f.edits), f.lines()
+
+
+@pytest.mark.parametrize("script", ["power_iteration_helper_writes_its_arguments", "max_norm_renorm_out_weight"])
+def test_an_out_write_into_an_argument_or_a_weight_is_not_rebound(script: str) -> None:
+    # NOTE [A write through out=]: a helper's argument is how it updates its caller's buffer; a module's weight
+    # cannot be replaced by a plain tensor
+    assert not any("drop out=" in str(f.summary) for f in _fixes(script))
+
+
+def test_topk_values_through_numpy_are_values() -> None:
+    # NOTE [numpy values that feed the loss]: topk's values feed the loss, so no .detach() first
+    first = _fixes("topk_values_through_numpy")[0]
+    assert ".detach() before .numpy()" not in str(first.summary), first.lines()
+
+
+def test_positions_that_gather_values_are_no_cut() -> None:
+    # NOTE [Positions on the loss's path]: Double DQN's argmax picks the target network's values with gather
+    assert not any("soft-argmax" in str(f.summary) for f in _fixes("double_dqn_online_frozen"))
+
+
+@pytest.mark.parametrize(
+    "script, how",
+    [("vae_sum_beside_mean_metrics", "sum"), ("masked_mean_written_out", "mean")],
+)
+def test_the_reduction_read_from_training_not_from_metrics(script: str, how: str) -> None:
+    # non_scalar._reduction_read: losses in a no_grad helper say nothing; (l * mask).sum() / mask.sum() is a mean
+    first = _fixes(script)[0]
+    assert f"with the {how} your code uses" in str(first.summary), first.lines()
+
+
+def test_the_cache_asked_for_over_two_lines_is_the_one_changed() -> None:
+    # NOTE [A transform's cache kept across iterations]: the keyword's line of the caching transform's call, not the
+    # reference distribution's ExpTransform(cache_size=1)
+    first = _fixes("affine_cache_over_two_lines")[0]
+    assert first.edits and all("ExpTransform" not in e.text for e in first.edits), first.lines()
+    assert any("AffineTransform" in e.text and "cache_size=0" in e.text for e in first.edits), first.lines()
+
+
+def test_a_model_differentiated_in_a_helper_file_is_not_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE [A feature extractor left trainable]: the helper in another file takes autograd.grad of its parameters
+    monkeypatch.syspath_prepend(str(NEGATIVES / "matching"))
+    path = NEGATIVES / "matching" / "condense_with_helper.py"
+    error, _ = _run(path.read_text(), str(path))
+    assert error is not None
+    fixes = gradlab.last_diagnosis(error).fixes
+    assert not any("requires_grad_(False)" in e.text for f in fixes for e in f.edits), fixes[0].lines()

@@ -62,7 +62,7 @@ from ..graph import Graph
 from ..i18n import T, join
 from ..location import Location, _library_file
 from ..loop import Site
-from ..source import loop_around, loop_body_of, names, parse
+from ..source import loop_around, loop_body_of, names, parse, statement_at
 
 if TYPE_CHECKING:
     from ..evidence import Problem
@@ -240,24 +240,29 @@ def _user_file(cls: type) -> str | None:
 
 
 def _cache_requests(site: Site, caching: list[Transform]) -> list[str]:
-    """Where the code asks for the cache: each ``cache_size=1`` of a call in the failing file or in the files of the
-    caching transforms' classes (``file:line``)."""
+    """Where the code asks for the caches that kept the graph: each ``cache_size=1`` of a call that makes one of the
+    caching transforms' classes (``AffineTransform(..., cache_size=1)``) or of one inside such a class (its
+    ``__init__``'s ``Transform.__init__(self, cache_size=1)``), in the failing file or the classes' files, as the
+    keyword's ``file:line`` (a call may span lines)."""
+    classes = {c.__name__ for t in caching for c in type(t).__mro__ if c not in (Transform, object)}
     files = {site.filename}
     for t in caching:
         files |= {f for cls in type(t).__mro__ if (f := _user_file(cls)) is not None}
     found: list[str] = []
     for filename in sorted(files):
         tree = site.tree() if filename == site.filename else parse(source_of(filename))
+        inside: set[int] = set()  # the calls inside the caching classes' definitions
         for n in ast.walk(tree) if tree is not None else ():
-            if (
-                isinstance(n, ast.Call)
-                and n.lineno == n.end_lineno
-                and any(
-                    k.arg == "cache_size" and isinstance(k.value, ast.Constant) and k.value.value == 1
-                    for k in n.keywords
-                )
+            if isinstance(n, ast.ClassDef) and n.name in classes:
+                inside |= {id(m) for m in ast.walk(n)}
+        for n in ast.walk(tree) if tree is not None else ():
+            if not isinstance(n, ast.Call) or not (
+                id(n) in inside or ast.unparse(n.func).rsplit(".", 1)[-1] in classes
             ):
-                found.append(f"{filename}:{n.lineno}")
+                continue
+            for k in n.keywords:
+                if k.arg == "cache_size" and isinstance(k.value, ast.Constant) and k.value.value == 1:
+                    found.append(f"{filename}:{k.value.lineno}")
     return sorted(set(found))
 
 
@@ -296,10 +301,14 @@ def transform_cache_fixes(ctx: Context) -> list[Proposal]:
         text = source_of(filename).splitlines()[int(line) - 1]
         if text.count("cache_size=1") != 1:
             return found
-        e = edit_at(ctx, Location(filename, int(line)), text.replace("cache_size=1", "cache_size=0"))
-        if e is None:
+        # the whole statement (a call may span lines), only the keyword's line changed
+        tree = parse(source_of(filename))
+        st = statement_at(tree, int(line)) if tree is not None else None
+        if st is None:
             return found
-        edits.append(e)
+        lines = source_of(filename).splitlines()[st.lineno - 1 : st.end_lineno or st.lineno]
+        lines[int(line) - st.lineno] = text.replace("cache_size=1", "cache_size=0")
+        edits.append(Edit(filename, st.lineno, st.end_lineno or st.lineno, "\n".join(lines)))
     if edits:
         found.append(
             keeping(
@@ -337,6 +346,7 @@ def hooked_weights(facts: Facts, graph: Graph, p: Problem) -> list[str]:
         return []
     files: set[str] = set()
     seen: set[int] = set()
+    hooked = False
     for value in list(facts.namespace.values()):
         if not isinstance(value, torch.nn.Module) or id(value) in seen:
             continue
@@ -344,12 +354,16 @@ def hooked_weights(facts: Facts, graph: Graph, p: Problem) -> list[str]:
             seen.add(id(owner))
             for m in list(owner.children())[:64] if owner is not value else [value, *list(value.children())[:64]]:
                 hook = _weight_norm_hook(m)
-                if hook is None or not holds_node(getattr(m, hook.name, None), node):
+                weight = getattr(m, hook.name, None) if hook is not None else None
+                if weight is None or not holds_node(weight, node):
                     continue
+                if any(v is weight for v in facts.namespace.values()):
+                    return []  # the weight bound to a name before the loop: the parametrization would not help
+                hooked = True
                 files |= {f for cls in (type(owner), type(value)) if (f := _user_file(cls)) is not None}
-    if not files:
+    if not hooked:
         return []
-    if facts.site is not None:
+    if facts.site is not None:  # a module made in the script itself (conv = weight_norm(nn.Conv1d(...)))
         files.add(facts.site.filename)
     return sorted(files)
 

@@ -479,8 +479,6 @@ def _detached(name: str, kind: str | None, may_be_none: bool) -> str:
 
 
 def carried_fixes(ctx: Context) -> list[Proposal]:
-    if ctx.carried == "self":  # a method's frame: the state is on one of self's attributes, not self itself
-        ctx = replace(ctx, carried=None, carried_kind=None)
     if ctx.total:
         name = ctx.carried or T("the running total")
         loss = ctx.loss or T("the iteration's loss")
@@ -612,40 +610,44 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
                 if inline
                 else insert_lines(ctx, ctx.entry_lineno, ctx.extra.get("detach_lines") or _detach_state(ctx))
             )
+    # a method's frame (the state on one of self's attributes): words, never "self.detach()"
+    named = ctx.carried if ctx.carried != "self" else None
+    named_kind = ctx.carried_kind if named else None
+    named_all = ctx.carried_all if named else ()
     proposals = [
         keeping(
             ctx,
             Fix(
                 summary=T(
                     "detach each state the loop carries ({names}) where the next iteration first reads it{tbptt}",
-                    names=", ".join(ctx.carried_all),
+                    names=", ".join(named_all),
                     tbptt=T(" (truncated backpropagation through time)") if ctx.recurrent else "",
                 )
-                if len(ctx.carried_all) > 1 and ctx.extra.get("detach_lines")
+                if len(named_all) > 1 and ctx.extra.get("detach_lines")
                 else T(
                     "detach the carried state at the iteration boundary, each of its tensors ({value}) where it "
                     "enters the next iteration (truncated backpropagation through time)",
-                    value=_detached(ctx.carried, ctx.carried_kind, False),
+                    value=_detached(named, named_kind, False),
                 )
-                if ctx.carried and ctx.recurrent and ctx.carried_kind in ("list", "tuple") and len(ctx.carried_all) <= 1
+                if named and ctx.recurrent and named_kind in ("list", "tuple") and len(named_all) <= 1
                 else T(
                     "detach the carried state at the iteration boundary, each of its tensors ({value}) where it is "
                     "kept for the next iteration",
-                    value=_detached(ctx.carried, ctx.carried_kind, False),
+                    value=_detached(named, named_kind, False),
                 )
-                if ctx.carried and ctx.carried_kind in ("list", "tuple") and len(ctx.carried_all) <= 1
+                if named and named_kind in ("list", "tuple") and len(named_all) <= 1
                 else T(
                     "detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
                     "iteration (truncated backpropagation through time)",
-                    name=ctx.carried,
+                    name=named,
                 )
-                if ctx.carried and ctx.recurrent
+                if named and ctx.recurrent
                 else T(
                     "detach the carried state at the iteration boundary: {name}.detach() where it is kept for the "
                     "next iteration",
-                    name=ctx.carried,
+                    name=named,
                 )
-                if ctx.carried
+                if named
                 else T(  # no name to put before .detach(): words only, nothing that looks like code
                     "detach the state carried from one iteration to the next, where it enters the next iteration"
                 ),

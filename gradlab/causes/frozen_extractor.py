@@ -16,12 +16,15 @@ are often in lists and comprehensions; the model is bound in one statement.
 Not when the file differentiates with respect to the model's parameters
 (``torch.autograd.grad(loss, model.parameters())``, ``backward(inputs=...)``; gradient
 inversion and gradient matching do): frozen, they take no gradient and that call raises.
-There the targets are what to detach, and the other candidates say so.
+There the targets are what to detach, and the other candidates say so. A function of another
+file of the user's that asks for gradients (handed the parameters) counts too.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
+import textwrap
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -34,6 +37,7 @@ from ..evidence import Facts, holds_node, leaves_below, stepped_params
 from ..fixes import Fix, Proposal, keeping
 from ..graph import Graph
 from ..i18n import T
+from ..location import _library_file
 
 if TYPE_CHECKING:
     from ..evidence import Problem
@@ -77,9 +81,35 @@ def frozen_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Con
                 (k for k, m in modules.items() if leaves <= {id(q) for q in m.parameters()}),
                 None,
             )
-            if owner is not None:
+            if owner is not None and not _differentiates_elsewhere(facts):
                 return replace(base, extra={**base.extra, "frozen": owner})
     return None
+
+
+def _differentiates_elsewhere(facts: Facts) -> bool:
+    """A function of the user's code in another file, bound in the frame, asks for gradients with respect to given
+    tensors (``torch.autograd.grad(loss, list(net.parameters()))``, ``backward(inputs=...)``): it may be handed the
+    model's parameters, which a frozen model would not give it."""
+    site = facts.site
+    for value in list(facts.namespace.values()):
+        code = getattr(value, "__code__", None)
+        if not inspect.isfunction(value) or code is None or _library_file(code.co_filename):
+            continue
+        if site is not None and code.co_filename == site.filename:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(value)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for call in ast.walk(tree):
+            if not isinstance(call, ast.Call):
+                continue
+            name = ast.unparse(call.func).rsplit(".", 1)[-1]
+            if (name == "grad" and len(call.args) >= 2) or (
+                name == "backward" and any(k.arg == "inputs" for k in call.keywords)
+            ):
+                return True
+    return False
 
 
 def _binding(tree: ast.Module, name: str) -> ast.Assign | None:

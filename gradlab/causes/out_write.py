@@ -11,8 +11,11 @@ call of the saving statement's file passes ``out=`` one of the expressions that 
 reads (``self.u``). The fix drops ``out=`` and binds the result to that expression
 (``self.u = F.normalize(x)``): the same values, in a new tensor, so what autograd saved is
 left as it was. A registered buffer is rebound through the module's ``__setattr__``; a
-parameter is not rebound (its optimizer holds the old tensor), so an ``out=`` into what
-the file makes an ``nn.Parameter`` is left to the other fixes.
+parameter is not rebound (its optimizer holds the old tensor, and a module refuses a plain
+tensor there), so an ``out=`` into what the file makes an ``nn.Parameter``, or into a
+``.weight`` or ``.bias``, is left to the other fixes; so is one into a bare name (a helper's
+argument: the write is how the helper updates its caller's tensor, which rebinding would
+not do).
 """
 
 from __future__ import annotations
@@ -59,7 +62,13 @@ def out_write_context(base: Context, p: Problem) -> Context | None:
         and ast.unparse(n.value.func).endswith("Parameter")
         for t in n.targets
     }
-    read = _read(st) - parameters
+    read = {
+        r
+        for r in _read(st) - parameters
+        # an attribute (self.u): a bare name may be a function's argument, an alias of the caller's tensor that the
+        # write is meant to update; a module's weight or bias is a parameter, which a plain tensor cannot replace
+        if "." in r and r.rsplit(".", 1)[-1] not in ("weight", "bias", "data", "grad")
+    }
     found = sorted(
         {
             n.lineno

@@ -10,7 +10,9 @@ micro-batch then reads what the first one left, whose graph the first backward f
 "backward through the graph a second time". Found when a call ``obj.method()`` without
 arguments sits in an ``if`` after the failing backward, in the loop around it, beside an
 optimizer's ``step()``, and ``obj`` holds (in its attributes, their lists and modules) a
-tensor whose graph holds the freed node. The fix moves those calls to right after the
+tensor whose graph holds the freed node, in a list or dict it keeps (what the forwards add
+to; a recurrent state on an attribute, a tensor or an LSTM's tuple replaced at each step, is
+detached instead), each call alone on its own line. The fix moves those calls to right after the
 backward, so each micro-batch reads only the state its own forward wrote: what the loop
 does without accumulation, and what accumulation is meant to leave unchanged (a step
 over micro-batches trains as one over their union, not over micro-batches that read each
@@ -42,19 +44,25 @@ __all__ = ["reset_at_step_context", "reset_every_backward_fixes"]
 _NOT_RESETS = frozenset({"step", "zero_grad", "train", "eval", "update", "backward"})
 
 
-def _holds(value: object, node: GraphNode, depth: int = 0, seen: set[int] | None = None) -> bool:
-    """``value`` holds a tensor whose graph holds ``node``: itself, or in its attributes, lists, tuples, dicts and
-    submodules, four levels deep."""
+def _holds(value: object, node: GraphNode, depth: int = 0, seen: set[int] | None = None, kept: bool = False) -> bool:
+    """``value`` keeps, in a list or dict (a bank, a memory: what forwards add to), a tensor whose graph holds
+    ``node``: in its attributes, their containers and submodules, four levels deep. A tensor held on an attribute
+    alone is a recurrent state, which each step replaces: that one is detached, not reset (NOTE [A reset only at the
+    step])."""
     seen = set() if seen is None else seen
     if id(value) in seen or depth > 4:
         return False
     seen.add(id(value))
     if isinstance(value, torch.Tensor):
-        return holds_node(value, node)
-    if isinstance(value, (list, tuple)):
+        return kept and holds_node(value, node)
+    if isinstance(value, list):
         items: list[Any] = list(value[:64])
+        kept = True
+    elif isinstance(value, tuple):  # an LSTM's (h, c): a state each step replaces, not a bank
+        items = list(value[:64])
     elif isinstance(value, dict):
         items = list(value.values())[:64]
+        kept = True
     elif isinstance(value, torch.nn.Module):
         items = [v for k, v in vars(value).items() if not k.startswith("_")]
         items += list(value._modules.values())[:64]
@@ -62,7 +70,7 @@ def _holds(value: object, node: GraphNode, depth: int = 0, seen: set[int] | None
         items = [v for k, v in vars(value).items() if not k.startswith("__")][:64]
     else:
         return False
-    return any(_holds(v, node, depth + 1, seen) for v in items)
+    return any(_holds(v, node, depth + 1, seen, kept) for v in items)
 
 
 def _calls_step(block: ast.If) -> bool:
@@ -86,10 +94,13 @@ def reset_at_step_context(base: Context, p: Problem, facts: Facts, graph: Graph)
     for block in body:
         if not isinstance(block, ast.If) or block.lineno <= line or not _calls_step(block) or block.orelse:
             continue
+        lines = [st.lineno for st in block.body]
         for st in block.body:
             call = st.value if isinstance(st, ast.Expr) else None
             if not (
-                isinstance(call, ast.Call)
+                st.lineno > block.lineno  # not ``if ...: a(); b()`` on the if's own line
+                and lines.count(st.lineno) == 1  # alone on its line (no ``a(); b()``)
+                and isinstance(call, ast.Call)
                 and not call.args
                 and not call.keywords
                 and isinstance(call.func, ast.Attribute)

@@ -160,6 +160,12 @@ def positions_call(st: ast.stmt) -> str | None:
     return None
 
 
+#: Calls that take positions to pick values (their index argument), as a subscript does.
+_TAKES_POSITIONS = frozenset(
+    {"gather", "index_select", "take", "take_along_dim", "take_along_axis", "scatter", "scatter_add", "index_add"}
+)
+
+
 def _positions_name(st: ast.stmt) -> str | None:
     """The name a positions statement binds the positions to (``idx`` in ``_, idx = s.max(-1)``)."""
     target = st.targets[0] if isinstance(st, ast.Assign) else None
@@ -181,6 +187,9 @@ def read_as_values(st: ast.stmt, path: list[ast.AST]) -> bool:
         for n in ast.walk(later):
             if isinstance(n, ast.Subscript):
                 in_index |= {id(m) for m in ast.walk(n.slice)}
+            elif isinstance(n, ast.Call) and ast.unparse(n.func).rsplit(".", 1)[-1] in _TAKES_POSITIONS:
+                # q.gather(1, a), torch.index_select(x, 0, idx): the positions pick values, as an index does
+                in_index |= {id(m) for a in [*n.args, *(k.value for k in n.keywords)] for m in ast.walk(a)}
         if any(
             isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in in_index
             for n in ast.walk(later)

@@ -63,16 +63,22 @@ def _reduction_read(tree: ast.AST, near: ast.AST | None) -> tuple[str, bool]:
     losses (REINFORCE's ``torch.stack(...)``), else ``mean``."""
 
     def count(node: ast.AST) -> dict[str, int]:
-        """Reductions that make a loss: the outermost ones of a value or of its terms, without a dim."""
+        """Reductions that make a loss: the outermost ones of a value or of its terms, without a dim; none of an
+        evaluation (a ``no_grad`` block or function: metrics, whatever their reduction, train nothing)."""
         found = {"mean": 0, "sum": 0}
-        values = [n.value for n in ast.walk(node) if isinstance(n, (ast.Assign, ast.AugAssign, ast.Return)) and n.value]
+        evaluating = _under_no_grad(node)
+        values = [
+            n.value
+            for n in ast.walk(node)
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.Return)) and n.value and id(n) not in evaluating
+        ]
         if isinstance(node, ast.expr):
             values.append(node)
-        averaged = {  # torch.sum(x) / x.size(0): a mean written out
+        averaged = {  # torch.sum(x) / x.size(0), (l * mask).sum() / mask.sum(): a mean written out
             id(n.left)
             for value in values
             for n in ast.walk(value)
-            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and _counts_items(n.right)
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and (_counts_items(n.right) or _a_sum(n.right))
         }
         for value in values:
             for term in _operands(value, divisors=False):
@@ -93,11 +99,22 @@ def _reduction_read(tree: ast.AST, near: ast.AST | None) -> tuple[str, bool]:
                 if method or function or torch_call:
                     found["mean" if id(term) in averaged else name] += 1
         for n in ast.walk(node):
-            if isinstance(n, ast.Call):
+            if isinstance(n, ast.Call) and id(n) not in evaluating:
                 for k in n.keywords:
                     if k.arg == "reduction" and isinstance(k.value, ast.Constant) and k.value.value in found:
                         found[k.value.value] += 1
-                if _default_mean(n):
+                if _default_mean(n) and not _constructor(n):
+                    found["mean"] += 1
+        # a criterion made with its default reduction (ce = nn.CrossEntropyLoss()) counts where training calls it
+        for n in ast.walk(node):
+            if not (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and len(n.targets) == 1):
+                continue
+            if _default_mean(n.value) and _constructor(n.value):
+                name = ast.unparse(n.targets[0])
+                if any(
+                    isinstance(c, ast.Call) and ast.unparse(c.func) == name and id(c) not in evaluating
+                    for c in ast.walk(node)
+                ):
                     found["mean"] += 1
         return found
 
@@ -135,6 +152,37 @@ def _operands(node: ast.expr, divisors: bool = True) -> list[ast.expr]:
     if isinstance(node, ast.UnaryOp):
         return _operands(node.operand, divisors)
     return [node]
+
+
+def _a_sum(node: ast.expr) -> bool:
+    """``mask.sum()`` or ``torch.sum(w)`` without a dim: the total a weighted mean divides by."""
+    if not isinstance(node, ast.Call) or any(k.arg in ("dim", "axis") for k in node.keywords):
+        return False
+    name = ast.unparse(node.func)
+    return (name.endswith(".sum") and not node.args) or (name in ("torch.sum", "th.sum") and len(node.args) == 1)
+
+
+def _under_no_grad(tree: ast.AST) -> set[int]:
+    """The ids of the nodes inside ``with torch.no_grad():`` (or ``inference_mode``) blocks and functions decorated
+    with either."""
+    inside: set[int] = set()
+    for n in ast.walk(tree):
+        off = False
+        if isinstance(n, (ast.With, ast.AsyncWith)):
+            off = any(
+                "no_grad" in ast.unparse(i.context_expr) or "inference_mode" in ast.unparse(i.context_expr)
+                for i in n.items
+            )
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            off = any("no_grad" in ast.unparse(d) or "inference_mode" in ast.unparse(d) for d in n.decorator_list)
+        if off:
+            inside |= {id(m) for m in ast.walk(n)}
+    return inside
+
+
+def _constructor(call: ast.Call) -> bool:
+    """``nn.MSELoss()``: a criterion made, not called."""
+    return ast.unparse(call.func).rsplit(".", 1)[-1].endswith("Loss")
 
 
 def _default_mean(call: ast.Call) -> bool:

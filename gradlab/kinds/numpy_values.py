@@ -178,9 +178,10 @@ def _feeds_a_backward(f: Failure) -> bool:
     return False
 
 
-# Functions whose result is positions, not values: no gradient could flow from what they read.
+# Functions whose result is positions, not values: no gradient could flow from what they read (not topk or sort,
+# whose values come with the positions).
 _INDEX_FUNCTIONS = frozenset(
-    {"argsort", "argmax", "argmin", "argpartition", "argwhere", "nonzero", "flatnonzero", "searchsorted", "topk"}
+    {"argsort", "argmax", "argmin", "argpartition", "argwhere", "nonzero", "flatnonzero", "searchsorted"}
 )
 
 
