@@ -380,3 +380,15 @@ def test_positions_are_told_from_values(statement: str, call: str | None) -> Non
     from gradlab.kinds.cut_path import positions_call
 
     assert positions_call(ast.parse(statement).body[0]) == call
+
+
+def test_positions_that_look_up_embeddings_are_no_cut_and_the_eval_branch_is(tmp_path: Path) -> None:
+    """NOTE [Positions on the loss's path]: F.embedding(idx, codebook) picks rows, as codebook[idx] does; the model's
+    eval branch is what cut the graph (NOTE [A model whose eval branch cuts])."""
+    d = variant_diagnosis(
+        KINDS / "gumbel_quantizer_put_in_eval.py",
+        tmp_path / "quantizer_embedding_lookup_in_eval.py",
+        ("        hard = self.codebook[idx]\n", "        hard = F.embedding(idx, self.codebook)\n"),
+    )
+    assert d is not None and "training mode" in str(d.fixes[0].summary), str(d)
+    assert not any("soft-argmax" in str(f.summary) for f in d.fixes), str(d)

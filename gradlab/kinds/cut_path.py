@@ -162,7 +162,18 @@ def positions_call(st: ast.stmt) -> str | None:
 
 #: Calls that take positions to pick values (their index argument), as a subscript does.
 _TAKES_POSITIONS = frozenset(
-    {"gather", "index_select", "take", "take_along_dim", "take_along_axis", "scatter", "scatter_add", "index_add"}
+    {
+        "gather",
+        "index_select",
+        "take",
+        "take_along_dim",
+        "take_along_axis",
+        "scatter",
+        "scatter_add",
+        "index_add",
+        "embedding",  # F.embedding(idx, codebook): the codebook's rows, with its graph
+        "one_hot",  # numbers made from positions: no graph lost that the positions had
+    }
 )
 
 

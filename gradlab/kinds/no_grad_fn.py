@@ -164,12 +164,15 @@ def locate(f: Failure) -> Explanation:
     if empty and site is not None and line is not None:  # a total nothing was added to in this iteration
         label = T("here: nothing was added to the total this time, so it has no graph")
         return replace(e, spans=(Span(Location(site.filename, line), label),), fixes=(*empty, *e.fixes))
-    evaluating = eval_mode_fix(f, tree, cut, line) if not cut.found and not closure else None
+    # positions alone are a weaker cut than a model's eval branch or a sample drawn without its graph, which explain
+    # a loss without a graph whatever positions the code also takes (NOTE [Positions on the loss's path])
+    weak = bool(cut.positions) and not (cut.rebuilt or cut.left or cut.block or cut.decorator or cut.inside)
+    evaluating = eval_mode_fix(f, tree, cut, line) if (not cut.found or weak) and not closure else None
     if evaluating is not None and site is not None and line is not None:  # NOTE [A model whose eval branch cuts]
         label_at, fix = evaluating
         label = T("cut: this model is in eval mode, and its forward's eval branch returns values without a graph")
         return replace(e, spans=(Span(label_at, label),), fixes=(fix, *e.fixes))
-    sampled = sampled_fix(f, tree, cut, line) if not cut.found and not closure else None
+    sampled = sampled_fix(f, tree, cut, line) if (not cut.found or weak) and not closure else None
     if sampled is not None:  # NOTE [A sample drawn without its reparameterisation]
         label_at, fix = sampled
         label = T("cut: .sample() here draws without a graph; .rsample() keeps the path to the parameters")
