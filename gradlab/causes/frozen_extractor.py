@@ -101,14 +101,8 @@ def _differentiates_elsewhere(facts: Facts) -> bool:
             tree = ast.parse(textwrap.dedent(inspect.getsource(value)))
         except (OSError, TypeError, SyntaxError):
             continue
-        for call in ast.walk(tree):
-            if not isinstance(call, ast.Call):
-                continue
-            name = ast.unparse(call.func).rsplit(".", 1)[-1]
-            if (name == "grad" and len(call.args) >= 2) or (
-                name == "backward" and any(k.arg == "inputs" for k in call.keywords)
-            ):
-                return True
+        if any(isinstance(call, ast.Call) and _wrt(call) for call in ast.walk(tree)):
+            return True
     return False
 
 
@@ -136,19 +130,18 @@ def _differentiated(tree: ast.Module, name: str) -> bool:
     for st in ast.walk(tree):
         if isinstance(st, ast.Assign) and name in _names(st.value):
             aliases |= {n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    for call in ast.walk(tree):
-        if not isinstance(call, ast.Call):
-            continue
-        f = call.func
-        attr = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-        wrt: list[ast.expr] = []
-        if attr == "grad":
-            wrt = list(call.args[1:2]) + [k.value for k in call.keywords if k.arg == "inputs"]
-        elif attr == "backward":
-            wrt = [k.value for k in call.keywords if k.arg == "inputs"]
-        if any(_names(w) & aliases for w in wrt):
-            return True
-    return False
+    return any(isinstance(call, ast.Call) and any(_names(w) & aliases for w in _wrt(call)) for call in ast.walk(tree))
+
+
+def _wrt(call: ast.Call) -> list[ast.expr]:
+    """What ``call`` takes gradients with respect to: ``autograd.grad(loss, wrt)``'s second argument or ``inputs=``,
+    ``backward(inputs=wrt)``'s; [] for any other call."""
+    f = call.func
+    attr = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    inputs = [k.value for k in call.keywords if k.arg == "inputs"]
+    if attr == "grad":
+        return list(call.args[1:2]) + inputs
+    return inputs if attr == "backward" else []
 
 
 def frozen_fixes(ctx: Context) -> list[Proposal]:
