@@ -87,6 +87,7 @@ class Steps:
         ] = {}  # id(optimizer) -> what its running step may write, its line
         self._counts: dict[int, int] = {}  # id(optimizer) -> steps begun
         self._reported: set[int] = set()  # ids of parameters a note named already
+        self._zero_once: set[int] = set()  # ids of parameters all-zero at their optimizer's last check
         self._held: dict[int, frozenset[int]] = {}  # id(optimizer) -> ids of its parameters (NOTE [Held by none])
 
     def zero_grad(self, owner: torch.optim.Optimizer | nn.Module, backwards: int) -> None:
@@ -147,14 +148,20 @@ class Steps:
         if not zeros and all(p.grad is not None or not p.requires_grad or id(p) in reported for p in params):
             return []
         missing, zero = [], []
+        once = self._zero_once
         for p in params:
             if not p.requires_grad or id(p) in reported:
                 continue
             g = p.grad
             if g is None:
                 missing.append(p)
-            elif zeros and g.numel() and not _any_nonzero(g):
-                zero.append(p)
+            elif zeros and g.numel():
+                if _any_nonzero(g):
+                    once.discard(id(p))
+                elif id(p) in once:  # all-zero at two checks in a row (NOTE [Zero once])
+                    zero.append(p)
+                else:
+                    once.add(id(p))
         if not missing and not zero and not (zeros and count >= _SETTLED):
             return []
         names = namer()
@@ -185,7 +192,7 @@ class Steps:
         if by_form:  # the loss's form cancels them: a note, not a warning
             zero = [p for p in zero if all(p is not q for q in by_form)]
             reported.update(id(p) for p in by_form)
-            labels = ", ".join(str(named[id(p)]) for p in by_form)
+            labels = ", ".join(named.get(id(p)) or _t("parameter {shape}", shape=list(p.shape)) for p in by_form)
             note = _t(
                 "{step}{where}: {labels} had an all-zero gradient while the rest of their layer learns: the computation "
                 "cancels them (a bias in a difference such as mean(real) - mean(fake), or right before a "
@@ -263,19 +270,37 @@ class Steps:
 _SETTLED = 8
 
 
+# NOTE [Zero once]
+# An all-zero gradient at one step is often the start of training, not a mistake: a
+# layer after it initialised to zero (a LoRA adapter's B, a neural cellular automaton's
+# last convolution, a zero-initialised residual gate) sends nothing back until its first
+# step moves it. So an all-zero gradient is reported only when the optimizer's next check
+# (steps 1, 2, 4, 8, ...) finds it all-zero again.
+
+
 def _cancelled_biases(
     zero: list[torch.Tensor], params: list[torch.Tensor], named: dict[int, str | None]
 ) -> list[torch.Tensor]:
-    """The all-zero biases whose layer's weight (in the same optimizer) has a gradient: the loss's form cancels them."""
-    if not zero or not named:
+    """The all-zero biases whose layer's weight (in the same optimizer) has a gradient: the loss's form cancels them.
+
+    The layer's weight is found by name (``x.bias`` and ``x.weight``), or without names
+    as the parameter before the bias in the optimizer's order (``Module.parameters()``
+    lists a layer's weight right before its bias) with the bias's length as its first
+    dimension.
+    """
+    if not zero:
         return []
     by_name = {n: p for p in params if (n := named.get(id(p))) is not None}
+    before = {id(q): params[i - 1] for i, q in enumerate(params) if i}
     out = []
     for p in zero:
         name = named.get(id(p))
-        if name is None or not name.endswith(".bias"):
-            continue
-        weight = by_name.get(name[: -len("bias")] + "weight")
+        if name is not None:
+            weight = by_name.get(name[: -len("bias")] + "weight") if name.endswith(".bias") else None
+        else:
+            weight = before.get(id(p))
+            if p.dim() != 1 or weight is None or weight.dim() < 1 or weight.shape[0] != p.shape[0]:
+                weight = None
         if weight is not None and weight.grad is not None and _any_nonzero(weight.grad):
             out.append(p)
     return out

@@ -280,6 +280,58 @@ def test_a_bias_the_loss_cancels_is_a_note_not_a_warning() -> None:
     assert critic[2].bias.grad is not None and bool(critic[2].bias.grad.eq(0).all())  # real torch agrees
 
 
+def test_a_cancelled_bias_is_a_note_without_names_too() -> None:
+    # a pairwise ranker: score(good) - score(bad) cancels the last layer's bias; the model is a local no name reaches
+    torch.manual_seed(0)
+    score = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(score.parameters(), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gradlab.UnusedStepWarning)
+        with gradlab.track() as tracker:
+            for _ in range(3):
+                good, bad = torch.randn(16, 4) + 0.5, torch.randn(16, 4)
+                loss = torch.relu(1.0 - score(good) + score(bad)).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    assert len(tracker.notes) == 1 and "parameter [1] had an all-zero gradient while the rest" in tracker.notes[0]
+    assert score[2].bias.grad is not None and bool(score[2].bias.grad.eq(0).all())  # real torch agrees
+    assert bool(score[2].weight.grad.ne(0).any())
+
+
+def test_a_layer_behind_a_zero_initialised_one_is_not_noted_for_its_first_step() -> None:
+    # LoRA's B starts at zero, so A's gradient is all-zero at the first step and not after (NOTE [Zero once])
+    torch.manual_seed(0)
+    base = nn.Linear(6, 6).requires_grad_(False)
+    lora_a, lora_b = nn.Linear(6, 2, bias=False), nn.Linear(2, 6, bias=False)
+    nn.init.zeros_(lora_b.weight)
+    opt = torch.optim.Adam([*lora_a.parameters(), *lora_b.parameters()], lr=1e-2)
+    a_grads = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gradlab.UnusedStepWarning)
+        with gradlab.track(names={"lora_a": lora_a, "lora_b": lora_b}) as tracker:
+            for _ in range(4):
+                x = torch.randn(8, 6)
+                loss = (base(x) + lora_b(lora_a(x))).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                a_grads.append(lora_a.weight.grad.clone())
+                opt.step()
+    assert tracker.notes == []
+    assert bool(a_grads[0].eq(0).all()) and all(bool(g.ne(0).any()) for g in a_grads[1:])  # real torch agrees
+
+
+def test_an_all_zero_gradient_that_stays_is_still_noted() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.warns(gradlab.UnusedStepWarning, match="model.0.weight, model.0.bias, model.1.weight had an all-zero"):
+        _loop(model, opt, 3, lambda m, x: m[1](m[0](x) * 0).mean() + m(x).detach().mean())
+    # real torch: the first layer's output is multiplied by zero, so only the last bias learns
+    assert all(bool(p.grad.eq(0).all()) for p in (model[0].weight, model[0].bias, model[1].weight))
+    assert bool(model[1].bias.grad.ne(0).any())
+
+
 def test_two_optimizers_of_one_loop_hold_every_parameter_and_draw_no_note() -> None:
     torch.manual_seed(0)
     model = nn.ModuleDict({"enc": nn.Linear(4, 4), "head": nn.Linear(4, 1)})
