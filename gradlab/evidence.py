@@ -482,14 +482,36 @@ def claims_of_others(
                 continue
             name = ast.unparse(n.func.value)
             value = value_of(name, namespace)
-            if name == failing_loss or not isinstance(value, torch.Tensor) or value.grad_fn is None:
+            if name == failing_loss:
                 continue
-            leaves = leaves_of(value)
+            if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+                leaves = leaves_of(value)
+            else:  # (w * penalty).backward(): arithmetic of the frame's tensors reaches what they reach
+                leaves = _arithmetic_leaves(n.func.value, namespace)
+                if not leaves:
+                    continue
             reach = {m for m, ids in site.modules.items() if ids & leaves}
             intent = site_intent(site, n.lineno)
             if intent.known:
                 out[name] = tuple(sorted(reach & set(intent.trained)))
     return tuple(sorted(out.items()))
+
+
+def _arithmetic_leaves(expr: ast.expr, namespace: Mapping[str, Any]) -> set[int]:
+    """The leaves an arithmetic expression of the frame's values reaches (``eik_weight * eikonal``): those of its
+    tensors with a graph; empty when it calls anything (reading it must not run the user's code)."""
+    allowed = (ast.BinOp, ast.UnaryOp, ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.operator, ast.unaryop)
+    if not isinstance(expr, (ast.BinOp, ast.UnaryOp)) or not all(
+        isinstance(x, (*allowed, ast.expr_context)) for x in ast.walk(expr)
+    ):
+        return set()
+    leaves: set[int] = set()
+    for x in ast.walk(expr):
+        if isinstance(x, (ast.Name, ast.Attribute, ast.Subscript)):
+            value = _value(x, namespace)
+            if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+                leaves |= leaves_of(value)
+    return leaves
 
 
 def same_root(call: BackwardCall, root: GraphNode | None, failing: BackwardCall | None) -> bool:

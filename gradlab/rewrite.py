@@ -205,6 +205,60 @@ def _copy_name(target: ast.expr) -> str:
     return f"{ast.unparse(target).replace('.', '_').replace('[', '_').replace(']', '')}_copy"
 
 
+#: Tensor methods whose result shares the receiver's memory: a write into it writes the receiver.
+_VIEWS = frozenset(
+    [
+        "view",
+        "view_as",
+        "reshape",
+        "reshape_as",
+        "flatten",
+        "unflatten",
+        "unsqueeze",
+        "squeeze",
+        "transpose",
+        "t",
+        "permute",
+        "narrow",
+        "select",
+        "diagonal",
+        "movedim",
+        "moveaxis",
+        "swapaxes",
+        "swapdims",
+        "unfold",
+        "expand",
+        "expand_as",
+    ]
+)
+
+
+def _view_base(expr: ast.expr) -> ast.expr | None:
+    """The name or attribute a part of a tensor is taken from (``p[i]``, ``p.view(-1, d)[0]``: ``p``), or None."""
+    while True:
+        if isinstance(expr, (ast.Name, ast.Attribute)) and not (
+            isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Call)
+        ):
+            return expr
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _VIEWS:
+            expr = expr.func.value
+        else:
+            return None
+
+
+def _rebased(expr: ast.expr, base: ast.expr) -> ast.expr:
+    """``expr`` (a part of a tensor, see :func:`_view_base`) taken from ``base`` instead."""
+    if isinstance(expr, ast.Subscript):
+        return ast.Subscript(_rebased(expr.value, base), expr.slice, ast.Load())
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        return ast.Call(
+            ast.Attribute(_rebased(expr.func.value, base), expr.func.attr, ast.Load()), expr.args, expr.keywords
+        )
+    return base
+
+
 def _into_copy(base: ast.expr, write: ast.stmt) -> str | None:
     """``write`` (a write to ``base``) made to a copy of ``base``, then ``base`` rebound to the copy; None when
     ``base`` is an item of a container (``encoder_out[0]``): rebinding it fails on a tuple, which the line does
@@ -225,13 +279,14 @@ def _into_copy(base: ast.expr, write: ast.stmt) -> str | None:
             if isinstance(func, ast.Attribute) and func.attr.endswith("_") and ast.unparse(func.value) == b:
                 renamed = ast.Attribute(ast.Name(copy, ast.Load()), func.attr, ast.Load())
                 return ast.Call(renamed, node.args, node.keywords)
-            if (  # into a part of it: p[i].log_() -> p_copy[i].log_()
+            if (  # into a part of it: p[i].log_() -> p_copy[i].log_(), p.view(-1, d).renorm_(...) -> p_copy.view(...)
                 isinstance(func, ast.Attribute)
                 and func.attr.endswith("_")
-                and isinstance(func.value, ast.Subscript)
-                and ast.unparse(func.value.value) == b
+                and func.value is not (found := _view_base(func.value))
+                and found is not None
+                and ast.unparse(found) == b
             ):
-                part = ast.Subscript(ast.Name(copy, ast.Load()), func.value.slice, ast.Load())
+                part = _rebased(func.value, ast.Name(copy, ast.Load()))
                 return ast.Call(ast.Attribute(part, func.attr, ast.Load()), node.args, node.keywords)
             return self.generic_visit(node)
 
@@ -259,6 +314,10 @@ def rewrite_in_place(code: str, op: str) -> str | None:
         'act = nn.ReLU()'
         >>> rewrite_in_place("w.fill_(0.5)", "fill_")
         'w_copy = w.clone()\nw_copy.fill_(0.5)\nw = w_copy'
+        >>> rewrite_in_place("p.view(-1, d).renorm_(2, 0, 1.0)", "renorm_")
+        'p_copy = p.clone()\np_copy.view(-1, d).renorm_(2, 0, 1.0)\np = p_copy'
+        >>> rewrite_in_place("std = logvar.mul_(0.5).exp_()", "mul_")
+        'std = logvar.mul(0.5).exp()'
     """
     parsed = _one_statement(code)
     if parsed is None:
@@ -352,6 +411,10 @@ def _out_of_place(st: ast.stmt, op: str) -> str | None:
             return ast.unparse(ast.Assign([call.args[0]], rewritten, lineno=1))  # F.relu(h, inplace=True) alone
         return None
     func = call.func
+    if targets and isinstance(func, ast.Attribute):
+        chained = _chain_out_of_place(call, op)  # std = logvar.mul_(0.5).exp_(): the chain writes logvar
+        if chained is not None:
+            return ast.unparse(ast.Assign(targets, chained, lineno=1))
     if not (isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__")):
         return None
     twin = func.attr[:-1]
@@ -367,14 +430,46 @@ def _out_of_place(st: ast.stmt, op: str) -> str | None:
         return ast.unparse(
             ast.Assign(targets, ast.Call(ast.Attribute(receiver, twin, ast.Load()), call.args, call.keywords), lineno=1)
         )
-    if isinstance(receiver, ast.Subscript) and isinstance(receiver.value, (ast.Name, ast.Attribute)):
-        return _into_copy(receiver.value, st)  # p[i].log_() writes into p: into a copy of p
+    base = _view_base(receiver)
+    if base is not None and base is not receiver:
+        return _into_copy(base, st)  # p[i].log_(), p.view(-1, d).renorm_(...) write into p: into a copy of p
     if not isinstance(receiver, (ast.Name, ast.Attribute)):
         return None
     if not _has_method(twin):  # no out-of-place twin in this torch: write into a copy
         return _into_copy(receiver, ast.Expr(call))
     rewritten = ast.Call(ast.Attribute(receiver, twin, ast.Load()), call.args, call.keywords)
     return ast.unparse(ast.Assign([*targets, receiver], rewritten, lineno=1))
+
+
+def _chain_out_of_place(call: ast.Call, op: str) -> ast.Call | None:
+    """A method chain that writes its receiver with ``op``, its writing links made out of place.
+
+    ``logvar.mul_(0.5).exp_()`` becomes ``logvar.mul(0.5).exp()``: an in-place method
+    returns its receiver, so every link writes it, and the chain's value is the written
+    tensor, bound to another name: the receiver keeps its values (the in-place chain
+    would have overwritten it too). None when a link is not in place (``x.add_(1).sum()``:
+    later reads of ``x`` need the write), ``op`` is not a link, one has no out-of-place
+    twin, or the chain does not start at a name.
+    """
+    links: list[tuple[ast.Call, str]] = []
+    node: ast.expr = call
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        links.append((node, node.func.attr))
+        node = node.func.value
+    if len(links) < 2 or not isinstance(node, (ast.Name, ast.Attribute)):
+        return None
+    writing = 0  # how many links, from the innermost, write the receiver
+    for _link, name in reversed(links):
+        if not (name.endswith("_") and not name.endswith("__")):
+            break
+        writing += 1
+    names = [name for _link, name in links]
+    if writing < len(names) or op not in names or not all(_has_method(name[:-1]) for name in names):
+        return None
+    rebuilt: ast.expr = node
+    for link, name in reversed(links):
+        rebuilt = ast.Call(ast.Attribute(rebuilt, name[:-1], ast.Load()), link.args, link.keywords)
+    return rebuilt  # type: ignore[return-value]
 
 
 def detach_in(line: str, name: str, into: tuple[str, ...] = ()) -> str | None:

@@ -413,6 +413,16 @@ def test_inside_track_the_writes_are_known_one_by_one() -> None:
             "log_",
             "probs_copy = probs.clone()\nlogp = probs_copy[a].log_()\nprobs = probs_copy",
         ),
+        # ... and so does a write through a view of it
+        (
+            "p.view(-1, d).renorm_(2, 0, 1.0)",
+            "renorm_",
+            "p_copy = p.clone()\np_copy.view(-1, d).renorm_(2, 0, 1.0)\np = p_copy",
+        ),
+        # a chain of in-place links all writes its receiver; bound to another name, every link goes out of place
+        ("std = logvar.mul_(0.5).exp_()", "mul_", "std = logvar.mul(0.5).exp()"),
+        ("std = logvar.mul_(0.5).exp_()", "exp_", "std = logvar.mul(0.5).exp()"),
+        ("z = x.add_(1).sum()", "add_", None),  # later reads of x need the write: not a rewrite of one line
     ],
 )
 def test_rewrite_in_place(code: str, op: str, expected: str | None) -> None:
@@ -433,6 +443,22 @@ def test_a_write_into_part_of_a_tensor_rewritten_into_a_copy_gives_torch_s_gradi
     assert torch.equal(got, logits.grad)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):  # as written, it fails
         (-torch.softmax(logits, 0)[2].log_()).backward()
+
+
+def test_a_chain_of_in_place_links_rewritten_gives_the_intended_gradient() -> None:
+    """``logvar.mul_(0.5).exp_()`` on a chunk fails at the write; its rewrite gives ``mul(0.5).exp()``'s gradient."""
+    new = rewrite_in_place("std = logvar.mul_(0.5).exp_()", "mul_")
+    assert new is not None
+    params = torch.randn(4, 6, requires_grad=True)
+    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+        params.chunk(2, dim=1)[1].mul_(0.5).exp_()
+    ns: dict[str, object] = {"logvar": params.chunk(2, dim=1)[1]}
+    exec(new, ns)
+    ns["std"].sum().backward()  # type: ignore[attr-defined]
+    got = params.grad.clone()  # type: ignore[union-attr]
+    params.grad = None
+    params.chunk(2, dim=1)[1].mul(0.5).exp().sum().backward()
+    assert torch.equal(got, params.grad)
 
 
 @pytest.mark.parametrize(

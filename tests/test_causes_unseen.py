@@ -244,6 +244,14 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A tensor built once in a constructor]: a Normal prior built in __init__ from a softplus of a parameter;
     # the distribution object holds the graph, every forward's KL reads it: a property
     "latent_prior_distribution_in_init": ("stale_forward", (("elbo_loss", ("dec", "enc")),)),
+    # torch.autograd.grad once per block of a dict the forward returns, in a logging loop before the training
+    # backward: retain_graph=True on that call trains the same (autograd.grad writes no .grad)
+    "grad_norm_per_block_logged": ("same_loss_twice", (("ce", ("net",)),)),
+    # a penalty scaled by a warm-up weight, backwarded as an expression before the loss sharing its encoder
+    "weighted_penalty_backwarded_first": (
+        "shared_graph_freed",
+        (("recon", ("decoder", "encoder")), ("warm * 0.1 * sparsity", ("encoder",))),
+    ),
 }
 
 

@@ -71,6 +71,7 @@ from ..graph import Graph
 from ..i18n import T, Text
 from ..judge import judged
 from ..loop import site_intent
+from ..source import loop_around, loop_body_of
 from .api_cache import (
     cached_around_loop,
     cached_inside_loop,
@@ -286,7 +287,12 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     if outside:  # (its line may be unknown, or one a .detach() cannot be put on: a return of two)
         base = replace(base, extra={**base.extra, "made_outside": ",".join(":".join(o) for o in outside)})
     if products_again(freeing_call(p, facts), failing):  # NOTE [Products through one graph]
-        return "same_loss_twice", replace(base, extra={**base.extra, "products": "1"})
+        # autograd.grad trains nothing: what the loss trains is what its own backward elsewhere in the loop does
+        ctx = _products_context(base, facts, loss)
+        if ctx.intent is not base.intent:  # read again with the training loop's intent
+            again = made_apart(graph, p, facts, loss, ctx.intent)
+            ctx = replace(ctx, made_at=again[0] if again else None, made_unstepped=again[1] if again else False)
+        return "same_loss_twice", ctx
     closure = closure_context(base, facts)
     if closure is not None:
         return "closure_step", closure
@@ -668,3 +674,41 @@ def _with_general(proposals: list[Proposal], general: list[Proposal], keep_first
             *(p for p in proposals if not p.fix.edits),
         ]
     return [*coded, *extra, *(p for p in proposals if not p.fix.edits)]
+
+
+def _products_context(base: Context, facts: Facts, loss: str | None) -> Context:
+    """The context of ``torch.autograd.grad`` run again on one graph (NOTE [Products through one graph]).
+
+    autograd.grad trains nothing: what the loss trains is what its own ``backward()``
+    elsewhere in the loop does, read where that call is (the training loop, when the
+    products are taken in an inner loop over inputs).
+    """
+    site, line = facts.site, facts.backward_line
+    tree = site.tree() if site is not None else None
+    claims: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    while not claims and line is not None and tree is not None:
+        claims = claims_of_others(site, line, facts.namespace, None)
+        if claims:
+            break
+        outer = loop_around(tree, line)
+        line = outer.lineno if outer is not None and outer.lineno != line else None
+    extra = {**base.extra, "products": "1"}
+    if not claims or line is None or line == facts.backward_line or site is None or tree is None:
+        return replace(base, other_claims=claims, extra=extra)
+    body = loop_body_of(tree, line) or []
+    own = next(  # the loss's own backward in that loop
+        (
+            n.lineno
+            for st in body
+            for n in ast.walk(st)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "backward"
+            and ast.unparse(n.func.value) == loss
+        ),
+        None,
+    )
+    intent = site_intent(site, own) if own is not None else None
+    if intent is None or not intent.known:
+        return replace(base, other_claims=claims, extra=extra)
+    return replace(base, intent=intent, other_claims=claims, extra=extra)

@@ -4,6 +4,7 @@ through a part an earlier backward freed (two chained networks, a GAN, an actor-
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -499,8 +500,8 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
                     else T(
                         "keep two backward calls: {earlier}.backward(retain_graph=True), then {loss}.backward(), "
                         "and only then any optimizer step",
-                        earlier=ctx.e,
-                        loss=ctx.l,
+                        earlier=_called(ctx.earlier) or ctx.e,
+                        loss=_called(ctx.loss) or ctx.l,
                     ),
                     trains=T("like the sum: every loss of the loop trains {model}", model=ctx.m)
                     if one_line
@@ -635,3 +636,10 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     if not freed:
         proposals.append(_hatch(ctx))
     return proposals
+
+
+def _called(expr: str | None) -> str | None:
+    """``expr`` as the receiver of a method call: ``(w * penalty)`` for an expression, a plain name as it is."""
+    if expr is None:
+        return None
+    return expr if re.fullmatch(r"[\w.\[\]'\"]+", expr) else f"({expr})"

@@ -331,7 +331,8 @@ def _products_at(filename: str, line: int, code: str) -> bool:
 def _another_vector(filename: str, line: int) -> bool:
     """Each run of the ``autograd.grad`` call on ``line`` takes a product with another vector: it passes
     ``grad_outputs`` (a third argument), or its output reads an argument of the function or lambda around it (``g
-    @ v`` in ``def hvp(v)``). An energy computed once and differentiated again at each step of a sampler is not a
+    @ v`` in ``def hvp(v)``), or it differentiates with respect to a loop's variable (``for tok in tokens:
+    grad(loss, tok)``: each run another input of one graph). An energy computed once and differentiated again at each step of a sampler is not a
     product: the same gradient each time, of inputs the step then moves."""
     tree = parse(source_of(filename))
     if tree is None:
@@ -344,9 +345,21 @@ def _another_vector(filename: str, line: int) -> bool:
         and ast.unparse(n.func).rsplit(".", 1)[-1] == "grad"
         and n.args
     ]
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension))]
     for call in calls:
         if len(call.args) >= 3 or any(k.arg == "grad_outputs" for k in call.keywords):
             return True
+        inputs = (
+            call.args[1] if len(call.args) >= 2 else next((k.value for k in call.keywords if k.arg == "inputs"), None)
+        )
+        wrt = {x.id for x in ast.walk(inputs) if isinstance(x, ast.Name)} if inputs is not None else set()
+        for loop in loops:  # for tok in tokens: grad(loss, tok): each run differentiates with respect to another input
+            body = loop.body if isinstance(loop, (ast.For, ast.AsyncFor)) else ()
+            inside = any(n is call for st in body for n in ast.walk(st)) or (
+                isinstance(loop, ast.comprehension) and _in_comprehension(tree, loop, call)
+            )
+            if inside and wrt & {x.id for x in ast.walk(loop.target) if isinstance(x, ast.Name)}:
+                return True
         read = {x.id for x in ast.walk(call.args[0]) if isinstance(x, ast.Name)}
         for scope in ast.walk(tree):
             if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -356,6 +369,16 @@ def _another_vector(filename: str, line: int) -> bool:
             args = scope.args
             if read & {x.arg for x in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
                 return True
+    return False
+
+
+def _in_comprehension(tree: ast.AST, generator: ast.comprehension, call: ast.Call) -> bool:
+    """``call`` is in the element (or a later condition) of the comprehension that has ``generator``."""
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and generator in n.generators:
+            parts = [n.key, n.value] if isinstance(n, ast.DictComp) else [n.elt]
+            parts += [c for g in n.generators for c in g.ifs]
+            return any(x is call for part in parts for x in ast.walk(part))
     return False
 
 
@@ -381,7 +404,7 @@ def _repeated_products(ctx: Context) -> Proposal | None:
             claims=ctx.other_claims,
             summary=T(
                 "pass retain_graph=True to the torch.autograd.grad call at line {line}: it runs again on the same "
-                "graph (each run a product with another vector), and the first run freed it",
+                "graph (each run another product or another input), and the first run freed it",
                 line=line,
             ),
             trains=T(
