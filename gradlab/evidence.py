@@ -1055,8 +1055,17 @@ def _one_name_each(site: Site, models: set[str]) -> tuple[str, ...]:
     return tuple(sorted(kept))
 
 
-def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def loop_claims(
+    site: Site | None,
+    namespace: Mapping[str, Any],
+    line: int,
+    feeding_into: tuple[str, frozenset[str]] | None = None,
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """What each loss the code backwards after ``line`` trains, as the code stands: ``(loss, modules)``.
+
+    ``feeding_into``: a fix's new data flow, ``(reader, calls)``: a loss that reaches the
+    model ``reader`` reaches the models ``calls`` run too (a parameter of ``reader`` written
+    with their output, run with the written copy).
 
     For a fix that changes nothing of the training (a failure raised before the loss's
     backward: in its forward, in the logging after it): each backward statement that runs
@@ -1110,6 +1119,8 @@ def loop_claims(site: Site | None, namespace: Mapping[str, Any], line: int) -> t
                 }
                 modules = set(site.modules) | _modules_to_be(tree, node.lineno, namespace)
                 reach = {m for m in modules if any(calls_into(c, m) for c in called)}
+            if feeding_into is not None and any(calls_into(feeding_into[0], m) for m in reach):
+                reach |= {m for m in site.modules if any(calls_into(c, m) for c in feeding_into[1])}
             intent = site_intent(site, node.lineno)
             out[loss] = _one_name_each(site, reach & set(intent.trained) if intent.known else reach)
     return tuple(sorted(out.items()))

@@ -167,6 +167,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # autograd.grad of a field with one value per point: grad_outputs=ones_like (the derivative of its sum)
     "grad_of_field": ("non_scalar_output", ("du = torch.autograd.grad(u, x, create_graph=True)[0]",), ()),
     # an in-place exp_() whose result is only read: its out-of-place twin
+    # a parameter written, each iteration, with what a trained hypernetwork computes (NOTE [A parameter written in
+    # the forward]): written into a copy, the head run with it by torch.func.functional_call
+    "hyper_bias_written_into_head": (
+        "leaf_in_place",
+        ("head.bias[:] = hyper(task_embed(torch.tensor(task)))",),
+        (("loss", ("features", "head", "hyper", "task_embed")),),
+    ),
     "leaf_exp_in_expression": ("leaf_in_place", ("return self.lin(x) / self.log_scale.exp_()",), ()),
     # a helper writes in place to one part of a model's stacked output the loop iterates over: the write out of
     # place keeps the training, and says what the loop's loss trains (read through the loop over the parts)

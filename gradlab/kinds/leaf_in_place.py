@@ -14,7 +14,7 @@ import torch
 from ..advice import message_fixes
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Failure, receiver, resolve_name, torch_alias, var_named
+from ..evidence import Failure, loop_claims, receiver, resolve_name, torch_alias, var_named
 from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of
 from ..i18n import T
@@ -208,6 +208,32 @@ def locate(f: Failure) -> Explanation:
             )
         )
     wrap = no_grad_fix(f, name, parameter)
+    if parameter and target is not None and _from_graph(st, name, f.namespace):
+        # a parameter written with a value a trained model computes: a step of the forward (NOTE [A parameter
+        # written in the forward]); under no_grad that model would get no gradient
+        called = _functional_call(f, st, target)
+        if called is not None:
+            proposals.append(called)
+        if wrap is not None:
+            wrap = replace(
+                wrap,
+                fix=replace(
+                    wrap.fix,
+                    alternative=called is not None,
+                    trains=T(
+                        "what the write stores has no graph under torch.no_grad(): the model that computes it gets "
+                        "no gradient from this loss, and {name} holds the value only",
+                        name=name or T("the leaf"),
+                    ),
+                    claims=(),
+                ),
+                keeps=False,
+            )
+            proposals.append(wrap)
+        fixes = judged(proposals, ctx)
+        kept = f.claims()
+        fixes = tuple(replace(x, claims=x.claims or kept) if x.edits and x is fixes[0] else x for x in fixes)
+        return replace(located, fixes=(*fixes, *e.fixes))
     # a leaf the forward made (no parameter, no optimizer holds it) written with a value that has a graph: the
     # write is a step of the computation (NOTE [Writes to a leaf]), so its out-of-place form comes first
     computed = not parameter and _from_graph(st, name, f.namespace)
@@ -248,6 +274,114 @@ def locate(f: Failure) -> Explanation:
         kept = f.claims()
         fixes = tuple(replace(x, claims=x.claims or kept) for x in fixes)
     return replace(located, fixes=(*fixes, *e.fixes))
+
+
+# NOTE [A parameter written in the forward]
+# A row of a model's parameter overwritten, each iteration, with what a trained model
+# computes (textual inversion's placeholder embedding made by a mapper, a hypernetwork
+# writing a target layer's weight): the write is a step of the forward, and torch
+# refuses it on a leaf. Under torch.no_grad() it runs, but what it stores has no graph:
+# the model that computes it never learns. The fix that keeps the forward writes into a
+# copy of the parameter and runs the model that reads it with that copy in its place,
+# torch.func.functional_call(model, {name: copy}, args): the same values, and the
+# gradient flows through the copy into the writing model (and into the parameter, whose
+# .grad no optimizer need use). Offered when the write is one line and a later statement
+# of its block calls, directly, a model that holds the parameter.
+def _functional_call(f: Failure, st: ast.stmt, written: torch.Tensor) -> Proposal | None:
+    """Write into a copy of the parameter and run the model that reads it with the copy (NOTE [A parameter written
+    in the forward]); None when the statements do not have that shape."""
+    site, loc = f.site, f.location
+    tree = site.tree() if site is not None else None
+    alias = torch_alias(f.namespace)
+    if site is None or loc is None or tree is None or alias is None or st.lineno != st.end_lineno:
+        return None
+    param = written._base if written._base is not None else written
+    if not isinstance(st, ast.Assign) or len(st.targets) != 1 or not isinstance(st.targets[0], ast.Subscript):
+        return None
+    holder = st.targets[0].value
+    block = next((b for b in enclosing_blocks(tree) if st in b), None)
+    if block is None:
+        return None
+    for later in block[block.index(st) + 1 :]:
+        for call in (n for n in ast.walk(later) if isinstance(n, ast.Call)):
+            model = resolve_name(call.func, f.namespace) if _dotted(call.func) else None
+            if not isinstance(model, torch.nn.Module):
+                continue
+            qualified = next((q for q, p in model.named_parameters(remove_duplicate=False) if p is param), None)
+            if qualified is None:
+                continue
+            return _run_with_copy(f, st, later, call, holder, qualified, alias)
+    return None
+
+
+def _run_with_copy(
+    f: Failure, st: ast.Assign, later: ast.stmt, call: ast.Call, holder: ast.expr, qualified: str, alias: str
+) -> Proposal | None:
+    """The two edits of :func:`_functional_call`: the write into ``copy``, the call of the model with it."""
+    site = f.site
+    if site is None or later.lineno != later.end_lineno or call.end_col_offset is None:
+        return None
+    if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return None  # *args, **kwargs: not written as a tuple and a dict here
+    if not site.holds(st.lineno) or not site.holds(later.lineno):
+        return None
+    line = site.text(later.lineno)
+    start, end = call.col_offset, call.end_col_offset
+    try:
+        if ast.dump(ast.parse(line[start:end], mode="eval").body) != ast.dump(call, include_attributes=False):
+            return None
+    except SyntaxError:
+        return None
+    copy = qualified.replace(".", "_")
+    indent = indent_of(site, st.lineno)
+    target = st.targets[0]
+    assert isinstance(target, ast.Subscript)
+    write = ast.Assign([ast.Subscript(ast.Name(copy, ast.Load()), target.slice, ast.Store())], st.value, lineno=1)
+    # a write of the whole parameter (p[:] = v) leaves nothing of it in the forward: no gradient to it, as without
+    # the write; a write of a part keeps the rest's gradient flowing into the parameter
+    whole = _whole(target.slice)
+    first = (
+        f"{indent}{copy} = {ast.unparse(holder)}{'.detach()' if whole else ''}.clone()\n{indent}{ast.unparse(write)}"
+    )
+    parts = [ast.unparse(call.func), f"{{{qualified!r}: {copy}}}", ast.unparse(ast.Tuple(list(call.args), ast.Load()))]
+    if call.keywords:
+        keys: list[ast.expr | None] = [ast.Constant(k.arg) for k in call.keywords]
+        parts.append(ast.unparse(ast.Dict(keys, [k.value for k in call.keywords])))
+    second = f"{line[:start]}{alias}.func.functional_call({', '.join(parts)}){line[end:]}"
+    param = ast.unparse(holder)
+    writers = frozenset(ast.unparse(n.func) for n in ast.walk(st.value) if isinstance(n, ast.Call))
+    return Proposal(
+        Fix(
+            summary=T(
+                "write into a copy of {param} and run {model} with the copy in its place (torch.func.functional_call): "
+                "what the write stores comes from a model that trains, so the write is a step of the forward",
+                param=param,
+                model=ast.unparse(call.func),
+            ),
+            trains=T(
+                "the forward as written, with the gradient flowing through the written values into the model that "
+                "computes them; {param} itself keeps its values (the part the write leaves gets its gradient)",
+                param=param,
+            ),
+            edits=(
+                Edit(site.filename, st.lineno, st.lineno, first),
+                Edit(site.filename, later.lineno, later.lineno, second),
+            ),
+            claims=loop_claims(site, f.namespace, st.lineno, (ast.unparse(call.func), writers)),
+        ),
+        None,
+        True,
+    )
+
+
+def _whole(index: ast.expr) -> bool:
+    """The subscript ``index`` takes the whole tensor: ``[:]``, ``[...]``, ``[:, :]``."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return all(
+        (isinstance(x, ast.Slice) and x.lower is None and x.upper is None and x.step is None)
+        or (isinstance(x, ast.Constant) and x.value is Ellipsis)
+        for x in parts
+    )
 
 
 def _from_graph(st: ast.stmt, name: str | None, namespace: Mapping[str, Any]) -> bool:
