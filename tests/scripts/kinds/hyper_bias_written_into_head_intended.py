@@ -14,7 +14,9 @@ features = nn.Sequential(nn.Linear(FEAT, 16), nn.ReLU())
 head = nn.Linear(16, CLASSES)
 task_embed = nn.Embedding(N_TASKS, 5)
 hyper = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, CLASSES))
-opt = torch.optim.Adam([*features.parameters(), *head.parameters(), *task_embed.parameters(), *hyper.parameters()], lr=1e-2)
+opt = torch.optim.Adam(
+    [*features.parameters(), *head.parameters(), *task_embed.parameters(), *hyper.parameters()], lr=1e-2
+)
 
 
 def batch(task):
