@@ -202,6 +202,20 @@ class Steps:
                 labels=labels,
             )
             notes.append((labels, note, loc, False))
+        by_input = _zero_input_weights(zero, params, named)
+        if by_input:  # the layer learns, its input was zeros this step: a note, not a warning
+            zero = [p for p in zero if all(p is not q for q in by_input)]
+            reported.update(id(p) for p in by_input)
+            labels = ", ".join(named.get(id(p)) or _t("parameter {shape}", shape=list(p.shape)) for p in by_input)
+            note = _t(
+                "{step}{where}: {labels} had an all-zero gradient while their layer's bias learns: the layer's input "
+                "was all zeros at this step (a zero placeholder, such as self-conditioning switched off, or an "
+                "all-padding batch); not a mistake if other steps feed it values.",
+                step=step,
+                where=where,
+                labels=labels,
+            )
+            notes.append((labels, note, loc, False))
         for found, what in ((missing, _("no gradient (.grad is None)")), (zero, _("an all-zero gradient"))):
             if not found:
                 continue
@@ -302,6 +316,33 @@ def _cancelled_biases(
             if p.dim() != 1 or weight is None or weight.dim() < 1 or weight.shape[0] != p.shape[0]:
                 weight = None
         if weight is not None and weight.grad is not None and _any_nonzero(weight.grad):
+            out.append(p)
+    return out
+
+
+def _zero_input_weights(
+    zero: list[torch.Tensor], params: list[torch.Tensor], named: dict[int, str | None]
+) -> list[torch.Tensor]:
+    """The all-zero weights whose layer's bias has a gradient: the layer's input was all zeros (the gradient of a
+    weight is the output's gradient times the input). The bias is found by name (``x.weight`` and ``x.bias``), or
+    without names as the parameter after the weight in the optimizer's order, as long as the weight's first
+    dimension."""
+    if not zero:
+        return []
+    by_name = {n: p for p in params if (n := named.get(id(p))) is not None}
+    after = {id(q): params[i + 1] for i, q in enumerate(params[:-1])}
+    out = []
+    for p in zero:
+        if p.dim() < 2:
+            continue
+        name = named.get(id(p))
+        if name is not None:
+            bias = by_name.get(name[: -len("weight")] + "bias") if name.endswith(".weight") else None
+        else:
+            bias = after.get(id(p))
+            if bias is None or bias.dim() != 1 or bias.shape[0] != p.shape[0]:
+                bias = None
+        if bias is not None and bias.grad is not None and _any_nonzero(bias.grad):
             out.append(p)
     return out
 

@@ -321,12 +321,37 @@ def test_a_layer_behind_a_zero_initialised_one_is_not_noted_for_its_first_step()
     assert bool(a_grads[0].eq(0).all()) and all(bool(g.ne(0).any()) for g in a_grads[1:])  # real torch agrees
 
 
+def test_a_layer_fed_zeros_is_a_note_not_a_warning() -> None:
+    # self-conditioning switched off: the previous estimate is replaced by zeros, so the layer reading it gets an
+    # all-zero weight gradient while its bias, and the rest of the model, learn
+    torch.manual_seed(0)
+    model = nn.ModuleDict({"inp": nn.Linear(6, 8), "cond": nn.Linear(6, 8), "out": nn.Linear(8, 1)})
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gradlab.UnusedStepWarning)
+        with gradlab.track(names={"model": model}) as tracker:
+            for _ in range(3):
+                x = torch.randn(16, 6)
+                h = model["inp"](x) + model["cond"](torch.zeros_like(x))
+                loss = model["out"](torch.tanh(h)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    assert len(tracker.notes) == 1 and "model.cond.weight had an all-zero gradient while their layer's bias" in (
+        tracker.notes[0]
+    )
+    # real torch agrees: the weight's gradient is the output's gradient times the (zero) input; the bias learns
+    assert bool(model["cond"].weight.grad.eq(0).all()) and bool(model["cond"].bias.grad.ne(0).any())
+
+
 def test_an_all_zero_gradient_that_stays_is_still_noted() -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with pytest.warns(gradlab.UnusedStepWarning, match="model.0.weight, model.0.bias, model.1.weight had an all-zero"):
-        _loop(model, opt, 3, lambda m, x: m[1](m[0](x) * 0).mean() + m(x).detach().mean())
+    with pytest.warns(gradlab.UnusedStepWarning, match="model.0.weight, model.0.bias had an all-zero gradient, so"):
+        tracker = _loop(model, opt, 3, lambda m, x: m[1](m[0](x) * 0).mean() + m(x).detach().mean())
+    # the second layer's input is zeros, its bias learns: a note (the layer is connected; the data is zero)
+    assert any("model.1.weight had an all-zero gradient while their layer's bias" in n for n in tracker.notes)
     # real torch: the first layer's output is multiplied by zero, so only the last bias learns
     assert all(bool(p.grad.eq(0).all()) for p in (model[0].weight, model[0].bias, model[1].weight))
     assert bool(model[1].bias.grad.ne(0).any())
