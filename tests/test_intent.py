@@ -337,8 +337,9 @@ def test_a_layer_fed_zeros_is_a_note_not_a_warning() -> None:
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-    assert len(tracker.notes) == 1 and "model.cond.weight had an all-zero gradient while their layer's bias" in (
-        tracker.notes[0]
+    assert (
+        len(tracker.notes) == 1
+        and "model.cond.weight had an all-zero gradient while their layer's bias" in (tracker.notes[0])
     )
     # real torch agrees: the weight's gradient is the output's gradient times the (zero) input; the bias learns
     assert bool(model["cond"].weight.grad.eq(0).all()) and bool(model["cond"].bias.grad.ne(0).any())
