@@ -521,6 +521,10 @@ def _detach_where_made(ctx: Context) -> Proposal | None:
     edit = edit_at(ctx, at, detached_value(at.code.strip()))
     if edit is None:
         return None
+    # the other lines that made freed parts of the same kind (NOTE [A part no optimizer steps]): all, or only this one
+    more = [edit_at(ctx, other, detached_value(other.code.strip())) if other.code else None for other in ctx.made_also]
+    if any(m is None for m in more):
+        more = []
     return keeping(
         ctx,
         Fix(
@@ -550,7 +554,7 @@ def _detach_where_made(ctx: Context) -> Proposal | None:
                 loss=ctx.l,
                 where=at.where,
             ),
-            edits=all_edits(edit),
+            edits=all_edits(edit, *more),
         ),
     )
 

@@ -152,6 +152,7 @@ class Context:
     # (NOTE [A part no optimizer steps] in gradlab.evidence)
     made_at: Location | None = None
     made_unstepped: bool = False  # some of those parameters are held by optimizers that do not step on the loss
+    made_also: tuple[Location, ...] = ()  # other lines that made freed parts of the same kind (a cache of two)
 
     # -- the user's names, or descriptions ----------------------------------------------------------
     @property

@@ -37,7 +37,7 @@ from .names import NamesLike, ViewKind, modules_in
 from .recorder import Scope, active
 from .render import header, help_lines, html_fixes, more, numbered, op_span, others_line, quote
 from .saved import SavedTensor, Write
-from .source import loop_body_of
+from .source import calls_method, loop_body_of, runs_backward
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
@@ -460,7 +460,11 @@ def _caller_loop(frame: FrameType | None, site: Site | None, line: int | None) -
     """The loop of the nearest user frame above ``frame`` that calls in from a loop's body, when no loop of
     ``frame``'s function holds its backward (``line``): a trainer's method called once per iteration."""
     tree = site.tree() if site is not None else None
-    if frame is None or tree is None or line is None or loop_body_of(tree, line) is not None:
+    if frame is None or tree is None or line is None:
+        return None
+    body = loop_body_of(tree, line)
+    # a loop of products (torch.autograd.grad, no backward, no step: an implicit solve) is no training loop
+    if body is not None and any(runs_backward(st, grad=False) or calls_method(st, ("step",)) for st in body):
         return None
     up, seen = frame.f_back, 0
     while up is not None and seen < 8:

@@ -9,6 +9,7 @@ forward that saved an inference tensor, ``.numpy()``).
 from __future__ import annotations
 
 import ast
+import linecache
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -26,7 +27,7 @@ from .loop import LoopIntent, Site, read_site, recorded_intent, site_intent
 from .messages import Message, find
 from .names import framework_backward
 from .saved import SavedTensor, Write
-from .source import calls_method, loop_body_of, next_backward, parse
+from .source import calls_method, loop_around, loop_body_of, next_backward, parse
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
@@ -467,6 +468,11 @@ def claims_of_others(
     body = loop_body_of(tree, line) if tree is not None else None
     if body is None and tree is not None:
         body = list(tree.body)
+    elif not same_steps and tree is not None:  # the training loop's other inner loops too (a GP fitted, then used)
+        outer = loop_around(tree, line)
+        while outer is not None and (up := loop_around(tree, outer.lineno)) is not None and up is not outer:
+            outer = up
+        body = outer.body if outer is not None else body
     body = body or []
     here = next((k for k, st in enumerate(body) if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
     out: dict[str, tuple[str, ...]] = {}
@@ -850,15 +856,20 @@ def tensors_below(graph: Graph, node_id: int | None, facts: Facts, loss: str | N
 
 
 def made_apart(
-    graph: Graph, p: Problem, facts: Facts, loss: str | None, intent: LoopIntent | None
+    graph: Graph,
+    p: Problem,
+    facts: Facts,
+    loss: str | None,
+    intent: LoopIntent | None,
+    node_id: int | None = None,
 ) -> tuple[Location, bool] | None:
     """The forward line that made the freed node of ``p`` when what it computes, and everything else the graph
     saved on that line, reaches only parameters that none of the frame's optimizers holds, or (freed by an earlier
     pass of the failing backward itself) none that an optimizer stepping on the failing loss holds (NOTE [A part no
     optimizer steps]); with True when parameters below it are held by optimizers that do not step on that loss.
-    None otherwise."""
+    None otherwise. ``node_id``: another freed node of the same failure than ``p``'s."""
     site = facts.site
-    node_id = p.node_id
+    node_id = p.node_id if node_id is None else node_id
     if node_id is None or site is None or not site.optimizers:
         return None
     held = everything = frozenset().union(*site.optimizers.values())
@@ -896,6 +907,44 @@ def made_apart(
                 return None  # a parameter an optimizer steps, or an input whose .grad the code may read
             other = other or (leaf is not None and id(leaf) in everything)  # held by an optimizer of other losses
     return (at, other) if found else None
+
+
+def made_apart_also(
+    graph: Graph, p: Problem, facts: Facts, loss: str | None, intent: LoopIntent | None, first: Location
+) -> tuple[Location, ...]:
+    """The other lines :func:`made_apart` finds for the failure's other freed nodes (a cache of two tensors, each
+    made on its own line from the same part): each needs its detach too, or the next backward finds the other.
+    Only statements of ``first``'s block that store an attribute as it does (``self._alpha`` beside
+    ``self._chol``): a line of a helper both the cache and the training call (a property) is no such sibling."""
+    from .source import enclosing_blocks
+
+    tree = parse("".join(linecache.getlines(first.filename)))
+    block = next(
+        (b for b in (enclosing_blocks(tree) if tree is not None else ()) if any(st.lineno == first.lineno for st in b)),
+        None,
+    )
+    stores = {
+        st.lineno
+        for st in block or ()
+        if isinstance(st, ast.Assign)
+        and st.lineno == st.end_lineno
+        and all(isinstance(x, ast.Attribute) for x in st.targets)
+    }
+    if first.lineno not in stores:
+        return ()
+    found: dict[tuple[str, int], Location] = {}
+    for s in graph.saved:
+        if s.status != "freed" or s.node_id == p.node_id or s.node_id is None:
+            continue
+        made = made_apart(graph, p, facts, loss, intent, node_id=s.node_id)
+        if (
+            made is not None
+            and made[0].filename == first.filename
+            and made[0].lineno != first.lineno
+            and made[0].lineno in stores
+        ):
+            found.setdefault((made[0].filename, made[0].lineno), made[0])
+    return tuple(found[k] for k in sorted(found))
 
 
 def made_outside(

@@ -275,12 +275,13 @@ def _view_fixes(e: Explanation, base_saved: bool = False) -> tuple[Fix, ...]:
             edit = None
     where = T(" at {where}", where=write.where)
     if edit is not None:
+        edits = (edit, *_sibling_writes(write, e.write_op))
         fixes.append(
             Fix(
                 summary=T("use the out-of-place form of {op}{where}", op=op_display(e.write_op), where=where),
                 trains=trains,
-                code="\n".join(line.strip() for line in edit.text.splitlines()),
-                edits=(edit,),
+                code="\n".join(line.strip() for e in edits for line in e.text.splitlines()),
+                edits=edits,
                 applicability="maybe-incorrect",
             )
         )
@@ -308,6 +309,68 @@ def _view_fixes(e: Explanation, base_saved: bool = False) -> tuple[Fix, ...]:
         )
     )
     return tuple(fixes)
+
+
+#: Tensor methods that return several views of their input (a write into one of them is refused).
+_MULTI_VIEWS = frozenset(
+    {"unbind", "chunk", "split", "tensor_split", "split_with_sizes", "unsafe_chunk", "unsafe_split"}
+)
+
+
+def _sibling_writes(write: Location, op: str) -> tuple[Edit, ...]:
+    """The same refused write later in the function (``hx = [h.squeeze_(0) for h in ...unbind(0)]``, then the same for
+    ``cx``): each made out of place too, or the patched run stops at the next one."""
+    source = "".join(linecache.getlines(write.filename))
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    fn = next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.lineno <= write.lineno <= (n.end_lineno or n.lineno)
+            and not any(
+                isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and m is not n
+                and m.lineno <= write.lineno <= (m.end_lineno or m.lineno)
+                for m in ast.walk(n)
+            )
+        ),
+        None,
+    )
+    if fn is None:
+        return ()
+    split = {  # names the function binds to several views of a tensor (hx = ....unbind(0); a, b = ....split(1))
+        name.id
+        for st in ast.walk(fn)
+        if isinstance(st, ast.Assign)
+        and isinstance(st.value, ast.Call)
+        and isinstance(st.value.func, ast.Attribute)
+        and st.value.func.attr in _MULTI_VIEWS
+        for target in st.targets
+        for name in ast.walk(target)
+        if isinstance(name, ast.Name)
+    }
+    edits: list[Edit] = []
+    for st in [s for s in ast.walk(fn) if isinstance(s, ast.stmt)]:
+        if st.lineno <= write.lineno or st.end_lineno != st.lineno or isinstance(st, (ast.For, ast.While, ast.If)):
+            continue
+        writes = [
+            n.func
+            for n in ast.walk(st)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == op
+        ]
+        if not writes or not all({x.id for x in ast.walk(a.value) if isinstance(x, ast.Name)} & split for a in writes):
+            continue
+        line = linecache.getline(write.filename, st.lineno).rstrip("\n")
+        new = rewrite_in_place(line, op) or twin_in_expression(line, op)
+        if new is None or "\n" in new.strip():
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        edits.append(Edit(write.filename, st.lineno, st.lineno, indent + new.strip()))
+    return tuple(edits)
 
 
 def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:

@@ -438,7 +438,8 @@ def _out_of_place(st: ast.stmt, op: str) -> str | None:
     if not _has_method(twin):  # no out-of-place twin in this torch: write into a copy
         return _into_copy(receiver, ast.Expr(call))
     rewritten = ast.Call(ast.Attribute(receiver, twin, ast.Load()), call.args, call.keywords)
-    return ast.unparse(ast.Assign([*targets, receiver], rewritten, lineno=1))
+    bound = [x for x in targets if ast.unparse(x) != ast.unparse(receiver)]  # a = a.squeeze_(0): a = a.squeeze(0)
+    return ast.unparse(ast.Assign([*bound, receiver], rewritten, lineno=1))
 
 
 def _chain_out_of_place(call: ast.Call, op: str) -> ast.Call | None:

@@ -423,6 +423,7 @@ def test_inside_track_the_writes_are_known_one_by_one() -> None:
         ("std = logvar.mul_(0.5).exp_()", "mul_", "std = logvar.mul(0.5).exp()"),
         ("std = logvar.mul_(0.5).exp_()", "exp_", "std = logvar.mul(0.5).exp()"),
         ("z = x.add_(1).sum()", "add_", None),  # later reads of x need the write: not a rewrite of one line
+        ("a = a.squeeze_(0)", "squeeze_", "a = a.squeeze(0)"),  # the name bound once
     ],
 )
 def test_rewrite_in_place(code: str, op: str, expected: str | None) -> None:

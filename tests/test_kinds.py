@@ -138,6 +138,16 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     ),
     # a view of a split's output (squeezed) written in place once the split's outputs are gone: found by the
     # views' base, made out of place
+    # a learned initial state split per layer in a forward, each part squeezed in place on its own line: both lines
+    # out of place (a forward's write is no initialisation: no torch.no_grad())
+    "stacked_cells_initial_state_split": (
+        "multi_view_in_place",
+        ("low, high = self.start.split(1, dim=0)", "low = low.squeeze_(0).expand(seq.shape[1], -1)"),
+        (("loss", ("net",)),),
+    ),
+    # weights swapped for an evaluation and back, each swap a loop of copy_() into the parameters: both under
+    # torch.no_grad()
+    "swa_weights_swapped_for_eval": ("leaf_in_place", ("q.copy_(average[q])",), (("loss", ("model",)),)),
     "heads_split_then_scaled": ("multi_view_in_place", ("first *= 2.0",), (("loss", ("attn", "head")),)),
     "kl_term_unreduced": ("non_scalar_output", ("loss.backward()",), ()),
     # a conv with a full backward hook, its activation built with inplace=True in a helper (NOTE [A custom

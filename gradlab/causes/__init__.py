@@ -49,7 +49,9 @@ from ..evidence import (
     intent_from_record,
     is_parameter,
     leaves_of,
+    loop_claims,
     made_apart,
+    made_apart_also,
     made_outside,
     other_claims,
     previous_iteration,
@@ -71,7 +73,7 @@ from ..graph import Graph
 from ..i18n import T, Text
 from ..judge import judged
 from ..loop import site_intent
-from ..source import loop_around, loop_body_of
+from ..source import loop_around
 from .api_cache import (
     cached_around_loop,
     cached_inside_loop,
@@ -276,7 +278,8 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     base = from_frame(base, facts, None)
     made = made_apart(graph, p, facts, loss, base.intent)
     if made is not None:
-        base = replace(base, made_at=made[0], made_unstepped=made[1])
+        also = made_apart_also(graph, p, facts, loss, base.intent, made[0])
+        base = replace(base, made_at=made[0], made_unstepped=made[1], made_also=also)
     cached = cached_around_loop(facts)  # NOTE [A cache entered around the loop]
     if cached is not None:
         base = replace(base, extra={**base.extra, "cached_with": f"{cached[0]}:{cached[1]}"})
@@ -680,23 +683,20 @@ def _products_context(base: Context, facts: Facts, loss: str | None) -> Context:
     """The context of ``torch.autograd.grad`` run again on one graph (NOTE [Products through one graph]).
 
     autograd.grad trains nothing: what the loss trains is what its own ``backward()``
-    elsewhere in the loop does, read where that call is (the training loop, when the
+    elsewhere in the loop does, read where that call is (in the training loop, when the
     products are taken in an inner loop over inputs).
     """
     site, line = facts.site, facts.backward_line
     tree = site.tree() if site is not None else None
-    claims: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    while not claims and line is not None and tree is not None:
-        claims = claims_of_others(site, line, facts.namespace, None)
-        if claims:
-            break
-        outer = loop_around(tree, line)
-        line = outer.lineno if outer is not None and outer.lineno != line else None
+    claims = claims_of_others(site, line, facts.namespace, None)
     extra = {**base.extra, "products": "1"}
-    if not claims or line is None or line == facts.backward_line or site is None or tree is None:
+    if site is None or tree is None or line is None or not loss:
         return replace(base, other_claims=claims, extra=extra)
-    body = loop_body_of(tree, line) or []
-    own = next(  # the loss's own backward in that loop
+    outer = loop_around(tree, line)
+    while outer is not None and (up := loop_around(tree, outer.lineno)) is not None and up is not outer:
+        outer = up
+    body = outer.body if outer is not None else list(tree.body)
+    own = next(  # the loss's own backward in the training loop
         (
             n.lineno
             for st in body
@@ -709,6 +709,11 @@ def _products_context(base: Context, facts: Facts, loss: str | None) -> Context:
         None,
     )
     intent = site_intent(site, own) if own is not None else None
+    caller = facts.caller_loop
+    if own is None and not claims and caller is not None:  # a helper that takes the products: its caller's loop
+        # the fix changes nothing of the training: what each loss the caller's loop backwards trains, as it stands
+        claims = loop_claims(caller.site, {}, caller.line)
+        intent = site_intent(caller.site, caller.line) if claims else None
     if intent is None or not intent.known:
         return replace(base, other_claims=claims, extra=extra)
     return replace(base, intent=intent, other_claims=claims, extra=extra)

@@ -194,8 +194,25 @@ def views_of_leaf(failure: Failure, explanation: Explanation, split: object) -> 
     explanation = replace(explanation, fixes=tuple(replace(f, claims=f.claims or kept) for f in explanation.fixes))
     if not (isinstance(split, torch.Tensor) and split.is_leaf and split.requires_grad):
         return explanation
+    if _in_computation(failure):  # a forward's write (a learned initial state split per layer): no update
+        return explanation
     wrap = leaf_in_place.no_grad_fix(failure, None, True)
     if wrap is None:
         return explanation
     fixes = judged([wrap], Context(site=failure.site))
     return replace(explanation, fixes=(*fixes, *explanation.fixes))
+
+
+def _in_computation(failure: Failure) -> bool:
+    """The failing write is in a function that returns a value (a forward): its views are steps of the computation,
+    not a parameter's initialisation."""
+    import ast
+
+    from ..source import function_of
+
+    site, loc = failure.site, failure.location
+    tree = site.tree() if site is not None else None
+    if tree is None or loc is None or site is None or loc.filename != site.filename:
+        return False
+    fn = function_of(tree, loc.lineno)
+    return fn is not None and any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn))

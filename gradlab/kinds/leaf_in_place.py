@@ -19,6 +19,7 @@ from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of
 from ..i18n import T
 from ..judge import judged
+from ..loop import Site
 from ..messages import Message
 from ..rewrite import op_display, rewrite_in_place, twin_in_expression
 from ..source import calls_method, enclosing_blocks, function_of, runs_backward, statement_at
@@ -137,9 +138,21 @@ def no_grad_fix(f: Failure, name: str | None, parameter: bool) -> Proposal | Non
         return None
     # an update: of a parameter, or made from a gradient (w -= lr * w.grad): no_grad is what the code means
     update = parameter or any(isinstance(n, ast.Attribute) and n.attr == "grad" for s in run for n in ast.walk(s))
-    body = "\n".join(site.text(i) for i in range(first, last + 1))
-    indent = indent_of(site, first)
-    wrapped = f"{indent}with {alias}.no_grad():\n" + textwrap.indent(textwrap.dedent(body), indent + "    ")
+    edits = [_wrapped(site, alias, first, last)]
+    if update and fn is not None:  # the function's later writes to leaves would fail next: each wrapped too
+        writes = sorted(
+            {
+                (s.lineno, s.end_lineno or s.lineno)
+                for s in ast.walk(fn)
+                if isinstance(s, ast.stmt)
+                and s.lineno > last
+                and not isinstance(s, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.Try))
+                and _writes_to_leaf(s, f.namespace)
+            }
+        )
+        for start, end in writes:
+            if site.holds(start) and not any(e.start <= start <= e.end for e in edits):
+                edits.append(_wrapped(site, alias, start, end))
     return Proposal(
         Fix(
             summary=T(
@@ -151,12 +164,20 @@ def no_grad_fix(f: Failure, name: str | None, parameter: bool) -> Proposal | Non
                 "outside the graph, as an optimizer's step does",
                 name=name or T("the leaf"),
             ),
-            edits=(Edit(site.filename, first, last, wrapped),),
+            edits=tuple(edits),
             claims=f.claims() if update else (),
         ),
         None,
         update,
     )
+
+
+def _wrapped(site: Site, alias: str, first: int, last: int) -> Edit:
+    """Lines ``first`` to ``last`` of ``site``'s file under ``with torch.no_grad():``."""
+    body = "\n".join(site.text(i) for i in range(first, last + 1))
+    indent = indent_of(site, first)
+    wrapped = f"{indent}with {alias}.no_grad():\n" + textwrap.indent(textwrap.dedent(body), indent + "    ")
+    return Edit(site.filename, first, last, wrapped)
 
 
 def locate(f: Failure) -> Explanation:
