@@ -188,33 +188,32 @@ class Steps:
                 shapes=shapes,
             )
             notes.append((shapes, note, loc, True))
-        by_form = _cancelled_biases(zero, params, named)
-        if by_form:  # the loss's form cancels them: a note, not a warning
-            zero = [p for p in zero if all(p is not q for q in by_form)]
-            reported.update(id(p) for p in by_form)
-            labels = ", ".join(named.get(id(p)) or _t("parameter {shape}", shape=list(p.shape)) for p in by_form)
-            note = _t(
-                "{step}{where}: {labels} had an all-zero gradient while the rest of their layer learns: the computation "
-                "cancels them (a bias in a difference such as mean(real) - mean(fake), or right before a "
-                "normalization); not a mistake.",
-                step=step,
-                where=where,
-                labels=labels,
-            )
-            notes.append((labels, note, loc, False))
-        by_input = _zero_input_weights(zero, params, named)
-        if by_input:  # the layer learns, its input was zeros this step: a note, not a warning
-            zero = [p for p in zero if all(p is not q for q in by_input)]
-            reported.update(id(p) for p in by_input)
-            labels = ", ".join(named.get(id(p)) or _t("parameter {shape}", shape=list(p.shape)) for p in by_input)
-            note = _t(
-                "{step}{where}: {labels} had an all-zero gradient while their layer's bias learns: the layer's input "
-                "was all zeros at this step (a zero placeholder, such as self-conditioning switched off, or an "
-                "all-padding batch); not a mistake if other steps feed it values.",
-                step=step,
-                where=where,
-                labels=labels,
-            )
+        # all-zero by the computation's form, or by a zero input this step: a note, not a warning
+        for finder in (_cancelled_biases, _zero_input_weights):
+            quiet = finder(zero, params, named)
+            if not quiet:
+                continue
+            zero = [p for p in zero if all(p is not q for q in quiet)]
+            reported.update(id(p) for p in quiet)
+            labels = ", ".join(named.get(id(p)) or _t("parameter {shape}", shape=list(p.shape)) for p in quiet)
+            if finder is _cancelled_biases:
+                note = _t(
+                    "{step}{where}: {labels} had an all-zero gradient while the rest of their layer learns: the "
+                    "computation cancels them (a bias in a difference such as mean(real) - mean(fake), or right "
+                    "before a normalization); not a mistake.",
+                    step=step,
+                    where=where,
+                    labels=labels,
+                )
+            else:
+                note = _t(
+                    "{step}{where}: {labels} had an all-zero gradient while their layer's bias learns: the layer's "
+                    "input was all zeros at this step (a zero placeholder, such as self-conditioning switched off, or "
+                    "an all-padding batch); not a mistake if other steps feed it values.",
+                    step=step,
+                    where=where,
+                    labels=labels,
+                )
             notes.append((labels, note, loc, False))
         for found, what in ((missing, _("no gradient (.grad is None)")), (zero, _("an all-zero gradient"))):
             if not found:
