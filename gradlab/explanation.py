@@ -415,11 +415,23 @@ def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:
     header, binding, tensor = found
     lines = source.splitlines()
     head, body = lines[loop.lineno - 1], lines[loop.body[0].lineno - 1]
+    indent = head[: len(head) - len(head.lstrip())]
+    # an argument the function returns may itself be one of several views (a clip of a batch iterated by the
+    # caller): the writes go into a copy of it, which the function returns (NOTE [A loop that writes into the rows
+    # it iterates])
+    copied = (
+        isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and tensor in {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        and any(
+            isinstance(r, ast.Return) and isinstance(r.value, ast.Name) and r.value.id == tensor for r in ast.walk(fn)
+        )
+    )
+    first = f"{indent}{tensor} = {tensor}.clone()\n" if copied else ""
     edit = Edit(
         made.filename,
         loop.lineno,
         loop.lineno,
-        f"{head[: len(head) - len(head.lstrip())]}{header}\n{body[: len(body) - len(body.lstrip())]}{binding}",
+        f"{first}{indent}{header}\n{body[: len(body) - len(body.lstrip())]}{binding}",
     )
     if check_edits(source, [edit], used) is not None:
         return None
@@ -439,6 +451,12 @@ def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:
             where=made.where,
         ),
         trains=T(
+            "the same as intended: a copy of {tensor} gets the written values and is returned, and gradients flow "
+            "through the writes into the tensor passed in, which keeps its values",
+            tensor=tensor,
+        )
+        if copied
+        else T(
             "the same as intended: {tensor} gets the written values, and gradients flow through the writes",
             tensor=tensor,
         ),
@@ -468,7 +486,11 @@ def _value_of(st: ast.stmt) -> ast.AST:
 # the loop, and after the out-of-place form otherwise. It is not offered when the write
 # reads the row it writes (r /= r.norm(): the norm saved the row), nor when the op that
 # made the tensor saved its own output (exp, tanh: the tracker reads it from the tensor's
-# node): the backward would then find a saved tensor overwritten (GL0002).
+# node): the backward would then find a saved tensor overwritten (GL0002). When the tensor
+# is an argument the function returns (a transform's __call__(clip) over a clip the caller
+# got by iterating a batch), it may itself be one of several views: the rewrite first
+# copies it (clip = clip.clone()), the writes go into the copy, the function returns it, and
+# the gradient flows through the writes into the tensor passed in.
 
 
 def _cut_word(cut: str) -> str:

@@ -148,6 +148,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # weights swapped for an evaluation and back, each swap a loop of copy_() into the parameters: both under
     # torch.no_grad()
     "swa_weights_swapped_for_eval": ("leaf_in_place", ("q.copy_(average[q])",), (("loss", ("model",)),)),
+    # a transform's loop writes into the channels of a sample the caller got by iterating a batch: the sample is
+    # copied, then indexed (NOTE [A loop that writes into the rows it iterates])
+    "per_channel_scale_of_iterated_sample": (
+        "multi_view_in_place",
+        ("plane.mul_(g)",),
+        (("loss", ("head", "stage")),),
+    ),
     "heads_split_then_scaled": ("multi_view_in_place", ("first *= 2.0",), (("loss", ("attn", "head")),)),
     "kl_term_unreduced": ("non_scalar_output", ("loss.backward()",), ()),
     # a conv with a full backward hook, its activation built with inplace=True in a helper (NOTE [A custom

@@ -431,6 +431,8 @@ def _appended_detached(f: Failure, st: ast.stmt) -> tuple[tuple[Edit, ...], list
             root = root.value
         if isinstance(root, ast.Name) and root.id in aliases:
             for arg in call.args:
+                while isinstance(arg, ast.Subscript):  # np.log10(losses[-n:]): a slice of the list
+                    arg = arg.value
                 value = f.namespace.get(arg.id) if isinstance(arg, ast.Name) else None
                 if isinstance(value, list) and _graph_tensors(value):
                     lists.append(value)
