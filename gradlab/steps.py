@@ -188,15 +188,27 @@ class Steps:
                 shapes=shapes,
             )
             notes.append((shapes, note, loc, True))
-        # all-zero by the computation's form, or by a zero input this step: a note, not a warning
-        for finder in (_cancelled_biases, _zero_input_weights):
-            quiet = finder(zero, params, named)
+        # all-zero (or no gradient) by the computation's form, or by a zero input this step: a note, not a warning
+        for finder, none in ((_cancelled_biases, False), (_zero_input_weights, False), (_cancelled_biases, True)):
+            quiet = finder(missing if none else zero, params, named)
             if not quiet:
                 continue
-            zero = [p for p in zero if all(p is not q for q in quiet)]
+            if none:
+                missing = [p for p in missing if all(p is not q for q in quiet)]
+            else:
+                zero = [p for p in zero if all(p is not q for q in quiet)]
             reported.update(id(p) for p in quiet)
             labels = ", ".join(named.get(id(p)) or _t("parameter {shape}", shape=list(p.shape)) for p in quiet)
-            if finder is _cancelled_biases:
+            if none:
+                note = _t(
+                    "{step}{where}: {labels} had no gradient while the rest of their layer learns: the computation "
+                    "does not read them (a loss made of the output's derivative with respect to the input, such as "
+                    "forces from an energy, never reads the last bias); not a mistake if the loss is meant so.",
+                    step=step,
+                    where=where,
+                    labels=labels,
+                )
+            elif finder is _cancelled_biases:
                 note = _t(
                     "{step}{where}: {labels} had an all-zero gradient while the rest of their layer learns: the "
                     "computation cancels them (a bias in a difference such as mean(real) - mean(fake), or right "
@@ -296,10 +308,12 @@ def _cancelled_biases(
 ) -> list[torch.Tensor]:
     """The all-zero biases whose layer's weight (in the same optimizer) has a gradient: the loss's form cancels them.
 
-    The layer's weight is found by name (``x.bias`` and ``x.weight``), or without names
-    as the parameter before the bias in the optimizer's order (``Module.parameters()``
-    lists a layer's weight right before its bias) with the bias's length as its first
-    dimension.
+    The layer's weights are found by name (``x.bias`` beside ``x.weight``, or a weight-normed
+    layer's ``x.parametrizations.weight.original0``), or without names as the parameter
+    before the bias in the optimizer's order (``Module.parameters()`` lists a layer's weight
+    right before its bias) with the bias's length as its first dimension. The same test
+    serves biases with no gradient at all (a loss made of the output's derivative with
+    respect to the input, such as forces from an energy, never reads the last bias).
     """
     if not zero:
         return []
@@ -309,12 +323,13 @@ def _cancelled_biases(
     for p in zero:
         name = named.get(id(p))
         if name is not None:
-            weight = by_name.get(name[: -len("bias")] + "weight") if name.endswith(".bias") else None
+            prefix = name[: -len("bias")] if name.endswith(".bias") else None
+            weights = [q for n, q in by_name.items() if prefix and n.startswith(prefix) and q is not p]
         else:
             weight = before.get(id(p))
-            if p.dim() != 1 or weight is None or weight.dim() < 1 or weight.shape[0] != p.shape[0]:
-                weight = None
-        if weight is not None and weight.grad is not None and _any_nonzero(weight.grad):
+            fits = weight is not None and p.dim() == 1 and weight.dim() >= 1 and weight.shape[0] == p.shape[0]
+            weights = [weight] if weight is not None and fits else []
+        if any(w.grad is not None and _any_nonzero(w.grad) for w in weights):
             out.append(p)
     return out
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import torch
 from torch import nn
+from torch.nn.utils.parametrizations import weight_norm
 
 import gradlab
 from gradlab import course
@@ -319,6 +320,42 @@ def test_a_layer_behind_a_zero_initialised_one_is_not_noted_for_its_first_step()
                 opt.step()
     assert tracker.notes == []
     assert bool(a_grads[0].eq(0).all()) and all(bool(g.ne(0).any()) for g in a_grads[1:])  # real torch agrees
+
+
+def test_a_bias_the_loss_never_reads_is_a_note_not_a_warning() -> None:
+    # forces from an energy: the loss is made of d(energy)/dx, which never reads the energy's last bias
+    torch.manual_seed(0)
+    energy = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 1))
+    opt = torch.optim.Adam(energy.parameters(), lr=1e-2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gradlab.UnusedStepWarning)
+        with gradlab.track(names={"energy": energy}) as tracker:
+            for _ in range(3):
+                x = torch.randn(32, 2, requires_grad=True)
+                (force,) = torch.autograd.grad(energy(x).sum(), x, create_graph=True)
+                loss = (force + x.detach()).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    assert len(tracker.notes) == 1 and "energy.2.bias had no gradient while the rest of their layer" in tracker.notes[0]
+    assert energy[2].bias.grad is None and bool(energy[2].weight.grad.ne(0).any())  # real torch agrees
+
+
+def test_a_weight_normed_layers_cancelled_bias_is_a_note() -> None:
+    torch.manual_seed(0)
+    critic = nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), weight_norm(nn.Linear(8, 1)))
+    opt = torch.optim.SGD(critic.parameters(), lr=0.01)
+    real, fake = torch.randn(16, 4) + 1, torch.randn(16, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gradlab.UnusedStepWarning)
+        with gradlab.track(names={"critic": critic}) as tracker:
+            for _ in range(3):
+                loss = critic(fake).mean() - critic(real).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    assert len(tracker.notes) == 1 and "critic.2.bias had an all-zero gradient while the rest" in tracker.notes[0]
+    assert bool(critic[2].bias.grad.eq(0).all())
 
 
 def test_a_layer_fed_zeros_is_a_note_not_a_warning() -> None:
