@@ -11,7 +11,7 @@ from .i18n import T, Words, join
 from .location import Location
 from .loop import LoopIntent, Site
 
-__all__ = ["Cause", "CAUSES", "Context"]
+__all__ = ["Cause", "CAUSES", "Context", "as_receiver"]
 
 
 #: Why a backward fails, as gradlab decides it from what it observed.
@@ -34,6 +34,12 @@ Cause = Literal[
 ]
 
 CAUSES: tuple[Cause, ...] = typing.get_args(Cause)
+
+
+def as_receiver(expr: str) -> str:
+    """A loss as the text names it, written as the receiver of a method call: a name as it is, an expression in
+    parentheses (``(w * loss).backward()``)."""
+    return expr if re.fullmatch(r"[\w.\[\]]+", expr) else f"({expr})"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from .loop import LoopIntent, Site, read_site, recorded_intent, site_intent
 from .messages import Message, find
 from .names import framework_backward
 from .saved import SavedTensor, Write
-from .source import calls_method, loop_around, loop_body_of, next_backward, parse
+from .source import calls_method, loop_body_of, next_backward, outermost_loop, parse
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
@@ -469,9 +469,7 @@ def claims_of_others(
     if body is None and tree is not None:
         body = list(tree.body)
     elif not same_steps and tree is not None:  # the training loop's other inner loops too (a GP fitted, then used)
-        outer = loop_around(tree, line)
-        while outer is not None and (up := loop_around(tree, outer.lineno)) is not None and up is not outer:
-            outer = up
+        outer = outermost_loop(tree, line)
         body = outer.body if outer is not None else body
     body = body or []
     here = next((k for k, st in enumerate(body) if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
@@ -933,10 +931,9 @@ def made_apart_also(
     if first.lineno not in stores:
         return ()
     found: dict[tuple[str, int], Location] = {}
-    for s in graph.saved:
-        if s.status != "freed" or s.node_id == p.node_id or s.node_id is None:
-            continue
-        made = made_apart(graph, p, facts, loss, intent, node_id=s.node_id)
+    freed = {s.node_id for s in graph.saved if s.status == "freed" and s.node_id is not None} - {p.node_id}
+    for node_id in sorted(freed):  # each node once (a node saves several tensors)
+        made = made_apart(graph, p, facts, loss, intent, node_id=node_id)
         if (
             made is not None
             and made[0].filename == first.filename

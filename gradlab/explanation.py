@@ -33,6 +33,7 @@ from .i18n import T, Words, _, _t
 from .location import Location
 from .render import fix_lines, header, help_lines, numbered, quote
 from .rewrite import by_index, op_display, rewrite_in_place, twin_in_expression
+from .source import function_of
 
 __all__ = ["Explanation", "Span", "KINDS"]
 
@@ -325,21 +326,7 @@ def _sibling_writes(write: Location, op: str) -> tuple[Edit, ...]:
         tree = ast.parse(source)
     except SyntaxError:
         return ()
-    fn = next(
-        (
-            n
-            for n in ast.walk(tree)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and n.lineno <= write.lineno <= (n.end_lineno or n.lineno)
-            and not any(
-                isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and m is not n
-                and m.lineno <= write.lineno <= (m.end_lineno or m.lineno)
-                for m in ast.walk(n)
-            )
-        ),
-        None,
-    )
+    fn = function_of(tree, write.lineno)
     if fn is None:
         return ()
     split = {  # names the function binds to several views of a tensor (hx = ....unbind(0); a, b = ....split(1))

@@ -29,6 +29,8 @@ __all__ = [
     "statement_span",
     "loop_body_of",
     "loop_around",
+    "outermost_loop",
+    "returns_value",
     "enclosing_blocks",
     "after",
     "next_backward",
@@ -118,6 +120,20 @@ def loop_around(tree: ast.Module, lineno: int) -> ast.For | ast.AsyncFor | ast.W
         if found is None or node.lineno > found.lineno:
             found = node
     return found
+
+
+def outermost_loop(tree: ast.Module, lineno: int) -> ast.For | ast.AsyncFor | ast.While | None:
+    """The outermost ``for``/``while`` statement whose body holds line ``lineno`` (the training loop around an inner
+    one), or None."""
+    outer = loop_around(tree, lineno)
+    while outer is not None and (up := loop_around(tree, outer.lineno)) is not None and up is not outer:
+        outer = up
+    return outer
+
+
+def returns_value(fn: ast.AST) -> bool:
+    """``fn`` (a function's tree) has a ``return`` with a value."""
+    return any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn))
 
 
 def enclosing_blocks(tree: ast.AST) -> Iterator[list[ast.stmt]]:

@@ -73,7 +73,7 @@ from ..graph import Graph
 from ..i18n import T, Text
 from ..judge import judged
 from ..loop import site_intent
-from ..source import loop_around
+from ..source import outermost_loop
 from .api_cache import (
     cached_around_loop,
     cached_inside_loop,
@@ -692,9 +692,7 @@ def _products_context(base: Context, facts: Facts, loss: str | None) -> Context:
     extra = {**base.extra, "products": "1"}
     if site is None or tree is None or line is None or not loss:
         return replace(base, other_claims=claims, extra=extra)
-    outer = loop_around(tree, line)
-    while outer is not None and (up := loop_around(tree, outer.lineno)) is not None and up is not outer:
-        outer = up
+    outer = outermost_loop(tree, line)
     body = outer.body if outer is not None else list(tree.body)
     own = next(  # the loss's own backward in the training loop
         (

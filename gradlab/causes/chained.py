@@ -4,14 +4,13 @@ through a part an earlier backward freed (two chained networks, a GAN, an actor-
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 import torch
 
-from ..context import Context
+from ..context import Context, as_receiver
 from ..edits import Edit
 from ..evidence import (
     Facts,
@@ -500,8 +499,8 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
                     else T(
                         "keep two backward calls: {earlier}.backward(retain_graph=True), then {loss}.backward(), "
                         "and only then any optimizer step",
-                        earlier=_called(ctx.earlier) or ctx.e,
-                        loss=_called(ctx.loss) or ctx.l,
+                        earlier=as_receiver(ctx.earlier) if ctx.earlier else ctx.e,
+                        loss=as_receiver(ctx.loss) if ctx.loss else ctx.l,
                     ),
                     trains=T("like the sum: every loss of the loop trains {model}", model=ctx.m)
                     if one_line
@@ -636,10 +635,3 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     if not freed:
         proposals.append(_hatch(ctx))
     return proposals
-
-
-def _called(expr: str | None) -> str | None:
-    """``expr`` as the receiver of a method call: ``(w * penalty)`` for an expression, a plain name as it is."""
-    if expr is None:
-        return None
-    return expr if re.fullmatch(r"[\w.\[\]'\"]+", expr) else f"({expr})"

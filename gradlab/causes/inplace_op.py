@@ -11,7 +11,7 @@ from ..fixes import Fix, Proposal, all_edits, keeping, source_of, whole_statemen
 from ..i18n import T
 from ..location import Location
 from ..rewrite import ACTIVATIONS, OP_NAMES, rewrite_in_place, twin_in_expression, without_inplace_flags
-from ..source import function_of
+from ..source import function_of, returns_value
 
 
 def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
@@ -90,7 +90,7 @@ def _through_callers(ctx: Context, rewritten: str) -> tuple[tuple[Edit, ...], st
     )
     if rebound:
         return (), rewritten  # a local of the helper by then: the caller's tensor is not what it writes
-    if any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(helper)):
+    if returns_value(helper):
         return (), rewritten  # it returns a value (a forward's ``return x``): its callers use what it returns
     if any(isinstance(n, ast.Return) for n in ast.walk(helper)):
         return None

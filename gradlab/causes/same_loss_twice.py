@@ -7,7 +7,7 @@ import re
 from collections.abc import Collection
 from dataclasses import replace
 
-from ..context import Context
+from ..context import Context, as_receiver
 from ..edits import Edit
 from ..evidence import Facts, receiver, steps_between
 from ..fixes import Fix, Proposal, all_edits, keeping, replace_line, source_of
@@ -157,8 +157,8 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
     if once is None and ctx.extra.get("delete_at"):  # the second caller of one wrapper's backward line
         once = _deleted_call(ctx.extra.get("delete_in", ""), int(ctx.extra["delete_at"]))
     shown = ctx  # the loss as the text names it: (w * loss).backward() keeps its parentheses
-    if ctx.loss is not None and not re.fullmatch(r"[\w.\[\]]+", ctx.loss):
-        shown = replace(ctx, loss=f"({ctx.loss})")
+    if ctx.loss is not None:
+        shown = replace(ctx, loss=as_receiver(ctx.loss))
     return [
         *([reset] if reset is not None else []),
         keeping(

@@ -206,13 +206,11 @@ def views_of_leaf(failure: Failure, explanation: Explanation, split: object) -> 
 def _in_computation(failure: Failure) -> bool:
     """The failing write is in a function that returns a value (a forward): its views are steps of the computation,
     not a parameter's initialisation."""
-    import ast
-
-    from ..source import function_of
+    from ..source import function_of, returns_value
 
     site, loc = failure.site, failure.location
     tree = site.tree() if site is not None else None
     if tree is None or loc is None or site is None or loc.filename != site.filename:
         return False
     fn = function_of(tree, loc.lineno)
-    return fn is not None and any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn))
+    return fn is not None and returns_value(fn)

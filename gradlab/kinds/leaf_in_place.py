@@ -22,7 +22,7 @@ from ..judge import judged
 from ..loop import Site
 from ..messages import Message
 from ..rewrite import op_display, rewrite_in_place, twin_in_expression
-from ..source import calls_method, enclosing_blocks, function_of, runs_backward, statement_at
+from ..source import calls_method, enclosing_blocks, function_of, returns_value, runs_backward, statement_at
 
 __all__ = ["explain", "locate", "no_grad_fix"]
 
@@ -112,7 +112,7 @@ def no_grad_fix(f: Failure, name: str | None, parameter: bool) -> Proposal | Non
     helper = (
         fn is not None
         and not any(runs_backward(n) or calls_method(n, ("step",)) for n in fn.body)
-        and not any(isinstance(r, ast.Return) and r.value is not None for r in ast.walk(fn))
+        and not returns_value(fn)
     )
     if fn is not None and helper:  # an init or update helper (it backwards nothing, returns nothing): all of it
         top = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
