@@ -444,15 +444,21 @@ def _stepped_aside(error_message: str, can: bool = True) -> None:
 
 # NOTE [Warnings keep the user's frame]
 # A warning torch raises in C++ (TORCH_WARN) is attributed to the Python frame that
-# called the C function; one raised by torch's Python code with stacklevel=2, to its
-# caller. With a wrapper in between, that frame is gradlab's (this file, or the recorder
-# that runs the original), so the warning would show gradlab's file and line, and
-# Python's once-per-line registry would be gradlab's. So while the wrappers are
-# installed, a filter lets every warning attributed to a gradlab module through
-# ("always": no registry there), and warnings._showwarnmsg re-issues it at the first
-# frame outside gradlab (the user's line, or torch's own caller, as without gradlab),
-# where Python's filters and registry then decide, as they would without gradlab.
-# Nothing runs on the wrappers' hot path. The course (gradlab.course) is user code here.
+# called the C function; one raised by torch's Python code with stacklevel=k, to the
+# k-th frame out. With a wrapper in between, the frame that called the C function is
+# gradlab's (this file, or the recorder that runs the original), and a walk of k frames
+# crosses gradlab's frames and stops short of where Python would stop: a full backward
+# hook's warning (stacklevel=5, meant to reach the line that called Tensor.backward)
+# lands on torch/_tensor.py. So while the wrappers are installed, a filter lets every
+# warning attributed to a gradlab module through ("always": no registry there), and
+# warnings._showwarnmsg re-issues a warning at the frame Python would have chosen
+# without gradlab: the same walk, counting only frames that are not gradlab's, and
+# ending, as Python's does, at "sys:1" when it runs past the user's first frame (the
+# runner of `gradlab run` is not the user's program). There Python's filters and
+# registry decide, as they would without gradlab; a registry entry the misplaced
+# warning made on its way is taken back first. A warning gradlab itself raises at a
+# frame it chose stays there. Nothing runs on the wrappers' hot path. The course
+# (gradlab.course) is user code here.
 _LIBRARY_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _COURSE_DIR = _LIBRARY_DIR + "course" + os.sep
 _LIBRARY_MODULES = re.compile(r"gradlab\.(?!course(\.|\Z))[\w.]+\Z")
@@ -462,14 +468,38 @@ def _library_frame(filename: str) -> bool:
     return filename.startswith(_LIBRARY_DIR) and not filename.startswith(_COURSE_DIR)
 
 
-def _outside(filename: str, lineno: int) -> FrameType | None:
-    """The first frame outside gradlab's library around the frame at ``filename:lineno`` (None if not on the stack)."""
-    frame: FrameType | None = sys._getframe(2)
+_RUNNER_FILES = (_LIBRARY_DIR + "cli.py", _LIBRARY_DIR + "__main__.py")
+_TOP = "sys:1"  # the walk ran past the program's first frame
+
+
+def _as_without_gradlab(start: FrameType, filename: str, lineno: int) -> FrameType | str | None:
+    """Where Python would have put a warning that ``start`` raised at ``filename:lineno`` had gradlab's frames not
+    been on the stack: a frame, :data:`_TOP`, or None when that is where it is already."""
+    walked = 0
+    frame: FrameType | None = start
     while frame is not None and not (frame.f_code.co_filename == filename and frame.f_lineno == lineno):
+        walked += 1
         frame = frame.f_back
-    while frame is not None and _library_frame(frame.f_code.co_filename):
+    if frame is None:  # a location that is not on the stack (warn_explicit's own): left alone
+        return None
+    walked += 1
+    if _library_frame(start.f_code.co_filename) and not _library_frame(filename):
+        return None  # gradlab warned at a frame it chose
+    crossed = False
+    counted = 0
+    frame = start
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(_RUNNER_FILES):
+            return _TOP
+        if _library_frame(name):
+            crossed = True
+        else:
+            counted += 1
+            if counted == walked:
+                return frame if crossed else None
         frame = frame.f_back
-    return frame
+    return _TOP if crossed else None
 
 
 def _warn_at(frame: FrameType, message: Warning | str, category: type[Warning], source: object = None) -> None:
@@ -502,16 +532,44 @@ def _warning_filters() -> list[Any]:
 def _showwarnmsg_wrapper(original: Callable[[warnings.WarningMessage], None]) -> Callable[..., None]:
     @functools.wraps(original)
     def showwarnmsg(msg: warnings.WarningMessage) -> None:
-        frame = _outside(msg.filename, msg.lineno) if _library_frame(msg.filename) else None
-        if frame is None:
+        # warnings.warn is C: the frame under this one is the one that warned
+        place = _as_without_gradlab(sys._getframe(1), msg.filename, msg.lineno)
+        if place is None:
             original(msg)
             return
         try:
-            _warn_at(frame, msg.message, msg.category, msg.source)
+            _take_back(msg)
+            if isinstance(place, str):
+                _warn_at_top(msg.message, msg.category, msg.source)
+            else:
+                _warn_at(place, msg.message, msg.category, msg.source)
         finally:
-            del frame
+            del place
 
     return showwarnmsg
+
+
+def _take_back(msg: warnings.WarningMessage) -> None:
+    """Undo the once-per-line entry the warning made where it was misplaced (none in gradlab's modules: "always")."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and not (frame.f_code.co_filename == msg.filename and frame.f_lineno == msg.lineno):
+        frame = frame.f_back
+    if frame is None:
+        return
+    registry = frame.f_globals.get("__warningregistry__")
+    text = str(msg.message) if isinstance(msg.message, Warning) else msg.message
+    if isinstance(registry, dict):
+        registry.pop((text, msg.category, msg.lineno), None)
+    del frame
+
+
+def _warn_at_top(message: Warning | str, category: type[Warning], source: object = None) -> None:
+    """Warn as ``warnings.warn`` does when its stacklevel runs past the first frame: at ``sys:1``."""
+    namespace = vars(sys)
+    registry = namespace.get("__warningregistry__")
+    if not isinstance(registry, dict):
+        registry = namespace["__warningregistry__"] = {}
+    warnings.warn_explicit(message, category, "sys", 1, module="sys", registry=registry, source=source)
 
 
 def step_closure(args: Any, kwargs: Any) -> Callable[..., Any] | None:

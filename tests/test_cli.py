@@ -169,6 +169,32 @@ def test_torch_error_under_tracking_is_printed_like_python(tmp_path: Path) -> No
     assert "mat1 and mat2 shapes cannot be multiplied" in ours.stderr
 
 
+def test_a_warning_from_inside_the_backward_is_printed_like_python(tmp_path: Path) -> None:
+    """torch's full-backward-hook warning walks stacklevel=5 frames out of the hook, meant to reach the line that
+    called Tensor.backward; gradlab's backward wrapper must not shorten that walk (NOTE [Warnings keep the user's
+    frame]). Two lines warn once each, and torch.autograd.backward called directly reaches past the script's first
+    frame: "sys:1", as under python."""
+    script = tmp_path / "hooked.py"
+    script.write_text(
+        "import torch\n"
+        "m = torch.nn.Linear(3, 2)\n"
+        "m.register_full_backward_hook(lambda mod, gi, go: None)\n"
+        "x = torch.randn(4, 3)\n"
+        "for _ in range(2):\n"
+        "    m(x).sum().backward()\n"
+        "m(x).pow(2).sum().backward()\n"
+        "torch.autograd.backward(m(x).sum())\n"
+    )
+    plain = _python(str(script))
+    ours = gradlab_run(str(script))
+    assert (ours.returncode, ours.stdout, ours.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    assert [line.split(": UserWarning")[0] for line in plain.stderr.splitlines() if "UserWarning" in line] == [
+        f"{script}:6",
+        f"{script}:7",
+        "sys:1",
+    ]
+
+
 def test_missing_file(tmp_path: Path) -> None:
     missing = tmp_path / "no_such_script.py"
     r = gradlab_run(str(missing))

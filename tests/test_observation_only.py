@@ -203,6 +203,26 @@ def test_a_warning_once_per_line_stays_once_per_line_under_track() -> None:
     assert counts == [2, 2]
 
 
+def test_a_warning_from_inside_the_backward_keeps_the_users_line_under_track() -> None:
+    """A full backward hook's warning (stacklevel=5 from the hook) names the line that called backward, once per
+    line, as without gradlab: the wrapper around torch.autograd.backward is not counted."""
+    m = torch.nn.Linear(3, 2)
+    m.register_full_backward_hook(lambda mod, gi, go: None)
+    x = torch.randn(4, 3)
+    seen = {}
+    for tracked in (False, True):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            with gradlab.track() if tracked else contextlib.nullcontext():
+                first = sys._getframe().f_lineno + 2
+                for _ in range(2):
+                    m(x).sum().backward()
+                m(x).pow(2).sum().backward()
+        seen[tracked] = [(w.filename, w.lineno, w.category) for w in caught]
+    assert seen[False] == [(__file__, first, UserWarning), (__file__, first + 1, UserWarning)]
+    assert seen[True] == seen[False]
+
+
 def _gat_error() -> str:
     torch.manual_seed(0)
     src, dst = torch.randint(0, 5, (12,)), torch.randint(0, 5, (12,))
