@@ -489,12 +489,13 @@ def claims_of_others(
             if name == failing_loss:
                 continue
             if isinstance(value, torch.Tensor) and value.grad_fn is not None:
-                leaves = leaves_of(value)
-            else:  # (w * penalty).backward(): arithmetic of the frame's tensors reaches what they reach
-                leaves = _arithmetic_leaves(n.func.value, namespace)
-                if not leaves:
-                    continue
-            reach = {m for m, ids in site.modules.items() if ids & leaves}
+                reach = {m for m, ids in site.modules.items() if ids & leaves_of(value)}
+            elif leaves := _arithmetic_leaves(n.func.value, namespace):  # (w * penalty).backward()
+                reach = {m for m, ids in site.modules.items() if ids & leaves}
+            elif value is None and name.isidentifier() and tree is not None:  # not computed yet in this iteration
+                reach = _reach_from_source(site, tree, n.lineno, name, namespace)
+            else:
+                continue
             intent = site_intent(site, n.lineno)
             if intent.known:
                 out[name] = tuple(sorted(reach & set(intent.trained)))
@@ -1119,7 +1120,7 @@ def loop_claims(
     its name, else the user's models the statements computing it call) limited to the
     modules whose optimizer steps on it.
     """
-    from .source import after, feeding, names, preceding
+    from .source import after
 
     tree = site.tree() if site is not None else None
     if site is None or tree is None:
@@ -1143,30 +1144,37 @@ def loop_claims(
             elif loss in out or not loss.isidentifier():
                 continue
             else:
-                before = preceding(tree, node.lineno)
-                lines = feeding(before, {loss})
-                # a loop over a tensor's parts (``for part in net(x):``) feeds the loss through its target
-                loops = [
-                    n
-                    for n in ast.walk(tree)
-                    if isinstance(n, ast.For)
-                    and n.lineno < node.lineno
-                    and any(n.lineno < k <= (n.end_lineno or n.lineno) for k in lines)
-                    and names(n.target, ast.Store)
-                    & {m for b in before if b.lineno in lines for m in names(b, ast.Load)}
-                ]
-                if loops:
-                    lines |= feeding(before, {loss} | {m for n in loops for m in names(n.iter, ast.Load)})
-                called = {
-                    ast.unparse(n.func)
-                    for b in [*(b for b in before if b.lineno in lines), *(n.iter for n in loops)]
-                    for n in ast.walk(b)
-                    if isinstance(n, ast.Call)
-                }
-                modules = set(site.modules) | _modules_to_be(tree, node.lineno, namespace)
-                reach = {m for m in modules if any(calls_into(c, m) for c in called)}
+                reach = _reach_from_source(site, tree, node.lineno, loss, namespace)
             if feeding_into is not None and any(calls_into(feeding_into[0], m) for m in reach):
                 reach |= {m for m in site.modules if any(calls_into(c, m) for c in feeding_into[1])}
             intent = site_intent(site, node.lineno)
             out[loss] = _one_name_each(site, reach & set(intent.trained) if intent.known else reach)
     return tuple(sorted(out.items()))
+
+
+def _reach_from_source(site: Site, tree: ast.Module, line: int, loss: str, namespace: Mapping[str, Any]) -> set[str]:
+    """The user's models that the statements computing ``loss`` (backwarded at ``line``) call: a loss's reach
+    read from the code, for a loss that has no tensor yet (its statements run later in the iteration)."""
+    from .source import feeding, names, preceding
+
+    before = preceding(tree, line)
+    lines = feeding(before, {loss})
+    # a loop over a tensor's parts (``for part in net(x):``) feeds the loss through its target
+    loops = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.For)
+        and n.lineno < line
+        and any(n.lineno < k <= (n.end_lineno or n.lineno) for k in lines)
+        and names(n.target, ast.Store) & {m for b in before if b.lineno in lines for m in names(b, ast.Load)}
+    ]
+    if loops:
+        lines |= feeding(before, {loss} | {m for n in loops for m in names(n.iter, ast.Load)})
+    called = {
+        ast.unparse(n.func)
+        for b in [*(b for b in before if b.lineno in lines), *(n.iter for n in loops)]
+        for n in ast.walk(b)
+        if isinstance(n, ast.Call)
+    }
+    modules = set(site.modules) | _modules_to_be(tree, line, namespace)
+    return {m for m in modules if any(calls_into(c, m) for c in called)}

@@ -40,6 +40,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "rnn_state_on_module": ("carried_state", (("mse", ("net",)),)),
     # one encoder, two losses on its two outputs, backwarded one after the other (no downstream model)
     "one_encoder_two_losses": ("shared_graph_freed", (("align", ("embed",)), ("uniform", ("embed",)))),
+    # a target computed once per batch and detached on the first pass only (NOTE [A reference the code detaches
+    # elsewhere]): detached where it is made
+    "anchor_detached_on_first_pass": ("stale_forward", (("total", ("embedder", "head")),)),
     # a memory bank the loss reads before the line that stores it: the stored value is detached, not the read
     "memory_bank_keys": ("carried_state", (("loss", ("encoder",)),)),
     # an indexed assignment on a sigmoid's output: written into a copy (three lines), the name rebound

@@ -13,8 +13,8 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, Problem, holds_node, leaves_below, sequence_of, stepped_params, value_of
-from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, statements_text
+from ..evidence import Facts, Problem, calls_into, holds_node, leaves_below, sequence_of, stepped_params, value_of
+from ..fixes import Fix, Proposal, all_edits, claim, edit_at, insert_lines, keeping, statements_text
 from ..graph import Graph
 from ..i18n import T
 from ..location import Location
@@ -293,7 +293,9 @@ def stale_fixes(ctx: Context) -> list[Proposal]:
     edit = insert_lines(ctx, ctx.stale_before, text) if text and ctx.stale_before is not None else None
     moved = _moved_out(ctx, lines) if edit is not None else ()
     what = ", ".join(t.split("=")[0].strip() for t in text.splitlines() if "=" in t) if text else T("the forward")
+    target = _detached_target(ctx)  # NOTE [A reference the code detaches elsewhere]
     return [
+        *([target[0]] if target is not None and target[1] else []),
         keeping(
             ctx,
             Fix(
@@ -310,7 +312,95 @@ def stale_fixes(ctx: Context) -> list[Proposal]:
                 edits=tuple(sorted((*moved, *all_edits(edit)), key=lambda e: e.start)) if edit else (),
             ),
         ),
+        *([target[0]] if target is not None and not target[1] else []),
     ]
+
+
+# NOTE [A reference the code detaches elsewhere]
+# A tensor computed once before the loop and read by every iteration has two readings: a
+# forward to recompute at every iteration (each loss trains through it), or a reference the
+# loop's losses compare against, a constant (a clean utterance's features beside each
+# augmented view's; a target). Detaching it where it is made gives the second: the same
+# values, and each backward no longer enters its graph. The claim drops the models the loss
+# reached only through it. It comes first when the code itself treats the tensor as a
+# constant on another path (``ref.detach()`` in a branch of the function it is passed to,
+# or ``name.detach()`` in the loop) and the loop runs its own forward of every model the
+# tensor was computed with; otherwise it is the alternative after the recompute.
+def _detached_target(ctx: Context) -> tuple[Proposal, bool] | None:
+    """Detach the stale tensor where it is made (NOTE [A reference the code detaches elsewhere]); with whether the
+    code's own reading puts it first."""
+    site, line, back = ctx.site, ctx.stale_line, ctx.backward_line
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or line is None or back is None or ctx.stale_end != line:
+        return None
+    st = statement_at(tree, line)
+    loop = loop_around(tree, back)
+    if not isinstance(st, ast.Assign) or len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name):
+        return None
+    if loop is None or len(ctx.recompute_lines) > 1:
+        return None
+    name = st.targets[0].id
+    edit = edit_at(ctx, Location(site.filename, line), detached_value(site.text(line).strip()))
+    if edit is None:
+        return None
+    made_with = {m for m in site.modules if any(calls_into(ast.unparse(c.func), m) for c in _calls(st.value))}
+    in_loop = {m for m in site.modules if any(calls_into(ast.unparse(c.func), m) for c in _calls(loop))}
+    reach = tuple(m for m in ctx.reach if m not in made_with - in_loop)
+    first = bool(made_with) and made_with <= in_loop and _detached_somewhere(tree, loop, name)
+    fix = Fix(
+        keeps_forward=True,
+        intent=T("if {name} is a reference the loop compares against, not a forward to train through", name=name),
+        summary=T(
+            "detach {name} where it is made: a constant of the loop, computed once; each backward of {loss} then "
+            "stays out of its graph",
+            name=name,
+            loss=ctx.l,
+        ),
+        trains=T(
+            "{loss} trains what it reaches through each iteration's own forward; {name} takes no part in backward",
+            loss=ctx.l,
+            name=name,
+        ),
+        edits=all_edits(edit),
+        claims=claim(ctx, reach),
+    )
+    return Proposal(fix, reach, False), first
+
+
+def _calls(node: ast.AST) -> list[ast.Call]:
+    return [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+
+
+def _detached_somewhere(tree: ast.Module, loop: ast.stmt, name: str) -> bool:
+    """The loop detaches ``name`` itself (``name.detach()``), or passes it to a function of the file that detaches
+    the parameter it binds (on some path)."""
+    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in ast.walk(loop):
+        if _detaches(node, {name}):
+            return True
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions):
+            continue
+        params = [a.arg for a in functions[node.func.id].args.args]
+        bound = [params[i] for i, arg in enumerate(node.args) if i < len(params) and _is_name(arg, name)]
+        bound += [k.arg for k in node.keywords if k.arg is not None and _is_name(k.value, name)]
+        if any(_detaches(n, set(bound)) for n in ast.walk(functions[node.func.id])):
+            return True
+    return False
+
+
+def _detaches(node: ast.AST, names: set[str]) -> bool:
+    """``node`` is ``name.detach()`` for one of ``names``."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "detach"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in names
+    )
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
 
 
 def _moved_out(ctx: Context, lines: tuple[int, ...]) -> tuple[Edit, ...]:
