@@ -43,6 +43,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a target computed once per batch and detached on the first pass only (NOTE [A reference the code detaches
     # elsewhere]): detached where it is made
     "anchor_detached_on_first_pass": ("stale_forward", (("total", ("embedder", "head")),)),
+    # windows of truncated backpropagation laid out by an in-place detach under a condition and retain_graph, the
+    # step at every chunk (NOTE [A step inside a window of truncated backpropagation]): the step moves to the window
+    "tbptt_window_step_each_chunk": ("carried_state", (("loss", ("model",)),)),
     # a memory bank the loss reads before the line that stores it: the stored value is detached, not the read
     "memory_bank_keys": ("carried_state", (("loss", ("encoder",)),)),
     # an indexed assignment on a sigmoid's output: written into a copy (three lines), the name rebound

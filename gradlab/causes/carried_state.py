@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from ..context import Context
+from ..edits import Edit
 from ..evidence import Facts, Topology, graph_kinds, in_site, resolve_name, sequence_of, var_named
 from ..fixes import (
     Fix,
@@ -31,7 +32,7 @@ from ..i18n import T
 from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, detached_value, replace_reads
-from ..source import function_of, loop_around, loop_body_of, names, preceding, statement_at
+from ..source import called_on, function_of, loop_around, loop_body_of, names, preceding, statement_at
 
 
 def carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Context:
@@ -679,7 +680,96 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
     # backpropagate through
     proposals = proposals[:1] if ctx.kept_at is not None or not ctx.recurrent else proposals
     kept = _kept_within_step(ctx) if ctx.kept_at is None and not ctx.recurrent else None
-    return [kept, *proposals] if kept is not None else proposals
+    window = _step_at_window_end(ctx)  # NOTE [A step inside a window of truncated backpropagation]
+    return [p for p in (window, kept, *proposals) if p is not None]
+
+
+# NOTE [A step inside a window of truncated backpropagation]
+# A loop that detaches its carried state only under a condition (``if end_of_window:
+# state = state.detach()``) backpropagates each loss through every iteration since the last
+# detach: truncated backpropagation through time over windows, with ``retain_graph`` inside a
+# window. An optimizer step at every iteration rewrites the weights the window's graph saved,
+# and the next backward inside the window finds them changed. The code's own window says where
+# the step belongs: under that condition, where the graph is released, with the window's
+# gradients accumulated until then (the statements from the backward to the step, and the
+# zero_grad, moved there: step, then zero). Offered first, since the code wrote the window.
+def _step_at_window_end(ctx: Context) -> Proposal | None:
+    """The step (and what runs between the backward and it, and the zero_grad) moved under the condition that
+    detaches the carried state (NOTE [A step inside a window of truncated backpropagation])."""
+    site, back, carried = ctx.site, ctx.backward_line, set(ctx.carried_all) | ({ctx.carried} if ctx.carried else set())
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or back is None or not carried or not ctx.recurrent:
+        return None
+    body = loop_body_of(tree, back) or []
+    here = next((k for k, st in enumerate(body) if st.lineno <= back <= (st.end_lineno or st.lineno)), None)
+    window = next(
+        (
+            (k, st)
+            for k, st in enumerate(body)
+            if isinstance(st, ast.If)
+            and not st.orelse
+            and any(_detaches(b, carried) for b in st.body)
+            and not any(_detaches(b, carried) for b in body if b is not st)
+        ),
+        None,
+    )
+    if here is None or window is None or window[0] < here or not isinstance(body[here], ast.Expr):
+        return None
+    stepped = next((k for k in range(here + 1, window[0]) if called_on(body[k], "step")), None)
+    if stepped is None or any(called_on(b, "step") or called_on(b, "zero_grad") for b in window[1].body):
+        return None
+    zeroes = [k for k, st in enumerate(body) if k < here and called_on(st, "zero_grad")]
+    moved = [*range(here + 1, stepped + 1), *zeroes]
+    between = [body[k] for k in range(here + 1, stepped + 1)]
+    if not zeroes or any(not isinstance(st, ast.Expr) for st in between):
+        return None  # only calls move (a clip, the step): nothing they bind is read before the window ends
+    text = "\n".join(ast.get_source_segment(site.source, body[k]) or ast.unparse(body[k]) for k in moved)
+    into = insert_lines(ctx, window[1].body[0].lineno, text)
+    removed = [Edit(site.filename, body[k].lineno, body[k].end_lineno or body[k].lineno, "") for k in moved]
+    if into is None or not all(site.holds(e.start) for e in removed):
+        return None
+    condition = ast.get_source_segment(site.source, window[1].test) or ast.unparse(window[1].test)
+    return Proposal(
+        Fix(
+            keeps_forward=False,  # inside a window, the next forward runs on the weights before the step
+            summary=T(
+                "step where the window ends (under `if {condition}:`, where {name} is detached): each backward inside "
+                "the window then finds the weights its graph saved, and the window's gradients add up until the step",
+                condition=condition,
+                name=", ".join(sorted(carried)),
+            ),
+            trains=T(
+                "{loss} trains what it reaches through every iteration of its window (truncated backpropagation "
+                "through time, as the code's detach and retain_graph lay it out), one step per window",
+                loss=ctx.l,
+            ),
+            edits=tuple(sorted((*removed, into), key=lambda e: e.start)),
+            claims=claim(ctx, ctx.reach),
+        ),
+        ctx.reach,
+        False,
+    )
+
+
+def _detaches(st: ast.stmt, names: set[str]) -> bool:
+    """``st`` is ``name = name.detach()`` (or ``name.detach_()``) for one of ``names``."""
+    if isinstance(st, ast.Expr):
+        call = st.value
+        return (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "detach_"
+            and ast.unparse(call.func.value) in names
+        )
+    if not isinstance(st, ast.Assign) or len(st.targets) != 1 or ast.unparse(st.targets[0]) not in names:
+        return False
+    value = st.value
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "detach"
+        and ast.unparse(value.func.value) == ast.unparse(st.targets[0])
+    )
 
 
 def _kept_within_step(ctx: Context) -> Proposal | None:
