@@ -60,7 +60,7 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "pruned_attention_projection": ("stale_forward", (("ce", ("tagger",)),)),
     # the loss reads the critic's turn's score kept on self, next to the fresh local score (NOTE [A fresh forward
     # left unread]): the local is read
-    "critic_score_attribute_reused": ("stale_read", (("r_loss", ("self.refiner",)),)),
+    "critic_score_attribute_reused": ("stale_read", (("r_loss", ("self.refiner",)), ("c_loss", ("self.critic",)))),
     # a fresh forward bound to a name rebound before any read, the loss scored on the clean pass: rebound
     "adversarial_forward_unbound": ("stale_read", (("adv", ("net",)), ("clean", ("net",)))),
     # one helper's backward line reached from two callers (a regulariser's, then the step's): the second caller's
@@ -168,7 +168,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "gated_scores_rescaled_over_lines": ("inplace_op", (("loss", ("head", "pool")),)),
     # three phases on the codes of one encoder pass, two of whose optimizers step the encoder (NOTE [Each phase
     # recomputed]): the codes recomputed after each of those two steps
-    "codes_shared_by_three_phases": ("optimizer_step", (("ce", ("cls_head", "enc")), ("rec", ("dec", "enc")))),
+    "codes_shared_by_three_phases": (
+        "optimizer_step",
+        (("ce", ("cls_head", "enc")), ("rec", ("dec", "enc")), ("probe_loss", ("probe",))),
+    ),
     # targets a scorer no optimizer holds computes sample by sample before the epochs, stacked and standardised once
     # (`targets = (targets - targets.mean()) / ...`): no buffer the loop fills, no statement a move would rebuild it
     # from; detached before that line, every read of it (a forward made before the loop, no carried state)

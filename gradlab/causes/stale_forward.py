@@ -321,11 +321,12 @@ def stale_fixes(ctx: Context) -> list[Proposal]:
 # forward to recompute at every iteration (each loss trains through it), or a reference the
 # loop's losses compare against, a constant (a clean utterance's features beside each
 # augmented view's; a target). Detaching it where it is made gives the second: the same
-# values, and each backward no longer enters its graph. The claim drops the models the loss
-# reached only through it. It comes first when the code itself treats the tensor as a
-# constant on another path (``ref.detach()`` in a branch of the function it is passed to,
-# or ``name.detach()`` in the loop) and the loop runs its own forward of every model the
-# tensor was computed with; otherwise it is the alternative after the recompute.
+# values, and each backward no longer enters its graph. It is offered only when the loop runs
+# its own forward of every model the tensor was computed with (the loss keeps training them
+# through it; without one, detaching would stop the loss training them). It comes first when
+# the code itself treats the tensor as a constant on another path (``ref.detach()`` in a
+# branch of the function it is passed to, or ``name.detach()`` in the loop); otherwise it is
+# the alternative after the recompute.
 def _detached_target(ctx: Context) -> tuple[Proposal, bool] | None:
     """Detach the stale tensor where it is made (NOTE [A reference the code detaches elsewhere]); with whether the
     code's own reading puts it first."""
@@ -339,14 +340,18 @@ def _detached_target(ctx: Context) -> tuple[Proposal, bool] | None:
         return None
     if loop is None or len(ctx.recompute_lines) > 1:
         return None
+    made = ctx.made_at
+    if made is not None and made.filename == site.filename and made.lineno == line:
+        return None  # the general candidate detaches it there, and says why (NOTE [A part no optimizer steps])
     name = st.targets[0].id
     edit = edit_at(ctx, Location(site.filename, line), detached_value(site.text(line).strip()))
     if edit is None:
         return None
     made_with = {m for m in site.modules if any(calls_into(ast.unparse(c.func), m) for c in _calls(st.value))}
     in_loop = {m for m in site.modules if any(calls_into(ast.unparse(c.func), m) for c in _calls(loop))}
-    reach = tuple(m for m in ctx.reach if m not in made_with - in_loop)
-    first = bool(made_with) and made_with <= in_loop and _detached_somewhere(tree, loop, name)
+    if not made_with or not made_with <= in_loop:
+        return None  # no forward of its own in the loop: detached, the loss would stop training those models
+    first = _detached_somewhere(tree, loop, name)
     fix = Fix(
         keeps_forward=True,
         intent=T("if {name} is a reference the loop compares against, not a forward to train through", name=name),
@@ -362,9 +367,9 @@ def _detached_target(ctx: Context) -> tuple[Proposal, bool] | None:
             name=name,
         ),
         edits=all_edits(edit),
-        claims=claim(ctx, reach),
+        claims=claim(ctx, ctx.reach),
     )
-    return Proposal(fix, reach, False), first
+    return Proposal(fix, ctx.reach, False), first
 
 
 def _calls(node: ast.AST) -> list[ast.Call]:
