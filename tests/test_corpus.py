@@ -24,13 +24,7 @@ STEPS = 3
 
 # The judge's expected failures on today's gradlab: one line per case, removed when gradlab's first fix
 # fits the intent and its claims are true (strict: a case that starts passing fails until its line goes).
-JUDGE_XFAIL = {
-    # held-out cases (tests/corpus/README.md): written after the engine, not tuned to it
-    "wgan_critic_loop_fake_once": (
-        "the first fix fits but claims only lossD: the failure comes before lossG exists, and gradlab claims nothing "
-        "for a loss it has not seen (the patched script also trains netG with lossG)"
-    ),
-}
+JUDGE_XFAIL: dict[str, str] = {}
 
 # Deliberately wrong variants of intended scripts: (case, old text, new text, what the oracle must say).
 WRONG = [
