@@ -18,7 +18,9 @@ import ast
 import io
 import re
 import tokenize
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+
+from .source import blocks
 
 __all__ = [
     "AUGMENTED",
@@ -127,15 +129,19 @@ def by_index(loop: ast.For, name: str, used: set[str]) -> tuple[str, str, str] |
     return first, f"{name} = {tensor}[{index}]", tensor
 
 
-def without_inplace_flags(source: str, op: str) -> tuple[tuple[int, str], ...]:
-    r"""Every line of ``source`` that builds the activation of the in-place ``op`` (``relu_``: ``nn.ReLU``,
-    ``F.relu``) with ``inplace=True``, as ``(line number, the line without it)``: an exact rewrite, the
-    out-of-place activation computes the same values and gradients.
+def without_inplace_flags(source: str, op: str) -> tuple[tuple[int, int, str], ...]:
+    r"""Every statement of ``source`` that builds the activation of the in-place ``op`` (``relu_``: ``nn.ReLU``,
+    ``F.relu``) with ``inplace=True``, as ``(first line, last line, its lines without the flag)``: an exact
+    rewrite, the out-of-place activation computes the same values and gradients. A statement over several
+    lines (a dict of activations) is rewritten whole, so the new lines parse on their own.
 
     Example::
 
         >>> without_inplace_flags("a = nn.ReLU(inplace=True)\nb = nn.Tanh()", "relu_")
-        ((1, 'a = nn.ReLU()'),)
+        ((1, 1, 'a = nn.ReLU()'),)
+        >>> without_inplace_flags("acts = {'l': nn.LeakyReLU(0.2, inplace=True), 'r': nn.ReLU(inplace=True),\n"
+        ...                       "        'n': None}", "leaky_relu_")
+        ((1, 2, "acts = {'l': nn.LeakyReLU(0.2), 'r': nn.ReLU(inplace=True),\n        'n': None}"),)
     """
     names = ACTIVATION_NAMES.get(op)
     if names is None:
@@ -145,17 +151,36 @@ def without_inplace_flags(source: str, op: str) -> tuple[tuple[int, str], ...]:
     except SyntaxError:
         return ()
     lines = source.splitlines()
-    found = sorted(
-        {
-            k.lineno
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Call)
-            and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) in names
-            for k in n.keywords
-            if k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
-        }
-    )
-    return tuple((i, re.sub(r",?\s*inplace\s*=\s*True", "", lines[i - 1], count=1).replace("(, ", "(")) for i in found)
+    flags = [
+        k
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) in names
+        for k in n.keywords
+        if k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+    ]
+    statements = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and not list(blocks(n))]
+    out: dict[tuple[int, int], list[ast.keyword]] = {}
+    for k in flags:
+        st = min(
+            (x for x in statements if x.lineno <= k.lineno <= (x.end_lineno or x.lineno)),
+            key=lambda x: (x.end_lineno or x.lineno) - x.lineno,
+            default=None,
+        )
+        if st is not None and k.end_lineno == k.lineno and k.end_col_offset is not None:
+            out.setdefault((st.lineno, st.end_lineno or st.lineno), []).append(k)
+    found = []
+    for (first, last), keywords in sorted(out.items()):
+        text = lines[first - 1 : last]
+        for k in sorted(keywords, key=lambda k: (k.lineno, k.col_offset), reverse=True):
+            row = text[k.lineno - first]
+            before, after = row[: k.col_offset], row[k.end_col_offset :]
+            stripped = before.rstrip()
+            # f(x, inplace=True): the comma before it goes; f(inplace=True, x) or f(inplace=True): the one after it
+            comma_before = stripped.endswith(",")
+            text[k.lineno - first] = stripped[:-1] + after if comma_before else before + re.sub(r"^\s*,\s*", "", after)
+        found.append((first, last, "\n".join(text)))
+    return tuple(found)
 
 
 def op_display(op: str) -> str:
@@ -259,11 +284,16 @@ def _rebased(expr: ast.expr, base: ast.expr) -> ast.expr:
     return base
 
 
-def _into_copy(base: ast.expr, write: ast.stmt) -> str | None:
+def _into_copy(base: ast.expr, write: ast.stmt, items: Collection[str] = ()) -> str | None:
     """``write`` (a write to ``base``) made to a copy of ``base``, then ``base`` rebound to the copy; None when
-    ``base`` is an item of a container (``encoder_out[0]``): rebinding it fails on a tuple, which the line does
-    not tell from a list."""
-    if isinstance(base, ast.Subscript):
+    ``base`` is an item of a container (``encoder_out[0]``) that is not in ``items``: rebinding it fails on a
+    tuple, which the line does not tell from a list. ``items``: the names of containers the code assigns items of
+    (``h[layer], c[layer] = cell(...)``: a list), whose item the copy may be bound to."""
+    if isinstance(base, ast.Subscript) and not (
+        isinstance(base.value, ast.Name)
+        and base.value.id in items
+        and isinstance(base.slice, (ast.Name, ast.Constant, ast.Attribute))
+    ):
         return None
     copy = _copy_name(base)
     b = ast.unparse(base)
@@ -294,7 +324,7 @@ def _into_copy(base: ast.expr, write: ast.stmt) -> str | None:
     return f"{copy} = {b}.clone()\n{ast.unparse(written)}\n{b} = {copy}"
 
 
-def rewrite_in_place(code: str, op: str) -> str | None:
+def rewrite_in_place(code: str, op: str, items: Collection[str] = ()) -> str | None:
     r"""The out-of-place form of one line that ran the in-place ``op``, or None if gradlab cannot write it.
 
     Rewritten on the statement's tree (NOTE [Exact rewrites]): precedence and every
@@ -318,12 +348,18 @@ def rewrite_in_place(code: str, op: str) -> str | None:
         'p_copy = p.clone()\np_copy.view(-1, d).renorm_(2, 0, 1.0)\np = p_copy'
         >>> rewrite_in_place("std = logvar.mul_(0.5).exp_()", "mul_")
         'std = logvar.mul(0.5).exp()'
+        >>> rewrite_in_place("self.t.mul_(1 - eps).add_(eps / n)", "mul_")
+        'self.t = self.t.mul(1 - eps).add(eps / n)'
+        >>> rewrite_in_place("h[k][done] = 0.0", "__setitem__", items={"h"})
+        'h_k_copy = h[k].clone()\nh_k_copy[done] = 0.0\nh[k] = h_k_copy'
+
+    ``items``: the names of containers the code assigns items of (a list), whose items a write may be rebound in.
     """
     parsed = _one_statement(code)
     if parsed is None:
         return None
     body, comment, indent, st = parsed
-    new = _out_of_place(st, op)
+    new = _out_of_place(st, op, items)
     if new is None:
         return None
     lines = _spelled(body, new).split("\n")
@@ -382,7 +418,7 @@ def _respelled(new: str, spelling: dict[str, str]) -> str:
 # calls what torch has (Tensor.fill does not exist: fill_ goes to a copy). Reads of
 # the old tensor through another name (a view, an alias) still see the old values; the
 # forward-preserved oracle of gradlab fix catches a rewrite where that matters.
-def _out_of_place(st: ast.stmt, op: str) -> str | None:
+def _out_of_place(st: ast.stmt, op: str, items: Collection[str] = ()) -> str | None:
     if isinstance(st, ast.AugAssign):
         symbol = _BINOPS.get(type(st.op))
         if symbol is None:
@@ -392,12 +428,12 @@ def _out_of_place(st: ast.stmt, op: str) -> str | None:
         value = ast.BinOp(load, st.op, st.value)
         if isinstance(target, ast.Subscript):  # x[i] += v writes into x: into a copy of x
             assign = ast.Assign([target], value)
-            return _into_copy(target.value, ast.fix_missing_locations(assign))
+            return _into_copy(target.value, ast.fix_missing_locations(assign), items)
         return ast.unparse(ast.Assign([target], value, lineno=1))
     if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript):
         if op != "__setitem__":
             return None
-        return _into_copy(st.targets[0].value, st)
+        return _into_copy(st.targets[0].value, st, items)
     call = st.value if isinstance(st, (ast.Expr, ast.Assign)) else None
     if not isinstance(call, ast.Call):
         return None
@@ -411,10 +447,12 @@ def _out_of_place(st: ast.stmt, op: str) -> str | None:
             return ast.unparse(ast.Assign([call.args[0]], rewritten, lineno=1))  # F.relu(h, inplace=True) alone
         return None
     func = call.func
-    if targets and isinstance(func, ast.Attribute):
+    if isinstance(func, ast.Attribute):
         chained = _chain_out_of_place(call, op)  # std = logvar.mul_(0.5).exp_(): the chain writes logvar
-        if chained is not None:
+        if chained is not None and targets:
             return ast.unparse(ast.Assign(targets, chained, lineno=1))
+        if chained is not None:  # t.mul_(a).add_(b) alone, for its write to t: t rebound to the chain's value
+            return ast.unparse(ast.Assign([_chain_root(call)], chained, lineno=1))
     if not (isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__")):
         return None
     twin = func.attr[:-1]
@@ -440,6 +478,14 @@ def _out_of_place(st: ast.stmt, op: str) -> str | None:
     rewritten = ast.Call(ast.Attribute(receiver, twin, ast.Load()), call.args, call.keywords)
     bound = [x for x in targets if ast.unparse(x) != ast.unparse(receiver)]  # a = a.squeeze_(0): a = a.squeeze(0)
     return ast.unparse(ast.Assign([*bound, receiver], rewritten, lineno=1))
+
+
+def _chain_root(call: ast.Call) -> ast.expr:
+    """The receiver a method chain starts at (``logvar`` in ``logvar.mul_(0.5).exp_()``)."""
+    node: ast.expr = call
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value
+    return node
 
 
 def _chain_out_of_place(call: ast.Call, op: str) -> ast.Call | None:

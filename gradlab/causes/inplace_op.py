@@ -23,14 +23,34 @@ def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
         return ()
     filename = site.filename if site is not None else loc.filename
     source = site.source if site is not None else source_of(filename)
-    return tuple(Edit(filename, i, i, new) for i, new in without_inplace_flags(source, ctx.op))
+    return tuple(Edit(filename, a, b, new) for a, b, new in without_inplace_flags(source, ctx.op))
 
 
-def _out_of_place(code: str | None, op: str | None) -> str | None:
-    rewritten = rewrite_in_place(code, op) if code and op else None
+def _out_of_place(code: str | None, op: str | None, loc: Location | None = None) -> str | None:
+    rewritten = rewrite_in_place(code, op, _item_containers(loc)) if code and op else None
     if rewritten is None and code and op:  # used as a value (y = x * s.exp_()): its twin, in place of it
         rewritten = twin_in_expression(code, op)
     return rewritten
+
+
+def _item_containers(loc: Location | None) -> frozenset[str]:
+    """The names whose items the function of ``loc`` assigns (``h[layer], c[layer] = cell(...)``): containers that
+    take item assignment, so an item of one may be rebound to a copy (NOTE [Exact rewrites])."""
+    if loc is None:
+        return frozenset()
+    try:
+        tree = ast.parse(source_of(loc.filename))
+    except (SyntaxError, ValueError):
+        return frozenset()
+    scope = function_of(tree, loc.lineno) or tree
+    out = set()
+    for n in ast.walk(scope):
+        targets = n.targets if isinstance(n, ast.Assign) else []
+        for t in targets:
+            for x in t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]:
+                if isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name) and x.lineno != loc.lineno:
+                    out.add(x.value.id)
+    return frozenset(out)
 
 
 def _other_edits(ctx: Context, flags: tuple[Edit, ...]) -> tuple[Edit, ...] | None:
@@ -42,7 +62,7 @@ def _other_edits(ctx: Context, flags: tuple[Edit, ...]) -> tuple[Edit, ...] | No
             continue  # the same activation: its inplace=True is removed with the others
         if loc is None:
             return None
-        new = _out_of_place(_written(ctx, loc, loc.code), op) if recorded else None
+        new = _out_of_place(_written(ctx, loc, loc.code), op, loc) if recorded else None
         edit = write_edit(replace(ctx, write_at=loc), new)
         if edit is None:
             return None
@@ -140,7 +160,7 @@ def _written(ctx: Context, loc: Location | None, code: str | None) -> str | None
 
 
 def in_place_fixes(ctx: Context) -> list[Proposal]:
-    rewritten = _out_of_place(_written(ctx, ctx.write_at, ctx.code), ctx.op)
+    rewritten = _out_of_place(_written(ctx, ctx.write_at, ctx.code), ctx.op, ctx.write_at)
     through = _through_callers(ctx, rewritten) if rewritten else ((), rewritten)
     callers: tuple[Edit, ...] | None = None
     if through is None:

@@ -37,7 +37,7 @@ def locate(f: Failure) -> Explanation:
     if rewritten is None and op in ACTIVATIONS and f.location is not None:  # the write is inside a module's forward
         filename = f.location.filename
         source = f.site.source if f.site is not None and f.site.filename == filename else source_of(filename)
-        edits = tuple(Edit(filename, i, i, new) for i, new in without_inplace_flags(source, op))
+        edits = tuple(Edit(filename, a, b, new) for a, b, new in without_inplace_flags(source, op))
         if edits:
             proposals.append(
                 Proposal(
