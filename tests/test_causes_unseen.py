@@ -46,6 +46,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # windows of truncated backpropagation laid out by an in-place detach under a condition and retain_graph, the
     # step at every chunk (NOTE [A step inside a window of truncated backpropagation]): the step moves to the window
     "tbptt_window_step_each_chunk": ("carried_state", (("loss", ("model",)),)),
+    # a masked write into an item of a list of states the forward assigns items of (NOTE [Exact rewrites]): into a
+    # copy of the item, bound back to it
+    "gru_states_masked_reset": ("inplace_op", (("loss", ("model",)),)),
     # a memory bank the loss reads before the line that stores it: the stored value is detached, not the read
     "memory_bank_keys": ("carried_state", (("loss", ("encoder",)),)),
     # an indexed assignment on a sigmoid's output: written into a copy (three lines), the name rebound
