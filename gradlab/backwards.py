@@ -39,6 +39,7 @@ class BackwardCall(NamedTuple):
     newest_node: int | None
     event: int = 0
     inputs: frozenset[int] | None = None  # ids of the tensors of ``inputs=``, when given
+    nested: bool = False  # called while another backward ran (a reentrant checkpoint's, a Function's own backward)
 
 
 # The parameters of the two backward entry points, in torch's order (positional or keyword).
@@ -147,7 +148,9 @@ class Backwards:
                     newest = seq
         wanted = _tensors(wanted)
         inputs = frozenset(id(t) for t in wanted) if wanted else None
-        call = BackwardCall(self.count, kind, user_location(callers=2), keep, newest, event, inputs)
+        call = BackwardCall(
+            self.count, kind, user_location(callers=2), keep, newest, event, inputs, self.current is not None
+        )
         self.count += 1
         self.history.append(call)
         self.current, self.freeing, self.roots = call, (None if keep else call), roots

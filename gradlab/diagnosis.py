@@ -288,7 +288,12 @@ def _short(d: Diagnosis) -> list[str]:
             head = _t("{verb}{node} needs saved tensors that were already freed", verb=verb, node=p.node)
         lines.append(_t("{header}: {what}", header=header("graph_freed"), what=head))
         if p.location is not None:
-            lines += quote(p.location, op_span(p.location.code, "backward"), _("freed them (no retain_graph=True)"))
+            label = (
+                _("a reentrant checkpoint's own backward, run inside this one, freed them")
+                if d.cause == "reentrant_checkpoint"  # NOTE [A backward a reentrant checkpoint runs]
+                else _("freed them (no retain_graph=True)")
+            )
+            lines += quote(p.location, op_span(p.location.code, "backward"), label)
     shape = f" {list(p.shape)}" if p.shape is not None and "[" not in p.tensor else ""
     if p.kind == "modified_in_place":
         if p.saved_at is not None:

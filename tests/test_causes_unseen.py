@@ -801,3 +801,17 @@ def test_a_cache_of_two_tensors_made_apart_is_detached_on_both_lines() -> None:
     _, want = _run(intended.read_text(), str(intended))
     assert steps and _same(steps, want)
     assert dict(fix.claims) == {"fit": ("teacher",), "match": ("student",)}
+
+
+def test_a_reentrant_checkpoint_reading_its_closure_checkpoints_without_reentrance() -> None:
+    # NOTE [A backward a reentrant checkpoint runs]: known only from the record (the nested backward that freed the
+    # bias's graph), so check() before the backward cannot tell it; the first fix, applied as printed, gives the
+    # gradients of the same model without checkpointing
+    script = "checkpoint_bias_from_closure"
+    d = _diagnosis(script)
+    assert d.cause == "reentrant_checkpoint"
+    fix = d.fixes[0]
+    assert [e.text.strip() for e in fix.edits] == ["h = ckpt.checkpoint(run, h, use_reentrant=False)"]
+    assert fix.applicability == "machine-applicable" and fix.claims == (("loss", ("net",)),)
+    assert _trains_as_intended(script, fix)
+    assert "a reentrant checkpoint's own backward, run inside this one, freed them" in str(d)

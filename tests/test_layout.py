@@ -117,6 +117,7 @@ ORDER = (
     "causes.retained_accumulation",
     "causes.attached_output",
     "causes.closure_step",
+    "causes.reentrant_checkpoint",
     "causes.api_cache",
     "causes.reset_at_step",
     "causes.out_write",

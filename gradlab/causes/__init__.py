@@ -94,6 +94,7 @@ from .list_never_cleared import buffer_context, buffered_fixes
 from .module_state import kept_on_modules, kept_on_objects, module_state_fixes, object_reset_fixes
 from .out_write import out_write_context, out_write_fixes
 from .pruned_weight import pruned_context
+from .reentrant_checkpoint import reentrant_context, reentrant_fixes
 from .reset_at_step import reset_at_step_context, reset_every_backward_fixes
 from .retained_accumulation import retained_fixes, retained_total
 from .same_loss_twice import products_again, restarted_total, total_of_backwarded, twice_fixes
@@ -150,6 +151,10 @@ def _cause_sentences() -> dict[Cause, Text]:
             "a loss your loop does not train this model with (a gradient penalty, a discriminator's loss) is built "
             "on the model's output without .detach(): its backward went through the model's graph and freed it, "
             "and a later loss that trains the model needs that graph"
+        ),
+        "reentrant_checkpoint": T(
+            "a reentrant checkpoint ran a backward of its own inside yours, through a tensor its function reads from "
+            "outside its arguments, and freed a part of the graph a later backward needs"
         ),
         "closure_step": T(
             "the closure an optimizer's step calls (LBFGS calls it several times a step) backwards through a forward "
@@ -296,6 +301,10 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             again = made_apart(graph, p, facts, loss, ctx.intent)
             ctx = replace(ctx, made_at=again[0] if again else None, made_unstepped=again[1] if again else False)
         return "same_loss_twice", ctx
+    call_freeing = freeing_call(p, facts)
+    reentrant = reentrant_context(base, facts, call_freeing is not None and call_freeing.nested)
+    if reentrant is not None:  # NOTE [A backward a reentrant checkpoint runs]
+        return "reentrant_checkpoint", reentrant
     closure = closure_context(base, facts)
     if closure is not None:
         return "closure_step", closure
@@ -592,6 +601,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = attached_fixes(ctx)
     elif cause == "closure_step":
         proposals = closure_fixes(ctx)
+    elif cause == "reentrant_checkpoint":
+        proposals = reentrant_fixes(ctx)
     elif cause == "stale_read":
         proposals = stale_read_fixes(ctx)
     else:  # unknown: the two likeliest families, each with what it trains
