@@ -61,6 +61,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("grads = torch.autograd.grad(mean_logp, list(net.parameters()))",),
         (("objective", ("net",)),),
     ),
+    # NOTE [An input made to require grad after the forward]: a derivative helper that turns requires_grad on for
+    # its argument after the network ran on it: on where the caller draws it
+    "pinn_time_derivative_requires_grad_late": (
+        "unused_input",
+        ("t = (4.0 * torch.rand(64, 1)).requires_grad_(True)",),
+        (("loss", ("net",)),),
+    ),
     # NOTE [A model whose eval branch cuts]: a straight-through bottleneck put in eval mode to freeze its usage
     # statistics: its own switch turned off instead
     "gumbel_quantizer_put_in_eval": ("no_grad_fn", ("bottleneck.eval()",), (("mse", ("encoder",)),)),

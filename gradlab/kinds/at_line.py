@@ -14,10 +14,12 @@ import ast
 from collections.abc import Callable
 from dataclasses import replace
 
+from ..edits import Edit
 from ..evidence import Failure
 from ..explanation import Explanation
-from ..fixes import Fix, Proposal
+from ..fixes import Fix, Proposal, source_of
 from ..i18n import T
+from ..loop import read_site
 from ..source import function_of
 from .non_scalar import non_scalar_located
 from .numpy_values import numpy_located
@@ -53,7 +55,9 @@ def _unused_input(f: Failure) -> Explanation:
             (
                 n
                 for n in ast.walk(line.tree)
-                if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("grad") and len(n.args) >= 2
+                if isinstance(n, ast.Call)
+                and ast.unparse(n.func).endswith("grad")
+                and (len(n.args) >= 2 or any(k.arg == "inputs" for k in n.keywords))
             ),
             None,
         )
@@ -62,9 +66,12 @@ def _unused_input(f: Failure) -> Explanation:
     )
     index = f.message.index
     name = None
-    if call is not None and index is not None and isinstance(call.args[1], (ast.List, ast.Tuple)):
-        elts = call.args[1].elts
+    inputs = _inputs_of(call)
+    if inputs is not None and index is not None and isinstance(inputs, (ast.List, ast.Tuple)):
+        elts = inputs.elts
         name = ast.unparse(elts[index]) if index < len(elts) else None
+    elif isinstance(inputs, ast.Name):
+        name = inputs.id
     e = located_here(
         f,
         lambda: (
@@ -73,7 +80,7 @@ def _unused_input(f: Failure) -> Explanation:
             else T("here: an input is not used by what is differentiated")
         ),
     )
-    rebuilt = _rebuilt_output(f) or _detached_before(f, call)
+    rebuilt = _rebuilt_output(f) or _detached_before(f, call) or _requires_grad_too_late(f, call)
     if rebuilt:
         # the output was rebuilt from a number (torch.tensor(loss.item(), requires_grad=True)): no input is used;
         # or a .detach() on its path cuts off the model that holds the inputs (NOTE [An input cut off by a detach])
@@ -97,6 +104,124 @@ def _unused_input(f: Failure) -> Explanation:
     return replace(e, fixes=(*e.fixes[:1], *judged_here(f, [Proposal(fix, None, False)]), *e.fixes[1:]))
 
 
+def _inputs_of(call: ast.Call | None) -> ast.expr | None:
+    """The ``inputs`` argument of ``torch.autograd.grad(outputs, inputs, ...)``, positional or keyword."""
+    if call is None:
+        return None
+    if len(call.args) >= 2:
+        return call.args[1]
+    return next((k.value for k in call.keywords if k.arg == "inputs"), None)
+
+
+# NOTE [An input made to require grad after the forward]
+# torch records how an output depends on a tensor only if that tensor required grad when
+# the forward ran. A helper that switches it on itself (``x.requires_grad_(True)`` and
+# then ``torch.autograd.grad(y, x)``, a gradient helper copied from an SDF or PINN code
+# base) is too late when ``y`` was computed before the call: the input is a leaf that
+# requires grad now, and the output does not depend on it. The fix makes the tensor
+# require grad where it is made, before the forward: the assignment of the name the
+# caller passes (or of the helper's own name), ``x = coords[idx].requires_grad_(True)``.
+# The forward then records the dependence and autograd.grad differentiates by it; the
+# values are the same, and the loss built on that gradient trains what it reaches.
+def _requires_grad_too_late(f: Failure, call: ast.Call | None) -> tuple[Fix, ...]:
+    """The input made to require grad where it is made, before the forward (NOTE [An input made to require grad
+    after the forward])."""
+    import torch
+
+    inputs = _inputs_of(call)
+    site, loc = f.site, f.location
+    tree = site.tree() if site is not None else None
+    if not isinstance(inputs, ast.Name) or site is None or loc is None or tree is None:
+        return ()
+    name = inputs.id
+    value = f.namespace.get(name)
+    if not (isinstance(value, torch.Tensor) and value.requires_grad and value.grad_fn is None):
+        return ()
+    function = function_of(tree, loc.lineno)
+    scope: ast.AST = function if function is not None else tree
+    late = [
+        n.lineno
+        for n in ast.walk(scope)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "requires_grad_"
+        and ast.unparse(n.func.value) == name
+        and n.lineno < loc.lineno
+    ]
+    if not late:
+        return ()
+    made = _assignment_before(scope, name, min(late))
+    where: tuple[str, ast.Assign] | None = (site.filename, made) if made is not None else None
+    params = [a.arg for a in function.args.args] if isinstance(function, ast.FunctionDef) else []
+    if where is None and name in params and f.outer:  # the helper's argument: where the caller made it
+        frame, line = f.outer[0]
+        caller = read_site(frame)
+        caller_tree = caller.tree() if caller is not None else None
+        if caller is None or caller_tree is None or function is None:
+            return ()
+        at = params.index(name)
+        passed = next(
+            (
+                n.args[at]
+                for n in ast.walk(caller_tree)
+                if isinstance(n, ast.Call)
+                and ast.unparse(n.func) == function.name
+                and n.lineno == line
+                and len(n.args) > at
+                and isinstance(n.args[at], ast.Name)
+            ),
+            None,
+        )
+        if not isinstance(passed, ast.Name):
+            return ()
+        scope_of_caller = function_of(caller_tree, line) or caller_tree
+        found = _assignment_before(scope_of_caller, passed.id, line)
+        where = (caller.filename, found) if found is not None else None
+    if where is None:
+        return ()
+    filename, st = where
+    if st.lineno != st.end_lineno or st.end_col_offset is None:
+        return ()
+    text = source_of(filename).splitlines()[st.lineno - 1]
+    start, end = st.value.col_offset, st.value.end_col_offset
+    if end is None:
+        return ()
+    expr = text[start:end]
+    primary = isinstance(st.value, (ast.Call, ast.Subscript, ast.Attribute, ast.Name))
+    new = text[:start] + (expr if primary else f"({expr})") + ".requires_grad_(True)" + text[end:]
+    target = ast.unparse(st.targets[0])
+    fix = Fix(
+        keeps_forward=True,
+        summary=T(
+            "make {name} require grad where it is made, before the forward ({code}): requires_grad_ after the "
+            "output is computed records nothing, so the output does not depend on it",
+            name=target,
+            code=new.strip(),
+        ),
+        trains=T(
+            "the same values; torch.autograd.grad then differentiates by {name}, and a loss built on that gradient "
+            "trains what it reaches",
+            name=target,
+        ),
+        edits=(Edit(filename, st.lineno, st.lineno, new),),
+    )
+    return judged_here(f, [Proposal(fix, None, True)])
+
+
+def _assignment_before(scope: ast.AST, name: str, line: int) -> ast.Assign | None:
+    """The last ``name = ...`` of ``scope`` before ``line``."""
+    found = [
+        n
+        for n in ast.walk(scope)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and n.targets[0].id == name
+        and n.lineno < line
+    ]
+    return max(found, key=lambda n: n.lineno) if found else None
+
+
 def _detached_before(f: Failure, call: ast.Call | None) -> tuple[Fix, ...]:
     """The fix that drops a ``.detach()`` (or ``.data``) on the differentiated output's path whose receiver calls
     a module the inputs belong to (NOTE [An input cut off by a detach])."""
@@ -104,12 +229,13 @@ def _detached_before(f: Failure, call: ast.Call | None) -> tuple[Fix, ...]:
 
     site, loc = f.site, f.location
     tree = site.tree() if site is not None else None
-    if site is None or loc is None or tree is None or call is None or loc.filename != site.filename:
+    given = _inputs_of(call)
+    if site is None or loc is None or tree is None or call is None or given is None or loc.filename != site.filename:
         return ()
-    inputs = ast.unparse(call.args[1])
+    inputs = ast.unparse(given)
     owners = {
         ast.unparse(n.func.value)
-        for n in ast.walk(call.args[1])
+        for n in ast.walk(given)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _PARAMETER_LISTS
     } or {inputs}
     cut = path_cut(tree, loc.lineno)
