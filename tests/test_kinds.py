@@ -68,6 +68,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("t = (4.0 * torch.rand(64, 1)).requires_grad_(True)",),
         (("loss", ("net",)),),
     ),
+    # NOTE [A gradient taken without its graph]: a lazy input-gradient penalty backwarded on its own, the gradient
+    # taken in a helper without create_graph=True
+    "lazy_input_gradient_penalty": (
+        "no_grad_fn",
+        ("(g,) = torch.autograd.grad(out.logsumexp(1).sum(), [x], create_graph=True)",),
+        (("ce", ("clf",)), ("penalty", ("clf",))),
+    ),
     # NOTE [A model whose eval branch cuts]: a straight-through bottleneck put in eval mode to freeze its usage
     # statistics: its own switch turned off instead
     "gumbel_quantizer_put_in_eval": ("no_grad_fn", ("bottleneck.eval()",), (("mse", ("encoder",)),)),

@@ -54,6 +54,7 @@ from .situations import (
     derivative_fix,
     empty_total_fix,
     eval_mode_fix,
+    gradient_without_graph_fix,
     intent_at,
     one_edit,
     recorded_block,
@@ -171,6 +172,11 @@ def locate(f: Failure) -> Explanation:
     if evaluating is not None and site is not None and line is not None:  # NOTE [A model whose eval branch cuts]
         label_at, fix = evaluating
         label = T("cut: this model is in eval mode, and its forward's eval branch returns values without a graph")
+        return replace(e, spans=(Span(label_at, label),), fixes=(fix, *e.fixes))
+    taken = gradient_without_graph_fix(f, tree, cut, line) if not cut.found and not closure else None
+    if taken is not None:  # NOTE [A gradient taken without its graph]
+        label_at, fix = taken
+        label = T("cut: torch.autograd.grad here returns a gradient without a graph (no create_graph=True)")
         return replace(e, spans=(Span(label_at, label),), fixes=(fix, *e.fixes))
     sampled = sampled_fix(f, tree, cut, line) if (not cut.found or weak) and not closure else None
     if sampled is not None:  # NOTE [A sample drawn without its reparameterisation]

@@ -548,6 +548,80 @@ def sampled_fix(f: Failure, tree: ast.Module | None, cut: PathCut, line: int | N
     return Location(site.filename, at), replace(fixes[0], claims=fix.claims)
 
 
+# NOTE [A gradient taken without its graph]
+# torch.autograd.grad returns gradients with no graph of their own unless
+# create_graph=True: a penalty built on them (StyleGAN's path length, a gradient
+# penalty, an input-gradient regulariser, a PINN residual) is a tensor without
+# grad_fn, and its backward raises "does not require grad". Found when the loss's
+# path, or a function of the file it calls, takes torch.autograd.grad(...) without
+# create_graph=True, and that is the only such call: the fix passes create_graph=True
+# there (what torch documents for higher-order gradients). The penalty's values are the
+# same; its backward then trains what the gradient depends on.
+def gradient_without_graph_fix(
+    f: Failure, tree: ast.Module | None, cut: PathCut, line: int | None
+) -> tuple[Location, Fix] | None:
+    """The loss's path takes ``torch.autograd.grad`` without ``create_graph=True`` (NOTE [A gradient taken without
+    its graph])."""
+    site = f.site
+    if site is None or tree is None or line is None:
+        return None
+    called = {
+        ast.unparse(n.func).rsplit(".", 1)[-1] for st in cut.statements for n in ast.walk(st) if isinstance(n, ast.Call)
+    }
+    scopes: list[ast.AST] = list(cut.statements)
+    scopes += [
+        fn for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name in called
+    ]
+    calls = {
+        id(n): n
+        for scope in scopes
+        for n in ast.walk(scope)
+        if isinstance(n, ast.Call)
+        and ast.unparse(n.func).endswith("autograd.grad")
+        and not any(
+            k.arg == "create_graph" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+            for k in n.keywords
+        )
+    }
+    if len(calls) != 1:
+        return None
+    call = next(iter(calls.values()))
+    at = call.lineno
+    if call.end_lineno != at or call.end_col_offset is None:
+        return None
+    text = site.text(at)
+    flag = next((k for k in call.keywords if k.arg == "create_graph"), None)
+    if flag is not None:  # create_graph=False
+        value = flag.value
+        if value.end_col_offset is None:
+            return None
+        new = text[: value.col_offset] + "True" + text[value.end_col_offset :]
+    else:
+        end = call.end_col_offset - 1
+        new = text[:end] + ", create_graph=True" + text[end:]
+    loss, trained = _loss_and_trained(site, tree, line)
+    fix = Fix(
+        summary=T(
+            "pass create_graph=True to torch.autograd.grad at {where}: without it the gradient has no graph, so "
+            "{loss}, built on it, has none",
+            where=Location(site.filename, at).where,
+            loss=loss or T("the loss"),
+        ),
+        trains=T(
+            "{loss} trains {models} through the gradient, with the same values",
+            loss=loss or T("the loss"),
+            models=", ".join(trained) or T("what its optimizers hold"),
+        ),
+        edits=(Edit(site.filename, at, at, new),),
+        # the loop's other losses train what they trained: the fix changes only the penalty's graph
+        claims=tuple({**dict(f.claims()), **({loss: trained} if loss and trained else {})}.items()),
+    )
+    fixes = judged([Proposal(fix, None, True)], Context(site=site))
+    if not fixes or fixes[0].code is None:
+        return None
+    return Location(site.filename, at), replace(fixes[0], claims=fix.claims)
+
+
 # NOTE [A sample drawn without its reparameterisation]
 # A loss computed from draws of a distribution (a forecaster's sample paths scored
 # by the CRPS, a VAE's latent drawn by hand, a policy's continuous action) has no
