@@ -49,6 +49,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a masked write into an item of a list of states the forward assigns items of (NOTE [Exact rewrites]): into a
     # copy of the item, bound back to it
     "gru_states_masked_reset": ("inplace_op", (("loss", ("model",)),)),
+    # gradients taken with torch.autograd.grad in a logging helper, then backward on the same loss (NOTE [A gradient
+    # taken, then the same loss backwarded]): the graph kept at the autograd.grad call, not the backward deleted
+    "grad_norm_logged_before_backward": ("same_loss_twice", (("loss", ("model",)),)),
     # a memory bank the loss reads before the line that stores it: the stored value is detached, not the read
     "memory_bank_keys": ("carried_state", (("loss", ("encoder",)),)),
     # an indexed assignment on a sigmoid's output: written into a copy (three lines), the name rebound

@@ -340,6 +340,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             and call.location is not (failing.location if failing is not None else None)
         )
         extra = {**base.extra, "earlier_elsewhere": "1"} if elsewhere else dict(base.extra)
+        if call.kind == "autograd.grad" and call.location is not None:  # NOTE [A gradient taken, then the same loss
+            # backwarded]: where that call is, in this function or another
+            extra["grad_first_at"] = f"{call.location.lineno}:{call.location.filename}"
         # one wrapper's backward line reached from two callers (a criterion's optimizer.backward(loss), then the
         # task's): the failing caller's statement is the second call
         # (check() runs before the failing backward: its own caller's line is that backward's caller)

@@ -10,9 +10,10 @@ from dataclasses import replace
 from ..context import Context, as_receiver
 from ..edits import Edit
 from ..evidence import Facts, receiver, steps_between
-from ..fixes import Fix, Proposal, all_edits, keeping, replace_line, source_of
+from ..fixes import Fix, Proposal, all_edits, edit_at, keeping, replace_line, source_of
 from ..graph import Graph
 from ..i18n import T
+from ..location import Location
 from ..loop import Site
 from ..recorder import BackwardCall
 from ..rewrite import with_keyword
@@ -111,6 +112,62 @@ def total_of_backwarded(graph: Graph, facts: Facts) -> tuple[str, ...]:
 # there) makes it no such total: its gradient would be lost.
 
 
+# NOTE [A gradient taken, then the same loss backwarded]
+# torch.autograd.grad(loss, params) returns the gradients and writes no .grad; a
+# loss.backward() after it on the same graph (a guided search steered by the
+# gradient, then a hybrid update that reads .grad) finds the graph freed. "Delete the
+# second call" would leave .grad empty: the first call put nothing there. The fix keeps
+# the graph for the backward: retain_graph=True on the autograd.grad call. The two
+# calls then compute what the code asks for: the gradients returned, and the same
+# gradient written into .grad once.
+def _gradient_taken_first(ctx: Context) -> Proposal | None:
+    """``retain_graph=True`` on the ``torch.autograd.grad`` call that freed the graph the loss's backward then needs
+    (NOTE [A gradient taken, then the same loss backwarded])."""
+    found = ctx.extra.get("grad_first_at", "")
+    if not found:
+        return None
+    at, _, filename = found.partition(":")
+    line = int(at)
+    if line == ctx.backward_line:
+        return None
+    lines = source_of(filename).splitlines()
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    try:
+        tree = ast.parse(text.strip())
+    except SyntaxError:
+        return None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("autograd.grad")]
+    if len(calls) != 1 or any(k.arg == "retain_graph" for k in calls[0].keywords):
+        return None
+    call = calls[0]
+    if call.end_lineno != 1 or call.end_col_offset is None:
+        return None
+    body = text.strip()
+    end = call.end_col_offset - 1
+    edit = edit_at(
+        ctx, Location(filename, line), text[: len(text) - len(body)] + body[:end] + ", retain_graph=True" + body[end:]
+    )
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "keep the graph for {loss}.backward(): pass retain_graph=True to torch.autograd.grad at {where}, which "
+                "returns the gradients and writes no .grad, so the backward after it is still needed",
+                loss=as_receiver(ctx.loss) if ctx.loss else T("the loss"),
+                where=Location(filename, line).where,
+            ),
+            trains=T(
+                "{loss} trains what its backward reaches, once, as the code asks; torch.autograd.grad returns the "
+                "same gradients to the code that reads them",
+                loss=as_receiver(ctx.loss) if ctx.loss else T("the loss"),
+            ),
+            edits=(edit,),
+        ),
+    )
+
+
 def twice_fixes(ctx: Context) -> list[Proposal]:
     """One backward (the second call deleted) first; both kept with ``retain_graph=True`` only as the other way.
 
@@ -146,6 +203,9 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
     products = _repeated_products(ctx)
     if products is not None:
         return [products]
+    taken = _gradient_taken_first(ctx)  # NOTE [A gradient taken, then the same loss backwarded]
+    if taken is not None:
+        return [taken]
     reset = _total_started_again(ctx)
     retain = None
     if ctx.site is not None and ctx.earlier_line is not None and ctx.earlier_line != ctx.backward_line:
