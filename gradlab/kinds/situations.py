@@ -583,6 +583,9 @@ def gradient_without_graph_fix(
             for k in n.keywords
         )
     }
+    # the failing statement itself is the backward (an autograd.grad under no_grad raises there): not a gradient the
+    # loss is built on
+    calls = {k: n for k, n in calls.items() if n.lineno != line}
     if len(calls) != 1:
         return None
     call = next(iter(calls.values()))
