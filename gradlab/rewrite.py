@@ -27,6 +27,7 @@ __all__ = [
     "rewrite_in_place",
     "detach_in",
     "with_keyword",
+    "call_with_keyword",
     "op_display",
     "from_graph",
     "without_detach",
@@ -584,6 +585,33 @@ def _assignment(body: str) -> int | None:
 def split_comment(code: str) -> tuple[str, str]:
     m = re.search(r"\s+#.*$", code)
     return (code[: m.start()], code[m.start() :]) if m else (code.rstrip(), "")
+
+
+def call_with_keyword(line: str, call: ast.Call, name: str, value: str) -> str | None:
+    r"""``line`` with ``name=value`` in ``call``: the keyword's value replaced when it is there, else the keyword added
+    before the closing parenthesis. ``call`` is a node parsed from the file whose line ``line`` is (its columns are
+    the line's, indentation included); None when the call spans several lines.
+
+    Example::
+
+        >>> line = "    g = torch.autograd.grad(y, x, create_graph=False)"
+        >>> call = ast.parse("if 1:\n" + line).body[0].body[0].value
+        >>> call_with_keyword(line, call, "create_graph", "True")
+        '    g = torch.autograd.grad(y, x, create_graph=True)'
+        >>> call_with_keyword(line, call, "retain_graph", "True")
+        '    g = torch.autograd.grad(y, x, create_graph=False, retain_graph=True)'
+    """
+    if call.end_lineno != call.lineno or call.end_col_offset is None:
+        return None
+    flag = next((k for k in call.keywords if k.arg == name), None)
+    if flag is not None:
+        v = flag.value
+        if v.end_col_offset is None or v.lineno != call.lineno:
+            return None
+        return line[: v.col_offset] + value + line[v.end_col_offset :]
+    end = call.end_col_offset - 1  # the closing parenthesis
+    sep = ", " if call.args or call.keywords else ""
+    return line[:end] + sep + f"{name}={value}" + line[end:]
 
 
 def with_keyword(code: str, method: str, keyword: str) -> str | None:

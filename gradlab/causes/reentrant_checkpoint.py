@@ -30,6 +30,7 @@ from ..evidence import Facts
 from ..fixes import Fix, Proposal, keeping, source_of
 from ..i18n import T
 from ..location import Location
+from ..rewrite import call_with_keyword
 
 __all__ = ["reentrant_context", "reentrant_fixes"]
 
@@ -68,21 +69,6 @@ def reentrant_context(base: Context, facts: Facts, nested: bool) -> Context | No
     return replace(base, extra={**base.extra, "reentrant": lines})
 
 
-def _not_reentrant(line: str, call: ast.Call, offset: int) -> str | None:
-    """``line`` (the call's only line) with ``use_reentrant=False``: the keyword's value replaced, or added."""
-    flag = next((k for k in call.keywords if k.arg == "use_reentrant"), None)
-    if flag is not None:
-        value = flag.value
-        if value.end_col_offset is None or value.lineno != call.lineno:
-            return None
-        return line[: value.col_offset - offset] + "False" + line[value.end_col_offset - offset :]
-    if call.end_col_offset is None:
-        return None
-    end = call.end_col_offset - 1 - offset  # the closing parenthesis
-    sep = ", " if call.args or call.keywords else ""
-    return line[:end] + sep + "use_reentrant=False" + line[end:]
-
-
 def reentrant_fixes(ctx: Context) -> list[Proposal]:
     site = ctx.site
     if site is None or not ctx.extra.get("reentrant"):
@@ -93,7 +79,7 @@ def reentrant_fixes(ctx: Context) -> list[Proposal]:
     for call in _reentrant_calls(source):
         if call.end_lineno != call.lineno:
             return []
-        new = _not_reentrant(lines[call.lineno - 1], call, 0)
+        new = call_with_keyword(lines[call.lineno - 1], call, "use_reentrant", "False")
         if new is None:
             return []
         edits.append(Edit(site.filename, call.lineno, call.lineno, new))

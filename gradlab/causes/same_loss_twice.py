@@ -16,7 +16,7 @@ from ..i18n import T
 from ..location import Location
 from ..loop import Site
 from ..recorder import BackwardCall
-from ..rewrite import with_keyword
+from ..rewrite import call_with_keyword, with_keyword
 from ..source import enclosing_blocks, parse
 
 
@@ -130,23 +130,22 @@ def _gradient_taken_first(ctx: Context) -> Proposal | None:
     line = int(at)
     if line == ctx.backward_line:
         return None
-    lines = source_of(filename).splitlines()
-    text = lines[line - 1] if 0 < line <= len(lines) else ""
-    try:
-        tree = ast.parse(text.strip())
-    except SyntaxError:
-        return None
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("autograd.grad")]
+    source = source_of(filename)
+    tree = parse(source)
+    calls = (
+        [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and n.lineno == line and ast.unparse(n.func).endswith("autograd.grad")
+        ]
+        if tree is not None
+        else []
+    )
     if len(calls) != 1 or any(k.arg == "retain_graph" for k in calls[0].keywords):
         return None
-    call = calls[0]
-    if call.end_lineno != 1 or call.end_col_offset is None:
-        return None
-    body = text.strip()
-    end = call.end_col_offset - 1
-    edit = edit_at(
-        ctx, Location(filename, line), text[: len(text) - len(body)] + body[:end] + ", retain_graph=True" + body[end:]
-    )
+    lines = source.splitlines()
+    new = call_with_keyword(lines[line - 1], calls[0], "retain_graph", "True")
+    edit = edit_at(ctx, Location(filename, line), new) if new is not None else None
     if edit is None:
         return None
     return keeping(

@@ -22,7 +22,7 @@ from ..i18n import T
 from ..judge import judged
 from ..location import Location
 from ..loop import Site, site_intent
-from ..rewrite import from_graph
+from ..rewrite import call_with_keyword, from_graph
 from ..source import (
     calls_method,
     enclosing_blocks,
@@ -590,18 +590,9 @@ def gradient_without_graph_fix(
         return None
     call = next(iter(calls.values()))
     at = call.lineno
-    if call.end_lineno != at or call.end_col_offset is None:
+    new = call_with_keyword(site.text(at), call, "create_graph", "True")  # or create_graph=False made True
+    if new is None:
         return None
-    text = site.text(at)
-    flag = next((k for k in call.keywords if k.arg == "create_graph"), None)
-    if flag is not None:  # create_graph=False
-        value = flag.value
-        if value.end_col_offset is None:
-            return None
-        new = text[: value.col_offset] + "True" + text[value.end_col_offset :]
-    else:
-        end = call.end_col_offset - 1
-        new = text[:end] + ", create_graph=True" + text[end:]
     loss, trained = _loss_and_trained(site, tree, line)
     fix = Fix(
         summary=T(
