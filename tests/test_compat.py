@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed
-from conftest import gradlab_spoke, needs_raw_saved
+from conftest import gloo_retried, gradlab_spoke, needs_raw_saved
 
 pytestmark = [pytest.mark.library, pytest.mark.slow]
 
@@ -252,9 +252,6 @@ def test_the_note_inside_a_checkpoint_names_the_checkpoints_input(
 
 # -- DDP under torchrun --------------------------------------------------------------------------
 
-#: What torchrun prints when gloo's teardown aborts a rank (C++'s words, then the agent's report of SIGABRT).
-GLOO_ABORT = ("terminate called without an active exception", "Signal 6 (SIGABRT)")
-
 
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without distributed")
 def test_ddp_on_gloo_runs_under_gradlab_as_under_python(tmp_path: Path) -> None:
@@ -263,8 +260,8 @@ def test_ddp_on_gloo_runs_under_gradlab_as_under_python(tmp_path: Path) -> None:
     script = str(COMPAT / "ddp_gloo.py")
     done = []
     for command in ([script], ["-m", "gradlab", "run", script]):
-        for _attempt in range(3):
-            run = subprocess.run(
+        run = gloo_retried(
+            lambda command=command: subprocess.run(
                 [torchrun, "--standalone", "--nproc_per_node=2", *command],  # standalone: a free port of its own
                 capture_output=True,
                 text=True,
@@ -272,10 +269,7 @@ def test_ddp_on_gloo_runs_under_gradlab_as_under_python(tmp_path: Path) -> None:
                 cwd=tmp_path,
                 timeout=300,
             )
-            # gloo's teardown in destroy_process_group() aborts now and then on CPU (torch 2.13: about 1 run in 8,
-            # with or without gradlab, tests/test_field_guide.py measured it; torch 2.15 too): that run is repeated
-            if run.returncode == 0 or not any(sign in run.stderr for sign in GLOO_ABORT):
-                break
+        )
         done.append(run)
     plain, tracked = done
     assert plain.returncode == 0 and plain.stdout.splitlines()[-1] == "True", plain.stderr[-2000:]

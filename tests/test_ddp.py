@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch.distributed
+from conftest import gloo_retried
 
 from gradlab import ranks
 
@@ -20,9 +21,6 @@ pytestmark = [pytest.mark.library, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
-
-#: What torchrun prints when gloo's teardown aborts a rank (C++'s words, then the agent's report of SIGABRT).
-GLOO_ABORT = ("terminate called without an active exception", "Signal 6 (SIGABRT)")
 
 needs_distributed = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without distributed")
 
@@ -97,12 +95,7 @@ def test_torchrun_two_forwards_through_buffers_the_broadcast_is_invisible(tmp_pa
     (train-mode BatchNorm's backward does not read its running statistics). gradlab run changes none of it.
     """
     for command in ([str(SCRIPTS / "ddp_buffers.py")], ["-m", "gradlab", "run", str(SCRIPTS / "ddp_buffers.py")]):
-        for _attempt in range(3):
-            r = _torchrun(tmp_path, *command)
-            # gloo's teardown in destroy_process_group() aborts now and then on torch 2.13 CPU (about 1 run in 8,
-            # with or without gradlab; tests/test_field_guide.py measured it; torch 2.15 too): that run is repeated
-            if r.returncode == 0 or not any(sign in r.stderr for sign in GLOO_ABORT):
-                break
+        r = gloo_retried(lambda command=command: _torchrun(tmp_path, *command))
         assert r.returncode == 0, r.stderr[-3000:]
         found = sorted(tmp_path.glob("facts-*.json"))
         facts = {f["rank"]: f for f in (json.loads(path.read_text()) for path in found)}

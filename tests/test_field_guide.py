@@ -20,6 +20,7 @@ import nbformat
 import pytest
 import torch
 import torch.distributed
+from conftest import gloo_retried
 from torch import nn
 
 pytestmark = [pytest.mark.course, pytest.mark.slow]
@@ -31,7 +32,6 @@ EDITIONS = {"en": (ROOT / "notebooks" / NAME, "C.UTF-8"), "zh": (ROOT / "noteboo
 
 
 #: What gloo prints when its teardown aborts a process that had finished the script.
-GLOO_TEARDOWN = "terminate called without an active exception"
 
 
 def _cell(cell_id: str, edition: str = "en") -> str:
@@ -116,12 +116,7 @@ def test_the_notebooks_ddp_script_fails_with_the_note_it_shows(edition: str, tmp
 
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without distributed")
 def test_the_notebooks_ddp_fix_trains_body_as_one_process_without_ddp(tmp_path: Path) -> None:
-    for _attempt in range(3):
-        run = _torchrun(_fixed(_script()), tmp_path)
-        # gloo's teardown in destroy_process_group() aborts now and then on torch 2.13 CPU (about 1 run in 8
-        # here, with or without gradlab, with or without a barrier before it): that run is repeated
-        if run.returncode == 0 or GLOO_TEARDOWN not in run.stderr:
-            break
+    run = gloo_retried(lambda: _torchrun(_fixed(_script()), tmp_path))  # with or without a barrier before teardown
     assert run.returncode == 0, run.stderr[-3000:]
     # not anchored to lines: two ranks print to torchrun's one stdout, and their lines can run together
     sums = dict(re.findall(r"rank (\d): body\.weight sums to (-?\d+\.\d{6})", run.stdout))
