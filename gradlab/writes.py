@@ -453,7 +453,7 @@ def _stepped_aside(error_message: str, can: bool = True) -> None:
 # warning attributed to a gradlab module through ("always": no registry there), and
 # warnings._showwarnmsg re-issues a warning at the frame Python would have chosen
 # without gradlab: the same walk, counting only frames that are not gradlab's, and
-# ending, as Python's does, at "sys:1" when it runs past the user's first frame (the
+# ending, as Python's does, at "sys:1" ("<sys>:0" from 3.13) when it runs past the user's first frame (the
 # runner of `gradlab run` is not the user's program). There Python's filters and
 # registry decide, as they would without gradlab; a registry entry the misplaced
 # warning made on its way is taken back first. A warning gradlab itself raises at a
@@ -469,7 +469,7 @@ def _library_frame(filename: str) -> bool:
 
 
 _RUNNER_FILES = (_LIBRARY_DIR + "cli.py", _LIBRARY_DIR + "__main__.py")
-_TOP = "sys:1"  # the walk ran past the program's first frame
+_TOP = "top"  # the walk ran past the program's first frame (python says sys:1, or <sys>:0 from 3.13)
 
 
 def _as_without_gradlab(start: FrameType, filename: str, lineno: int) -> FrameType | str | None:
@@ -564,12 +564,14 @@ def _take_back(msg: warnings.WarningMessage) -> None:
 
 
 def _warn_at_top(message: Warning | str, category: type[Warning], source: object = None) -> None:
-    """Warn as ``warnings.warn`` does when its stacklevel runs past the first frame: at ``sys:1``."""
+    """Warn as ``warnings.warn`` does when its stacklevel runs past the first frame: at ``sys:1`` (``<sys>:0`` from
+    Python 3.13), with the sys module's registry."""
     namespace = vars(sys)
     registry = namespace.get("__warningregistry__")
     if not isinstance(registry, dict):
         registry = namespace["__warningregistry__"] = {}
-    warnings.warn_explicit(message, category, "sys", 1, module="sys", registry=registry, source=source)
+    filename, lineno = ("<sys>", 0) if sys.version_info >= (3, 13) else ("sys", 1)
+    warnings.warn_explicit(message, category, filename, lineno, module="sys", registry=registry, source=source)
 
 
 def step_closure(args: Any, kwargs: Any) -> Callable[..., Any] | None:
