@@ -158,16 +158,16 @@ def judge_fixes(
     ``records`` must hold each case's intended variants (keys ``"<case>/<variant>"``).
     The copies run in one oracle process.
     """
-    scratch = Path(tempfile.mkdtemp(prefix="corpus-judge-"))
     verdicts = [Verdict(case.name, fix, None) for case, fix in pairs]
     to_run: list[tuple[int, Path]] = []
-    for i, (case, fix) in enumerate(pairs):
-        copy, why = patch(case, fix, scratch / f"{i:03d}-{case.name}")
-        if copy is None:
-            verdicts[i].why = why
-        else:
-            to_run.append((i, copy))
-    patched = oracle.run_many([p for _, p in to_run], steps=steps) if to_run else []
+    with tempfile.TemporaryDirectory(prefix="corpus-judge-") as scratch:
+        for i, (case, fix) in enumerate(pairs):
+            copy, why = patch(case, fix, Path(scratch) / f"{i:03d}-{case.name}")
+            if copy is None:
+                verdicts[i].why = why
+            else:
+                to_run.append((i, copy))
+        patched = oracle.run_many([p for _, p in to_run], steps=steps) if to_run else []
     for (i, _), rec in zip(to_run, patched):
         case, fix = pairs[i]
         v = verdicts[i]

@@ -196,12 +196,13 @@ def run(
 ) -> Record:
     """Run ``script_path`` as ``python script_path`` for ``steps`` steps per optimizer; its :class:`Record`.
 
-    The record is also written to ``out`` (a temporary file when None; its path is ``Record.path``).
+    The record is also written to ``out`` when given (its path is then ``Record.path``).
     """
-    rec = run_many([script_path], steps=steps, cwd=cwd, timeout=timeout)[0]
-    if out is not None and rec.path is not None:
-        shutil.copyfile(rec.path, out)
-        rec.path = str(out)
+    with tempfile.TemporaryDirectory(prefix="oracle-") as folder:
+        rec = run_many([script_path], steps=steps, cwd=cwd, timeout=timeout, out_dir=folder)[0]
+        if out is not None and rec.path is not None:
+            shutil.copyfile(rec.path, out)
+        rec.path = str(out) if out is not None and rec.path is not None else None
     return rec
 
 
@@ -216,14 +217,22 @@ def run_many(
 
     Each script gets ``timeout`` seconds (an alarm in the child). A script that
     kills the process is rerun alone, so one crash does not lose the others.
+    The records' files stay in ``out_dir`` when given (``Record.path``); without it
+    they go to a temporary folder that is removed before this returns.
     """
+    if out_dir is None:
+        with tempfile.TemporaryDirectory(prefix="oracle-") as folder:
+            records = run_many(scripts, steps=steps, cwd=cwd, timeout=timeout, out_dir=folder)
+        for rec in records:
+            rec.path = None
+        return records
     if not isinstance(steps, int) or steps < 1:
         raise ValueError("steps must be a positive int: the number of steps each optimizer may take")
     paths = [str(Path(s).resolve()) for s in scripts]
     for p in paths:
         if not Path(p).is_file():
             raise ValueError(f"no script at {p}: pass the path of a Python file")
-    folder = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="oracle-"))
+    folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     outs = [str(folder / f"{i:03d}-{Path(p).parent.name}-{Path(p).stem}.pt") for i, p in enumerate(paths)]
     args = [sys.executable, str(Path(__file__).resolve()), "--child", str(steps), str(timeout)]
