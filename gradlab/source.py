@@ -253,6 +253,32 @@ def next_backward(tree: ast.Module, lineno: int) -> int | None:
     return None
 
 
+def detached(node: ast.AST, *, data: bool = False) -> ast.expr | None:
+    """What ``node`` takes out of the graph as it is: ``E`` for ``E.detach()`` (a ``.clone()`` after it allowed),
+    and for ``E.data`` too when ``data``; None for anything else (``E.data.new(...)``, ``E.detach().numpy()``).
+
+    >>> ast.unparse(detached(ast.parse("h.detach().clone()", mode="eval").body))
+    'h'
+    >>> detached(ast.parse("out.data", mode="eval").body) is None
+    True
+    >>> ast.unparse(detached(ast.parse("out.data", mode="eval").body, data=True))
+    'out'
+    """
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "clone":
+        node = node.func.value
+    if data and isinstance(node, ast.Attribute) and node.attr == "data":
+        return node.value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "detach"
+        and not node.args
+        and not node.keywords
+    ):
+        return node.func.value
+    return None
+
+
 def undetached_reads(st: ast.AST, name: str) -> list[ast.Name]:
     """The reads of ``name`` in ``st`` that are not detached where they are read: ``name.detach()``, or an element's
     (``name[i][j].detach()``)."""

@@ -32,7 +32,7 @@ from ..i18n import T
 from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, detached_value, replace_reads
-from ..source import called_on, function_of, loop_around, loop_body_of, names, preceding, statement_at
+from ..source import called_on, detached, function_of, loop_around, loop_body_of, names, preceding, statement_at
 
 
 def carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Context:
@@ -763,13 +763,8 @@ def _detaches(st: ast.stmt, names: set[str]) -> bool:
         )
     if not isinstance(st, ast.Assign) or len(st.targets) != 1 or ast.unparse(st.targets[0]) not in names:
         return False
-    value = st.value
-    return (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr == "detach"
-        and ast.unparse(value.func.value) == ast.unparse(st.targets[0])
-    )
+    taken = detached(st.value)
+    return taken is not None and ast.unparse(taken) == ast.unparse(st.targets[0])
 
 
 def _kept_within_step(ctx: Context) -> Proposal | None:

@@ -19,7 +19,7 @@ from ..graph import Graph
 from ..i18n import T
 from ..location import Location
 from ..rewrite import detached_value
-from ..source import function_of, loop_around, loop_body_of, names, preceding, statement_at
+from ..source import detached, function_of, loop_around, loop_body_of, names, preceding, statement_at
 
 if TYPE_CHECKING:
     from ..recorder import BackwardCall
@@ -395,13 +395,8 @@ def _detached_somewhere(tree: ast.Module, loop: ast.stmt, name: str) -> bool:
 
 def _detaches(node: ast.AST, names: set[str]) -> bool:
     """``node`` is ``name.detach()`` for one of ``names``."""
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "detach"
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id in names
-    )
+    taken = detached(node) if isinstance(node, ast.Call) else None
+    return isinstance(taken, ast.Name) and taken.id in names
 
 
 def _is_name(node: ast.expr, name: str) -> bool:

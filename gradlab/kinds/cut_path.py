@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..rewrite import EXTRACTIONS, REBUILDS
 from ..source import (
+    detached,
     enclosing,
     function_of,
     names,
@@ -112,16 +113,10 @@ class PathCut:
 def _detaches(st: ast.stmt) -> bool:
     """``st`` rebinds a name to a tensor taken out of the graph, as it is: ``out = out.data``, ``h = h.detach()``
     (a ``.clone()`` after it allowed), not ``out.data.new(...)`` or ``x.detach().numpy()``."""
-    value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "clone":
-        value = value.func.value
-    if isinstance(value, ast.Attribute) and value.attr == "data":
-        return True
     return (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr == "detach"
-        and not value.args
+        isinstance(st, (ast.Assign, ast.AnnAssign))
+        and st.value is not None
+        and detached(st.value, data=True) is not None
     )
 
 
