@@ -16,7 +16,7 @@ from ..edits import Edit
 from ..evidence import Facts, Problem, calls_into, holds_node, leaves_below, sequence_of, stepped_params, value_of
 from ..fixes import Fix, Proposal, all_edits, claim, edit_at, insert_lines, keeping, statements_text
 from ..graph import Graph
-from ..i18n import T
+from ..i18n import T, Text
 from ..location import Location
 from ..rewrite import detached_value
 from ..source import detached, function_of, loop_around, loop_body_of, names, preceding, statement_at
@@ -219,6 +219,15 @@ def _same_forward_in(tree: ast.Module | None, loop: ast.For | ast.AsyncFor | ast
     return any(ast.unparse(v) in computed for v in values)
 
 
+def _constant_trains(ctx: Context, name: str) -> Text:
+    """The ``trains:`` line of a tensor made a constant of the loop (``_constant``, ``_detached_target``)."""
+    return T(
+        "{loss} trains what it reaches through each iteration's own forward; {name} takes no part in backward",
+        loss=ctx.l,
+        name=name,
+    )
+
+
 def _constant(ctx: Context) -> list[Proposal]:
     """Detach, before the loop, a tensor the loop reuses next to its own forward (``causes._snapshot_context``)."""
     name = ctx.snapshot
@@ -230,11 +239,7 @@ def _constant(ctx: Context) -> list[Proposal]:
             "uses): detach it before the loop",
             name=name,
         ),
-        trains=T(
-            "{loss} trains what it reaches through each iteration's own forward; {name} takes no part in backward",
-            loss=ctx.l,
-            name=name,
-        ),
+        trains=_constant_trains(ctx, name),
         edits=all_edits(insert_lines(ctx, ctx.snapshot_line, f"{name} = {name}.detach()")),
     )
     return [keeping(ctx, fix)]
@@ -361,11 +366,7 @@ def _detached_target(ctx: Context) -> tuple[Proposal, bool] | None:
             name=name,
             loss=ctx.l,
         ),
-        trains=T(
-            "{loss} trains what it reaches through each iteration's own forward; {name} takes no part in backward",
-            loss=ctx.l,
-            name=name,
-        ),
+        trains=_constant_trains(ctx, name),
         edits=all_edits(edit),
         claims=claim(ctx, ctx.reach),
     )
