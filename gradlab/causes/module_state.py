@@ -31,7 +31,7 @@ class _Kept:
     attrs: tuple[str, ...]
     reset: str | None  # a method of the class that sets every attribute back without reading it
     detach_at: tuple[tuple[Location, str], ...]  # for each attribute: the statement of its forward that reads it first
-    stored_at: tuple[tuple[Location, str], ...] = ()  # every one-line ``self.attr = value`` outside __init__ and reset
+    stored_at: tuple[tuple[Location, str], ...] = ()  # every one-line store into ``self.attr`` outside __init__, reset
     stepwise: bool = False  # some store runs inside a loop of its method: a state over the steps of one input
     memo: bool = False  # no store reads the attribute it sets: a result kept to be reused, not a memory
     training_only: bool = False  # every store runs under ``if self.training:``: a result of training forwards only
@@ -180,13 +180,16 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
         for store in ast.walk(m):
             if not (isinstance(store, ast.Assign) and len(store.targets) == 1):
                 continue
-            name = next((a for a in kept if _self_attr(store.targets[0], a)), None)
-            if name is None or isinstance(store.value, ast.Constant):
+            # ``self.attr = value``, or ``self.delta, self.zero_point = calibrate(x)``: the elements it stores
+            target = store.targets[0]
+            elements = target.elts if isinstance(target, ast.Tuple) else [target]
+            names_here = [a for e in elements for a in kept if _self_attr(e, a)]
+            if not names_here or isinstance(store.value, ast.Constant):
                 continue
             stepwise = stepwise or id(store) in in_loops
-            memo = memo and not any(_self_attr(n, name) for n in ast.walk(store.value))
+            memo = memo and not any(_self_attr(n, a) for a in names_here for n in ast.walk(store.value))
             if store.lineno == store.end_lineno and not _made_fresh(store.value):
-                stored.append((Location(filename, store.lineno), name))
+                stored += [(Location(filename, store.lineno), a) for a in names_here]
     stored_all = {a for _loc, a in stored} == set(kept)
     return _Kept(
         cls,
@@ -439,8 +442,27 @@ def _self_attr_target(st: ast.stmt, attr: str) -> bool:
 
 
 def _stored_edits(ctx: Context) -> tuple[Edit, ...]:
-    """Every ``self.attr = value`` of the kept state (outside ``__init__`` and the reset) as ``value.detach()``."""
-    edits = [edit_at(ctx, loc, detached_value(loc.code) if loc.code else None) for loc, _attr in ctx.stored_at]
+    """Every ``self.attr = value`` of the kept state (outside ``__init__`` and the reset) as ``value.detach()``;
+    a store of several (``self.a, self.b = f(x)``) followed by ``self.a, self.b = self.a.detach(), self.b.detach()``
+    at its indentation."""
+    by_line: dict[tuple[str, int], tuple[Location, list[str]]] = {}
+    for loc, attr in ctx.stored_at:
+        by_line.setdefault((loc.filename, loc.lineno), (loc, []))[1].append(attr)
+    edits: list[Edit | None] = []
+    for loc, attrs in by_line.values():
+        try:
+            st = ast.parse(loc.code.strip()).body[0] if loc.code else None
+        except (SyntaxError, IndexError):
+            st = None
+        if not (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Tuple)):
+            edits.append(edit_at(ctx, loc, detached_value(loc.code) if loc.code else None))
+            continue
+        lines = source_of(loc.filename).splitlines()
+        text = lines[loc.lineno - 1] if 0 < loc.lineno <= len(lines) else ""
+        indent = text[: len(text) - len(text.lstrip())]
+        targets = ", ".join(f"self.{a}" for a in attrs)
+        values = ", ".join(f"self.{a}.detach()" for a in attrs)
+        edits.append(Edit(loc.filename, loc.lineno, loc.lineno, f"{text}\n{indent}{targets} = {values}"))
     return tuple(sorted(all_edits(*edits), key=lambda e: (e.filename, e.start)))
 
 
@@ -660,11 +682,14 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 #   tensor (a cache allocated with torch.zeros, a buffer): the values carry over, the graph does not (a
 #   cache that the forward writes before it reads the same positions computes what it did).
 # - a detach where the class stores the attribute (every one-line `self.attr = value` outside __init__ and
-#   the reset whose value is not a constant or a factory call): the values each forward stores carry over,
-#   their graph does not (a queue of the previous frames' features, a memory of earlier batches);
+#   the reset whose value is not a constant or a factory call; a store of several, `self.centre, self.spread =
+#   stats(x)`, is followed by their detach): the values each forward stores carry over, their graph does not
+#   (a queue of the previous frames' features, a memory of earlier batches, statistics fitted on the first
+#   batch);
 # - a detach after the backward, in the loop, through the loop's path to each module that keeps state
 #   (model.recurrent.weight = model.recurrent.weight.detach()): for any class, whatever its code looks like
-#   (a tuple target, a state set to None in __init__); first only when the class's code gives no other detach.
+#   (a store over several lines, a state set to None in __init__); first only when the class's code gives no
+#   other detach.
 # Which comes first follows how the class stores the state. Stored inside a loop of its method (over the
 # time steps of one input: a neuron's potential), it is a state of one input, and its class's reset is the
 # boundary its author wrote: the reset first. Stored once per forward, it is a memory of earlier inputs that
