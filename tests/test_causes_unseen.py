@@ -45,6 +45,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # statistics fitted on the first batch and stored in one tuple statement from the encoder's live output (NOTE
     # [State kept on modules]): detached where they are stored, as the data's constants they are
     "standardiser_fit_on_first_batch": ("carried_state", (("loss", ("net",)),)),
+    # a dict of features the layers write on each batch object the data set keeps (NOTE [Features a forward stores
+    # on its batch]): emptied right after the backward
+    "mesh_batch_scratch_features": ("carried_state", (("loss", ("net",)),)),
     "anchor_detached_on_first_pass": ("stale_forward", (("total", ("embedder", "head")),)),
     # windows of truncated backpropagation laid out by an in-place detach under a condition and retain_graph, the
     # step at every chunk (NOTE [A step inside a window of truncated backpropagation]): the step moves to the window

@@ -18,7 +18,7 @@ from ..fixes import Fix, Proposal, all_edits, edit_at, insert_lines, keeping, so
 from ..i18n import T, Text, join
 from ..location import _INSTALLED, Location, _library_file
 from ..rewrite import detached_value
-from ..source import feeding, loop_body_of, names, parse, preceding
+from ..source import enclosing, feeding, loop_body_of, names, parse, preceding
 
 __all__ = ["kept_on_modules", "module_state_fixes"]
 
@@ -107,10 +107,16 @@ def _first_read(method: ast.FunctionDef, attr: str) -> ast.stmt | None:
 
 
 def _resets(method: ast.FunctionDef, attrs: tuple[str, ...]) -> bool:
-    """``method`` takes no argument but ``self`` and sets every attribute of ``attrs`` back."""
+    """``method`` takes no argument but ``self`` and sets every attribute of ``attrs`` back when called: not a
+    generator or a context manager (``local_scope()`` called alone runs none of its body), not a property."""
     args = method.args
     required = len(args.posonlyargs) + len(args.args) - len(args.defaults)
     if required != 1 or args.vararg or any(d is None for d in args.kw_defaults):
+        return False
+    wrapped = {ast.unparse(d).rsplit(".", 1)[-1] for d in method.decorator_list}
+    if wrapped & {"contextmanager", "asynccontextmanager", "property", "cached_property"}:
+        return False
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(method)):
         return False
     return all(any(_sets(st, a) for st in ast.walk(method)) for a in attrs)
 
@@ -713,6 +719,8 @@ def kept_on_objects(base: Context, facts: Facts) -> Context | None:
     tree = site.tree()
     body = loop_body_of(tree, facts.backward_line) if tree is not None else None
     used = {n for st in body or [] for n in names(st, ast.Load)}
+    around = enclosing(tree, facts.backward_line) if tree is not None else []
+    batch = {n for loop in around if isinstance(loop, (ast.For, ast.AsyncFor)) for n in names(loop.target, ast.Store)}
     found: list[tuple[str, str, str]] = []  # (the frame's name, its class, the reset method)
     for name, obj in sorted(facts.namespace.items()):
         if not isinstance(name, str) or name.startswith("_") or name not in used:
@@ -723,9 +731,11 @@ def kept_on_objects(base: Context, facts: Facts) -> Context | None:
         if not graphs:
             continue
         kept = _kept(type(obj), graphs)
-        if kept is None or kept.reset is None:
-            continue
-        found.append((name, type(obj).__name__, kept.reset))
+        if kept is not None and kept.reset is not None:
+            found.append((name, type(obj).__name__, kept.reset))
+        elif name in batch and all(isinstance(vars(obj)[k], dict) for k in graphs):
+            # NOTE [Features a forward stores on its batch]: the dicts emptied, as each batch was loaded
+            found += [(name, type(obj).__name__, f"{k}.clear") for k in graphs]
     if not found:
         return None
     ctx = from_frame(base, facts, None)
@@ -737,12 +747,11 @@ def kept_on_objects(base: Context, facts: Facts) -> Context | None:
 
 
 def _holds_graph(value: object) -> bool:
-    """A tensor with a graph, or a list or tuple holding one."""
+    """A tensor with a graph, or a list, tuple or dict holding one."""
     if isinstance(value, torch.Tensor):
         return value.grad_fn is not None
-    return isinstance(value, (list, tuple)) and any(
-        isinstance(v, torch.Tensor) and v.grad_fn is not None for v in value
-    )
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    return any(isinstance(v, torch.Tensor) and v.grad_fn is not None for v in items)
 
 
 def object_reset_fixes(ctx: Context) -> list[Proposal]:
@@ -783,3 +792,14 @@ def object_reset_fixes(ctx: Context) -> list[Proposal]:
 # reset right after the backward, so that every forward starts from an empty state, as each
 # rollout or micro-batch is meant to; a reset the code already makes elsewhere then finds
 # the state empty.
+
+
+# NOTE [Features a forward stores on its batch]
+# A batch the loop iterates over may be an object of the user's code that the forward writes into: a
+# molecular or social graph whose node data (a dict, as DGL's ndata) the message-passing layers fill
+# with messages and aggregates, and read back. The data set keeps the object, so the next epoch's forward
+# of the same batch reads what the last one stored, with its freed graph. Such a dict is scratch space of
+# one forward, not a memory across batches: a memory would live on the model, not on each batch (a
+# batch's own methods, as a local_scope that restores the dict, say so too). The fix empties each such
+# dict right after the backward, so every forward starts from the batch as it was loaded. Only dicts,
+# and only on a name the loop binds to its batches: any other object needs a reset of its own class.
