@@ -48,6 +48,12 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a dict of features the layers write on each batch object the data set keeps (NOTE [Features a forward stores
     # on its batch]): emptied right after the backward
     "mesh_batch_scratch_features": ("carried_state", (("loss", ("net",)),)),
+    # features computed before an adversary's update, reused by inner task steps (NOTE [A forward reused by later
+    # steps]): only the features are recomputed, not the adversary's dropout forward built from them
+    "speaker_adversary_inner_task_steps": (
+        "stale_forward",
+        (("task_loss", ("encoder", "head")), ("adv_loss", ("adversary",))),
+    ),
     "anchor_detached_on_first_pass": ("stale_forward", (("total", ("embedder", "head")),)),
     # windows of truncated backpropagation laid out by an in-place detach under a condition and retain_graph, the
     # step at every chunk (NOTE [A step inside a window of truncated backpropagation]): the step moves to the window

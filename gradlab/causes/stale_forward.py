@@ -19,7 +19,7 @@ from ..graph import Graph
 from ..i18n import T, Text
 from ..location import Location
 from ..rewrite import detached_value
-from ..source import detached, function_of, loop_around, loop_body_of, names, preceding, statement_at
+from ..source import detached, feeding, function_of, loop_around, loop_body_of, names, preceding, statement_at
 
 if TYPE_CHECKING:
     from ..recorder import BackwardCall
@@ -105,8 +105,18 @@ def global_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph
 # nothing (NOTE [A part no optimizer steps]) and this move is not offered.
 
 
+# NOTE [A forward reused by later steps]
+# A forward computed before a loop (the outer loop's batch features, before a GAN's inner generator steps) is
+# reused by every iteration of it, and an optimizer in the loop steps weights its graph saved: the second
+# iteration's backward meets them modified, or freed. The fix recomputes it where the loop first reads it,
+# with the statements between that derive what the loop reads from it (std = log_std.exp(); dist = Normal(mu,
+# std)). Only those: a statement that builds something else from the same forward (a critic's loss, an
+# adversary's logits, before the inner loop) is not recomputed, because the loop does not read it, and running
+# it again would draw its random numbers (dropout, a penalty's interpolation) a second time and change what
+# the steps after it compute.
 def stale_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
-    """A forward computed before the loop and reused by every iteration: its statement, to move inside."""
+    """A forward computed before the loop and reused by every iteration: its statement, to move inside (NOTE [A
+    forward reused by later steps])."""
     site, saved = facts.site, p.saved_at
     if site is None or saved is None or facts.backward_line is None:
         return None
@@ -144,6 +154,15 @@ def stale_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph)
     use = next((b for b in body if names(b, ast.Load) & stored), None)
     if use is None:
         return None
+    # only what the loop reads before it binds it again (NOTE [A forward reused by later steps])
+    live: set[str] = set()
+    bound_in_loop: set[str] = set()
+    for b in body:
+        live |= names(b, ast.Load) - bound_in_loop
+        bound_in_loop |= names(b, ast.Store)
+    statements = {x.lineno: x for x in preceding(tree, loop.lineno if loop is not None else first)}
+    kept = feeding([statements[n] for n in chain if n in statements], live & stored)
+    chain = [n for n in chain if n == st.lineno or n in kept]
     spans = [(x.lineno, x.end_lineno or x.lineno) for x in preceding(tree, loop.lineno if loop else first)]
     covered = [(a, b) for a, b in spans if a in chain]
     for s in graph.saved:
