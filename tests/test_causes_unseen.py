@@ -54,6 +54,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
         "stale_forward",
         (("task_loss", ("encoder", "head")), ("adv_loss", ("adversary",))),
     ),
+    # a plain object whose class stores a blend of its state with the batch's features and has no reset (NOTE
+    # [State kept on an object without a reset]): detached where it stores it
+    "prototype_bank_without_reset": ("carried_state", (("loss", ("backbone", "classifier")),)),
     "anchor_detached_on_first_pass": ("stale_forward", (("total", ("embedder", "head")),)),
     # windows of truncated backpropagation laid out by an in-place detach under a condition and retain_graph, the
     # step at every chunk (NOTE [A step inside a window of truncated backpropagation]): the step moves to the window

@@ -499,9 +499,7 @@ def _detach_at_boundary(ctx: Context, attrs: Text) -> Proposal | None:
     edit = insert_lines(ctx, ctx.backward_line, text, after=True)
     if edit is None:
         return None
-    summary = T(
-        "detach the state the modules keep between iterations ({attrs}) after each backward, in the loop", attrs=attrs
-    )
+    summary = T("detach the state kept between iterations ({attrs}) after each backward, in the loop", attrs=attrs)
     return _values_kept(ctx, attrs, summary, (edit,))
 
 
@@ -509,7 +507,7 @@ def _detach_stored(ctx: Context, attrs: Text) -> Proposal | None:
     edits = _stored_edits(ctx) if ctx.stored_at else ()
     if not edits:
         return None
-    summary = T("detach the state the modules keep between iterations ({attrs}) where they store it", attrs=attrs)
+    summary = T("detach the state kept between iterations ({attrs}) where it is stored", attrs=attrs)
     return _values_kept(ctx, attrs, summary, edits)
 
 
@@ -524,7 +522,7 @@ def _reset_proposal(ctx: Context, attrs: Text) -> Proposal | None:
         ctx,
         Fix(
             summary=T(
-                "reset the state the modules keep between iterations ({attrs}) after each backward: call "
+                "reset the state kept between iterations ({attrs}) after each backward: call "
                 "{calls} on every {classes} of {model}",
                 attrs=attrs,
                 calls=calls,
@@ -552,7 +550,7 @@ def _detach_where_read(ctx: Context, attrs: Text) -> Proposal | None:
         ctx,
         Fix(
             summary=T(
-                "detach the state the modules keep between iterations ({attrs}) where their forward starts reading it",
+                "detach the state kept between iterations ({attrs}) where the forward starts reading it",
                 attrs=attrs,
             ),
             trains=T(
@@ -634,8 +632,7 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
                 ctx,
                 Fix(
                     summary=T(
-                        "reset or detach the state the modules keep between iterations ({attrs}) at the iteration "
-                        "boundary",
+                        "reset or detach the state kept between iterations ({attrs}) at the iteration boundary",
                         attrs=attrs,
                     ),
                     trains=T(
@@ -722,6 +719,7 @@ def kept_on_objects(base: Context, facts: Facts) -> Context | None:
     around = enclosing(tree, facts.backward_line) if tree is not None else []
     batch = {n for loop in around if isinstance(loop, (ast.For, ast.AsyncFor)) for n in names(loop.target, ast.Store)}
     found: list[tuple[str, str, str]] = []  # (the frame's name, its class, the reset method)
+    memories: list[tuple[str, _Kept]] = []  # objects whose class stores the state without a reset
     for name, obj in sorted(facts.namespace.items()):
         if not isinstance(name, str) or name.startswith("_") or name not in used:
             continue
@@ -734,8 +732,29 @@ def kept_on_objects(base: Context, facts: Facts) -> Context | None:
         if kept is not None and kept.reset is not None:
             found.append((name, type(obj).__name__, kept.reset))
         elif name in batch and all(isinstance(vars(obj)[k], dict) for k in graphs):
+            # NOTE [State kept on an object without a reset]
+            # A plain object the loop calls (an aligner of moving class centroids, a running prototype bank) keeps on an
+            # attribute a tensor its method reads and then stores again from this iteration's features, and its class has no
+            # method that sets it back: a memory across iterations, meant to carry values, as a module's kept state is (NOTE
+            # [State kept on modules]). It is fixed the same way: detached where the class stores it (each one-line store),
+            # else after the backward through the loop's name for the object; the values carry over, the graph does not.
+
             # NOTE [Features a forward stores on its batch]: the dicts emptied, as each batch was loaded
             found += [(name, type(obj).__name__, f"{k}.clear") for k in graphs]
+        elif kept is not None and kept.stored_at and set(kept.attrs) == set(graphs):
+            memories.append((name, kept))
+    if not found and memories:  # NOTE [State kept on an object without a reset]
+        name, kept = memories[0]
+        ctx = from_frame(base, facts, None)
+        attrs = tuple(f"self.{a}" for a in kept.attrs)
+        return replace(
+            ctx,
+            carried=attrs[0],
+            kept_attrs=attrs,
+            stored_at=kept.stored_at,
+            detach_at=kept.detach_at,
+            kept_paths=tuple(f"{name}.{a}" for a in kept.attrs),
+        )
     if not found:
         return None
     ctx = from_frame(base, facts, None)
