@@ -48,6 +48,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # forces (an energy's gradient) taken in an evaluation decorated with no_grad (NOTE [A derivative taken with
     # grad off]): the lines that compute what autograd.grad differentiates run under enable_grad()
     "forces_in_decorated_evaluation": ("no_grad_fn", ("dE = torch.autograd.grad(energy.sum(), pos)[0]",), ()),
+    # a potential's forces (minus the energy's gradient, with positions it makes require grad) validated under a
+    # caller's no_grad (NOTE [A derivative its caller runs with grad off]): the method decorated with enable_grad()
+    "forces_validated_under_no_grad": (
+        "no_grad_fn",
+        ("(grad,) = torch.autograd.grad(energy.sum(), pos, create_graph=train)",),
+        (("loss", ("model",)),),
+    ),
     # a hinge summed over the pairs within the margin, from torch.zeros(1), on a batch with none (NOTE [A total
     # nothing was added to]): the update skipped when nothing was added
     "margin_terms_none_this_batch": ("no_grad_fn", ("hinge.backward()",), ()),

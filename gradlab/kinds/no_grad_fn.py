@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 from .cut_path import PathCut, backward_target, path_cut
 from .situations import (
     called_modules,
+    caller_grad_off_fix,
     closure_fix,
     derivative_fix,
     empty_total_fix,
@@ -184,6 +185,10 @@ def locate(f: Failure) -> Explanation:
         label = T("cut: .sample() here draws without a graph; .rsample() keeps the path to the parameters")
         return replace(e, spans=(Span(label_at, label),), fixes=(fix, *e.fixes))
     if site is None or tree is None or line is None or not cut.found:
+        called = caller_grad_off_fix(f, tree, line) if not closure else ()
+        if called and site is not None and line is not None:  # NOTE [A derivative its caller runs with grad off]
+            label = T("here: a caller turned grad off, so this derivative finds no graph")
+            return replace(e, spans=(Span(Location(site.filename, line), label),), fixes=(*called, *e.fixes))
         derivative = derivative_fix(f, tree, line) if not closure and recorded_block(f, tree) is None else ()
         if derivative and site is not None and line is not None:  # grad is off where the derivative is taken
             label = T("here: grad is off where this derivative is taken")

@@ -17,7 +17,7 @@ import torch
 from ..context import Context
 from ..edits import Edit
 from ..evidence import Failure, calls_into, torch_alias
-from ..fixes import Fix, Proposal, indent_of, insert_lines, replace_line, unwrapped
+from ..fixes import Fix, Proposal, indent_of, insert_lines, replace_line, source_of, unwrapped
 from ..i18n import T
 from ..judge import judged
 from ..location import Location
@@ -25,6 +25,7 @@ from ..loop import Site, site_intent
 from ..rewrite import call_with_keyword, from_graph
 from ..source import (
     calls_method,
+    enclosing,
     enclosing_blocks,
     feeding,
     function_of,
@@ -40,6 +41,7 @@ from .cut_path import PathCut, backward_target, calls_named, grad_off
 
 __all__ = [
     "called_modules",
+    "caller_grad_off_fix",
     "closure_fix",
     "derivative_fix",
     "empty_total_fix",
@@ -376,6 +378,91 @@ def empty_total_fix(f: Failure, tree: ast.Module | None, line: int | None) -> tu
 # skipped (`if not total.requires_grad: continue` before it), as the loop does on the batches that add terms.
 # Offered when the backwarded name was set from a constant at the top of the loop's body and is only added to
 # inside compound statements, and it has no graph at the failure.
+
+
+def _grad_off_at(filename: str, line: int) -> str | None:
+    """The grad-off call in effect at ``line`` of ``filename`` by the code's own structure: a ``with
+    torch.no_grad():`` around it, or such a decorator on its function (``"torch.no_grad()"``), else None."""
+    tree = parse(source_of(filename))
+    if tree is None:
+        return None
+    for node in reversed(enclosing(tree, line)):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            off = next((o for item in node.items if (o := grad_off(item.context_expr)) is not None), None)
+            if off is not None:
+                return off
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return next((o for d in node.decorator_list if (o := grad_off(d)) is not None), None)
+    return None
+
+
+def caller_grad_off_fix(f: Failure, tree: ast.Module | None, line: int | None) -> tuple[Fix, ...]:
+    """A function that differentiates with ``torch.autograd.grad``, called where a caller turned grad off (NOTE [A
+    derivative its caller runs with grad off]): the function decorated with ``@torch.enable_grad()``."""
+    site = f.site
+    if site is None or tree is None or line is None or f.error is None:
+        return ()
+    st = statement_at(tree, line)
+    function = function_of(tree, line)
+    call = (
+        next((c for c in calls_named(st, frozenset({"grad"})) if "autograd" in ast.unparse(c.func)), None)
+        if st is not None
+        else None
+    )
+    if function is None or call is None or len(call.args) < 2 or _grad_off_at(site.filename, line) is not None:
+        return ()
+    inputs = call.args[1]
+    items = inputs.elts if isinstance(inputs, (ast.Tuple, ast.List)) else [inputs]
+    values = [f.namespace.get(x.id) if isinstance(x, ast.Name) else None for x in items]
+    if not all(isinstance(v, torch.Tensor) and v.requires_grad for v in values):
+        return ()  # inputs that require no grad: enable_grad alone records nothing (derivative_fix's case)
+    caller = next(
+        (
+            (frame.f_code.co_name, off)
+            for frame, at in f.outer
+            if (off := _grad_off_at(frame.f_code.co_filename, at)) is not None
+        ),
+        None,
+    )
+    if caller is None:
+        return ()
+    torch_name = torch_alias(f.namespace) or "torch"
+    first = min([function.lineno, *(d.lineno for d in function.decorator_list)])
+    indent = indent_of(site, first)
+    edit = Edit(site.filename, first, first - 1, f"{indent}@{torch_name}.enable_grad()")
+    name, off = caller
+    fix = Fix(
+        summary=T(
+            "decorate {function}() with @{enable}: {caller} calls it under {off}, where the autograd.grad "
+            "inside finds no graph to differentiate; the derivative is part of what {function}() computes, "
+            "wherever it is called",
+            function=function.name,
+            enable=f"{torch_name}.enable_grad()",
+            caller=f"{name}()" if name != "<module>" else T("the script's top level"),
+            off=off,
+        ),
+        trains=T(
+            "what your code trains: {function}() computes its derivative as it does where grad is on, and the "
+            "code that calls it under {off} still keeps its own results out of any graph",
+            function=function.name,
+            off=off,
+        ),
+        edits=(edit,),
+        claims=f.claims(),
+    )
+    return judged([Proposal(fix, None, True)], Context(site=site))
+
+
+# NOTE [A derivative its caller runs with grad off]
+# A function of the user's code may take a derivative as part of what it computes (a score as minus the
+# gradient of an energy, forces from a potential, an input-convex network's gradient), with inputs it makes
+# require grad itself. Called from code that turned grad off (a sampler decorated with @torch.no_grad(), an
+# evaluation under `with torch.no_grad():`), its forward records no graph and autograd.grad raises "element 0
+# of tensors does not require grad". The caller's no_grad is right for the caller (samples need no graph); the
+# derivative is the function's own business. The fix is the one torch documents: @torch.enable_grad() on that
+# function, so it computes the same derivative wherever it is called, and training, which calls it with grad
+# on, is unchanged. Offered when the failing call is autograd.grad, its inputs require grad, the function
+# itself has no grad-off block or decorator around the call, and a caller's frame is under one.
 
 
 # NOTE [A derivative taken with grad off]
