@@ -163,6 +163,7 @@ _LOCATORS: dict[str, Callable[[Failure], Explanation]] = {
     "leaf_in_place": leaf_in_place.locate,
     "inference_saved": inference_saved.locate,
     "custom_view_in_place": custom_view.locate,
+    "graph_freed": graph_freed.locate,  # NOTE [Saved tensors read after the backward]
     **_AT_LINE,
 }
 
