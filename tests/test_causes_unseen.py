@@ -57,6 +57,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a plain object whose class stores a blend of its state with the batch's features and has no reset (NOTE
     # [State kept on an object without a reset]): detached where it stores it
     "prototype_bank_without_reset": ("carried_state", (("loss", ("backbone", "classifier")),)),
+    # the next context encoded before the round's step and carried into the next round's policy (NOTE [The next
+    # input's forward run before the step]): the encoding moves after the step
+    "bandit_next_context_encoded_early": ("carried_state", (("loss", ("encoder", "policy")),)),
     "anchor_detached_on_first_pass": ("stale_forward", (("total", ("embedder", "head")),)),
     # windows of truncated backpropagation laid out by an in-place detach under a condition and retain_graph, the
     # step at every chunk (NOTE [A step inside a window of truncated backpropagation]): the step moves to the window

@@ -13,7 +13,7 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, Topology, graph_kinds, in_site, resolve_name, sequence_of, var_named
+from ..evidence import Facts, Topology, calls_into, graph_kinds, in_site, resolve_name, sequence_of, var_named
 from ..fixes import (
     Fix,
     Proposal,
@@ -32,7 +32,18 @@ from ..i18n import T
 from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, detached_value, replace_reads
-from ..source import called_on, detached, function_of, loop_around, loop_body_of, names, preceding, statement_at
+from ..source import (
+    called_on,
+    calls_method,
+    detached,
+    function_of,
+    loop_around,
+    loop_body_of,
+    names,
+    preceding,
+    runs_backward,
+    statement_at,
+)
 
 
 def carried_context(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Context:
@@ -681,7 +692,102 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
     proposals = proposals[:1] if ctx.kept_at is not None or not ctx.recurrent else proposals
     kept = _kept_within_step(ctx) if ctx.kept_at is None and not ctx.recurrent else None
     window = _step_at_window_end(ctx)  # NOTE [A step inside a window of truncated backpropagation]
-    return [p for p in (window, kept, *proposals) if p is not None]
+    moved = _forward_after_step(ctx)  # NOTE [The next input's forward run before the step]
+    if moved is not None and (ctx.recurrent or _into_model(ctx)):
+        return [p for p in (window, moved, kept, *proposals) if p is not None]
+    moved = replace(moved, fix=replace(moved.fix, alternative=True)) if moved is not None else None
+    return [p for p in (window, kept, *proposals, moved) if p is not None]
+
+
+# NOTE [The next input's forward run before the step]
+# A loop may compute, before its optimizer step, the features of the input the next iteration
+# works on (an agent's next observation encoded for the next action: state = encode(next_obs)),
+# and carry them into the next iteration, whose loss trains through them. The step then rewrites
+# the weights that forward saved (or its backward freed the graph), and the next backward fails.
+# The value does not read its own earlier value (not a recurrent state: nothing to truncate), so
+# its forward can run after the step instead: the statements that compute it, and those that
+# derive from it before the step, move to right after the statement that holds the step. The
+# next iteration then reads a forward of the weights as they are, and its loss trains through it,
+# as it meant to. Offered when nothing that stays before the step reads what moves and nothing
+# there rebinds what it reads; first when the carried value goes into a model's call (an input
+# of the next forward), else after the detach (a value the loss compares against may be meant
+# as a constant).
+def _into_model(ctx: Context) -> bool:
+    """The loop passes the carried value into a call of a model or of a model's method (``policy.act(state)``)."""
+    site, back = ctx.site, ctx.backward_line
+    tree = site.tree() if site is not None else None
+    carried = set(ctx.carried_all) | ({ctx.carried} if ctx.carried else set())
+    if site is None or tree is None or back is None:
+        return False
+    for call in (n for st in loop_body_of(tree, back) or [] for n in ast.walk(st) if isinstance(n, ast.Call)):
+        passed = [*call.args, *(k.value for k in call.keywords)]
+        if not any(isinstance(a, ast.Name) and a.id in carried for a in passed):
+            continue
+        if any(calls_into(ast.unparse(call.func), m) for m in site.modules):
+            return True
+    return False
+
+
+def _forward_after_step(ctx: Context) -> Proposal | None:
+    """The forward of the carried value moved after the optimizer step (NOTE [The next input's forward run before
+    the step])."""
+    site, back = ctx.site, ctx.backward_line
+    carried = set(ctx.carried_all) | ({ctx.carried} if ctx.carried else set())
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or back is None or not carried or ctx.kept_at is not None or ctx.boundary:
+        return None
+    body = loop_body_of(tree, back) or []
+    binds = [k for k, st in enumerate(body) if names(st, ast.Store) & carried]
+    if len(binds) != 1 or not isinstance(body[binds[0]], ast.Assign):
+        return None
+    k = binds[0]
+    if names(body[k].value, ast.Load) & carried:  # type: ignore[attr-defined]
+        return None  # a recurrent state (h = rnn(x, h)): its forward needs the earlier one
+    steps = [j for j in range(k + 1, len(body)) if calls_method(body[j], ("step",))]
+    if not steps:
+        return None
+    j = steps[-1]
+    moved, stored = [k], set(names(body[k], ast.Store))
+    for i in range(k + 1, j):
+        b = body[i]
+        if not names(b, ast.Load) & stored:
+            continue
+        if not isinstance(b, (ast.Assign, ast.AnnAssign)) or runs_backward(b) or calls_method(b, ("step",)):
+            return None
+        moved.append(i)
+        stored |= names(b, ast.Store)
+    if names(body[j], ast.Load) & stored:
+        return None  # the step's own statements read it: moved, they would read another value
+    inputs = set().union(*(names(body[i], ast.Load) for i in moved)) - stored
+    if any(names(body[i], ast.Store) & inputs for i in range(k + 1, j + 1) if i not in moved):
+        return None
+    spans = [(body[i].lineno, body[i].end_lineno or body[i].lineno) for i in moved]
+    if not all(site.holds(a) and site.holds(b) for a, b in spans):
+        return None
+    indent = site.text(spans[0][0])[: len(site.text(spans[0][0])) - len(site.text(spans[0][0]).lstrip())]
+    text = "\n".join(
+        indent + line.strip() if n == a else site.text(n)
+        for a, b in spans
+        for n, line in ((m, site.text(m)) for m in range(a, b + 1))
+    )
+    end = body[j].end_lineno or body[j].lineno
+    edits = [Edit(site.filename, a, b, "") for a, b in spans] + [Edit(site.filename, end + 1, end, text)]
+    what = ", ".join(sorted(stored))
+    fix = Fix(
+        summary=T(
+            "compute {what} after the optimizer step, where the next iteration reads it: computed before the step, "
+            "the forward it keeps for the next iteration saved the weights the step then changed",
+            what=what,
+        ),
+        trains=T(
+            "{loss} trains through {what} at the next iteration, computed from the weights after this iteration's step",
+            loss=ctx.l,
+            what=what,
+        ),
+        edits=tuple(sorted(edits, key=lambda e: e.start)),
+        keeps_forward=False,
+    )
+    return keeping(ctx, fix)
 
 
 # NOTE [A step inside a window of truncated backpropagation]

@@ -34,7 +34,7 @@ from ..fixes import Fix, Proposal
 from ..graph import Graph, GraphNode
 from ..i18n import T
 from ..location import Location
-from ..source import function_of, preceding, statement_at
+from ..source import blocks, function_of, loop_body_of, names, preceding, statement_at
 
 if TYPE_CHECKING:
     from ..evidence import Problem
@@ -265,7 +265,7 @@ def rederived_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> 
                 fresh_names.append(r)
                 readers += reading
                 break
-    if not derive or not readers:
+    if not derive or not readers or _carried(tree, line, fresh_names):
         return None
     first = min(readers, key=lambda st: st.lineno)
     if not site.holds(first.lineno):
@@ -283,6 +283,24 @@ def rederived_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> 
     )
 
 
+def _carried(tree: ast.Module, line: int, fresh: list[str]) -> bool:
+    """One of ``fresh`` is carried into the next iteration of the loop around ``line``: the body reads it before it
+    binds it (``state = encode(next_obs)`` for the next step's action): bound anew for the next iteration, not a
+    forward of the same data again, so the tensors derived from the earlier one are the right ones."""
+    body = loop_body_of(tree, line) or []
+    simple = sorted(
+        (n for st in body for n in ast.walk(st) if isinstance(n, ast.stmt) and not list(blocks(n))),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    for name in fresh:
+        for st in simple:  # in the order they run, each statement's reads before its stores
+            if name in names(st, ast.Load):
+                return True
+            if name in _stores(st):
+                break
+    return False
+
+
 # NOTE [A derived tensor not derived again]
 # Code with two phases in one loop (labelled, then unlabelled batches) derives
 # tensors from a forward's output in one branch (back = out[:, 0:1]) and reads
@@ -293,7 +311,10 @@ def rederived_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> 
 # output it reads bound anew after it, and the frame's values confirm it: the
 # stale tensor's graph holds the failing node, the fresh output's does not. The
 # fix repeats the derivation lines right before the first statement on the loss's
-# path that reads them: the loss then reads the fresh forward.
+# path that reads them: the loss then reads the fresh forward. Not when the output
+# is carried into the next iteration (the body reads it before it binds it: the
+# next observation's features, bound for the next step's action): that binding
+# is the next iteration's forward, and the derived tensors belong to this one.
 
 
 def _dead_forward(st: ast.Assign, later: list[ast.stmt], target: str, namespace: Mapping[str, Any]) -> bool:
