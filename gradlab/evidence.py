@@ -1148,7 +1148,10 @@ def loop_claims(
             if feeding_into is not None and any(calls_into(feeding_into[0], m) for m in reach):
                 reach |= {m for m in site.modules if any(calls_into(c, m) for c in feeding_into[1])}
             intent = site_intent(site, node.lineno)
-            out[loss] = _one_name_each(site, reach & set(intent.trained) if intent.known else reach)
+            trained = _one_name_each(site, reach & set(intent.trained) if intent.known else reach)
+            if not trained and not (isinstance(value, torch.Tensor) and value.grad_fn is not None):
+                continue  # read from the code, nothing found: unknown, not a claim that the loss trains nothing
+            out[loss] = trained
     return tuple(sorted(out.items()))
 
 
