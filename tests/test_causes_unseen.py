@@ -60,6 +60,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # the next context encoded before the round's step and carried into the next round's policy (NOTE [The next
     # input's forward run before the step]): the encoding moves after the step
     "bandit_next_context_encoded_early": ("carried_state", (("loss", ("encoder", "policy")),)),
+    # a virtual copy of a classifier's weights made once before the rounds and stepped from itself (NOTE [A copy of
+    # the weights carried across iterations]): the copy is made again at the top of each round
+    "reweighting_copy_made_once": ("carried_state", (("outer", ("scorer",)), ("loss", ("net",)))),
     "anchor_detached_on_first_pass": ("stale_forward", (("total", ("embedder", "head")),)),
     # windows of truncated backpropagation laid out by an in-place detach under a condition and retain_graph, the
     # step at every chunk (NOTE [A step inside a window of truncated backpropagation]): the step moves to the window

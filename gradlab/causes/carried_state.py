@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -692,11 +693,85 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
     proposals = proposals[:1] if ctx.kept_at is not None or not ctx.recurrent else proposals
     kept = _kept_within_step(ctx) if ctx.kept_at is None and not ctx.recurrent else None
     window = _step_at_window_end(ctx)  # NOTE [A step inside a window of truncated backpropagation]
+    restart = _restart_from_weights(ctx)  # NOTE [A copy of the weights carried across iterations]
+    if restart is not None:
+        return [p for p in (window, restart, kept, *proposals) if p is not None]
     moved = _forward_after_step(ctx)  # NOTE [The next input's forward run before the step]
     if moved is not None and (ctx.recurrent or _into_model(ctx)):
         return [p for p in (window, moved, kept, *proposals) if p is not None]
     moved = replace(moved, fix=replace(moved.fix, alternative=True)) if moved is not None else None
     return [p for p in (window, kept, *proposals, moved) if p is not None]
+
+
+# NOTE [A copy of the weights carried across iterations]
+# Meta-learning code may copy a model's weights before its loop (meta_weights = {n: p.detach().clone()
+# .requires_grad_() for n, p in model.named_parameters()}), take a virtual step on the copy inside the loop
+# (meta_weights = {n: w - lr * g ...}, reading the copy itself) and step the real model too. Carried to the next
+# iteration, the copy keeps the graph of the last virtual step, which that iteration's backward freed, and it has
+# stopped following the weights the optimizer steps. The copy is meant to start from the model at every
+# iteration, as the first one did (Meta-Weight-Net, learning-to-reweight): the statement that makes it moves to
+# the top of the loop's body. Offered, first, when the carried name is bound once before the loop by a statement
+# that reads a model's parameters (parameters(), named_parameters(), state_dict()) and the loop's body rebinds
+# it from itself.
+_WEIGHTS = frozenset({"parameters", "named_parameters", "state_dict"})
+
+
+def _restart_from_weights(ctx: Context) -> Proposal | None:
+    """The statement that copies a model's weights before the loop, moved to the top of its body (NOTE [A copy of
+    the weights carried across iterations])."""
+    site, back = ctx.site, ctx.backward_line
+    tree = site.tree() if site is not None else None
+    loop = loop_around(tree, back) if tree is not None and back is not None else None
+    if site is None or tree is None or loop is None or not loop.body:
+        return None
+    body = loop.body
+    rebound = {
+        t for st in body if isinstance(st, ast.Assign) for t in names(st, ast.Store) if t in names(st.value, ast.Load)
+    }
+    before = preceding(tree, loop.lineno)
+    for name in sorted(rebound):
+        made = [st for st in before if isinstance(st, ast.Assign) and name in names(st, ast.Store)]
+        if not made:
+            continue
+        init = made[-1]
+        copied = {
+            ast.unparse(c.func.value)
+            for c in ast.walk(init.value)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in _WEIGHTS
+        }
+        if not any(m in site.modules for m in copied) or name in names(init.value, ast.Load):
+            continue
+        start, end = init.lineno, init.end_lineno or init.lineno
+        if not (site.holds(start) and site.holds(end)):
+            continue
+        readers = [st for st in before if st.lineno > end and name in names(st, ast.Load)]
+        text = textwrap.dedent("\n".join(site.text(k) for k in range(start, end + 1)))
+        top = insert_lines(ctx, body[0].lineno, text)
+        if top is None:
+            return None
+        edits = [top] if readers else [Edit(site.filename, start, end, ""), top]
+        model = sorted(m for m in copied if m in site.modules)[0]
+        return keeping(
+            ctx,
+            Fix(
+                summary=T(
+                    "start {name} again from {model}'s weights at each iteration: the statement that copies them "
+                    "moves to the top of the loop's body; carried, {name} kept the graph of the last iteration's "
+                    "update and stopped following the weights the optimizer steps",
+                    name=name,
+                    model=model,
+                ),
+                trains=T(
+                    "{loss} trains through this iteration's copy of {model}'s weights only; each iteration starts "
+                    "the copy from the weights as they are then",
+                    loss=ctx.l,
+                    model=model,
+                ),
+                edits=tuple(sorted(edits, key=lambda e: e.start)),
+                keeps_forward=False,
+            ),
+        )
+    return None
 
 
 # NOTE [The next input's forward run before the step]
