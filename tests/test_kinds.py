@@ -58,6 +58,9 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # a logging helper that reads a node's saved tensors after the step's backward (NOTE [Saved tensors read after
     # the backward]): retain_graph=True on that backward
     "saved_tensors_logged_after_backward": ("graph_freed", ("loss.backward()",), (("loss", ("model",)),)),
+    # collocation points that require grad handed to a helper that only compares them with numpy (NOTE [A helper
+    # that only compares with numpy]): the caller's argument detached
+    "inflow_mask_numpy_helper": ("numpy_requires_grad", ("return np.less(points[:, 0], 0.1)",), (("loss", ("net",)),)),
     # a hinge summed over the pairs within the margin, from torch.zeros(1), on a batch with none (NOTE [A total
     # nothing was added to]): the update skipped when nothing was added
     "margin_terms_none_this_batch": ("no_grad_fn", ("hinge.backward()",), ()),

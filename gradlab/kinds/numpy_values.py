@@ -47,6 +47,25 @@ def _numpy(f: Failure) -> Explanation:
             and "detach()" not in ast.unparse(n.func.value)
         }
     )
+    comparisons = _compared_in_helper(f)  # NOTE [A helper that only compares with numpy]
+    if comparisons is not None:
+        edit, function, calls = comparisons
+        fix = Fix(
+            summary=T(
+                "hand {function}() the values only (.detach() where it is called): it reads them with numpy "
+                "comparisons ({calls}), whose results carry no gradient",
+                function=function,
+                calls=", ".join(calls),
+            ),
+            trains=T(
+                "the same as your code: what {function}() returns carries no gradient either way; every loss trains "
+                "what it trained",
+                function=function,
+            ),
+            edits=(edit,),
+            claims=f.claims(),
+        )
+        return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
     if _feeds_a_backward(f) and not _in_module_method(f):  # NOTE [numpy values that feed the loss]
         torch_ops = [fix for fix in e.fixes if not fix.code]
         rest = (*torch_ops, *(fix for fix in e.fixes if fix not in torch_ops))
@@ -325,6 +344,77 @@ def _calls_backward(st: ast.stmt) -> bool:
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
         for n in ast.walk(st)
     )
+
+
+# NOTE [A helper that only compares with numpy]
+# A helper of the user's code may take a tensor and read it with numpy comparisons only (np.isclose of a
+# coordinate against a wall, np.sign, np.argsort): given a tensor that requires grad (coordinates made to require
+# grad for a PDE residual), numpy's implicit conversion raises. What such a helper returns is a mask, a sign or a
+# ranking: piecewise constant, no gradient through it in any reading of the code. The fix hands the helper the
+# values only, .detach() on the argument where the caller passes it (one edit, whatever the helper does with it
+# line after line); every loss trains what it trained. Offered when every read of that parameter in the helper
+# sits inside such a numpy call, and the caller's line passes it as one argument.
+_NO_GRADIENT = frozenset(
+    {
+        "isclose", "allclose", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "sign",
+        "floor", "ceil", "round", "rint", "argmax", "argmin", "argsort", "nonzero", "isnan", "isinf", "isfinite",
+        "searchsorted", "digitize", "unique",
+    }
+)  # fmt: skip
+
+
+def _compared_in_helper(f: Failure) -> tuple[Edit, str, list[str]] | None:
+    """The caller's argument ``.detach()``ed, when the failing function reads that parameter only in numpy
+    comparisons (NOTE [A helper that only compares with numpy]); with the function's name and the calls."""
+    import numpy
+
+    site, loc = f.site, f.location
+    tree = site.tree() if site is not None else None
+    if site is None or loc is None or tree is None or not f.outer:
+        return None
+    function = function_of(tree, loc.lineno)
+    if function is None:
+        return None
+    params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    graphs = [p for p in params if isinstance(v := f.namespace.get(p), torch.Tensor) and v.requires_grad]
+    aliases = {k for k, v in f.namespace.items() if v is numpy} | {"np", "numpy"}
+    if len(graphs) != 1:
+        return None
+    param = graphs[0]
+    inside: set[int] = set()
+    calls: list[str] = []
+    for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
+        func = call.func
+        named = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in aliases
+        if named and isinstance(func, ast.Attribute) and func.attr in _NO_GRADIENT:
+            inside |= {id(n) for n in ast.walk(call)}
+            calls.append(f"{ast.unparse(func)}")
+    reads = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load)]
+    if not reads or any(id(n) not in inside for n in reads):
+        return None
+    frame, line = f.outer[0]
+    filename = frame.f_code.co_filename
+    caller = parse(source_of(filename))
+    st = statement_at(caller, line) if caller is not None else None
+    index = params.index(param) - (1 if params and params[0] == "self" else 0)
+    found = [
+        c
+        for c in (ast.walk(st) if st is not None else ())
+        if isinstance(c, ast.Call)
+        and ast.unparse(c.func).rsplit(".", 1)[-1] == function.name
+        and len(c.args) > index
+        and c.lineno == c.end_lineno == line
+    ]
+    if len(found) != 1:
+        return None
+    arg = found[0].args[index]
+    text = linecache.getline(filename, line).rstrip("\n")
+    if arg.end_col_offset is None or not text:
+        return None
+    part = ast.unparse(arg)
+    simple = isinstance(arg, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+    new = text[: arg.col_offset] + (f"{part}.detach()" if simple else f"({part}).detach()") + text[arg.end_col_offset :]
+    return Edit(filename, line, line, new), function.name, list(dict.fromkeys(calls))
 
 
 # NOTE [numpy values that feed the loss]
