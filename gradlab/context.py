@@ -30,6 +30,7 @@ Cause = Literal[
     "attached_output",  # a loss not meant to train a model (a penalty, D's loss) built on its undetached output
     "closure_step",  # a closure an optimizer's step calls several times backwards a forward computed outside it
     "reentrant_checkpoint",  # a reentrant checkpoint's own backward freed a part of the graph a later one needs
+    "handed_gradient",  # a gradient handed back by hand across a handover that was never cut (split learning)
     "stale_read",  # the loss reads an earlier forward's tensor (its graph freed) where a fresh one was computed
     "unknown",
 ]

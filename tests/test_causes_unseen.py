@@ -63,6 +63,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a virtual copy of a classifier's weights made once before the rounds and stepped from itself (NOTE [A copy of
     # the weights carried across iterations]): the copy is made again at the top of each round
     "reweighting_copy_made_once": ("carried_state", (("outer", ("scorer",)), ("loss", ("net",)))),
+    # a head that backwards into a body's features and hands their gradient back for the body's own backward (NOTE
+    # [A gradient handed back across a cut]): the features cut where they are handed to the head
+    "pipeline_gradient_handed_back": ("handed_gradient", (("features", ("body",)), ("loss", ("head",)))),
     "anchor_detached_on_first_pass": ("stale_forward", (("total", ("embedder", "head")),)),
     # windows of truncated backpropagation laid out by an in-place detach under a condition and retain_graph, the
     # step at every chunk (NOTE [A step inside a window of truncated backpropagation]): the step moves to the window

@@ -118,6 +118,7 @@ ORDER = (
     "causes.attached_output",
     "causes.closure_step",
     "causes.reentrant_checkpoint",
+    "causes.handed_gradient",
     "causes.api_cache",
     "causes.reset_at_step",
     "causes.out_write",

@@ -89,6 +89,7 @@ from .chained import between_fixes, chained_fixes, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
 from .fast_weights import fast_context, fast_weights_fixes
 from .frozen_extractor import frozen_context
+from .handed_gradient import handed_context, handed_fixes
 from .inplace_op import in_place_fixes
 from .list_never_cleared import buffer_context, buffered_fixes
 from .module_state import kept_on_modules, kept_on_objects, module_state_fixes, object_reset_fixes
@@ -151,6 +152,11 @@ def _cause_sentences() -> dict[Cause, Text]:
             "a loss your loop does not train this model with (a gradient penalty, a discriminator's loss) is built "
             "on the model's output without .detach(): its backward went through the model's graph and freed it, "
             "and a later loss that trains the model needs that graph"
+        ),
+        "handed_gradient": T(
+            "a gradient is handed back by hand (split learning, a pipeline written by hand), but the tensor was "
+            "handed over without a cut: the receiving side's backward went on through the sender's graph and freed "
+            "it before the sender's own backward"
         ),
         "reentrant_checkpoint": T(
             "a reentrant checkpoint ran a backward of its own inside yours, through a tensor its function reads from "
@@ -281,6 +287,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
 
     # graph freed (the models the loss reaches read from its tensor when the graph's parameters have no names)
     base = from_frame(base, facts, None)
+    handed = handed_context(base, facts)  # NOTE [A gradient handed back across a cut]
+    if handed is not None:
+        return "handed_gradient", handed
     made = made_apart(graph, p, facts, loss, base.intent)
     if made is not None:
         also = made_apart_also(graph, p, facts, loss, base.intent, made[0])
@@ -606,6 +615,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = closure_fixes(ctx)
     elif cause == "reentrant_checkpoint":
         proposals = reentrant_fixes(ctx)
+    elif cause == "handed_gradient":
+        proposals = handed_fixes(ctx)
     elif cause == "stale_read":
         proposals = stale_read_fixes(ctx)
     else:  # unknown: the two likeliest families, each with what it trains
