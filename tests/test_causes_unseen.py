@@ -66,6 +66,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a head that backwards into a body's features and hands their gradient back for the body's own backward (NOTE
     # [A gradient handed back across a cut]): the features cut where they are handed to the head
     "pipeline_gradient_handed_back": ("handed_gradient", (("features", ("body",)), ("loss", ("head",)))),
+    # a teacher's logits meant as a constant, with teacher.detach() alone on its line (NOTE [A detach whose result
+    # is thrown away]): the result bound
+    "target_detach_result_dropped": ("stale_forward", (("loss", ("net",)),)),
     "anchor_detached_on_first_pass": ("stale_forward", (("total", ("embedder", "head")),)),
     # windows of truncated backpropagation laid out by an in-place detach under a condition and retain_graph, the
     # step at every chunk (NOTE [A step inside a window of truncated backpropagation]): the step moves to the window

@@ -119,6 +119,7 @@ ORDER = (
     "causes.closure_step",
     "causes.reentrant_checkpoint",
     "causes.handed_gradient",
+    "causes.discarded_detach",
     "causes.api_cache",
     "causes.reset_at_step",
     "causes.out_write",

@@ -87,6 +87,7 @@ from .built_once import built_once_context
 from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
 from .chained import between_fixes, chained_fixes, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
+from .discarded_detach import discarded_detach_fixes
 from .fast_weights import fast_context, fast_weights_fixes
 from .frozen_extractor import frozen_context
 from .handed_gradient import handed_context, handed_fixes
@@ -631,6 +632,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     cached = cached_inside_loop(ctx)  # a torch API entered around the loop: its documented place, first
     if cached is not None:
         proposals = [cached, *proposals]
+    discarded, first = discarded_detach_fixes(ctx)  # NOTE [A detach whose result is thrown away]
+    proposals = [*discarded, *proposals] if first else [*proposals, *discarded]
     # a torch API's cache, or a weight computed by weight_norm's hook: torch's documented fix, first
     proposals = [*weight_norm_fixes(ctx), *transform_cache_fixes(ctx), *out_write_fixes(ctx), *proposals]
     if ctx.made_at is not None or "made_outside" in ctx.extra:  # a freed graph, whatever its cause
