@@ -279,6 +279,42 @@ def detached(node: ast.AST, *, data: bool = False) -> ast.expr | None:
     return None
 
 
+#: Calls that draw random numbers: a statement that makes one computes other values when it runs again.
+RANDOM_DRAWS = frozenset(
+    {
+        "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
+        "multinomial", "poisson", "uniform_", "normal_", "exponential_", "geometric_", "cauchy_", "log_normal_",
+        "random_", "sample", "rsample", "dropout",
+    }
+)  # fmt: skip
+
+
+def draws_random(tree: ast.Module, statements: Iterable[ast.stmt]) -> bool:
+    r"""``statements`` draw random numbers (``torch.randn``, ``.sample()``, ``F.dropout``), themselves or in a
+    function of ``tree`` they call (one level down).
+
+    >>> tree = ast.parse("def noise(n):\n    return torch.randn(n)\nx = noise(3)\ny = x * 2")
+    >>> draws_random(tree, tree.body[1:2]), draws_random(tree, tree.body[2:])
+    (True, False)
+    """
+    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def calls(node: ast.AST) -> list[str]:
+        return [
+            (c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", ""))
+            for c in ast.walk(node)
+            if isinstance(c, ast.Call)
+        ]
+
+    for st in statements:
+        named = calls(st)
+        if any(n in RANDOM_DRAWS for n in named):
+            return True
+        if any(n in functions and any(m in RANDOM_DRAWS for m in calls(functions[n])) for n in named):
+            return True
+    return False
+
+
 def undetached_reads(st: ast.AST, name: str) -> list[ast.Name]:
     """The reads of ``name`` in ``st`` that are not detached where they are read: ``name.detach()``, or an element's
     (``name[i][j].detach()``)."""

@@ -69,6 +69,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a teacher's logits meant as a constant, with teacher.detach() alone on its line (NOTE [A detach whose result
     # is thrown away]): the result bound
     "target_detach_result_dropped": ("stale_forward", (("loss", ("net",)),)),
+    # synthetic targets drawn once, with noise, from a leaf that requires grad and no optimizer holds (NOTE [A
+    # reference the code detaches elsewhere]): detached where they are made, not redrawn every iteration
+    "synthetic_targets_from_grad_leaf": ("stale_forward", (("loss", ("model",)),)),
     "anchor_detached_on_first_pass": ("stale_forward", (("total", ("embedder", "head")),)),
     # windows of truncated backpropagation laid out by an in-place detach under a condition and retain_graph, the
     # step at every chunk (NOTE [A step inside a window of truncated backpropagation]): the step moves to the window

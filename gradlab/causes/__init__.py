@@ -639,7 +639,9 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     if ctx.made_at is not None or "made_outside" in ctx.extra:  # a freed graph, whatever its cause
         names = {item.partition(":")[0] for item in ctx.extra.get("made_outside", "").split(",") if item}
         partial = [p for p in proposals if _detaches_some(p, names)]  # it would find the others' part freed
-        ordered = _with_general([p for p in proposals if p not in partial], apart_fixes(ctx))
+        # a recompute that draws its random numbers again computes other values: the detach where the part was made
+        # keeps them, and no optimizer steps what it cuts off (keep_first)
+        ordered = _with_general([p for p in proposals if p not in partial], apart_fixes(ctx), keep_first=True)
         return judged([*ordered, *partial], ctx)
     return judged(_with_general(proposals, general_fixes(ctx)), ctx)
 

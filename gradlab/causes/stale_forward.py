@@ -19,7 +19,17 @@ from ..graph import Graph
 from ..i18n import T, Text
 from ..location import Location
 from ..rewrite import detached_value
-from ..source import detached, feeding, function_of, loop_around, loop_body_of, names, preceding, statement_at
+from ..source import (
+    detached,
+    draws_random,
+    feeding,
+    function_of,
+    loop_around,
+    loop_body_of,
+    names,
+    preceding,
+    statement_at,
+)
 
 if TYPE_CHECKING:
     from ..recorder import BackwardCall
@@ -171,12 +181,21 @@ def stale_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph)
             continue
         if not (first <= at.lineno <= last or any(a <= at.lineno <= b for a, b in covered)):
             return None  # freed where the moved statements would not build it again: moving them does not help
+    # nothing any optimizer steps lies below what it made (leaves that require grad, held by none): detached where
+    # it is made, it keeps its values and no optimizer loses a gradient (NOTE [A reference the code detaches
+    # elsewhere])
+    held = stepped_params(facts)
+    values = [facts.namespace.get(n) for n in names(st, ast.Store)]
+    untrained = bool(values) and all(
+        isinstance(v, torch.Tensor) and v.grad_fn is not None and not leaves_below(v.grad_fn)[0] & held for v in values
+    )
     return replace(
         base,
         stale_line=st.lineno,
         stale_end=st.end_lineno or st.lineno,
         stale_before=use.lineno,
         recompute_lines=tuple(chain),
+        extra={**base.extra, "untrained_below": "1"} if untrained else base.extra,
     )
 
 
@@ -334,6 +353,8 @@ def stale_fixes(ctx: Context) -> list[Proposal]:
                 ),
                 trains=T("{loss} trains what it reaches, from a fresh forward at every iteration", loss=ctx.l),
                 edits=tuple(sorted((*moved, *all_edits(edit)), key=lambda e: e.start)) if edit else (),
+                # run again, statements that draw random numbers compute other values (new noise, new samples)
+                keeps_forward=False if _redraws(ctx, lines) else None,
             ),
         ),
         *([target[0]] if target is not None and not target[1] else []),
@@ -347,10 +368,13 @@ def stale_fixes(ctx: Context) -> list[Proposal]:
 # augmented view's; a target). Detaching it where it is made gives the second: the same
 # values, and each backward no longer enters its graph. It is offered only when the loop runs
 # its own forward of every model the tensor was computed with (the loss keeps training them
-# through it; without one, detaching would stop the loss training them). It comes first when
+# through it; without one, detaching would stop the loss training them), or when nothing any
+# optimizer steps lies below it (Monte Carlo paths from distribution parameters made to require
+# grad that no optimizer holds). It comes first when
 # the code itself treats the tensor as a constant on another path (``ref.detach()`` in a
-# branch of the function it is passed to, or ``name.detach()`` in the loop); otherwise it is
-# the alternative after the recompute.
+# branch of the function it is passed to, or ``name.detach()`` in the loop), or when nothing
+# trained lies below it and its statements draw random numbers (a recompute would give the loop
+# other values); otherwise it is the alternative after the recompute.
 def _detached_target(ctx: Context) -> tuple[Proposal, bool] | None:
     """Detach the stale tensor where it is made (NOTE [A reference the code detaches elsewhere]); with whether the
     code's own reading puts it first."""
@@ -362,8 +386,8 @@ def _detached_target(ctx: Context) -> tuple[Proposal, bool] | None:
     loop = loop_around(tree, back)
     if not isinstance(st, ast.Assign) or len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name):
         return None
-    if loop is None or len(ctx.recompute_lines) > 1:
-        return None
+    if loop is None or (len(ctx.recompute_lines) > 1 and not ctx.extra.get("untrained_below")):
+        return None  # (what derives from it is detached with it: the first statement is where the graph starts)
     made = ctx.made_at
     if made is not None and made.filename == site.filename and made.lineno == line:
         return None  # the general candidate detaches it there, and says why (NOTE [A part no optimizer steps])
@@ -373,9 +397,12 @@ def _detached_target(ctx: Context) -> tuple[Proposal, bool] | None:
         return None
     made_with = {m for m in site.modules if any(calls_into(ast.unparse(c.func), m) for c in _calls(st.value))}
     in_loop = {m for m in site.modules if any(calls_into(ast.unparse(c.func), m) for c in _calls(loop))}
-    if not made_with or not made_with <= in_loop:
+    untrained = bool(ctx.extra.get("untrained_below"))
+    if not untrained and (not made_with or not made_with <= in_loop):
         return None  # no forward of its own in the loop: detached, the loss would stop training those models
-    first = _detached_somewhere(tree, loop, name)
+    # first when the code detaches it elsewhere, or when nothing trained lies below it and running it again would
+    # draw other random numbers (the recompute would change the values the loop reads)
+    first = _detached_somewhere(tree, loop, name) or (untrained and _redraws(ctx, ctx.recompute_lines or (line,)))
     fix = Fix(
         keeps_forward=True,
         intent=T("if {name} is a reference the loop compares against, not a forward to train through", name=name),
@@ -390,6 +417,15 @@ def _detached_target(ctx: Context) -> tuple[Proposal, bool] | None:
         claims=claim(ctx, ctx.reach),
     )
     return Proposal(fix, ctx.reach, False), first
+
+
+def _redraws(ctx: Context, lines: tuple[int, ...]) -> bool:
+    """The statements at ``lines`` draw random numbers (themselves or in a function of the file they call)."""
+    site = ctx.site
+    tree = site.tree() if site is not None else None
+    if tree is None:
+        return False
+    return draws_random(tree, [st for line in lines if (st := statement_at(tree, line)) is not None])
 
 
 def _calls(node: ast.AST) -> list[ast.Call]:
