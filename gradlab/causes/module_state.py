@@ -179,6 +179,7 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
     stored: list[tuple[Location, str]] = []
     stepwise = False
     memo = True
+    chained: set[str] = set()  # attributes a forward stores from themselves and reads again
     for m in methods:
         if m.name == reset:
             continue
@@ -196,6 +197,20 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
             memo = memo and not any(_self_attr(n, a) for a in names_here for n in ast.walk(store.value))
             if store.lineno == store.end_lineno and not _made_fresh(store.value):
                 stored += [(Location(filename, store.lineno), a) for a in names_here]
+            # stored from its own earlier value and read again after the store by the same method (an evolving
+            # weight: _, self.weight = gru(x, self.weight); ... x @ self.weight): the forward trains through it, and
+            # a detach where it is stored would cut this forward's own gradient, not only the last iteration's
+            end = store.end_lineno or store.lineno
+            chained |= {
+                a
+                for a in names_here
+                if any(_self_attr(n, a) for n in ast.walk(store.value))
+                and any(
+                    isinstance(n, ast.Attribute) and _self_attr(n, a) and isinstance(n.ctx, ast.Load) and n.lineno > end
+                    for n in ast.walk(m)
+                )
+            }
+    stored = [(loc, a) for loc, a in stored if a not in chained]
     stored_all = {a for _loc, a in stored} == set(kept)
     return _Kept(
         cls,
