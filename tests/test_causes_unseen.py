@@ -848,3 +848,35 @@ def test_a_reentrant_checkpoint_reading_its_closure_checkpoints_without_reentran
     assert fix.applicability == "machine-applicable" and fix.claims == (("loss", ("net",)),)
     assert _trains_as_intended(script, fix)
     assert "a reentrant checkpoint's own backward, run inside this one, freed them" in str(d)
+
+
+EMA_OF_WEIGHTS = """\
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+ema = {k: v.detach().clone() for k, v in model.named_parameters()}
+for step in range(3):
+    x = torch.randn(8, 4)
+    pull = sum((ema[k] - v).pow(2).sum() for k, v in model.named_parameters())
+    loss = model(x).pow(2).mean() + 0.1 * pull
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    ema = {k: 0.9 * ema[k] + 0.1 * v.tanh() for k, v in model.named_parameters()}
+"""
+
+
+def test_an_ema_of_the_weights_is_not_restarted_from_the_model(tmp_path: Path) -> None:
+    # NOTE [A copy of the weights carried across iterations]: an EMA copied from the weights before the loop and
+    # blended with them inside it is a memory (no gradient of a virtual step in its update): restarting it from
+    # the model at each iteration would throw its average away, so that fix is not offered
+    path = tmp_path / "ema_of_weights.py"
+    path.write_text(EMA_OF_WEIGHTS)
+    error, _ = _run(EMA_OF_WEIGHTS, str(path))
+    assert error is not None and "second time" in str(error)
+    d = gradlab.last_diagnosis(error)
+    assert d.cause == "carried_state", str(d)
+    assert d.fixes and not any("again from" in str(f.summary) for f in d.fixes), [str(f.summary) for f in d.fixes]

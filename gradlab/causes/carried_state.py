@@ -706,13 +706,14 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
 # NOTE [A copy of the weights carried across iterations]
 # Meta-learning code may copy a model's weights before its loop (meta_weights = {n: p.detach().clone()
 # .requires_grad_() for n, p in model.named_parameters()}), take a virtual step on the copy inside the loop
-# (meta_weights = {n: w - lr * g ...}, reading the copy itself) and step the real model too. Carried to the next
+# (meta_weights = {n: w - lr * g ...}, reading the copy itself and a gradient autograd.grad took in the body)
+# and step the real model too. Carried to the next
 # iteration, the copy keeps the graph of the last virtual step, which that iteration's backward freed, and it has
 # stopped following the weights the optimizer steps. The copy is meant to start from the model at every
 # iteration, as the first one did (Meta-Weight-Net, learning-to-reweight): the statement that makes it moves to
 # the top of the loop's body. Offered, first, when the carried name is bound once before the loop by a statement
 # that reads a model's parameters (parameters(), named_parameters(), state_dict()) and the loop's body rebinds
-# it from itself.
+# it from itself and such a gradient (an EMA of the weights, blended with them, is a memory, not this).
 _WEIGHTS = frozenset({"parameters", "named_parameters", "state_dict"})
 
 
@@ -725,8 +726,20 @@ def _restart_from_weights(ctx: Context) -> Proposal | None:
     if site is None or tree is None or loop is None or not loop.body:
         return None
     body = loop.body
+    # a virtual step: rebound from itself and from a gradient autograd.grad took in the body (w - lr * g), not a
+    # blend with the model's weights (an EMA of them, which is meant to carry its values)
+    grads = {
+        t
+        for st in body
+        if isinstance(st, ast.Assign) and any(runs_backward(c) for c in ast.walk(st.value) if isinstance(c, ast.Call))
+        for t in names(st, ast.Store)
+    }
     rebound = {
-        t for st in body if isinstance(st, ast.Assign) for t in names(st, ast.Store) if t in names(st.value, ast.Load)
+        t
+        for st in body
+        if isinstance(st, ast.Assign)
+        for t in names(st, ast.Store)
+        if t in names(st.value, ast.Load) and names(st.value, ast.Load) & grads
     }
     before = preceding(tree, loop.lineno)
     for name in sorted(rebound):
