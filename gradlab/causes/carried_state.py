@@ -801,7 +801,8 @@ def _restart_from_weights(ctx: Context) -> Proposal | None:
 # of the next forward), else after the detach (a value the loss compares against may be meant
 # as a constant).
 def _into_model(ctx: Context) -> bool:
-    """The loop passes the carried value into a call of a model or of a model's method (``policy.act(state)``)."""
+    """The loop passes the carried value into a call of a model an optimizer steps, or of its method
+    (``policy.act(state)``): an input of the next forward, not a target a criterion compares against."""
     site, back = ctx.site, ctx.backward_line
     tree = site.tree() if site is not None else None
     carried = set(ctx.carried_all) | ({ctx.carried} if ctx.carried else set())
@@ -811,7 +812,9 @@ def _into_model(ctx: Context) -> bool:
         passed = [*call.args, *(k.value for k in call.keywords)]
         if not any(isinstance(a, ast.Name) and a.id in carried for a in passed):
             continue
-        if any(calls_into(ast.unparse(call.func), m) for m in site.modules):
+        held = frozenset().union(*site.optimizers.values()) if site.optimizers else frozenset()
+        trained = [m for m, ids in site.modules.items() if ids & held]  # a loss module (nn.MSELoss) holds nothing
+        if any(calls_into(ast.unparse(call.func), m) for m in trained):
             return True
     return False
 
