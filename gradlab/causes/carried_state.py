@@ -23,6 +23,7 @@ from ..fixes import (
     claim,
     detached_after,
     edit_at,
+    indent_of,
     insert_lines,
     keeping,
     replace_line,
@@ -855,7 +856,7 @@ def _forward_after_step(ctx: Context) -> Proposal | None:
     spans = [(body[i].lineno, body[i].end_lineno or body[i].lineno) for i in moved]
     if not all(site.holds(a) and site.holds(b) for a, b in spans):
         return None
-    indent = site.text(spans[0][0])[: len(site.text(spans[0][0])) - len(site.text(spans[0][0]).lstrip())]
+    indent = indent_of(site, spans[0][0])
     text = "\n".join(
         indent + line.strip() if n == a else site.text(n)
         for a, b in spans

@@ -17,7 +17,7 @@ import ast
 from ..context import Context
 from ..edits import Edit
 from ..evidence import calls_into
-from ..fixes import Fix, Proposal, keeping
+from ..fixes import Fix, Proposal, indent_of, keeping
 from ..i18n import T
 from ..source import function_of, loop_body_of, names, preceding, statement_at
 
@@ -70,7 +70,7 @@ def discarded_detach_fixes(ctx: Context) -> tuple[list[Proposal], bool]:
             if isinstance(c, ast.Call)
         }
         first = first and all(any(calls_into(c, m) for c in elsewhere) for m in ran)
-        indent = site.text(st.lineno)[: len(site.text(st.lineno)) - len(site.text(st.lineno).lstrip())]
+        indent = indent_of(site, st.lineno)
         edit = Edit(site.filename, st.lineno, st.lineno, f"{indent}{name} = {name}.detach()")
         proposals.append(
             keeping(

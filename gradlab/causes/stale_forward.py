@@ -14,7 +14,7 @@ import torch
 from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts, Problem, calls_into, holds_node, leaves_below, sequence_of, stepped_params, value_of
-from ..fixes import Fix, Proposal, all_edits, claim, edit_at, insert_lines, keeping, statements_text
+from ..fixes import Fix, Proposal, all_edits, claim, edit_at, indent_of, insert_lines, keeping, statements_text
 from ..graph import Graph
 from ..i18n import T, Text
 from ..location import Location
@@ -289,7 +289,7 @@ def _global_fixes(ctx: Context) -> list[Proposal]:
         return []
     line, into = int(ctx.extra["global_line"]), int(ctx.extra["global_into"])
     text = site.text(line).strip()
-    indent = site.text(into)[: len(site.text(into)) - len(site.text(into).lstrip())]
+    indent = indent_of(site, into)
     edits = [Edit(site.filename, into, into - 1, indent + text)]
     if not ctx.extra.get("global_keep"):
         edits.append(Edit(site.filename, line, line, ""))

@@ -30,7 +30,7 @@ import torch
 from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts, holds_node, leaves_of, resolve_dotted
-from ..fixes import Fix, Proposal
+from ..fixes import Fix, Proposal, indent_of
 from ..graph import Graph, GraphNode
 from ..i18n import T
 from ..location import Location
@@ -343,7 +343,7 @@ def stale_read_fixes(ctx: Context) -> list[Proposal]:
         at = int(ctx.extra["before"])
         lines = [int(k) for k in ctx.extra["derive"].split()]
         text = "\n".join(site.text(k).strip() for k in lines)
-        indent = site.text(at)[: len(site.text(at)) - len(site.text(at).lstrip())]
+        indent = indent_of(site, at)
         edits.append(Edit(site.filename, at, at - 1, "\n".join(indent + t for t in text.splitlines())))
         summary = T(
             "derive {stale} again from {fresh}, the forward computed since, before the loss reads it (at {where}): "
