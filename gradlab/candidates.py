@@ -82,7 +82,8 @@ def stale_reads(graph: Graph, p: Problem) -> tuple[tuple[Location, str], ...]:
         if loc is None or not loc.code:
             return ()
         short = str(s.name).split(" ")[0] if s.name else None
-        expr = next((e for e in _names_for(s.given, short) if _read(loc.code, e)), None)
+        known = _names_for(s.given, short)
+        expr = next((e for e in [*known, *_aliases(loc, known)] if _read(loc.code, e)), None)
         if expr is None:
             return ()
         key = (loc.filename, loc.lineno, expr)
@@ -92,10 +93,58 @@ def stale_reads(graph: Graph, p: Problem) -> tuple[tuple[Location, str], ...]:
     return tuple(out)
 
 
+def _bindings(loc: Location) -> dict[str, ast.Assign]:
+    """The local names the function around ``loc`` binds above ``loc`` to an attribute path alone
+    (``w = self.codes.weight``), each with its one binding (a name bound twice is left out)."""
+    tree = parse(source_of(loc.filename))
+    fn = function_of(tree, loc.lineno) if tree is not None else None
+    if fn is None:
+        return {}
+    found: dict[str, list[ast.Assign]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.With)):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            for t in targets:
+                for n in ast.walk(t) if t is not None else ():
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                        found.setdefault(n.id, []).append(node)  # type: ignore[arg-type]
+    return {
+        name: nodes[0]
+        for name, nodes in found.items()
+        if len(nodes) == 1
+        and isinstance(nodes[0], ast.Assign)
+        and nodes[0].lineno < loc.lineno
+        and isinstance(nodes[0].value, ast.Attribute)
+    }
+
+
+def _aliases(loc: Location, exprs: list[str]) -> list[str]:
+    """The local names the function around ``loc`` binds to one of ``exprs`` alone, above ``loc`` (NOTE [A saved
+    tensor read through a local name])."""
+    wanted = set(exprs)
+    return [name for name, node in _bindings(loc).items() if ast.unparse(node.value) in wanted]
+
+
+# NOTE [A saved tensor read through a local name]
+# ``w = self.codes.weight`` above a loop, then ``h @ w.T`` in it: the line that saved the weight reads it by a
+# local name the tensor's own names do not give. A copy read there (``w.clone().T``) keeps the forward as it ran
+# (each read sees the weight as it was at that line); a copy at the binding would make every later read see the
+# weight as it was before the loop, another forward.
+
+
+def _reads_only(line: str) -> bool:
+    """``line`` is a ``return`` or an expression statement: it binds no name, so each name in it is read."""
+    try:
+        tree = ast.parse(split_comment(line)[0].strip())
+    except SyntaxError:
+        return False
+    return len(tree.body) == 1 and isinstance(tree.body[0], (ast.Return, ast.Expr))
+
+
 def _cloned(line: str, exprs: list[str]) -> str | None:
     for expr in exprs:
         new = replace_reads(line, expr, f"{expr}.clone()")
-        if new is None and line.strip().startswith("return "):
+        if new is None and _reads_only(line):  # ``return f(x)``, ``outs.append(f(x))``: every read is a read
             body, comment = split_comment(line)
             new = re.sub(rf"(?<![\w.]){re.escape(expr)}(?![\w(])", f"{expr}.clone()", body) + comment
         if new is None:
@@ -136,6 +185,51 @@ def _clone_where_saved(ctx: Context) -> Proposal | None:
                 exprs=join(exprs, T(" and ")),
             ),
             edits=tuple(sorted(found, key=lambda e: e.start)),
+        ),
+    )
+
+
+def _clone_at_binding(ctx: Context) -> Proposal | None:
+    """A saved tensor read through a local name: a copy where the name is bound (``w = self.codes.weight.clone()``),
+    the fix torch documents for a module that writes its own weight (NOTE [A saved tensor read through a local
+    name]). Every read of the name then sees the values of the binding: another forward where the write comes
+    between the binding and a read, and it says so."""
+    if not ctx.stale:
+        return None
+    edits: list[Edit | None] = []
+    names: list[str] = []
+    where: list[str] = []
+    for loc, expr in ctx.stale:
+        node = _bindings(loc).get(expr)
+        if node is None:
+            return None
+        if expr in names:
+            continue
+        names.append(expr)
+        at = Location(loc.filename, node.lineno)
+        value = ast.unparse(node.value)
+        edits.append(edit_at(ctx, at, replace_reads(f"{expr} = {value}", value, f"{value}.clone()")))
+        where.append(at.where)
+    found = all_edits(*edits)
+    if not found:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "read a copy where {names} is bound, at {where}: every later read then sees the values of that "
+                "line, and the write changes the original",
+                names=join(names, T(" and ")),
+                where=", ".join(where),
+            ),
+            trains=T(
+                "the same parameters as your code, by another forward: the reads of {names} after the write at "
+                "{write} see the values from before it",
+                names=join(names, T(" and ")),
+                write=ctx.where or T("the write"),
+            ),
+            edits=tuple(sorted(found, key=lambda e: e.start)),
+            keeps_forward=False,
         ),
     )
 
@@ -421,6 +515,7 @@ def general_fixes(ctx: Context) -> list[Proposal]:
     """The general candidates for a write to a saved tensor, best first (each only where its rewrite exists)."""
     found = [
         _clone_where_saved(ctx),
+        _clone_at_binding(ctx),
         _clone_own_reads(ctx),
         _read_from_copy(ctx),
         _recompute_after_write(ctx),

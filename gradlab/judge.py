@@ -114,7 +114,8 @@ def _trains_text(ctx: Context, claimed: set[str], reach: tuple[str, ...] | None 
     intent = ctx.intent
     trained = join(sorted(claimed), T(" and ")) if claimed else T("nothing")
     # the models the loss still reaches after the fix, whose gradient from it no step uses
-    dropped = [m for m in (ctx.reach if reach is None else reach) if m not in claimed]
+    frozen = ctx.site.frozen if ctx.site is not None else frozenset()  # no parameter requires grad: no gradient
+    dropped = [m for m in (ctx.reach if reach is None else reach) if m not in claimed and m not in frozen]
     if intent is not None and dropped:
         cleared = []
         for m in dropped:

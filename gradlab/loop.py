@@ -128,6 +128,8 @@ class Site:
     modules: Mapping[str, frozenset[int]] = field(default_factory=dict)
     optimizers: Mapping[str, frozenset[int]] = field(default_factory=dict)
     kinds: Mapping[str, str] = field(default_factory=dict)  # name -> "tuple", "list", "none", "tensor"
+    # the frame's modules none of whose parameters requires grad (``requires_grad_(False)``): no gradient reaches them
+    frozen: frozenset[str] = frozenset()
 
     def holds(self, line: int) -> bool:
         return line in self.lines
@@ -172,8 +174,12 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
         return None
     namespace = frame_names(frame)
     module_ids = dict(modules or {})
+    frozen: set[str] = set()
     for key, value in modules_in(namespace).items():  # a LightningModule: the models it holds, by attribute
-        module_ids.setdefault(key, frozenset(id(p) for p in value.parameters()))
+        params = list(value.parameters())
+        module_ids.setdefault(key, frozenset(id(p) for p in params))
+        if params and not any(p.requires_grad for p in params):
+            frozen.add(key)
     optimizers = {
         key: frozenset(id(p) for g in value.param_groups for p in g["params"])
         for key, value in namespace.items()
@@ -192,6 +198,7 @@ def read_site(frame: FrameType | None, modules: Mapping[str, frozenset[int]] | N
         modules={k: v for k, v in module_ids.items() if v},
         optimizers=optimizers,
         kinds=kinds,
+        frozen=frozenset(frozen),
     )
     namespace.clear()
     return site

@@ -293,6 +293,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # backward: retain_graph=True on that call trains the same (autograd.grad writes no .grad)
     "grad_norm_per_block_logged": ("same_loss_twice", (("ce", ("net",)),)),
     # a penalty scaled by a warm-up weight, backwarded as an expression before the loss sharing its encoder
+    # NOTE [A saved tensor read through a local name]: an embedding with max_norm renormalises the rows it looks
+    # up while F.linear saved its weight under a local name bound once per forward: a copy where F.linear reads it
+    "tied_maxnorm_table_alias": ("untracked_write", (("loss", ("lm",)),)),
     "weighted_penalty_backwarded_first": (
         "shared_graph_freed",
         (("recon", ("decoder", "encoder")), ("warm * 0.1 * sparsity", ("encoder",))),
@@ -880,3 +883,21 @@ def test_an_ema_of_the_weights_is_not_restarted_from_the_model(tmp_path: Path) -
     d = gradlab.last_diagnosis(error)
     assert d.cause == "carried_state", str(d)
     assert d.fixes and not any("again from" in str(f.summary) for f in d.fixes), [str(f.summary) for f in d.fixes]
+
+
+def test_a_copy_where_the_local_name_is_bound_is_offered_second_and_says_the_forward_changes() -> None:
+    # NOTE [A saved tensor read through a local name]: the other reading (every step reads the table as the forward
+    # began), checked and runnable; it trains what the version cloned at the binding trains
+    path = CAUSES / "tied_maxnorm_table_alias.py"
+    second = _diagnosis("tied_maxnorm_table_alias").fixes[1]
+    assert second.edits and second.keeps_forward is False
+    assert [e.text.strip() for e in second.edits] == ["out_w = self.embed.weight.clone()"]
+    assert "by another forward" in str(second.trains)
+    error, steps = _run(apply_edits(path.read_text(), second.edits), str(path.with_name("tied_at_binding_patched.py")))
+    assert error is None
+    other = CAUSES / "tied_maxnorm_table_alias_at_binding.py"
+    _, want = _run(other.read_text(), str(other))
+    assert steps and _same(steps, want)
+    first = CAUSES / "tied_maxnorm_table_alias_intended.py"
+    _, as_ran = _run(first.read_text(), str(first))
+    assert not _same(as_ran, want), "the two readings should train differently here"

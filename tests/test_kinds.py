@@ -31,6 +31,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("value = mse.item()", "objective = torch.tensor(value, requires_grad=False) * 1.0"),
         (("objective", ("net",)),),
     ),
+    # NOTE [A name the cut block reads and rebinds]: the output's name rebound inside the no_grad block to a frozen
+    # network's features; the claim follows the earlier binding to the upscaler
+    "perceptual_features_rebound_under_no_grad": (
+        "no_grad_fn",
+        ("with torch.no_grad():",),
+        (("perceptual", ("upscaler",)),),
+    ),
     "stack_of_items": ("no_grad_fn", ("losses = torch.tensor([la, lb])",), (("total", ("model",)),)),
     # a helper holding the whole update, called by the training loop and under no_grad() by the validation (NOTE
     # [An update inside a helper evaluation calls too]): the update moved out to the training loop's call

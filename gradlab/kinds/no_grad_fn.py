@@ -39,9 +39,11 @@ from ..loop import read_site
 from ..messages import Message
 from ..rewrite import from_graph, split_comment, without_detach
 from ..source import (
+    blocks,
     function_of,
     names,
     parse,
+    preceding,
     statement_at,
 )
 
@@ -344,6 +346,36 @@ def _reach_of(f: Failure, source: str) -> tuple[str, ...]:
     return tuple(sorted({m for m, ids in site.modules.items() if ids & leaves} | set(called_modules(site, tree))))
 
 
+def _rebound_reach(f: Failure, block: ast.stmt) -> tuple[str, ...]:
+    """The models reached through the values a block reads before it rebinds their names (NOTE [A name the cut
+    block reads and rebinds])."""
+    site = f.site
+    tree = site.tree() if site is not None else None
+    if tree is None:
+        return ()
+    out: set[str] = set()
+    inner = [st for body in blocks(block) for st in body]
+    for name in names(block, ast.Load) & names(block, ast.Store):
+        for st in inner:
+            if name in names(st, ast.Load):  # read first (the right of an assignment runs before its store)
+                earlier = [b for b in preceding(tree, block.lineno) if name in names(b, ast.Store)]
+                if earlier:
+                    last = earlier[-1]
+                    outside = sorted(names(last, ast.Load) - names(block, ast.Store))
+                    out |= set(called_modules(site, last)) | set(_reach_of(f, ", ".join(outside)) if outside else ())
+                break
+            if name in names(st, ast.Store):
+                break
+    return tuple(sorted(out))
+
+
+# NOTE [A name the cut block reads and rebinds]
+# ``pred = model(x)`` before ``with torch.no_grad(): pred = ema(pred)``: when the loss fails, the frame's ``pred``
+# is the block's output, which has no graph; the value the block read, the student's output, is gone. With the
+# block taken out, the loss reaches what that earlier binding reached: the models its statement calls and those
+# its inputs reach.
+
+
 def _copies(st: ast.Assign) -> bool:
     """``x = torch.tensor(x, ...)``: a copy without a graph (NOTE [A copy two calls deep])."""
     return isinstance(st.value, ast.Call) and ast.unparse(st.value.func).rsplit(".", 1)[-1] == "tensor"
@@ -444,7 +476,11 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
         # what the loss reaches with grad on: the models the block calls, and those its inputs' graphs reach
         read = sorted(names(cut.block, ast.Load))
         called = tuple(
-            sorted(set(called_modules(site, cut.block)) | set(_reach_of(f, ", ".join(read)) if read else ()))
+            sorted(
+                set(called_modules(site, cut.block))
+                | set(_reach_of(f, ", ".join(read)) if read else ())
+                | set(_rebound_reach(f, cut.block))
+            )
         )
         nearness.append(cut.nearness(cut.block.lineno, block=True))
         proposals.append(
