@@ -49,6 +49,7 @@ from .graph import Graph
 from .i18n import T, join
 from .location import Location
 from .rewrite import detached_value, inputs_keyword, optimizers_inputs, replace_reads, split_comment, with_keyword
+from .saved import SavedTensor
 from .source import enclosing, enclosing_blocks, function_of, loop_around, names, parse, statement_at
 from .writers import documented
 
@@ -84,13 +85,38 @@ def stale_reads(graph: Graph, p: Problem) -> tuple[tuple[Location, str], ...]:
         short = str(s.name).split(" ")[0] if s.name else None
         known = _names_for(s.given, short)
         expr = next((e for e in [*known, *_aliases(loc, known)] if _read(loc.code, e)), None)
-        if expr is None:
+        # a tensor without a name of its own (a view): the names its writes wrote through, read on the saving line
+        exprs = [expr] if expr is not None else [e for e in _written_names(s) if _read(loc.code, e)]
+        if not exprs:
             return ()
-        key = (loc.filename, loc.lineno, expr)
-        if key not in seen:
-            seen.add(key)
-            out.append((loc, expr))
+        for expr in exprs:
+            key = (loc.filename, loc.lineno, expr)
+            if key not in seen:
+                seen.add(key)
+                out.append((loc, expr))
     return tuple(out)
+
+
+def _written_names(s: SavedTensor) -> list[str]:
+    """The names the writes of ``s`` wrote through (``x`` of ``x -= y`` or ``x.add_(y)``), in the order of the writes;
+    a view's writes share its base's counter, so these are every view the writes went through."""
+    out: list[str] = []
+    for w in s.writes:
+        code = w.location.code if w.location is not None else None
+        try:
+            st = ast.parse((code or "").strip()).body[0] if code else None
+        except (SyntaxError, IndexError):
+            st = None
+        if isinstance(st, ast.AugAssign) and isinstance(st.target, (ast.Name, ast.Attribute)):
+            out.append(ast.unparse(st.target))
+        elif (
+            isinstance(st, ast.Expr)
+            and isinstance(st.value, ast.Call)
+            and isinstance(st.value.func, ast.Attribute)
+            and st.value.func.attr.endswith("_")
+        ):
+            out.append(ast.unparse(st.value.func.value))
+    return list(dict.fromkeys(out))
 
 
 def _bindings(loc: Location) -> dict[str, ast.Assign]:
@@ -166,11 +192,20 @@ def _clone_where_saved(ctx: Context) -> Proposal | None:
     if not found:
         return None
     exprs = sorted({e for _loc, e in ctx.stale})
-    summary = T(
-        "read a copy of {exprs} where the forward saves it, at {where}: the write then changes {exprs}, not "
-        "the values autograd saved",
-        exprs=join([f"{e}" for e in exprs], T(" and ")),
-        where=", ".join(loc.where for loc, _ in by_line.values()),
+    summary = (
+        T(
+            "read a copy of {exprs} where the forward saves it, at {where}: the write then changes {exprs}, not "
+            "the values autograd saved",
+            exprs=exprs[0],
+            where=", ".join(loc.where for loc, _ in by_line.values()),
+        )
+        if len(exprs) == 1
+        else T(
+            "read copies of {exprs} where the forward saves them, at {where}: the writes then change {exprs}, not "
+            "the values autograd saved",
+            exprs=join(exprs, T(" and ")),
+            where=", ".join(loc.where for loc, _ in by_line.values()),
+        )
     )
     row = documented(ctx.op)
     if row is not None and not row.api.startswith("torch.optim."):  # a step's documented fix is the order

@@ -296,6 +296,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A saved tensor read through a local name]: an embedding with max_norm renormalises the rows it looks
     # up while F.linear saved its weight under a local name bound once per forward: a copy where F.linear reads it
     "tied_maxnorm_table_alias": ("untracked_write", (("loss", ("lm",)),)),
+    # NOTE [A write through a view of a kept tensor]: a simulator object's state advanced in place through column
+    # views; the out-of-place form would leave the state unmoved: copies where the views are saved
+    "spring_state_columns_updated": ("inplace_op", (("fit", ("params",)),)),
     "weighted_penalty_backwarded_first": (
         "shared_graph_freed",
         (("recon", ("decoder", "encoder")), ("warm * 0.1 * sparsity", ("encoder",))),

@@ -11,7 +11,7 @@ from ..fixes import Fix, Proposal, all_edits, keeping, source_of, whole_statemen
 from ..i18n import T
 from ..location import Location
 from ..rewrite import ACTIVATIONS, OP_NAMES, rewrite_in_place, twin_in_expression, without_inplace_flags
-from ..source import function_of, returns_value
+from ..source import function_of, parse, returns_value
 
 
 def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
@@ -153,6 +153,56 @@ def _through_callers(ctx: Context, rewritten: str) -> tuple[tuple[Edit, ...], st
     return tuple(edits), rewritten
 
 
+def _view_of_kept_base(ctx: Context, rewritten: str) -> bool:
+    """The written name is an indexed view of a tensor that is read after the write (NOTE [A write through a view of
+    a kept tensor]): ``s, i = self.state[0], self.state[1]`` then ``s -= ...``."""
+    loc = ctx.write_at
+    if loc is None:
+        return False
+    try:
+        target = ast.parse(rewritten.split("\n")[-1].strip()).body[0]
+    except (SyntaxError, IndexError):
+        return False
+    if not (isinstance(target, ast.Assign) and isinstance(target.targets[0], ast.Name)):
+        return False
+    name = target.targets[0].id
+    tree = parse(source_of(loc.filename))
+    fn = function_of(tree, loc.lineno) if tree is not None else None
+    if fn is None:
+        return False
+    bases: list[ast.expr] = []
+    for st in ast.walk(fn):
+        if not isinstance(st, ast.Assign) or st.lineno >= loc.lineno or len(st.targets) != 1:
+            continue
+        t, v = st.targets[0], st.value
+        pairs = (
+            list(zip(t.elts, v.elts))
+            if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts)
+            else [(t, v)]
+        )
+        for tt, vv in pairs:
+            if isinstance(tt, ast.Name) and tt.id == name:
+                bases.append(vv.value if isinstance(vv, ast.Subscript) else vv)
+                if not isinstance(vv, ast.Subscript):
+                    return False  # bound from something else: a tensor of its own, not a view
+    if not bases:
+        return False
+    base = bases[-1]
+    if isinstance(base, ast.Attribute):
+        return True  # kept on an object: read by the next call
+    if isinstance(base, ast.Name):
+        later = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == base.id and n.lineno > loc.lineno]
+        return any(isinstance(n.ctx, ast.Load) for n in later)
+    return False
+
+
+# NOTE [A write through a view of a kept tensor]
+# ``s, i, r = self.state[0], self.state[1], self.state[2]`` then ``s -= new * dt``: the write is meant for
+# ``self.state``, which the next call reads. The out-of-place form ``s = s - new * dt`` rebinds the local name
+# only; the state then never moves, and the patched run trains another simulation. No out-of-place edit is
+# offered; a copy where the stale view was saved keeps the forward and the state's update (the general rewrites).
+
+
 def _written(ctx: Context, loc: Location | None, code: str | None) -> str | None:
     """The write's statement: its line, or the whole statement when it spans several (NOTE [Exact rewrites])."""
     whole = whole_statement(ctx, loc) if loc is not None else None
@@ -161,6 +211,8 @@ def _written(ctx: Context, loc: Location | None, code: str | None) -> str | None
 
 def in_place_fixes(ctx: Context) -> list[Proposal]:
     rewritten = _out_of_place(_written(ctx, ctx.write_at, ctx.code), ctx.op, ctx.write_at)
+    if rewritten and _view_of_kept_base(ctx, rewritten):
+        rewritten = None  # NOTE [A write through a view of a kept tensor]
     through = _through_callers(ctx, rewritten) if rewritten else ((), rewritten)
     callers: tuple[Edit, ...] | None = None
     if through is None:
