@@ -38,6 +38,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("with torch.no_grad():",),
         (("perceptual", ("upscaler",)),),
     ),
+    # NOTE [numpy's result made a constant on its line]: numpy's product turned back into a tensor on the same line,
+    # inside a helper whose result feeds the loss: the tensor numpy is given is detached there
+    "smoothness_helper_numpy_constant": (
+        "numpy_requires_grad",
+        ("lap_pred = torch.as_tensor(np.matmul(lap, flat), dtype=torch.float32)",),
+        (("total", ("net",)),),
+    ),
     "stack_of_items": ("no_grad_fn", ("losses = torch.tensor([la, lb])",), (("total", ("model",)),)),
     # a helper holding the whole update, called by the training loop and under no_grad() by the validation (NOTE
     # [An update inside a helper evaluation calls too]): the update moved out to the training loop's call

@@ -70,6 +70,20 @@ def _numpy(f: Failure) -> Explanation:
         torch_ops = [fix for fix in e.fixes if not fix.code]
         rest = (*torch_ops, *(fix for fix in e.fixes if fix not in torch_ops))
         trip = _round_trip_in_torch(f, st, tree) if st is not None else None
+        constant = _made_constant(f, st, site.text(loc.lineno)) if st is not None and trip is None else None
+        if constant is not None:  # NOTE [numpy's result made a constant on its line]
+            fix = Fix(
+                summary=T(
+                    "hand numpy the values only: .detach() the tensors it is given on this line; its result is "
+                    "turned back into a tensor without a graph there anyway"
+                ),
+                trains=T(
+                    "the same as your code: what numpy computes is a constant of the loss either way; the tensors' "
+                    "other uses still train what they reach"
+                ),
+                edits=(Edit(site.filename, loc.lineno, loc.lineno, constant),),
+            )
+            return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *rest))
         if trip is None:
             return replace(e, fixes=rest)
         fix = Fix(
@@ -578,6 +592,51 @@ def _appended_detached(f: Failure, st: ast.stmt) -> tuple[tuple[Edit, ...], list
 # loop's lists), and every one-line xs.append(value) of that frame's function is
 # written xs.append(value.detach()): the values stay, the graphs go, no loss trains
 # anything else.
+
+
+def _made_constant(f: Failure, st: ast.stmt, text: str) -> str | None:
+    """The raising line with ``.detach()`` on numpy's tensor arguments, when it is one line and each numpy call
+    given a tensor with a graph is the argument of ``torch.tensor``/``as_tensor``/``from_numpy`` (NOTE [numpy's
+    result made a constant on its line]); None otherwise."""
+    import numpy
+
+    if st.lineno != st.end_lineno:
+        return None
+    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    torch_name = next((k for k, v in f.namespace.items() if v is torch), None)
+    if not aliases or torch_name is None:
+        return None
+    wrapped: set[int] = set()
+    for n in ast.walk(st):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == torch_name
+            and n.func.attr in _BACK_TO_TORCH
+            and n.args
+        ):
+            wrapped.add(id(n.args[0]))
+    given = [
+        n
+        for n in ast.walk(st)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id in aliases
+        and any(isinstance(a, ast.Name) and _graph_tensors(f.namespace.get(a.id)) for a in n.args)
+    ]
+    if not given or any(id(n) not in wrapped for n in given):
+        return None
+    return _numpy_arguments(f, st, text)
+
+
+# NOTE [numpy's result made a constant on its line]
+# ``zl = torch.tensor(np.dot(w, z))`` in a helper whose result feeds the loss: numpy refuses ``z`` because it
+# requires grad, but what numpy returns is made a tensor without a graph on the same line, so the code as written
+# asks for a constant there. ``np.dot(w, z.detach())`` computes exactly that, and ``z``'s other uses in the
+# helper keep their gradient. (Detaching at the helper's call, or computing with torch on the graph, train
+# otherwise: the first cuts every use, the second makes ``zl`` a path of the gradient.)
 
 
 def _numpy_arguments(f: Failure, st: ast.stmt, text: str) -> str | None:
