@@ -269,6 +269,84 @@ def _clone_at_binding(ctx: Context) -> Proposal | None:
     )
 
 
+def _written_expression(code: str) -> ast.expr | None:
+    """What a one-line in-place write writes: ``x`` of ``x += y``, ``x.add_(y)`` or ``x[i].copy_(v)``'s ``x[i]``."""
+    try:
+        st = ast.parse(split_comment(code)[0].strip()).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    if isinstance(st, ast.AugAssign):
+        return st.target
+    if (
+        isinstance(st, ast.Expr)
+        and isinstance(st.value, ast.Call)
+        and isinstance(st.value.func, ast.Attribute)
+        and st.value.func.attr.endswith("_")
+    ):
+        return st.value.func.value
+    return None
+
+
+def _clone_where_read(ctx: Context) -> Proposal | None:
+    """The written tensor read into the forward by ``name = <what the write writes>`` above the write, in its
+    function: a copy there (NOTE [A copy where the written tensor was read]); only when no read of ``name`` after
+    the write would see other values (the name rebound in between, or not read after)."""
+    loc, code = ctx.write_at, ctx.code
+    written = _written_expression(code) if loc is not None and code else None
+    tree = parse(source_of(loc.filename)) if loc is not None and written is not None else None
+    fn = function_of(tree, loc.lineno) if tree is not None and loc is not None else None
+    if fn is None or loc is None or written is None:
+        return None
+    text = ast.unparse(written)
+    reads = [
+        st
+        for st in ast.walk(fn)
+        if isinstance(st, ast.Assign)
+        and st.lineno < loc.lineno
+        and len(st.targets) == 1
+        and isinstance(st.targets[0], ast.Name)
+        and ast.unparse(st.value) == text
+    ]
+    if len(reads) != 1:
+        return None
+    bound = reads[0]
+    name = bound.targets[0].id  # type: ignore[attr-defined]
+    uses = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name]
+    rebound = any(isinstance(n.ctx, ast.Store) and bound.lineno < n.lineno < loc.lineno for n in uses)
+    read_after = any(isinstance(n.ctx, ast.Load) and n.lineno > loc.lineno for n in uses)
+    if read_after and not rebound:
+        return None
+    at = Location(loc.filename, bound.lineno)
+    edit = edit_at(ctx, at, f"{name} = {text}.clone()")
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "read a copy of {tensor} where the forward takes it, at {where}: the write at {write} then changes "
+                "the original, not what autograd saved",
+                tensor=text,
+                where=at.where,
+                write=loc.where,
+            ),
+            trains=T(
+                "the same as intended: the values and gradients of the code as written; the write still changes {tensor}",
+                tensor=text,
+            ),
+            edits=(edit,),
+        ),
+    )
+
+
+# NOTE [A copy where the written tensor was read]
+# ``state = cache.states[i]`` at the top of a forward, then ``cache.states[i].copy_(new)`` at its end: the forward
+# computed from the tensor it later overwrites. The write names the tensor by the same expression the forward read
+# it by; reading a copy there (``state = cache.states[i].clone()``) leaves the saved values alone, and the write
+# still updates the cache. Offered only when no read of the local name after the write would see the values the
+# write left (the name was rebound in between, or is not read again).
+
+
 def _clone_own_reads(ctx: Context) -> Proposal | None:
     """``x[i] = f(x[i])`` as ``x[i] = f(x[i].clone())``: the right-hand side of an indexed assignment reads the
     tensor it writes, and what it computes from that read saves a view of it, which the write then changes."""
@@ -550,6 +628,7 @@ def general_fixes(ctx: Context) -> list[Proposal]:
     """The general candidates for a write to a saved tensor, best first (each only where its rewrite exists)."""
     found = [
         _clone_where_saved(ctx),
+        _clone_where_read(ctx),
         _clone_at_binding(ctx),
         _clone_own_reads(ctx),
         _read_from_copy(ctx),

@@ -100,6 +100,7 @@ class Context:
     step_line: int | None = None
     entry_lineno: int | None = None
     write_at: Location | None = None
+    write_into_view: bool | None = None  # the write's tensor was a view of another (Write.into_view)
     # the writes on other lines that made a saved tensor of the graph stale: (line or None, op, recorded by autograd)
     other_writes: tuple[tuple[Location | None, str, bool], ...] = ()
     recompute_lines: tuple[int, ...] = ()
@@ -120,6 +121,7 @@ class Context:
     stepwise: bool = False  # one of them is stored inside a loop of its method (a state over one input's steps)
     cached_result: bool = False  # each kept tensor is a result reused, computed from weights an optimizer steps
     kept_paths: tuple[str, ...] = ()  # each kept attribute as the loop reaches it (``model.recurrent.weight``)
+    extra_reset: bool = False  # the kept state starts as None and is made afresh on None: a reset sets it back
     saved_at: Location | None = None  # where the forward saved the tensor the failure names (an in-place write)
     caches: tuple[str, ...] = ()  # dicts on modules memoising results with a graph (``model.text_encoder.cache``)
     target: str | None = None  # a model no optimizer holds, whose output the loss uses as a target

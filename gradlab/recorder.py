@@ -289,12 +289,13 @@ class Recorder:
         optimizer: bool = False,
         grad_mode: bool = True,
         counted: bool = True,
+        into_view: bool | None = None,
     ) -> None:
         static = self.static
         for p, before in watched:
             after = internals.version(p.tensor)
             if after != before or not counted:
-                write = Write(op, before, after, loc, optimizer, grad_mode, self.count, counted)
+                write = Write(op, before, after, loc, optimizer, grad_mode, self.count, counted, into_view)
                 if isinstance(p.writes, list):
                     p.writes.append(write)
                 else:
@@ -416,7 +417,8 @@ class Recorder:
                     if isinstance(t, torch.Tensor)
                     for p, _ in watched
                 )
-                self._wrote(watched, label, user_location(), grad_mode=tracked)
+                view = any(isinstance(t, torch.Tensor) and t._base is not None for t in targets)
+                self._wrote(watched, label, user_location(), grad_mode=tracked, into_view=view)
             else:
                 missed = fingerprint.missed(watched, before)
                 if missed:

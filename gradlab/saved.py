@@ -32,7 +32,9 @@ class Write:
     ``.detach()``ed alias). ``counted`` is False for a write that changed the
     tensor's data without moving its version counter (a fused optimizer step, a
     write through ``.data``; :mod:`gradlab.fingerprint`): ``before == after``, and
-    torch's own check cannot see it.
+    torch's own check cannot see it. ``into_view`` says whether the tensor the op wrote
+    was a view of another tensor: ``xs[i].copy_(v)`` writes into a view when ``xs`` is a
+    tensor, into the tensor itself when ``xs`` is a list.
     """
 
     op: str
@@ -43,6 +45,7 @@ class Write:
     grad_mode: bool = True
     event: int | None = None
     counted: bool = True
+    into_view: bool | None = None  # the written tensor was a view of another (``x[0]``, ``x.T``); None: not known
 
     @property
     def where(self) -> str | None:

@@ -299,6 +299,15 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A write through a view of a kept tensor]: a simulator object's state advanced in place through column
     # views; the out-of-place form would leave the state unmoved: copies where the views are saved
     "spring_state_columns_updated": ("inplace_op", (("fit", ("params",)),)),
+    # NOTE [An item of a container is no view] and NOTE [A copy where the written tensor was read]: a memory slot
+    # of a list on a cache object, read at the top of a layer's forward and written back with copy_() at its end
+    "kv_cache_list_item_copied": ("inplace_op", (("loss", ("decoder",)),)),
+    # NOTE [A memoised function that returns a tensor]: a module-level helper under functools.cache computes a class
+    # weight from a learned parameter; the decorator removed
+    "class_weight_memoised": ("carried_state", (("weighted", ("net", "weight_logits")),)),
+    # NOTE [A state module called in a loop of its parent]: a LIF layer called once per time step by its network,
+    # its potential started from None: set back to None after each backward
+    "spiking_membrane_reset_to_none": ("carried_state", (("loss", ("net",)),)),
     "weighted_penalty_backwarded_first": (
         "shared_graph_freed",
         (("recon", ("decoder", "encoder")), ("warm * 0.1 * sparsity", ("encoder",))),

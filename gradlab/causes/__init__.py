@@ -78,6 +78,8 @@ from .api_cache import (
     cached_around_loop,
     cached_inside_loop,
     hooked_weights,
+    memoised_context,
+    memoised_fixes,
     transform_cache_context,
     transform_cache_fixes,
     weight_norm_fixes,
@@ -274,6 +276,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
                 code=code,
                 where=w.where,
                 write_at=w.location,
+                write_into_view=w.into_view,
                 other_writes=_other_writes(graph, w),
             )
             ctx = replace(ctx, after_write=after_write_lines(ctx, graph, p, facts))
@@ -301,6 +304,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     hooked = hooked_weights(facts, graph, p)  # NOTE [A weight a forward pre-hook computes]
     if hooked:
         return "stale_forward", replace(base, extra={**base.extra, "weight_norm": ",".join(hooked)})
+    memo = memoised_context(base, p, facts, graph)  # NOTE [A memoised function that returns a tensor]
+    if memo is not None:
+        return "carried_state", memo
     outside = made_outside(graph, p, facts, loss, base.intent)  # NOTE [A part made before the loop]
     if outside:  # (its line may be unknown, or one a .detach() cannot be put on: a return of two)
         base = replace(base, extra={**base.extra, "made_outside": ",".join(":".join(o) for o in outside)})
@@ -635,7 +641,13 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     discarded, first = discarded_detach_fixes(ctx)  # NOTE [A detach whose result is thrown away]
     proposals = [*discarded, *proposals] if first else [*proposals, *discarded]
     # a torch API's cache, or a weight computed by weight_norm's hook: torch's documented fix, first
-    proposals = [*weight_norm_fixes(ctx), *transform_cache_fixes(ctx), *out_write_fixes(ctx), *proposals]
+    proposals = [
+        *memoised_fixes(ctx),
+        *weight_norm_fixes(ctx),
+        *transform_cache_fixes(ctx),
+        *out_write_fixes(ctx),
+        *proposals,
+    ]
     if ctx.made_at is not None or "made_outside" in ctx.extra:  # a freed graph, whatever its cause
         names = {item.partition(":")[0] for item in ctx.extra.get("made_outside", "").split(",") if item}
         partial = [p for p in proposals if _detaches_some(p, names)]  # it would find the others' part freed

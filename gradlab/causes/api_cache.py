@@ -27,6 +27,14 @@ has that method and holds those transforms); otherwise the transforms made with
 ``cache_size=0`` where the code asks for 1. Either computes each step's log_prob from
 the parameters as they are then; the first step's forward is unchanged.
 
+NOTE [A memoised function that returns a tensor]
+``@functools.lru_cache`` (or ``@functools.cache``) on a function or method that computes a tensor from
+parameters (a loss weight ``exp(-log_var[name])``) returns, from the second call on, the tensor of the first
+call, with its graph: the first backward frees that graph and the next fails, and the value is the one from
+before the step. Found when the node whose saved tensors were freed was made inside such a function of the
+user's code. The fix removes the decorator: the tensor is computed at every call, from the parameters as they
+are then; the first iteration's forward is unchanged.
+
 NOTE [A weight a forward pre-hook computes]
 The deprecated ``torch.nn.utils.weight_norm`` keeps ``weight_g`` and ``weight_v`` as the
 parameters and computes the plain tensor ``module.weight`` from them in a forward pre-hook:
@@ -44,6 +52,8 @@ or calls ``remove_weight_norm`` (the parametrization names them otherwise).
 from __future__ import annotations
 
 import ast
+import functools
+import gc
 import inspect
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
@@ -68,6 +78,8 @@ if TYPE_CHECKING:
     from ..evidence import Problem
 
 __all__ = [
+    "memoised_context",
+    "memoised_fixes",
     "cached_around_loop",
     "cached_inside_loop",
     "hooked_weights",
@@ -417,3 +429,99 @@ def weight_norm_fixes(ctx: Context) -> list[Proposal]:
         edits=tuple(edits),
     )
     return [keeping(ctx, fix)]
+
+
+_MEMOISERS = frozenset({"lru_cache", "cache"})
+
+
+def _memo_values(wrapper: Any) -> list[Any]:
+    """The values a ``functools.lru_cache`` wrapper keeps: its cache dict is among its garbage-collector referents
+    (CPython's C implementation has no public reader); [] when none is found."""
+    try:
+        return [v for r in gc.get_referents(wrapper) if isinstance(r, dict) for v in r.values()]
+    except Exception:  # NOTE [Hooks fail open]: an interpreter without gc referents
+        return []
+
+
+def _memoised_holding(facts: Facts, node: Any) -> Location | None:
+    """Where the memoised function of the frame (a global, or a method of an object's class) whose cache holds a
+    tensor whose graph holds ``node`` is defined (its first line: a decorator's), or None."""
+    wrappers: dict[int, Any] = {}
+    for value in list(facts.namespace.values()):
+        for candidate in (value, *vars(type(value)).values()):
+            if isinstance(candidate, functools._lru_cache_wrapper):
+                wrappers[id(candidate)] = candidate
+    for wrapper in wrappers.values():
+        if any(holds_node(v, node) for v in _memo_values(wrapper)):
+            code = getattr(getattr(wrapper, "__wrapped__", None), "__code__", None)
+            if code is not None and not _library_file(code.co_filename):
+                return Location(code.co_filename, code.co_firstlineno)
+    return None
+
+
+def memoised_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
+    """The freed node was made inside a function of the user's code decorated with ``functools.lru_cache`` or
+    ``functools.cache`` (NOTE [A memoised function that returns a tensor]): the decorator's line in ``extra``. Read
+    from the record (where the node was made) or, without one, from the caches of the frame's memoised functions."""
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    held = _memoised_holding(facts, node) if node is not None and node.seq is not None else None
+    for loc in (p.saved_at, held):
+        found = _memoised_at(loc) if loc is not None and not _library_file(loc.filename) else None
+        if found is not None:
+            where, function = found
+            return replace(base, extra={**base.extra, "memoised": where, "memoised_function": function})
+    return None
+
+
+def _memoised_at(loc: Location) -> tuple[str, str] | None:
+    """The memoising decorator (``file:line``) of the innermost function around ``loc`` (its decorators counted
+    in), with the function's name; None without one."""
+    tree = parse(source_of(loc.filename))
+    scope = None
+    for n in ast.walk(tree) if tree is not None else ():
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([n.lineno, *(d.lineno for d in n.decorator_list)])
+            if first <= loc.lineno <= (n.end_lineno or n.lineno) and (scope is None or n.lineno > scope.lineno):
+                scope = n  # the innermost function around the line
+    if scope is None:
+        return None
+    for dec in scope.decorator_list:
+        called = dec.func if isinstance(dec, ast.Call) else dec
+        if ast.unparse(called).rsplit(".", 1)[-1] in _MEMOISERS and dec.lineno == dec.end_lineno:
+            return f"{loc.filename}:{dec.lineno}", scope.name
+    return None
+
+
+def memoised_fixes(ctx: Context) -> list[Proposal]:
+    """The memoising decorator removed (NOTE [A memoised function that returns a tensor])."""
+    where = ctx.extra.get("memoised", "")
+    if not where:
+        return []
+    filename, _, line = where.rpartition(":")
+    lineno = int(line)
+    decorator = source_of(filename).splitlines()[lineno - 1].strip()
+    edit = Edit(filename, lineno, lineno, "")
+    function = ctx.extra.get("memoised_function", "")
+    return [
+        keeping(
+            ctx,
+            Fix(
+                keeps_forward=True,
+                summary=T(
+                    "remove {decorator} from {function}() at {where}: from its second call on it returns the tensor "
+                    "of its first call, whose graph the first backward freed, computed from the parameters as they "
+                    "were then",
+                    decorator=decorator,
+                    function=function,
+                    where=Location(filename, lineno).where,
+                ),
+                trains=T(
+                    "{loss} trains what it reaches, at each call through {function}()'s result computed from the "
+                    "parameters as they are then: the same forward at the first iteration",
+                    loss=ctx.l,
+                    function=function,
+                ),
+                edits=(edit,),
+            ),
+        )
+    ]

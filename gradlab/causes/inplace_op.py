@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 
 from ..context import Context
@@ -196,6 +197,20 @@ def _view_of_kept_base(ctx: Context, rewritten: str) -> bool:
     return False
 
 
+def _copies_container(rewritten: str, code: str) -> bool:
+    """The rewrite clones what the written tensor was indexed from (``xs_copy = xs.clone()`` for ``xs[i].copy_(v)``)."""
+    m = re.match(r"\s*\w+_copy = (.+)\.clone\(\)$", rewritten.split("\n")[0])
+    return m is not None and f"{m[1]}[" in code
+
+
+# NOTE [An item of a container is no view]
+# ``cache.states[i].copy_(state)``: when ``cache.states`` is a tensor, the write goes into a view of it, and the
+# out-of-place form writes into a copy of the whole tensor and rebinds it. When it is a list of tensors, the item
+# is the tensor itself, and ``cache.states.clone()`` fails (a list has no clone). The record says which: the
+# tensor the op wrote had a base or not (Write.into_view). For an item, no out-of-place edit is offered; a copy
+# where the tensor was read into the forward comes first (the general rewrites).
+
+
 # NOTE [A write through a view of a kept tensor]
 # ``s, i, r = self.state[0], self.state[1], self.state[2]`` then ``s -= new * dt``: the write is meant for
 # ``self.state``, which the next call reads. The out-of-place form ``s = s - new * dt`` rebinds the local name
@@ -213,6 +228,8 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
     rewritten = _out_of_place(_written(ctx, ctx.write_at, ctx.code), ctx.op, ctx.write_at)
     if rewritten and _view_of_kept_base(ctx, rewritten):
         rewritten = None  # NOTE [A write through a view of a kept tensor]
+    if rewritten and ctx.write_into_view is False and _copies_container(rewritten, ctx.code or ""):
+        rewritten = None  # NOTE [An item of a container is no view]
     through = _through_callers(ctx, rewritten) if rewritten else ((), rewritten)
     callers: tuple[Edit, ...] | None = None
     if through is None:

@@ -35,6 +35,7 @@ class _Kept:
     stepwise: bool = False  # some store runs inside a loop of its method: a state over the steps of one input
     memo: bool = False  # no store reads the attribute it sets: a result kept to be reused, not a memory
     training_only: bool = False  # every store runs under ``if self.training:``: a result of training forwards only
+    none_reset: bool = False  # every attribute starts as None in __init__ and a method tests ``self.attr is None``
 
 
 def _graph_attrs(module: torch.nn.Module) -> list[str]:
@@ -212,6 +213,27 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
             }
     stored = [(loc, a) for loc, a in stored if a not in chained]
     stored_all = {a for _loc, a in stored} == set(kept)
+    init = next((m for m in _methods(node) if m.name == "__init__"), None)
+    none_reset = init is not None and all(
+        any(
+            isinstance(st, ast.Assign)
+            and any(_self_attr(t, a) for t in st.targets)
+            and isinstance(st.value, ast.Constant)
+            and st.value.value is None
+            for st in ast.walk(init)
+        )
+        and any(
+            isinstance(n, ast.Compare)
+            and _self_attr(n.left, a)
+            and len(n.ops) == 1
+            and isinstance(n.ops[0], ast.Is)
+            and isinstance(n.comparators[0], ast.Constant)
+            and n.comparators[0].value is None
+            for m in methods
+            for n in ast.walk(m)
+        )
+        for a in kept
+    )
     return _Kept(
         cls,
         kept,
@@ -221,6 +243,7 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
         stepwise,
         memo,
         _training_only(methods, kept),
+        none_reset,
     )
 
 
@@ -280,6 +303,13 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
     kept = [k for cls, found in by_class.items() if (k := _kept(cls, found)) is not None]
     if not kept:
         return _cached(base, facts, roots, used)
+    # NOTE [A state module called in a loop of its parent]: called at each step of its parent's forward, its state is
+    # one input's, over those steps
+    looped = {
+        k.cls
+        for k in kept
+        if any(_called_in_parent_loop(roots[holder[k.cls]], sub) for sub in _subs(roots[holder[k.cls]], k.cls))
+    }
     attrs = tuple(dict.fromkeys(f"self.{a}" for k in kept for a in k.attrs))
     ctx = from_frame(base, facts, None)
     resets = tuple((k.cls.__name__, k.reset) for k in kept if k.reset is not None)
@@ -311,7 +341,8 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
         reset_root=next(iter(holders)) if ok_reset else None,
         detach_at=detach,
         stored_at=stored,
-        stepwise=any(k.stepwise for k in kept),
+        stepwise=any(k.stepwise or k.cls in looped for k in kept),
+        extra_reset=all(k.none_reset for k in kept) and not ok_reset,
         # a result kept to be reused, computed from trained weights: a cache of the forward (NOTE [State kept on modules])
         cached_result=trained_reach and all(k.memo for k in kept),
         kept_paths=at_boundary if all(k.cls in paths for k in kept) else (),
@@ -396,6 +427,28 @@ def _clear_caches(ctx: Context, attrs: Text) -> Proposal | None:
             keeps_forward=False,
         ),
     )
+
+
+def _subs(root: torch.nn.Module, cls: type) -> list[str]:
+    """The ``named_modules`` names of ``root``'s submodules of class ``cls``."""
+    return [sub for sub, m in root.named_modules() if type(m) is cls and sub]
+
+
+def _called_in_parent_loop(root: torch.nn.Module, sub: str) -> bool:
+    """The submodule ``sub`` of ``root`` is called inside a ``for`` or ``while`` loop of a method of its parent's
+    class (``for _ in range(k): z = self.leaky(z)``)."""
+    parent_path, _, attr = sub.rpartition(".")
+    parent = root.get_submodule(parent_path) if parent_path else root
+    found = _class_tree(type(parent))
+    if found is None:
+        return False
+    for m in _methods(found[0]):
+        for loop in ast.walk(m):
+            if isinstance(loop, (ast.For, ast.While)) and any(
+                isinstance(n, ast.Call) and _self_attr(n.func, attr) for n in ast.walk(loop)
+            ):
+                return True
+    return False
 
 
 def _path(root: str, sub: str) -> str | None:
@@ -526,11 +579,39 @@ def _detach_stored(ctx: Context, attrs: Text) -> Proposal | None:
     return _values_kept(ctx, attrs, summary, edits)
 
 
+def _none_reset_proposal(ctx: Context, attrs: Text) -> Proposal | None:
+    """Each kept attribute set back to None after the backward, through the loop's path to it, when the class starts
+    it as None and makes it afresh when it finds None (NOTE [A state module called in a loop of its parent])."""
+    if not ctx.extra_reset or not ctx.kept_paths or ctx.backward_line is None:
+        return None
+    edit = insert_lines(ctx, ctx.backward_line, "\n".join(f"{p} = None" for p in ctx.kept_paths), after=True)
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "reset the state kept between iterations ({attrs}) after each backward: set it back to None, as "
+                "__init__ does; the next forward then makes it afresh",
+                attrs=attrs,
+            ),
+            trains=T(
+                "each iteration's forward starts {attrs} from the value the reset gives, as the first "
+                "iteration did; {loss} trains through that iteration's graph only",
+                attrs=attrs,
+                loss=ctx.l,
+            ),
+            edits=(edit,),
+            keeps_forward=False,
+        ),
+    )
+
+
 def _reset_proposal(ctx: Context, attrs: Text) -> Proposal | None:
     """The class's own reset called on every module of that class after each backward."""
     reset = _reset_edit(ctx)
     if reset is None:
-        return None
+        return _none_reset_proposal(ctx, attrs)
     calls = join([f"{method}()" for _cls, method in ctx.resets], T(" and "))
     classes = join([cls for cls, _method in ctx.resets], T(" and "))
     return keeping(
@@ -659,6 +740,15 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
             )
         )
     return proposals
+
+
+# NOTE [A state module called in a loop of its parent]
+# A stateful layer (a leaky integrator keeping its membrane on ``self.mem``) may store its state once per call, but
+# be called at each step of its parent's forward (``for _ in range(iters): z = self.leaky(z)``): the state is then
+# one input's, over those steps, as a spiking layer's is, and the reset between inputs is the boundary (snnTorch's
+# ``utils.reset(net)``). A class without a reset method that starts the state as None in ``__init__`` and makes it
+# afresh when it finds None is reset by setting the attribute back to None after the backward, through the loop's
+# path to it. It changes the later iterations' forward (keeps_forward False), and says so.
 
 
 # NOTE [A cache of a module's result]
