@@ -45,6 +45,12 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("lap_pred = torch.as_tensor(np.matmul(lap, flat), dtype=torch.float32)",),
         (("total", ("net",)),),
     ),
+    # NOTE [A list of losses kept for a plot]: numpy averages the kept penalties in a print written over two lines
+    "penalty_history_mean_printed": (
+        "numpy_requires_grad",
+        ('f"mean penalty {np.mean(penalties):.5f}")',),
+        (("total", ("model",)),),
+    ),
     "stack_of_items": ("no_grad_fn", ("losses = torch.tensor([la, lb])",), (("total", ("model",)),)),
     # a helper holding the whole update, called by the training loop and under no_grad() by the validation (NOTE
     # [An update inside a helper evaluation calls too]): the update moved out to the training loop's call

@@ -113,7 +113,8 @@ def _numpy(f: Failure) -> Explanation:
             )
             return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
         if implicit is None:
-            appended = _appended_detached(f, one_line) if one_line is not None else None
+            # the list is found by its identity, the statement may span lines (a print's f-string)
+            appended = _appended_detached(f, st) if st is not None else None
             if appended is None:
                 return e
             edits, names = appended
