@@ -228,7 +228,13 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
     rewritten = _out_of_place(_written(ctx, ctx.write_at, ctx.code), ctx.op, ctx.write_at)
     if rewritten and _view_of_kept_base(ctx, rewritten):
         rewritten = None  # NOTE [A write through a view of a kept tensor]
-    if rewritten and ctx.write_into_view is False and _copies_container(rewritten, ctx.code or ""):
+    # (an indexed assignment writes into its base itself: never a view, and its copy is the base's)
+    if (
+        rewritten
+        and ctx.op != "__setitem__"
+        and ctx.write_into_view is False
+        and _copies_container(rewritten, ctx.code or "")
+    ):
         rewritten = None  # NOTE [An item of a container is no view]
     through = _through_callers(ctx, rewritten) if rewritten else ((), rewritten)
     callers: tuple[Edit, ...] | None = None
