@@ -32,7 +32,7 @@ from .fixes import Fix
 from .i18n import T, Words, _, _t
 from .location import Location
 from .render import fix_lines, header, help_lines, numbered, quote
-from .rewrite import by_index, op_display, rewrite_in_place, twin_in_expression
+from .rewrite import ACTIVATIONS, by_index, op_display, rewrite_in_place, twin_in_expression, without_inplace_flags
 from .source import function_of
 
 __all__ = ["Explanation", "Span", "KINDS"]
@@ -275,7 +275,21 @@ def _view_fixes(e: Explanation, base_saved: bool = False) -> tuple[Fix, ...]:
         if not source or check_edits(source, [edit], names) is not None:
             edit = None
     where = T(" at {where}", where=write.where)
-    if edit is not None:
+    flags: tuple[Edit, ...] = ()
+    if edit is None and e.write_op in ACTIVATIONS:  # nn.ReLU(inplace=True) called on the view: the flag, removed
+        source = "".join(linecache.getlines(write.filename))
+        flags = tuple(Edit(write.filename, a, b, t) for a, b, t in without_inplace_flags(source, e.write_op))
+    if flags:
+        fixes.append(
+            Fix(
+                summary=T("use the activation without inplace=True (nn.ReLU() rather than nn.ReLU(inplace=True))"),
+                trains=trains,
+                code="\n".join(line.strip() for f in flags for line in f.text.splitlines()),
+                edits=flags,
+                applicability="maybe-incorrect",
+            )
+        )
+    elif edit is not None:
         edits = (edit, *_sibling_writes(write, e.write_op))
         fixes.append(
             Fix(

@@ -308,6 +308,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A state module called in a loop of its parent]: a LIF layer called once per time step by its network,
     # its potential started from None: set back to None after each backward
     "spiking_membrane_reset_to_none": ("carried_state", (("loss", ("net",)),)),
+    # the critic's values of one batch computed before the minibatch loop, which runs the critic on slices of the
+    # same states: the advantages and targets built from them are the loop's constants, both detached (a loss
+    # written as an expression)
+    "a2c_targets_two_constants": ("stale_forward", (("pg + 0.5 * vf", ("critic", "policy")),)),
     "weighted_penalty_backwarded_first": (
         "shared_graph_freed",
         (("recon", ("decoder", "encoder")), ("warm * 0.1 * sparsity", ("encoder",))),

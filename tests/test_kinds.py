@@ -51,6 +51,19 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ('f"mean penalty {np.mean(penalties):.5f}")',),
         (("total", ("model",)),),
     ),
+    # NOTE [numpy inside a forward]: numpy's elementwise log inside a loss helper, on the model's rate: torch's log
+    "count_nll_numpy_log": (
+        "numpy_requires_grad",
+        ("return (rate - counts * np.log(rate + 1e-6)).mean()",),
+        (("nll", ("model",)),),
+    ),
+    # an activation module made with inplace=True, called on one of .chunk()'s views: the flag removed where it
+    # is made (the call's line has no in-place method to rewrite)
+    "chunk_gate_leaky_inplace_module": (
+        "multi_view_in_place",
+        ("value, gate = self.proj(x).chunk(2, dim=-1)", "return x + self.out(self.act(value) * torch.sigmoid(gate))"),
+        (("loss", ("net",)),),
+    ),
     "stack_of_items": ("no_grad_fn", ("losses = torch.tensor([la, lb])",), (("total", ("model",)),)),
     # a helper holding the whole update, called by the training loop and under no_grad() by the validation (NOTE
     # [An update inside a helper evaluation calls too]): the update moved out to the training loop's call

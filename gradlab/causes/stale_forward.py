@@ -7,7 +7,7 @@ import ast
 import types
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -16,7 +16,7 @@ from ..edits import Edit
 from ..evidence import Facts, Problem, calls_into, holds_node, leaves_below, sequence_of, stepped_params, value_of
 from ..fixes import Fix, Proposal, all_edits, claim, edit_at, indent_of, insert_lines, keeping, statements_text
 from ..graph import Graph
-from ..i18n import T, Text
+from ..i18n import T, Text, join
 from ..location import Location
 from ..rewrite import detached_value
 from ..source import (
@@ -214,7 +214,9 @@ def snapshot_context(base: Context, facts: Facts, call: BackwardCall | None) -> 
     site, loss = facts.site, value_of(base.loss, facts.namespace) if base.loss else None
     if site is None or facts.backward_line is None or call is None or call.newest_node is None:
         return None
-    if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
+    roots = [loss] if isinstance(loss, torch.Tensor) else _parts(base.loss, facts.namespace)
+    roots = [t for t in roots if t.grad_fn is not None]
+    if not roots:
         return None
     tree = site.tree()
     loop = loop_around(tree, facts.backward_line) if tree is not None else None
@@ -223,6 +225,8 @@ def snapshot_context(base: Context, facts: Facts, call: BackwardCall | None) -> 
     assigned = set().union(*(names(st, ast.Store) for st in loop.body))
     if isinstance(loop, ast.For):
         assigned |= names(loop.target, ast.Store)
+    read = set().union(*(names(st, ast.Load) for st in loop.body))
+    found: list[str] = []
     for key, value in facts.namespace.items():
         if not isinstance(key, str) or key.startswith("_") or key in assigned or not isinstance(value, torch.Tensor):
             continue
@@ -231,10 +235,32 @@ def snapshot_context(base: Context, facts: Facts, call: BackwardCall | None) -> 
         if fn is None or seq is None or seq > call.newest_node:
             continue
         under = leaves_below(fn)[0]
-        rest, met = leaves_below(loss.grad_fn, stop=fn)
+        rest: set[int] = set()
+        met = False
+        for root in roots:  # a loss written as an expression (pg + 0.5 * vf): the union of its parts
+            below, hit = leaves_below(root.grad_fn, stop=fn)
+            rest |= below
+            met = met or hit
         if met and under and under <= rest and _same_forward_in(tree, loop, key):
-            return replace(base, snapshot=key, snapshot_line=loop.lineno)
-    return None
+            found.append(key)
+    if not found:
+        return None
+    # every such constant the loop reads (PPO's advantages and returns, both from the critic's rollout forward): a
+    # detach of one alone leaves the patched run failing on the next (NOTE [Every stale write], for freed graphs)
+    found = [k for k in found if k in read] or found  # the names the loop reads, when it reads some
+    also = [k for k in found[1:] if k in read]
+    extra = {**base.extra, "snapshot_also": ",".join(also)} if also else base.extra
+    return replace(base, snapshot=found[0], snapshot_line=loop.lineno, extra=extra)
+
+
+def _parts(expr: str | None, namespace: Mapping[str, Any]) -> list[torch.Tensor]:
+    """The tensors the names of the expression ``expr`` hold (``pg + 0.5 * vf``: pg and vf), read, not computed."""
+    try:
+        tree = ast.parse(expr or "", mode="eval")
+    except SyntaxError:
+        return []
+    found = [value_of(n.id, namespace) for n in ast.walk(tree) if isinstance(n, ast.Name)]
+    return [t for t in found if isinstance(t, torch.Tensor)]
 
 
 def _same_forward_in(tree: ast.Module | None, loop: ast.For | ast.AsyncFor | ast.While, key: str) -> bool:
@@ -254,10 +280,25 @@ def _same_forward_in(tree: ast.Module | None, loop: ast.For | ast.AsyncFor | ast
     if not values:
         return True
     computed = {ast.unparse(n) for n in ast.walk(loop) if isinstance(n, ast.Call)}
-    return any(ast.unparse(v) in computed for v in values)
+    if any(ast.unparse(v) in computed for v in values):
+        return True
+    # the same model run by the loop on minibatches of the same data (values = critic(states) before the loop,
+    # critic(states[idx]) in it): a snapshot of the whole batch, the loop's constant (PPO's rollout values)
+    in_loop = [n for n in ast.walk(loop) if isinstance(n, ast.Call) and n.args]
+    for v in values:
+        for call in (n for n in ast.walk(v) if isinstance(n, ast.Call) and n.args):
+            wanted = [ast.unparse(a) for a in call.args]
+            for m in in_loop:
+                if ast.unparse(m.func) == ast.unparse(call.func) and len(m.args) == len(wanted):
+                    parts = [ast.unparse(a.value) if isinstance(a, ast.Subscript) else None for a in m.args]
+                    if any(p is not None for p in parts) and all(
+                        p == w or ast.unparse(a) == w for p, a, w in zip(parts, m.args, wanted, strict=True)
+                    ):
+                        return True
+    return False
 
 
-def _constant_trains(ctx: Context, name: str) -> Text:
+def _constant_trains(ctx: Context, name: str | Text) -> Text:
     """The ``trains:`` line of a tensor made a constant of the loop (``_constant``, ``_detached_target``)."""
     return T(
         "{loss} trains what it reaches through each iteration's own forward; {name} takes no part in backward",
@@ -271,14 +312,22 @@ def _constant(ctx: Context) -> list[Proposal]:
     name = ctx.snapshot
     if name is None or ctx.snapshot_line is None:
         return []
+    every = [name, *(k for k in ctx.extra.get("snapshot_also", "").split(",") if k)]
+    shown = join(every, T(" and "))
     fix = Fix(
         summary=T(
             "{name} is a constant of the loop (computed once, before it, from weights the loop's own forward also "
             "uses): detach it before the loop",
             name=name,
+        )
+        if len(every) == 1
+        else T(
+            "{names} are constants of the loop (computed once, before it, from weights the loop's own forward also "
+            "uses): detach them before the loop",
+            names=shown,
         ),
-        trains=_constant_trains(ctx, name),
-        edits=all_edits(insert_lines(ctx, ctx.snapshot_line, f"{name} = {name}.detach()")),
+        trains=_constant_trains(ctx, shown),
+        edits=all_edits(insert_lines(ctx, ctx.snapshot_line, "\n".join(f"{k} = {k}.detach()" for k in every))),
     )
     return [keeping(ctx, fix)]
 

@@ -70,6 +70,18 @@ def _numpy(f: Failure) -> Explanation:
         torch_ops = [fix for fix in e.fixes if not fix.code]
         rest = (*torch_ops, *(fix for fix in e.fixes if fix not in torch_ops))
         trip = _round_trip_in_torch(f, st, tree) if st is not None else None
+        single = st if st is not None and st.lineno == st.end_lineno else None
+        in_torch = _numpy_in_torch(f, single, site.text(loc.lineno)) if single is not None and trip is None else None
+        if in_torch is not None:  # NOTE [numpy inside a forward]: numpy's functions on the graph, in torch
+            fix = Fix(
+                summary=T("compute it with torch, on the graph: {code}", code=in_torch.strip()),
+                trains=T(
+                    "the same values, and the gradient flows through them into what they were computed from "
+                    "(a .detach() would stop that)"
+                ),
+                edits=(Edit(site.filename, loc.lineno, loc.lineno, in_torch),),
+            )
+            return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *rest))
         constant = _made_constant(f, st, site.text(loc.lineno)) if st is not None and trip is None else None
         if constant is not None:  # NOTE [numpy's result made a constant on its line]
             fix = Fix(
@@ -165,7 +177,19 @@ _NUMPY_TO_TORCH = {
     "concatenate": "cat",
     "std": "std",
     "var": "var",
+    # elementwise functions of one tensor: the same values, on the graph
+    "log": "log",
+    "exp": "exp",
+    "sqrt": "sqrt",
+    "abs": "abs",
+    "sin": "sin",
+    "cos": "cos",
+    "tanh": "tanh",
+    "log1p": "log1p",
+    "expm1": "expm1",
+    "square": "square",
 }
+_ELEMENTWISE = frozenset({"log", "exp", "sqrt", "abs", "sin", "cos", "tanh", "log1p", "expm1", "square"})
 _TAKES_A_LIST = frozenset({"stack", "concatenate"})
 
 
@@ -469,7 +493,18 @@ def _numpy_in_torch(f: Failure, st: ast.stmt, text: str) -> str | None:
         func = call.func
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in aliases):
             continue
-        if not call.args or not any(_graph_tensors(_value_of(f, a)) for a in call.args[:1]):
+        if not call.args:
+            continue
+        elementwise = func.attr in _ELEMENTWISE
+        if elementwise:  # an expression of the frame's names (np.log(2 * np.pi * var)): one of them a graph tensor
+            if len(call.args) != 1 or call.keywords:
+                return None
+            read = [n.id for n in ast.walk(call.args[0]) if isinstance(n, ast.Name)]
+            if not any(
+                isinstance(f.namespace.get(r), torch.Tensor) and _graph_tensors(f.namespace.get(r)) for r in read
+            ):
+                continue
+        elif not any(_graph_tensors(_value_of(f, a)) for a in call.args[:1]):
             continue
         name = _NUMPY_TO_TORCH.get(func.attr)
         first = call.args[0]
@@ -484,7 +519,12 @@ def _numpy_in_torch(f: Failure, st: ast.stmt, text: str) -> str | None:
                 return None
         if func.attr in ("std", "var"):  # numpy's ddof=0 is torch's correction=0
             keywords.append("correction=0")
-        arg = ast.unparse(first)
+        raw = text.encode("utf-8")  # the argument as written (col offsets are bytes of the line's UTF-8)
+        arg = (
+            raw[first.col_offset : first.end_col_offset].decode("utf-8")
+            if first.lineno == first.end_lineno and first.end_col_offset is not None
+            else ast.unparse(first)
+        )
         if listed and func.attr not in _TAKES_A_LIST:
             arg = f"{torch_name}.stack({arg})"
         rest = [ast.unparse(a) for a in call.args[1:]]
