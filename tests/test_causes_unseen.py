@@ -312,6 +312,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # same states: the advantages and targets built from them are the loop's constants, both detached (a loss
     # written as an expression)
     "a2c_targets_two_constants": ("stale_forward", (("pg + 0.5 * vf", ("critic", "policy")),)),
+    # NOTE [A forward run once before the caller's loop]: a trainer's update() runs the backward and the step, the
+    # script's module-level loop hands it predictions computed once before the loop: moved into the loop
+    "trainer_update_forward_before_loop": ("stale_forward", (("mse", ("regressor",)),)),
     "weighted_penalty_backwarded_first": (
         "shared_graph_freed",
         (("recon", ("decoder", "encoder")), ("warm * 0.1 * sparsity", ("encoder",))),

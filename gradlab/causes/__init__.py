@@ -103,6 +103,7 @@ from .reset_at_step import reset_at_step_context, reset_every_backward_fixes
 from .retained_accumulation import retained_fixes, retained_total
 from .same_loss_twice import products_again, restarted_total, total_of_backwarded, twice_fixes
 from .stale_forward import (
+    caller_forward_context,
     global_forward_context,
     kept_constant_context,
     snapshot_context,
@@ -392,6 +393,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             snapshot_context(base, facts, call)
             or stale_forward_context(base, p, facts, graph)
             or global_forward_context(base, p, facts, graph)
+            or caller_forward_context(base, facts)
             or kept_constant_context(base, p, facts, graph)
         )
         if stale is not None:

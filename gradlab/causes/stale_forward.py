@@ -13,8 +13,29 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, Problem, calls_into, holds_node, leaves_below, sequence_of, stepped_params, value_of
-from ..fixes import Fix, Proposal, all_edits, claim, edit_at, indent_of, insert_lines, keeping, statements_text
+from ..evidence import (
+    Facts,
+    Problem,
+    calls_into,
+    calls_name,
+    holds_node,
+    leaves_below,
+    sequence_of,
+    stepped_params,
+    value_of,
+)
+from ..fixes import (
+    Fix,
+    Proposal,
+    all_edits,
+    claim,
+    edit_at,
+    indent_of,
+    insert_lines,
+    keeping,
+    source_of,
+    statements_text,
+)
 from ..graph import Graph
 from ..i18n import T, Text, join
 from ..location import Location
@@ -101,6 +122,104 @@ def global_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph
             },
         )
     return None
+
+
+def caller_forward_context(base: Context, facts: Facts) -> Context | None:
+    """A forward run once before the loop of the caller that calls the failing function at every iteration, its
+    result handed in (NOTE [A forward run once before the caller's loop]): the statement to move into that loop."""
+    loop = facts.caller_loop
+    tree = loop.site.tree() if loop is not None else None
+    around = loop_around(tree, loop.line) if tree is not None and loop is not None else None
+    if loop is None or tree is None or around is None:
+        return None
+    body = around.body
+    bound = set().union(*(names(st, ast.Store) for st in body))
+    if isinstance(around, (ast.For, ast.AsyncFor)):
+        bound |= names(around.target, ast.Store)
+    read = set().union(*(names(st, ast.Load) for st in body))
+    scope = function_of(tree, around.lineno)
+    statements = [st for st in ast.walk(scope if scope is not None else tree) if isinstance(st, ast.Assign)]
+    held = stepped_params(facts)
+    found: list[tuple[str, ast.Assign, str]] = []
+    for key, kind in loop.graphs.items():
+        if kind != "tensor" or key not in read or key in bound:
+            continue
+        binding = [st for st in statements if any(isinstance(t, ast.Name) and t.id == key for t in st.targets)]
+        if len(binding) != 1:
+            continue
+        st = binding[0]
+        if st.lineno >= around.lineno or st.lineno != st.end_lineno or len(st.targets) != 1:
+            continue
+        models = [m for m in loop.site.modules if calls_name(st, m) and loop.site.modules[m] & held]
+        if not models or any(calls_name(x, m) for x in body for m in models):
+            continue  # no trained model's forward, or the loop runs it itself (a snapshot next to a fresh forward)
+        found.append((key, st, models[0]))
+    if len(found) != 1:
+        return None
+    key, st, model = found[0]
+    after = [x for x in ast.walk(scope if scope is not None else tree) if isinstance(x, ast.stmt)]
+    keep = any(x.lineno > (around.end_lineno or around.lineno) and key in names(x, ast.Load) for x in after)
+    return replace(
+        base,
+        extra={
+            **base.extra,
+            "caller_forward": key,
+            "caller_file": loop.site.filename,
+            "caller_line": str(st.lineno),
+            "caller_into": str(body[0].lineno),
+            "caller_keep": "1" if keep else "",
+            "caller_model": model,
+        },
+    )
+
+
+def _caller_fixes(ctx: Context) -> list[Proposal]:
+    """The forward moved into the caller's loop (NOTE [A forward run once before the caller's loop])."""
+    key, filename = ctx.extra.get("caller_forward", ""), ctx.extra.get("caller_file", "")
+    if not key or not filename:
+        return []
+    lines = source_of(filename).splitlines()
+    line, into = int(ctx.extra["caller_line"]), int(ctx.extra["caller_into"])
+    text = lines[line - 1].strip()
+    target = lines[into - 1]
+    indent = target[: len(target) - len(target.lstrip())]
+    edits = [Edit(filename, into, into - 1, indent + text)]
+    if not ctx.extra.get("caller_keep"):
+        edits.append(Edit(filename, line, line, ""))
+    model = ctx.extra.get("caller_model", "")
+    return [
+        Proposal(
+            Fix(
+                summary=T(
+                    "compute {name} inside the loop that hands it in ({where}): {code} runs once before the loop, and "
+                    "the first iteration's backward frees its graph",
+                    name=key,
+                    where=Location(filename, into).where,
+                    code=text,
+                ),
+                trains=T(
+                    "{loss} trains what it reaches, from a fresh forward of {model} at every iteration",
+                    loss=ctx.l,
+                    model=model,
+                ),
+                edits=tuple(sorted(edits, key=lambda e: e.start)),
+                keeps_forward=False,
+                # the caller's name for the model: the failing function may not see it (a helper's own step)
+                claims=((ctx.loss, (model,)),) if ctx.loss else (),
+            ),
+            ctx.reach or (model,),
+            True,
+        )
+    ]
+
+
+# NOTE [A forward run once before the caller's loop]
+# The loop that trains may be in a caller: ``x_hat = model(X)`` in ``main()``, then ``for it in range(n):
+# al.step(closure, x_hat, X)``, and the helper's ``step()`` runs the backward and the optimizer's step. The name is
+# the caller's, bound once before its loop from a forward of a model an optimizer steps, and the loop does not run
+# that model itself (beside a fresh forward it would be a constant of the loop: a detach). The first iteration's
+# backward frees the forward's graph and the second fails on it. The fix moves the statement into the loop, at
+# the top of its body: a fresh forward at every iteration, from the weights as they are then.
 
 
 # NOTE [A forward run once at module level]
@@ -364,6 +483,8 @@ def _global_fixes(ctx: Context) -> list[Proposal]:
 def stale_fixes(ctx: Context) -> list[Proposal]:
     if ctx.extra.get("global_forward"):  # NOTE [A forward run once at module level]
         return _global_fixes(ctx)
+    if ctx.extra.get("caller_forward"):  # NOTE [A forward run once before the caller's loop]
+        return _caller_fixes(ctx)
     if ctx.extra.get("frozen"):  # NOTE [A feature extractor left trainable]
         from .frozen_extractor import frozen_fixes
 
