@@ -48,7 +48,7 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # NOTE [A list of losses kept for a plot]: numpy averages the kept penalties in a print written over two lines
     "penalty_history_mean_printed": (
         "numpy_requires_grad",
-        ('f"mean penalty {np.mean(penalties):.5f}")',),
+        ('f"mean penalty {np.mean(penalties):.5f}",',),
         (("total", ("model",)),),
     ),
     # NOTE [numpy inside a forward]: numpy's elementwise log inside a loss helper, on the model's rate: torch's log

@@ -22,4 +22,7 @@ for it in range(6):
     optimizer.step()
     penalties.append(penalty)
     if it % 2 == 1:
-        print(f"iteration {it}: total {total.item():.4f}, mean penalty {np.mean(penalties):.5f}")
+        print(
+            f"iteration {it}: total {total.item():.4f},",
+            f"mean penalty {np.mean(penalties):.5f}",
+        )
