@@ -841,12 +841,16 @@ class _FromGraph(ast.NodeTransformer):
         new: ast.expr
         if isinstance(value, (ast.List, ast.Tuple)) and value.elts:
             parts = [self._value(e) for e in value.elts]
-            if any(isinstance(p, ast.Constant) for p in parts) or not all(
-                self._traced(e, p) for p, e in zip(parts, value.elts)
+            if any(isinstance(p, ast.Constant) for p in parts) or not (
+                self.stacked or all(self._traced(e, p) for p, e in zip(parts, value.elts))
             ):
                 return node  # numbers of its own, or values gradlab cannot trace to a tensor
             stack = ast.Attribute(ast.Name(self.torch_name, ast.Load()), "stack", ast.Load())
             new = ast.Call(stack, [ast.List(parts, ast.Load())], [])
+        elif self.stacked and isinstance(value, ast.ListComp):  # torch.tensor([f(x) for x in xs]), seen copying
+            stack = ast.Attribute(ast.Name(self.torch_name, ast.Load()), "stack", ast.Load())
+            comp = ast.ListComp(self._value(value.elt), value.generators)
+            new = ast.Call(stack, [comp], [])
         elif self.stacked and isinstance(value, (ast.Name, ast.Attribute, ast.Subscript)):
             stack = ast.Attribute(ast.Name(self.torch_name, ast.Load()), "stack", ast.Load())
             new = ast.Call(stack, [value], [])
@@ -887,6 +891,8 @@ def from_graph(
         'loss = torch.stack([a, b]).sum()  # both terms'
         >>> from_graph("lp = torch.tensor(self.log_probs)", stacked=True)
         'lp = torch.stack(self.log_probs)'
+        >>> from_graph("nll = torch.tensor([f(x[i]) for i in range(n)]).mean()", stacked=True)
+        'nll = torch.stack([f(x[i]) for i in range(n)]).mean()'
     """
     body, comment = split_comment(statement)
     try:

@@ -315,6 +315,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A forward run once before the caller's loop]: a trainer's update() runs the backward and the step, the
     # script's module-level loop hands it predictions computed once before the loop: moved into the loop
     "trainer_update_forward_before_loop": ("stale_forward", (("mse", ("regressor",)),)),
+    # NOTE [A constant that requires grad], several: a plain object keeps inputs and targets both computed from
+    # designs that still require grad; each made a leaf where it is assigned, not the first only
+    "surrogate_data_from_designs": ("stale_forward", (("fit", ("surrogate",)),)),
     "weighted_penalty_backwarded_first": (
         "shared_graph_freed",
         (("recon", ("decoder", "encoder")), ("warm * 0.1 * sparsity", ("encoder",))),

@@ -64,6 +64,12 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("value, gate = self.proj(x).chunk(2, dim=-1)", "return x + self.out(self.act(value) * torch.sigmoid(gate))"),
         (("loss", ("net",)),),
     ),
+    # NOTE [A list copied by torch.tensor]: a comprehension of per-episode losses copied by torch.tensor(..., dtype=)
+    "episode_returns_tensor_comprehension": (
+        "no_grad_fn",
+        ("per_episode = torch.tensor([episode_loss(model, ep) for ep in episodes], dtype=torch.float32)",),
+        (("objective", ("model",)),),
+    ),
     "stack_of_items": ("no_grad_fn", ("losses = torch.tensor([la, lb])",), (("total", ("model",)),)),
     # a helper holding the whole update, called by the training loop and under no_grad() by the validation (NOTE
     # [An update inside a helper evaluation calls too]): the update moved out to the training loop's call

@@ -691,16 +691,22 @@ def kept_constant_context(
 ) -> Context | None:
     """A tensor computed once (in a constructor: an estimated average latent) and kept on an object, whose graph
     every iteration's loss goes through: no optimizer holds the parameters of that graph, so it is a constant of
-    the loop; the statement of the file that assigns it is where it is detached."""
+    the loop; the statement of the file that assigns it is where it is detached. Every such tensor whose graph
+    holds a freed node of the failing graph is found (a training set's inputs and labels, both normalised from
+    data that required grad): a detach of one alone leaves the patched run failing on the next."""
     site = facts.site
     wanted = p.node_id if node_id is None else node_id
     node = next((n for n in graph.nodes if n.id == wanted), None)
     tree = site.tree() if site is not None else None
     if site is None or tree is None or node is None or node.seq is None:
         return None
+    freed = {s.node_id for s in graph.saved if s.status == "freed"} | {node.id}
+    nodes = [n for n in graph.nodes if n.id in freed and n.seq is not None]
     held = stepped_params(facts)
+    in_modules = frozenset().union(*site.modules.values()) if site.modules else frozenset()
+    found: list[tuple[str, tuple[int, ...], bool]] = []
     for dotted, attr, tensor in _held_tensors(facts.namespace):
-        if not holds_node(tensor, node):
+        if not any(holds_node(tensor, n) for n in nodes):
             continue
         leaves, _ = leaves_below(tensor.grad_fn)
         if leaves & held:
@@ -732,18 +738,26 @@ def kept_constant_context(
             and not isinstance(n.value, ast.Constant)  # self.h = None: nothing to detach there
         ]
         if 0 < len(where) <= 3:  # every statement that assigns it (a detach of a loaded tensor changes nothing)
-            lines = tuple(n.lineno for n in where)
-            ctx = replace(
-                base, snapshot=dotted, snapshot_line=None, kept_at=Location(site.filename, lines[0]), stale_lines=lines
-            )
             # NOTE [A constant that requires grad]: built from tensors made with requires_grad=True that no module
             # holds (PINN collocation points: 1 + 3 * torch.rand(n, 1, requires_grad=True)), it is an input the code
             # differentiates with respect to: it becomes a leaf of its own that still requires grad
-            in_modules = frozenset().union(*site.modules.values()) if site.modules else frozenset()
-            if tensor.requires_grad and not leaves & in_modules:
-                ctx = replace(ctx, extra={**ctx.extra, "leaf": "1"})
-            return ctx
-    return None
+            leaf = tensor.requires_grad and not leaves & in_modules
+            found.append((dotted, tuple(n.lineno for n in where), leaf))
+    first = next((f for f in found if f[0]), None)
+    if first is None:
+        return None
+    lines = tuple(dict.fromkeys(line for _d, ls, _l in found for line in ls))
+    ctx = replace(
+        base,
+        snapshot=" and ".join(d for d, _ls, _l in found),
+        snapshot_line=None,
+        kept_at=Location(site.filename, first[1][0]),
+        stale_lines=lines,
+    )
+    leaf_lines = [line for _d, ls, leaf in found if leaf for line in ls]
+    if leaf_lines:
+        ctx = replace(ctx, extra={**ctx.extra, "leaf": "1", "leaf_lines": ",".join(map(str, leaf_lines))})
+    return ctx
 
 
 def kept_constant_fixes(ctx: Context) -> list[Proposal]:
@@ -753,10 +767,11 @@ def kept_constant_fixes(ctx: Context) -> list[Proposal]:
         return []
     edits: list[Edit | None] = []
     leaf = ctx.extra.get("leaf") == "1"
+    leaf_lines = {int(x) for x in ctx.extra.get("leaf_lines", "").split(",") if x}
     for line in ctx.stale_lines or (loc.lineno,):
         text = site.text(line)
         new = detached_value(text.strip())
-        if new is not None and leaf:
+        if new is not None and leaf and (not leaf_lines or line in leaf_lines):
             new += ".requires_grad_()"
         edits.append(Edit(loc.filename, line, line, text[: len(text) - len(text.lstrip())] + new) if new else None)
     if leaf:
@@ -771,6 +786,14 @@ def kept_constant_fixes(ctx: Context) -> list[Proposal]:
                         "assigned ({where}): .detach().requires_grad_()",
                         name=ctx.snapshot,
                         where=where,
+                    )
+                    if " and " not in ctx.snapshot
+                    else T(
+                        "{names} are computed once, from tensors that require grad and that no optimizer holds, and "
+                        "every iteration backwards through their graph: make each a leaf of its own where it is "
+                        "assigned ({where}): .detach().requires_grad_()",
+                        names=ctx.snapshot,
+                        where=where,
                     ),
                     trains=T(
                         "{loss} trains what it reaches through each iteration's own forward; {name} keeps its "
@@ -782,12 +805,20 @@ def kept_constant_fixes(ctx: Context) -> list[Proposal]:
                 ),
             )
         ]
+    where = ", ".join(Location(loc.filename, line).where for line in ctx.stale_lines or (loc.lineno,))
     fix = Fix(
         summary=T(
             "{name} is a constant of the loop (computed once, from parameters no optimizer holds): detach it where "
             "it is assigned ({where})",
             name=ctx.snapshot,
-            where=", ".join(Location(loc.filename, line).where for line in ctx.stale_lines or (loc.lineno,)),
+            where=where,
+        )
+        if " and " not in ctx.snapshot
+        else T(
+            "{names} are constants of the loop (computed once, from parameters no optimizer holds): detach each "
+            "where it is assigned ({where})",
+            names=ctx.snapshot,
+            where=where,
         ),
         trains=T(
             "{loss} trains what it reaches through each iteration's own forward; {name} takes no part in backward",
