@@ -318,6 +318,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A constant that requires grad], several: a plain object keeps inputs and targets both computed from
     # designs that still require grad; each made a leaf where it is assigned, not the first only
     "surrogate_data_from_designs": ("stale_forward", (("fit", ("surrogate",)),)),
+    # an average kept on a module, stored from itself and read again after the store in the same forward: its old
+    # value detached where it is read, so this batch's term keeps its gradient (the stored value detached whole
+    # would cut it)
+    "centering_average_read_after_store": ("carried_state", (("loss", ("model",)),)),
     "weighted_penalty_backwarded_first": (
         "shared_graph_freed",
         (("recon", ("decoder", "encoder")), ("warm * 0.1 * sparsity", ("encoder",))),

@@ -17,7 +17,7 @@ from ..evidence import Facts, from_frame, leaves_of
 from ..fixes import Fix, Proposal, all_edits, edit_at, insert_lines, keeping, source_of
 from ..i18n import T, Text, join
 from ..location import _INSTALLED, Location, _library_file
-from ..rewrite import detached_value
+from ..rewrite import detached_value, replace_reads
 from ..source import enclosing, feeding, loop_body_of, names, parse, preceding
 
 __all__ = ["kept_on_modules", "module_state_fixes"]
@@ -481,8 +481,9 @@ def _reset_edit(ctx: Context) -> Edit | None:
 
 
 def _detach_edits(ctx: Context) -> tuple[Edit, ...]:
-    """``self.attr = self.attr.detach()`` before the statement of the forward that first reads it (or that
-    statement's value detached, when it sets the attribute from itself: ``self.cache = self.cache.to(x)``)."""
+    """``self.attr = self.attr.detach()`` before the statement of the forward that first reads it (or, when that
+    statement sets the attribute from itself, ``self.cache = self.cache.to(x)``, its read of the old value
+    detached: ``self.cache.detach().to(x)``)."""
     by_line: dict[tuple[str, int], tuple[Location, list[str]]] = {}
     for loc, attr in ctx.detach_at:
         by_line.setdefault((loc.filename, loc.lineno), (loc, []))[1].append(attr)
@@ -500,7 +501,9 @@ def _detach_edits(ctx: Context) -> tuple[Edit, ...]:
         except (SyntaxError, IndexError):
             st = None
         if len(attrs) == 1 and st is not None and _self_attr_target(st, attrs[0]):
-            new = detached_value(line)
+            # set from itself (self.m = a * self.m + b * x): its old value detached where it is read, so this
+            # forward's own term keeps its gradient (the value detached whole would cut it for the reads after)
+            new = replace_reads(line, f"self.{attrs[0]}", f"self.{attrs[0]}.detach()") or detached_value(line)
             edits.append(Edit(loc.filename, loc.lineno, loc.lineno, indent + new) if new else None)
             continue
         if st is None and not line.endswith(":"):
