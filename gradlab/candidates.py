@@ -50,7 +50,7 @@ from .i18n import T, join
 from .location import Location
 from .rewrite import detached_value, inputs_keyword, optimizers_inputs, replace_reads, split_comment, with_keyword
 from .saved import SavedTensor
-from .source import enclosing, enclosing_blocks, function_of, loop_around, names, parse, statement_at
+from .source import enclosing, enclosing_blocks, function_of, loop_around, names, parse, preceding, statement_at
 from .writers import documented
 
 __all__ = ["stale_reads", "general_fixes", "freed_fixes", "apart_fixes", "routed_fixes"]
@@ -638,6 +638,41 @@ def general_fixes(ctx: Context) -> list[Proposal]:
     return [f for f in found if f is not None]
 
 
+def _feeds_loss(ctx: Context, at: Location) -> bool:
+    """What the statement of the failing function that ran ``at`` (itself, or the call that led to it) binds flows,
+    statement by statement, into the failing loss (NOTE [A gradient the loss is built from])."""
+    site, line = ctx.site, ctx.backward_line
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or line is None or not ctx.loss:
+        return False
+    lines = [at.lineno] if at.filename == site.filename and site.holds(at.lineno) else []
+    lines += [c.lineno for c in at.callers if c.filename == site.filename and site.holds(c.lineno)]
+    if not lines:
+        return False
+    before = preceding(tree, line)
+    start = next((i for i, st in enumerate(before) if st.lineno <= lines[0] <= (st.end_lineno or st.lineno)), None)
+    if start is None:
+        return False
+    tainted = names(before[start], ast.Store)
+    for st in before[start + 1 :]:
+        if names(st, ast.Load) & tainted:
+            tainted |= names(st, ast.Store)
+    try:
+        loss_names = names(ast.parse(ctx.loss, mode="eval"), ast.Load)
+    except SyntaxError:
+        return False
+    return bool(loss_names & tainted)
+
+
+# NOTE [A gradient the loss is built from]
+# ``saliency = input_gradient(log_probs, x)`` and then ``loss = ce + w * saliency.pow(2).mean()`` in the training
+# loop: the loss is built from the gradient (an input-gradient penalty, "right for the right reasons"). Told by what
+# the failing function's statement that ran the ``autograd.grad`` (itself, or the call that led to it) binds: when
+# it flows, statement by statement, into the failing loss, the derivative is part of what the loss is computed
+# from (NOTE [A derivative the loss is computed from]); ``retain_graph=True`` there would run, but the gradient
+# would be a constant and the penalty would train nothing, silently.
+
+
 def _keep_and_route(ctx: Context) -> Proposal | None:
     """The failing backward run on the graph as the code built it: the earlier backward keeps what it would free
     (``retain_graph=True``) where the failing loss needs it, and the failing backward goes into the models the
@@ -887,7 +922,7 @@ def _derivative_trained(ctx: Context) -> Proposal | None:
     inputs = ast.unparse(call.args[1])
     if "parameters()" in inputs:
         return None  # a derivative with respect to the parameters (a penalty on the gradient's norm) is not this
-    if not _derivative_is_an_output(at):
+    if not (_derivative_is_an_output(at) or _feeds_loss(ctx, at)):
         return None  # printed, or used to perturb an input (an adversarial step): retain_graph is the fix there
     edit = edit_at(ctx, at, with_keyword(code.strip(), "grad", "create_graph=True"))
     if edit is None:
@@ -921,7 +956,13 @@ def _derivative_is_an_output(at: Location) -> bool:
     tree = parse(source_of(at.filename))
     st = statement_at(tree, at.lineno) if tree is not None else None
     function = function_of(tree, at.lineno) if tree is not None else None
-    if st is None or function is None or not isinstance(st, ast.Assign):
+    if st is None or function is None:
+        return False
+    if isinstance(st, ast.Return) and st.value is not None:  # return torch.autograd.grad(out.sum(), x)[0]
+        return any(
+            isinstance(n, ast.Call) and ast.unparse(n.func).endswith("autograd.grad") for n in ast.walk(st.value)
+        )
+    if not isinstance(st, ast.Assign):
         return False
     derived = names(st, ast.Store)
     for later in ast.walk(function):

@@ -322,6 +322,11 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # value detached where it is read, so this batch's term keeps its gradient (the stored value detached whole
     # would cut it)
     "centering_average_read_after_store": ("carried_state", (("loss", ("model",)),)),
+    # NOTE [A gradient the loss is built from]: an input gradient returned by a helper straight from the
+    # autograd.grad call, and one taken in the loop itself, each a term of the loss: create_graph=True, not
+    # retain_graph=True (which would run and make the penalty a constant)
+    "jacobian_penalty_without_create_graph": ("shared_graph_freed", (("total", ("reg",)),)),
+    "sensitivity_penalty_in_loop": ("shared_graph_freed", (("objective", ("reg",)),)),
     "weighted_penalty_backwarded_first": (
         "shared_graph_freed",
         (("recon", ("decoder", "encoder")), ("warm * 0.1 * sparsity", ("encoder",))),
