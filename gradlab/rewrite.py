@@ -99,10 +99,26 @@ def by_index(loop: ast.For, name: str, used: set[str]) -> tuple[str, str, str] |
         >>> tree = ast.parse("for b, (w, h) in zip(boxes, sizes):\n    b.clamp_(0, w)")
         >>> by_index(tree.body[0], "b", {"b", "w", "h", "boxes", "sizes"})
         ('for i, (b, (w, h)) in enumerate(zip(boxes, sizes)):', 'b = boxes[i]', 'boxes')
+        >>> by_index(ast.parse("for s in scores.unbind(1):\n    s[:, 0] = 0").body[0], "s", {"s", "scores"})
+        ('for i, s in enumerate(scores.unbind(1)):', 's = scores.select(1, i)', 'scores')
     """
     target, it = loop.target, loop.iter
+    select: str | None = None  # ``for s in scores.unbind(1)``: each taken as ``scores.select(1, i)``
     if isinstance(it, ast.Name) and isinstance(target, ast.Name) and target.id == name:
         tensor = it.id
+    elif (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Attribute)
+        and it.func.attr == "unbind"
+        and isinstance(it.func.value, (ast.Name, ast.Attribute))
+        and isinstance(target, ast.Name)
+        and target.id == name
+        and len(it.args) + len(it.keywords) <= 1
+        and all(k.arg == "dim" for k in it.keywords)
+    ):
+        tensor = ast.unparse(it.func.value)
+        dims = [*it.args, *(k.value for k in it.keywords)]
+        select = ast.unparse(dims[0]) if dims else "0"
     elif (
         isinstance(it, ast.Call)
         and isinstance(it.func, ast.Name)
@@ -127,6 +143,8 @@ def by_index(loop: ast.For, name: str, used: set[str]) -> tuple[str, str, str] |
         orelse=[],
     )
     first = ast.unparse(ast.fix_missing_locations(header)).splitlines()[0]
+    if select is not None:
+        return first, f"{name} = {tensor}.select({select}, {index})", tensor
     return first, f"{name} = {tensor}[{index}]", tensor
 
 

@@ -70,6 +70,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("per_episode = torch.tensor([episode_loss(model, ep) for ep in episodes], dtype=torch.float32)",),
         (("objective", ("model",)),),
     ),
+    # NOTE [A loop that writes into the rows it iterates]: a loop over the views unbind(dim=2) makes, each masked in
+    # place: each taken as scores.select(2, i), so the writes reach scores
+    "frame_scores_unbind_masked": (
+        "multi_view_in_place",
+        ("for frame in scores.unbind(dim=2):", "frame[:, banned] = -30.0"),
+        (("loss", ("scorer",)),),
+    ),
     "stack_of_items": ("no_grad_fn", ("losses = torch.tensor([la, lb])",), (("total", ("model",)),)),
     # a helper holding the whole update, called by the training loop and under no_grad() by the validation (NOTE
     # [An update inside a helper evaluation calls too]): the update moved out to the training loop's call
