@@ -417,6 +417,32 @@ def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:
     lines = source.splitlines()
     head, body = lines[loop.lineno - 1], lines[loop.body[0].lineno - 1]
     indent = head[: len(head) - len(head.lstrip())]
+    # the tensor iterated is itself a row of an enclosing loop over a tensor (for image in batch: for channel in
+    # image): that loop indexes its tensor too, or the inner write reaches a view that cannot be written either
+    outer = next(
+        (
+            f
+            for f in ast.walk(fn)
+            if isinstance(f, ast.For)
+            and f is not loop
+            and f.lineno < loop.lineno <= (f.end_lineno or 0)
+            and isinstance(f.target, ast.Name)
+            and f.target.id == tensor
+            and (f.iter.end_lineno or f.lineno) == f.lineno
+            and f.body
+        ),
+        None,
+    )
+    extra: list[Edit] = []
+    if outer is not None:
+        taken = used | {n.id for n in ast.walk(ast.parse(header + "\n    pass")) if isinstance(n, ast.Name)}
+        again = by_index(outer, tensor, taken)
+        if again is not None:
+            o_head, o_body = lines[outer.lineno - 1], lines[outer.body[0].lineno - 1]
+            o_indent = o_head[: len(o_head) - len(o_head.lstrip())]
+            b_indent = o_body[: len(o_body) - len(o_body.lstrip())]
+            extra.append(Edit(made.filename, outer.lineno, outer.lineno, f"{o_indent}{again[0]}\n{b_indent}{again[1]}"))
+            tensor = again[2]
     # an argument the function returns may itself be one of several views (a clip of a batch iterated by the
     # caller): the writes go into a copy of it, which the function returns (NOTE [A loop that writes into the rows
     # it iterates])
@@ -428,13 +454,18 @@ def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:
         )
     )
     first = f"{indent}{tensor} = {tensor}.clone()\n" if copied else ""
+    if copied and extra:  # the copy goes before the outer loop
+        o_head = lines[extra[0].start - 1]
+        o_indent = o_head[: len(o_head) - len(o_head.lstrip())]
+        extra[0] = replace(extra[0], text=f"{o_indent}{tensor} = {tensor}.clone()\n{extra[0].text}")
+        first = ""
     edit = Edit(
         made.filename,
         loop.lineno,
         loop.lineno,
         f"{first}{indent}{header}\n{body[: len(body) - len(body.lstrip())]}{binding}",
     )
-    if check_edits(source, [edit], used) is not None:
+    if check_edits(source, [*extra, edit], used) is not None:
         return None
     after = [
         n
@@ -461,8 +492,8 @@ def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:
             "the same as intended: {tensor} gets the written values, and gradients flow through the writes",
             tensor=tensor,
         ),
-        code=textwrap.dedent(edit.text),
-        edits=(edit,),
+        code="\n".join(textwrap.dedent(x.text) for x in (*extra, edit)),
+        edits=(*extra, edit),
         applicability="machine-applicable" if after else "maybe-incorrect",
     )
     return fix, bool(after)

@@ -77,6 +77,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("for frame in scores.unbind(dim=2):", "frame[:, banned] = -30.0"),
         (("loss", ("scorer",)),),
     ),
+    # NOTE [A loop that writes into the rows it iterates], nested: the batch's loop indexes the batch too, or the
+    # inner write would reach a view of a view that cannot be written
+    "gain_per_step_nested_loops": (
+        "multi_view_in_place",
+        ("for step, gain in zip(sequence, GAINS):", "step.mul_(gain)"),
+        (("loss", ("encoder", "head")),),
+    ),
     "stack_of_items": ("no_grad_fn", ("losses = torch.tensor([la, lb])",), (("total", ("model",)),)),
     # a helper holding the whole update, called by the training loop and under no_grad() by the validation (NOTE
     # [An update inside a helper evaluation calls too]): the update moved out to the training loop's call
