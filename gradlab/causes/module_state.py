@@ -582,6 +582,16 @@ def _detach_stored(ctx: Context, attrs: Text) -> Proposal | None:
     return _values_kept(ctx, attrs, summary, edits)
 
 
+def _reset_trains(ctx: Context, attrs: Text) -> Text:
+    """What a reset of the kept state after each backward trains (the class's reset, or None set back)."""
+    return T(
+        "each iteration's forward starts {attrs} from the value the reset gives, as the first "
+        "iteration did; {loss} trains through that iteration's graph only",
+        attrs=attrs,
+        loss=ctx.l,
+    )
+
+
 def _none_reset_proposal(ctx: Context, attrs: Text) -> Proposal | None:
     """Each kept attribute set back to None after the backward, through the loop's path to it, when the class starts
     it as None and makes it afresh when it finds None (NOTE [A state module called in a loop of its parent])."""
@@ -598,12 +608,7 @@ def _none_reset_proposal(ctx: Context, attrs: Text) -> Proposal | None:
                 "__init__ does; the next forward then makes it afresh",
                 attrs=attrs,
             ),
-            trains=T(
-                "each iteration's forward starts {attrs} from the value the reset gives, as the first "
-                "iteration did; {loss} trains through that iteration's graph only",
-                attrs=attrs,
-                loss=ctx.l,
-            ),
+            trains=_reset_trains(ctx, attrs),
             edits=(edit,),
             keeps_forward=False,
         ),
@@ -628,12 +633,7 @@ def _reset_proposal(ctx: Context, attrs: Text) -> Proposal | None:
                 classes=classes,
                 model=ctx.reset_root or "",
             ),
-            trains=T(
-                "each iteration's forward starts {attrs} from the value the reset gives, as the first "
-                "iteration did; {loss} trains through that iteration's graph only",
-                attrs=attrs,
-                loss=ctx.l,
-            ),
+            trains=_reset_trains(ctx, attrs),
             edits=(reset,),
             keeps_forward=False,
         ),

@@ -14,6 +14,7 @@ from ..evidence import Failure
 from ..explanation import Explanation
 from ..fixes import Fix, Proposal, source_of
 from ..i18n import T
+from ..location import Location
 from ..source import function_of, parse, statement_at
 from .statement import judged_here, located_here
 
@@ -73,14 +74,7 @@ def _numpy(f: Failure) -> Explanation:
         single = st if st is not None and st.lineno == st.end_lineno else None
         in_torch = _numpy_in_torch(f, single, site.text(loc.lineno)) if single is not None and trip is None else None
         if in_torch is not None:  # NOTE [numpy inside a forward]: numpy's functions on the graph, in torch
-            fix = Fix(
-                summary=T("compute it with torch, on the graph: {code}", code=in_torch.strip()),
-                trains=T(
-                    "the same values, and the gradient flows through them into what they were computed from "
-                    "(a .detach() would stop that)"
-                ),
-                edits=(Edit(site.filename, loc.lineno, loc.lineno, in_torch),),
-            )
+            fix = _in_torch_fix(Location(site.filename, loc.lineno), in_torch)
             return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *rest))
         constant = _made_constant(f, st, site.text(loc.lineno)) if st is not None and trip is None else None
         if constant is not None:  # NOTE [numpy's result made a constant on its line]
@@ -115,14 +109,7 @@ def _numpy(f: Failure) -> Explanation:
         in_torch = _numpy_in_torch(f, one_line, text) if one_line is not None and _in_module_method(f) else None
         implicit = _numpy_arguments(f, one_line, text) if one_line is not None else None
         if in_torch is not None:  # NOTE [numpy inside a forward]
-            fix = Fix(
-                summary=T("compute it with torch, on the graph: {code}", code=in_torch.strip()),
-                trains=T(
-                    "the same values, and the gradient flows through them into what they were computed from "
-                    "(a .detach() would stop that)"
-                ),
-                edits=(Edit(site.filename, loc.lineno, loc.lineno, in_torch),),
-            )
+            fix = _in_torch_fix(Location(site.filename, loc.lineno), in_torch)
             return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
         if implicit is None:
             # the list is found by its identity, the statement may span lines (a print's f-string)
@@ -155,6 +142,19 @@ def _numpy(f: Failure) -> Explanation:
         edits=(Edit(site.filename, loc.lineno, loc.lineno, text),),
     )
     return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
+
+
+def _in_torch_fix(at: Location, line: str) -> Fix:
+    """The raising line ``at`` replaced by ``line``, its numpy calls written with torch (NOTE [numpy inside a
+    forward])."""
+    return Fix(
+        summary=T("compute it with torch, on the graph: {code}", code=line.strip()),
+        trains=T(
+            "the same values, and the gradient flows through them into what they were computed from "
+            "(a .detach() would stop that)"
+        ),
+        edits=(Edit(at.filename, at.lineno, at.lineno, line),),
+    )
 
 
 # NOTE [numpy inside a forward]
