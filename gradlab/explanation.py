@@ -409,8 +409,11 @@ def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:
         a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)
     }
     names = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+    # the loop's name the statement writes into (row of ``for k, row in enumerate(X): row[k:] = 0``)
+    base = _written_root(statement[0]) if len(statement) == 1 else None
+    name = base if base in names else names[0] if names else None
     # a write whose value reads the row (r /= r.norm()) overwrites what that read saved: indexing would fail again
-    found = by_index(loop, names[0], used) if names and names[0] in roots and names[0] not in read else None
+    found = by_index(loop, name, used) if name is not None and name in roots and name not in read else None
     if found is None:
         return None
     header, binding, tensor = found
@@ -497,6 +500,20 @@ def _write_by_index(e: Explanation, written: str) -> tuple[Fix, bool] | None:
         applicability="machine-applicable" if after else "maybe-incorrect",
     )
     return fix, bool(after)
+
+
+def _written_root(st: ast.stmt) -> str | None:
+    """The name a write statement writes into: ``x`` of ``x[i] = v``, ``x /= v`` or ``x[i:].clamp_(a, b)``."""
+    node: ast.AST | None = None
+    if isinstance(st, ast.Assign) and len(st.targets) == 1:
+        node = st.targets[0]
+    elif isinstance(st, ast.AugAssign):
+        node = st.target
+    elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Attribute):
+        node = st.value.func.value
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _value_of(st: ast.stmt) -> ast.AST:

@@ -101,9 +101,26 @@ def by_index(loop: ast.For, name: str, used: set[str]) -> tuple[str, str, str] |
         ('for i, (b, (w, h)) in enumerate(zip(boxes, sizes)):', 'b = boxes[i]', 'boxes')
         >>> by_index(ast.parse("for s in scores.unbind(1):\n    s[:, 0] = 0").body[0], "s", {"s", "scores"})
         ('for i, s in enumerate(scores.unbind(1)):', 's = scores.select(1, i)', 'scores')
+        >>> by_index(ast.parse("for n, row in enumerate(X):\n    row[n:] = 0").body[0], "row", {"n", "row", "X"})
+        ('for n, row in enumerate(X):', 'row = X[n]', 'X')
     """
     target, it = loop.target, loop.iter
     select: str | None = None  # ``for s in scores.unbind(1)``: each taken as ``scores.select(1, i)``
+    if (  # ``for k, row in enumerate(X)``: already counted; each taken as ``X[k]``
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "enumerate"
+        and len(it.args) == 1
+        and not it.keywords
+        and isinstance(it.args[0], ast.Name)
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+        and isinstance(target.elts[0], ast.Name)
+        and isinstance(target.elts[1], ast.Name)
+        and target.elts[1].id == name
+    ):
+        counted = ast.unparse(ast.fix_missing_locations(ast.For(target, it, [ast.Pass()], []))).splitlines()[0]
+        return counted, f"{name} = {it.args[0].id}[{target.elts[0].id}]", it.args[0].id
     if isinstance(it, ast.Name) and isinstance(target, ast.Name) and target.id == name:
         tensor = it.id
     elif (

@@ -84,6 +84,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("for step, gain in zip(sequence, GAINS):", "step.mul_(gain)"),
         (("loss", ("encoder", "head")),),
     ),
+    # NOTE [A loop that writes into the rows it iterates]: the rows taken with their index from enumerate(scores),
+    # a padding mask written into each: row = scores[n] (the argument returned: into a copy)
+    "lengths_mask_enumerate_rows": (
+        "multi_view_in_place",
+        ("for n, row in enumerate(scores):", "row[int(lengths[n]) :] = -1e4"),
+        (("loss", ("head",)),),
+    ),
     "stack_of_items": ("no_grad_fn", ("losses = torch.tensor([la, lb])",), (("total", ("model",)),)),
     # a helper holding the whole update, called by the training loop and under no_grad() by the validation (NOTE
     # [An update inside a helper evaluation calls too]): the update moved out to the training loop's call
