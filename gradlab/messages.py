@@ -25,7 +25,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import Any, Literal
 
 from .i18n import _t
 from .notices import GradlabError, warn_once
@@ -454,6 +454,38 @@ def _provoke(build: str) -> str:
 
 
 _STRIPS = ("", "Backward<N>")
+
+
+@cache
+def inplace_on_view_node(fn: Any, args: tuple[Any, ...], kwargs: tuple[tuple[str, Any], ...]) -> str | None:
+    """The node torch's in-place message names for the output ``fn(view, *args, **kwargs)`` saved when a later
+    write made it stale (NOTE [The output of an in-place op on a view] in saved.py), as torch prints it; None when
+    the probe does not end in that message (another call shape, an op that saves no output).
+
+    Read from torch in a fresh thread (no tracker there), once per call shape.
+    """
+    import torch
+
+    found: list[str] = []
+
+    def run() -> None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                base = torch.ones(3, 4, requires_grad=True) * 1
+                view = base[:, 1:]
+                fn(view, *args, **dict(kwargs))
+                view.add_(1)
+                torch.autograd.backward(base.sum())
+        except Exception as e:  # the message, or any other failure of the probe (then: not known)
+            m = re.search(r", which is output \d+ of (.+?), is at version", str(e))
+            if m is not None:
+                found.append(m[1])
+
+    thread = threading.Thread(target=run, name="gradlab-inplace-view-probe")
+    thread.start()
+    thread.join()
+    return found[0] if found else None
 
 
 # NOTE [Fail open]

@@ -18,7 +18,7 @@ import ast
 import io
 import re
 import tokenize
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from .source import blocks
 
@@ -32,6 +32,7 @@ __all__ = [
     "from_graph",
     "without_detach",
     "without_inplace_flags",
+    "swept_inplace_flags",
     "by_index",
 ]
 
@@ -217,6 +218,97 @@ def without_inplace_flags(source: str, op: str) -> tuple[tuple[int, int, str], .
             text[k.lineno - first] = stripped[:-1] + after if comma_before else before + re.sub(r"^\s*,\s*", "", after)
         found.append((first, last, "\n".join(text)))
     return tuple(found)
+
+
+def swept_inplace_flags(source: str, op: str) -> tuple[tuple[int, int, str], ...]:
+    r"""The loops of ``source`` that set ``inplace = True`` on the modules of the in-place ``op``'s class, each
+        rewritten to leave that class out, as ``(first line, last line, new text)`` (NOTE [An inplace flag set by a
+        sweep]).
+
+        Example::
+
+            >>> swept_inplace_flags("for m in net.modules():
+        if isinstance(m, (nn.ReLU, nn.Dropout)):
+    "
+            ...                     "        m.inplace = True", "dropout_")
+            ((2, 2, '    if isinstance(m, nn.ReLU):'),)
+    """
+    names = ACTIVATION_NAMES.get(op)
+    if names is None:
+        return ()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    return tuple(sorted(_swept_flags(tree, source.splitlines(), names)))
+
+
+# NOTE [An inplace flag set by a sweep]
+# A constructor may turn activations in place after building them, to save memory:
+# ``for m in self.modules(): if isinstance(m, nn.ReLU) or isinstance(m, nn.Dropout): m.inplace = True``.
+# No call has ``inplace=True`` to remove. The class of the in-place op that wrote the
+# saved tensor leaves the sweep's test (``isinstance(m, nn.ReLU)``): the others stay in
+# place, as the author meant. When the test names nothing else (or has another shape),
+# the flag is set False instead: every swept module then computes out of place. Both are
+# exact: an activation computes the same values and gradients either way.
+def _swept_flags(tree: ast.Module, lines: list[str], names: tuple[str, ...]) -> list[tuple[int, int, str]]:
+    """The sweeps that set ``inplace = True`` on modules of ``names`` (NOTE [An inplace flag set by a sweep])."""
+
+    def names_one(node: ast.AST) -> bool:
+        return any(
+            (isinstance(n, ast.Attribute) and n.attr in names) or (isinstance(n, ast.Name) and n.id in names)
+            for n in ast.walk(node)
+        )
+
+    found = []
+    for branch in ast.walk(tree):
+        if not isinstance(branch, ast.If) or not names_one(branch.test):
+            continue
+        for st in branch.body:
+            if not (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Attribute)
+                and st.targets[0].attr == "inplace"
+                and isinstance(st.value, ast.Constant)
+                and st.value.value is True
+            ):
+                continue
+            test = _without_names(branch.test, names_one)
+            header = lines[branch.lineno - 1]
+            one_line = branch.test.lineno == branch.test.end_lineno == branch.lineno
+            if test is not None and one_line and branch.test.end_col_offset is not None:
+                row = header[: branch.test.col_offset] + ast.unparse(test) + header[branch.test.end_col_offset :]
+                found.append((branch.lineno, branch.lineno, row))
+            elif st.lineno == st.end_lineno and st.value.end_col_offset is not None:
+                row = lines[st.lineno - 1]
+                found.append(
+                    (st.lineno, st.lineno, row[: st.value.col_offset] + "False" + row[st.value.end_col_offset :])
+                )
+    return found
+
+
+def _without_names(test: ast.expr, names_one: Callable[[ast.AST], bool]) -> ast.expr | None:
+    """``test`` without its parts that name the written class: an operand of ``or``, an item of
+    ``isinstance``'s tuple; None when nothing would be left, or for another shape."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        kept = [v for v in test.values if not names_one(v)]
+        if not kept or len(kept) == len(test.values):
+            return None
+        return kept[0] if len(kept) == 1 else ast.BoolOp(op=ast.Or(), values=kept)
+    if (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[1], ast.Tuple)
+    ):
+        items = [e for e in test.args[1].elts if not names_one(e)]
+        if not items or len(items) == len(test.args[1].elts):
+            return None
+        kind = items[0] if len(items) == 1 else ast.Tuple(elts=items, ctx=ast.Load())
+        return ast.Call(func=test.func, args=[test.args[0], kind], keywords=[])
+    return None
 
 
 def op_display(op: str) -> str:

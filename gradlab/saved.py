@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import torch
 
-from . import internals, messages
+from . import internals, messages, session
 from .fingerprint import fingerprint
 from .i18n import T, Words
 from .location import Location, user_location
@@ -104,7 +104,9 @@ class SavedTensor:
 # reference, as torch holds; no cycle: the input's grad_fn is an older node) and keeps
 # a weak reference only to an output (`source`), whose strong reference would be the
 # cycle above. A tensor is the output of the node being built when its grad_fn is the
-# newest node of the thread (internals.newest_sequence_nr).
+# newest node of the thread (internals.newest_sequence_nr). A tensor saved without history
+# is kept as well (torch keeps it too) and named by the grad_fn a later write gave it
+# (`slot.copy_(h)`), or by none.
 class Packed:
     """What gradlab's pack hook stores in place of a saved tensor."""
 
@@ -121,6 +123,7 @@ class Packed:
         "fn_seq",
         "saved_at",
         "fingerprint",
+        "made_by",
         "__weakref__",
     )
 
@@ -160,16 +163,24 @@ class Packed:
             self.tensor = _detach(tensor)  # an op's output: an alias without the node that saves it
             self.original = None
             self.source = _ref(tensor)
+            if self.is_view:  # NOTE [The output of an in-place op on a view]
+                self.made_by = _writing()
+                _note_inside(tensor, self)
 
     def message_node(self, unpacking: Any | None) -> str | None:
         """The node torch's in-place message would name for this tensor (None for a leaf).
 
         torch names the saving node for an op's own output, and otherwise the
         saved tensor's grad_fn as it is *now* (a view whose base changed in place
-        has a regenerated ``AsStridedBackward0``).
+        has a regenerated ``AsStridedBackward0``; a tensor saved without history
+        has the node of the write that gave it one).
         """
         if self.fn_name is None:
-            return None
+            # no history at save time: torch kept the tensor itself and names its grad_fn as it is
+            # now, which a later write of a tensor with history gave it (`buf.copy_(h)`; a view of
+            # such a base has a regenerated AsStridedBackward0). A leaf that requires grad has none.
+            fn = self.tensor.grad_fn
+            return fn.name() if fn is not None else None
         if (
             unpacking is not None
             and self.fn_seq is not None
@@ -177,11 +188,69 @@ class Packed:
             and unpacking.name() == self.fn_name
         ):
             return self.fn_name
+        made_by = getattr(self, "made_by", None)  # set for a view saved as its in-place op's output
+        if made_by is not None:
+            name = messages.inplace_on_view_node(*made_by)
+            if name is not None:
+                return name
         original = self.original if self.original is not None else self.source() if self.source is not None else None
         if original is not None:
             fn = original.grad_fn
             return fn.name() if fn is not None else None
         return "AsStridedBackward0" if self.is_view else self.fn_name
+
+
+# NOTE [The output of an in-place op on a view]
+# ``nn.ReLU(inplace=True)`` on a Linear's 3-d output writes into a view (the output is a
+# view of the 2-d product). torch records the write on the base as a CopySlices node
+# that wraps ReLU's own node, and ReLU saves its result: when a later write makes that
+# result stale, torch's message names the wrapped node ("output 0 of Relu"), which
+# Python cannot reach (the view's grad_fn is a regenerated AsStridedBackward0). The
+# in-place call running when the result was saved is known: gradlab's wrapper keeps it
+# on the thread while it runs (session._Local.writing). The record keeps the function
+# and its arguments other than the tensor (when none is a tensor: nothing kept alive),
+# and the message names the node torch names for that call, read from torch itself
+# (messages.inplace_on_view_node), or the view's grad_fn when that cannot be told.
+_local = session.thread_state()
+
+
+def _writing() -> tuple[Callable[..., Any], tuple[Any, ...], tuple[tuple[str, Any], ...]] | None:
+    """The in-place call saving this output now, without its tensor (None without one, or with other tensors)."""
+    running = _local.writing
+    if running is None:
+        return None
+    fn, args, kwargs = running
+    rest = args[1:]
+    if any(isinstance(a, torch.Tensor) for a in (*rest, *kwargs.values())):
+        return None
+    try:
+        hash((rest, tuple(kwargs.items())))
+    except TypeError:
+        return None
+    return fn, rest, tuple(sorted(kwargs.items()))
+
+
+# The records saved inside a CopySlices node (NOTE [A record read inside another node]), by the node's id and
+# sequence number (a node cannot be weakly referenced), as weak references: they die with the node's graph.
+_inside: dict[tuple[int, int | None], list[weakref.ref[Packed]]] = {}
+
+
+def _note_inside(tensor: torch.Tensor, p: Packed) -> None:
+    """Remember ``p``, an in-place op's output saved inside the CopySlices node of the view's base."""
+    base = tensor._base
+    fn = base.grad_fn if base is not None else None
+    if fn is None:
+        return
+    if len(_inside) > 256:  # drop the nodes whose records all died
+        for key in [k for k, refs in _inside.items() if all(r() is None for r in refs)]:
+            del _inside[key]
+    _inside.setdefault((id(fn), internals.sequence_nr(fn)), []).append(weakref.ref(p))
+
+
+def _inside_of(fn: Any) -> list[Packed]:
+    """The live records saved inside ``fn`` (a CopySlices node), oldest first."""
+    refs = _inside.get((id(fn), internals.sequence_nr(fn)), ())
+    return [p for p in (r() for r in refs) if p is not None]
 
 
 _version = internals.version
@@ -324,10 +393,12 @@ def _refused_entry(p: Packed, label: str, namer: Namer, saver: str) -> dict[str,
     """The record of a stale tensor the engine refused while reading ``label`` through other hooks."""
     t = p.tensor
     found = namer.lookup(t)
+    made_by = getattr(p, "made_by", None)  # NOTE [The output of an in-place op on a view]
+    maker = messages.inplace_on_view_node(*made_by) if made_by is not None else None
     entry: dict[str, Any] = dict(
         attribute=label,
         node=saver,
-        name=str(found) if found else namer.describe(t, p.fn_name),
+        name=str(found) if found else namer.describe(t, maker or p.fn_name),
         **_name_fields(found),
         shape=tuple(t.shape),
         saved_version=p.version,
@@ -464,6 +535,11 @@ def inspect_node(
                 entry["status"] = "unknown"
                 unknown.append(len(out))
             out.append(entry)
+    if not any(e.get("status") == "modified_in_place" for e in out):
+        why = _refused_for(fn)  # NOTE [A record read inside another node]
+        inside = [why] if why is not None else [p for p in _inside_of(fn) if internals.version(p.tensor) != p.version]
+        for p in inside:
+            out.append(_refused_entry(p, "result" if p.source is not None else "self", namer, node))
     if unknown and not custom:
         if refused:
             _dry_run(fn, out, unknown)
@@ -474,6 +550,18 @@ def inspect_node(
         SavedTensor(node=e.pop("node", node), node_id=node_id, **{k: v for k, v in e.items() if k != "refused"})
         for e in out
     ]
+
+
+# NOTE [A record read inside another node]
+# An in-place op on a view (`relu_` on a Linear's 3-d output, which is a view of its 2-d
+# result) is recorded on the base as a CopySlices node that wraps the op's own backward
+# node. The wrapped node, and what it saved, cannot be reached from Python: CopySlices
+# has no saved attributes to read. When the engine, running such a node, unpacked one of
+# gradlab's records and gradlab's unpack hook refused it as stale, that record is why the
+# node failed, though no accessor shows it: it is reported for the node that ran, under
+# its own name and versions (an op's own output as its "result", an input as "self").
+# Before the backward (check()), the records an in-place op saved as its output inside
+# such a node are remembered by the node (_note_inside): the stale ones are reported.
 
 
 # NOTE [Records read through other hooks]

@@ -50,6 +50,9 @@ class RecorderCalls(Protocol):
 class _Local(threading.local):
     stack: tuple[Any, ...] = ()
     recorder: RecorderCalls | None = None
+    # the in-place call running now under a tracker (function, positional and keyword arguments), for
+    # a tensor saved inside it: NOTE [The output of an in-place op on a view] in saved.py
+    writing: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None = None
 
 
 _local = _Local()

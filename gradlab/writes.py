@@ -167,11 +167,15 @@ def _inplace_wrapper(original: Callable[..., Any], label: str) -> Callable[..., 
         recorder = local.recorder
         if recorder is None or recorder.in_step:  # no tracker here, or inside optimizer.step()
             return original(*args, **kwargs)
+        outer = local.writing
+        local.writing = (original, args, kwargs)  # NOTE [The output of an in-place op on a view] in saved.py
         try:
             return recorder.record_inplace(original, label, args, kwargs)
         except RuntimeError as e:  # torch's own error, raised unchanged (a note may be added)
             recorder.inplace_failed(e, label, args, kwargs)
             raise
+        finally:
+            local.writing = outer
 
     return inplace
 

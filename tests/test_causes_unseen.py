@@ -302,6 +302,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [An item of a container is no view] and NOTE [A copy where the written tensor was read]: a memory slot
     # of a list on a cache object, read at the top of a layer's forward and written back with copy_() at its end
     "kv_cache_list_item_copied": ("inplace_op", (("loss", ("decoder",)),)),
+    # NOTE [An inplace flag set by a sweep] and NOTE [A record read inside another node]: a builder turns ReLU and
+    # Dropout in place by a loop over the modules; the dropout overwrites ReLU's result, saved inside a CopySlices
+    # node (ReLU wrote into a view): Dropout left out of the loop's isinstance tuple
+    "sweep_inplace_dropout_on_tokens": ("inplace_op", (("loss", ("tagger",)),)),
     # NOTE [A memoised function that returns a tensor]: a module-level helper under functools.cache computes a class
     # weight from a learned parameter; the decorator removed
     "class_weight_memoised": ("carried_state", (("weighted", ("net", "weight_logits")),)),

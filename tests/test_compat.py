@@ -208,23 +208,7 @@ def test_a_failing_compat_script_raises_torchs_error(runs, script: str) -> None:
     _same_run_with_gradlabs_say(plain, tracked)
 
 
-#: Found 2026-12-07, not yet mended: a saved view of a tensor with no history that a later ``copy_`` of a tensor that
-#: requires grad gives one (a list item written back with ``copy_``). torch names the view's node as it regenerates
-#: it at unpack ("which is output 0 of AsStrided,"); gradlab's re-check composes the message from the tensor as it
-#: was saved, without that clause (NOTE [Which node torch names] in gradlab/saved.py). Strict: it fails when mended.
-MESSAGE_DIFFERS = {
-    "scripts/causes/kv_cache_list_item_copied.py": "torch names the regenerated view's node (output 0 of AsStrided); "
-    "gradlab's re-check does not",
-}
-
-
-@pytest.mark.parametrize(
-    "script",
-    [
-        pytest.param(s, marks=pytest.mark.xfail(reason=MESSAGE_DIFFERS[s], strict=True)) if s in MESSAGE_DIFFERS else s
-        for s in FAILING_ELSEWHERE
-    ],
-)
+@pytest.mark.parametrize("script", FAILING_ELSEWHERE)
 def test_each_script_of_the_tests_raises_torchs_error_under_gradlab(runs, script: str) -> None:
     plain, tracked = runs["python"][str(TESTS / script)], runs["gradlab"][str(TESTS / script)]
     if plain["code"] == 0:  # a script that trains (silently wrong): gradlab may warn, nothing else

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -62,7 +63,46 @@ def _copy_slices() -> None:
     z.sum().backward()
 
 
-@pytest.mark.parametrize("build", [_exp_output, _transposed_weight, _leaf, _leaky_relu_in_place, _copy_slices])
+def _activation_on_a_view(activation: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    # NOTE [The output of an in-place op on a view]: a Linear's 3-d output is a view; the activation writes into
+    # it and saves its result inside a CopySlices node; a later write makes that result stale
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 6)
+    h = activation(lin(torch.randn(2, 3, 4)))
+    h.mul_(2)
+    h.sum().backward()
+
+
+def _relu_module_on_a_view() -> None:
+    _activation_on_a_view(torch.nn.ReLU(inplace=True))
+
+
+def _leaky_relu_on_a_view() -> None:
+    _activation_on_a_view(torch.nn.LeakyReLU(0.2, inplace=True))
+
+
+def _elu_on_a_view() -> None:
+    _activation_on_a_view(torch.nn.ELU(inplace=True))
+
+
+def _sigmoid_on_a_view() -> None:
+    _activation_on_a_view(torch.sigmoid_)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        _exp_output,
+        _transposed_weight,
+        _leaf,
+        _leaky_relu_in_place,
+        _copy_slices,
+        _relu_module_on_a_view,
+        _leaky_relu_on_a_view,
+        _elu_on_a_view,
+        _sigmoid_on_a_view,
+    ],
+)
 @pytest.mark.parametrize("anomaly", [False, True], ids=["plain", "anomaly"])
 def test_message_under_track_equals_torch(build, anomaly: bool) -> None:
     """The same failure, raised by torch alone and by gradlab's re-check: byte for byte the same text."""

@@ -14,7 +14,7 @@ import re
 import runpy
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -245,6 +245,41 @@ def test_the_stale_message_names_the_node_torch_names() -> None:
     assert re.search(r"which is output 0 of Div(Backward0)?,", plain)  # torch 2.4: DivBackward0
     with gradlab.track():
         assert _gat_error() == plain
+
+
+WRITES_THAT_GIVE_HISTORY = {
+    "copy into the saved tensor": (False, lambda buf, view, h: buf.copy_(h)),
+    "multiply the saved tensor": (False, lambda buf, view, h: buf.mul_(h)),
+    "copy into a view of it": (False, lambda buf, view, h: view.copy_(h[1:])),
+    "copy into the base of a saved view": (True, lambda buf, view, h: buf.copy_(h)),
+    "clamp after an add": (False, lambda buf, view, h: buf.add_(h).clamp_(0, 1)),
+    "a write without history": (False, lambda buf, view, h: buf.add_(1)),
+}
+
+
+def _saved_without_history_error(save_view: bool, write: Callable[..., object]) -> str:
+    h = torch.randn(4, 4, requires_grad=True)
+    w = torch.randn(4, 4, requires_grad=True)
+    buf = torch.zeros(4, 4)  # no history when it is saved
+    view = buf[1:]
+    saved = view if save_view else buf
+    out = (w[: len(saved)] * saved).sum()  # mul saves `saved`
+    write(buf, view, h)
+    with pytest.raises(RuntimeError) as info:
+        out.backward()
+    return str(info.value)
+
+
+@pytest.mark.parametrize("case", list(WRITES_THAT_GIVE_HISTORY))
+def test_a_tensor_saved_without_history_is_named_as_torch_names_it(case: str) -> None:
+    """NOTE [Which node torch names]: a tensor saved with no grad_fn that a later write gives one (a memory slot
+    written back with copy_) is named by its grad_fn as the backward finds it ("output 0 of AsStrided" for a view
+    of such a base, from torch 2.13); a write without history leaves it unnamed."""
+    save_view, write = WRITES_THAT_GIVE_HISTORY[case]
+    plain = _saved_without_history_error(save_view, write)
+    assert ("which is output 0 of" in plain) is (case != "a write without history")
+    with gradlab.track():
+        assert _saved_without_history_error(save_view, write) == plain
 
 
 @needs_raw_saved

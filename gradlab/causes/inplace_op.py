@@ -11,7 +11,15 @@ from ..edits import Edit
 from ..fixes import Fix, Proposal, all_edits, keeping, source_of, whole_statement, write_edit
 from ..i18n import T
 from ..location import Location
-from ..rewrite import ACTIVATIONS, OP_NAMES, rewrite_in_place, twin_in_expression, without_inplace_flags
+from ..rewrite import (
+    ACTIVATION_NAMES,
+    ACTIVATIONS,
+    OP_NAMES,
+    rewrite_in_place,
+    swept_inplace_flags,
+    twin_in_expression,
+    without_inplace_flags,
+)
 from ..source import function_of, parse, returns_value
 
 
@@ -24,7 +32,8 @@ def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
         return ()
     filename = site.filename if site is not None else loc.filename
     source = site.source if site is not None else source_of(filename)
-    return tuple(Edit(filename, a, b, new) for a, b, new in without_inplace_flags(source, ctx.op))
+    found = without_inplace_flags(source, ctx.op) or swept_inplace_flags(source, ctx.op)
+    return tuple(Edit(filename, a, b, new) for a, b, new in found)
 
 
 def _out_of_place(code: str | None, op: str | None, loc: Location | None = None) -> str | None:
@@ -256,7 +265,14 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
     where = T(" at {where}", where=", ".join(wheres)) if wheres else ""
     ops = [o for o in dict.fromkeys(op for _loc, _w, op in writes) if o]
     op = ", ".join(OP_NAMES.get(o, o) for o in ops) if ops else T("the in-place op")
-    if ctx.op in ACTIVATIONS:
+    if ctx.op in ACTIVATIONS and flags and "inplace" not in "".join(e.text for e in flags):
+        # NOTE [An inplace flag set by a sweep] in rewrite.py
+        summary = T(
+            "leave nn.{module} out of the loop that sets inplace = True on modules: its in-place write changes a "
+            "tensor autograd saved",
+            module=ACTIVATION_NAMES[ctx.op][0],
+        )
+    elif ctx.op in ACTIVATIONS:
         summary = T("use the activation without inplace=True (nn.ReLU() rather than nn.ReLU(inplace=True))")
     elif ctx.op == "__setitem__":
         summary = T("write the indexed assignment into a copy and rebind the name{where}", where=where)
