@@ -40,6 +40,7 @@ class BackwardCall(NamedTuple):
     event: int = 0
     inputs: frozenset[int] | None = None  # ids of the tensors of ``inputs=``, when given
     nested: bool = False  # called while another backward ran (a reentrant checkpoint's, a Function's own backward)
+    terms: tuple[int, ...] = ()  # the sequence numbers of the terms a root adds up (``seg_loss + cls_loss``)
 
 
 # The parameters of the two backward entry points, in torch's order (positional or keyword).
@@ -47,6 +48,21 @@ _PARAMETERS = {
     "autograd.backward": ("tensors", "grad_tensors", "retain_graph", "create_graph", "grad_variables", "inputs"),
     "autograd.grad": ("outputs", "inputs", "grad_outputs", "retain_graph", "create_graph"),
 }
+
+
+def _terms(fn: Any, found: tuple[int, ...]) -> tuple[int, ...]:
+    """``found`` and the sequence numbers of the terms the sum ``fn`` (an ``AddBackward0``) adds up, through
+    nested sums (``a + b + c``)."""
+    for nxt, _ in fn.next_functions:
+        if nxt is None:
+            continue
+        if type(nxt).__name__ == "AddBackward0":
+            found = _terms(nxt, found)
+            continue
+        seq = internals.sequence_nr(nxt)
+        if seq is not None:
+            found = (*found, seq)
+    return found
 
 
 def _argument(kind: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], default: Any = None) -> Any:
@@ -138,6 +154,7 @@ class Backwards:
         roots: list[Any] = []
         started: list[weakref.ref[torch.Tensor]] = []
         newest: int | None = None
+        terms: tuple[int, ...] = ()
         for t in _tensors(first):
             fn = t.grad_fn if isinstance(t, torch.Tensor) else None
             if fn is not None:
@@ -146,10 +163,12 @@ class Backwards:
                 seq = internals.sequence_nr(fn)
                 if seq is not None and (newest is None or seq > newest):
                     newest = seq
+                if type(fn).__name__ == "AddBackward0":  # NOTE [A total of losses already backwarded]
+                    terms = _terms(fn, terms)
         wanted = _tensors(wanted)
         inputs = frozenset(id(t) for t in wanted) if wanted else None
         call = BackwardCall(
-            self.count, kind, user_location(callers=2), keep, newest, event, inputs, self.current is not None
+            self.count, kind, user_location(callers=2), keep, newest, event, inputs, self.current is not None, terms
         )
         self.count += 1
         self.history.append(call)

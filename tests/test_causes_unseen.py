@@ -306,6 +306,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # Dropout in place by a loop over the modules; the dropout overwrites ReLU's result, saved inside a CopySlices
     # node (ReLU wrote into a view): Dropout left out of the loop's isinstance tuple
     "sweep_inplace_dropout_on_tokens": ("inplace_op", (("loss", ("tagger",)),)),
+    # NOTE [A total of losses already backwarded]: a helper backwards each chunk's loss, the last one with an
+    # auxiliary term added to it; the caller sums the per-chunk terms for its log and backwards the sum as well
+    "chunk_losses_summed_after_backward": ("same_loss_twice", (("to_backward", ("model",)),)),
     # NOTE [A memoised function that returns a tensor]: a module-level helper under functools.cache computes a class
     # weight from a learned parameter; the decorator removed
     "class_weight_memoised": ("carried_state", (("weighted", ("net", "weight_logits")),)),

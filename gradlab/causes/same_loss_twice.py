@@ -80,6 +80,9 @@ def total_of_backwarded(graph: Graph, facts: Facts) -> tuple[str, ...]:
     roots = set(graph.outputs)
     if any(by_id[i].seq in calls for i in roots if i in by_id):
         return ()  # the same loss again: the plain case
+    for call in list(calls.values()):  # the terms a backwarded sum adds up were backwarded too, each once
+        for seq in call.terms:
+            calls.setdefault(seq, call)
     met: list[int] = []
     seen: set[int] = set()
     todo = list(roots)
@@ -108,7 +111,10 @@ def total_of_backwarded(graph: Graph, facts: Facts) -> tuple[str, ...]:
 # torch.autograd.grad) with no optimizer step and no zero_grad() since, the total
 # adds nothing the parts did not: deleting its backward keeps each part's gradient
 # once, which is also what backwarding the total alone (and not the parts) would
-# give. A term of the total that no earlier backward covered (a penalty added only
+# give. A part may be a term of a sum that was backwarded (``seg_loss = seg_loss +
+# cls_loss`` before the last segment's backward, both terms also in the total): the
+# backward call records the terms its roots add up (BackwardCall.terms), each
+# backwarded once as well. A term of the total that no earlier backward covered (a penalty added only
 # there) makes it no such total: its gradient would be lost.
 
 
