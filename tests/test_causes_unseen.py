@@ -309,6 +309,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A total of losses already backwarded]: a helper backwards each chunk's loss, the last one with an
     # auxiliary term added to it; the caller sums the per-chunk terms for its log and backwards the sum as well
     "chunk_losses_summed_after_backward": ("same_loss_twice", (("to_backward", ("model",)),)),
+    # NOTE [A loss read back from a list by an old index]: a history list the function never empties, appended each
+    # turn, its item at the task's index backwarded: from the second round on, the first round's error
+    "losses_kept_in_history_by_task_index": ("same_loss_twice", (("err", ("encoder", "head")),)),
     # NOTE [A memoised function that returns a tensor]: a module-level helper under functools.cache computes a class
     # weight from a learned parameter; the decorator removed
     "class_weight_memoised": ("carried_state", (("weighted", ("net", "weight_logits")),)),

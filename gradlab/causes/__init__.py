@@ -101,7 +101,7 @@ from .pruned_weight import pruned_context
 from .reentrant_checkpoint import reentrant_context, reentrant_fixes
 from .reset_at_step import reset_at_step_context, reset_every_backward_fixes
 from .retained_accumulation import retained_fixes, retained_total
-from .same_loss_twice import products_again, restarted_total, total_of_backwarded, twice_fixes
+from .same_loss_twice import appended_loss, products_again, restarted_total, total_of_backwarded, twice_fixes
 from .stale_forward import (
     caller_forward_context,
     global_forward_context,
@@ -348,6 +348,10 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     if restarted is not None:  # read from the source: check() before the backward says what the note says
         return "same_loss_twice", replace(base, earlier=loss, earlier_line=restarted[0])
     call = freeing_call(p, facts)
+    appended = appended_loss(facts, loss) if call is not None and same_root(call, root, failing) else None
+    if appended is not None:  # NOTE [A loss read back from a list by an old index]
+        extra = {**base.extra, "appended": appended[0], "read": loss or ""}
+        return "same_loss_twice", replace(base, loss=appended[0], reach=appended[1], extra=extra)
     if call is not None and (same_root(call, root, failing) or _same_statement_again(call, failing, facts)):
         earlier_line = in_site(facts, call.location)
         # the earlier backward in another function (a criterion's, then the task's): the failing one may still go

@@ -7,9 +7,11 @@ import re
 from collections.abc import Collection
 from dataclasses import replace
 
+import torch
+
 from ..context import Context, as_receiver
 from ..edits import Edit
-from ..evidence import Facts, receiver, steps_between
+from ..evidence import Facts, _one_name_each, leaves_of, receiver, steps_between, value_of
 from ..fixes import Fix, Proposal, all_edits, edit_at, keeping, replace_line, source_of
 from ..graph import Graph
 from ..i18n import T
@@ -17,7 +19,7 @@ from ..location import Location
 from ..loop import Site
 from ..recorder import BackwardCall
 from ..rewrite import call_with_keyword, with_keyword
-from ..source import enclosing_blocks, parse
+from ..source import enclosing_blocks, loop_body_of, parse
 
 
 def _deleted(ctx: Context, line: int | None) -> Edit | None:
@@ -99,6 +101,80 @@ def total_of_backwarded(graph: Graph, facts: Facts) -> tuple[str, ...]:
         todo.extend(node.next_ids)
     found = (calls[seq].location for seq in sorted(met))
     return tuple(dict.fromkeys(receiver(loc.code, "backward") or "" for loc in found if loc is not None))
+
+
+# NOTE [A loss read back from a list by an old index]
+# ``list_of_loss.append(loss)`` then ``list_of_loss[i].backward()`` in a loop whose list is
+# never emptied: on the first pass the item at ``i`` is the loss just computed; on every
+# later pass it is a loss an earlier pass appended, whose graph that pass's backward freed.
+# The code means the loss it just appended: the backward takes that name (``loss``), which
+# trains what that loss reaches, once per pass. The list keeps its items (for a log).
+def appended_loss(facts: Facts, loss: str | None) -> tuple[str, tuple[str, ...]] | None:
+    """The name the loop appends to the list whose old item the failing backward reads (``loss`` for
+    ``list_of_loss[i]``), with the models that name's tensor reaches (NOTE [A loss read back from a list by an
+    old index]); None for another shape."""
+    site, line = facts.site, facts.backward_line
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or line is None or not loss:
+        return None
+    try:
+        read = ast.parse(loss, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(read, ast.Subscript):
+        return None
+    container = ast.unparse(read.value)
+    body = loop_body_of(tree, line) or []
+    appended = [
+        n.args[0].id
+        for st in body
+        if (st.end_lineno or st.lineno) < line
+        for n in ast.walk(st)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "append"
+        and ast.unparse(n.func.value) == container
+        and len(n.args) == 1
+        and isinstance(n.args[0], ast.Name)
+    ]
+    if len(set(appended)) != 1:
+        return None
+    name = appended[0]
+    value, item = value_of(name, facts.namespace), value_of(loss, facts.namespace)
+    if not isinstance(value, torch.Tensor) or value.grad_fn is None or value is item:
+        return None
+    ids = leaves_of(value)
+    reach = {m for m, held in site.modules.items() if held & ids}
+    return name, _one_name_each(site, reach)
+
+
+def _appended_instead(ctx: Context) -> Proposal | None:
+    """The backward on the name the loop appended, not on the list's old item (NOTE [A loss read back from a list
+    by an old index])."""
+    name, read, site, line = ctx.extra.get("appended"), ctx.extra.get("read"), ctx.site, ctx.backward_line
+    if not name or not read or site is None or line is None:
+        return None
+    text = site.text(line)
+    receiver_at = text.find(f"{read}.backward(")
+    if receiver_at < 0:
+        return None
+    new = text[:receiver_at] + name + text[receiver_at + len(read) :]
+    edit = replace_line(ctx, line, new)
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "backward {name}, the loss this pass computed and appended: {loss} is an item an earlier pass "
+                "appended (the list grows by one each pass), whose graph that pass's backward freed",
+                name=name,
+                loss=read,
+            ),
+            trains=T("{name} trains what it reaches, once per pass, from this pass's graph", name=name),
+            edits=(edit,),
+        ),
+    )
 
 
 # NOTE [A total of losses already backwarded]
@@ -205,6 +281,10 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
                 ),
             ),
         ]
+    appended = _appended_instead(ctx)  # NOTE [A loss read back from a list by an old index]
+    if appended is not None:
+        others = {k: v for k, v in ctx.extra.items() if k not in ("appended", "read")}
+        return [appended, *twice_fixes(replace(ctx, loss=ctx.extra.get("read"), extra=others))]
     products = _repeated_products(ctx)
     if products is not None:
         return [products]
