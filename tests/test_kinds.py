@@ -45,6 +45,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("lap_pred = torch.as_tensor(np.matmul(lap, flat), dtype=torch.float32)",),
         (("total", ("net",)),),
     ),
+    # NOTE [numpy's values handed to code outside torch]: the arm probabilities go to a pure-numpy environment's
+    # method; what comes back is numpy's numbers either way: the tensor numpy is given is detached there
+    "bandit_env_pulls_numpy_of_probs": (
+        "numpy_requires_grad",
+        ("arm, reward = env.pull(np.asarray(probs, dtype=np.float64))",),
+        (("surrogate", ("policy",)),),
+    ),
     # NOTE [A list of losses kept for a plot]: numpy averages the kept penalties in a print written over two lines
     "penalty_history_mean_printed": (
         "numpy_requires_grad",

@@ -90,6 +90,17 @@ def _numpy(f: Failure) -> Explanation:
                 edits=(Edit(site.filename, loc.lineno, loc.lineno, constant),),
             )
             return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *rest))
+        handed = _handed_outside_torch(f, single) if single is not None and trip is None else None
+        if handed is not None:  # NOTE [numpy's values handed to code outside torch]
+            fix = Fix(
+                summary=T("take the values out of the graph first: .detach() the tensors numpy is given"),
+                trains=T(
+                    "the same as your code: what numpy computes is a constant of the loss either way; the "
+                    "tensors' other uses still train what they reach"
+                ),
+                edits=(Edit(site.filename, loc.lineno, loc.lineno, handed),),
+            )
+            return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *rest))
         if trip is None:
             return replace(e, fixes=rest)
         fix = Fix(
@@ -672,6 +683,63 @@ def _made_constant(f: Failure, st: ast.stmt, text: str) -> str | None:
     return _numpy_arguments(f, st, text)
 
 
+def _handed_outside_torch(f: Failure, st: ast.stmt) -> str | None:
+    """The raising line with ``.detach()`` on numpy's tensor arguments, when each numpy call given a tensor with a
+    graph is the argument of a call into code outside torch (``sim.step(np.array(actions))``, a simulator's method;
+    NOTE [numpy's values handed to code outside torch]); None otherwise."""
+    import numpy
+
+    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    if not aliases:
+        return None
+    outside: set[int] = set()
+    for n in ast.walk(st):
+        if not isinstance(n, ast.Call) or not n.args:
+            continue
+        root = n.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in aliases:
+            continue  # numpy's own call
+        target = _callee(f, n.func)
+        owner = getattr(target, "__self__", None)
+        module = getattr(type(owner) if owner is not None else target, "__module__", "") or ""
+        if target is not None and not module.startswith(("torch", "numpy")) and not isinstance(owner, torch.nn.Module):
+            outside.update(id(a) for a in n.args)
+    given = [
+        n
+        for n in ast.walk(st)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id in aliases
+        and any(isinstance(a, ast.Name) and _graph_tensors(f.namespace.get(a.id)) for a in n.args)
+    ]
+    if not given or any(id(n) not in outside for n in given):
+        return None
+    return _numpy_arguments(f, st, f.site.text(st.lineno) if f.site is not None else "")
+
+
+def _callee(f: Failure, func: ast.expr) -> object:
+    """What ``func`` (a name or a chain of attributes) names in the failing frame, or None."""
+    if isinstance(func, ast.Name):
+        return f.namespace.get(func.id)
+    if isinstance(func, ast.Attribute):
+        owner = _callee(f, func.value)
+        try:
+            return getattr(owner, func.attr, None) if owner is not None else None
+        except Exception:  # a property that raises: not known
+            return None
+    return None
+
+
+# NOTE [numpy's values handed to code outside torch]
+# ``reward = sim.step(np.array(actions))``: numpy's result goes into the user's own code (a simulator, an
+# environment) that is not torch: what comes back is made of numpy's numbers, a constant of any loss built from it,
+# whatever torch does. ``np.array([t.detach() for t in actions])`` computes exactly what the code asks for, and
+# the actions' other uses (the critic's input, the actor's loss) keep their gradient.
+
+
 # NOTE [numpy's result made a constant on its line]
 # ``zl = torch.tensor(np.dot(w, z))`` in a helper whose result feeds the loss: numpy refuses ``z`` because it
 # requires grad, but what numpy returns is made a tensor without a graph on the same line, so the code as written
@@ -701,6 +769,14 @@ def _numpy_arguments(f: Failure, st: ast.stmt, text: str) -> str | None:
                 and isinstance(f.namespace.get(arg.id), torch.Tensor)
             ):
                 spots.append((arg.col_offset, arg.end_col_offset or 0, f"{arg.id}.detach()"))
+            elif (
+                isinstance(arg, ast.Name)
+                and isinstance(f.namespace.get(arg.id), (list, tuple))
+                and _graph_tensors(f.namespace.get(arg.id))
+                and all(isinstance(v, torch.Tensor) for v in f.namespace[arg.id])
+            ):  # a list of tensors: numpy converts each; each item detached
+                item = next(n for n in ("t", "item", "x_") if n not in f.namespace)
+                spots.append((arg.col_offset, arg.end_col_offset or 0, f"[{item}.detach() for {item} in {arg.id}]"))
             elif isinstance(arg, (ast.ListComp, ast.GeneratorExp)):
                 iters = {n.id for g in arg.generators for n in ast.walk(g.iter) if isinstance(n, ast.Name)}
                 if any(_graph_tensors(f.namespace.get(name)) for name in iters):
