@@ -45,6 +45,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("lap_pred = torch.as_tensor(np.matmul(lap, flat), dtype=torch.float32)",),
         (("total", ("net",)),),
     ),
+    # NOTE [A parameter scaled by its own gradient's norm]: a gradient limiter divides each parameter (not its
+    # gradient) by a ratio computed from its gradient's norm: the write goes into the gradient
+    "rescale_helper_divides_weights": (
+        "leaf_in_place",
+        ("weight /= ratio",),
+        (("err", ("regressor",)),),
+    ),
     # NOTE [numpy's values handed to code outside torch]: the arm probabilities go to a pure-numpy environment's
     # method; what comes back is numpy's numbers either way: the tensor numpy is given is detached there
     "bandit_env_pulls_numpy_of_probs": (

@@ -228,7 +228,12 @@ def locate(f: Failure) -> Explanation:
                 True,
             )
         )
+    scaled = _scaled_by_its_gradient(f, st, name) if parameter and name else None
+    if scaled is not None:  # NOTE [A parameter scaled by its own gradient's norm]
+        proposals.append(scaled)
     wrap = no_grad_fix(f, name, parameter)
+    if scaled is not None and wrap is not None:
+        wrap = replace(wrap, fix=replace(wrap.fix, alternative=True))
     if parameter and target is not None and _from_graph(st, name, f.namespace):
         # a parameter written with a value a trained model computes: a step of the forward (NOTE [A parameter
         # written in the forward]); under no_grad that model would get no gradient
@@ -295,6 +300,77 @@ def locate(f: Failure) -> Explanation:
         kept = f.claims()
         fixes = tuple(replace(x, claims=x.claims or kept) for x in fixes)
     return replace(located, fixes=(*fixes, *e.fixes))
+
+
+# NOTE [A parameter scaled by its own gradient's norm]
+# A clipping helper computes a coefficient from a parameter's gradient (``clip_coef = max_norm / p.grad.norm()``)
+# and multiplies the parameter by it: ``p.mul_(clip_coef)`` where ``p.grad.mul_(clip_coef)`` was meant (ParlAI's
+# single-parameter path did this). torch refuses the write to a leaf; under ``torch.no_grad()`` it would shrink
+# the weights at every clipped step, a different training. A scaling (``mul_``, ``div_``, ``*=``, ``/=``) of a
+# parameter by a factor read from that parameter's ``.grad`` is written into the gradient: the parameter then moves
+# only by its optimizer's step, on the clipped gradient. Writing it under ``torch.no_grad()`` follows, for code that
+# means to scale the weights.
+_SCALINGS = {"mul_": "mul_", "div_": "div_", "__imul__": "*=", "__itruediv__": "/="}
+
+
+def _scaled_by_its_gradient(f: Failure, st: ast.stmt, name: str) -> Proposal | None:
+    """The write into ``name.grad`` where the line scales ``name`` by a factor read from ``name.grad`` (NOTE [A
+    parameter scaled by its own gradient's norm]), or None."""
+    site, loc = f.site, f.location
+    if site is None or loc is None or f.op not in _SCALINGS or st.lineno != st.end_lineno:
+        return None
+    if isinstance(st, ast.AugAssign) and ast.unparse(st.target) == name:
+        factor = st.value
+    elif (
+        isinstance(st, ast.Expr)
+        and isinstance(st.value, ast.Call)
+        and isinstance(st.value.func, ast.Attribute)
+        and st.value.func.attr == f.op
+        and ast.unparse(st.value.func.value) == name
+        and len(st.value.args) == 1
+    ):
+        factor = st.value.args[0]
+    else:
+        return None
+    tree = site.tree()
+    scope = function_of(tree, loc.lineno) if tree is not None else None
+    assigns = [
+        n for n in ast.walk(scope if scope is not None else st) if isinstance(n, ast.Assign) and n.lineno < loc.lineno
+    ]
+    reads = {n.id for n in ast.walk(factor) if isinstance(n, ast.Name)}
+    sources = [ast.unparse(factor)]
+    for _ in range(4):  # through the names the factor is computed from (clip_coef, from grad_norm, from p.grad)
+        found = [a for a in assigns if any(isinstance(t, ast.Name) and t.id in reads for t in a.targets)]
+        sources += [ast.unparse(a.value) for a in found]
+        more = {n.id for a in found for n in ast.walk(a.value) if isinstance(n, ast.Name)} - reads
+        if not more:
+            break
+        reads |= more
+    gradient = f"{name}.grad"
+    if not any(gradient in text for text in sources):
+        return None
+    text = site.text(loc.lineno)
+    at = text.find(name, st.col_offset)
+    if at < 0:
+        return None
+    new = text[:at] + gradient + text[at + len(name) :]
+    return Proposal(
+        Fix(
+            summary=T(
+                "scale {name}'s gradient, not {name}: the factor is read from {name}.grad (a clipping helper's), "
+                "and the write was meant for {name}.grad",
+                name=name,
+            ),
+            trains=T(
+                "{name} moves only by its optimizer's step, on the scaled gradient; the loss trains what it reached",
+                name=name,
+            ),
+            edits=(Edit(site.filename, loc.lineno, loc.lineno, new),),
+            claims=f.claims(),
+        ),
+        None,
+        False,
+    )
 
 
 # NOTE [A parameter written in the forward]
