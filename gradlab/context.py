@@ -141,6 +141,8 @@ class Context:
     fast_lines: tuple[int, int] | None = None
     fast_text: str | None = None
     other_claims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # what the loop's other losses train, unchanged
+    # a loss written as a sum of named losses: what each term reaches (NOTE [A loss written as a sum of named losses])
+    terms: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # the models other losses train through the very steps that use the failing loss's gradient (one summed step)
     shared: tuple[str, ...] = ()
     detach_lines: tuple[int, ...] = ()  # the statements building ``earlier`` that read ``entry`` undetached

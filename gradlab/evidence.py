@@ -1136,23 +1136,95 @@ def loop_claims(
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward"
             ):
                 continue
-            loss = ast.unparse(node.func.value)
-            value = value_of(loss, namespace) if loss not in out else None
-            if isinstance(value, torch.Tensor) and value.grad_fn is not None:
-                ids = leaves_of(value)
-                reach = {m for m, held in site.modules.items() if held & ids}
-            elif loss in out or not loss.isidentifier():
-                continue
-            else:
-                reach = _reach_from_source(site, tree, node.lineno, loss, namespace)
-            if feeding_into is not None and any(calls_into(feeding_into[0], m) for m in reach):
-                reach |= {m for m in site.modules if any(calls_into(c, m) for c in feeding_into[1])}
-            intent = site_intent(site, node.lineno)
-            trained = _one_name_each(site, reach & set(intent.trained) if intent.known else reach)
-            if not trained and not (isinstance(value, torch.Tensor) and value.grad_fn is not None):
-                continue  # read from the code, nothing found: unknown, not a claim that the loss trains nothing
-            out[loss] = trained
+            whole = ast.unparse(node.func.value)
+            terms = summed_names(node.func.value)  # NOTE [A loss written as a sum of named losses]
+            for loss in terms or (whole,):
+                _claim_of(site, tree, namespace, node, loss, out, feeding_into)
     return tuple(sorted(out.items()))
+
+
+def summed_names(expr: ast.expr) -> tuple[str, ...]:
+    """The names a loss expression adds up, each maybe scaled by a number (``cls_loss + 0.1 * align_loss``:
+    ``cls_loss``, ``align_loss``); empty for any other expression, or a single name.
+
+    Example::
+
+        >>> summed_names(ast.parse("a + 0.5 * b - c / 2", mode="eval").body)
+        ('a', 'b', 'c')
+        >>> summed_names(ast.parse("a * b", mode="eval").body)
+        ()
+    """
+    found: list[str] = []
+
+    def walk(e: ast.expr) -> bool:
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
+            return walk(e.left) and walk(e.right)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult):
+            number, term = (e.left, e.right) if isinstance(e.left, ast.Constant) else (e.right, e.left)
+            return isinstance(number, ast.Constant) and isinstance(number.value, (int, float)) and walk(term)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Div) and isinstance(e.right, ast.Constant):
+            return walk(e.left)
+        if isinstance(e, ast.Name):
+            found.append(e.id)
+            return True
+        return False
+
+    return tuple(dict.fromkeys(found)) if walk(expr) and len(found) > 1 else ()
+
+
+# NOTE [A loss written as a sum of named losses]
+# ``(cls_loss + 0.1 * align_loss).backward()`` trains what each term reaches, each with its own reach: the
+# alignment loss may reach the encoder only, the classification loss the classifier too. A claim for the sum
+# as one loss would say the alignment loss trains the classifier. So the claims of such a backward are made per
+# named term, as if each were backwarded (a number scaling a term changes no reach).
+
+
+def term_claims(
+    site: Site | None, namespace: Mapping[str, Any], loss: str | None
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What each named term of ``loss`` reaches, when it is a sum of named losses bound to tensors with a graph
+    (NOTE [A loss written as a sum of named losses]); empty otherwise."""
+    if site is None or not loss:
+        return ()
+    try:
+        names = summed_names(ast.parse(loss, mode="eval").body)
+    except SyntaxError:
+        return ()
+    out = []
+    for name in names:
+        value = namespace.get(name)
+        if not isinstance(value, torch.Tensor) or value.grad_fn is None:
+            return ()
+        ids = leaves_of(value)
+        out.append((name, _one_name_each(site, {m for m, held in site.modules.items() if held & ids})))
+    return tuple(out)
+
+
+def _claim_of(
+    site: Site,
+    tree: ast.Module,
+    namespace: Mapping[str, Any],
+    node: ast.Call,
+    loss: str,
+    out: dict[str, tuple[str, ...]],
+    feeding_into: tuple[str, frozenset[str]] | None,
+) -> None:
+    """``out[loss]``: what ``loss``, backwarded by the call ``node``, trains (loop_claims)."""
+    value = value_of(loss, namespace) if loss not in out else None
+    if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+        ids = leaves_of(value)
+        reach = {m for m, held in site.modules.items() if held & ids}
+    elif loss in out or not loss.isidentifier():
+        return
+    else:
+        reach = _reach_from_source(site, tree, node.lineno, loss, namespace)
+    if feeding_into is not None and any(calls_into(feeding_into[0], m) for m in reach):
+        reach |= {m for m in site.modules if any(calls_into(c, m) for c in feeding_into[1])}
+    intent = site_intent(site, node.lineno)
+    trained = _one_name_each(site, reach & set(intent.trained) if intent.known else reach)
+    if not trained and not (isinstance(value, torch.Tensor) and value.grad_fn is not None):
+        return  # read from the code, nothing found: unknown, not a claim that the loss trains nothing
+    out[loss] = trained
 
 
 def _reach_from_source(site: Site, tree: ast.Module, line: int, loss: str, namespace: Mapping[str, Any]) -> set[str]:

@@ -75,6 +75,10 @@ class Fix:
 def claim(ctx: Context, modules: set[str] | tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not ctx.loss or not ctx.reach:
         return ()
+    if ctx.terms:  # each named term of the sum, with what it reaches of ``modules``
+        per_term = tuple((name, tuple(sorted(m for m in reach if m in modules))) for name, reach in ctx.terms)
+        if {m for _name, reach in per_term for m in reach} == set(modules):
+            return per_term
     return ((ctx.loss, tuple(sorted(modules))),)
 
 

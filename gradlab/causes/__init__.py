@@ -64,6 +64,7 @@ from ..evidence import (
     stepped_ids,
     steps_between,
     tensors_below,
+    term_claims,
     value_of,
     var_named,
     written_by_steps,
@@ -220,7 +221,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     )
 
     base = replace(base, reach=_with_bare_parameters(base.reach, facts, loss))
-    base = replace(base, other_claims=other_claims(facts, loss))
+    base = replace(base, other_claims=other_claims(facts, loss), terms=term_claims(site, facts.namespace, loss))
     shared = claims_of_others(facts.site, facts.backward_line, facts.namespace, loss, same_steps=True)
     # NOTE [A model another loss trains]: a judge (the critic the actor's loss reaches), or a model the optimizer
     # stepped right after this backward does not hold; not an encoder of that step whose output the loss reads
