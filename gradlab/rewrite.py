@@ -222,16 +222,14 @@ def without_inplace_flags(source: str, op: str) -> tuple[tuple[int, int, str], .
 
 def swept_inplace_flags(source: str, op: str) -> tuple[tuple[int, int, str], ...]:
     r"""The loops of ``source`` that set ``inplace = True`` on the modules of the in-place ``op``'s class, each
-        rewritten to leave that class out, as ``(first line, last line, new text)`` (NOTE [An inplace flag set by a
-        sweep]).
+    rewritten to leave that class out, as ``(first line, last line, new text)`` (NOTE [An inplace flag set by a
+    sweep]).
 
-        Example::
+    Example::
 
-            >>> swept_inplace_flags("for m in net.modules():
-        if isinstance(m, (nn.ReLU, nn.Dropout)):
-    "
-            ...                     "        m.inplace = True", "dropout_")
-            ((2, 2, '    if isinstance(m, nn.ReLU):'),)
+        >>> swept_inplace_flags("for m in net.modules():\n    if isinstance(m, (nn.ReLU, nn.Dropout)):\n"
+        ...                     "        m.inplace = True", "dropout_")
+        ((2, 2, '    if isinstance(m, nn.ReLU):'),)
     """
     names = ACTIVATION_NAMES.get(op)
     if names is None:

@@ -36,6 +36,16 @@ def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
     return tuple(Edit(filename, a, b, new) for a, b, new in found)
 
 
+def _swept(ctx: Context) -> bool:
+    """The activation's ``inplace`` is set by a loop over modules, not by a keyword (NOTE [An inplace flag set by a
+    sweep] in rewrite.py)."""
+    site, loc = ctx.site, ctx.write_at
+    if not ctx.op or loc is None:
+        return False
+    source = site.source if site is not None else source_of(loc.filename)
+    return not without_inplace_flags(source, ctx.op) and bool(swept_inplace_flags(source, ctx.op))
+
+
 def _out_of_place(code: str | None, op: str | None, loc: Location | None = None) -> str | None:
     rewritten = rewrite_in_place(code, op, _item_containers(loc)) if code and op else None
     if rewritten is None and code and op:  # used as a value (y = x * s.exp_()): its twin, in place of it
@@ -265,7 +275,7 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
     where = T(" at {where}", where=", ".join(wheres)) if wheres else ""
     ops = [o for o in dict.fromkeys(op for _loc, _w, op in writes) if o]
     op = ", ".join(OP_NAMES.get(o, o) for o in ops) if ops else T("the in-place op")
-    if ctx.op in ACTIVATIONS and flags and "inplace" not in "".join(e.text for e in flags):
+    if ctx.op in ACTIVATIONS and flags and _swept(ctx):
         # NOTE [An inplace flag set by a sweep] in rewrite.py
         summary = T(
             "leave nn.{module} out of the loop that sets inplace = True on modules: its in-place write changes a "
