@@ -180,13 +180,10 @@ def without_inplace_flags(source: str, op: str) -> tuple[tuple[int, int, str], .
         ...                       "        'n': None}", "leaky_relu_")
         ((1, 2, "acts = {'l': nn.LeakyReLU(0.2), 'r': nn.ReLU(inplace=True),\n        'n': None}"),)
     """
-    names = ACTIVATION_NAMES.get(op)
-    if names is None:
+    parsed = _activation_source(source, op)
+    if parsed is None:
         return ()
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return ()
+    names, tree = parsed
     lines = source.splitlines()
     flags = [
         k
@@ -231,14 +228,23 @@ def swept_inplace_flags(source: str, op: str) -> tuple[tuple[int, int, str], ...
         ...                     "        m.inplace = True", "dropout_")
         ((2, 2, '    if isinstance(m, nn.ReLU):'),)
     """
+    parsed = _activation_source(source, op)
+    if parsed is None:
+        return ()
+    names, tree = parsed
+    return tuple(sorted(_swept_flags(tree, source.splitlines(), names)))
+
+
+def _activation_source(source: str, op: str) -> tuple[tuple[str, ...], ast.Module] | None:
+    """The names of the in-place ``op``'s activation (``relu_``: ``ReLU``, ``relu``) and ``source``'s tree; None
+    for another op, or a source that does not parse."""
     names = ACTIVATION_NAMES.get(op)
     if names is None:
-        return ()
+        return None
     try:
-        tree = ast.parse(source)
+        return names, ast.parse(source)
     except SyntaxError:
-        return ()
-    return tuple(sorted(_swept_flags(tree, source.splitlines(), names)))
+        return None
 
 
 # NOTE [An inplace flag set by a sweep]

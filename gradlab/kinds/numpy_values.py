@@ -669,7 +669,16 @@ def _made_constant(f: Failure, st: ast.stmt, text: str) -> str | None:
             and n.args
         ):
             wrapped.add(id(n.args[0]))
-    given = [
+    given = _given_graph_tensors(f, st, aliases)
+    if not given or any(id(n) not in wrapped for n in given):
+        return None
+    return _numpy_arguments(f, st, text)
+
+
+def _given_graph_tensors(f: Failure, st: ast.stmt, aliases: set[str]) -> list[ast.Call]:
+    """The numpy calls of ``st`` (``np.<name>(...)``, numpy under any of ``aliases``) given a name that holds a
+    tensor with a graph, or a list of them."""
+    return [
         n
         for n in ast.walk(st)
         if isinstance(n, ast.Call)
@@ -678,9 +687,6 @@ def _made_constant(f: Failure, st: ast.stmt, text: str) -> str | None:
         and n.func.value.id in aliases
         and any(isinstance(a, ast.Name) and _graph_tensors(f.namespace.get(a.id)) for a in n.args)
     ]
-    if not given or any(id(n) not in wrapped for n in given):
-        return None
-    return _numpy_arguments(f, st, text)
 
 
 def _handed_outside_torch(f: Failure, st: ast.stmt) -> str | None:
@@ -706,15 +712,7 @@ def _handed_outside_torch(f: Failure, st: ast.stmt) -> str | None:
         module = getattr(type(owner) if owner is not None else target, "__module__", "") or ""
         if target is not None and not module.startswith(("torch", "numpy")) and not isinstance(owner, torch.nn.Module):
             outside.update(id(a) for a in n.args)
-    given = [
-        n
-        for n in ast.walk(st)
-        if isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and isinstance(n.func.value, ast.Name)
-        and n.func.value.id in aliases
-        and any(isinstance(a, ast.Name) and _graph_tensors(f.namespace.get(a.id)) for a in n.args)
-    ]
+    given = _given_graph_tensors(f, st, aliases)
     if not given or any(id(n) not in outside for n in given):
         return None
     return _numpy_arguments(f, st, f.site.text(st.lineno) if f.site is not None else "")
