@@ -1176,7 +1176,10 @@ def summed_names(expr: ast.expr) -> tuple[str, ...]:
 # ``(cls_loss + 0.1 * align_loss).backward()`` trains what each term reaches, each with its own reach: the
 # alignment loss may reach the encoder only, the classification loss the classifier too. A claim for the sum
 # as one loss would say the alignment loss trains the classifier. So the claims of such a backward are made per
-# named term, as if each were backwarded (a number scaling a term changes no reach).
+# named term, as if each were backwarded (a number scaling a term changes no reach). Only where the fix keeps
+# each term's reach: the loop's claims (a failure before the backward changes no training) and an in-place
+# write's fixes (its out-of-place form, a copy); a freed graph's fixes may cut a term's path (a constant
+# detached), and what the term reached before the fix says nothing of after it.
 
 
 def term_claims(

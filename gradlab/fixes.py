@@ -72,10 +72,14 @@ class Fix:
         return out
 
 
-def claim(ctx: Context, modules: set[str] | tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def claim(
+    ctx: Context, modules: set[str] | tuple[str, ...], terms: bool = True
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What ``ctx.loss`` trains, ``modules``; with ``terms`` (a fix that keeps what each term reaches), each named
+    term of a summed loss with what it reaches of them (NOTE [A loss written as a sum of named losses])."""
     if not ctx.loss or not ctx.reach:
         return ()
-    if ctx.terms:  # each named term of the sum, with what it reaches of ``modules``
+    if terms and ctx.terms:  # each named term of the sum, with what it reaches of ``modules``
         per_term = tuple((name, tuple(sorted(m for m in reach if m in modules))) for name, reach in ctx.terms)
         if {m for _name, reach in per_term for m in reach} == set(modules):
             return per_term

@@ -312,6 +312,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A loss read back from a list by an old index]: a history list the function never empties, appended each
     # turn, its item at the task's index backwarded: from the second round on, the first round's error
     "losses_kept_in_history_by_task_index": ("same_loss_twice", (("err", ("encoder", "head")),)),
+    # NOTE [A loss written as a sum of named losses]: one backward on a weighted sum of a tag loss and a penalty that
+    # reads the encoder's gate alone: each term claimed with its own reach (the penalty trains no classifier)
+    "aux_penalty_on_scaled_gate": ("inplace_op", (("tag_loss", ("classifier", "encoder")), ("sparsity", ("encoder",)))),
     # NOTE [A memoised function that returns a tensor]: a module-level helper under functools.cache computes a class
     # weight from a learned parameter; the decorator removed
     "class_weight_memoised": ("carried_state", (("weighted", ("net", "weight_logits")),)),

@@ -221,7 +221,10 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     )
 
     base = replace(base, reach=_with_bare_parameters(base.reach, facts, loss))
-    base = replace(base, other_claims=other_claims(facts, loss), terms=term_claims(site, facts.namespace, loss))
+    # per named term only where the fixes keep every term's reach (a write's out-of-place form, a copy): a freed
+    # graph's fixes may cut a term's path (a constant detached), so its reach before the fix says nothing
+    terms = term_claims(site, facts.namespace, loss) if p.kind == "modified_in_place" else ()
+    base = replace(base, other_claims=other_claims(facts, loss), terms=terms)
     shared = claims_of_others(facts.site, facts.backward_line, facts.namespace, loss, same_steps=True)
     # NOTE [A model another loss trains]: a judge (the critic the actor's loss reaches), or a model the optimizer
     # stepped right after this backward does not hold; not an encoder of that step whose output the loss reads

@@ -715,7 +715,7 @@ def _handed_outside_torch(f: Failure, st: ast.stmt) -> str | None:
     given = _given_graph_tensors(f, st, aliases)
     if not given or any(id(n) not in outside for n in given):
         return None
-    return _numpy_arguments(f, st, f.site.text(st.lineno) if f.site is not None else "")
+    return _numpy_arguments(f, st, f.site.text(st.lineno) if f.site is not None else "", lists=True)
 
 
 def _callee(f: Failure, func: ast.expr) -> object:
@@ -746,10 +746,11 @@ def _callee(f: Failure, func: ast.expr) -> object:
 # otherwise: the first cuts every use, the second makes ``zl`` a path of the gradient.)
 
 
-def _numpy_arguments(f: Failure, st: ast.stmt, text: str) -> str | None:
+def _numpy_arguments(f: Failure, st: ast.stmt, text: str, lists: bool = False) -> str | None:
     """The line with ``.detach()`` on the tensors a numpy function is given (``np.sum([x * y for x, y in
     zip(n, losses)])`` converts each tensor with ``.numpy()`` inside numpy): a name that holds a tensor with a
-    graph, or the element of a comprehension over one; None when there is none to detach."""
+    graph, or the element of a comprehension over one, or with ``lists``, a name that holds a list of such
+    tensors (each item detached); None when there is none to detach."""
     import numpy
 
     aliases = {k for k, v in f.namespace.items() if v is numpy}
@@ -768,7 +769,9 @@ def _numpy_arguments(f: Failure, st: ast.stmt, text: str) -> str | None:
             ):
                 spots.append((arg.col_offset, arg.end_col_offset or 0, f"{arg.id}.detach()"))
             elif (
-                isinstance(arg, ast.Name)
+                lists  # a list kept across steps is better fixed where it is filled (NOTE [A list of losses kept
+                # for a plot]); one handed to code outside torch, here
+                and isinstance(arg, ast.Name)
                 and isinstance(f.namespace.get(arg.id), (list, tuple))
                 and _graph_tensors(f.namespace.get(arg.id))
                 and all(isinstance(v, torch.Tensor) for v in f.namespace[arg.id])
