@@ -314,6 +314,12 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "losses_kept_in_history_by_task_index": ("same_loss_twice", (("err", ("encoder", "head")),)),
     # NOTE [A loss written as a sum of named losses]: one backward on a weighted sum of a tag loss and a penalty that
     # reads the encoder's gate alone: each term claimed with its own reach (the penalty trains no classifier)
+    # a model's step method backwards a penalty on its prediction and returns the data loss, which the trainer
+    # backwards before its step: the penalty's claim comes from the part the two share (no step between)
+    "smoothness_penalty_backwarded_in_step": (
+        "shared_graph_freed",
+        (("data_loss", ("model",)), ("smooth", ("model",))),
+    ),
     "aux_penalty_on_scaled_gate": ("inplace_op", (("tag_loss", ("classifier", "encoder")), ("sparsity", ("encoder",)))),
     # NOTE [A memoised function that returns a tensor]: a module-level helper under functools.cache computes a class
     # weight from a learned parameter; the decorator removed

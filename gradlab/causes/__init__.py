@@ -473,6 +473,13 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         ctx = replace(ctx, step_between=bool(steps))
         if steps and steps[0][0] is not None:
             ctx = replace(ctx, optimizer=_updater(steps[0][0].code), optimizer_class=steps[0][1])
+    modules = facts.site.modules if facts.site is not None else {}
+    freed_models = tuple(m for m in ctx.freed_reach if m in modules)
+    if ctx.earlier and ctx.step_between is False and freed_models and ctx.earlier not in dict(ctx.other_claims):
+        # the earlier backward in another function (a training step's own penalty): the loop's claims do not see
+        # it, and no step comes between: the step that uses the failing loss's gradient uses its gradient too,
+        # through the part they share
+        ctx = replace(ctx, other_claims=(*ctx.other_claims, (ctx.earlier, freed_models)))
     return "shared_graph_freed", ctx
 
 
