@@ -475,7 +475,17 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             ctx = replace(ctx, optimizer=_updater(steps[0][0].code), optimizer_class=steps[0][1])
     modules = facts.site.modules if facts.site is not None else {}
     freed_models = tuple(m for m in ctx.freed_reach if m in modules)
-    if ctx.earlier and ctx.step_between is False and freed_models and ctx.earlier not in dict(ctx.other_claims):
+    if (
+        ctx.earlier
+        and ctx.earlier.isidentifier()
+        and ctx.earlier != loss
+        and ctx.earlier_line is None
+        and call is not None
+        and call.kind != "autograd.grad"  # its gradients are returned, not put into .grad: it trains nothing
+        and ctx.step_between is False
+        and freed_models
+        and ctx.earlier not in dict(ctx.other_claims)
+    ):
         # the earlier backward in another function (a training step's own penalty): the loop's claims do not see
         # it, and no step comes between: the step that uses the failing loss's gradient uses its gradient too,
         # through the part they share
