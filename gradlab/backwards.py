@@ -50,18 +50,17 @@ _PARAMETERS = {
 }
 
 
-def _terms(fn: Any, found: tuple[int, ...]) -> tuple[int, ...]:
-    """``found`` and the sequence numbers of the terms the sum ``fn`` (an ``AddBackward0``) adds up, through
-    nested sums (``a + b + c``)."""
+def _terms(fn: Any) -> tuple[int, ...]:
+    """The sequence numbers of the terms ``fn`` adds up when it is a sum (an ``AddBackward0``), through nested sums
+    (``a + b + c``); empty for any other node."""
+    if type(fn).__name__ != "AddBackward0":
+        return ()
+    found: tuple[int, ...] = ()
     for nxt, _ in fn.next_functions:
         if nxt is None:
             continue
-        if type(nxt).__name__ == "AddBackward0":
-            found = _terms(nxt, found)
-            continue
-        seq = internals.sequence_nr(nxt)
-        if seq is not None:
-            found = (*found, seq)
+        seq = None if type(nxt).__name__ == "AddBackward0" else internals.sequence_nr(nxt)
+        found += _terms(nxt) if seq is None else (seq,)
     return found
 
 
@@ -163,8 +162,7 @@ class Backwards:
                 seq = internals.sequence_nr(fn)
                 if seq is not None and (newest is None or seq > newest):
                     newest = seq
-                if type(fn).__name__ == "AddBackward0":  # NOTE [A total of losses already backwarded]
-                    terms = _terms(fn, terms)
+                terms += _terms(fn)  # NOTE [A total of losses already backwarded]
         wanted = _tensors(wanted)
         inputs = frozenset(id(t) for t in wanted) if wanted else None
         call = BackwardCall(

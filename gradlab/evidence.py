@@ -489,9 +489,9 @@ def claims_of_others(
             if name == failing_loss:
                 continue
             if isinstance(value, torch.Tensor) and value.grad_fn is not None:
-                reach = {m for m, ids in site.modules.items() if ids & leaves_of(value)}
+                reach = modules_reached(site, leaves_of(value))
             elif leaves := _arithmetic_leaves(n.func.value, namespace):  # (w * penalty).backward()
-                reach = {m for m, ids in site.modules.items() if ids & leaves}
+                reach = modules_reached(site, leaves)
             elif value is None and name.isidentifier() and tree is not None:  # not computed yet in this iteration
                 reach = _reach_from_source(site, tree, n.lineno, name, namespace)
             else:
@@ -768,6 +768,11 @@ def leaves_of(t: torch.Tensor) -> set[int]:
     return {id(fn.variable) for fn in walk([t.grad_fn]) if hasattr(fn, "variable")} if t.grad_fn is not None else set()
 
 
+def modules_reached(site: Site, leaves: set[int]) -> set[str]:
+    """The site's modules holding one of ``leaves`` (parameter ids, :func:`leaves_of`)."""
+    return {m for m, held in site.modules.items() if held & leaves}
+
+
 def from_frame(base: Context, facts: Facts, optimizer: str | None) -> Context:
     """Without names for the graph's parameters (models held by a plain object: ``self.teacher``): the models
     the failing loss reaches, read from its tensor in the frame and the frame's modules; the stepped model is
@@ -776,8 +781,7 @@ def from_frame(base: Context, facts: Facts, optimizer: str | None) -> Context:
     value = value_of(base.loss, facts.namespace) if base.loss else None
     if base.model is not None or base.reach or site is None or not isinstance(value, torch.Tensor):
         return base
-    leaves = leaves_of(value)
-    reach = tuple(sorted(m for m, ids in site.modules.items() if ids & leaves))
+    reach = tuple(sorted(modules_reached(site, leaves_of(value))))
     held = site.optimizers.get(optimizer or "")
     stepped = [m for m in reach if held and site.modules[m] <= held]
     model = stepped[0] if len(stepped) == 1 else None
@@ -1198,8 +1202,7 @@ def term_claims(
         value = namespace.get(name)
         if not isinstance(value, torch.Tensor) or value.grad_fn is None:
             return ()
-        ids = leaves_of(value)
-        out.append((name, _one_name_each(site, {m for m, held in site.modules.items() if held & ids})))
+        out.append((name, _one_name_each(site, modules_reached(site, leaves_of(value)))))
     return tuple(out)
 
 
@@ -1215,8 +1218,7 @@ def _claim_of(
     """``out[loss]``: what ``loss``, backwarded by the call ``node``, trains (loop_claims)."""
     value = value_of(loss, namespace) if loss not in out else None
     if isinstance(value, torch.Tensor) and value.grad_fn is not None:
-        ids = leaves_of(value)
-        reach = {m for m, held in site.modules.items() if held & ids}
+        reach = modules_reached(site, leaves_of(value))
     elif loss in out or not loss.isidentifier():
         return
     else:

@@ -188,16 +188,20 @@ class Packed:
             and unpacking.name() == self.fn_name
         ):
             return self.fn_name
-        made_by = getattr(self, "made_by", None)  # set for a view saved as its in-place op's output
-        if made_by is not None:
-            name = messages.inplace_on_view_node(*made_by)
-            if name is not None:
-                return name
+        name = self.inplace_node()
+        if name is not None:
+            return name
         original = self.original if self.original is not None else self.source() if self.source is not None else None
         if original is not None:
             fn = original.grad_fn
             return fn.name() if fn is not None else None
         return "AsStridedBackward0" if self.is_view else self.fn_name
+
+    def inplace_node(self) -> str | None:
+        """For a view saved as the output of the in-place call that wrote it, the node torch names for that call
+        (NOTE [The output of an in-place op on a view]); None otherwise, or when torch's probe cannot tell."""
+        made_by = getattr(self, "made_by", None)  # set only for such a view
+        return messages.inplace_on_view_node(*made_by) if made_by is not None else None
 
 
 # NOTE [The output of an in-place op on a view]
@@ -233,6 +237,7 @@ def _writing() -> tuple[Callable[..., Any], tuple[Any, ...], tuple[tuple[str, An
 # The records saved inside a CopySlices node (NOTE [A record read inside another node]), by the node's id and
 # sequence number (a node cannot be weakly referenced), as weak references: they die with the node's graph.
 _inside: dict[tuple[int, int | None], list[weakref.ref[Packed]]] = {}
+_inside_limit = [256]  # pruned when it grows past this; then the limit is twice what stays
 
 
 def _note_inside(tensor: torch.Tensor, p: Packed) -> None:
@@ -241,9 +246,10 @@ def _note_inside(tensor: torch.Tensor, p: Packed) -> None:
     fn = base.grad_fn if base is not None else None
     if fn is None:
         return
-    if len(_inside) > 256:  # drop the nodes whose records all died
+    if len(_inside) > _inside_limit[0]:  # drop the nodes whose records all died (amortised: never per save)
         for key in [k for k, refs in _inside.items() if all(r() is None for r in refs)]:
             del _inside[key]
+        _inside_limit[0] = max(256, 2 * len(_inside))
     _inside.setdefault((id(fn), internals.sequence_nr(fn)), []).append(weakref.ref(p))
 
 
@@ -393,8 +399,7 @@ def _refused_entry(p: Packed, label: str, namer: Namer, saver: str) -> dict[str,
     """The record of a stale tensor the engine refused while reading ``label`` through other hooks."""
     t = p.tensor
     found = namer.lookup(t)
-    made_by = getattr(p, "made_by", None)  # NOTE [The output of an in-place op on a view]
-    maker = messages.inplace_on_view_node(*made_by) if made_by is not None else None
+    maker = p.inplace_node()  # NOTE [The output of an in-place op on a view]
     entry: dict[str, Any] = dict(
         attribute=label,
         node=saver,

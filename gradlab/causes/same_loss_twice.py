@@ -11,7 +11,7 @@ import torch
 
 from ..context import Context, as_receiver
 from ..edits import Edit
-from ..evidence import Facts, _one_name_each, leaves_of, receiver, steps_between, value_of
+from ..evidence import Facts, _one_name_each, leaves_of, modules_reached, receiver, steps_between, value_of
 from ..fixes import Fix, Proposal, all_edits, edit_at, keeping, replace_line, source_of
 from ..graph import Graph
 from ..i18n import T
@@ -143,9 +143,7 @@ def appended_loss(facts: Facts, loss: str | None) -> tuple[str, tuple[str, ...]]
     value, item = value_of(name, facts.namespace), value_of(loss, facts.namespace)
     if not isinstance(value, torch.Tensor) or value.grad_fn is None or value is item:
         return None
-    ids = leaves_of(value)
-    reach = {m for m, held in site.modules.items() if held & ids}
-    return name, _one_name_each(site, reach)
+    return name, _one_name_each(site, modules_reached(site, leaves_of(value)))
 
 
 def _appended_instead(ctx: Context) -> Proposal | None:

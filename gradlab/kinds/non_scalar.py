@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..edits import Edit
-from ..evidence import Failure, leaves_of, resolve_dotted
+from ..evidence import Failure, leaves_of, modules_reached, resolve_dotted
 from ..explanation import Explanation
 from ..fixes import Fix, Proposal
 from ..i18n import T
@@ -504,8 +504,7 @@ def _own_claim(f: Failure, loss: str, tensor: str) -> tuple[tuple[str, tuple[str
     value = f.namespace.get(tensor)
     if site is None or loc is None or not isinstance(value, torch.Tensor) or value.grad_fn is None:
         return ()
-    ids = leaves_of(value)
-    reach = {m for m, held in site.modules.items() if held & ids}
+    reach = modules_reached(site, leaves_of(value))
     intent = site_intent(site, loc.lineno)
     return ((loss, tuple(sorted(reach & set(intent.trained) if intent.known else reach))),)
 

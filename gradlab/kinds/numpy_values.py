@@ -10,10 +10,10 @@ from dataclasses import replace
 import torch
 
 from ..edits import Edit
-from ..evidence import Failure
+from ..evidence import Failure, resolve_name
 from ..explanation import Explanation
 from ..fixes import Fix, Proposal, source_of
-from ..i18n import T
+from ..i18n import T, Text
 from ..location import Location
 from ..source import function_of, parse, statement_at
 from .statement import judged_here, located_here
@@ -78,27 +78,21 @@ def _numpy(f: Failure) -> Explanation:
             return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *rest))
         constant = _made_constant(f, st, site.text(loc.lineno)) if st is not None and trip is None else None
         if constant is not None:  # NOTE [numpy's result made a constant on its line]
-            fix = Fix(
-                summary=T(
+            fix = _numpy_given_values_fix(
+                Location(site.filename, loc.lineno),
+                constant,
+                T(
                     "hand numpy the values only: .detach() the tensors it is given on this line; its result is "
                     "turned back into a tensor without a graph there anyway"
                 ),
-                trains=T(
-                    "the same as your code: what numpy computes is a constant of the loss either way; the tensors' "
-                    "other uses still train what they reach"
-                ),
-                edits=(Edit(site.filename, loc.lineno, loc.lineno, constant),),
             )
             return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *rest))
         handed = _handed_outside_torch(f, single) if single is not None and trip is None else None
         if handed is not None:  # NOTE [numpy's values handed to code outside torch]
-            fix = Fix(
-                summary=T("take the values out of the graph first: .detach() the tensors numpy is given"),
-                trains=T(
-                    "the same as your code: what numpy computes is a constant of the loss either way; the "
-                    "tensors' other uses still train what they reach"
-                ),
-                edits=(Edit(site.filename, loc.lineno, loc.lineno, handed),),
+            fix = _numpy_given_values_fix(
+                Location(site.filename, loc.lineno),
+                handed,
+                T("take the values out of the graph first: .detach() the tensors numpy is given"),
             )
             return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *rest))
         if trip is None:
@@ -153,6 +147,27 @@ def _numpy(f: Failure) -> Explanation:
         edits=(Edit(site.filename, loc.lineno, loc.lineno, text),),
     )
     return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
+
+
+def _numpy_aliases(f: Failure) -> set[str]:
+    """The failing frame's names for the numpy module (``np``, ``numpy``, ``import numpy as xp``'s ``xp``)."""
+    import numpy
+
+    return {k for k, v in f.namespace.items() if v is numpy}
+
+
+def _numpy_given_values_fix(at: Location, line: str, summary: Text) -> Fix:
+    """The raising line ``at`` replaced by ``line``, where numpy is given the tensors' values only: what numpy
+    computes is a constant of the loss either way (NOTE [numpy's result made a constant on its line], NOTE
+    [numpy's values handed to code outside torch])."""
+    return Fix(
+        summary=summary,
+        trains=T(
+            "the same as your code: what numpy computes is a constant of the loss either way; the tensors' "
+            "other uses still train what they reach"
+        ),
+        edits=(Edit(at.filename, at.lineno, at.lineno, line),),
+    )
 
 
 def _in_torch_fix(at: Location, line: str) -> Fix:
@@ -293,7 +308,7 @@ def _round_trip_in_torch(f: Failure, st: ast.stmt, tree: ast.Module) -> tuple[Ed
     if value.args or value.keywords:
         return None
     torch_name = next((k for k, v in f.namespace.items() if v is torch), None)
-    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    aliases = _numpy_aliases(f)
     function = function_of(tree, st.lineno)
     if torch_name is None or function is None:
         return None
@@ -416,7 +431,6 @@ _NO_GRADIENT = frozenset(
 def _compared_in_helper(f: Failure) -> tuple[Edit, str, list[str]] | None:
     """The caller's argument ``.detach()``ed, when the failing function reads that parameter only in numpy
     comparisons (NOTE [A helper that only compares with numpy]); with the function's name and the calls."""
-    import numpy
 
     site, loc = f.site, f.location
     tree = site.tree() if site is not None else None
@@ -427,7 +441,7 @@ def _compared_in_helper(f: Failure) -> tuple[Edit, str, list[str]] | None:
         return None
     params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
     graphs = [p for p in params if isinstance(v := f.namespace.get(p), torch.Tensor) and v.requires_grad]
-    aliases = {k for k, v in f.namespace.items() if v is numpy} | {"np", "numpy"}
+    aliases = _numpy_aliases(f) | {"np", "numpy"}
     if len(graphs) != 1:
         return None
     param = graphs[0]
@@ -493,9 +507,8 @@ def _in_module_method(f: Failure) -> bool:
 def _numpy_in_torch(f: Failure, st: ast.stmt, text: str) -> str | None:
     """The raising line with each numpy call on graph tensors written with torch's function (NOTE [numpy inside
     a forward]); None when a call has no exact torch form (the ddof of ``np.std``, an ``out=``, ...)."""
-    import numpy
 
-    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    aliases = _numpy_aliases(f)
     torch_name = next((k for k, v in f.namespace.items() if v is torch), None)
     if not aliases or torch_name is None:
         return None
@@ -577,9 +590,8 @@ def _appended_detached(f: Failure, st: ast.stmt) -> tuple[tuple[Edit, ...], list
     """Each ``xs.append(value)`` that filled a list of graph tensors a numpy call on ``st`` is given, written
     ``xs.append(value.detach())``: found by the list's identity in the failing frame or the user frames around it
     (NOTE [A list of losses kept for a plot])."""
-    import numpy
 
-    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    aliases = _numpy_aliases(f)
     lists = []
     for call in (n for n in ast.walk(st) if isinstance(n, ast.Call)):
         root = call.func
@@ -650,11 +662,10 @@ def _made_constant(f: Failure, st: ast.stmt, text: str) -> str | None:
     """The raising line with ``.detach()`` on numpy's tensor arguments, when it is one line and each numpy call
     given a tensor with a graph is the argument of ``torch.tensor``/``as_tensor``/``from_numpy`` (NOTE [numpy's
     result made a constant on its line]); None otherwise."""
-    import numpy
 
     if st.lineno != st.end_lineno:
         return None
-    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    aliases = _numpy_aliases(f)
     torch_name = next((k for k, v in f.namespace.items() if v is torch), None)
     if not aliases or torch_name is None:
         return None
@@ -693,9 +704,8 @@ def _handed_outside_torch(f: Failure, st: ast.stmt) -> str | None:
     """The raising line with ``.detach()`` on numpy's tensor arguments, when each numpy call given a tensor with a
     graph is the argument of a call into code outside torch (``sim.step(np.array(actions))``, a simulator's method;
     NOTE [numpy's values handed to code outside torch]); None otherwise."""
-    import numpy
 
-    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    aliases = _numpy_aliases(f)
     if not aliases:
         return None
     outside: set[int] = set()
@@ -707,7 +717,7 @@ def _handed_outside_torch(f: Failure, st: ast.stmt) -> str | None:
             root = root.value
         if isinstance(root, ast.Name) and root.id in aliases:
             continue  # numpy's own call
-        target = _callee(f, n.func)
+        target = resolve_name(n.func, f.namespace)
         owner = getattr(target, "__self__", None)
         module = getattr(type(owner) if owner is not None else target, "__module__", "") or ""
         if target is not None and not module.startswith(("torch", "numpy")) and not isinstance(owner, torch.nn.Module):
@@ -716,19 +726,6 @@ def _handed_outside_torch(f: Failure, st: ast.stmt) -> str | None:
     if not given or any(id(n) not in outside for n in given):
         return None
     return _numpy_arguments(f, st, f.site.text(st.lineno) if f.site is not None else "", lists=True)
-
-
-def _callee(f: Failure, func: ast.expr) -> object:
-    """What ``func`` (a name or a chain of attributes) names in the failing frame, or None."""
-    if isinstance(func, ast.Name):
-        return f.namespace.get(func.id)
-    if isinstance(func, ast.Attribute):
-        owner = _callee(f, func.value)
-        try:
-            return getattr(owner, func.attr, None) if owner is not None else None
-        except Exception:  # a property that raises: not known
-            return None
-    return None
 
 
 # NOTE [numpy's values handed to code outside torch]
@@ -751,9 +748,8 @@ def _numpy_arguments(f: Failure, st: ast.stmt, text: str, lists: bool = False) -
     zip(n, losses)])`` converts each tensor with ``.numpy()`` inside numpy): a name that holds a tensor with a
     graph, or the element of a comprehension over one, or with ``lists``, a name that holds a list of such
     tensors (each item detached); None when there is none to detach."""
-    import numpy
 
-    aliases = {k for k, v in f.namespace.items() if v is numpy}
+    aliases = _numpy_aliases(f)
     spots: list[tuple[int, int, str]] = []  # (start, end, replacement) in the line's columns
     for call in (n for n in ast.walk(st) if isinstance(n, ast.Call)):
         root = call.func
