@@ -23,27 +23,20 @@ from ..rewrite import (
 from ..source import function_of, parse, returns_value
 
 
-def _inplace_flags(ctx: Context) -> tuple[Edit, ...]:
+def _inplace_flags(ctx: Context) -> tuple[tuple[Edit, ...], bool]:
     """Every ``inplace=True`` of the activation ``ctx.op`` in the file that ran it, removed (an exact rewrite:
-    the out-of-place activation computes the same values and gradients)."""
+    the out-of-place activation computes the same values and gradients); or, when no call has one, the loops over
+    modules that set ``inplace = True`` on its class, which leave it out (NOTE [An inplace flag set by a sweep] in
+    rewrite.py). The second: whether the edits are such loops'."""
     loc = ctx.write_at
     site = ctx.site
     if not ctx.op or loc is None:
-        return ()
+        return (), False
     filename = site.filename if site is not None else loc.filename
     source = site.source if site is not None else source_of(filename)
-    found = without_inplace_flags(source, ctx.op) or swept_inplace_flags(source, ctx.op)
-    return tuple(Edit(filename, a, b, new) for a, b, new in found)
-
-
-def _swept(ctx: Context) -> bool:
-    """The activation's ``inplace`` is set by a loop over modules, not by a keyword (NOTE [An inplace flag set by a
-    sweep] in rewrite.py)."""
-    site, loc = ctx.site, ctx.write_at
-    if not ctx.op or loc is None:
-        return False
-    source = site.source if site is not None else source_of(loc.filename)
-    return not without_inplace_flags(source, ctx.op) and bool(swept_inplace_flags(source, ctx.op))
+    keywords = without_inplace_flags(source, ctx.op)
+    found = keywords or swept_inplace_flags(source, ctx.op)
+    return tuple(Edit(filename, a, b, new) for a, b, new in found), bool(found) and not keywords
 
 
 def _out_of_place(code: str | None, op: str | None, loc: Location | None = None) -> str | None:
@@ -261,7 +254,11 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
         rewritten = None  # the rebinding alone would leave the caller's tensor unwritten
     else:
         callers, rewritten = through
-    flags = _inplace_flags(ctx) if ctx.op in ACTIVATIONS and not (rewritten and "inplace" in (ctx.code or "")) else ()
+    flags, swept = (
+        _inplace_flags(ctx)
+        if ctx.op in ACTIVATIONS and not (rewritten and "inplace" in (ctx.code or ""))
+        else ((), False)
+    )
     others = _other_edits(ctx, flags)
     # every write, in the order of its lines
     writes = sorted(
@@ -275,7 +272,7 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
     where = T(" at {where}", where=", ".join(wheres)) if wheres else ""
     ops = [o for o in dict.fromkeys(op for _loc, _w, op in writes) if o]
     op = ", ".join(OP_NAMES.get(o, o) for o in ops) if ops else T("the in-place op")
-    if ctx.op in ACTIVATIONS and flags and _swept(ctx):
+    if swept and ctx.op is not None:
         # NOTE [An inplace flag set by a sweep] in rewrite.py
         summary = T(
             "leave nn.{module} out of the loop that sets inplace = True on modules: its in-place write changes a "

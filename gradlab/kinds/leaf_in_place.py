@@ -310,7 +310,7 @@ def locate(f: Failure) -> Explanation:
 # parameter by a factor read from that parameter's ``.grad`` is written into the gradient: the parameter then moves
 # only by its optimizer's step, on the clipped gradient. Writing it under ``torch.no_grad()`` follows, for code that
 # means to scale the weights.
-_SCALINGS = {"mul_": "mul_", "div_": "div_", "__imul__": "*=", "__itruediv__": "/="}
+_SCALINGS = frozenset({"mul_", "div_", "__imul__", "__itruediv__"})
 
 
 def _scaled_by_its_gradient(f: Failure, st: ast.stmt, name: str) -> Proposal | None:
