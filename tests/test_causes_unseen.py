@@ -320,6 +320,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
         "shared_graph_freed",
         (("data_loss", ("model",)), ("smooth", ("model",))),
     ),
+    # NOTE [A tensor read again after the update that freed it]: a helper fits the prototypes with their own optimizer
+    # (backward and step), then scores the queries with the normalised prototypes computed before the fit
+    "prototypes_refit_before_scoring": ("stale_read", (("loss", ("bank", "encoder")),)),
     "aux_penalty_on_scaled_gate": ("inplace_op", (("tag_loss", ("classifier", "encoder")), ("sparsity", ("encoder",)))),
     # NOTE [A memoised function that returns a tensor]: a module-level helper under functools.cache computes a class
     # weight from a learned parameter; the decorator removed

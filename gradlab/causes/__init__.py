@@ -111,7 +111,7 @@ from .stale_forward import (
     stale_fixes,
     stale_forward_context,
 )
-from .stale_read import rederived_context, stale_read_context, stale_read_fixes
+from .stale_read import rederived_context, stale_read_context, stale_read_fixes, updated_since_context
 from .step_before_backward import one_step_fixes, step_after_fixes, step_too_early, stepped_again
 from .untracked_write import copy_context, target_context, untracked_fixes
 
@@ -335,7 +335,11 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     pruned = pruned_context(base, p, facts, graph)
     if pruned is not None:
         return "stale_forward", pruned
-    stale_read = stale_read_context(base, p, facts, graph) or rederived_context(base, p, facts, graph)
+    stale_read = (
+        stale_read_context(base, p, facts, graph)
+        or rederived_context(base, p, facts, graph)
+        or updated_since_context(base, p, facts, graph)  # NOTE [A tensor read again after the update that freed it]
+    )
     if stale_read is not None:
         return "stale_read", stale_read
     frozen = frozen_context(base, p, facts, graph)

@@ -20,6 +20,7 @@ the fresh one's graph does not hold it.
 from __future__ import annotations
 
 import ast
+import linecache
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -29,17 +30,27 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, holds_node, leaves_of, resolve_dotted
+from ..evidence import Facts, freeing_call, holds_node, leaves_of, resolve_dotted
 from ..fixes import Fix, Proposal, indent_of
 from ..graph import Graph, GraphNode
 from ..i18n import T
 from ..location import Location
-from ..source import blocks, function_of, loop_body_of, names, preceding, statement_at
+from ..source import (
+    blocks,
+    calls_method,
+    enclosing,
+    function_of,
+    loop_body_of,
+    names,
+    parse,
+    preceding,
+    statement_at,
+)
 
 if TYPE_CHECKING:
     from ..evidence import Problem
 
-__all__ = ["stale_read_context", "stale_read_fixes", "rederived_context"]
+__all__ = ["stale_read_context", "stale_read_fixes", "rederived_context", "updated_since_context"]
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -317,6 +328,106 @@ def _carried(tree: ast.Module, line: int, fresh: list[str]) -> bool:
 # is the next iteration's forward, and the derived tensors belong to this one.
 
 
+# NOTE [A tensor read again after the update that freed it]
+# A function that updates part of a model inside its own forward (vqtorch's
+# inplace_optimizer: a codebook loss backwarded and its optimizer stepped, then the
+# codes looked up again "with the updated codebook") computes a tensor from those
+# parameters before its backward (codebook = self.affine(self.codebook.weight))
+# and reads it again after the step. That backward freed the tensor's graph, so
+# the later loss built on the read fails; and the value read is the one from
+# before the update, not the updated one the code reads it for. Found from the
+# record: the nodes above the freed one that were made after the freeing backward
+# (newer than its newest node) and saved on lines of the function that ran it,
+# after it, are the reads; the one name the first read's statement reads that the
+# function bound before the backward (not under no_grad or inference_mode) and
+# does not bind again before the read is the stale tensor. Offered only when an
+# optimizer step runs between the backward and the read: without one, the value
+# is the same and another cause fits. The fix repeats the binding right before
+# the read: the read then sees the updated parameters through a graph of its own.
+
+
+def _reads_since(graph: Graph, node: GraphNode, newest: int, filename: str, start: int, end: int) -> list[int]:
+    """The lines of ``filename`` in ``(start, end]`` where nodes above ``node`` made after sequence number
+    ``newest`` saved their tensors: the first reads, after a backward, of the tensor whose graph holds ``node``."""
+    parents: dict[int, list[GraphNode]] = {}
+    for n in graph.nodes:
+        for m in n.next_ids:
+            parents.setdefault(m, []).append(n)
+    saved_at: dict[int, list[Location]] = {}
+    for s in graph.saved:
+        if s.saved_at is not None:
+            saved_at.setdefault(s.node_id, []).append(s.saved_at)
+    lines: set[int] = set()
+    seen, todo = {node.id}, [node.id]
+    while todo:
+        for up in parents.get(todo.pop(), []):
+            if up.id in seen:
+                continue
+            seen.add(up.id)
+            if up.seq is not None and up.seq > newest and saved_at.get(up.id):
+                # a read made after the backward: here when in the function, past it; a read elsewhere ends the path
+                lines |= {x.lineno for x in saved_at[up.id] if x.filename == filename and start < x.lineno <= end}
+                continue
+            todo.append(up.id)
+    return sorted(lines)
+
+
+def _grad_off(tree: ast.Module, line: int) -> bool:
+    """Line ``line`` runs inside ``with torch.no_grad():`` (or ``inference_mode()``): what it binds has no graph."""
+    return any(
+        isinstance(st, ast.With)
+        and any(
+            isinstance(item.context_expr, ast.Call)
+            and (_dotted(item.context_expr.func) or "").split(".")[-1] in ("no_grad", "inference_mode")
+            for item in st.items
+        )
+        for st in enclosing(tree, line)
+    )
+
+
+def updated_since_context(base: Context, p: Problem, facts: Facts, graph: Graph) -> Context | None:
+    """A tensor bound before a backward and an optimizer step of one function, read by it again after them
+    (NOTE [A tensor read again after the update that freed it])."""
+    freed_at, call = p.location, freeing_call(p, facts)
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    if freed_at is None or call is None or call.newest_node is None or node is None:
+        return None
+    tree = parse("".join(linecache.getlines(freed_at.filename)))
+    function = function_of(tree, freed_at.lineno) if tree is not None else None
+    if tree is None or function is None:
+        return None
+    end = function.end_lineno or function.lineno
+    reads = _reads_since(graph, node, call.newest_node, freed_at.filename, freed_at.lineno, end)
+    read = statement_at(tree, reads[0]) if reads else None
+    if read is None or function_of(tree, read.lineno) is not function:
+        return None
+    between = [st for st in preceding(tree, read.lineno) if st.lineno > freed_at.lineno]
+    if not any(calls_method(st, ("step",)) for st in between):
+        return None
+    before = [st for st in preceding(tree, freed_at.lineno) if st.lineno > function.lineno]
+    found: list[tuple[str, ast.Assign]] = []
+    for name in sorted(names(read, ast.Load)):
+        bound = [st for st in before if isinstance(st, ast.Assign) and name in _stores(st)]
+        if bound and not any(name in _stores(st) for st in between) and not _grad_off(tree, bound[-1].lineno):
+            found.append((name, bound[-1]))
+    if len(found) != 1:
+        return None
+    name, binding = found[0]
+    return replace(
+        base,
+        tensor=name,
+        extra={
+            **base.extra,
+            "stale": name,
+            "fresh": name,
+            "updated": freed_at.filename,
+            "derive": f"{binding.lineno} {binding.end_lineno or binding.lineno}",
+            "before": str(read.lineno),
+            "freed_line": str(freed_at.lineno),
+        },
+    )
+
+
 def _dead_forward(st: ast.Assign, later: list[ast.stmt], target: str, namespace: Mapping[str, Any]) -> bool:
     """``target = model(...)`` (a call of a module of the frame) rebound by a later statement before anything reads
     it."""
@@ -333,11 +444,52 @@ def _dead_forward(st: ast.Assign, later: list[ast.stmt], target: str, namespace:
     return False
 
 
+def _updated_fixes(ctx: Context) -> list[Proposal]:
+    """The binding repeated right before the read after the update (NOTE [A tensor read again after the update
+    that freed it])."""
+    filename, stale = ctx.extra["updated"], ctx.extra["stale"]
+    first, last = (int(k) for k in ctx.extra["derive"].split())
+    at = int(ctx.extra["before"])
+    lines = linecache.getlines(filename)
+    if not 0 < first <= last < at <= len(lines):
+        return []
+    old = [line.rstrip("\n") for line in lines[first - 1 : last]]
+    indent = lines[at - 1][: len(lines[at - 1]) - len(lines[at - 1].lstrip())]
+    strip = len(old[0]) - len(old[0].lstrip())
+    text = "\n".join(indent + line[strip:] if line[:strip].isspace() or not line[:strip] else line for line in old)
+    return [
+        Proposal(
+            Fix(
+                keeps_forward=False,
+                summary=T(
+                    "compute {stale} again after the update, before it is read at {where}: it was computed before "
+                    "the backward at {freed}, which freed its graph, and the step after it changed what it is "
+                    "computed from",
+                    stale=stale,
+                    where=Location(filename, at).where,
+                    freed=Location(filename, int(ctx.extra["freed_line"])).where,
+                ),
+                trains=T(
+                    "{loss} trains what it reaches through {stale} computed from the updated parameters",
+                    loss=ctx.l,
+                    stale=stale,
+                ),
+                edits=(Edit(filename, at, at - 1, text),),
+            ),
+            ctx.reach,
+            False,
+            describe=True,
+        )
+    ]
+
+
 def stale_read_fixes(ctx: Context) -> list[Proposal]:
     site, stale, fresh = ctx.site, ctx.extra.get("stale"), ctx.extra.get("fresh")
     tree = site.tree() if site is not None else None
     if site is None or tree is None or not stale or not fresh:
         return []
+    if ctx.extra.get("updated"):
+        return _updated_fixes(ctx)
     edits: list[Edit] = []
     if ctx.extra.get("derive"):
         at = int(ctx.extra["before"])
