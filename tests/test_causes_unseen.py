@@ -323,6 +323,12 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A tensor read again after the update that freed it]: a helper fits the prototypes with their own optimizer
     # (backward and step), then scores the queries with the normalised prototypes computed before the fit
     "prototypes_refit_before_scoring": ("stale_read", (("loss", ("bank", "encoder")),)),
+    # NOTE [A recurrent layer's state kept on its model]: a GRU's state kept on the model across ECG windows, one label
+    # per window (the output read at its last step): the layer called without it
+    "gru_state_kept_across_recordings": ("carried_state", (("beat_loss", ("classifier",)),)),
+    # the same kept as an LSTM's (h, c) tuple over consecutive chunks of one stream, every step's output read: the
+    # tuple detached where it is stored
+    "lstm_stream_state_tuple": ("carried_state", (("lm_loss", ("lm",)),)),
     "aux_penalty_on_scaled_gate": ("inplace_op", (("tag_loss", ("classifier", "encoder")), ("sparsity", ("encoder",)))),
     # NOTE [A memoised function that returns a tensor]: a module-level helper under functools.cache computes a class
     # weight from a learned parameter; the decorator removed

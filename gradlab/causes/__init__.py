@@ -422,7 +422,11 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             return "carried_state", reset
         kept = None
         if carried_in_loop(facts) is None:
-            kept = kept_attribute(base, facts) or kept_on_modules(base, facts) or kept_on_objects(base, facts)
+            on_modules = kept_on_modules(base, facts)
+            # NOTE [A recurrent layer's state kept on its model]: one prediction per sequence, the state left out
+            per_sequence = on_modules is not None and bool(on_modules.extra.get("per_sequence"))
+            kept = (on_modules if per_sequence else None) or kept_attribute(base, facts) or on_modules
+            kept = kept or kept_on_objects(base, facts)
         if kept is not None:
             return "carried_state", kept
         carried = carried_context(base, graph, topo, facts)

@@ -19,7 +19,7 @@ from ..graph import Graph, walk
 from ..i18n import T, join
 from ..location import Location
 from ..source import parse
-from .module_state import _class_tree, _graph_attrs, _methods, _self_attr
+from .module_state import _class_tree, _graph_attrs, _methods, _self_attr, _tensors_with_graph
 
 __all__ = ["built_once_context", "built_once_fixes"]
 
@@ -107,7 +107,11 @@ def _built(cls: type, attr: str) -> _Built | None:
         for m in methods
         for st in ast.walk(m)
         if isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-        and any(_self_attr(t, attr) for t in (st.targets if isinstance(st, ast.Assign) else [st.target]))
+        and any(
+            _self_attr(t, attr)  # a store of several counts (lstm_out, self.hidden = ...)
+            for target in (st.targets if isinstance(st, ast.Assign) else [st.target])
+            for t in ast.walk(target)
+        )
     ]
     if len(stores) != 1 or stores[0][0] is not init or not isinstance(stores[0][1], ast.Assign):
         return None
@@ -221,7 +225,7 @@ def _graph_tensors(m: object) -> list[tuple[str, torch.Tensor]]:
     """The attributes of ``m`` that hold a graph, each with a tensor of it: a tensor with a grad_fn, or a
     torch.distributions object built from one (``Categorical(logits=self.prior_logits)``: its ``logits``)."""
     attrs = _graph_attrs(m) if isinstance(m, torch.nn.Module) else _plain_graph_attrs(m)
-    found = [(a, getattr(m, a)) for a in attrs]
+    found = [(a, t) for a in attrs for t in _tensors_with_graph(getattr(m, a))]
     for a, v in vars(m).items() if hasattr(m, "__dict__") and not isinstance(m, type) else ():
         if not a.startswith("_") and isinstance(v, torch.distributions.Distribution):
             found += [(a, t) for t in vars(v).values() if isinstance(t, torch.Tensor) and t.grad_fn is not None]

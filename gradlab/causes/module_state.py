@@ -38,14 +38,40 @@ class _Kept:
     none_reset: bool = False  # every attribute starts as None in __init__ and a method tests ``self.attr is None``
 
 
+def _tensors_with_graph(value: object) -> list[torch.Tensor]:
+    """The tensors with a graph ``value`` holds: itself, or the elements of a tuple or list of tensors (an LSTM's
+    ``(h, c)``)."""
+    if isinstance(value, torch.Tensor):
+        return [value] if value.grad_fn is not None else []
+    if isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
+        return [v for v in value if v.grad_fn is not None]
+    return []
+
+
 def _graph_attrs(module: torch.nn.Module) -> list[str]:
-    """The public attributes of ``module`` (plain or buffers) that hold a tensor with a graph."""
+    """The public attributes of ``module`` (plain or buffers) that hold a tensor with a graph, or a tuple or list of
+    tensors one of which has a graph."""
     found = [
         k
         for k, v in [*vars(module).items(), *module._buffers.items()]
-        if not k.startswith("_") and isinstance(v, torch.Tensor) and v.grad_fn is not None
+        if not k.startswith("_") and _tensors_with_graph(v)
     ]
     return list(dict.fromkeys(found))
+
+
+def _sequences(module: torch.nn.Module, attrs: list[str]) -> set[str]:
+    """The attributes of ``attrs`` that hold a tuple or list of tensors rather than one tensor."""
+    return {a for a in attrs if isinstance(getattr(module, a, None), (tuple, list))}
+
+
+def _sequence_state(ctx: Context) -> frozenset[str]:
+    """The kept attributes that hold a tuple of tensors (read by :func:`kept_on_modules`)."""
+    return frozenset(ctx.extra.get("sequence_state", "").split())
+
+
+def _detached(expr: str, attr: str, sequences: frozenset[str]) -> str:
+    """``expr.detach()``; for a state held as a tuple of tensors, ``tuple(t.detach() for t in expr)``."""
+    return f"tuple(t.detach() for t in {expr})" if attr in sequences else f"{expr}.detach()"
 
 
 def _class_tree(cls: type) -> tuple[ast.ClassDef, str] | None:
@@ -288,12 +314,18 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
     paths: dict[type, list[tuple[str, list[str]]]] = {}  # each module keeping state: its path from the loop's name
     held = frozenset().union(*site.optimizers.values()) if site.optimizers else frozenset()
     trained_reach = False  # some kept tensor was computed from parameters an optimizer steps
+    sequences: set[str] = set()  # attributes holding a tuple of tensors (an LSTM's (h, c))
+    instances: dict[type, torch.nn.Module] = {}
     for name, root in sorted(roots.items(), key=lambda kv: kv[0] not in used):
         for sub, m in root.named_modules():
             graphs = _graph_attrs(m)
             if not graphs:
                 continue
-            trained_reach = trained_reach or any(bool(leaves_of(getattr(m, a)) & held) for a in graphs)
+            trained_reach = trained_reach or any(
+                bool(leaves_of(t) & held) for a in graphs for t in _tensors_with_graph(getattr(m, a))
+            )
+            sequences |= _sequences(m, graphs)
+            instances.setdefault(type(m), m)
             holder.setdefault(type(m), name)
             listed = by_class.setdefault(type(m), [])
             listed += [a for a in graphs if a not in listed]
@@ -332,6 +364,12 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
         if name in used and all(k.training_only for k in kept) and not roots[name].training
     ]
     extra = {**ctx.extra, "train_mode": evaluating[0]} if len(evaluating) == 1 and len(holders) == 1 else ctx.extra
+    extra = {**extra, "sequence_state": " ".join(sorted(sequences))}
+    if len(kept) == 1 and len(kept[0].attrs) == 1:  # NOTE [A recurrent layer's state kept on its model]
+        found = _recurrent_state(kept[0].cls, instances[kept[0].cls], kept[0].attrs[0])
+        if found is not None:
+            extra = {**extra, "unstated": found[0], "unstated_line": str(found[1]), "unstated_text": found[2]}
+            extra = {**extra, "per_sequence": "1" if found[3] else ""}
     return replace(
         ctx,
         extra=extra,
@@ -347,6 +385,79 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
         cached_result=trained_reach and all(k.memo for k in kept),
         kept_paths=at_boundary if all(k.cls in paths for k in kept) else (),
     )
+
+
+# NOTE [A recurrent layer's state kept on its model]
+# A model may keep its LSTM's or GRU's state on an attribute and pass it to the layer at every forward
+# (lstm_out, self.hidden = self.lstm(x, self.hidden), the state made once in __init__): the next batch starts
+# from the state the last one ended with, and its backward runs into the last batch's freed graph. Two
+# trainings can be meant. A stream cut into consecutive chunks (a language model over one text) carries the
+# state on purpose: truncated backpropagation, the state detached. A set of sequences each of which is one
+# sample (a window, a clip, a sentence) labelled as a whole has no state to carry from another sample: the
+# layer is called without it and starts from zeros, as torch's recurrent layers do by default (the fix the
+# reports' maintainers give). Told apart by what the forward reads of the layer's output: only its last step
+# (out[:, -1], out[-1]) or only the final state means one prediction per sequence, so the state is left out
+# first; any other read (an output at every step) keeps the detach first. Offered when the one kept attribute
+# is passed to a recurrent submodule (torch.nn.RNNBase) as its state, on one line of forward.
+
+
+def _last_step(node: ast.AST) -> bool:
+    """``node`` is a subscript whose index holds the constant ``-1`` (``out[:, -1, :]``, ``out[-1]``)."""
+    if not isinstance(node, ast.Subscript):
+        return False
+    index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return any(
+        isinstance(i, ast.UnaryOp)
+        and isinstance(i.op, ast.USub)
+        and isinstance(i.operand, ast.Constant)
+        and i.operand.value == 1
+        for i in index
+    )
+
+
+def _recurrent_state(cls: type, module: torch.nn.Module, attr: str) -> tuple[str, int, str, bool] | None:
+    """The line of ``forward`` that passes ``self.attr`` as the state of a recurrent submodule, that line with the
+    state left out, and whether the forward reads only the last step of that layer's output (NOTE [A recurrent
+    layer's state kept on its model])."""
+    found = _class_tree(cls)
+    forward = next((m for m in _methods(found[0]) if m.name == "forward"), None) if found is not None else None
+    if found is None or forward is None:
+        return None
+    calls = [
+        c
+        for c in ast.walk(forward)
+        if isinstance(c, ast.Call)
+        and isinstance(c.func, ast.Attribute)
+        and isinstance(c.func.value, ast.Name)
+        and c.func.value.id == "self"
+        and isinstance(getattr(module, c.func.attr, None), torch.nn.RNNBase)
+        and len(c.args) == 2
+        and not c.keywords
+        and _self_attr(c.args[1], attr)
+        and c.lineno == c.end_lineno
+    ]
+    lines = source_of(found[1]).splitlines()
+    if len(calls) != 1 or not 0 < calls[0].lineno <= len(lines) or not lines[calls[0].lineno - 1].isascii():
+        return None
+    call = calls[0]
+    assert isinstance(call.func, ast.Attribute)  # the test above
+    text = lines[call.lineno - 1]
+    first = text[call.args[0].col_offset : call.args[0].end_col_offset]
+    new = f"{text[: call.col_offset]}self.{call.func.attr}({first}){text[call.end_col_offset :]}"
+    # the statement's first target is the layer's output: read only at its last step (or not at all)
+    st = next((n for n in forward.body if any(c is call for c in ast.walk(n))), None)
+    target = st.targets[0] if isinstance(st, ast.Assign) else None
+    output = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else None
+    if not isinstance(output, ast.Name):
+        return found[1], call.lineno, new, False
+    parents = {id(child): parent for parent in ast.walk(forward) for child in ast.iter_child_nodes(parent)}
+    reads = [n for n in ast.walk(forward) if _reads_name(n, output.id)]
+    last = all(isinstance(up := parents.get(id(n)), ast.Subscript) and up.value is n and _last_step(up) for n in reads)
+    return found[1], call.lineno, new, last
+
+
+def _reads_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
 
 
 #: The attributes every nn.Module has (its parameters, buffers, hooks): never a cache of the user's.
@@ -484,6 +595,7 @@ def _detach_edits(ctx: Context) -> tuple[Edit, ...]:
     """``self.attr = self.attr.detach()`` before the statement of the forward that first reads it (or, when that
     statement sets the attribute from itself, ``self.cache = self.cache.to(x)``, its read of the old value
     detached: ``self.cache.detach().to(x)``)."""
+    sequences = _sequence_state(ctx)
     by_line: dict[tuple[str, int], tuple[Location, list[str]]] = {}
     for loc, attr in ctx.detach_at:
         by_line.setdefault((loc.filename, loc.lineno), (loc, []))[1].append(attr)
@@ -500,7 +612,7 @@ def _detach_edits(ctx: Context) -> tuple[Edit, ...]:
             st = ast.parse(line).body[0]
         except (SyntaxError, IndexError):
             st = None
-        if len(attrs) == 1 and st is not None and _self_attr_target(st, attrs[0]):
+        if len(attrs) == 1 and st is not None and _self_attr_target(st, attrs[0]) and attrs[0] not in sequences:
             # set from itself (self.m = a * self.m + b * x): its old value detached where it is read, so this
             # forward's own term keeps its gradient (the value detached whole would cut it for the reads after)
             new = replace_reads(line, f"self.{attrs[0]}", f"self.{attrs[0]}.detach()") or detached_value(line)
@@ -509,7 +621,7 @@ def _detach_edits(ctx: Context) -> tuple[Edit, ...]:
         if st is None and not line.endswith(":"):
             edits.append(None)  # the first line of a statement that goes on: nothing to put before it alone
             continue
-        detach = [f"{indent}self.{a} = self.{a}.detach()" for a in attrs]
+        detach = [f"{indent}self.{a} = {_detached(f'self.{a}', a, sequences)}" for a in attrs]
         edits.append(Edit(loc.filename, loc.lineno, loc.lineno, "\n".join([*detach, text])))
     return tuple(sorted(all_edits(*edits), key=lambda e: e.start))
 
@@ -522,6 +634,7 @@ def _stored_edits(ctx: Context) -> tuple[Edit, ...]:
     """Every ``self.attr = value`` of the kept state (outside ``__init__`` and the reset) as ``value.detach()``;
     a store of several (``self.a, self.b = f(x)``) followed by ``self.a, self.b = self.a.detach(), self.b.detach()``
     at its indentation."""
+    sequences = _sequence_state(ctx)
     by_line: dict[tuple[str, int], tuple[Location, list[str]]] = {}
     for loc, attr in ctx.stored_at:
         by_line.setdefault((loc.filename, loc.lineno), (loc, []))[1].append(attr)
@@ -531,14 +644,15 @@ def _stored_edits(ctx: Context) -> tuple[Edit, ...]:
             st = ast.parse(loc.code.strip()).body[0] if loc.code else None
         except (SyntaxError, IndexError):
             st = None
-        if not (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Tuple)):
+        tuple_target = isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Tuple)
+        if not tuple_target and not set(attrs) & sequences:
             edits.append(edit_at(ctx, loc, detached_value(loc.code) if loc.code else None))
             continue
         lines = source_of(loc.filename).splitlines()
         text = lines[loc.lineno - 1] if 0 < loc.lineno <= len(lines) else ""
         indent = text[: len(text) - len(text.lstrip())]
         targets = ", ".join(f"self.{a}" for a in attrs)
-        values = ", ".join(f"self.{a}.detach()" for a in attrs)
+        values = ", ".join(_detached(f"self.{a}", a, sequences) for a in attrs)
         edits.append(Edit(loc.filename, loc.lineno, loc.lineno, f"{text}\n{indent}{targets} = {values}"))
     return tuple(sorted(all_edits(*edits), key=lambda e: (e.filename, e.start)))
 
@@ -566,7 +680,8 @@ def _detach_at_boundary(ctx: Context, attrs: Text) -> Proposal | None:
     loop's model that keeps state: the loop's own iteration boundary, whatever the class's code looks like."""
     if not ctx.kept_paths or ctx.site is None or ctx.backward_line is None:
         return None
-    text = "\n".join(f"{p} = {p}.detach()" for p in ctx.kept_paths)
+    sequences = _sequence_state(ctx)
+    text = "\n".join(f"{p} = {_detached(p, p.rsplit('.', 1)[-1], sequences)}" for p in ctx.kept_paths)
     edit = insert_lines(ctx, ctx.backward_line, text, after=True)
     if edit is None:
         return None
@@ -663,6 +778,32 @@ def _detach_where_read(ctx: Context, attrs: Text) -> Proposal | None:
     )
 
 
+def _unstated(ctx: Context, attrs: Text) -> Proposal | None:
+    """The recurrent layer called without the kept state (NOTE [A recurrent layer's state kept on its model])."""
+    filename, line, text = ctx.extra.get("unstated"), ctx.extra.get("unstated_line"), ctx.extra.get("unstated_text")
+    if not filename or not line or text is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "call the recurrent layer without the state kept on the model ({attrs}) at {where}: each batch's "
+                "sequences then start from zeros, the layer's default, instead of from the state the previous batch "
+                "ended with",
+                attrs=attrs,
+                where=Location(filename, int(line)).where,
+            ),
+            trains=T(
+                "{loss} trains through each batch's own sequences, from a zero state; nothing of the previous "
+                "batch enters the forward",
+                loss=ctx.l,
+            ),
+            edits=(Edit(filename, int(line), int(line), text),),
+            keeps_forward=False,
+        ),
+    )
+
+
 def _train_mode(ctx: Context, attrs: Text) -> Proposal | None:
     """``model.train()`` at the top of the loop's body, when the state is a result that only training forwards
     store and the model was left in eval mode (NOTE [A model left in eval mode])."""
@@ -714,7 +855,11 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
     boundary = _detach_at_boundary(ctx, attrs)
     reset = _reset_proposal(ctx, attrs)
     read = _detach_where_read(ctx, attrs)
-    if ctx.stepwise or (ctx.cached_result and reset is not None):
+    unstated = _unstated(ctx, attrs)
+    if unstated is not None and ctx.extra.get("per_sequence"):
+        # one prediction per sequence: each sequence a sample of its own, started from zeros
+        order = [unstated, stored, read, reset, boundary]
+    elif ctx.stepwise or (ctx.cached_result and reset is not None):
         # a state over one input's steps, or a result of trained weights kept for reuse: its class's reset is the
         # boundary its author wrote (a detached cache would stop the weights below it from learning)
         order = [reset, read, stored, boundary]
@@ -722,6 +867,8 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
         order = [stored, read, reset, boundary]
     else:  # no place in the class's code: the loop's own boundary first
         order = [boundary, reset]
+    if unstated is not None and unstated not in order:
+        order.append(unstated)
     proposals = [p for p in order if p is not None]
     if read is not None and proposals[0] is not read:
         proposals[proposals.index(read)] = replace(read, fix=replace(read.fix, alternative=True))
@@ -783,7 +930,8 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 # attribute holds the graph of the forward that wrote it, and the next iteration's forward reads it: its
 # backward goes into the freed graph. The state is found on the objects, not in the names of the code: every
 # module of the frame's models is looked at for public attributes (plain or buffers) holding a tensor with a
-# graph, and its class (in the user's files) must read the attribute in a method before setting it (an
+# graph (or a tuple or list of tensors, one with a graph: an LSTM's (h, c), detached as
+# tuple(t.detach() for t in ...)), and its class (in the user's files) must read the attribute in a method before setting it (an
 # attribute only written, an output kept for logging, carries nothing). Two fixes, each checked and run:
 # - the class's own reset (a method without arguments that sets every such attribute back without reading
 #   it): called on each module of that class after the backward, so each iteration starts where the first
