@@ -190,7 +190,10 @@ class Context:
     @property
     def step(self) -> Words:
         if not self.optimizer:
-            return T("the optimizer step")
+            # a function of the file that writes a model's weights (ascend(model, rho)): the call as written
+            line = self.site.text(self.step_line).strip() if self.site is not None and self.step_line else ""
+            call = re.fullmatch(r"(?:[\w, ]+=\s*)?([A-Za-z_]\w*\([^()]*\))", line)
+            return call[1] if call else T("the optimizer step")
         # the update as the code calls it: opt.step(), or SAM's opt.first_step() (NOTE [Updates that are not steps])
         line = self.site.text(self.step_line) if self.site is not None and self.step_line is not None else ""
         m = re.search(re.escape(self.optimizer) + r"\.(\w+)\(", line)

@@ -538,7 +538,36 @@ def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, st
 # one in the same function, of a method other than zero_grad() on one of the frame's
 # optimizers. Then "keep the graph" (retain_graph=True) is no fix (the second backward
 # would meet the changed weights: the in-place error), and the forward is to be run again
-# after that call, as after a step.
+# after that call, as after a step. The same holds for a function of the user's file given
+# one of the frame's models that writes its parameters in place (a hand-written SAM's
+# ascend(model, rho): for p in model.parameters(): p.add_(e)).
+def _writes_parameters(tree: ast.Module, name: str) -> bool:
+    """The top-level function ``name`` of ``tree`` loops over a model's ``parameters()`` (or
+    ``named_parameters()``) and calls an in-place method (``p.add_(e)``): it writes the weights it is given."""
+    fn = next((f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == name), None)
+    if fn is None:
+        return False
+    loops = [
+        n
+        for n in ast.walk(fn)
+        if isinstance(n, ast.For)
+        and any(
+            isinstance(c, ast.Call)
+            and isinstance(c.func, ast.Attribute)
+            and c.func.attr in ("parameters", "named_parameters")
+            for c in ast.walk(n.iter)
+        )
+    ]
+    return any(
+        isinstance(c, ast.Call)
+        and isinstance(c.func, ast.Attribute)
+        and c.func.attr.endswith("_")
+        and not c.func.attr.startswith("_")
+        for loop in loops
+        for c in ast.walk(loop)
+    )
+
+
 def _updates_between(
     facts: Facts, call: BackwardCall, failing: BackwardCall | None
 ) -> list[tuple[Location | None, str]]:
@@ -575,6 +604,16 @@ def _updates_between(
         ):
             optimizer = facts.namespace.get(ast.unparse(node.func.value))
             found.append((Location(site.filename, node.lineno), type(optimizer).__name__))
+        elif (  # a function of the file that writes the parameters of a model it is given (NOTE above)
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and start < node.lineno < end
+            and site.holds(node.lineno)
+            and any(isinstance(a, ast.Name) and a.id in site.modules for a in node.args)
+            and tree is not None
+            and _writes_parameters(tree, node.func.id)
+        ):
+            found.append((Location(site.filename, node.lineno), node.func.id))
     return sorted(found, key=lambda f: f[0].lineno if f[0] is not None else 0)[:1]
 
 

@@ -165,7 +165,8 @@ def recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tup
     body = next((b for b in enclosing_blocks(tree) if step_stmt in b), None)
     if body is None:
         return ()
-    stepped = _stepped_modules(site, ctx.optimizer)
+    # a function of the file given the model writes its weights (NOTE [Updates that are not steps]): that model
+    stepped = _stepped_modules(site, ctx.optimizer) or (set() if ctx.optimizer else _modules_given(step_stmt, site))
     chosen: list[int] = []
     dirty: set[str] = set()
     # the statements that ran before the step in its function: those of its block, and of the blocks around it
@@ -208,6 +209,17 @@ def _stepped_modules(site: Site, optimizer: str | None) -> set[str]:
     forward through them reads weights the step writes (a network whose adapters alone are trained)."""
     params = site.optimizers.get(optimizer or "")
     return {m for m, ids in site.modules.items() if params and ids and ids & params}
+
+
+def _modules_given(st: ast.stmt, site: Site) -> set[str]:
+    """The user's modules ``st`` passes to a call as arguments (``ascend(model, rho)``)."""
+    return {
+        a.id
+        for n in ast.walk(st)
+        if isinstance(n, ast.Call)
+        for a in n.args
+        if isinstance(a, ast.Name) and a.id in site.modules
+    }
 
 
 def _calls_module(st: ast.stmt, modules: set[str]) -> bool:
