@@ -54,6 +54,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     ),
     # NOTE [numpy's values handed to code outside torch]: the arm probabilities go to a pure-numpy environment's
     # method; what comes back is numpy's numbers either way: the tensor numpy is given is detached there
+    # NOTE [A numpy round trip through a helper]: the codes detached, decoded by a numpy helper and copied back with
+    # torch.tensor: the helper written with torch, called on the codes
+    "denoiser_codes_decoded_in_numpy": (
+        "no_grad_fn",
+        ("recon = torch.tensor(decode_codes(codes.detach().numpy()), dtype=torch.float32)",),
+        (("rec_loss", ("encoder",)),),
+    ),
     "bandit_env_pulls_numpy_of_probs": (
         "numpy_requires_grad",
         ("arm, reward = env.pull(np.asarray(probs, dtype=np.float64))",),
@@ -517,3 +524,22 @@ def test_positions_that_look_up_embeddings_are_no_cut_and_the_eval_branch_is(tmp
     )
     assert d is not None and "training mode" in str(d.fixes[0].summary), str(d)
     assert not any("soft-argmax" in str(f.summary) for f in d.fixes), str(d)
+
+
+def test_a_numpy_helper_with_a_function_torch_lacks_or_a_second_caller_is_not_rewritten(tmp_path: Path) -> None:
+    """NOTE [A numpy round trip through a helper]: np.sign has no entry in the table, and a helper also called on
+    arrays elsewhere must keep working on arrays: neither is written with torch."""
+    script = KINDS / "denoiser_codes_decoded_in_numpy.py"
+    for name, change in (
+        ("unknown", ("np.tanh(codes @ DICTIONARY)", "np.sign(codes @ DICTIONARY)")),
+        (
+            "second_caller",
+            (
+                "clean = torch.randn(128, 32)\n",
+                "clean = torch.randn(128, 32)\nprobe = decode_codes(np.ones((1, 16)))\n",
+            ),
+        ),
+    ):
+        d = variant_diagnosis(script, tmp_path / f"denoiser_{name}.py", change)
+        assert d is not None and d.kind == "no_grad_fn", name
+        assert not any("decode_codes() with torch" in str(f.summary) for f in d.fixes), (name, str(d))

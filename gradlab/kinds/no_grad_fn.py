@@ -50,6 +50,7 @@ from ..source import (
 if TYPE_CHECKING:
     from ..recorder import Recorder
 from .cut_path import PathCut, backward_target, path_cut
+from .numpy_values import helper_round_trip_fix
 from .situations import (
     called_modules,
     caller_grad_off_fix,
@@ -202,6 +203,7 @@ def locate(f: Failure) -> Explanation:
             recorded,
             fixes=(
                 *closure,
+                *_numpy_helper_fix(f, recorded.cut_at),
                 *recorded_stack_fix(f),
                 *update_out_of_helper(f, tree),
                 *recorded_block_fix(f, tree),
@@ -288,9 +290,35 @@ def locate(f: Failure) -> Explanation:
     if first is not None:  # the public record names the line that cut the graph, as a tracker's cut does
         located = replace(located, cut=first[0], cut_at=Location(where, first[1]), cut_exact=cut.exact)
     fixes = _fixes(f, cut, line)
+    if first is not None:  # NOTE [A numpy round trip through a helper] in gradlab.kinds.numpy_values
+        fixes = (*_numpy_helper_fix(f, Location(where, first[1])), *fixes)
     if not any(x.edits for x in fixes):  # the source gave no rewrite: the copies of a list a tracker saw
         fixes = (*recorded_stack_fix(f), *fixes)
     return replace(located, fixes=(*fixes, *e.fixes))
+
+
+def _numpy_helper_fix(f: Failure, at: Location | None) -> tuple[Fix, ...]:
+    """The helper of a numpy round trip at the cut ``at`` written with torch (NOTE [A numpy round trip through a
+    helper] in :mod:`gradlab.kinds.numpy_values`), judged with the loop's intent; () when there is none."""
+    site = f.site
+    if at is None or site is None or at.filename != site.filename:
+        return ()  # the helper's module arrays are read from the failing frame's globals: the same file only
+    found = helper_round_trip_fix(at, f.namespace)
+    if found is None:
+        return ()
+    fix, tensor = found
+    line = f.location.lineno if f.location is not None and f.location.filename == site.filename else None
+    tree = site.tree()
+    here = statement_at(tree, line) if tree is not None and line is not None else None
+    target = backward_target(here) if here is not None else None
+    loss = ast.unparse(target) if target is not None else None
+    if tree is None or line is None or loss is None:
+        return ()
+    # the models the loss's own statement hands its graph through (rollout_loss(policy, ...)): what it trains then
+    made = [st for st in preceding(tree, line) if isinstance(st, ast.Assign) and loss in names(st, ast.Store)]
+    reach = _reach_of(f, tensor) or tuple(sorted(m for m in site.modules if made and m in names(made[-1], ast.Load)))
+    ctx = Context(loss=loss, site=site, backward_line=line, reach=reach, intent=intent_at(site, line))
+    return tuple(judged([Proposal(fix, reach, False, describe=bool(reach))], ctx))
 
 
 def _first_cut(cut: PathCut) -> tuple[str, int] | None:
