@@ -583,9 +583,38 @@ def _written(st: ast.stmt) -> set[str]:
     return {r for t in targets for r in [_root(t)] if r}
 
 
-def _move_write(ctx: Context) -> Proposal | None:
-    """The write statement moved to right after the failing backward, when nothing between them reads it."""
+def _calling_write(ctx: Context) -> Location | None:
+    """The one statement of the failing backward's block, before it, that calls the function the write ran in
+    (``next_labels = stream.fill(staging)`` for a ``buffer.copy_(wave)`` inside ``fill``): the write, as the
+    failing function sees it."""
     loc, site, back = ctx.write_at, ctx.site, ctx.backward_line
+    tree = site.tree() if site is not None else None
+    other = parse(source_of(loc.filename)) if loc is not None else None
+    helper = function_of(other, loc.lineno) if other is not None and loc is not None else None
+    if helper is None or tree is None or site is None or back is None:
+        return None
+    backward = statement_at(tree, back)
+    block = next((b for b in enclosing_blocks(tree) if backward in b), [])  # the backward's own block (its loop)
+    calls = [
+        st
+        for st in block
+        if st.lineno < back
+        and site.holds(st.lineno)
+        and any(
+            isinstance(n, ast.Call)
+            and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) == helper.name
+            for n in ast.walk(st)
+        )
+    ]
+    return Location(site.filename, calls[0].lineno) if len(calls) == 1 else None
+
+
+def _move_write(ctx: Context) -> Proposal | None:
+    """The write statement moved to right after the failing backward, when nothing between them reads it (a write
+    inside a helper: the statement of the failing function that calls it)."""
+    loc, site, back = ctx.write_at, ctx.site, ctx.backward_line
+    if loc is not None and site is not None and (loc.filename != site.filename or not site.holds(loc.lineno)):
+        loc = _calling_write(ctx)
     if loc is None or site is None or back is None or loc.filename != site.filename or not site.holds(loc.lineno):
         return None
     tree = site.tree()

@@ -332,6 +332,14 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [Updates that are not steps]: a function of the file given the model moves its weights in place (AWP), and
     # the adversarial loss reuses the clean logits: the forward run again after that call
     "awp_perturbed_loss_on_clean_logits": ("shared_graph_freed", (("adv", ("net",)), ("clean", ()))),
+    # NOTE [A write to an argument]: a loader's load_into(dst) copies the next batch into the buffer the forward read
+    # and returns the tags: no out-of-place form (the caller's buffer would keep the first batch); the prefetch moved
+    # after the backward
+    "prefetch_fills_input_buffer": ("inplace_op", (("tag_loss", ("tagger",)),)),
+    # NOTE [A state module called in a loop of its parent]: a trace layer called at each step of its parent, cleared
+    # by the loop with a zero_() that keeps its graph: detached after the backward (not where it is read: that would
+    # cut the gradient between the steps of one sequence)
+    "integrator_zeroed_in_place": ("carried_state", (("ce", ("gesture_net",)),)),
     "aux_penalty_on_scaled_gate": ("inplace_op", (("tag_loss", ("classifier", "encoder")), ("sparsity", ("encoder",)))),
     # NOTE [A memoised function that returns a tensor]: a module-level helper under functools.cache computes a class
     # weight from a learned parameter; the decorator removed

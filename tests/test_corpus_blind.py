@@ -60,15 +60,16 @@ REUSED_REPORTS = frozenset(
 
 #: Two cases of one batch on the same report, written by its two writers at once (each was given only the
 #: reports of earlier batches): two pairs of the reused-report era (s to u, see REUSED_REPORTS), and batch zc's
-#: change detection and DrQ scripts, which both reduce one issue, and batch zg's hedging and shadow scripts, whose
-#: two writers both cited one repository of worked examples (each said in its batch's README). No other pair may
-#: share a report.
+#: change detection and DrQ scripts, which both reduce one issue, batch zg's hedging and shadow scripts, whose
+#: two writers both cited one repository of worked examples, and batch zo's surgical and swell scripts, whose two
+#: writers both reduced one issue (each said in its batch's README). No other pair may share a report.
 SAME_REPORT_IN_A_BATCH = frozenset(
     {
         ("captioning_feature_adapter_outside_loop", "tpp_mark_embedding_precomputed"),
         ("mdn_param_alias_inplace", "speaker_res2block_output_aliases_input"),
         ("changedet_forward_outside_loop", "drq_critic_updates_reuse_encoding"),
         ("hedging_paths_from_grad_params", "shadow_synthetic_pairs_requires_grad"),
+        ("surgical_phase_hidden_on_module", "swell_lstm_hidden_on_model"),
     }
 )
 

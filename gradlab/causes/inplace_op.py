@@ -124,6 +124,8 @@ def _through_callers(ctx: Context, rewritten: str) -> tuple[tuple[Edit, ...], st
     if rebound:
         return (), rewritten  # a local of the helper by then: the caller's tensor is not what it writes
     if returns_value(helper):
+        if ctx.op in _FILLS and not _returns_name(helper, name):
+            return None  # it fills the caller's tensor and returns something else (NOTE [A write to an argument])
         return (), rewritten  # it returns a value (a forward's ``return x``): its callers use what it returns
     if any(isinstance(n, ast.Return) for n in ast.walk(helper)):
         return None
@@ -164,6 +166,20 @@ def _through_callers(ctx: Context, rewritten: str) -> tuple[tuple[Edit, ...], st
         return None
     edits.append(Edit(loc.filename, end, end, f"{lines[end - 1]}\n{indent}return {name}"))
     return tuple(edits), rewritten
+
+
+#: In-place writes that replace a tensor's values whole, whatever they were: into an argument, the helper's output.
+_FILLS = frozenset({"copy_", "fill_", "zero_", "set_"})
+
+
+def _returns_name(helper: ast.FunctionDef, name: str) -> bool:
+    """A ``return`` of ``helper`` returns ``name`` (alone or in a tuple)."""
+    return any(
+        isinstance(n, ast.Return)
+        and n.value is not None
+        and any(isinstance(v, ast.Name) and v.id == name for v in ast.walk(n.value))
+        for n in ast.walk(helper)
+    )
 
 
 def _view_of_kept_base(ctx: Context, rewritten: str) -> bool:
@@ -331,7 +347,10 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
 # helper's own name and the caller's y keeps its old values: the patched run computes another loss. So the
 # rewrite goes with a return of the written name at the helper's end and every call rebinding its argument
 # (y = subtract_mean(y)); with a call that is not a plain statement (its value used), or a helper that
-# already returns something, no out-of-place edit is offered (the general rewrites follow).
+# already returns something, no out-of-place edit is offered (the general rewrites follow). A helper that
+# returns something else and replaces its argument's values whole (a data stream's fill(buffer):
+# buffer.copy_(wave); return labels) fills a tensor its caller reads next: its out-of-place form would leave
+# the caller's buffer as it was, every later step training on the first batch; no out-of-place edit either.
 
 
 # NOTE [Every stale write]

@@ -364,7 +364,7 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
         if name in used and all(k.training_only for k in kept) and not roots[name].training
     ]
     extra = {**ctx.extra, "train_mode": evaluating[0]} if len(evaluating) == 1 and len(holders) == 1 else ctx.extra
-    extra = {**extra, "sequence_state": " ".join(sorted(sequences))}
+    extra = {**extra, "sequence_state": " ".join(sorted(sequences)), "looped": "1" if looped else ""}
     if len(kept) == 1 and len(kept[0].attrs) == 1:  # NOTE [A recurrent layer's state kept on its model]
         found = _recurrent_state(kept[0].cls, instances[kept[0].cls], kept[0].attrs[0])
         if found is not None:
@@ -395,10 +395,14 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
 # state on purpose: truncated backpropagation, the state detached. A set of sequences each of which is one
 # sample (a window, a clip, a sentence) labelled as a whole has no state to carry from another sample: the
 # layer is called without it and starts from zeros, as torch's recurrent layers do by default (the fix the
-# reports' maintainers give). Told apart by what the forward reads of the layer's output: only its last step
-# (out[:, -1], out[-1]) or only the final state means one prediction per sequence, so the state is left out
-# first; any other read (an output at every step) keeps the detach first. Offered when the one kept attribute
-# is passed to a recurrent submodule (torch.nn.RNNBase) as its state, on one line of forward.
+# reports' maintainers give). The code does not say which is meant, and blind scripts were written both ways;
+# the rule reads two signs. The forward reads only the last step of the layer's output (out[:, -1], out[-1]):
+# one prediction per sequence. And the state is a tensor __init__ made once, of a fixed batch size (a tutorial's
+# init_hidden(), torch.zeros(1, B, H)), that nothing but the recurrent call sets again: no code manages it as a
+# carried state. With both, the state is left out first and the detach comes second; a state that starts as
+# None, or that the forward makes again when the batch size changes, is carried on purpose: the detach first,
+# leaving it out after. Offered when the one kept attribute is passed to a recurrent submodule
+# (torch.nn.RNNBase) as its state, on one line of forward.
 
 
 def _last_step(node: ast.AST) -> bool:
@@ -453,7 +457,25 @@ def _recurrent_state(cls: type, module: torch.nn.Module, attr: str) -> tuple[str
     parents = {id(child): parent for parent in ast.walk(forward) for child in ast.iter_child_nodes(parent)}
     reads = [n for n in ast.walk(forward) if _reads_name(n, output.id)]
     last = all(isinstance(up := parents.get(id(n)), ast.Subscript) and up.value is n and _last_step(up) for n in reads)
-    return found[1], call.lineno, new, last
+    return found[1], call.lineno, new, last and _made_once(found[0], attr, st)
+
+
+def _made_once(node: ast.ClassDef, attr: str, stored: ast.stmt | None) -> bool:
+    """``__init__`` sets ``self.attr`` to a tensor it makes (``self.init_hidden()``, ``torch.zeros(...)``; not None),
+    and no statement but ``stored`` (the recurrent call's) sets it again: a state made once, of a fixed size, that
+    nothing manages (NOTE [A recurrent layer's state kept on its model])."""
+    stores = [
+        st
+        for m in _methods(node)
+        for st in ast.walk(m)
+        if isinstance(st, ast.Assign) and any(_self_attr(t, attr) for target in st.targets for t in ast.walk(target))
+    ]
+    init = [st for st in stores if st is not stored]
+    return (
+        len(init) == 1
+        and isinstance(init[0].value, ast.Call)
+        and any(init[0] in ast.walk(m) for m in _methods(node) if m.name == "__init__")
+    )
 
 
 def _reads_name(node: ast.AST, name: str) -> bool:
@@ -859,6 +881,10 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
     if unstated is not None and ctx.extra.get("per_sequence"):
         # one prediction per sequence: each sequence a sample of its own, started from zeros
         order = [unstated, stored, read, reset, boundary]
+    elif ctx.extra.get("looped"):
+        # called at each step of its parent's loop: a detach where it is read or stored would cut the gradient
+        # between the steps of one input (NOTE [A state module called in a loop of its parent])
+        order = [reset, boundary]
     elif ctx.stepwise or (ctx.cached_result and reset is not None):
         # a state over one input's steps, or a result of trained weights kept for reuse: its class's reset is the
         # boundary its author wrote (a detached cache would stop the weights below it from learning)
@@ -870,7 +896,7 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
     if unstated is not None and unstated not in order:
         order.append(unstated)
     proposals = [p for p in order if p is not None]
-    if read is not None and proposals[0] is not read:
+    if read is not None and read in proposals and proposals[0] is not read:
         proposals[proposals.index(read)] = replace(read, fix=replace(read.fix, alternative=True))
     if not proposals:
         proposals.append(
@@ -898,7 +924,10 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 # one input's, over those steps, as a spiking layer's is, and the reset between inputs is the boundary (snnTorch's
 # ``utils.reset(net)``). A class without a reset method that starts the state as None in ``__init__`` and makes it
 # afresh when it finds None is reset by setting the attribute back to None after the backward, through the loop's
-# path to it. It changes the later iterations' forward (keeps_forward False), and says so.
+# path to it. It changes the later iterations' forward (keeps_forward False), and says so. Without a reset, the
+# detach after the backward, in the loop: a detach where the layer reads or stores its state would run at each of
+# the parent's steps and cut the gradient between the steps of one input (a reset the loop already calls that
+# zeroes the state in place, buf.zero_(), keeps its graph: the detach after the backward is what it lacks).
 
 
 # NOTE [A cache of a module's result]
