@@ -785,12 +785,51 @@ def _keep_and_route(ctx: Context) -> Proposal | None:
     )
 
 
+def _detach_where_read(ctx: Context) -> Proposal | None:
+    """``.detach()`` where the failing loss reads the part made in another function, which other losses train
+    through (``self.fake_clean.detach()`` in the critic's loss; NOTE [A part no optimizer steps] in
+    :mod:`gradlab.evidence`)."""
+    site, at = ctx.site, ctx.made_at
+    reads = [item.split(":", 1) for item in ctx.extra.get("made_read", "").split(";") if item]
+    if site is None or at is None or not reads:
+        return None
+    edits = []
+    for line, expr in reads:
+        new = replace_reads(site.text(int(line)), expr, f"{expr}.detach()")
+        edits.append(edit_at(ctx, Location(site.filename, int(line)), new.strip() if new else None))
+    expr = reads[0][1]
+    return keeping(
+        ctx,
+        Fix(
+            keeps_forward=True,
+            summary=T(
+                "detach {tensor} where {loss} reads it (at {where}): the part of the graph below it, made at "
+                "{made}, ends in parameters that no optimizer steps on {loss}, and each backward of {loss} after the "
+                "first finds it freed; the other losses that read {tensor} keep its graph",
+                tensor=expr,
+                loss=ctx.l,
+                where=", ".join(Location(site.filename, int(line)).where for line, _e in reads),
+                made=at.where,
+            ),
+            trains=T(
+                "{loss} trains what it trained, with the same values: the optimizers that hold the parameters below "
+                "{where} do not step on {loss}, so no update changes",
+                loss=ctx.l,
+                where=at.where,
+            ),
+            edits=all_edits(*edits),
+        ),
+    )
+
+
 def _detach_where_made(ctx: Context) -> Proposal | None:
     """``.detach()`` on the line that made the freed part, when it reaches only parameters no optimizer holds
     (NOTE [A part no optimizer steps] in :mod:`gradlab.evidence`)."""
     at = ctx.made_at
     if at is None or not at.code or "autograd.grad(" in at.code:  # autograd.grad returns a tuple: no .detach()
         return None
+    if ctx.extra.get("made_read"):
+        return _detach_where_read(ctx)
     edit = edit_at(ctx, at, detached_value(at.code.strip()))
     if edit is None:
         return None

@@ -27,7 +27,7 @@ from .loop import LoopIntent, Site, read_site, recorded_intent, site_intent
 from .messages import Message, find
 from .names import framework_backward
 from .saved import SavedTensor, Write
-from .source import calls_method, loop_body_of, next_backward, outermost_loop, parse
+from .source import calls_method, loop_body_of, next_backward, outermost_loop, parse, preceding
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
@@ -877,12 +877,16 @@ def made_apart(
         return None
     held = everything = frozenset().union(*site.optimizers.values())
     call, failing = freeing_call(p, facts), facts.failing
+    # the failing backward's line; check() runs before it: the backward it checks for
+    failing_at = (
+        (failing.location.filename, failing.location.lineno)
+        if failing is not None and failing.location is not None
+        else (site.filename, facts.backward_line)
+        if failing is None and facts.backward_line is not None
+        else None
+    )
     own = (
-        call is not None
-        and failing is not None
-        and call.location is not None
-        and failing.location is not None
-        and (call.location.filename, call.location.lineno) == (failing.location.filename, failing.location.lineno)
+        call is not None and call.location is not None and (call.location.filename, call.location.lineno) == failing_at
     )
     if own and intent is not None and intent.known:
         stepping = [site.optimizers.get(plan.optimizer) for plan in intent.plans if plan.steps]
@@ -910,6 +914,40 @@ def made_apart(
                 return None  # a parameter an optimizer steps, or an input whose .grad the code may read
             other = other or (leaf is not None and id(leaf) in everything)  # held by an optimizer of other losses
     return (at, other) if found else None
+
+
+def made_read_here(graph: Graph, p: Problem, facts: Facts) -> tuple[tuple[int, str], ...]:
+    """The reads, on the failing function's lines before its backward, of a tensor made elsewhere whose graph holds
+    the freed node of ``p`` (``self.fake_clean`` in ``d_fake = self.critic(noisy, self.fake_clean)``): (line,
+    expression) each. Where the failing loss takes the part :func:`made_apart` found, for a detach there that leaves
+    the tensor attached for the other losses that read it (NOTE [A part no optimizer steps])."""
+    site, line = facts.site, facts.backward_line
+    tree = site.tree() if site is not None else None
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    if site is None or tree is None or line is None or node is None:
+        return ()
+    before = [st for st in preceding(tree, line) if site.holds(st.lineno)]
+    stored = {ast.unparse(t) for st in before for t in _store_targets(st)}
+    found: list[tuple[int, str]] = []
+    for st in before:
+        if not isinstance(st, ast.Assign) or st.lineno != st.end_lineno:
+            continue
+        reads = {
+            ast.unparse(n)
+            for n in ast.walk(st.value)
+            if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load)
+        }
+        for expr in sorted(reads - stored):
+            if all(part.isidentifier() for part in expr.split(".")) and holds_node(
+                resolve_dotted(expr, facts.namespace), node
+            ):
+                found.append((st.lineno, expr))
+    return tuple(found)
+
+
+def _store_targets(st: ast.stmt) -> list[ast.expr]:
+    targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(st, ast.AugAssign) else []
+    return [t for target in targets for t in ast.walk(target) if isinstance(t, (ast.Name, ast.Attribute))]
 
 
 def made_apart_also(
@@ -1031,7 +1069,14 @@ def made_outside(
 # leaf below is not a parameter (an input whose .grad an attack or a saliency map
 # reads), when any node the graph saved on that line reaches a parameter an
 # optimizer holds (the line computes something trained as well), or when the
-# frame names no optimizer (nothing to tell "held" from "not held").
+# frame names no optimizer (nothing to tell "held" from "not held"). When the
+# part's parameters are held by an optimizer that steps on other losses and the
+# part was made in another function (a generator's forward, its sample kept on
+# the trainer and read by each critic round and by the generator's own loss), a
+# detach where it was made would cut those losses too (the generator would learn
+# nothing): the detach goes where the failing loss's function reads the tensor
+# (self.fake_clean.detach() in the critic's loss), when that read is one
+# expression of the frame whose value holds the freed node.
 
 
 def value_of(expr: str, namespace: Mapping[str, Any]) -> Any:

@@ -340,6 +340,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # by the loop with a zero_() that keeps its graph: detached after the backward (not where it is read: that would
     # cut the gradient between the steps of one sequence)
     "integrator_zeroed_in_place": ("carried_state", (("ce", ("gesture_net",)),)),
+    # NOTE [A part no optimizer steps]: critic rounds backward through one sample the sampler made, which the
+    # sampler's own loss reads too: detached where the critic's loss reads it, not in the sampler's forward (the
+    # claim is the failing loss's: the sampler's loss is backwarded in the caller)
+    "critic_rounds_read_shared_sample": ("carried_state", (("self.w_loss", ("self.judge",)),)),
     "aux_penalty_on_scaled_gate": ("inplace_op", (("tag_loss", ("classifier", "encoder")), ("sparsity", ("encoder",)))),
     # NOTE [A memoised function that returns a tensor]: a module-level helper under functools.cache computes a class
     # weight from a learned parameter; the decorator removed
