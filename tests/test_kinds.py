@@ -61,6 +61,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("recon = torch.tensor(decode_codes(codes.detach().numpy()), dtype=torch.float32)",),
         (("rec_loss", ("encoder",)),),
     ),
+    # NOTE [A numpy round trip on one line]: the hard rows picked from numpy copies of two tensors: both indexed in
+    # torch with the same numpy index, in one fix (the line that computes the index keeps its .detach())
+    "hard_negatives_selected_through_numpy": (
+        "no_grad_fn",
+        ("neg_h = torch.from_numpy(neg.detach().numpy()[hard])",),
+        (("margin_loss", ("doc_tower", "query_tower")),),
+    ),
     "bandit_env_pulls_numpy_of_probs": (
         "numpy_requires_grad",
         ("arm, reward = env.pull(np.asarray(probs, dtype=np.float64))",),

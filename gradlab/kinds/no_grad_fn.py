@@ -31,7 +31,7 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Failure, backward_line_after, claims_of_others, leaves_of, torch_alias
 from ..explanation import Explanation, Span
-from ..fixes import Fix, Proposal, indent_of, replace_line, unwrapped
+from ..fixes import Fix, Proposal, indent_of, replace_line, source_of, unwrapped
 from ..i18n import T, Words
 from ..judge import judged
 from ..location import Location, frame_names
@@ -50,7 +50,7 @@ from ..source import (
 if TYPE_CHECKING:
     from ..recorder import Recorder
 from .cut_path import PathCut, backward_target, path_cut
-from .numpy_values import helper_round_trip_fix
+from .numpy_values import helper_round_trip_fix, inline_round_trip_fix
 from .situations import (
     called_modules,
     caller_grad_off_fix,
@@ -304,6 +304,18 @@ def _numpy_helper_fix(f: Failure, at: Location | None) -> tuple[Fix, ...]:
     if at is None or site is None or at.filename != site.filename:
         return ()  # the helper's module arrays are read from the failing frame's globals: the same file only
     found = helper_round_trip_fix(at, f.namespace)
+    if found is None and f.recorder is not None:  # NOTE [A numpy round trip on one line]: every cut the tracker saw
+        module = parse(source_of(at.filename))
+        own = function_of(module, at.lineno) if module is not None else None
+        cuts = [
+            c.location
+            for c in f.recorder.cuts.cuts
+            if c.label == ".detach()"
+            and c.location.filename == at.filename
+            and module is not None
+            and function_of(module, c.location.lineno) is own  # the cut's own function: its other round trips
+        ]
+        found = inline_round_trip_fix(cuts or [at], f.namespace)
     if found is None:
         return ()
     fix, tensor = found

@@ -18,7 +18,7 @@ from ..location import Location
 from ..source import function_of, parse, statement_at
 from .statement import judged_here, located_here
 
-__all__ = ["numpy_located", "helper_round_trip_fix"]
+__all__ = ["numpy_located", "helper_round_trip_fix", "inline_round_trip_fix"]
 
 
 def _numpy(f: Failure) -> Explanation:
@@ -953,3 +953,80 @@ def helper_round_trip_fix(at: Location, namespace: dict[str, object]) -> tuple[F
         )
         return fix, inner
     return None
+
+
+# NOTE [A numpy round trip on one line]
+# The same round trip without a helper: torch.from_numpy(out.detach().cpu().numpy()[idx]) picks rows of a
+# model's output through numpy (hard triplets mined with numpy's where, selected from the numpy copy): the
+# selected rows have no graph. Indexing is something tensors do themselves, with the same index (a numpy array
+# of integers or booleans is a valid tensor index): the line becomes out[idx], and every such line the tracker
+# saw cut (the anchors, the positives, the negatives) is written the same way, in one fix.
+
+
+def _inline(text: str, torch_name: str) -> tuple[str, str] | None:
+    """Line ``text`` with its ``torch.from_numpy(t.detach().numpy()[i])`` written as ``t[i]``, and the first such
+    tensor's expression; None when it holds no such round trip."""
+    indent, body = text[: len(text) - len(text.lstrip())], text.strip()
+    try:
+        tree = ast.parse(body)
+    except SyntaxError:
+        return None
+    raw = body.encode("utf-8")
+    spots: list[tuple[int, int, str]] = []
+    tensors: list[str] = []
+    for back in ast.walk(tree):
+        if not (
+            isinstance(back, ast.Call)
+            and isinstance(back.func, ast.Attribute)
+            and isinstance(back.func.value, ast.Name)
+            and back.func.value.id == torch_name
+            and back.func.attr in _BACK_TO_TORCH
+            and len(back.args) == 1
+            and all(k.arg == "dtype" for k in back.keywords)
+        ):
+            continue
+        arg: ast.expr = back.args[0]
+        index: ast.expr | None = None
+        if isinstance(arg, ast.Subscript):
+            arg, index = arg.value, arg.slice
+        tensor = _stripped(arg)
+        if tensor is None:
+            continue
+        new = raw[tensor.col_offset : tensor.end_col_offset or 0].decode("utf-8")
+        tensors.append(new)
+        if index is not None:
+            new += f"[{raw[index.col_offset : index.end_col_offset or 0].decode('utf-8')}]"
+        dtype = next((k.value for k in back.keywords), None)
+        if dtype is not None:
+            new += f".to({ast.unparse(dtype)})"
+        spots.append((back.col_offset, back.end_col_offset or 0, new))
+    spliced = _spliced(body, spots)
+    return (indent + spliced, tensors[0]) if spliced is not None else None
+
+
+def inline_round_trip_fix(lines: list[Location], namespace: dict[str, object]) -> tuple[Fix, str] | None:
+    """Every line of ``lines`` that takes a tensor through numpy and back on its own, written as the tensor
+    indexed in torch (NOTE [A numpy round trip on one line]), with the first line's tensor; None without one."""
+    torch_name = next((k for k, v in namespace.items() if v is torch), None)
+    if torch_name is None:
+        return None
+    edits: list[Edit] = []
+    tensor = ""
+    for at in dict.fromkeys(lines):
+        source = source_of(at.filename).splitlines()
+        found = _inline(source[at.lineno - 1], torch_name) if 0 < at.lineno <= len(source) else None
+        if found is not None:
+            edits.append(Edit(at.filename, at.lineno, at.lineno, found[0]))
+            tensor = tensor or found[1]
+    if not edits:
+        return None
+    fix = Fix(
+        summary=T(
+            "index the tensor in torch instead of its numpy copy at {where}: the same rows, with their graph",
+            where=", ".join(Location(e.filename, e.start).where for e in edits),
+        ),
+        trains=T("the same values, and the gradient flows into what the indexed tensors were computed from"),
+        edits=tuple(sorted(edits, key=lambda e: e.start)),
+        keeps_forward=True,
+    )
+    return fix, tensor
