@@ -985,10 +985,8 @@ def _inline(text: str, torch_name: str) -> tuple[str, str] | None:
             and all(k.arg == "dtype" for k in back.keywords)
         ):
             continue
-        arg: ast.expr = back.args[0]
-        index: ast.expr | None = None
-        if isinstance(arg, ast.Subscript):
-            arg, index = arg.value, arg.slice
+        first: ast.expr = back.args[0]
+        arg, index = (first.value, first.slice) if isinstance(first, ast.Subscript) else (first, None)
         tensor = _stripped(arg)
         if tensor is None:
             continue
