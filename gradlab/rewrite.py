@@ -474,6 +474,8 @@ def rewrite_in_place(code: str, op: str, items: Collection[str] = ()) -> str | N
         'x = x / (a + b)'
         >>> rewrite_in_place("act = nn.ReLU(inplace=True)", "relu_")
         'act = nn.ReLU()'
+        >>> rewrite_in_place("    return activation(x, inplace=inplace)", "relu_")
+        '    return activation(x)'
         >>> rewrite_in_place("w.fill_(0.5)", "fill_")
         'w_copy = w.clone()\nw_copy.fill_(0.5)\nw = w_copy'
         >>> rewrite_in_place("p.view(-1, d).renorm_(2, 0, 1.0)", "renorm_")
@@ -566,13 +568,15 @@ def _out_of_place(st: ast.stmt, op: str, items: Collection[str] = ()) -> str | N
         if op != "__setitem__":
             return None
         return _into_copy(st.targets[0].value, st, items)
-    call = st.value if isinstance(st, (ast.Expr, ast.Assign)) else None
+    call = st.value if isinstance(st, (ast.Expr, ast.Assign, ast.Return)) else None
     if not isinstance(call, ast.Call):
         return None
     targets = st.targets if isinstance(st, ast.Assign) else []
     if any(k.arg == "inplace" for k in call.keywords):
         keywords = [k for k in call.keywords if k.arg != "inplace"]
         rewritten = ast.Call(call.func, call.args, keywords)
+        if isinstance(st, ast.Return):  # return activation(x, inplace=inplace): the flag, whatever its value, goes
+            return ast.unparse(ast.Return(rewritten))
         if targets:
             return ast.unparse(ast.Assign(targets, rewritten, lineno=1))
         if call.args and isinstance(call.args[0], (ast.Name, ast.Attribute)):

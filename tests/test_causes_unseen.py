@@ -344,6 +344,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # sampler's own loss reads too: detached where the critic's loss reads it, not in the sampler's forward (the
     # claim is the failing loss's: the sampler's loss is backwarded in the caller)
     "critic_rounds_read_shared_sample": ("carried_state", (("self.w_loss", ("self.judge",)),)),
+    # NOTE [A detach method that detaches nothing]: a memory object's cut() binds each detached tensor to its loop's
+    # variable; the loop calls it after each update: its body written to detach the attributes
+    "memory_cut_rebinds_loop_variable": ("carried_state", (("kw_loss", ("cell", "readout")),)),
     "aux_penalty_on_scaled_gate": ("inplace_op", (("tag_loss", ("classifier", "encoder")), ("sparsity", ("encoder",)))),
     # NOTE [A memoised function that returns a tensor]: a module-level helper under functools.cache computes a class
     # weight from a learned parameter; the decorator removed

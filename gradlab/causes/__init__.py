@@ -91,7 +91,7 @@ from .built_once import built_once_context
 from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
 from .chained import between_fixes, chained_fixes, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
-from .discarded_detach import discarded_detach_fixes
+from .discarded_detach import discarded_detach_fixes, hollow_detach
 from .fast_weights import fast_context, fast_weights_fixes
 from .frozen_extractor import frozen_context
 from .handed_gradient import handed_context, handed_fixes
@@ -297,6 +297,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
 
     # graph freed (the models the loss reaches read from its tensor when the graph's parameters have no names)
     base = from_frame(base, facts, None)
+    hollow = hollow_detach(facts)  # NOTE [A detach method that detaches nothing]
+    if hollow is not None:
+        base = replace(base, extra={**base.extra, **hollow})
     handed = handed_context(base, facts)  # NOTE [A gradient handed back across a cut]
     if handed is not None:
         return "handed_gradient", handed
