@@ -347,6 +347,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A detach method that detaches nothing]: a memory object's cut() binds each detached tensor to its loop's
     # variable; the loop calls it after each update: its body written to detach the attributes
     "memory_cut_rebinds_loop_variable": ("carried_state", (("kw_loss", ("cell", "readout")),)),
+    # NOTE [A cache of a module's result]: a plain object memoises a table scaled by a learned gain, per length: emptied
+    # after each backward (the claim names the modules; the gain, a bare parameter on the object, is not named)
+    "scaled_table_memoised_by_length": ("carried_state", (("reg_loss", ("regressor",)),)),
     "aux_penalty_on_scaled_gate": ("inplace_op", (("tag_loss", ("classifier", "encoder")), ("sparsity", ("encoder",)))),
     # NOTE [A memoised function that returns a tensor]: a module-level helper under functools.cache computes a class
     # weight from a learned parameter; the decorator removed

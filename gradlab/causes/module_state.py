@@ -503,6 +503,23 @@ def _cached(base: Context, facts: Facts, roots: dict[str, torch.nn.Module], used
                     found.append(f"{path}.{attr}")
         if found:
             break
+    objects = False
+    if not found:  # a plain object the loop uses (a boundary condition's memo of its values, NOTE [A cache of a
+        # module's result]): its dicts too, private ones included
+        for name, obj in sorted(facts.namespace.items()):
+            if not isinstance(name, str) or name not in used or name.startswith("_"):
+                continue
+            if isinstance(obj, (torch.nn.Module, torch.Tensor, type)) or not hasattr(obj, "__dict__"):
+                continue
+            if _class_tree(type(obj)) is None:
+                continue  # not a class of the user's code
+            for attr, value in vars(obj).items():
+                graphs = isinstance(value, dict) and any(
+                    isinstance(v, torch.Tensor) and v.grad_fn is not None for v in value.values()
+                )
+                if graphs and attr.isidentifier() and not _updates_entries(type(obj), attr):
+                    found.append(f"{name}.{attr}")
+        objects = bool(found)
     if not found:
         return None
     ctx = from_frame(base, facts, None)
@@ -511,6 +528,7 @@ def _cached(base: Context, facts: Facts, roots: dict[str, torch.nn.Module], used
         carried=found[0],
         kept_attrs=tuple("self." + f.rsplit(".", 1)[-1] for f in found),
         caches=tuple(found),
+        extra={**ctx.extra, "cache_on_objects": "1" if objects else ""},
     )
 
 
@@ -547,6 +565,12 @@ def _clear_caches(ctx: Context, attrs: Text) -> Proposal | None:
         ctx,
         Fix(
             summary=T(
+                "empty the cache kept on {attrs} after each backward: the next iteration computes what it caches "
+                "again, from the stepped parameters",
+                attrs=", ".join(ctx.caches),
+            )
+            if ctx.extra.get("cache_on_objects")
+            else T(
                 "empty the cache the modules keep ({attrs}) after each backward: the next forward computes what it "
                 "caches again, with the stepped weights",
                 attrs=attrs,
@@ -939,7 +963,9 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 # forward without the cache recomputes it), so the fix empties it after each backward, through the loop's
 # path to the module: each iteration computes the entry once, with the weights of that iteration. A dict
 # whose entries the class computes from their old values (Flair's pooled word memory: the minimum over a
-# word's occurrences) is a memory meant to carry values across batches, not a cache: not emptied.
+# word's occurrences) is a memory meant to carry values across batches, not a cache: not emptied. The same
+# holds for a plain object of the user's classes that the loop uses, its dicts private or not (a boundary
+# condition memoising A * cos(omega * t) by key, A a learned amplitude): emptied through the loop's name.
 
 
 # NOTE [A model left in eval mode]
