@@ -875,7 +875,9 @@ def made_apart(
     node_id = p.node_id if node_id is None else node_id
     if node_id is None or site is None or not site.optimizers:
         return None
-    held = everything = frozenset().union(*site.optimizers.values())
+    # the frame's optimizers, and every one the tracker saw step (a critic's optimizer in the caller's loop)
+    stepped = facts.tracker.optimizers.held() if facts.tracker is not None else frozenset()
+    held = everything = frozenset().union(*site.optimizers.values(), stepped)
     call, failing = freeing_call(p, facts), facts.failing
     # the failing backward's line; check() runs before it: the backward it checks for
     failing_at = (

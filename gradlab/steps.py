@@ -90,6 +90,10 @@ class Steps:
         self._zero_once: set[int] = set()  # ids of parameters all-zero at their optimizer's last check
         self._held: dict[int, frozenset[int]] = {}  # id(optimizer) -> ids of its parameters (NOTE [Held by none])
 
+    def held(self) -> frozenset[int]:
+        """The ids of the parameters of every optimizer that began a step (whatever frame holds it)."""
+        return frozenset().union(*self._held.values())
+
     def zero_grad(self, owner: torch.optim.Optimizer | nn.Module, backwards: int) -> None:
         """``zero_grad()`` of an optimizer or a module, after ``backwards`` backward calls: which parameters."""
         if isinstance(owner, nn.Module):

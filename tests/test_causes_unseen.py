@@ -981,3 +981,62 @@ def test_a_copy_where_the_local_name_is_bound_is_offered_second_and_says_the_for
     first = CAUSES / "tied_maxnorm_table_alias_intended.py"
     _, as_ran = _run(first.read_text(), str(first))
     assert not _same(as_ran, want), "the two readings should train differently here"
+
+
+CRITIC_IN_THE_CALLER = """
+import torch
+import torch.nn as nn
+
+torch.manual_seed(3)
+
+
+class Critic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 1)
+
+    def forward(self, s):
+        return self.net(s).squeeze(-1)
+
+
+def update_policy(policy_opt, terms):
+    policy_loss = -torch.stack(terms).mean()
+    policy_opt.zero_grad()
+    policy_loss.backward()
+    policy_opt.step()
+
+
+def main():
+    policy, critic = nn.Linear(4, 2), Critic()
+    policy_opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    critic_opt = torch.optim.SGD(critic.parameters(), lr=1e-2)
+    for episode in range(2):
+        terms = []
+        for step in range(3):
+            s = torch.randn(1, 4)
+            logp = torch.log_softmax(policy(s), -1)[0, 0]
+            value = critic(s)
+            critic_loss = ((value - 1.0) ** 2).sum()
+            critic_opt.zero_grad()
+            critic_loss.backward()
+            critic_opt.step()
+            terms.append((logp * (1.0 - value)).sum())
+        update_policy(policy_opt, terms)
+
+
+main()
+"""
+
+
+def test_a_part_an_optimizer_of_the_caller_steps_is_not_detached_where_it_is_made(tmp_path: Path) -> None:
+    # NOTE [A part no optimizer steps]: the policy's loss is backwarded in a function whose frame holds only the
+    # policy's optimizer; the critic's optimizer, in the caller's loop, steps what the freed part reaches. A
+    # .detach() in the critic's output would stop critic_loss from training it: no fix may write one there, and no
+    # fix recomputes the list the loop fills (NOTE [A tensor read again after the update that freed it])
+    path = tmp_path / "critic_in_the_caller.py"
+    path.write_text(CRITIC_IN_THE_CALLER)
+    error, _ = _run(CRITIC_IN_THE_CALLER, str(path))
+    assert error is not None and "second time" in str(error)
+    d = gradlab.last_diagnosis(error)
+    texts = [e.text.strip() for f in d.fixes for e in f.edits]
+    assert d.fixes and not any(".squeeze(-1).detach()" in t or t == "terms = []" for t in texts), texts

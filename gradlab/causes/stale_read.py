@@ -408,8 +408,11 @@ def updated_since_context(base: Context, p: Problem, facts: Facts, graph: Graph)
     found: list[tuple[str, ast.Assign]] = []
     for name in sorted(names(read, ast.Load)):
         bound = [st for st in before if isinstance(st, ast.Assign) and name in _stores(st)]
-        if bound and not any(name in _stores(st) for st in between) and not _grad_off(tree, bound[-1].lineno):
-            found.append((name, bound[-1]))
+        if not bound or any(name in _stores(st) for st in between) or _grad_off(tree, bound[-1].lineno):
+            continue
+        if isinstance(bound[-1].value, (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.Constant)):
+            continue  # a container the loop fills (surrogates = []) or a number: no graph of its own to compute
+        found.append((name, bound[-1]))
     if len(found) != 1:
         return None
     name, binding = found[0]
