@@ -46,7 +46,7 @@ from .fixes import (
     tensor_names,
 )
 from .graph import Graph
-from .i18n import T, join
+from .i18n import T, Text, join
 from .location import Location
 from .rewrite import detached_value, inputs_keyword, optimizers_inputs, replace_reads, split_comment, with_keyword
 from .saved import SavedTensor
@@ -785,6 +785,16 @@ def _keep_and_route(ctx: Context) -> Proposal | None:
     )
 
 
+def _unstepped_trains(ctx: Context, at: Location) -> Text:
+    """What a detach of a part no optimizer steps on the failing loss trains (the part made at ``at``)."""
+    return T(
+        "{loss} trains what it trained, with the same values: the optimizers that hold the parameters below "
+        "{where} do not step on {loss}, so no update changes",
+        loss=ctx.l,
+        where=at.where,
+    )
+
+
 def _detach_where_read(ctx: Context) -> Proposal | None:
     """``.detach()`` where the failing loss reads the part made in another function, which other losses train
     through (``self.fake_clean.detach()`` in the critic's loss; NOTE [A part no optimizer steps] in
@@ -811,12 +821,7 @@ def _detach_where_read(ctx: Context) -> Proposal | None:
                 where=", ".join(Location(site.filename, int(line)).where for line, _e in reads),
                 made=at.where,
             ),
-            trains=T(
-                "{loss} trains what it trained, with the same values: the optimizers that hold the parameters below "
-                "{where} do not step on {loss}, so no update changes",
-                loss=ctx.l,
-                where=at.where,
-            ),
+            trains=_unstepped_trains(ctx, at),
             edits=all_edits(*edits),
         ),
     )
@@ -853,12 +858,7 @@ def _detach_where_made(ctx: Context) -> Proposal | None:
                 "holds, and a backward through it again finds it freed",
                 where=at.where,
             ),
-            trains=T(
-                "{loss} trains what it trained, with the same values: the optimizers that hold the parameters below "
-                "{where} do not step on {loss}, so no update changes",
-                loss=ctx.l,
-                where=at.where,
-            )
+            trains=_unstepped_trains(ctx, at)
             if ctx.made_unstepped
             else T(
                 "{loss} trains what it trained, with the same values: no optimizer steps the parameters below "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import linecache
 from dataclasses import replace
+from typing import TypeGuard
 
 import torch
 
@@ -813,6 +814,19 @@ _NOT_ON_TENSORS = frozenset({"astype", "tolist", "item", "copy", "numpy"})
 _HELPER_TO_TORCH = {**_NUMPY_TO_TORCH, "clip": "clamp"}
 
 
+def _converts_back(node: ast.AST, torch_name: str) -> TypeGuard[ast.Call]:
+    """``node`` is ``torch.from_numpy(a)``, ``torch.as_tensor(a)`` or ``torch.tensor(a)``, a ``dtype=`` at most."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == torch_name
+        and node.func.attr in _BACK_TO_TORCH
+        and len(node.args) == 1
+        and all(k.arg == "dtype" for k in node.keywords)
+    )
+
+
 def _stripped(node: ast.expr) -> ast.expr | None:
     """The tensor expression under ``x.detach().cpu().numpy()`` (``.numpy()`` last; ``.detach()``, ``.cpu()``,
     ``.clone()`` and ``.data`` under it dropped); None when ``node`` does not end in ``.numpy()``."""
@@ -900,15 +914,7 @@ def helper_round_trip_fix(at: Location, namespace: dict[str, object]) -> tuple[F
     if torch_name is None or not numpy_names:
         return None
     for back in ast.walk(st):
-        if not (
-            isinstance(back, ast.Call)
-            and isinstance(back.func, ast.Attribute)
-            and isinstance(back.func.value, ast.Name)
-            and back.func.value.id == torch_name
-            and back.func.attr in _BACK_TO_TORCH
-            and len(back.args) == 1
-            and all(k.arg == "dtype" for k in back.keywords)
-        ):
+        if not _converts_back(back, torch_name):
             continue
         call = back.args[0]
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and len(call.args) == 1):
@@ -975,15 +981,7 @@ def _inline(text: str, torch_name: str) -> tuple[str, str] | None:
     spots: list[tuple[int, int, str]] = []
     tensors: list[str] = []
     for back in ast.walk(tree):
-        if not (
-            isinstance(back, ast.Call)
-            and isinstance(back.func, ast.Attribute)
-            and isinstance(back.func.value, ast.Name)
-            and back.func.value.id == torch_name
-            and back.func.attr in _BACK_TO_TORCH
-            and len(back.args) == 1
-            and all(k.arg == "dtype" for k in back.keywords)
-        ):
+        if not _converts_back(back, torch_name):
             continue
         first: ast.expr = back.args[0]
         arg, index = (first.value, first.slice) if isinstance(first, ast.Subscript) else (first, None)
