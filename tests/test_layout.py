@@ -136,6 +136,7 @@ ORDER = (
     "kinds.inference_saved",
     "kinds.statement",
     "kinds.numpy_values",
+    "kinds.numpy_round_trip",
     "kinds.no_grad_fn",
     "kinds.non_scalar",
     "kinds.at_line",

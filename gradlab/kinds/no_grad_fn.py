@@ -50,7 +50,7 @@ from ..source import (
 if TYPE_CHECKING:
     from ..recorder import Recorder
 from .cut_path import PathCut, backward_target, path_cut
-from .numpy_values import helper_round_trip_fix, inline_round_trip_fix
+from .numpy_round_trip import helper_round_trip_fix, inline_round_trip_fix
 from .situations import (
     called_modules,
     caller_grad_off_fix,

@@ -1,0 +1,253 @@
+"""A tensor taken to numpy and back on the loss's path (``torch.as_tensor(f(x.detach().numpy()))``): the graph is cut
+(GL0003); the round trip written with torch, where the loss then keeps its graph (NOTE [A numpy round trip through a
+helper], NOTE [A numpy round trip on one line]). The round trip of a tensor that still requires grad, which raises
+at ``.numpy()`` itself (GL0007), is :mod:`gradlab.kinds.numpy_values`'s (NOTE [A numpy round trip])."""
+
+from __future__ import annotations
+
+import ast
+from typing import TypeGuard
+
+import torch
+
+from ..edits import Edit
+from ..fixes import Fix, source_of
+from ..i18n import T
+from ..location import Location
+from ..source import parse, statement_at
+from .numpy_values import _BACK_TO_TORCH, _NUMPY_TO_TORCH, _TAKES_A_LIST, _spliced
+
+__all__ = ["helper_round_trip_fix", "inline_round_trip_fix"]
+
+# NOTE [A numpy round trip through a helper]
+# A loss computed through a helper written for arrays: the tensor is detached and
+# taken to numpy (x.detach().cpu().numpy()), a function of the user's file computes
+# with numpy, and torch.as_tensor (torch.from_numpy, torch.tensor) turns its result
+# back into a tensor (a drone's motor mixer, a colour conversion): the loss has no
+# graph (GL0003, located at the .detach()). When the helper is called only there,
+# takes the array as its one argument, and its body uses only operators, the arrays'
+# methods tensors share and numpy functions torch has under a known name (the table
+# of NOTE [numpy inside a forward]: np.clip is torch.clamp), the helper is written
+# with torch and called on the tensor itself: each numpy array of the module it
+# reads becomes torch.as_tensor(array, dtype=<argument>.dtype), and the conversion
+# back is dropped (a dtype it gave kept as .to(dtype)). The gradient then flows
+# through the helper into what the tensor was computed from; the arithmetic runs in
+# the tensor's dtype (float32 where numpy promoted to float64).
+_NOT_ON_TENSORS = frozenset({"astype", "tolist", "item", "copy", "numpy"})
+# a helper's body is written whole, with its arguments as they are: positional bounds only (np.clip(a, lo, hi) is
+# torch.clamp(a, lo, hi))
+_HELPER_TO_TORCH = {**_NUMPY_TO_TORCH, "clip": "clamp"}
+
+
+def _converts_back(node: ast.AST, torch_name: str) -> TypeGuard[ast.Call]:
+    """``node`` is ``torch.from_numpy(a)``, ``torch.as_tensor(a)`` or ``torch.tensor(a)``, a ``dtype=`` at most."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == torch_name
+        and node.func.attr in _BACK_TO_TORCH
+        and len(node.args) == 1
+        and all(k.arg == "dtype" for k in node.keywords)
+    )
+
+
+def _stripped(node: ast.expr) -> ast.expr | None:
+    """The tensor expression under ``x.detach().cpu().numpy()`` (``.numpy()`` last; ``.detach()``, ``.cpu()``,
+    ``.clone()`` and ``.data`` under it dropped); None when ``node`` does not end in ``.numpy()``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "numpy"):
+        return None
+    if node.args or node.keywords:
+        return None
+    inner = node.func.value
+    while True:
+        if (
+            isinstance(inner, ast.Call)
+            and isinstance(inner.func, ast.Attribute)
+            and inner.func.attr in ("detach", "cpu", "clone")
+            and not inner.args
+            and not inner.keywords
+        ):
+            inner = inner.func.value
+        elif isinstance(inner, ast.Attribute) and inner.attr == "data":
+            inner = inner.value
+        else:
+            return inner
+
+
+def _helper_in_torch(
+    fn: ast.FunctionDef, lines: list[str], namespace: dict[str, object], torch_name: str, numpy_names: set[str]
+) -> list[tuple[int, str]] | None:
+    """``fn``'s lines that change when its numpy is written with torch, as (line, new text); None when a numpy
+    function without a known torch name, a keyword to one, or a method tensors lack is on the way."""
+    import numpy
+
+    arg = fn.args.args[0].arg
+    spots: dict[int, list[tuple[int, int, str]]] = {}
+    called = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
+    for n in ast.walk(fn):
+        if (
+            isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and n.value.id in numpy_names
+            and id(n) not in called
+        ):
+            return None  # a numpy attribute that is not a call (np.pi, np.newaxis): not written here
+        if isinstance(n, ast.Attribute) and n.attr in _NOT_ON_TENSORS:
+            return None
+        if not isinstance(n, (ast.Call, ast.Name)) or n.lineno != n.end_lineno:
+            continue
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
+            if n.func.value.id in numpy_names:
+                name = _HELPER_TO_TORCH.get(n.func.attr)
+                if name is None or n.keywords or n.func.attr in _TAKES_A_LIST:
+                    return None
+                spots.setdefault(n.lineno, []).append(
+                    (n.func.col_offset, n.func.end_col_offset or 0, f"{torch_name}.{name}")
+                )
+        elif (
+            isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)
+            and n.id != arg
+            and isinstance(namespace.get(n.id), numpy.ndarray)
+        ):
+            spots.setdefault(n.lineno, []).append(
+                (n.col_offset, n.end_col_offset or 0, f"{torch_name}.as_tensor({n.id}, dtype={arg}.dtype)")
+            )
+    out: list[tuple[int, str]] = []
+    for line, found in sorted(spots.items()):
+        new = _spliced(lines[line - 1], found)
+        if new is None:
+            return None
+        out.append((line, new))
+    return out or None
+
+
+def helper_round_trip_fix(at: Location, namespace: dict[str, object]) -> tuple[Fix, str] | None:
+    """The helper of a numpy round trip written with torch and called on the tensor (NOTE [A numpy round trip
+    through a helper]), with the tensor's expression; None when the line at ``at`` is not such a round trip or the
+    helper cannot be written."""
+    import numpy
+
+    lines = source_of(at.filename).splitlines()
+    tree = parse("\n".join(lines))
+    st = statement_at(tree, at.lineno) if tree is not None else None
+    if tree is None or st is None or st.lineno != st.end_lineno or not 0 < at.lineno <= len(lines):
+        return None
+    torch_name = next((k for k, v in namespace.items() if v is torch), None)
+    numpy_names = {k for k, v in namespace.items() if v is numpy}
+    if torch_name is None or not numpy_names:
+        return None
+    for back in ast.walk(st):
+        if not _converts_back(back, torch_name):
+            continue
+        call = back.args[0]
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and len(call.args) == 1):
+            continue
+        tensor = _stripped(call.args[0])
+        name = call.func.id
+        fn = next((d for d in tree.body if isinstance(d, ast.FunctionDef) and d.name == name), None)
+        calls = [
+            c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == name
+        ]
+        if tensor is None or call.keywords or fn is None or len(calls) != 1 or fn.decorator_list:
+            continue
+        if len(fn.args.args) != 1 or fn.args.vararg or fn.args.kwonlyargs or fn.args.kwarg or fn.args.posonlyargs:
+            continue
+        body = _helper_in_torch(fn, lines, namespace, torch_name, numpy_names)
+        if body is None:
+            return None
+        text = lines[at.lineno - 1]
+        dtype = next((k.value for k in back.keywords), None)
+        raw = text.encode("utf-8")
+        inner = raw[tensor.col_offset : tensor.end_col_offset or 0].decode("utf-8")
+        new_call = f"{name}({inner})" + (f".to({ast.unparse(dtype)})" if dtype is not None else "")
+        new = _spliced(text, [(back.col_offset, back.end_col_offset or 0, new_call)])
+        if new is None:
+            return None
+        edits = [Edit(at.filename, k, k, t) for k, t in body]
+        edits.append(Edit(at.filename, at.lineno, at.lineno, new))
+        fix = Fix(
+            summary=T(
+                "compute {helper}() with torch, on the tensor itself instead of its numpy copy: its numpy "
+                "functions written with torch's, and the conversion back dropped",
+                helper=name,
+            ),
+            trains=T(
+                "the same values, and the gradient flows through {helper}() into what {tensor} was computed "
+                "from (the .numpy() copy stopped it)",
+                helper=name,
+                tensor=inner,
+            ),
+            edits=tuple(sorted(edits, key=lambda e: e.start)),
+            keeps_forward=False,  # the helper's arithmetic in the tensor's dtype, not numpy's float64
+        )
+        return fix, inner
+    return None
+
+
+# NOTE [A numpy round trip on one line]
+# The same round trip without a helper: torch.from_numpy(out.detach().cpu().numpy()[idx]) picks rows of a
+# model's output through numpy (hard triplets mined with numpy's where, selected from the numpy copy): the
+# selected rows have no graph. Indexing is something tensors do themselves, with the same index (a numpy array
+# of integers or booleans is a valid tensor index): the line becomes out[idx], and every such line the tracker
+# saw cut (the anchors, the positives, the negatives) is written the same way, in one fix.
+
+
+def _inline(text: str, torch_name: str) -> tuple[str, str] | None:
+    """Line ``text`` with its ``torch.from_numpy(t.detach().numpy()[i])`` written as ``t[i]``, and the first such
+    tensor's expression; None when it holds no such round trip."""
+    indent, body = text[: len(text) - len(text.lstrip())], text.strip()
+    try:
+        tree = ast.parse(body)
+    except SyntaxError:
+        return None
+    raw = body.encode("utf-8")
+    spots: list[tuple[int, int, str]] = []
+    tensors: list[str] = []
+    for back in ast.walk(tree):
+        if not _converts_back(back, torch_name):
+            continue
+        first: ast.expr = back.args[0]
+        arg, index = (first.value, first.slice) if isinstance(first, ast.Subscript) else (first, None)
+        tensor = _stripped(arg)
+        if tensor is None:
+            continue
+        new = raw[tensor.col_offset : tensor.end_col_offset or 0].decode("utf-8")
+        tensors.append(new)
+        if index is not None:
+            new += f"[{raw[index.col_offset : index.end_col_offset or 0].decode('utf-8')}]"
+        dtype = next((k.value for k in back.keywords), None)
+        if dtype is not None:
+            new += f".to({ast.unparse(dtype)})"
+        spots.append((back.col_offset, back.end_col_offset or 0, new))
+    spliced = _spliced(body, spots)
+    return (indent + spliced, tensors[0]) if spliced is not None else None
+
+
+def inline_round_trip_fix(lines: list[Location], namespace: dict[str, object]) -> tuple[Fix, str] | None:
+    """Every line of ``lines`` that takes a tensor through numpy and back on its own, written as the tensor
+    indexed in torch (NOTE [A numpy round trip on one line]), with the first line's tensor; None without one."""
+    torch_name = next((k for k, v in namespace.items() if v is torch), None)
+    if torch_name is None:
+        return None
+    edits: list[Edit] = []
+    tensor = ""
+    for at in dict.fromkeys(lines):
+        source = source_of(at.filename).splitlines()
+        found = _inline(source[at.lineno - 1], torch_name) if 0 < at.lineno <= len(source) else None
+        if found is not None:
+            edits.append(Edit(at.filename, at.lineno, at.lineno, found[0]))
+            tensor = tensor or found[1]
+    if not edits:
+        return None
+    fix = Fix(
+        summary=T(
+            "index the tensor in torch instead of its numpy copy at {where}: the same rows, with their graph",
+            where=", ".join(Location(e.filename, e.start).where for e in edits),
+        ),
+        trains=T("the same values, and the gradient flows into what the indexed tensors were computed from"),
+        edits=tuple(sorted(edits, key=lambda e: e.start)),
+        keeps_forward=True,
+    )
+    return fix, tensor
