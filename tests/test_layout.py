@@ -105,6 +105,8 @@ ORDER = (
     "causes.same_loss_twice",
     "causes.chained",
     "causes.carried_state",
+    "causes.class_source",
+    "causes.recurrent_state",
     "causes.module_state",
     "causes.built_once",
     "causes.pruned_weight",

@@ -19,7 +19,8 @@ from ..graph import Graph, walk
 from ..i18n import T, join
 from ..location import Location
 from ..source import parse
-from .module_state import _class_tree, _graph_attrs, _methods, _self_attr, _tensors_with_graph
+from .class_source import class_tree, methods_of, self_attr
+from .module_state import _graph_attrs, _tensors_with_graph
 
 __all__ = ["built_once_context", "built_once_fixes"]
 
@@ -94,11 +95,11 @@ def _locals(init: ast.FunctionDef) -> set[str]:
 def _built(cls: type, attr: str) -> _Built | None:
     """``cls`` sets ``self.attr`` once, in ``__init__``, from a value that reads nothing of ``__init__``'s own
     (outside an ``nn.Parameter(...)`` it registers instead), and another method reads it."""
-    found = _class_tree(cls)
+    found = class_tree(cls)
     if found is None:
         return None
     node, filename = found
-    methods = _methods(node)
+    methods = methods_of(node)
     init = next((m for m in methods if m.name == "__init__"), None)
     if init is None or any(isinstance(p, ast.Name) and p.id == "property" for m in methods for p in m.decorator_list):
         return None
@@ -108,7 +109,7 @@ def _built(cls: type, attr: str) -> _Built | None:
         for st in ast.walk(m)
         if isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign))
         and any(
-            _self_attr(t, attr)  # a store of several counts (lstm_out, self.hidden = ...)
+            self_attr(t, attr)  # a store of several counts (lstm_out, self.hidden = ...)
             for target in (st.targets if isinstance(st, ast.Assign) else [st.target])
             for t in ast.walk(target)
         )
@@ -118,7 +119,7 @@ def _built(cls: type, attr: str) -> _Built | None:
     st = stores[0][1]
     if len(st.targets) != 1 or st not in init.body:
         return None  # a tuple target, or a store inside a branch of __init__
-    read = any(_self_attr(n, attr) for m in methods if m is not init for n in ast.walk(m))
+    read = any(self_attr(n, attr) for m in methods if m is not init for n in ast.walk(m))
     if not read:
         return None
     calls = [n for n in ast.walk(st.value) if _parameter_call(n)]

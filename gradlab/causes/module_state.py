@@ -6,7 +6,6 @@ iteration's forward reads it with the previous iteration's freed graph; its fixe
 from __future__ import annotations
 
 import ast
-import inspect
 from dataclasses import dataclass, replace
 
 import torch
@@ -16,9 +15,11 @@ from ..edits import Edit
 from ..evidence import Facts, from_frame, leaves_of
 from ..fixes import Fix, Proposal, all_edits, edit_at, insert_lines, keeping, source_of
 from ..i18n import T, Text, join
-from ..location import _INSTALLED, Location, _library_file
+from ..location import Location
 from ..rewrite import detached_value, replace_reads
 from ..source import enclosing, feeding, loop_body_of, names, parse, preceding
+from .class_source import class_tree, mentions, methods_of, self_attr, sets_attr
+from .recurrent_state import recurrent_state, unstated_fix
 
 __all__ = ["kept_on_modules", "module_state_fixes"]
 
@@ -74,62 +75,13 @@ def _detached(expr: str, attr: str, sequences: frozenset[str]) -> str:
     return f"tuple(t.detach() for t in {expr})" if attr in sequences else f"{expr}.detach()"
 
 
-def _class_tree(cls: type) -> tuple[ast.ClassDef, str] | None:
-    """The class's definition in the user's code, and its file: found through its methods' code (their file and
-    first line), so a class defined in a script run by exec or in a notebook cell is found too."""
-    codes = [v.__code__ for v in vars(cls).values() if inspect.isfunction(v)]
-    if not codes:
-        return None
-    filename, line = codes[0].co_filename, codes[0].co_firstlineno
-    if _library_file(filename) or filename.startswith(_INSTALLED):
-        return None
-    tree = parse(source_of(filename))
-    if tree is None:
-        return None
-    return next(
-        (
-            (n, filename)
-            for n in ast.walk(tree)
-            if isinstance(n, ast.ClassDef) and n.name == cls.__name__ and n.lineno <= line <= (n.end_lineno or n.lineno)
-        ),
-        None,
-    )
-
-
-def _self_attr(node: ast.AST, attr: str) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr == attr
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    )
-
-
-def _mentions(node: ast.AST, attr: str) -> bool:
-    return any(_self_attr(n, attr) for n in ast.walk(node))
-
-
-def _sets(st: ast.AST, attr: str) -> bool:
-    """``st`` is ``self.attr = value`` with a value that does not read ``self.attr``."""
-    return (
-        isinstance(st, ast.Assign)
-        and len(st.targets) == 1
-        and _self_attr(st.targets[0], attr)
-        and not _mentions(st.value, attr)
-    )
-
-
-def _methods(node: ast.ClassDef) -> list[ast.FunctionDef]:
-    return [f for f in node.body if isinstance(f, ast.FunctionDef)]
-
-
 def _first_read(method: ast.FunctionDef, attr: str) -> ast.stmt | None:
     """The top-level statement of ``method`` that first uses ``self.attr``, when that use reads the kept value
     (not a plain ``self.attr = value``); None when the method sets it before any read, or never uses it."""
     for st in method.body:
-        if not _mentions(st, attr):
+        if not mentions(st, attr):
             continue
-        return None if _sets(st, attr) else st
+        return None if sets_attr(st, attr) else st
     return None
 
 
@@ -145,7 +97,7 @@ def _resets(method: ast.FunctionDef, attrs: tuple[str, ...]) -> bool:
         return False
     if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(method)):
         return False
-    return all(any(_sets(st, a) for st in ast.walk(method)) for a in attrs)
+    return all(any(sets_attr(st, a) for st in ast.walk(method)) for a in attrs)
 
 
 def _tensor_made(node: ast.ClassDef, attr: str) -> bool:
@@ -160,7 +112,7 @@ def _tensor_made(node: ast.ClassDef, attr: str) -> bool:
         and n.args[0].value == attr
         for n in ast.walk(node)
     )
-    values = [st.value for st in ast.walk(node) if isinstance(st, ast.Assign) and _sets(st, attr)]
+    values = [st.value for st in ast.walk(node) if isinstance(st, ast.Assign) and sets_attr(st, attr)]
     return (registered or bool(values)) and all(isinstance(v, ast.Call) for v in values)
 
 
@@ -182,11 +134,11 @@ def _made_fresh(value: ast.expr) -> bool:
 
 
 def _kept(cls: type, attrs: list[str]) -> _Kept | None:
-    found = _class_tree(cls)
+    found = class_tree(cls)
     if found is None:
         return None
     node, filename = found
-    methods = [m for m in _methods(node) if m.name != "__init__"]
+    methods = [m for m in methods_of(node) if m.name != "__init__"]
     carried: list[str] = []
     detach_at: list[tuple[Location, str]] = []
     for attr in attrs:
@@ -217,11 +169,11 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
             # ``self.attr = value``, or ``self.delta, self.zero_point = calibrate(x)``: the elements it stores
             target = store.targets[0]
             elements = target.elts if isinstance(target, ast.Tuple) else [target]
-            names_here = [a for e in elements for a in kept if _self_attr(e, a)]
+            names_here = [a for e in elements for a in kept if self_attr(e, a)]
             if not names_here or isinstance(store.value, ast.Constant):
                 continue
             stepwise = stepwise or id(store) in in_loops
-            memo = memo and not any(_self_attr(n, a) for a in names_here for n in ast.walk(store.value))
+            memo = memo and not any(self_attr(n, a) for a in names_here for n in ast.walk(store.value))
             if store.lineno == store.end_lineno and not _made_fresh(store.value):
                 stored += [(Location(filename, store.lineno), a) for a in names_here]
             # stored from its own earlier value and read again after the store by the same method (an evolving
@@ -231,26 +183,26 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
             chained |= {
                 a
                 for a in names_here
-                if any(_self_attr(n, a) for n in ast.walk(store.value))
+                if any(self_attr(n, a) for n in ast.walk(store.value))
                 and any(
-                    isinstance(n, ast.Attribute) and _self_attr(n, a) and isinstance(n.ctx, ast.Load) and n.lineno > end
+                    isinstance(n, ast.Attribute) and self_attr(n, a) and isinstance(n.ctx, ast.Load) and n.lineno > end
                     for n in ast.walk(m)
                 )
             }
     stored = [(loc, a) for loc, a in stored if a not in chained]
     stored_all = {a for _loc, a in stored} == set(kept)
-    init = next((m for m in _methods(node) if m.name == "__init__"), None)
+    init = next((m for m in methods_of(node) if m.name == "__init__"), None)
     none_reset = init is not None and all(
         any(
             isinstance(st, ast.Assign)
-            and any(_self_attr(t, a) for t in st.targets)
+            and any(self_attr(t, a) for t in st.targets)
             and isinstance(st.value, ast.Constant)
             and st.value.value is None
             for st in ast.walk(init)
         )
         and any(
             isinstance(n, ast.Compare)
-            and _self_attr(n.left, a)
+            and self_attr(n.left, a)
             and len(n.ops) == 1
             and isinstance(n.ops[0], ast.Is)
             and isinstance(n.comparators[0], ast.Constant)
@@ -279,7 +231,7 @@ def _training_only(methods: list[ast.FunctionDef], attrs: tuple[str, ...]) -> bo
     guarded: set[int] = set()
     for m in methods:
         for branch in ast.walk(m):
-            if isinstance(branch, ast.If) and any(_self_attr(n, "training") for n in ast.walk(branch.test)):
+            if isinstance(branch, ast.If) and any(self_attr(n, "training") for n in ast.walk(branch.test)):
                 if isinstance(branch.test, ast.UnaryOp):
                     continue  # ``if not self.training``: its body runs in eval mode
                 guarded |= {id(n) for st in branch.body for n in ast.walk(st)}
@@ -289,7 +241,7 @@ def _training_only(methods: list[ast.FunctionDef], attrs: tuple[str, ...]) -> bo
         for st in ast.walk(m)
         if isinstance(st, ast.Assign)
         and not isinstance(st.value, ast.Constant)
-        and any(_self_attr(t, a) for target in st.targets for t in ast.walk(target) for a in attrs)
+        and any(self_attr(t, a) for target in st.targets for t in ast.walk(target) for a in attrs)
     ]
     return bool(stores) and all(id(st) in guarded for st in stores)
 
@@ -366,7 +318,7 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
     extra = {**ctx.extra, "train_mode": evaluating[0]} if len(evaluating) == 1 and len(holders) == 1 else ctx.extra
     extra = {**extra, "sequence_state": " ".join(sorted(sequences)), "looped": "1" if looped else ""}
     if len(kept) == 1 and len(kept[0].attrs) == 1:  # NOTE [A recurrent layer's state kept on its model]
-        found = _recurrent_state(kept[0].cls, instances[kept[0].cls], kept[0].attrs[0])
+        found = recurrent_state(kept[0].cls, instances[kept[0].cls], kept[0].attrs[0])
         if found is not None:
             extra = {**extra, "unstated": found[0], "unstated_line": str(found[1]), "unstated_text": found[2]}
             extra = {**extra, "per_sequence": "1" if found[3] else ""}
@@ -385,101 +337,6 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
         cached_result=trained_reach and all(k.memo for k in kept),
         kept_paths=at_boundary if all(k.cls in paths for k in kept) else (),
     )
-
-
-# NOTE [A recurrent layer's state kept on its model]
-# A model may keep its LSTM's or GRU's state on an attribute and pass it to the layer at every forward
-# (lstm_out, self.hidden = self.lstm(x, self.hidden), the state made once in __init__): the next batch starts
-# from the state the last one ended with, and its backward runs into the last batch's freed graph. Two
-# trainings can be meant. A stream cut into consecutive chunks (a language model over one text) carries the
-# state on purpose: truncated backpropagation, the state detached. A set of sequences each of which is one
-# sample (a window, a clip, a sentence) labelled as a whole has no state to carry from another sample: the
-# layer is called without it and starts from zeros, as torch's recurrent layers do by default (the fix the
-# reports' maintainers give). The code does not say which is meant, and blind scripts were written both ways;
-# the rule reads two signs. The forward reads only the last step of the layer's output (out[:, -1], out[-1]):
-# one prediction per sequence. And the state is a tensor __init__ made once, of a fixed batch size (a tutorial's
-# init_hidden(), torch.zeros(1, B, H)), that nothing but the recurrent call sets again: no code manages it as a
-# carried state. With both, the state is left out first and the detach comes second; a state that starts as
-# None, or that the forward makes again when the batch size changes, is carried on purpose: the detach first,
-# leaving it out after. Offered when the one kept attribute is passed to a recurrent submodule
-# (torch.nn.RNNBase) as its state, on one line of forward.
-
-
-def _last_step(node: ast.AST) -> bool:
-    """``node`` is a subscript whose index holds the constant ``-1`` (``out[:, -1, :]``, ``out[-1]``)."""
-    if not isinstance(node, ast.Subscript):
-        return False
-    index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-    return any(
-        isinstance(i, ast.UnaryOp)
-        and isinstance(i.op, ast.USub)
-        and isinstance(i.operand, ast.Constant)
-        and i.operand.value == 1
-        for i in index
-    )
-
-
-def _recurrent_state(cls: type, module: torch.nn.Module, attr: str) -> tuple[str, int, str, bool] | None:
-    """The line of ``forward`` that passes ``self.attr`` as the state of a recurrent submodule, that line with the
-    state left out, and whether the forward reads only the last step of that layer's output (NOTE [A recurrent
-    layer's state kept on its model])."""
-    found = _class_tree(cls)
-    forward = next((m for m in _methods(found[0]) if m.name == "forward"), None) if found is not None else None
-    if found is None or forward is None:
-        return None
-    calls = [
-        c
-        for c in ast.walk(forward)
-        if isinstance(c, ast.Call)
-        and isinstance(c.func, ast.Attribute)
-        and isinstance(c.func.value, ast.Name)
-        and c.func.value.id == "self"
-        and isinstance(getattr(module, c.func.attr, None), torch.nn.RNNBase)
-        and len(c.args) == 2
-        and not c.keywords
-        and _self_attr(c.args[1], attr)
-        and c.lineno == c.end_lineno
-    ]
-    lines = source_of(found[1]).splitlines()
-    if len(calls) != 1 or not 0 < calls[0].lineno <= len(lines) or not lines[calls[0].lineno - 1].isascii():
-        return None
-    call = calls[0]
-    assert isinstance(call.func, ast.Attribute)  # the test above
-    text = lines[call.lineno - 1]
-    first = text[call.args[0].col_offset : call.args[0].end_col_offset]
-    new = f"{text[: call.col_offset]}self.{call.func.attr}({first}){text[call.end_col_offset :]}"
-    # the statement's first target is the layer's output: read only at its last step (or not at all)
-    st = next((n for n in forward.body if any(c is call for c in ast.walk(n))), None)
-    target = st.targets[0] if isinstance(st, ast.Assign) else None
-    output = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else None
-    if not isinstance(output, ast.Name):
-        return found[1], call.lineno, new, False
-    parents = {id(child): parent for parent in ast.walk(forward) for child in ast.iter_child_nodes(parent)}
-    reads = [n for n in ast.walk(forward) if _reads_name(n, output.id)]
-    last = all(isinstance(up := parents.get(id(n)), ast.Subscript) and up.value is n and _last_step(up) for n in reads)
-    return found[1], call.lineno, new, last and _made_once(found[0], attr, st)
-
-
-def _made_once(node: ast.ClassDef, attr: str, stored: ast.stmt | None) -> bool:
-    """``__init__`` sets ``self.attr`` to a tensor it makes (``self.init_hidden()``, ``torch.zeros(...)``; not None),
-    and no statement but ``stored`` (the recurrent call's) sets it again: a state made once, of a fixed size, that
-    nothing manages (NOTE [A recurrent layer's state kept on its model])."""
-    stores = [
-        st
-        for m in _methods(node)
-        for st in ast.walk(m)
-        if isinstance(st, ast.Assign) and any(_self_attr(t, attr) for target in st.targets for t in ast.walk(target))
-    ]
-    init = [st for st in stores if st is not stored]
-    return (
-        len(init) == 1
-        and isinstance(init[0].value, ast.Call)
-        and any(init[0] in ast.walk(m) for m in _methods(node) if m.name == "__init__")
-    )
-
-
-def _reads_name(node: ast.AST, name: str) -> bool:
-    return isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
 
 
 #: The attributes every nn.Module has (its parameters, buffers, hooks): never a cache of the user's.
@@ -511,7 +368,7 @@ def _cached(base: Context, facts: Facts, roots: dict[str, torch.nn.Module], used
                 continue
             if isinstance(obj, (torch.nn.Module, torch.Tensor, type)) or not hasattr(obj, "__dict__"):
                 continue
-            if _class_tree(type(obj)) is None:
+            if class_tree(type(obj)) is None:
                 continue  # not a class of the user's code
             for attr, value in vars(obj).items():
                 graphs = isinstance(value, dict) and any(
@@ -536,7 +393,7 @@ def _updates_entries(cls: type, attr: str) -> bool:
     """The class stores an entry of ``self.attr`` computed from the dict's own entries (``self.memory[w] =
     min(self.memory[w], e)``): a memory of earlier batches meant to carry values, not a cache to recompute. True
     too when the class's source cannot be read (no reading is safe then)."""
-    found = _class_tree(cls)
+    found = class_tree(cls)
     tree = parse(source_of(found[1])) if found is not None else None
     if found is None or tree is None:
         return True
@@ -544,13 +401,13 @@ def _updates_entries(cls: type, attr: str) -> bool:
         if not isinstance(st, ast.Assign):
             continue
         for target in st.targets:
-            if not (isinstance(target, ast.Subscript) and _self_attr(target.value, attr)):
+            if not (isinstance(target, ast.Subscript) and self_attr(target.value, attr)):
                 continue
-            if _mentions(st.value, attr):
+            if mentions(st.value, attr):
                 return True
             # through the statements before it on its path: new = min(self.memory[w], e); self.memory[w] = new
             before = {b.lineno: b for b in preceding(tree, st.lineno)}
-            if any(_mentions(before[n], attr) for n in feeding(list(before.values()), names(st.value, ast.Load))):
+            if any(mentions(before[n], attr) for n in feeding(list(before.values()), names(st.value, ast.Load))):
                 return True
     return False
 
@@ -596,13 +453,13 @@ def _called_in_parent_loop(root: torch.nn.Module, sub: str) -> bool:
     class (``for _ in range(k): z = self.leaky(z)``)."""
     parent_path, _, attr = sub.rpartition(".")
     parent = root.get_submodule(parent_path) if parent_path else root
-    found = _class_tree(type(parent))
+    found = class_tree(type(parent))
     if found is None:
         return False
-    for m in _methods(found[0]):
+    for m in methods_of(found[0]):
         for loop in ast.walk(m):
             if isinstance(loop, (ast.For, ast.While)) and any(
-                isinstance(n, ast.Call) and _self_attr(n.func, attr) for n in ast.walk(loop)
+                isinstance(n, ast.Call) and self_attr(n.func, attr) for n in ast.walk(loop)
             ):
                 return True
     return False
@@ -673,7 +530,7 @@ def _detach_edits(ctx: Context) -> tuple[Edit, ...]:
 
 
 def _self_attr_target(st: ast.stmt, attr: str) -> bool:
-    return isinstance(st, ast.Assign) and len(st.targets) == 1 and _self_attr(st.targets[0], attr)
+    return isinstance(st, ast.Assign) and len(st.targets) == 1 and self_attr(st.targets[0], attr)
 
 
 def _stored_edits(ctx: Context) -> tuple[Edit, ...]:
@@ -824,32 +681,6 @@ def _detach_where_read(ctx: Context, attrs: Text) -> Proposal | None:
     )
 
 
-def _unstated(ctx: Context, attrs: Text) -> Proposal | None:
-    """The recurrent layer called without the kept state (NOTE [A recurrent layer's state kept on its model])."""
-    filename, line, text = ctx.extra.get("unstated"), ctx.extra.get("unstated_line"), ctx.extra.get("unstated_text")
-    if not filename or not line or text is None:
-        return None
-    return keeping(
-        ctx,
-        Fix(
-            summary=T(
-                "call the recurrent layer without the state kept on the model ({attrs}) at {where}: each batch's "
-                "sequences then start from zeros, the layer's default, instead of from the state the previous batch "
-                "ended with",
-                attrs=attrs,
-                where=Location(filename, int(line)).where,
-            ),
-            trains=T(
-                "{loss} trains through each batch's own sequences, from a zero state; nothing of the previous "
-                "batch enters the forward",
-                loss=ctx.l,
-            ),
-            edits=(Edit(filename, int(line), int(line), text),),
-            keeps_forward=False,
-        ),
-    )
-
-
 def _train_mode(ctx: Context, attrs: Text) -> Proposal | None:
     """``model.train()`` at the top of the loop's body, when the state is a result that only training forwards
     store and the model was left in eval mode (NOTE [A model left in eval mode])."""
@@ -901,7 +732,7 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
     boundary = _detach_at_boundary(ctx, attrs)
     reset = _reset_proposal(ctx, attrs)
     read = _detach_where_read(ctx, attrs)
-    unstated = _unstated(ctx, attrs)
+    unstated = unstated_fix(ctx, attrs)
     if unstated is not None and ctx.extra.get("per_sequence"):
         # one prediction per sequence: each sequence a sample of its own, started from zeros
         order = [unstated, stored, read, reset, boundary]
