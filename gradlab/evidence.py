@@ -1075,10 +1075,11 @@ def made_outside(
 # part's parameters are held by an optimizer that steps on other losses and the
 # part was made in another function (a generator's forward, its sample kept on
 # the trainer and read by each critic round and by the generator's own loss), a
-# detach where it was made would cut those losses too (the generator would learn
-# nothing): the detach goes where the failing loss's function reads the tensor
-# (self.fake_clean.detach() in the critic's loss), when that read is one
-# expression of the frame whose value holds the freed node.
+# detach where it was made (the forward's return) would cut those losses too (the
+# generator would learn nothing): the detach goes where the failing loss's function
+# reads the tensor (self.fake_clean.detach() in the critic's loss), when that read
+# is one expression of the frame whose value holds the freed node. A value a method
+# stores (a bank's refresh from a teacher's features) is detached where it is made.
 
 
 def value_of(expr: str, namespace: Mapping[str, Any]) -> Any:

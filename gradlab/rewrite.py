@@ -568,15 +568,19 @@ def _out_of_place(st: ast.stmt, op: str, items: Collection[str] = ()) -> str | N
         if op != "__setitem__":
             return None
         return _into_copy(st.targets[0].value, st, items)
-    call = st.value if isinstance(st, (ast.Expr, ast.Assign, ast.Return)) else None
+    returned = st.value if isinstance(st, ast.Return) else None
+    if isinstance(returned, ast.Call) and any(k.arg == "inplace" for k in returned.keywords):
+        # return activation(x, inplace=inplace): the flag goes, whatever its value (a return of any other in-place
+        # call is written by twin_in_expression, which keeps the return)
+        keywords = [k for k in returned.keywords if k.arg != "inplace"]
+        return ast.unparse(ast.Return(ast.Call(returned.func, returned.args, keywords)))
+    call = st.value if isinstance(st, (ast.Expr, ast.Assign)) else None
     if not isinstance(call, ast.Call):
         return None
     targets = st.targets if isinstance(st, ast.Assign) else []
     if any(k.arg == "inplace" for k in call.keywords):
         keywords = [k for k in call.keywords if k.arg != "inplace"]
         rewritten = ast.Call(call.func, call.args, keywords)
-        if isinstance(st, ast.Return):  # return activation(x, inplace=inplace): the flag, whatever its value, goes
-            return ast.unparse(ast.Return(rewritten))
         if targets:
             return ast.unparse(ast.Assign(targets, rewritten, lineno=1))
         if call.args and isinstance(call.args[0], (ast.Name, ast.Attribute)):

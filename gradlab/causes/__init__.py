@@ -307,9 +307,11 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     if made is not None:
         also = made_apart_also(graph, p, facts, loss, base.intent, made[0])
         base = replace(base, made_at=made[0], made_unstepped=made[1], made_also=also)
-        # trained by other losses through a function of its own (a generator's forward): detached where this loss
-        # reads it, so the others keep their graph (NOTE [A part no optimizer steps])
-        reads = made_read_here(graph, p, facts) if made[1] and in_site(facts, made[0]) is None else ()
+        # returned by a function of its own (a generator's forward), which other losses train through: detached
+        # where this loss reads it, so the others keep their graph (NOTE [A part no optimizer steps]); a value a
+        # method stores (a bank's refresh) is detached where it is made
+        returned = (made[0].code or "").strip().startswith("return ")
+        reads = made_read_here(graph, p, facts) if made[1] and returned and in_site(facts, made[0]) is None else ()
         if reads and len({expr for _line, expr in reads}) == 1:
             base = replace(base, extra={**base.extra, "made_read": ";".join(f"{k}:{e}" for k, e in reads)})
     cached = cached_around_loop(facts)  # NOTE [A cache entered around the loop]
