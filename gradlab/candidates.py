@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from .context import Context
 from .edits import Edit
-from .evidence import Facts, Problem
+from .evidence import Facts, Problem, calls_name
 from .fixes import (
     Fix,
     Proposal,
@@ -595,17 +595,7 @@ def _calling_write(ctx: Context) -> Location | None:
         return None
     backward = statement_at(tree, back)
     block = next((b for b in enclosing_blocks(tree) if backward in b), [])  # the backward's own block (its loop)
-    calls = [
-        st
-        for st in block
-        if st.lineno < back
-        and site.holds(st.lineno)
-        and any(
-            isinstance(n, ast.Call)
-            and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) == helper.name
-            for n in ast.walk(st)
-        )
-    ]
+    calls = [st for st in block if st.lineno < back and site.holds(st.lineno) and calls_name(st, helper.name)]
     return Location(site.filename, calls[0].lineno) if len(calls) == 1 else None
 
 

@@ -918,40 +918,6 @@ def made_apart(
     return (at, other) if found else None
 
 
-def made_read_here(graph: Graph, p: Problem, facts: Facts) -> tuple[tuple[int, str], ...]:
-    """The reads, on the failing function's lines before its backward, of a tensor made elsewhere whose graph holds
-    the freed node of ``p`` (``self.fake_clean`` in ``d_fake = self.critic(noisy, self.fake_clean)``): (line,
-    expression) each. Where the failing loss takes the part :func:`made_apart` found, for a detach there that leaves
-    the tensor attached for the other losses that read it (NOTE [A part no optimizer steps])."""
-    site, line = facts.site, facts.backward_line
-    tree = site.tree() if site is not None else None
-    node = next((n for n in graph.nodes if n.id == p.node_id), None)
-    if site is None or tree is None or line is None or node is None:
-        return ()
-    before = [st for st in preceding(tree, line) if site.holds(st.lineno)]
-    stored = {ast.unparse(t) for st in before for t in _store_targets(st)}
-    found: list[tuple[int, str]] = []
-    for st in before:
-        if not isinstance(st, ast.Assign) or st.lineno != st.end_lineno:
-            continue
-        reads = {
-            ast.unparse(n)
-            for n in ast.walk(st.value)
-            if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load)
-        }
-        for expr in sorted(reads - stored):
-            if all(part.isidentifier() for part in expr.split(".")) and holds_node(
-                resolve_dotted(expr, facts.namespace), node
-            ):
-                found.append((st.lineno, expr))
-    return tuple(found)
-
-
-def _store_targets(st: ast.stmt) -> list[ast.expr]:
-    targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(st, ast.AugAssign) else []
-    return [t for target in targets for t in ast.walk(target) if isinstance(t, (ast.Name, ast.Attribute))]
-
-
 def made_apart_also(
     graph: Graph, p: Problem, facts: Facts, loss: str | None, intent: LoopIntent | None, first: Location
 ) -> tuple[Location, ...]:
@@ -1283,7 +1249,7 @@ def _claim_of(
 def _reach_from_source(site: Site, tree: ast.Module, line: int, loss: str, namespace: Mapping[str, Any]) -> set[str]:
     """The user's models that the statements computing ``loss`` (backwarded at ``line``) call: a loss's reach
     read from the code, for a loss that has no tensor yet (its statements run later in the iteration)."""
-    from .source import feeding, names, preceding
+    from .source import feeding, names
 
     before = preceding(tree, line)
     lines = feeding(before, {loss})

@@ -43,6 +43,8 @@ __all__ = [
     "enclosing",
     "preceding",
     "function_of",
+    "grad_off",
+    "under_grad_off",
 ]
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -374,3 +376,31 @@ def preceding(tree: ast.Module, lineno: int) -> list[ast.stmt]:
         for st in block[:i]:
             out += list(_simple(st))
     return out
+
+
+_GRAD_OFF = ("no_grad", "inference_mode")
+
+
+def grad_off(node: ast.expr) -> str | None:
+    """``"torch.no_grad()"`` when ``node`` is a call that turns grad off (``torch.no_grad()``,
+    ``th.inference_mode()``, ``torch.set_grad_enabled(False)``), else None."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name in _GRAD_OFF:
+        return f"torch.{name}()"
+    if name == "set_grad_enabled" and node.args and isinstance(node.args[0], ast.Constant) and not node.args[0].value:
+        return "torch.set_grad_enabled(False)"
+    return None
+
+
+def under_grad_off(tree: ast.Module, line: int) -> bool:
+    """Line ``line`` runs inside a ``with`` block that turns grad off (:func:`grad_off`): what it computes has no
+    graph."""
+    return any(
+        isinstance(n, ast.With)
+        and n.lineno < line <= (n.end_lineno or n.lineno)
+        and any(grad_off(item.context_expr) for item in n.items)
+        for n in ast.walk(tree)
+    )

@@ -53,7 +53,6 @@ from ..evidence import (
     made_apart,
     made_apart_also,
     made_outside,
-    made_read_here,
     other_claims,
     previous_iteration,
     receiver,
@@ -89,7 +88,7 @@ from .api_cache import (
 from .attached_output import attached_fixes, attached_output_context
 from .built_once import built_once_context
 from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
-from .chained import between_fixes, chained_fixes, recompute_lines, step_context
+from .chained import between_fixes, chained_fixes, modules_given, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
 from .discarded_detach import discarded_detach_fixes, hollow_detach
 from .fast_weights import fast_context, fast_weights_fixes
@@ -112,7 +111,13 @@ from .stale_forward import (
     stale_fixes,
     stale_forward_context,
 )
-from .stale_read import rederived_context, stale_read_context, stale_read_fixes, updated_since_context
+from .stale_read import (
+    made_read_here,
+    rederived_context,
+    stale_read_context,
+    stale_read_fixes,
+    updated_since_context,
+)
 from .step_before_backward import one_step_fixes, step_after_fixes, step_too_early, stepped_again
 from .untracked_write import copy_context, target_context, untracked_fixes
 
@@ -620,7 +625,7 @@ def _updates_between(
             and isinstance(node.func, ast.Name)
             and start < node.lineno < end
             and site.holds(node.lineno)
-            and any(isinstance(a, ast.Name) and a.id in site.modules for a in node.args)
+            and modules_given(node, site)
             and tree is not None
             and _writes_parameters(tree, node.func.id)
         ):

@@ -166,7 +166,8 @@ def recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tup
     if body is None:
         return ()
     # a function of the file given the model writes its weights (NOTE [Updates that are not steps]): that model
-    stepped = _stepped_modules(site, ctx.optimizer) or (set() if ctx.optimizer else _modules_given(step_stmt, site))
+    given = [modules_given(c, site) for c in ast.walk(step_stmt) if isinstance(c, ast.Call)]
+    stepped = _stepped_modules(site, ctx.optimizer) or (set() if ctx.optimizer else set().union(*given))
     chosen: list[int] = []
     dirty: set[str] = set()
     # the statements that ran before the step in its function: those of its block, and of the blocks around it
@@ -211,15 +212,10 @@ def _stepped_modules(site: Site, optimizer: str | None) -> set[str]:
     return {m for m, ids in site.modules.items() if params and ids and ids & params}
 
 
-def _modules_given(st: ast.stmt, site: Site) -> set[str]:
-    """The user's modules ``st`` passes to a call as arguments (``ascend(model, rho)``)."""
-    return {
-        a.id
-        for n in ast.walk(st)
-        if isinstance(n, ast.Call)
-        for a in n.args
-        if isinstance(a, ast.Name) and a.id in site.modules
-    }
+def modules_given(call: ast.Call, site: Site) -> set[str]:
+    """The user's modules ``call`` is given as arguments (``ascend(model, rho)``): a function given a model
+    (NOTE [Updates that are not steps])."""
+    return {a.id for a in call.args if isinstance(a, ast.Name) and a.id in site.modules}
 
 
 def _calls_module(st: ast.stmt, modules: set[str]) -> bool:

@@ -25,6 +25,7 @@ from ..fixes import Fix, Proposal, indent_of, keeping, source_of
 from ..i18n import T
 from ..location import Location
 from ..source import function_of, loop_body_of, names, parse, preceding, statement_at
+from .module_state import _tensors_with_graph, detach_expr
 
 if TYPE_CHECKING:
     from ..evidence import Facts
@@ -105,19 +106,11 @@ def hollow_detach(facts: Facts) -> dict[str, str] | None:
         )
         if method is None or not _hollow(method) or not method.body:
             continue
-        state: list[str] = []
-        for name, value in vars(obj).items():
-            if name.startswith("_"):
-                continue
-            if isinstance(value, torch.Tensor) and value.grad_fn is not None:
-                state.append(f"self.{name} = self.{name}.detach()")
-            elif (
-                isinstance(value, (tuple, list))
-                and value
-                and all(isinstance(v, torch.Tensor) for v in value)
-                and any(v.grad_fn is not None for v in value)
-            ):
-                state.append(f"self.{name} = {type(value).__name__}(t.detach() for t in self.{name})")
+        state = [
+            f"self.{name} = {detach_expr(f'self.{name}', None if isinstance(value, torch.Tensor) else type(value).__name__)}"
+            for name, value in vars(obj).items()
+            if not name.startswith("_") and _tensors_with_graph(value)
+        ]
         if not state:
             continue
         first, last = method.body[0], method.body[-1]

@@ -60,19 +60,20 @@ def _graph_attrs(module: torch.nn.Module) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _sequences(module: torch.nn.Module, attrs: list[str]) -> set[str]:
-    """The attributes of ``attrs`` that hold a tuple or list of tensors rather than one tensor."""
-    return {a for a in attrs if isinstance(getattr(module, a, None), (tuple, list))}
+def _sequences(module: torch.nn.Module, attrs: list[str]) -> dict[str, str]:
+    """The attributes of ``attrs`` that hold a tuple or list of tensors rather than one tensor, with that kind."""
+    return {a: type(v).__name__ for a in attrs if isinstance(v := getattr(module, a, None), (tuple, list))}
 
 
-def _sequence_state(ctx: Context) -> frozenset[str]:
-    """The kept attributes that hold a tuple of tensors (read by :func:`kept_on_modules`)."""
-    return frozenset(ctx.extra.get("sequence_state", "").split())
+def _sequence_state(ctx: Context) -> dict[str, str]:
+    """The kept attributes that hold a tuple or list of tensors, with which (read by :func:`kept_on_modules`)."""
+    return dict(item.split(":", 1) for item in ctx.extra.get("sequence_state", "").split())
 
 
-def _detached(expr: str, attr: str, sequences: frozenset[str]) -> str:
-    """``expr.detach()``; for a state held as a tuple of tensors, ``tuple(t.detach() for t in expr)``."""
-    return f"tuple(t.detach() for t in {expr})" if attr in sequences else f"{expr}.detach()"
+def detach_expr(expr: str, kind: str | None = None) -> str:
+    """``expr.detach()``; for a state held as a ``kind`` of tensors (``"tuple"``, ``"list"``), the same ``kind`` of
+    each detached: ``tuple(t.detach() for t in expr)``."""
+    return f"{kind}(t.detach() for t in {expr})" if kind else f"{expr}.detach()"
 
 
 def _first_read(method: ast.FunctionDef, attr: str) -> ast.stmt | None:
@@ -266,7 +267,7 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
     paths: dict[type, list[tuple[str, list[str]]]] = {}  # each module keeping state: its path from the loop's name
     held = frozenset().union(*site.optimizers.values()) if site.optimizers else frozenset()
     trained_reach = False  # some kept tensor was computed from parameters an optimizer steps
-    sequences: set[str] = set()  # attributes holding a tuple of tensors (an LSTM's (h, c))
+    sequences: dict[str, str] = {}  # attributes holding a tuple or list of tensors (an LSTM's (h, c)): which
     instances: dict[type, torch.nn.Module] = {}
     for name, root in sorted(roots.items(), key=lambda kv: kv[0] not in used):
         for sub, m in root.named_modules():
@@ -276,7 +277,7 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
             trained_reach = trained_reach or any(
                 bool(leaves_of(t) & held) for a in graphs for t in _tensors_with_graph(getattr(m, a))
             )
-            sequences |= _sequences(m, graphs)
+            sequences.update(_sequences(m, graphs))
             instances.setdefault(type(m), m)
             holder.setdefault(type(m), name)
             listed = by_class.setdefault(type(m), [])
@@ -316,7 +317,11 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
         if name in used and all(k.training_only for k in kept) and not roots[name].training
     ]
     extra = {**ctx.extra, "train_mode": evaluating[0]} if len(evaluating) == 1 and len(holders) == 1 else ctx.extra
-    extra = {**extra, "sequence_state": " ".join(sorted(sequences)), "looped": "1" if looped else ""}
+    extra = {
+        **extra,
+        "sequence_state": " ".join(f"{a}:{k}" for a, k in sorted(sequences.items())),
+        "looped": "1" if looped else "",
+    }
     if len(kept) == 1 and len(kept[0].attrs) == 1:  # NOTE [A recurrent layer's state kept on its model]
         found = recurrent_state(kept[0].cls, instances[kept[0].cls], kept[0].attrs[0])
         if found is not None:
@@ -524,7 +529,7 @@ def _detach_edits(ctx: Context) -> tuple[Edit, ...]:
         if st is None and not line.endswith(":"):
             edits.append(None)  # the first line of a statement that goes on: nothing to put before it alone
             continue
-        detach = [f"{indent}self.{a} = {_detached(f'self.{a}', a, sequences)}" for a in attrs]
+        detach = [f"{indent}self.{a} = {detach_expr(f'self.{a}', sequences.get(a))}" for a in attrs]
         edits.append(Edit(loc.filename, loc.lineno, loc.lineno, "\n".join([*detach, text])))
     return tuple(sorted(all_edits(*edits), key=lambda e: e.start))
 
@@ -548,14 +553,14 @@ def _stored_edits(ctx: Context) -> tuple[Edit, ...]:
         except (SyntaxError, IndexError):
             st = None
         tuple_target = isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Tuple)
-        if not tuple_target and not set(attrs) & sequences:
+        if not tuple_target and not set(attrs) & sequences.keys():
             edits.append(edit_at(ctx, loc, detached_value(loc.code) if loc.code else None))
             continue
         lines = source_of(loc.filename).splitlines()
         text = lines[loc.lineno - 1] if 0 < loc.lineno <= len(lines) else ""
         indent = text[: len(text) - len(text.lstrip())]
         targets = ", ".join(f"self.{a}" for a in attrs)
-        values = ", ".join(_detached(f"self.{a}", a, sequences) for a in attrs)
+        values = ", ".join(detach_expr(f"self.{a}", sequences.get(a)) for a in attrs)
         edits.append(Edit(loc.filename, loc.lineno, loc.lineno, f"{text}\n{indent}{targets} = {values}"))
     return tuple(sorted(all_edits(*edits), key=lambda e: (e.filename, e.start)))
 
@@ -584,7 +589,7 @@ def _detach_at_boundary(ctx: Context, attrs: Text) -> Proposal | None:
     if not ctx.kept_paths or ctx.site is None or ctx.backward_line is None:
         return None
     sequences = _sequence_state(ctx)
-    text = "\n".join(f"{p} = {_detached(p, p.rsplit('.', 1)[-1], sequences)}" for p in ctx.kept_paths)
+    text = "\n".join(f"{p} = {detach_expr(p, sequences.get(p.rsplit('.', 1)[-1]))}" for p in ctx.kept_paths)
     edit = insert_lines(ctx, ctx.backward_line, text, after=True)
     if edit is None:
         return None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import linecache
 import re
+import textwrap
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -38,19 +39,19 @@ from ..location import Location
 from ..source import (
     blocks,
     calls_method,
-    enclosing,
     function_of,
     loop_body_of,
     names,
     parse,
     preceding,
     statement_at,
+    under_grad_off,
 )
 
 if TYPE_CHECKING:
     from ..evidence import Problem
 
-__all__ = ["stale_read_context", "stale_read_fixes", "rederived_context", "updated_since_context"]
+__all__ = ["stale_read_context", "stale_read_fixes", "rederived_context", "updated_since_context", "made_read_here"]
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -372,16 +373,24 @@ def _reads_since(graph: Graph, node: GraphNode, newest: int, filename: str, star
     return sorted(lines)
 
 
-def _grad_off(tree: ast.Module, line: int) -> bool:
-    """Line ``line`` runs inside ``with torch.no_grad():`` (or ``inference_mode()``): what it binds has no graph."""
-    return any(
-        isinstance(st, ast.With)
-        and any(
-            isinstance(item.context_expr, ast.Call)
-            and (_dotted(item.context_expr.func) or "").split(".")[-1] in ("no_grad", "inference_mode")
-            for item in st.items
-        )
-        for st in enclosing(tree, line)
+def made_read_here(graph: Graph, p: Problem, facts: Facts) -> tuple[tuple[int, str], ...]:
+    """The reads, on the failing function's lines before its backward, of a tensor made elsewhere whose graph holds
+    the freed node of ``p`` (``self.fake_clean`` in ``d_fake = self.critic(noisy, self.fake_clean)``): (line,
+    expression) each. Where the failing loss takes the part :func:`gradlab.evidence.made_apart` found, for a detach
+    there that leaves the tensor attached for the other losses that read it (NOTE [A part no optimizer steps])."""
+    site, line = facts.site, facts.backward_line
+    tree = site.tree() if site is not None else None
+    node = next((n for n in graph.nodes if n.id == p.node_id), None)
+    if site is None or tree is None or line is None or node is None:
+        return ()
+    before = [st for st in preceding(tree, line) if site.holds(st.lineno)]
+    stored = {d for st in before for d in _stores(st)}
+    return tuple(
+        (st.lineno, expr)
+        for st in before
+        if isinstance(st, ast.Assign) and st.lineno == st.end_lineno
+        for expr in sorted(_reads(st.value) - stored)
+        if holds_node(resolve_dotted(expr, facts.namespace), node)
     )
 
 
@@ -408,7 +417,7 @@ def updated_since_context(base: Context, p: Problem, facts: Facts, graph: Graph)
     found: list[tuple[str, ast.Assign]] = []
     for name in sorted(names(read, ast.Load)):
         bound = [st for st in before if isinstance(st, ast.Assign) and name in _stores(st)]
-        if not bound or any(name in _stores(st) for st in between) or _grad_off(tree, bound[-1].lineno):
+        if not bound or any(name in _stores(st) for st in between) or under_grad_off(tree, bound[-1].lineno):
             continue
         if isinstance(bound[-1].value, (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.Constant)):
             continue  # a container the loop fills (surrogates = []) or a number: no graph of its own to compute
@@ -456,10 +465,8 @@ def _updated_fixes(ctx: Context) -> list[Proposal]:
     lines = linecache.getlines(filename)
     if not 0 < first <= last < at <= len(lines):
         return []
-    old = [line.rstrip("\n") for line in lines[first - 1 : last]]
     indent = lines[at - 1][: len(lines[at - 1]) - len(lines[at - 1].lstrip())]
-    strip = len(old[0]) - len(old[0].lstrip())
-    text = "\n".join(indent + line[strip:] if line[:strip].isspace() or not line[:strip] else line for line in old)
+    text = "\n".join(indent + t for t in textwrap.dedent("".join(lines[first - 1 : last])).splitlines())
     return [
         Proposal(
             Fix(

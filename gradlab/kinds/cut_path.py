@@ -13,6 +13,7 @@ from ..source import (
     detached,
     enclosing,
     function_of,
+    grad_off,
     names,
     preceding,
     statement_at,
@@ -25,28 +26,10 @@ __all__ = [
     "PathCut",
     "backward_target",
     "calls_named",
-    "grad_off",
     "path_cut",
     "positions_call",
     "rebuilds_argument",
 ]
-
-
-_GRAD_OFF = ("no_grad", "inference_mode")
-
-
-def grad_off(node: ast.expr) -> str | None:
-    """``"torch.no_grad()"`` when ``node`` is a call that turns grad off (``torch.no_grad()``,
-    ``th.inference_mode()``, ``torch.set_grad_enabled(False)``), else None."""
-    if not isinstance(node, ast.Call):
-        return None
-    func = node.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-    if name in _GRAD_OFF:
-        return f"torch.{name}()"
-    if name == "set_grad_enabled" and node.args and isinstance(node.args[0], ast.Constant) and not node.args[0].value:
-        return "torch.set_grad_enabled(False)"
-    return None
 
 
 def calls_named(st: ast.AST, wanted: frozenset[str]) -> list[ast.Call]:

@@ -31,7 +31,7 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Failure, backward_line_after, claims_of_others, leaves_of, torch_alias
 from ..explanation import Explanation, Span
-from ..fixes import Fix, Proposal, indent_of, replace_line, source_of, unwrapped
+from ..fixes import Fix, Proposal, indent_of, replace_line, unwrapped
 from ..i18n import T, Words
 from ..judge import judged
 from ..location import Location, frame_names
@@ -290,7 +290,7 @@ def locate(f: Failure) -> Explanation:
     if first is not None:  # the public record names the line that cut the graph, as a tracker's cut does
         located = replace(located, cut=first[0], cut_at=Location(where, first[1]), cut_exact=cut.exact)
     fixes = _fixes(f, cut, line)
-    if first is not None:  # NOTE [A numpy round trip through a helper] in gradlab.kinds.numpy_values
+    if first is not None:  # NOTE [A numpy round trip through a helper] in gradlab.kinds.numpy_round_trip
         fixes = (*_numpy_helper_fix(f, Location(where, first[1])), *fixes)
     if not any(x.edits for x in fixes):  # the source gave no rewrite: the copies of a list a tracker saw
         fixes = (*recorded_stack_fix(f), *fixes)
@@ -298,29 +298,28 @@ def locate(f: Failure) -> Explanation:
 
 
 def _numpy_helper_fix(f: Failure, at: Location | None) -> tuple[Fix, ...]:
-    """The helper of a numpy round trip at the cut ``at`` written with torch (NOTE [A numpy round trip through a
-    helper] in :mod:`gradlab.kinds.numpy_values`), judged with the loop's intent; () when there is none."""
+    """A numpy round trip at the cut ``at`` written with torch (NOTE [A numpy round trip through a helper], NOTE [A
+    numpy round trip on one line] in :mod:`gradlab.kinds.numpy_round_trip`), judged with the loop's intent; () when
+    there is none."""
     site = f.site
     if at is None or site is None or at.filename != site.filename:
         return ()  # the helper's module arrays are read from the failing frame's globals: the same file only
+    tree = site.tree()  # the cut's file: the site's, parsed once
     found = helper_round_trip_fix(at, f.namespace)
-    if found is None and f.recorder is not None:  # NOTE [A numpy round trip on one line]: every cut the tracker saw
-        module = parse(source_of(at.filename))
-        own = function_of(module, at.lineno) if module is not None else None
+    if found is None and f.recorder is not None and tree is not None:  # every round trip the tracker saw cut
+        own = function_of(tree, at.lineno)
         cuts = [
             c.location
             for c in f.recorder.cuts.cuts
             if c.label == ".detach()"
             and c.location.filename == at.filename
-            and module is not None
-            and function_of(module, c.location.lineno) is own  # the cut's own function: its other round trips
+            and function_of(tree, c.location.lineno) is own  # the cut's own function: its other round trips
         ]
         found = inline_round_trip_fix(cuts or [at], f.namespace)
     if found is None:
         return ()
     fix, tensor = found
     line = f.location.lineno if f.location is not None and f.location.filename == site.filename else None
-    tree = site.tree()
     here = statement_at(tree, line) if tree is not None and line is not None else None
     target = backward_target(here) if here is not None else None
     loss = ast.unparse(target) if target is not None else None

@@ -8,14 +8,13 @@ from __future__ import annotations
 import ast
 from typing import TypeGuard
 
-import torch
-
 from ..edits import Edit
+from ..evidence import torch_alias
 from ..fixes import Fix, source_of
 from ..i18n import T
 from ..location import Location
 from ..source import parse, statement_at
-from .numpy_values import _BACK_TO_TORCH, _NUMPY_TO_TORCH, _TAKES_A_LIST, _spliced
+from .numpy_values import _BACK_TO_TORCH, _NUMPY_TO_TORCH, _TAKES_A_LIST, _numpy_aliases, _spliced
 
 __all__ = ["helper_round_trip_fix", "inline_round_trip_fix"]
 
@@ -50,6 +49,12 @@ def _converts_back(node: ast.AST, torch_name: str) -> TypeGuard[ast.Call]:
         and len(node.args) == 1
         and all(k.arg == "dtype" for k in node.keywords)
     )
+
+
+def _dtype_kept(back: ast.Call) -> str:
+    """``.to(dtype)`` for the ``dtype=`` the conversion back gave, else nothing."""
+    dtype = next((k.value for k in back.keywords), None)
+    return f".to({ast.unparse(dtype)})" if dtype is not None else ""
 
 
 def _stripped(node: ast.expr) -> ast.expr | None:
@@ -127,15 +132,12 @@ def helper_round_trip_fix(at: Location, namespace: dict[str, object]) -> tuple[F
     """The helper of a numpy round trip written with torch and called on the tensor (NOTE [A numpy round trip
     through a helper]), with the tensor's expression; None when the line at ``at`` is not such a round trip or the
     helper cannot be written."""
-    import numpy
-
     lines = source_of(at.filename).splitlines()
     tree = parse("\n".join(lines))
     st = statement_at(tree, at.lineno) if tree is not None else None
     if tree is None or st is None or st.lineno != st.end_lineno or not 0 < at.lineno <= len(lines):
         return None
-    torch_name = next((k for k, v in namespace.items() if v is torch), None)
-    numpy_names = {k for k, v in namespace.items() if v is numpy}
+    torch_name, numpy_names = torch_alias(namespace), _numpy_aliases(namespace)
     if torch_name is None or not numpy_names:
         return None
     for back in ast.walk(st):
@@ -158,10 +160,9 @@ def helper_round_trip_fix(at: Location, namespace: dict[str, object]) -> tuple[F
         if body is None:
             return None
         text = lines[at.lineno - 1]
-        dtype = next((k.value for k in back.keywords), None)
         raw = text.encode("utf-8")
         inner = raw[tensor.col_offset : tensor.end_col_offset or 0].decode("utf-8")
-        new_call = f"{name}({inner})" + (f".to({ast.unparse(dtype)})" if dtype is not None else "")
+        new_call = f"{name}({inner}){_dtype_kept(back)}"
         new = _spliced(text, [(back.col_offset, back.end_col_offset or 0, new_call)])
         if new is None:
             return None
@@ -217,9 +218,7 @@ def _inline(text: str, torch_name: str) -> tuple[str, str] | None:
         tensors.append(new)
         if index is not None:
             new += f"[{raw[index.col_offset : index.end_col_offset or 0].decode('utf-8')}]"
-        dtype = next((k.value for k in back.keywords), None)
-        if dtype is not None:
-            new += f".to({ast.unparse(dtype)})"
+        new += _dtype_kept(back)
         spots.append((back.col_offset, back.end_col_offset or 0, new))
     spliced = _spliced(body, spots)
     return (indent + spliced, tensors[0]) if spliced is not None else None
@@ -228,13 +227,14 @@ def _inline(text: str, torch_name: str) -> tuple[str, str] | None:
 def inline_round_trip_fix(lines: list[Location], namespace: dict[str, object]) -> tuple[Fix, str] | None:
     """Every line of ``lines`` that takes a tensor through numpy and back on its own, written as the tensor
     indexed in torch (NOTE [A numpy round trip on one line]), with the first line's tensor; None without one."""
-    torch_name = next((k for k, v in namespace.items() if v is torch), None)
+    torch_name = torch_alias(namespace)
     if torch_name is None:
         return None
     edits: list[Edit] = []
     tensor = ""
+    sources: dict[str, list[str]] = {}  # each file's lines, read once
     for at in dict.fromkeys(lines):
-        source = source_of(at.filename).splitlines()
+        source = sources.setdefault(at.filename, source_of(at.filename).splitlines())
         found = _inline(source[at.lineno - 1], torch_name) if 0 < at.lineno <= len(source) else None
         if found is not None:
             edits.append(Edit(at.filename, at.lineno, at.lineno, found[0]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import linecache
+from collections.abc import Mapping
 from dataclasses import replace
 
 import torch
@@ -149,11 +150,11 @@ def _numpy(f: Failure) -> Explanation:
     return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
 
 
-def _numpy_aliases(f: Failure) -> set[str]:
-    """The failing frame's names for the numpy module (``np``, ``numpy``, ``import numpy as xp``'s ``xp``)."""
+def _numpy_aliases(namespace: Mapping[str, object]) -> set[str]:
+    """A frame's names for the numpy module (``np``, ``numpy``, ``import numpy as xp``'s ``xp``)."""
     import numpy
 
-    return {k for k, v in f.namespace.items() if v is numpy}
+    return {k for k, v in namespace.items() if v is numpy}
 
 
 def _numpy_given_values_fix(at: Location, line: str, summary: Text) -> Fix:
@@ -308,7 +309,7 @@ def _round_trip_in_torch(f: Failure, st: ast.stmt, tree: ast.Module) -> tuple[Ed
     if value.args or value.keywords:
         return None
     torch_name = next((k for k, v in f.namespace.items() if v is torch), None)
-    aliases = _numpy_aliases(f)
+    aliases = _numpy_aliases(f.namespace)
     function = function_of(tree, st.lineno)
     if torch_name is None or function is None:
         return None
@@ -441,7 +442,7 @@ def _compared_in_helper(f: Failure) -> tuple[Edit, str, list[str]] | None:
         return None
     params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
     graphs = [p for p in params if isinstance(v := f.namespace.get(p), torch.Tensor) and v.requires_grad]
-    aliases = _numpy_aliases(f) | {"np", "numpy"}
+    aliases = _numpy_aliases(f.namespace) | {"np", "numpy"}
     if len(graphs) != 1:
         return None
     param = graphs[0]
@@ -508,7 +509,7 @@ def _numpy_in_torch(f: Failure, st: ast.stmt, text: str) -> str | None:
     """The raising line with each numpy call on graph tensors written with torch's function (NOTE [numpy inside
     a forward]); None when a call has no exact torch form (the ddof of ``np.std``, an ``out=``, ...)."""
 
-    aliases = _numpy_aliases(f)
+    aliases = _numpy_aliases(f.namespace)
     torch_name = next((k for k, v in f.namespace.items() if v is torch), None)
     if not aliases or torch_name is None:
         return None
@@ -591,7 +592,7 @@ def _appended_detached(f: Failure, st: ast.stmt) -> tuple[tuple[Edit, ...], list
     ``xs.append(value.detach())``: found by the list's identity in the failing frame or the user frames around it
     (NOTE [A list of losses kept for a plot])."""
 
-    aliases = _numpy_aliases(f)
+    aliases = _numpy_aliases(f.namespace)
     lists = []
     for call in (n for n in ast.walk(st) if isinstance(n, ast.Call)):
         root = call.func
@@ -665,7 +666,7 @@ def _made_constant(f: Failure, st: ast.stmt, text: str) -> str | None:
 
     if st.lineno != st.end_lineno:
         return None
-    aliases = _numpy_aliases(f)
+    aliases = _numpy_aliases(f.namespace)
     torch_name = next((k for k, v in f.namespace.items() if v is torch), None)
     if not aliases or torch_name is None:
         return None
@@ -705,7 +706,7 @@ def _handed_outside_torch(f: Failure, st: ast.stmt) -> str | None:
     graph is the argument of a call into code outside torch (``sim.step(np.array(actions))``, a simulator's method;
     NOTE [numpy's values handed to code outside torch]); None otherwise."""
 
-    aliases = _numpy_aliases(f)
+    aliases = _numpy_aliases(f.namespace)
     if not aliases:
         return None
     outside: set[int] = set()
@@ -749,7 +750,7 @@ def _numpy_arguments(f: Failure, st: ast.stmt, text: str, lists: bool = False) -
     graph, or the element of a comprehension over one, or with ``lists``, a name that holds a list of such
     tensors (each item detached); None when there is none to detach."""
 
-    aliases = _numpy_aliases(f)
+    aliases = _numpy_aliases(f.namespace)
     spots: list[tuple[int, int, str]] = []  # (start, end, replacement) in the line's columns
     for call in (n for n in ast.walk(st) if isinstance(n, ast.Call)):
         root = call.func

@@ -29,15 +29,17 @@ from ..source import (
     enclosing_blocks,
     feeding,
     function_of,
+    grad_off,
     loop_body_of,
     names,
     parse,
     statement_at,
+    under_grad_off,
 )
 
 if TYPE_CHECKING:
     pass
-from .cut_path import PathCut, backward_target, calls_named, grad_off
+from .cut_path import PathCut, backward_target, calls_named
 
 __all__ = [
     "called_modules",
@@ -190,7 +192,7 @@ def update_out_of_helper(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]
         and ast.unparse(st.value.func).split(".")[-1] == helper.name
     ]
     evaluating = [c for c in calls if block.lineno < c.lineno <= (block.end_lineno or block.lineno)]
-    training = [c for c in calls if c not in evaluating and not _under_grad_off(tree, c.lineno)]
+    training = [c for c in calls if c not in evaluating and not under_grad_off(tree, c.lineno)]
     if not evaluating or len(training) != 1:
         return ()
     call = training[0]
@@ -221,15 +223,6 @@ def update_out_of_helper(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]
     )
     return tuple(
         replace(x, claims=x.claims or f.claims()) for x in judged([Proposal(fix, None, True)], Context(site=site))
-    )
-
-
-def _under_grad_off(tree: ast.Module, line: int) -> bool:
-    return any(
-        isinstance(n, ast.With)
-        and n.lineno < line <= (n.end_lineno or n.lineno)
-        and any(grad_off(item.context_expr) for item in n.items)
-        for n in ast.walk(tree)
     )
 
 
