@@ -9,7 +9,6 @@ forward that saved an inference tensor, ``.numpy()``).
 from __future__ import annotations
 
 import ast
-import linecache
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -21,13 +20,13 @@ import torch
 from . import internals
 from .context import Context
 from .graph import Graph, GraphNode, walk
-from .i18n import T, Words, join
+from .i18n import T, Words
 from .location import Location, _library_file, frame_names
-from .loop import LoopIntent, Site, read_site, recorded_intent, site_intent
+from .loop import LoopIntent, Site, read_site
 from .messages import Message, find
 from .names import framework_backward
 from .saved import SavedTensor, Write
-from .source import calls_method, loop_body_of, next_backward, outermost_loop, parse, preceding
+from .source import calls_method, loop_body_of, next_backward, parse
 
 if TYPE_CHECKING:
     from .recorder import BackwardCall, Recorder
@@ -41,11 +40,9 @@ __all__ = [
     "failure_of",
     "user_frame_of",
     "user_frames_of",
-    "loop_claims",
     "calls_into",
     "holds_node",
     "stepped_params",
-    "made_apart",
     "graph_kinds",
 ]
 
@@ -237,20 +234,6 @@ class Failure:
     def kind(self) -> str:
         return self.message.kind
 
-    def claims(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
-        """What the loop's losses train as the code stands (:func:`loop_claims`), read in the innermost user frame
-        of the failure that backwards after its line: the failing function, or the loop that called it."""
-        if self.location is not None:
-            found = loop_claims(self.site, self.namespace, self.location.lineno)
-            if found:
-                return found
-        for frame, line in self.outer:
-            site = read_site(frame)
-            found = loop_claims(site, frame_names(frame), line)
-            if found:
-                return found
-        return ()
-
 
 def user_frame_of(tb: TracebackType | None) -> tuple[FrameType, int] | None:
     """The innermost frame of user code in a traceback, and the line it was running."""
@@ -372,49 +355,6 @@ def in_site(facts: Facts, loc: Location | None) -> int | None:
     return loc.lineno
 
 
-def intent_from_record(
-    facts: Facts, read: LoopIntent | None, loss: str | None
-) -> tuple[LoopIntent | None, Words | None]:
-    """The loop's intent from what ran when the loop has gone round, else ``read`` from the source; and a
-    sentence when both are known and disagree (NOTE [Intent from the record] in loop.py)."""
-    tracker, site = facts.tracker, facts.site
-    if tracker is None or site is None:
-        return read, None
-    failing = facts.failing
-    if failing is not None:
-        at, until = failing.location, failing.index
-    elif facts.backward_line is not None:
-        line = facts.backward_line
-        at = next(
-            (
-                c.location
-                for c in reversed(tracker.history)
-                if c.location is not None and c.location.filename == site.filename and c.location.lineno == line
-            ),
-            None,
-        )
-        until = tracker.stats()["backward_calls"]
-    else:
-        return read, None
-    ran = recorded_intent(tracker.history, tracker.optimizer_calls, at, until, site)
-    if not ran.known:
-        return read, None
-    if read is None or not read.known or set(read.trained) == set(ran.trained):
-        return ran, None
-    if not any(plan.steps for plan in ran.plans) and read.trained:
-        # no step ran between the two backward calls: the step comes after an inner loop of several backward calls
-        # (microbatches clipped one by one, NOTE [Intent from the record]): what it does is read from the source
-        return read, None
-    words = {k: join(v, T(" and ")) if v else T("nothing") for k, v in (("ran", ran.trained), ("read", read.trained))}
-    note = T(
-        "the loop's record and its source disagree on what {loss} trains: its optimizers stepped {ran} on it "
-        "when it ran, the source after the backward reads {read}; the fixes follow what ran",
-        loss=loss or T("the failing loss"),
-        **words,
-    )
-    return ran, note
-
-
 def graph_kinds(namespace: Mapping[str, Any]) -> dict[str, str]:
     """The names of ``namespace`` holding a graph, by kind: ``"tensor"`` (a tensor with a ``grad_fn``), ``"list"``
     or ``"tuple"`` (of tensors only, some with a ``grad_fn``: an RNN's hidden states)."""
@@ -440,83 +380,6 @@ def graph_names(namespace: Mapping[str, Any]) -> set[str]:
         for k, v in namespace.items()
         if isinstance(k, str) and not k.startswith("_") and isinstance(v, torch.Tensor) and v.grad_fn is not None
     }
-
-
-def other_claims(facts: Facts, failing_loss: str | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """What each other loss the loop backwards trains as the code stands: the models its graph reaches
-    whose optimizer steps on it (read as for the failing loss), for the losses still bound in the frame."""
-    return claims_of_others(facts.site, facts.backward_line, facts.namespace, failing_loss)
-
-
-def claims_of_others(
-    site: Site | None,
-    line: int | None,
-    namespace: Mapping[str, Any],
-    failing_loss: str | None,
-    *,
-    same_steps: bool = False,
-) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """:func:`other_claims` from the failing function's site, the failing backward's line and the frame's names.
-
-    ``same_steps``: only the losses whose gradients the same optimizer steps use as the failing loss's (no
-    ``step()`` or ``zero_grad()`` between the two backward statements): an actor-critic's two losses summed
-    into one step, not a shared encoder stepped after each of its losses.
-    """
-    if site is None or line is None or not site.modules:
-        return ()
-    tree = site.tree()
-    body = loop_body_of(tree, line) if tree is not None else None
-    if body is None and tree is not None:
-        body = list(tree.body)
-    elif not same_steps and tree is not None:  # the training loop's other inner loops too (a GP fitted, then used)
-        outer = outermost_loop(tree, line)
-        body = outer.body if outer is not None else body
-    body = body or []
-    here = next((k for k, st in enumerate(body) if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
-    out: dict[str, tuple[str, ...]] = {}
-    for k, st in enumerate(body):
-        if same_steps and (
-            here is None
-            or k == here
-            or any(calls_method(b, ("step", "zero_grad")) for b in body[min(k, here) + 1 : max(k, here)])
-        ):
-            continue
-        for n in ast.walk(st):
-            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"):
-                continue
-            name = ast.unparse(n.func.value)
-            value = value_of(name, namespace)
-            if name == failing_loss:
-                continue
-            if isinstance(value, torch.Tensor) and value.grad_fn is not None:
-                reach = modules_reached(site, leaves_of(value))
-            elif leaves := _arithmetic_leaves(n.func.value, namespace):  # (w * penalty).backward()
-                reach = modules_reached(site, leaves)
-            elif value is None and name.isidentifier() and tree is not None:  # not computed yet in this iteration
-                reach = _reach_from_source(site, tree, n.lineno, name, namespace)
-            else:
-                continue
-            intent = site_intent(site, n.lineno)
-            if intent.known:
-                out[name] = tuple(sorted(reach & set(intent.trained)))
-    return tuple(sorted(out.items()))
-
-
-def _arithmetic_leaves(expr: ast.expr, namespace: Mapping[str, Any]) -> set[int]:
-    """The leaves an arithmetic expression of the frame's values reaches (``eik_weight * eikonal``): those of its
-    tensors with a graph; empty when it calls anything (reading it must not run the user's code)."""
-    allowed = (ast.BinOp, ast.UnaryOp, ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.operator, ast.unaryop)
-    if not isinstance(expr, (ast.BinOp, ast.UnaryOp)) or not all(
-        isinstance(x, (*allowed, ast.expr_context)) for x in ast.walk(expr)
-    ):
-        return set()
-    leaves: set[int] = set()
-    for x in ast.walk(expr):
-        if isinstance(x, (ast.Name, ast.Attribute, ast.Subscript)):
-            value = _value(x, namespace)
-            if isinstance(value, torch.Tensor) and value.grad_fn is not None:
-                leaves |= leaves_of(value)
-    return leaves
 
 
 def same_root(call: BackwardCall, root: GraphNode | None, failing: BackwardCall | None) -> bool:
@@ -831,7 +694,7 @@ def resolve_dotted(dotted: str, namespace: Mapping[str, Any]) -> Any:
     return value
 
 
-def _roots(facts: Facts, loss: str | None) -> list[Any]:
+def roots_of(facts: Facts, loss: str | None) -> list[Any]:
     """The failing loss's graph, or (a loss written as an expression: ``(1 - score).backward()``) the frame's
     tensors' graphs: where a node of the failing graph is found alive."""
     value = value_of(loss, facts.namespace) if loss else None
@@ -851,201 +714,11 @@ def tensors_below(graph: Graph, node_id: int | None, facts: Facts, loss: str | N
     }
     if not bare:
         return ()
-    for fn in walk(_roots(facts, loss)):
+    for fn in walk(roots_of(facts, loss)):
         if (sequence_of(fn), fn.name()) == (node.seq, node.name):
             leaves = {id(v) for b in walk([fn]) if isinstance(v := getattr(b, "variable", None), torch.Tensor)}
             return tuple(sorted(m for m, ids in bare.items() if ids <= leaves))
     return ()
-
-
-def made_apart(
-    graph: Graph,
-    p: Problem,
-    facts: Facts,
-    loss: str | None,
-    intent: LoopIntent | None,
-    node_id: int | None = None,
-) -> tuple[Location, bool] | None:
-    """The forward line that made the freed node of ``p`` when what it computes, and everything else the graph
-    saved on that line, reaches only parameters that none of the frame's optimizers holds, or (freed by an earlier
-    pass of the failing backward itself) none that an optimizer stepping on the failing loss holds (NOTE [A part no
-    optimizer steps]); with True when parameters below it are held by optimizers that do not step on that loss.
-    None otherwise. ``node_id``: another freed node of the same failure than ``p``'s."""
-    site = facts.site
-    node_id = p.node_id if node_id is None else node_id
-    if node_id is None or site is None or not site.optimizers:
-        return None
-    # the frame's optimizers, and every one the tracker saw step (a critic's optimizer in the caller's loop)
-    stepped = facts.tracker.optimizers.held() if facts.tracker is not None else frozenset()
-    held = everything = frozenset().union(*site.optimizers.values(), stepped)
-    call, failing = freeing_call(p, facts), facts.failing
-    # the failing backward's line; check() runs before it: the backward it checks for
-    failing_at = (
-        (failing.location.filename, failing.location.lineno)
-        if failing is not None and failing.location is not None
-        else (site.filename, facts.backward_line)
-        if failing is None and facts.backward_line is not None
-        else None
-    )
-    own = (
-        call is not None and call.location is not None and (call.location.filename, call.location.lineno) == failing_at
-    )
-    if own and intent is not None and intent.known:
-        stepping = [site.optimizers.get(plan.optimizer) for plan in intent.plans if plan.steps]
-        if all(ids is not None for ids in stepping):
-            held = frozenset().union(*(ids for ids in stepping if ids is not None))
-    roots = _roots(facts, loss)
-    at = saved_line(graph, [node_id])
-    if at is None:
-        return None
-    on_line = {
-        s.node_id
-        for s in graph.saved
-        if s.saved_at is not None and (s.saved_at.filename, s.saved_at.lineno) == (at.filename, at.lineno)
-    }
-    nodes = {n.id: n for n in graph.nodes}
-    wanted = {(nodes[i].seq, nodes[i].name) for i in on_line if i in nodes and nodes[i].seq is not None}
-    found = other = False
-    for fn in walk(roots):
-        if (sequence_of(fn), fn.name()) not in wanted:
-            continue
-        found = True
-        for below in walk([fn]):
-            leaf = getattr(below, "variable", None)
-            if leaf is not None and (not isinstance(leaf, torch.nn.Parameter) or id(leaf) in held):
-                return None  # a parameter an optimizer steps, or an input whose .grad the code may read
-            other = other or (leaf is not None and id(leaf) in everything)  # held by an optimizer of other losses
-    return (at, other) if found else None
-
-
-def made_apart_also(
-    graph: Graph, p: Problem, facts: Facts, loss: str | None, intent: LoopIntent | None, first: Location
-) -> tuple[Location, ...]:
-    """The other lines :func:`made_apart` finds for the failure's other freed nodes (a cache of two tensors, each
-    made on its own line from the same part): each needs its detach too, or the next backward finds the other.
-    Only statements of ``first``'s block that store an attribute as it does (``self._alpha`` beside
-    ``self._chol``): a line of a helper both the cache and the training call (a property) is no such sibling."""
-    from .source import enclosing_blocks
-
-    tree = parse("".join(linecache.getlines(first.filename)))
-    block = next(
-        (b for b in (enclosing_blocks(tree) if tree is not None else ()) if any(st.lineno == first.lineno for st in b)),
-        None,
-    )
-    stores = {
-        st.lineno
-        for st in block or ()
-        if isinstance(st, ast.Assign)
-        and st.lineno == st.end_lineno
-        and all(isinstance(x, ast.Attribute) for x in st.targets)
-    }
-    if first.lineno not in stores:
-        return ()
-    found: dict[tuple[str, int], Location] = {}
-    freed = {s.node_id for s in graph.saved if s.status == "freed" and s.node_id is not None} - {p.node_id}
-    for node_id in sorted(freed):  # each node once (a node saves several tensors)
-        made = made_apart(graph, p, facts, loss, intent, node_id=node_id)
-        if (
-            made is not None
-            and made[0].filename == first.filename
-            and made[0].lineno != first.lineno
-            and made[0].lineno in stores
-        ):
-            found.setdefault((made[0].filename, made[0].lineno), made[0])
-    return tuple(found[k] for k in sorted(found))
-
-
-def made_outside(
-    graph: Graph, p: Problem, facts: Facts, loss: str | None, intent: LoopIntent | None
-) -> tuple[tuple[str, str], ...]:
-    """A name of the failing function that holds the freed node of ``p`` in its graph (a tensor, or a list or tuple
-    of tensors: gradients a function received), bound before the loop and never in its body, whose whole part of
-    the graph below ends in parameters none of the optimizers the loop steps holds (``intent``): its name and
-    ``tensor``, ``list`` or ``tuple`` (NOTE [A part made before the loop]); every such name, or none."""
-    site = facts.site
-    node = next((n for n in graph.nodes if n.id == p.node_id), None)
-    if node is None or node.seq is None or site is None or not site.optimizers or facts.backward_line is None:
-        return ()
-    tree = site.tree()
-    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
-    if not body:
-        return ()
-    bound = {n.id for st in body for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    read = {n.id for st in body for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    if intent is None or not intent.known:
-        return ()
-    stepping = [site.optimizers.get(plan.optimizer) for plan in intent.plans if plan.steps]
-    if not stepping or any(ids is None for ids in stepping):
-        return ()
-    held = frozenset().union(*(ids for ids in stepping if ids is not None))
-    freed = {s.node_id for s in graph.saved if s.status == "freed"} | {node.id}
-    wanted = {(n.seq, n.name) for n in graph.nodes if n.id in freed}  # any freed part of the failing graph
-    found: list[tuple[str, str]] = []
-    for name in sorted(k for k in facts.namespace if isinstance(k, str) and not k.startswith("_")):
-        value = facts.namespace[name]
-        items = list(value) if isinstance(value, (list, tuple)) else [value]
-        if (
-            name in bound
-            or name not in read
-            or name == loss
-            or not items
-            or not all(isinstance(t, torch.Tensor) for t in items)
-        ):
-            continue
-        roots = [t.grad_fn for t in items if t.grad_fn is not None]
-        below = walk(roots)
-        if not any((sequence_of(fn), fn.name()) in wanted for fn in below):
-            continue
-        for fn in below:
-            leaf = getattr(fn, "variable", None)
-            if leaf is not None and (not isinstance(leaf, torch.nn.Parameter) or id(leaf) in held):
-                return ()  # a parameter an optimizer steps, or an input whose .grad the code may read
-        found.append((name, "list" if isinstance(value, list) else "tuple" if isinstance(value, tuple) else "tensor"))
-    return tuple(found)
-
-
-# NOTE [A part made before the loop]
-# The loss of each iteration reads a tensor the function was handed, or made before
-# its loop, whose graph ends in parameters no optimizer the loop steps holds
-# (gradlab.loop's intent): the "gradients" a federated client uploaded, computed
-# from its parameters with autograd on, matched by a gradient-inversion attack.
-# The first backward frees that part; the second finds it freed. Its line may be
-# unknown (a Python number divided into it is saved behind torch's hooks), but the
-# name is the frame's: the fix detaches it once, before the loop, which changes no
-# value of the forward and no update of the loop's optimizers. The gradient the
-# loss sent below it (into the client's parameters) is no longer made: the fix's
-# trains line says so, since an optimizer outside the loop could read it. Not
-# offered when a leaf below is an input that is no parameter, or a parameter an
-# optimizer the loop steps holds.
-
-
-# NOTE [A part no optimizer steps]
-# A backward fails on a freed node whose whole part of the graph ends in
-# parameters no optimizer of the loop holds: an embedding table a plain object
-# keeps to encode a column once, a pretrained encoder left requiring grad and
-# never handed to an optimizer. Every backward through that part only fills
-# .grad fields nothing reads, and the part was made once (before the loop, or by
-# an earlier loss), so the second backward through it fails. A .detach() where
-# the part was made changes no value of the forward and no update of any
-# optimizer: it is offered for any cause of a freed graph. When an earlier pass of
-# the failing backward itself freed that part (the same line, an earlier
-# iteration: latents an encoder computed once, before a flow prior is fitted on
-# them), the parameters below need only be outside the optimizers the loop steps
-# on the failing loss (gradlab.loop's intent): the encoder's own optimizer, which
-# another loss steps, gets no gradient from this one, as before (its .grad from
-# this loss was never used), and the fix says so. Not offered when a
-# leaf below is not a parameter (an input whose .grad an attack or a saliency map
-# reads), when any node the graph saved on that line reaches a parameter an
-# optimizer holds (the line computes something trained as well), or when the
-# frame names no optimizer (nothing to tell "held" from "not held"). When the
-# part's parameters are held by an optimizer that steps on other losses and the
-# part was made in another function (a generator's forward, its sample kept on
-# the trainer and read by each critic round and by the generator's own loss), a
-# detach where it was made (the forward's return) would cut those losses too (the
-# generator would learn nothing): the detach goes where the failing loss's function
-# reads the tensor (self.fake_clean.detach() in the critic's loss), when that read
-# is one expression of the frame whose value holds the freed node. A value a method
-# stores (a bank's refresh from a teacher's features) is detached where it is made.
 
 
 def value_of(expr: str, namespace: Mapping[str, Any]) -> Any:
@@ -1087,188 +760,3 @@ def calls_into(called: str, module: str) -> bool:
     ``model.forward_train(x)``, ``self.model.encode(x)``."""
     parts, want = called.split("(")[0].split("."), module.split(".")
     return any(parts[i : i + len(want)] == want for i in range(len(parts) - len(want) + 1))
-
-
-def _modules_to_be(tree: ast.Module, line: int, namespace: Mapping[str, Any]) -> set[str]:
-    """Names the code binds to a new ``nn.Module`` before ``line``, read from the source: ``model = Net(args)``
-    where ``Net`` is a module class of the frame's names (a failure raised while the model is being built
-    happens before the frame holds it)."""
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Assign)
-            and node.lineno < line
-            and isinstance(node.value, ast.Call)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-        ):
-            cls = namespace.get(ast.unparse(node.value.func)) if isinstance(node.value.func, ast.Name) else None
-            if isinstance(cls, type) and issubclass(cls, torch.nn.Module):
-                found.add(node.targets[0].id)
-    return found
-
-
-def _one_name_each(site: Site, models: set[str]) -> tuple[str, ...]:
-    """``models`` with one name for each set of parameters: a wrapper that holds no parameter of its own
-    (``diffusion = GaussianDiffusion(model)``) and the model it wraps are one model, named as first bound."""
-    order = list(site.modules)
-    kept: list[str] = []
-    for m in sorted(models, key=lambda m: order.index(m) if m in order else len(order)):
-        ids = site.modules.get(m)
-        if ids is None or all(site.modules.get(k) != ids for k in kept):
-            kept.append(m)
-    return tuple(sorted(kept))
-
-
-def loop_claims(
-    site: Site | None,
-    namespace: Mapping[str, Any],
-    line: int,
-    feeding_into: tuple[str, frozenset[str]] | None = None,
-) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """What each loss the code backwards after ``line`` trains, as the code stands: ``(loss, modules)``.
-
-    ``feeding_into``: a fix's new data flow, ``(reader, calls)``: a loss that reaches the
-    model ``reader`` reaches the models ``calls`` run too (a parameter of ``reader`` written
-    with their output, run with the written copy).
-
-    For a fix that changes nothing of the training (a failure raised before the loss's
-    backward: in its forward, in the logging after it): each backward statement that runs
-    next in the loop (or the function), its loss's reach (the graph of the tensor bound to
-    its name, else the user's models the statements computing it call) limited to the
-    modules whose optimizer steps on it.
-    """
-    from .source import after
-
-    tree = site.tree() if site is not None else None
-    if site is None or tree is None:
-        return ()
-    out: dict[str, tuple[str, ...]] = {}
-    # every backward the loop runs: those after the line, then those of the loop's body before it (the next
-    # iteration runs them; a failure in the actor's forward after the critics' backwards leaves theirs as they are)
-    body = loop_body_of(tree, line) or []
-    earlier = [st for st in body if (st.end_lineno or st.lineno) < line]
-    for st in [*after(tree, line), *earlier]:
-        for node in ast.walk(st):
-            if not (
-                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward"
-            ):
-                continue
-            whole = ast.unparse(node.func.value)
-            terms = summed_names(node.func.value)  # NOTE [A loss written as a sum of named losses]
-            for loss in terms or (whole,):
-                _claim_of(site, tree, namespace, node, loss, out, feeding_into)
-    return tuple(sorted(out.items()))
-
-
-def summed_names(expr: ast.expr) -> tuple[str, ...]:
-    """The names a loss expression adds up, each maybe scaled by a number (``cls_loss + 0.1 * align_loss``:
-    ``cls_loss``, ``align_loss``); empty for any other expression, or a single name.
-
-    Example::
-
-        >>> summed_names(ast.parse("a + 0.5 * b - c / 2", mode="eval").body)
-        ('a', 'b', 'c')
-        >>> summed_names(ast.parse("a * b", mode="eval").body)
-        ()
-    """
-    found: list[str] = []
-
-    def walk(e: ast.expr) -> bool:
-        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
-            return walk(e.left) and walk(e.right)
-        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult):
-            number, term = (e.left, e.right) if isinstance(e.left, ast.Constant) else (e.right, e.left)
-            return isinstance(number, ast.Constant) and isinstance(number.value, (int, float)) and walk(term)
-        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Div) and isinstance(e.right, ast.Constant):
-            return walk(e.left)
-        if isinstance(e, ast.Name):
-            found.append(e.id)
-            return True
-        return False
-
-    return tuple(dict.fromkeys(found)) if walk(expr) and len(found) > 1 else ()
-
-
-# NOTE [A loss written as a sum of named losses]
-# ``(cls_loss + 0.1 * align_loss).backward()`` trains what each term reaches, each with its own reach: the
-# alignment loss may reach the encoder only, the classification loss the classifier too. A claim for the sum
-# as one loss would say the alignment loss trains the classifier. So the claims of such a backward are made per
-# named term, as if each were backwarded (a number scaling a term changes no reach). Only where the fix keeps
-# each term's reach: the loop's claims (a failure before the backward changes no training) and an in-place
-# write's fixes (its out-of-place form, a copy); a freed graph's fixes may cut a term's path (a constant
-# detached), and what the term reached before the fix says nothing of after it.
-
-
-def term_claims(
-    site: Site | None, namespace: Mapping[str, Any], loss: str | None
-) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """What each named term of ``loss`` reaches, when it is a sum of named losses bound to tensors with a graph
-    (NOTE [A loss written as a sum of named losses]); empty otherwise."""
-    if site is None or not loss:
-        return ()
-    try:
-        names = summed_names(ast.parse(loss, mode="eval").body)
-    except SyntaxError:
-        return ()
-    out = []
-    for name in names:
-        value = namespace.get(name)
-        if not isinstance(value, torch.Tensor) or value.grad_fn is None:
-            return ()
-        out.append((name, _one_name_each(site, modules_reached(site, leaves_of(value)))))
-    return tuple(out)
-
-
-def _claim_of(
-    site: Site,
-    tree: ast.Module,
-    namespace: Mapping[str, Any],
-    node: ast.Call,
-    loss: str,
-    out: dict[str, tuple[str, ...]],
-    feeding_into: tuple[str, frozenset[str]] | None,
-) -> None:
-    """``out[loss]``: what ``loss``, backwarded by the call ``node``, trains (loop_claims)."""
-    value = value_of(loss, namespace) if loss not in out else None
-    if isinstance(value, torch.Tensor) and value.grad_fn is not None:
-        reach = modules_reached(site, leaves_of(value))
-    elif loss in out or not loss.isidentifier():
-        return
-    else:
-        reach = _reach_from_source(site, tree, node.lineno, loss, namespace)
-    if feeding_into is not None and any(calls_into(feeding_into[0], m) for m in reach):
-        reach |= {m for m in site.modules if any(calls_into(c, m) for c in feeding_into[1])}
-    intent = site_intent(site, node.lineno)
-    trained = _one_name_each(site, reach & set(intent.trained) if intent.known else reach)
-    if not trained and not (isinstance(value, torch.Tensor) and value.grad_fn is not None):
-        return  # read from the code, nothing found: unknown, not a claim that the loss trains nothing
-    out[loss] = trained
-
-
-def _reach_from_source(site: Site, tree: ast.Module, line: int, loss: str, namespace: Mapping[str, Any]) -> set[str]:
-    """The user's models that the statements computing ``loss`` (backwarded at ``line``) call: a loss's reach
-    read from the code, for a loss that has no tensor yet (its statements run later in the iteration)."""
-    from .source import feeding, names
-
-    before = preceding(tree, line)
-    lines = feeding(before, {loss})
-    # a loop over a tensor's parts (``for part in net(x):``) feeds the loss through its target
-    loops = [
-        n
-        for n in ast.walk(tree)
-        if isinstance(n, ast.For)
-        and n.lineno < line
-        and any(n.lineno < k <= (n.end_lineno or n.lineno) for k in lines)
-        and names(n.target, ast.Store) & {m for b in before if b.lineno in lines for m in names(b, ast.Load)}
-    ]
-    if loops:
-        lines |= feeding(before, {loss} | {m for n in loops for m in names(n.iter, ast.Load)})
-    called = {
-        ast.unparse(n.func)
-        for b in [*(b for b in before if b.lineno in lines), *(n.iter for n in loops)]
-        for n in ast.walk(b)
-        if isinstance(n, ast.Call)
-    }
-    modules = set(site.modules) | _modules_to_be(tree, line, namespace)
-    return {m for m in modules if any(calls_into(c, m) for c in called)}

@@ -100,6 +100,8 @@ ORDER = (
     "render",
     "judge",
     "evidence",
+    "claims",
+    "parts",
     "causes.inplace_op",
     "causes.untracked_write",
     "causes.same_loss_twice",

@@ -36,24 +36,18 @@ from ..candidates import (
     routed_fixes,
     stale_reads,
 )
+from ..claims import claims_of_others, intent_from_record, loop_claims, other_claims, term_claims
 from ..context import CAUSES, Cause, Context
 from ..evidence import (
     Facts,
     Problem,
     Topology,
-    claims_of_others,
     freeing_call,
     from_frame,
     graph_names,
     in_site,
-    intent_from_record,
     is_parameter,
     leaves_of,
-    loop_claims,
-    made_apart,
-    made_apart_also,
-    made_outside,
-    other_claims,
     previous_iteration,
     receiver,
     routed_optimizers,
@@ -64,7 +58,6 @@ from ..evidence import (
     stepped_ids,
     steps_between,
     tensors_below,
-    term_claims,
     value_of,
     var_named,
     written_by_steps,
@@ -74,6 +67,7 @@ from ..graph import Graph
 from ..i18n import T, Text
 from ..judge import judged
 from ..loop import site_intent
+from ..parts import made_apart, made_apart_also, made_outside
 from ..source import outermost_loop
 from .api_cache import (
     cached_around_loop,

@@ -9,9 +9,10 @@ from dataclasses import replace
 
 import torch
 
+from ..claims import one_name_each
 from ..context import Context, as_receiver
 from ..edits import Edit
-from ..evidence import Facts, _one_name_each, leaves_of, modules_reached, receiver, steps_between, value_of
+from ..evidence import Facts, leaves_of, modules_reached, receiver, steps_between, value_of
 from ..fixes import Fix, Proposal, all_edits, edit_at, keeping, replace_line, source_of
 from ..graph import Graph
 from ..i18n import T
@@ -143,7 +144,7 @@ def appended_loss(facts: Facts, loss: str | None) -> tuple[str, tuple[str, ...]]
     value, item = value_of(name, facts.namespace), value_of(loss, facts.namespace)
     if not isinstance(value, torch.Tensor) or value.grad_fn is None or value is item:
         return None
-    return name, _one_name_each(site, modules_reached(site, leaves_of(value)))
+    return name, one_name_each(site, modules_reached(site, leaves_of(value)))
 
 
 def _appended_instead(ctx: Context) -> Proposal | None:

@@ -376,7 +376,7 @@ def _reads_since(graph: Graph, node: GraphNode, newest: int, filename: str, star
 def made_read_here(graph: Graph, p: Problem, facts: Facts) -> tuple[tuple[int, str], ...]:
     """The reads, on the failing function's lines before its backward, of a tensor made elsewhere whose graph holds
     the freed node of ``p`` (``self.fake_clean`` in ``d_fake = self.critic(noisy, self.fake_clean)``): (line,
-    expression) each. Where the failing loss takes the part :func:`gradlab.evidence.made_apart` found, for a detach
+    expression) each. Where the failing loss takes the part :func:`gradlab.parts.made_apart` found, for a detach
     there that leaves the tensor attached for the other losses that read it (NOTE [A part no optimizer steps])."""
     site, line = facts.site, facts.backward_line
     tree = site.tree() if site is not None else None

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .. import messages
+from ..claims import failure_claims
 from ..codes import by_code
 from ..evidence import Failure
 from ..explanation import Explanation, Span
@@ -191,7 +192,7 @@ def views_of_leaf(failure: Failure, explanation: Explanation, split: object) -> 
     from ..judge import judged
 
     # the out-of-place write and the cloned views keep the training: they claim what the loop's losses train now
-    kept = failure.claims()
+    kept = failure_claims(failure)
     explanation = replace(explanation, fixes=tuple(replace(f, claims=f.claims or kept) for f in explanation.fixes))
     if not (isinstance(split, torch.Tensor) and split.is_leaf and split.requires_grad):
         return explanation

@@ -14,6 +14,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import replace
 
+from ..claims import failure_claims
 from ..edits import Edit
 from ..evidence import Failure
 from ..explanation import Explanation
@@ -263,7 +264,7 @@ def _detached_before(f: Failure, call: ast.Call | None) -> tuple[Fix, ...]:
                 "the loop's losses train stays as it is",
                 inputs=inputs,
             ),
-            claims=f.claims(),
+            claims=failure_claims(f),
             applicability="machine-applicable",
         )
         for fix in found

@@ -10,9 +10,10 @@ from types import FrameType
 
 from ..advice import locating_fix
 from ..causes import fixes_for
+from ..claims import failure_claims, loop_claims
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Failure, loop_claims
+from ..evidence import Failure
 from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, source_of
 from ..i18n import T
@@ -151,7 +152,7 @@ def _read_after_backward(f: Failure) -> tuple[Location, Fix] | None:
                 "backward; the gradients and the steps do not change"
             ),
             edits=(Edit(filename, back.lineno, back.lineno, new),),
-            claims=f.claims() or _claims_at(f, frame, tree, back.lineno),
+            claims=failure_claims(f) or _claims_at(f, frame, tree, back.lineno),
         )
         judged_fix = judged([Proposal(fix, None, True)], Context(site=f.site))
         return (at, judged_fix[0]) if judged_fix else None

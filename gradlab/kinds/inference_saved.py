@@ -20,6 +20,7 @@ from dataclasses import replace
 
 import torch
 
+from ..claims import failure_claims
 from ..context import Context
 from ..edits import Edit
 from ..evidence import Failure
@@ -162,7 +163,7 @@ def under_inference(e: Explanation, f: Failure) -> Explanation | None:
         Span(at, T("made: inference mode is entered here; torch.enable_grad() inside it gives no graph"))
         for at in entered
     ]
-    kept = f.claims()
+    kept = failure_claims(f)
     fixes = tuple(replace(x, claims=kept) for x in judged([fix], Context(site=f.site)))
     return replace(e, spans=tuple(spans), fixes=(*fixes, *e.fixes))
 
@@ -237,7 +238,7 @@ def locate(f: Failure) -> Explanation:
                     True,
                 )
             )
-    kept = f.claims()
+    kept = failure_claims(f)
     fixes = tuple(replace(fix, claims=kept) for fix in judged(proposals, Context(site=site)))
     return replace(located, fixes=(*fixes, *e.fixes))
 

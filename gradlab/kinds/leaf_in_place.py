@@ -12,9 +12,10 @@ from typing import Any
 import torch
 
 from ..advice import message_fixes
+from ..claims import failure_claims, loop_claims
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Failure, loop_claims, receiver, resolve_name, torch_alias, var_named
+from ..evidence import Failure, receiver, resolve_name, torch_alias, var_named
 from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of
 from ..i18n import T
@@ -129,7 +130,7 @@ def no_grad_fix(f: Failure, name: str | None, parameter: bool) -> Proposal | Non
                     function=fn.name,
                 ),
                 edits=(Edit(site.filename, top, top - 1, decorator),),
-                claims=f.claims(),
+                claims=failure_claims(f),
             ),
             None,
             True,
@@ -165,7 +166,7 @@ def no_grad_fix(f: Failure, name: str | None, parameter: bool) -> Proposal | Non
                 name=name or T("the leaf"),
             ),
             edits=tuple(edits),
-            claims=f.claims() if update else (),
+            claims=failure_claims(f) if update else (),
         ),
         None,
         update,
@@ -257,7 +258,7 @@ def locate(f: Failure) -> Explanation:
             )
             proposals.append(wrap)
         fixes = judged(proposals, ctx)
-        kept = f.claims()
+        kept = failure_claims(f)
         fixes = tuple(replace(x, claims=x.claims or kept) if x.edits and x is fixes[0] else x for x in fixes)
         return replace(located, fixes=(*fixes, *e.fixes))
     # a leaf the forward made (no parameter, no optimizer holds it) written with a value that has a graph: the
@@ -297,7 +298,7 @@ def locate(f: Failure) -> Explanation:
         proposals.append(wrap)
     fixes = judged(proposals, ctx)
     if computed:
-        kept = f.claims()
+        kept = failure_claims(f)
         fixes = tuple(replace(x, claims=x.claims or kept) for x in fixes)
     return replace(located, fixes=(*fixes, *e.fixes))
 
@@ -366,7 +367,7 @@ def _scaled_by_its_gradient(f: Failure, st: ast.stmt, name: str) -> Proposal | N
                 name=name,
             ),
             edits=(Edit(site.filename, loc.lineno, loc.lineno, new),),
-            claims=f.claims(),
+            claims=failure_claims(f),
         ),
         None,
         False,

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..advice import message_fixes
+from ..claims import claims_of_others
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Failure, backward_line_after, claims_of_others, leaves_of, torch_alias
+from ..evidence import Failure, backward_line_after, leaves_of, torch_alias
 from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of, replace_line, unwrapped
 from ..i18n import T, Words

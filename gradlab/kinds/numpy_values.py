@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import torch
 
+from ..claims import failure_claims
 from ..edits import Edit
 from ..evidence import Failure, resolve_name
 from ..explanation import Explanation
@@ -65,7 +66,7 @@ def _numpy(f: Failure) -> Explanation:
                 function=function,
             ),
             edits=(edit,),
-            claims=f.claims(),
+            claims=failure_claims(f),
         )
         return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
     if _feeds_a_backward(f) and not _in_module_method(f):  # NOTE [numpy values that feed the loss]

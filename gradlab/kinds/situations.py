@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..claims import failure_claims
 from ..context import Context
 from ..edits import Edit
 from ..evidence import Failure, calls_into, torch_alias
@@ -93,7 +94,8 @@ def closure_fix(f: Failure, tree: ast.Module, line: int) -> tuple[Fix, ...]:
         edits=(Edit(site.filename, function.lineno, function.lineno - 1, f"{indent}@{alias}.enable_grad()"),),
     )
     return tuple(
-        replace(x, claims=x.claims or f.claims()) for x in judged([Proposal(fix, None, True)], Context(site=site))
+        replace(x, claims=x.claims or failure_claims(f))
+        for x in judged([Proposal(fix, None, True)], Context(site=site))
     )
 
 
@@ -137,7 +139,7 @@ def reentrant_fix(f: Failure) -> tuple[Fix, ...]:
                 edits=(Edit(filename, node.lineno, node.lineno, new),),
             )
             return tuple(
-                replace(x, claims=x.claims or f.claims())
+                replace(x, claims=x.claims or failure_claims(f))
                 for x in judged([Proposal(fix, None, True)], Context(site=f.site))
             )
     return ()
@@ -222,7 +224,8 @@ def update_out_of_helper(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]
         edits=tuple(sorted(edits, key=lambda e: e.start)),
     )
     return tuple(
-        replace(x, claims=x.claims or f.claims()) for x in judged([Proposal(fix, None, True)], Context(site=site))
+        replace(x, claims=x.claims or failure_claims(f))
+        for x in judged([Proposal(fix, None, True)], Context(site=site))
     )
 
 
@@ -441,7 +444,7 @@ def caller_grad_off_fix(f: Failure, tree: ast.Module | None, line: int | None) -
             off=off,
         ),
         edits=(edit,),
-        claims=f.claims(),
+        claims=failure_claims(f),
     )
     return judged([Proposal(fix, None, True)], Context(site=site))
 
@@ -688,7 +691,7 @@ def gradient_without_graph_fix(
         ),
         edits=(Edit(site.filename, at, at, new),),
         # the loop's other losses train what they trained: the fix changes only the penalty's graph
-        claims=tuple({**dict(f.claims()), **({loss: trained} if loss and trained else {})}.items()),
+        claims=tuple({**dict(failure_claims(f)), **({loss: trained} if loss and trained else {})}.items()),
     )
     fixes = judged([Proposal(fix, None, True)], Context(site=site))
     if not fixes or fixes[0].code is None:
@@ -817,7 +820,8 @@ def recorded_block_fix(f: Failure, tree: ast.Module | None) -> tuple[Fix, ...]:
         edits=one_edit(edit),
     )
     return tuple(
-        replace(x, claims=x.claims or f.claims()) for x in judged([Proposal(fix, None, True)], Context(site=site))
+        replace(x, claims=x.claims or failure_claims(f))
+        for x in judged([Proposal(fix, None, True)], Context(site=site))
     )
 
 

@@ -8,6 +8,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import replace
 
+from ..claims import failure_claims
 from ..context import Context
 from ..edits import Edit
 from ..evidence import Failure
@@ -55,7 +56,7 @@ def judged_here(
     f: Failure, proposals: list[Proposal], claims: tuple[tuple[str, tuple[str, ...]], ...] | None = None
 ) -> tuple[Fix, ...]:
     """The proposals judged; a fix that keeps the training claims what the loop's losses train now."""
-    kept = f.claims() if claims is None else claims
+    kept = failure_claims(f) if claims is None else claims
     fixes = judged(proposals, Context(site=f.site))
     return tuple(replace(fix, claims=kept or ()) if not fix.claims else fix for fix in fixes)
 
