@@ -26,13 +26,14 @@ import re
 import textwrap
 from dataclasses import dataclass, replace
 
+from .activations import ACTIVATIONS, without_inplace_flags
 from .codes import CODES, code_for
 from .edits import Edit, check_edits
 from .fixes import Fix
 from .i18n import T, Words, _, _t
 from .location import Location
 from .render import fix_lines, header, help_lines, numbered, quote
-from .rewrite import ACTIVATIONS, by_index, op_display, rewrite_in_place, twin_in_expression, without_inplace_flags
+from .rewrite import by_index, op_display, rewrite_in_place, twin_in_expression
 from .source import function_of
 
 __all__ = ["Explanation", "Span", "KINDS"]

@@ -82,6 +82,8 @@ ORDER = (
     "writers",
     "source",
     "rewrite",
+    "activations",
+    "rebuild",
     # records
     "saved",
     "events",

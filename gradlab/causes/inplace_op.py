@@ -6,20 +6,13 @@ import ast
 import re
 from dataclasses import replace
 
+from ..activations import ACTIVATION_NAMES, ACTIVATIONS, swept_inplace_flags, without_inplace_flags
 from ..context import Context
 from ..edits import Edit
 from ..fixes import Fix, Proposal, all_edits, keeping, source_of, whole_statement, write_edit
 from ..i18n import T
 from ..location import Location
-from ..rewrite import (
-    ACTIVATION_NAMES,
-    ACTIVATIONS,
-    OP_NAMES,
-    rewrite_in_place,
-    swept_inplace_flags,
-    twin_in_expression,
-    without_inplace_flags,
-)
+from ..rewrite import OP_NAMES, rewrite_in_place, twin_in_expression
 from ..source import function_of, parse, returns_value
 
 
@@ -27,7 +20,7 @@ def _inplace_flags(ctx: Context) -> tuple[tuple[Edit, ...], bool]:
     """Every ``inplace=True`` of the activation ``ctx.op`` in the file that ran it, removed (an exact rewrite:
     the out-of-place activation computes the same values and gradients); or, when no call has one, the loops over
     modules that set ``inplace = True`` on its class, which leave it out (NOTE [An inplace flag set by a sweep] in
-    rewrite.py). The second: whether the edits are such loops'."""
+    activations.py). The second: whether the edits are such loops'."""
     loc = ctx.write_at
     site = ctx.site
     if not ctx.op or loc is None:
@@ -289,7 +282,7 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
     ops = [o for o in dict.fromkeys(op for _loc, _w, op in writes) if o]
     op = ", ".join(OP_NAMES.get(o, o) for o in ops) if ops else T("the in-place op")
     if swept and ctx.op is not None:
-        # NOTE [An inplace flag set by a sweep] in rewrite.py
+        # NOTE [An inplace flag set by a sweep] in activations.py
         summary = T(
             "leave nn.{module} out of the loop that sets inplace = True on modules: its in-place write changes a "
             "tensor autograd saved",

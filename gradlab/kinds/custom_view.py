@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..activations import ACTIVATIONS, without_inplace_flags
 from ..edits import Edit
 from ..evidence import Failure
 from ..explanation import Explanation
 from ..fixes import Fix, Proposal, source_of
 from ..i18n import T
-from ..rewrite import ACTIVATIONS, op_display, rewrite_in_place, without_inplace_flags
+from ..rewrite import op_display, rewrite_in_place
 from .statement import Statement, judged_here, located_here
 
 __all__ = ["locate"]

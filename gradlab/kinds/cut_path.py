@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ..rewrite import EXTRACTIONS, REBUILDS
+from ..rebuild import EXTRACTIONS, REBUILDS
 from ..source import (
     detached,
     enclosing,
@@ -377,7 +377,7 @@ def _grows(st: ast.stmt) -> str | None:
 
 
 def _stripped_source(value: ast.expr) -> str | None:
-    from ..rewrite import _strip
+    from ..rebuild import strip_extractions
 
-    stripped = _strip(value)
+    stripped = strip_extractions(value)
     return None if stripped is value or isinstance(stripped, ast.Constant) else ast.unparse(stripped)

@@ -38,7 +38,8 @@ from ..judge import judged
 from ..location import Location, frame_names
 from ..loop import read_site
 from ..messages import Message
-from ..rewrite import from_graph, split_comment, without_detach
+from ..rebuild import from_graph, without_detach
+from ..rewrite import split_comment
 from ..source import (
     blocks,
     function_of,

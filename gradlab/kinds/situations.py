@@ -23,7 +23,8 @@ from ..i18n import T
 from ..judge import judged
 from ..location import Location
 from ..loop import Site, site_intent
-from ..rewrite import call_with_keyword, from_graph
+from ..rebuild import from_graph
+from ..rewrite import call_with_keyword
 from ..source import (
     calls_method,
     enclosing,
