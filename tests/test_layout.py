@@ -130,6 +130,7 @@ ORDER = (
     "causes.reset_at_step",
     "causes.out_write",
     "candidates",
+    "freed_candidates",
     "causes",
     "advice",
     "explanation",

@@ -28,14 +28,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..candidates import (
-    after_write_lines,
-    apart_fixes,
-    freed_fixes,
-    general_fixes,
-    routed_fixes,
-    stale_reads,
-)
+from ..candidates import after_write_lines, general_fixes, stale_reads
 from ..claims import claims_of_others, intent_from_record, loop_claims, other_claims, term_claims
 from ..context import CAUSES, Cause, Context
 from ..evidence import (
@@ -63,6 +56,7 @@ from ..evidence import (
     written_by_steps,
 )
 from ..fixes import Fix, Proposal
+from ..freed_candidates import apart_fixes, freed_fixes, routed_fixes
 from ..graph import Graph
 from ..i18n import T, Text
 from ..judge import judged
