@@ -113,6 +113,7 @@ ORDER = (
     "causes.class_source",
     "causes.recurrent_state",
     "causes.module_state",
+    "causes.object_state",
     "causes.built_once",
     "causes.pruned_weight",
     "causes.frozen_extractor",

@@ -84,7 +84,8 @@ from .frozen_extractor import frozen_context
 from .handed_gradient import handed_context, handed_fixes
 from .inplace_op import in_place_fixes
 from .list_never_cleared import buffer_context, buffered_fixes
-from .module_state import kept_on_modules, kept_on_objects, module_state_fixes, object_reset_fixes
+from .module_state import kept_on_modules, module_state_fixes
+from .object_state import kept_on_objects, object_reset_fixes
 from .out_write import out_write_context, out_write_fixes
 from .pruned_weight import pruned_context
 from .reentrant_checkpoint import reentrant_context, reentrant_fixes

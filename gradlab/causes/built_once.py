@@ -20,7 +20,7 @@ from ..i18n import T, join
 from ..location import Location
 from ..source import parse
 from .class_source import class_tree, methods_of, self_attr
-from .module_state import _graph_attrs, _tensors_with_graph
+from .module_state import graph_attrs, tensors_with_graph
 
 __all__ = ["built_once_context", "built_once_fixes"]
 
@@ -225,8 +225,8 @@ def _plain_graph_attrs(obj: object) -> list[str]:
 def _graph_tensors(m: object) -> list[tuple[str, torch.Tensor]]:
     """The attributes of ``m`` that hold a graph, each with a tensor of it: a tensor with a grad_fn, or a
     torch.distributions object built from one (``Categorical(logits=self.prior_logits)``: its ``logits``)."""
-    attrs = _graph_attrs(m) if isinstance(m, torch.nn.Module) else _plain_graph_attrs(m)
-    found = [(a, t) for a in attrs for t in _tensors_with_graph(getattr(m, a))]
+    attrs = graph_attrs(m) if isinstance(m, torch.nn.Module) else _plain_graph_attrs(m)
+    found = [(a, t) for a in attrs for t in tensors_with_graph(getattr(m, a))]
     for a, v in vars(m).items() if hasattr(m, "__dict__") and not isinstance(m, type) else ():
         if not a.startswith("_") and isinstance(v, torch.distributions.Distribution):
             found += [(a, t) for t in vars(v).values() if isinstance(t, torch.Tensor) and t.grad_fn is not None]

@@ -25,7 +25,7 @@ from ..fixes import Fix, Proposal, indent_of, keeping, source_of
 from ..i18n import T
 from ..location import Location
 from ..source import function_of, loop_body_of, names, parse, preceding, statement_at
-from .module_state import _tensors_with_graph, detach_expr
+from .module_state import detach_expr, tensors_with_graph
 
 if TYPE_CHECKING:
     from ..evidence import Facts
@@ -109,7 +109,7 @@ def hollow_detach(facts: Facts) -> dict[str, str] | None:
         state = [
             f"self.{name} = {detach_expr(f'self.{name}', None if isinstance(value, torch.Tensor) else type(value).__name__)}"
             for name, value in vars(obj).items()
-            if not name.startswith("_") and _tensors_with_graph(value)
+            if not name.startswith("_") and tensors_with_graph(value)
         ]
         if not state:
             continue

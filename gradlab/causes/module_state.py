@@ -17,15 +17,23 @@ from ..fixes import Fix, Proposal, all_edits, edit_at, insert_lines, keeping, so
 from ..i18n import T, Text, join
 from ..location import Location
 from ..rewrite import detached_value, replace_reads
-from ..source import enclosing, feeding, loop_body_of, names, parse, preceding
+from ..source import feeding, loop_body_of, names, parse, preceding
 from .class_source import class_tree, mentions, methods_of, self_attr, sets_attr
 from .recurrent_state import recurrent_state, unstated_fix
 
-__all__ = ["kept_on_modules", "module_state_fixes"]
+__all__ = [
+    "Kept",
+    "detach_expr",
+    "graph_attrs",
+    "kept_on_modules",
+    "kept_state",
+    "module_state_fixes",
+    "tensors_with_graph",
+]
 
 
 @dataclass(frozen=True)
-class _Kept:
+class Kept:
     """The state one class of module keeps across forwards: its attributes, how it is reset, where it is read."""
 
     cls: type
@@ -39,7 +47,7 @@ class _Kept:
     none_reset: bool = False  # every attribute starts as None in __init__ and a method tests ``self.attr is None``
 
 
-def _tensors_with_graph(value: object) -> list[torch.Tensor]:
+def tensors_with_graph(value: object) -> list[torch.Tensor]:
     """The tensors with a graph ``value`` holds: itself, or the elements of a tuple or list of tensors (an LSTM's
     ``(h, c)``)."""
     if isinstance(value, torch.Tensor):
@@ -49,13 +57,13 @@ def _tensors_with_graph(value: object) -> list[torch.Tensor]:
     return []
 
 
-def _graph_attrs(module: torch.nn.Module) -> list[str]:
+def graph_attrs(module: torch.nn.Module) -> list[str]:
     """The public attributes of ``module`` (plain or buffers) that hold a tensor with a graph, or a tuple or list of
     tensors one of which has a graph."""
     found = [
         k
         for k, v in [*vars(module).items(), *module._buffers.items()]
-        if not k.startswith("_") and _tensors_with_graph(v)
+        if not k.startswith("_") and tensors_with_graph(v)
     ]
     return list(dict.fromkeys(found))
 
@@ -134,7 +142,7 @@ def _made_fresh(value: ast.expr) -> bool:
     return name in _FACTORIES
 
 
-def _kept(cls: type, attrs: list[str]) -> _Kept | None:
+def kept_state(cls: type, attrs: list[str]) -> Kept | None:
     found = class_tree(cls)
     if found is None:
         return None
@@ -213,7 +221,7 @@ def _kept(cls: type, attrs: list[str]) -> _Kept | None:
         )
         for a in kept
     )
-    return _Kept(
+    return Kept(
         cls,
         kept,
         reset,
@@ -271,11 +279,11 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
     instances: dict[type, torch.nn.Module] = {}
     for name, root in sorted(roots.items(), key=lambda kv: kv[0] not in used):
         for sub, m in root.named_modules():
-            graphs = _graph_attrs(m)
+            graphs = graph_attrs(m)
             if not graphs:
                 continue
             trained_reach = trained_reach or any(
-                bool(leaves_of(t) & held) for a in graphs for t in _tensors_with_graph(getattr(m, a))
+                bool(leaves_of(t) & held) for a in graphs for t in tensors_with_graph(getattr(m, a))
             )
             sequences.update(_sequences(m, graphs))
             instances.setdefault(type(m), m)
@@ -285,7 +293,7 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
             path = _path(name, sub)
             if path is not None and holder[type(m)] == name:
                 paths.setdefault(type(m), []).append((path, graphs))
-    kept = [k for cls, found in by_class.items() if (k := _kept(cls, found)) is not None]
+    kept = [k for cls, found in by_class.items() if (k := kept_state(cls, found)) is not None]
     if not kept:
         return _cached(base, facts, roots, used)
     # NOTE [A state module called in a loop of its parent]: called at each step of its parent's forward, its state is
@@ -850,122 +858,3 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 # while it is there) and computed from weights an optimizer steps is a cache of the forward, not a memory: a
 # detached copy would keep the first iteration's values and the weights below it would learn nothing from the
 # later ones, so the class's own reset (release the cache) comes first there too.
-
-
-def kept_on_objects(base: Context, facts: Facts) -> Context | None:
-    """State kept on plain objects of the frame across iterations (NOTE [State kept on an object with a reset]):
-    each object of a class of the user's code that holds a graph on an attribute (a tensor, or a list or tuple of
-    tensors: a multistep integrator's history, an attention bank) which one of its methods reads, and a method that
-    sets every such attribute back; the calls of those methods, after the failing backward."""
-    site = facts.site
-    if site is None or facts.backward_line is None:
-        return None
-    tree = site.tree()
-    body = loop_body_of(tree, facts.backward_line) if tree is not None else None
-    used = {n for st in body or [] for n in names(st, ast.Load)}
-    around = enclosing(tree, facts.backward_line) if tree is not None else []
-    batch = {n for loop in around if isinstance(loop, (ast.For, ast.AsyncFor)) for n in names(loop.target, ast.Store)}
-    found: list[tuple[str, str, str]] = []  # (the frame's name, its class, the reset method)
-    memories: list[tuple[str, _Kept]] = []  # objects whose class stores the state without a reset
-    for name, obj in sorted(facts.namespace.items()):
-        if not isinstance(name, str) or name.startswith("_") or name not in used:
-            continue
-        if isinstance(obj, (torch.nn.Module, torch.Tensor, type)) or not hasattr(obj, "__dict__"):
-            continue
-        graphs = [k for k, v in vars(obj).items() if not k.startswith("_") and _holds_graph(v)]
-        if not graphs:
-            continue
-        kept = _kept(type(obj), graphs)
-        if kept is not None and kept.reset is not None:
-            found.append((name, type(obj).__name__, kept.reset))
-        elif name in batch and all(isinstance(vars(obj)[k], dict) for k in graphs):
-            # NOTE [State kept on an object without a reset]
-            # A plain object the loop calls (an aligner of moving class centroids, a running prototype bank) keeps on an
-            # attribute a tensor its method reads and then stores again from this iteration's features, and its class has no
-            # method that sets it back: a memory across iterations, meant to carry values, as a module's kept state is (NOTE
-            # [State kept on modules]). It is fixed the same way: detached where the class stores it (each one-line store),
-            # else after the backward through the loop's name for the object; the values carry over, the graph does not.
-
-            # NOTE [Features a forward stores on its batch]: the dicts emptied, as each batch was loaded
-            found += [(name, type(obj).__name__, f"{k}.clear") for k in graphs]
-        elif kept is not None and kept.stored_at and set(kept.attrs) == set(graphs):
-            memories.append((name, kept))
-    if not found and memories:  # NOTE [State kept on an object without a reset]
-        name, kept = memories[0]
-        ctx = from_frame(base, facts, None)
-        attrs = tuple(f"self.{a}" for a in kept.attrs)
-        return replace(
-            ctx,
-            carried=attrs[0],
-            kept_attrs=attrs,
-            stored_at=kept.stored_at,
-            detach_at=kept.detach_at,
-            kept_paths=tuple(f"{name}.{a}" for a in kept.attrs),
-        )
-    if not found:
-        return None
-    ctx = from_frame(base, facts, None)
-    return replace(
-        ctx,
-        carried=found[0][0],
-        extra={**ctx.extra, "object_resets": ",".join(f"{name}.{reset}" for name, _cls, reset in found)},
-    )
-
-
-def _holds_graph(value: object) -> bool:
-    """A tensor with a graph, or a list, tuple or dict holding one."""
-    if isinstance(value, torch.Tensor):
-        return value.grad_fn is not None
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
-    return any(isinstance(v, torch.Tensor) and v.grad_fn is not None for v in items)
-
-
-def object_reset_fixes(ctx: Context) -> list[Proposal]:
-    """Each object's reset method called right after the failing backward (NOTE [State kept on an object with a
-    reset])."""
-    calls = [c for c in ctx.extra.get("object_resets", "").split(",") if c]
-    edit = insert_lines(ctx, ctx.backward_line, "\n".join(f"{c}()" for c in calls), after=True) if calls else None
-    if edit is None:
-        return []
-    return [
-        keeping(
-            ctx,
-            Fix(
-                summary=T(
-                    "call {calls} right after the backward of {loss}: the state those objects keep holds this "
-                    "iteration's graph, which the backward freed, and the next iteration reads it",
-                    calls=join([f"{c}()" for c in calls], T(" and ")),
-                    loss=ctx.l,
-                ),
-                trains=T(
-                    "{loss} trains what it reaches, each iteration from its own forward: nothing kept from an earlier "
-                    "iteration enters it",
-                    loss=ctx.l,
-                ),
-                edits=all_edits(edit),
-            ),
-        )
-    ]
-
-
-# NOTE [State kept on an object with a reset]
-# A plain object the loop uses (a linear multistep integrator that keeps its last derivative
-# evaluations, a reader and a writer of attention banks) keeps tensors with a graph on an
-# attribute that one of its methods reads at the next call, and its class has a method that
-# sets that attribute back (reset(), clear()) which the loop does not call at each iteration
-# (never, or only when it steps, under gradient accumulation). The next forward reads the
-# earlier iteration's tensors, whose graph the backward freed. The fix calls the class's own
-# reset right after the backward, so that every forward starts from an empty state, as each
-# rollout or micro-batch is meant to; a reset the code already makes elsewhere then finds
-# the state empty.
-
-
-# NOTE [Features a forward stores on its batch]
-# A batch the loop iterates over may be an object of the user's code that the forward writes into: a
-# molecular or social graph whose node data (a dict, as DGL's ndata) the message-passing layers fill
-# with messages and aggregates, and read back. The data set keeps the object, so the next epoch's forward
-# of the same batch reads what the last one stored, with its freed graph. Such a dict is scratch space of
-# one forward, not a memory across batches: a memory would live on the model, not on each batch (a
-# batch's own methods, as a local_scope that restores the dict, say so too). The fix empties each such
-# dict right after the backward, so every forward starts from the batch as it was loaded. Only dicts,
-# and only on a name the loop binds to its batches: any other object needs a reset of its own class.
