@@ -453,6 +453,10 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             kept_constant = kept_constant_context(base, p, facts, graph, candidate)
             if kept_constant is not None:
                 return "stale_forward", kept_constant
+    freed_node = next((n for n in graph.nodes if n.id == node_id), None)
+    state = kept_on_modules(base, facts, holding=freed_node) if freed_node is not None else None
+    if state is not None:  # NOTE [A module's state read by a second forward]
+        return "carried_state", state
     attached = attached_output_context(base, topo, facts, node_id)
     if attached is not None:
         return "attached_output", attached

@@ -12,7 +12,8 @@ import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, from_frame, leaves_of
+from ..evidence import Facts, from_frame, holds_node, leaves_of, value_of
+from ..graph import GraphNode
 from ..fixes import Fix, Proposal, all_edits, edit_at, insert_lines, keeping, source_of
 from ..i18n import T, Text, join
 from ..location import Location
@@ -255,9 +256,10 @@ def _training_only(methods: list[ast.FunctionDef], attrs: tuple[str, ...]) -> bo
     return bool(stores) and all(id(st) in guarded for st in stores)
 
 
-def kept_on_modules(base: Context, facts: Facts) -> Context | None:
+def kept_on_modules(base: Context, facts: Facts, holding: GraphNode | None = None) -> Context | None:
     """State kept on modules across iterations: a module of the frame's models keeps a tensor with a graph on an
-    attribute that its forward reads before it sets it (NOTE [State kept on modules])."""
+    attribute that its forward reads before it sets it (NOTE [State kept on modules]). ``holding``: only the
+    attributes whose tensors hold that node of the failing graph (NOTE [A module's state read by a second forward])."""
     site = facts.site
     if site is None:
         return None
@@ -266,6 +268,12 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
         for k, v in facts.namespace.items()
         if isinstance(k, str) and not k.startswith("_") and isinstance(v, torch.nn.Module)
     }
+    # and the models plain objects of the frame hold (``self.encoder`` of an agent that is no module)
+    roots.update(
+        (k, v)
+        for k in site.modules
+        if "." in k and isinstance(v := value_of(k, facts.namespace), torch.nn.Module) and k.split(".")[0] not in roots
+    )
     by_class: dict[type, list[str]] = {}
     holder: dict[type, str] = {}
     tree = site.tree()
@@ -280,6 +288,8 @@ def kept_on_modules(base: Context, facts: Facts) -> Context | None:
     for name, root in sorted(roots.items(), key=lambda kv: kv[0] not in used):
         for sub, m in root.named_modules():
             graphs = graph_attrs(m)
+            if holding is not None:
+                graphs = [a for a in graphs if any(holds_node(t, holding) for t in tensors_with_graph(getattr(m, a)))]
             if not graphs:
                 continue
             trained_reach = trained_reach or any(
@@ -581,8 +591,8 @@ def _values_kept(ctx: Context, attrs: Text, summary: Text, edits: tuple[Edit, ..
         Fix(
             summary=summary,
             trains=T(
-                "at each iteration, {loss} trains through that iteration's graph only; {attrs} keep the values each "
-                "forward stores, without their graph",
+                "at each iteration, {loss} trains through that iteration's graph only; the values each forward "
+                "stores in {attrs} are kept, without their graph",
                 attrs=attrs,
                 loss=ctx.l,
             ),
@@ -821,6 +831,18 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 # class's code (every store of the kept attributes sits under `if self.training:`) and by the model's mode at
 # the failure (its `training` flag is False while its optimizer steps it).
 
+
+# NOTE [A module's state read by a second forward]
+# A module keeps its output on an attribute that its next forward reads (a recurrent encoder's
+# self.state = h), and one function runs it twice: the first forward's loss is backwarded and
+# stepped, then a second forward of the same module feeds another loss (a shared encoder under
+# a value head, then under a force head). The second forward reads the state the first one
+# stored, whose graph the first backward freed: the failure is a second backward through a
+# graph of the same iteration, not of the last one, and a recompute of the second forward's
+# output (the shared-encoder fix) runs the same read again. When a kept attribute of a module
+# the frame's models hold (also one level into a plain object: an agent's self.encoder) holds
+# the freed node, the state is the cause, with its fixes: the detach where it is stored comes
+# first, and the values carry over as the author meant.
 
 # NOTE [State kept on modules]
 # A module may keep a tensor on an attribute from one forward to the next: a spiking neuron's membrane
