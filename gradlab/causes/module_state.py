@@ -13,8 +13,8 @@ import torch
 from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts, from_frame, holds_node, leaves_of, value_of
-from ..graph import GraphNode
 from ..fixes import Fix, Proposal, all_edits, edit_at, insert_lines, keeping, source_of
+from ..graph import GraphNode
 from ..i18n import T, Text, join
 from ..location import Location
 from ..rewrite import detached_value, replace_reads
