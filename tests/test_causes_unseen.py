@@ -329,6 +329,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # the same kept as an LSTM's (h, c) tuple over consecutive chunks of one stream, every step's output read: the
     # tuple detached where it is stored
     "lstm_stream_state_tuple": ("carried_state", (("lm_loss", ("lm",)),)),
+    # NOTE [A state handed to an object to keep]: the loop reads reader.hidden into the model and assigns the new
+    # (h, c) back to it; no name is both read and bound by one statement
+    "lstm_state_kept_by_reader": ("carried_state", (("nll", ("net",)),)),
     # NOTE [Updates that are not steps]: a function of the file given the model moves its weights in place (AWP), and
     # the adversarial loss reuses the clean logits: the forward run again after that call
     "awp_perturbed_loss_on_clean_logits": ("shared_graph_freed", (("adv", ("net",)), ("clean", ()))),

@@ -75,7 +75,7 @@ from .api_cache import (
 )
 from .attached_output import attached_fixes, attached_output_context
 from .built_once import built_once_context
-from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
+from .carried_state import carried_context, carried_fixes, carried_in_loop, handed_to_object, kept_attribute
 from .chained import between_fixes, chained_fixes, modules_given, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
 from .discarded_detach import discarded_detach_fixes, hollow_detach
@@ -431,6 +431,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             # NOTE [A recurrent layer's state kept on its model]: one prediction per sequence, the state left out
             per_sequence = on_modules is not None and bool(on_modules.extra.get("per_sequence"))
             kept = (on_modules if per_sequence else None) or kept_attribute(base, facts) or on_modules
+            kept = kept or handed_to_object(base, facts)  # NOTE [A state handed to an object to keep]
             kept = kept or kept_on_objects(base, facts)
         if kept is not None:
             return "carried_state", kept
