@@ -68,6 +68,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("neg_h = torch.from_numpy(neg.detach().numpy()[hard])",),
         (("margin_loss", ("doc_tower", "query_tower")),),
     ),
+    # NOTE [Terms of one loss reduced with numpy]: two terms, each np.mean over a list built on its line: both written
+    # with torch in one fix (the first alone would fail again on the second)
+    "deep_supervision_terms_np_mean": (
+        "numpy_requires_grad",
+        ("seg_term = np.mean([F.binary_cross_entropy_with_logits(o, masks) for o in outs])",),
+        (("total", ("model",)),),
+    ),
     "bandit_env_pulls_numpy_of_probs": (
         "numpy_requires_grad",
         ("arm, reward = env.pull(np.asarray(probs, dtype=np.float64))",),

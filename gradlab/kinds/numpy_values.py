@@ -76,7 +76,8 @@ def _numpy(f: Failure) -> Explanation:
         single = st if st is not None and st.lineno == st.end_lineno else None
         in_torch = _numpy_in_torch(f, single, site.text(loc.lineno)) if single is not None and trip is None else None
         if in_torch is not None:  # NOTE [numpy inside a forward]: numpy's functions on the graph, in torch
-            fix = _in_torch_fix(Location(site.filename, loc.lineno), in_torch)
+            also = _sibling_terms(f, single, tree) if single is not None else ()
+            fix = _in_torch_fix(Location(site.filename, loc.lineno), in_torch, also)
             return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *rest))
         constant = _made_constant(f, st, site.text(loc.lineno)) if st is not None and trip is None else None
         if constant is not None:  # NOTE [numpy's result made a constant on its line]
@@ -172,17 +173,56 @@ def _numpy_given_values_fix(at: Location, line: str, summary: Text) -> Fix:
     )
 
 
-def _in_torch_fix(at: Location, line: str) -> Fix:
+def _in_torch_fix(at: Location, line: str, also: tuple[Edit, ...] = ()) -> Fix:
     """The raising line ``at`` replaced by ``line``, its numpy calls written with torch (NOTE [numpy inside a
-    forward])."""
+    forward]); ``also``: the same rewrite of the other terms of the same loss (NOTE [Terms of one loss reduced
+    with numpy])."""
     return Fix(
         summary=T("compute it with torch, on the graph: {code}", code=line.strip()),
         trains=T(
             "the same values, and the gradient flows through them into what they were computed from "
             "(a .detach() would stop that)"
         ),
-        edits=(Edit(at.filename, at.lineno, at.lineno, line),),
+        edits=tuple(sorted((Edit(at.filename, at.lineno, at.lineno, line), *also), key=lambda e: e.start)),
     )
+
+
+def _sibling_terms(f: Failure, st: ast.stmt, tree: ast.Module) -> tuple[Edit, ...]:
+    """The other one-line assignments of the raising statement's block that reduce a list built on their line with
+    numpy and whose targets are read by the statement that reads the raising one's (``loss = a + w * b`` of
+    ``a = np.sum([...])`` and ``b = np.sum([...])``), each written with torch (NOTE [Terms of one loss reduced
+    with numpy])."""
+    from ..source import enclosing_blocks
+
+    block = next((b for b in enclosing_blocks(tree) if any(x is st for x in b)), None)
+    if block is None or f.location is None:
+        return ()
+    mine = {n.id for t in _targets(st) for n in ast.walk(t) if isinstance(n, ast.Name)}
+    readers = [x for x in block if x.lineno > (st.end_lineno or st.lineno) and _values_read(x) & mine]
+    if not readers:
+        return ()
+    read = _values_read(readers[0])
+    edits = []
+    for x in block:
+        if x is st or not isinstance(x, ast.Assign) or x.lineno != x.end_lineno or x.lineno > readers[0].lineno:
+            continue
+        if not {n.id for t in x.targets for n in ast.walk(t) if isinstance(n, ast.Name)} & read:
+            continue
+        if not any(isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.ListComp) for n in ast.walk(x)):
+            continue
+        text = linecache.getline(f.location.filename, x.lineno).rstrip("\n")
+        new = _numpy_in_torch(f, x, text)
+        if new is not None:
+            edits.append(Edit(f.location.filename, x.lineno, x.lineno, new))
+    return tuple(edits)
+
+
+# NOTE [Terms of one loss reduced with numpy]
+# A loss summed from terms that are each reduced with numpy over a list built on their line
+# (loss_char = np.sum([crit(s, y) for s in stages]), then loss_ror the same way, then
+# loss = loss_char + w * loss_ror) raises at the first term; written in torch, the next run
+# raises at the second. The terms the same statement reads as the raising one's, each reducing a
+# list built on its line with numpy, are rewritten in the same fix: one patch that runs.
 
 
 # NOTE [numpy inside a forward]
@@ -515,12 +555,18 @@ def _numpy_in_torch(f: Failure, st: ast.stmt, text: str) -> str | None:
     if not aliases or torch_name is None:
         return None
     spots: list[tuple[int, int, str]] = []
-    for call in (n for n in ast.walk(st) if isinstance(n, ast.Call)):
+    numpy_calls = [
+        n
+        for n in ast.walk(st)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id in aliases
+        and n.args
+    ]
+    for call in numpy_calls:
         func = call.func
-        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in aliases):
-            continue
-        if not call.args:
-            continue
+        assert isinstance(func, ast.Attribute)
         elementwise = func.attr in _ELEMENTWISE
         if elementwise:  # an expression of the frame's names (np.log(2 * np.pi * var)): one of them a graph tensor
             if len(call.args) != 1 or call.keywords:
@@ -530,11 +576,15 @@ def _numpy_in_torch(f: Failure, st: ast.stmt, text: str) -> str | None:
                 isinstance(f.namespace.get(r), torch.Tensor) and _graph_tensors(f.namespace.get(r)) for r in read
             ):
                 continue
-        elif not any(_graph_tensors(_value_of(f, a)) for a in call.args[:1]):
+        elif not any(_graph_tensors(_value_of(f, a)) for a in call.args[:1]) and not (
+            isinstance(call.args[0], ast.ListComp) and len(numpy_calls) == 1
+        ):  # a list built on the line (np.sum([crit(p, y) for p in preds])): the one numpy call, the one that raised
             continue
         name = _NUMPY_TO_TORCH.get(func.attr)
         first = call.args[0]
-        listed = isinstance(_value_of(f, first), (list, tuple)) or isinstance(first, (ast.List, ast.Tuple))
+        listed = isinstance(_value_of(f, first), (list, tuple)) or isinstance(
+            first, (ast.List, ast.Tuple, ast.ListComp)
+        )
         if name is None or call.lineno != call.end_lineno or len(call.args) > 2:
             return None
         keywords = []
