@@ -332,6 +332,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A state handed to an object to keep]: the loop reads reader.hidden into the model and assigns the new
     # (h, c) back to it; no name is both read and bound by one statement
     "lstm_state_kept_by_reader": ("carried_state", (("nll", ("net",)),)),
+    # NOTE [A buffer kept on an object and written by each rollout]: a history tensor made in __init__ and written
+    # step by step by each run(): the copy-and-rebind of the write, and the buffer detached where run() starts
+    "logistic_history_buffer_rollout": ("inplace_op", (("fit_loss", ("rate_net",)),)),
     # NOTE [Updates that are not steps]: a function of the file given the model moves its weights in place (AWP), and
     # the adversarial loss reuses the clean logits: the forward run again after that call
     "awp_perturbed_loss_on_clean_logits": ("shared_graph_freed", (("adv", ("net",)), ("clean", ()))),

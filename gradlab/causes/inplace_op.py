@@ -218,6 +218,57 @@ def _view_of_kept_base(ctx: Context, rewritten: str) -> bool:
     return False
 
 
+def _graph_left_on_object(ctx: Context, rewritten: str) -> Edit | None:
+    """``self.X = self.X.detach()`` as the first statement of the method that writes ``self.X`` (NOTE [A buffer kept
+    on an object and written by each rollout]), when the rewrite rebinds ``self.X``, the write runs in a loop of that
+    method, nothing in the method binds ``self.X`` before the write, and the class's ``__init__`` makes it."""
+    loc = ctx.write_at
+    last = rewritten.split("\n")[-1].strip()
+    m = re.match(r"self\.(\w+) = ", last)
+    if loc is None or m is None:
+        return None
+    attr = m[1]
+    tree = parse(source_of(loc.filename))
+    fn = function_of(tree, loc.lineno) if tree is not None else None
+    if tree is None or not isinstance(fn, ast.FunctionDef) or not fn.args.args or fn.args.args[0].arg != "self":
+        return None
+    cls = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and fn in c.body), None)
+    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None) if cls else None
+
+    def binds(node: ast.AST, before: int | None = None) -> bool:
+        return any(
+            isinstance(st, ast.Assign)
+            and (before is None or st.lineno < before)
+            and any(ast.unparse(t) == f"self.{attr}" for t in st.targets)
+            for st in ast.walk(node)
+        )
+
+    looped = any(
+        isinstance(x, (ast.For, ast.While)) and x.lineno < loc.lineno <= (x.end_lineno or x.lineno)
+        for x in ast.walk(fn)
+    )
+    if init is None or not binds(init) or binds(fn, loc.lineno) or not looped:
+        return None
+    body = fn.body[1:] if ast.get_docstring(fn) is not None else fn.body
+    if not body:
+        return None
+    first = body[0].lineno
+    text = source_of(loc.filename).splitlines()[first - 1]
+    indent = text[: len(text) - len(text.lstrip())]
+    return Edit(loc.filename, first, first - 1, f"{indent}self.{attr} = self.{attr}.detach()")
+
+
+# NOTE [A buffer kept on an object and written by each rollout]
+# A simulator allocates a tensor once, in __init__ (self.track = torch.zeros(steps, batch, 2)), and each rollout
+# writes its steps into it by index while reading earlier steps back. The out-of-place form (a copy, rebound to
+# self.track) makes the first iteration's backward work, but self.track then keeps that iteration's graph, and the
+# next rollout's writes extend it: the next backward goes through the freed graph of the one before. The fix
+# therefore also rebinds self.track to its detached value as the method's first statement: the values are those
+# the rollout would read anyway (the forward is unchanged), and only the graph of earlier calls, already
+# backwarded, is cut. Only for a write inside a loop of the method (a rollout over steps, which holds a whole
+# sequence in one call); a method called once per step, whose graph a later backward crosses, is left alone.
+
+
 def _copies_container(rewritten: str, code: str) -> bool:
     """The rewrite clones what the written tensor was indexed from (``xs_copy = xs.clone()`` for ``xs[i].copy_(v)``)."""
     m = re.match(r"\s*\w+_copy = (.+)\.clone\(\)$", rewritten.split("\n")[0])
@@ -299,6 +350,12 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
         summary = summary + T(
             "; the helper then returns the new tensor, and each call binds it (at {where})", where=", ".join(calls)
         )
+    fresh = _graph_left_on_object(ctx, rewritten) if rewritten and not flags else None
+    if fresh is not None:  # NOTE [A buffer kept on an object and written by each rollout]
+        summary = summary + T(
+            "; and {name} is detached where the method starts, so that no call's graph reaches into the one before",
+            name=fresh.text.strip().split(" = ")[0],
+        )
     tensor = ctx.tensor or T("the tensor")
     proposals = [
         keeping(
@@ -314,7 +371,12 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
                 if others is None
                 else tuple(
                     sorted(
-                        all_edits(*(flags or (write_edit(ctx, rewritten),)), *others, *(callers or ())),
+                        all_edits(
+                            *(flags or (write_edit(ctx, rewritten),)),
+                            *others,
+                            *(callers or ()),
+                            fresh,
+                        ),
                         key=lambda e: e.start,
                     )
                 ),
