@@ -23,6 +23,7 @@ import ast
 import re
 from dataclasses import replace
 
+from .causes.inplace_op import buffer_updates_off_graph
 from .context import Context
 from .edits import Edit
 from .evidence import Facts, Problem, calls_name
@@ -648,7 +649,19 @@ def general_fixes(ctx: Context) -> list[Proposal]:
         _recompute_after_write(ctx),
         _move_write(ctx),
     ]
-    return [f for f in found if f is not None]
+    return [_off_graph(ctx, f) for f in found if f is not None]
+
+
+def _off_graph(ctx: Context, proposal: Proposal) -> Proposal:
+    """``proposal`` with the updates of a buffer that holds a graph put under no_grad, when its edits leave those
+    updates as they are (NOTE [A buffer updated with values that have a graph])."""
+    wrapped = buffer_updates_off_graph(ctx)
+    fix = proposal.fix
+    if not wrapped or not fix.edits or any(e.start <= w.end and w.start <= e.end for e in fix.edits for w in wrapped):
+        return proposal
+    trains = fix.trains + T("; the buffer's update runs under no_grad, as nn.BatchNorm's running statistics do")
+    edits = tuple(sorted((*fix.edits, *wrapped), key=lambda e: e.start))
+    return replace(proposal, fix=replace(fix, edits=edits, trains=trains))
 
 
 # NOTE [Candidates]

@@ -335,6 +335,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A buffer kept on an object and written by each rollout]: a history tensor made in __init__ and written
     # step by step by each run(): the copy-and-rebind of the write, and the buffer detached where run() starts
     "logistic_history_buffer_rollout": ("inplace_op", (("fit_loss", ("rate_net",)),)),
+    # NOTE [A buffer updated with values that have a graph]: a running gain and centre moved toward the batch's
+    # statistics in the forward: the copy where the gain is read, and both updates under no_grad
+    "running_gain_buffers_with_graph": ("inplace_op", (("ce", ("spotter",)),)),
     # NOTE [Updates that are not steps]: a function of the file given the model moves its weights in place (AWP), and
     # the adversarial loss reuses the clean logits: the forward run again after that call
     "awp_perturbed_loss_on_clean_logits": ("shared_graph_freed", (("adv", ("net",)), ("clean", ()))),

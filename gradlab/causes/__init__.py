@@ -51,6 +51,7 @@ from ..evidence import (
     stepped_ids,
     steps_between,
     tensors_below,
+    torch_alias,
     value_of,
     var_named,
     written_by_steps,
@@ -82,7 +83,7 @@ from .discarded_detach import discarded_detach_fixes, hollow_detach
 from .fast_weights import fast_context, fast_weights_fixes
 from .frozen_extractor import frozen_context
 from .handed_gradient import handed_context, handed_fixes
-from .inplace_op import in_place_fixes
+from .inplace_op import graph_buffers, in_place_fixes
 from .list_never_cleared import buffer_context, buffered_fixes
 from .module_state import kept_on_modules, module_state_fixes
 from .object_state import kept_on_objects, object_reset_fixes
@@ -280,6 +281,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
                 other_writes=_other_writes(graph, w),
             )
             ctx = replace(ctx, after_write=after_write_lines(ctx, graph, p, facts))
+            alias, buffers = torch_alias(facts.namespace), graph_buffers(str(short_name(p)), facts.namespace)
+            if alias and buffers:  # NOTE [A buffer updated with values that have a graph]
+                ctx = replace(ctx, extra={**ctx.extra, "graph_buffer": alias, "graph_buffers": ",".join(buffers)})
             fast = fast_context(ctx, w, facts)
             if fast is not None:
                 return "fast_weights_in_place", fast

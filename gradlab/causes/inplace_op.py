@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
+
+import torch
 
 from ..activations import ACTIVATION_NAMES, ACTIVATIONS, swept_inplace_flags, without_inplace_flags
 from ..context import Context
 from ..edits import Edit
+from ..evidence import value_of
 from ..fixes import Fix, Proposal, all_edits, keeping, source_of, whole_statement, write_edit
 from ..i18n import T
 from ..location import Location
 from ..rewrite import OP_NAMES, rewrite_in_place, twin_in_expression
-from ..source import function_of, parse, returns_value
+from ..source import enclosing_blocks, function_of, parse, returns_value
 
 
 def _inplace_flags(ctx: Context) -> tuple[tuple[Edit, ...], bool]:
@@ -159,6 +164,88 @@ def _through_callers(ctx: Context, rewritten: str) -> tuple[tuple[Edit, ...], st
         return None
     edits.append(Edit(loc.filename, end, end, f"{lines[end - 1]}\n{indent}return {name}"))
     return tuple(edits), rewritten
+
+
+def graph_buffers(name: str, namespace: Mapping[str, Any]) -> tuple[str, ...]:
+    """When the written tensor ``name`` (``model.norm2.running_var``) is a buffer its module registered and holds a
+    graph now: the names of that module's buffers that hold a graph (NOTE [A buffer updated with values that have a
+    graph]); else none."""
+    owner_path, _, attr = name.rpartition(".")
+    owner = value_of(owner_path, namespace) if owner_path else None
+    if not isinstance(owner, torch.nn.Module):
+        return ()
+    found = tuple(sorted(k for k, b in owner._buffers.items() if isinstance(b, torch.Tensor) and b.grad_fn is not None))
+    return found if attr in found else ()
+
+
+def buffer_updates_off_graph(ctx: Context) -> tuple[Edit, ...]:
+    """Each run of consecutive write statements into a buffer that holds a graph (``ctx.extra["graph_buffer"]``: the
+    frame's torch name) put under ``no_grad`` (NOTE [A buffer updated with values that have a graph])."""
+    torch_name = ctx.extra.get("graph_buffer")
+    buffers = {f"self.{b}" for b in ctx.extra.get("graph_buffers", "").split(",") if b}
+    loc = ctx.write_at
+    tree = parse(source_of(loc.filename)) if loc is not None else None
+    if not torch_name or loc is None or tree is None:
+        return ()
+    block = next((b for b in enclosing_blocks(tree) if any(st.lineno == loc.lineno for st in b)), [])
+    # every one-line statement of the write's block that writes one of those buffers (the running mean beside the
+    # running variance: its update holds a graph too, and the next forward reads it)
+    lines = sorted(
+        {loc.lineno}
+        | {
+            st.lineno
+            for st in block
+            if st.lineno == st.end_lineno
+            and isinstance(st, (ast.Expr, ast.Assign, ast.AugAssign))
+            and any(ast.unparse(n) in buffers for n in ast.walk(st) if isinstance(n, ast.Attribute))
+            and _writes_buffer(st, buffers)
+        }
+    )
+    text = source_of(loc.filename).splitlines()
+    runs: list[list[int]] = []
+    for k in lines:
+        if runs and runs[-1][-1] == k - 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    edits = []
+    for run in runs:
+        rows = [text[k - 1] for k in run]
+        indent = rows[0][: len(rows[0]) - len(rows[0].lstrip())]
+        if any(not r.startswith(indent) or r[len(indent) :].startswith(" ") for r in rows):
+            return ()  # a statement over several lines, or another block: not wrapped by this rule
+        body = "\n".join(f"{indent}    {r.strip()}" for r in rows)
+        edits.append(Edit(loc.filename, run[0], run[-1], f"{indent}with {torch_name}.no_grad():\n{body}"))
+    return tuple(edits)
+
+
+def _writes_buffer(st: ast.stmt, buffers: set[str]) -> bool:
+    """``st`` writes one of ``buffers``: an in-place method called on it (``self.b.mul_(m).add_(x)``), an assignment
+    to it or into it, an augmented assignment."""
+    if isinstance(st, (ast.Assign, ast.AugAssign)):
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        return any(ast.unparse(t.value if isinstance(t, ast.Subscript) else t) in buffers for t in targets)
+    call = st.value if isinstance(st, ast.Expr) else None
+    while isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+        if (
+            call.func.attr.endswith("_")
+            and not call.func.attr.endswith("__")
+            and ast.unparse(call.func.value) in buffers
+        ):
+            return True
+        call = call.func.value
+    return False
+
+
+# NOTE [A buffer updated with values that have a graph]
+# A hand-written normalisation layer keeps running statistics in buffers (register_buffer) and updates them in
+# its forward from the batch's statistics, which have a graph: running.mul_(1 - m).add_(m * mean). The forward
+# read the buffer before the update, so the update is a write to a saved tensor, and any fix that keeps the write
+# (a copy where the forward reads the buffer) makes the first backward work; but the buffer now holds this
+# iteration's graph, and the next forward reads it: the next backward goes through a freed graph. A buffer is
+# state, not a trained value (nn.BatchNorm updates its running statistics without a graph): the fixes that keep
+# the write also put the update under no_grad. No gradient changes: the loss read the buffer before the update,
+# and the graph the update made only reached into iterations already backwarded.
 
 
 #: In-place writes that replace a tensor's values whole, whatever they were: into an argument, the helper's output.
