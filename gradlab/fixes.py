@@ -231,6 +231,14 @@ def checked(fix: Fix, ctx: Context) -> Fix:
     elif (
         site is not None
         and filename == site.filename
+        and all(not e.text or site.holds(e.start if not e.inserts else e.start - 1) for e in fix.edits)
+    ):
+        # a statement taken out of another function of the file (a forward's own write, moved into the loop): what
+        # the failing function gets reads its names, a deletion reads none
+        source, names = site.source, set(site.names)
+    elif (
+        site is not None
+        and filename == site.filename
         and all(e.inserts and e.text.lstrip().startswith("@") for e in fix.edits)
     ):
         # a decorator put on the failing function (@torch.no_grad()): it reads the function's globals

@@ -338,6 +338,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A buffer updated with values that have a graph]: a running gain and centre moved toward the batch's
     # statistics in the forward: the copy where the gain is read, and both updates under no_grad
     "running_gain_buffers_with_graph": ("inplace_op", (("ce", ("spotter",)),)),
+    # NOTE [A write a module's forward makes on itself]: a head redraws its idle prototypes (an index assignment
+    # under no_grad) from inside its forward every second call, two views per step: the call moved after the step
+    "prototypes_revived_in_forward": ("untracked_write", (("loss", ("net",)),)),
     # NOTE [Updates that are not steps]: a function of the file given the model moves its weights in place (AWP), and
     # the adversarial loss reuses the clean logits: the forward run again after that call
     "awp_perturbed_loss_on_clean_logits": ("shared_graph_freed", (("adv", ("net",)), ("clean", ()))),

@@ -109,7 +109,7 @@ from .stale_read import (
     updated_since_context,
 )
 from .step_before_backward import one_step_fixes, step_after_fixes, step_too_early, stepped_again
-from .untracked_write import copy_context, target_context, untracked_fixes
+from .untracked_write import copy_context, forward_write_context, target_context, untracked_fixes
 
 if TYPE_CHECKING:
     from ..location import Location
@@ -289,7 +289,12 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
                 return "fast_weights_in_place", fast
             if all(x.grad_mode for x in writes):
                 return "inplace_op", ctx
-            return "untracked_write", target_context(ctx, p, facts) or copy_context(ctx, p, w) or ctx
+            return "untracked_write", (
+                target_context(ctx, p, facts)
+                or copy_context(ctx, p, w)
+                or forward_write_context(ctx, p, w, facts)  # NOTE [A write a module's forward makes on itself]
+                or ctx
+            )
         # Outside a tracker: the writer is unknown. A non-parameter was changed by the user's own code.
         return "inplace_op", replace(base, tensor=short_name(p), op=None)
 

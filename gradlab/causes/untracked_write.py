@@ -3,17 +3,21 @@
 
 from __future__ import annotations
 
+import ast
 import re
+import textwrap
 from dataclasses import replace
+
+import torch
 
 from ..context import Context
 from ..edits import Edit
-from ..evidence import Facts, Problem, calls_name, in_site, receiver, stepped_params, torch_alias
-from ..fixes import Fix, Proposal, all_edits, claim, edit_at, indent_of, keeping, span_of
+from ..evidence import Facts, Problem, calls_name, in_site, receiver, short_name, stepped_params, torch_alias, value_of
+from ..fixes import Fix, Proposal, all_edits, claim, edit_at, indent_of, insert_lines, keeping, source_of, span_of
 from ..i18n import T
 from ..rewrite import replace_reads
 from ..saved import Write
-from ..source import statement_at
+from ..source import calls_method, enclosing_blocks, function_of, names, parse, statement_at
 
 
 def target_context(ctx: Context, p: Problem, facts: Facts) -> Context | None:
@@ -59,6 +63,98 @@ def copy_context(ctx: Context, p: Problem, w: Write) -> Context | None:
     if target is None or not re.search(rf"(?<![\w.]){re.escape(target)}(?![\w(])", saved.code or ""):
         return None
     return replace(ctx, copy_at=saved, copy_of=target)
+
+
+def forward_write_context(ctx: Context, p: Problem, w: Write, facts: Facts) -> Context | None:
+    """A module's forward calls the method that wrote its own tensor without autograd (NOTE [A write a module's
+    forward makes on itself]): the forward's statement that makes the call, and the module's path in the failing
+    frame (``model.bays`` for ``model.bays.weight``)."""
+    loc, site = w.location, facts.site
+    owner_path = str(short_name(p)).rpartition(".")[0]
+    owner = value_of(owner_path, facts.namespace) if owner_path else None
+    tree = parse(source_of(loc.filename)) if loc is not None else None
+    if loc is None or tree is None or site is None or not isinstance(owner, torch.nn.Module):
+        return None
+    method = function_of(tree, loc.lineno)
+    cls = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and method in c.body), None)
+    if method is None or cls is None or cls.name != type(owner).__name__ or method.name == "forward":
+        return None
+    forward = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+    if forward is None:
+        return None
+    calls = [
+        st
+        for st in forward.body
+        if any(
+            isinstance(n, ast.Call) and ast.unparse(n.func) == f"self.{method.name}" and not n.args and not n.keywords
+            for n in ast.walk(st)
+        )
+    ]
+    if len(calls) != 1 or len(forward.body) < 2 or calls[0] is forward.body[-1]:
+        return None
+    st = calls[0]
+    # it reads nothing of the forward's own (its arguments, its locals): only self and the file's names
+    local = {a.arg for a in forward.args.args} | {n for x in forward.body for n in names(x, ast.Store)}
+    if (names(st, ast.Load) - {"self"}) & local or any(isinstance(n, (ast.Return, ast.Yield)) for n in ast.walk(st)):
+        return None
+    found = f"{st.lineno}:{st.end_lineno or st.lineno}:{owner_path}:{cls.name}:{method.name}"
+    extra = {**ctx.extra, "out_of_forward": found}
+    return replace(ctx, extra=extra)
+
+
+def _out_of_forward(ctx: Context) -> list[Proposal]:
+    """The forward's call of the writing method moved into the training loop, after the optimizer's step
+    (:func:`forward_write_context`)."""
+    found, site, loc, back = ctx.extra.get("out_of_forward"), ctx.site, ctx.write_at, ctx.backward_line
+    tree = site.tree() if site is not None else None
+    if not found or site is None or tree is None or loc is None or back is None:
+        return []
+    first, last, path, cls, method = found.split(":")
+    backward = statement_at(tree, back)
+    block = next((b for b in enclosing_blocks(tree) if backward in b), [])
+    later = [x for x in block if backward is not None and x.lineno > backward.lineno]
+    step = next((x for x in later if calls_method(x, ("step",))), backward)
+    if step is None:
+        return []
+    lines = source_of(loc.filename).splitlines()[int(first) - 1 : int(last)]
+    text = textwrap.dedent("\n".join(lines))
+    moved = re.sub(r"(?<![\w.])self\.", f"{path}.", text)
+    insert = insert_lines(ctx, step.lineno, moved, after=True)
+    if insert is None:
+        return []
+    fix = Fix(
+        summary=T(
+            "take the call of {method}() out of {cls}.forward: the training loop calls {call} after {step}{condition}, "
+            "so that no forward of the step reads what it writes",
+            method=method,
+            cls=cls,
+            call=f"{path}.{method}()",
+            step=ast.unparse(step).strip().splitlines()[0],
+            condition=T(" (its condition goes with it)") if int(last) > int(first) else "",
+        ),
+        trains=T(
+            "{loss} trains what it trained; every forward of a step now reads {tensor} as the step began, and the "
+            "write happens once the step is done (the forward's values change where it read the written rows)",
+            loss=ctx.l,
+            tensor=ctx.tensor or T("the tensor"),
+        ),
+        edits=all_edits(Edit(loc.filename, int(first), int(last), ""), insert),
+        claims=claim(ctx, ctx.reach),
+        keeps_forward=False,
+    )
+    return [Proposal(fix, ctx.reach, True)]
+
+
+# NOTE [A write a module's forward makes on itself]
+# A module may change its own parameter from inside its forward, under no_grad: an embedding table that evicts
+# the rows of ids it has not seen and draws them again (a managed-collision table), a layer that renormalises or
+# clamps its weight every few calls. When one step runs the module's forward twice before the backward (two
+# horizons, two views), the second forward's write overwrites what the first one saved. The write is meant as an
+# update of the model's state, as a step is: it is moved out of the forward into the training loop, after the
+# optimizer's step, through the loop's name for the module (self.evict() becomes model.bays.evict()). Every
+# forward of a step then reads the table as the step began; what the write does, and how often (its condition
+# moves with it), stays. Only for a call that is one statement of the forward (not its last), reading nothing of
+# the forward's own but self; the forward changes where it read the written rows, and the fix says so.
 
 
 def _as_target(ctx: Context) -> list[Proposal]:
@@ -115,7 +211,7 @@ def _read_copy(ctx: Context) -> list[Proposal]:
 
 
 def untracked_fixes(ctx: Context) -> list[Proposal]:
-    return [*_as_target(ctx), *_read_copy(ctx), *_untracked_general(ctx)]
+    return [*_as_target(ctx), *_read_copy(ctx), *_out_of_forward(ctx), *_untracked_general(ctx)]
 
 
 def _untracked_general(ctx: Context) -> list[Proposal]:
