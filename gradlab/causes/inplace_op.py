@@ -462,7 +462,7 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
                             *(flags or (write_edit(ctx, rewritten),)),
                             *others,
                             *(callers or ()),
-                            fresh,
+                            *((fresh,) if fresh is not None else ()),
                         ),
                         key=lambda e: e.start,
                     )
