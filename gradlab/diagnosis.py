@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from .causes import Cause, cause_sentence, decide, fixes_for
-from .evidence import CallerLoop, Facts, Failure, Topology, backward_line_after, graph_kinds
+from .evidence import CallerLoop, Facts, Failure, Topology, backward_line_after, graph_kinds, leaves_of
 from .explanation import Explanation
 from .fixes import Fix
 from .graph import Graph, collect
@@ -480,8 +480,9 @@ def _caller_loop(frame: FrameType | None, site: Site | None, line: int | None) -
             if outer is not None and outer_tree is not None and loop_body_of(outer_tree, up.f_lineno) is not None:
                 names = frame_names(up)
                 graphs = graph_kinds(names)
+                leaves = {k: frozenset(leaves_of(t)) for k in graphs if isinstance(t := names[k], torch.Tensor)}
                 names.clear()
-                return CallerLoop(outer, up.f_lineno, graphs)
+                return CallerLoop(outer, up.f_lineno, graphs, leaves)
         up = up.f_back
     return None
 

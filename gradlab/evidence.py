@@ -186,6 +186,7 @@ class CallerLoop:
     site: Site
     line: int
     graphs: Mapping[str, str]
+    leaves: Mapping[str, frozenset[int]] = field(default_factory=dict)  # each graph tensor's leaves, by id
 
 
 @dataclass

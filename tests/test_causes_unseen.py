@@ -341,6 +341,13 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A write a module's forward makes on itself]: a head redraws its idle prototypes (an index assignment
     # under no_grad) from inside its forward every second call, two views per step: the call moved after the step
     "prototypes_revived_in_forward": ("untracked_write", (("loss", ("net",)),)),
+    # NOTE [A value formed in the caller's loop from a model stepped there]: a baseline fitted and stepped at each
+    # step of the episode loop, the advantage formed from it right after, the policy's loss in a function the loop
+    # calls: detached where the loop forms it
+    "baseline_advantage_formed_in_caller": (
+        "shared_graph_freed",
+        (("actor_loss", ("router",)), ("fit", ("baseline",))),
+    ),
     # NOTE [Updates that are not steps]: a function of the file given the model moves its weights in place (AWP), and
     # the adversarial loss reuses the clean logits: the forward run again after that call
     "awp_perturbed_loss_on_clean_logits": ("shared_graph_freed", (("adv", ("net",)), ("clean", ()))),

@@ -108,6 +108,7 @@ ORDER = (
     "causes.untracked_write",
     "causes.same_loss_twice",
     "causes.chained",
+    "causes.caller_boundary",
     "causes.carried_steps",
     "causes.carried_state",
     "causes.class_source",

@@ -76,6 +76,7 @@ from .api_cache import (
 )
 from .attached_output import attached_fixes, attached_output_context
 from .built_once import built_once_context
+from .caller_boundary import caller_boundary, caller_boundary_fixes
 from .carried_state import carried_context, carried_fixes, carried_in_loop, handed_to_object, kept_attribute
 from .chained import between_fixes, chained_fixes, modules_given, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
@@ -517,7 +518,8 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         # it, and no step comes between: the step that uses the failing loss's gradient uses its gradient too,
         # through the part they share
         ctx = replace(ctx, other_claims=(*ctx.other_claims, (ctx.earlier, freed_models)))
-    return "shared_graph_freed", ctx
+    # NOTE [A value formed in the caller's loop from a model stepped there]
+    return "shared_graph_freed", caller_boundary(ctx, facts, call) or ctx
 
 
 def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, str, bool], ...]:
@@ -690,6 +692,7 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = [*one_step_fixes(ctx), *proposals]
     elif cause == "shared_graph_freed":
         proposals = between_fixes(ctx, True) if ctx.judge else chained_fixes(ctx, True)
+        proposals = [*caller_boundary_fixes(ctx), *proposals]
     elif cause == "inplace_op":
         proposals = in_place_fixes(ctx)
     elif cause == "untracked_write":

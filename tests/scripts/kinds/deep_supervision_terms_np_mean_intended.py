@@ -1,7 +1,6 @@
 """A 1-D segmentation net with deep supervision: each decoder stage's output is scored, and the two loss terms
 (a per-stage BCE and a boundary term) are averaged over the stages with numpy."""
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
