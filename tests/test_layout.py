@@ -112,6 +112,7 @@ ORDER = (
     "causes.carried_steps",
     "causes.carried_state",
     "causes.class_source",
+    "causes.handed_state",
     "causes.recurrent_state",
     "causes.module_state",
     "causes.object_state",

@@ -77,13 +77,14 @@ from .api_cache import (
 from .attached_output import attached_fixes, attached_output_context
 from .built_once import built_once_context
 from .caller_boundary import caller_boundary, caller_boundary_fixes
-from .carried_state import carried_context, carried_fixes, carried_in_loop, handed_to_object, kept_attribute
+from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
 from .chained import between_fixes, chained_fixes, modules_given, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
 from .discarded_detach import discarded_detach_fixes, hollow_detach
 from .fast_weights import fast_context, fast_weights_fixes
 from .frozen_extractor import frozen_context
 from .handed_gradient import handed_context, handed_fixes
+from .handed_state import handed_to_object
 from .inplace_op import graph_buffers, in_place_fixes
 from .list_never_cleared import buffer_context, buffered_fixes
 from .module_state import kept_on_modules, module_state_fixes
