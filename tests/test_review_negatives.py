@@ -144,3 +144,10 @@ def test_a_model_differentiated_in_a_helper_file_is_not_frozen(monkeypatch: pyte
     assert error is not None
     fixes = gradlab.last_diagnosis(error).fixes
     assert not any("requires_grad_(False)" in e.text for f in fixes for e in f.edits), fixes[0].lines()
+
+
+def test_a_loss_bound_anew_then_added_to_is_no_carried_state() -> None:
+    # carried_state's reading of the saving line (_bound_before): `fit = fit + penalty` right after `fit = crit(...)`
+    # carries nothing over; detaching `fit` there would drop the fit term from the loss
+    fixes = _fixes("penalty_added_to_fresh_loss_profiles_kept")
+    assert fixes and not any("fit.detach()" in e.text for f in fixes for e in f.edits), fixes[0].lines()

@@ -31,6 +31,7 @@ from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, detached_value, replace_reads
 from ..source import (
+    enclosing_blocks,
     function_of,
     loop_around,
     loop_body_of,
@@ -168,7 +169,7 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
         if not isinstance(st, ast.Assign):
             continue
         stored, read = _stored_and_read(st)
-        carried = [t for t in stored if t in read]
+        carried = [t for t in stored if t in read and t not in _bound_before(tree, st)]
         if carried:
             kind = site.kinds.get(carried[-1]) if site is not None else None
             may_be_none = bool(
@@ -188,6 +189,19 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
                 entry_lineno=in_site(facts, loc),
             )
     return replace(base, total=total)
+
+
+def _bound_before(tree: ast.Module | None, st: ast.stmt) -> set[str]:
+    """The names a statement before ``st`` in its block binds from a value that does not read them (``loss =
+    crit(out, y)`` before ``loss = loss + penalty``), and those its loop's target binds: bound anew at each
+    iteration, so ``st`` carries nothing over in them."""
+    block = next((b for b in enclosing_blocks(tree) if st in b), []) if tree is not None else []
+    fresh = _bound_by(loop_around(tree, st.lineno)) if tree is not None else set()
+    for x in block[: block.index(st)] if st in block else []:
+        if isinstance(x, ast.Assign):
+            stored, read = _stored_and_read(x)
+            fresh |= {t for t in stored if t not in read}
+    return fresh
 
 
 def _may_be_none(site: Site, names: Iterable[str]) -> bool:
