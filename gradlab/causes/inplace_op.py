@@ -387,6 +387,10 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
     rewritten = _out_of_place(_written(ctx, ctx.write_at, ctx.code), ctx.op, ctx.write_at)
     if rewritten and _view_of_kept_base(ctx, rewritten):
         rewritten = None  # NOTE [A write through a view of a kept tensor]
+    if rewritten and ctx.extra.get("graph_buffer"):
+        # NOTE [A buffer updated with values that have a graph]: rebound out of place, the buffer would still hold
+        # the graph; the copy where it is read and the update under no_grad (the general rewrites) come first
+        rewritten = None
     # (an indexed assignment writes into its base itself: never a view, and its copy is the base's)
     if (
         rewritten
