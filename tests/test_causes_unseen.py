@@ -344,6 +344,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A value formed in the caller's loop from a model stepped there]: a baseline fitted and stepped at each
     # step of the episode loop, the advantage formed from it right after, the policy's loss in a function the loop
     # calls: detached where the loop forms it
+    # NOTE [A forward run once at module level]: the global read by a loss helper the training loop calls, not by the
+    # failing function itself: moved into the helper
+    "temperature_computed_once_read_by_helper": ("stale_forward", (("nce", ("log_temp", "tower_a", "tower_b")),)),
     "baseline_advantage_formed_in_caller": (
         "shared_graph_freed",
         (("actor_loss", ("router",)), ("fit", ("baseline",))),

@@ -36,7 +36,7 @@ from ..fixes import (
     source_of,
     statements_text,
 )
-from ..graph import Graph
+from ..graph import Graph, GraphNode
 from ..i18n import T, Text, join
 from ..location import Location
 from ..rewrite import detached_value
@@ -83,14 +83,20 @@ def global_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph
     site, line = facts.site, facts.backward_line
     tree = site.tree() if site is not None else None
     node = next((n for n in graph.nodes if n.id == p.node_id), None)
-    if site is None or tree is None or line is None or node is None or loop_body_of(tree, line) is not None:
+    if site is None or tree is None or line is None or node is None:
         return None
-    function = function_of(tree, line)
+    body = loop_body_of(tree, line)
+    if body is None:
+        function = function_of(tree, line)
+    else:  # a function of the file the loop calls at every iteration, which reads the global (a residual's helper)
+        called = {
+            n.func.id for st in body for n in ast.walk(st) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        }
+        helpers = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name in called]
+        function = next((f for f in helpers if _reads_global_holding(f, facts, node)), None)
     if function is None or not function.body:
         return None
-    local = set().union(*(names(st, ast.Store) for st in ast.walk(function) if isinstance(st, ast.stmt)))
-    params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
-    read = names(function, ast.Load) - local - params
+    read = _globals_read(function)
     held = stepped_params(facts)
     for key in sorted(read):
         value = facts.namespace.get(key)
@@ -122,6 +128,18 @@ def global_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph
             },
         )
     return None
+
+
+def _globals_read(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names ``function`` reads that it neither binds nor takes as an argument."""
+    local = set().union(*(names(st, ast.Store) for st in ast.walk(function) if isinstance(st, ast.stmt)))
+    params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+    return names(function, ast.Load) - local - params
+
+
+def _reads_global_holding(function: ast.FunctionDef, facts: Facts, node: GraphNode) -> bool:
+    """``function`` reads a global of the frame whose graph holds ``node``."""
+    return any(holds_node(facts.namespace.get(k), node) for k in _globals_read(function))
 
 
 def caller_forward_context(base: Context, facts: Facts) -> Context | None:
@@ -231,7 +249,10 @@ def _caller_fixes(ctx: Context) -> list[Proposal]:
 # its own graph, from the weights as they are then); it stays at module level too
 # when other code of the module (its statements, another function) reads the
 # name. When no parameter below it is trained, a detach where it is made changes
-# nothing (NOTE [A part no optimizer steps]) and this move is not offered.
+# nothing (NOTE [A part no optimizer steps]) and this move is not offered. When
+# the backward runs in a loop of the failing function, the global is read by a
+# function of the file the loop calls (a residual's helper, a loss helper): the
+# statement moves into that function, for the same reason.
 
 
 # NOTE [A forward reused by later steps]
