@@ -300,7 +300,16 @@ def var_named(namespace: Mapping[str, Any] | None, match: Any) -> str | None:
 
 def receiver(code: str | None, method: str) -> str | None:
     """``opt_1`` from ``opt_1.step()``; ``loss_2`` from ``loss_2.backward()``; ``head_loss`` from a framework's
-    ``accelerator.backward(head_loss)`` or ``self.manual_backward(head_loss)`` (:func:`gradlab.names.framework_backward`)."""
+    ``accelerator.backward(head_loss)`` or ``self.manual_backward(head_loss)`` (:func:`gradlab.names.framework_backward`);
+    the sum of the named losses ``torch.autograd.backward([a, b])`` is given.
+
+    Example::
+
+        >>> receiver("torch.autograd.backward([orders_loss, waste_loss])", "backward")
+        'orders_loss + waste_loss'
+        >>> receiver("opt_1.step()", "step")
+        'opt_1'
+    """
     if not code:
         return None
     if method == "backward":
@@ -309,6 +318,19 @@ def receiver(code: str | None, method: str) -> str | None:
             call = node if isinstance(node, ast.Call) and node.args else None
             if call is not None and isinstance(call.func, ast.Attribute) and framework_backward(call.func):
                 return ast.unparse(call.args[0])
+        # torch.autograd.backward([a, b]) of named losses: their sum, backwarded (one gradient per tensor, as
+        # (a + b).backward() gives for scalars)
+        for node in ast.walk(tree) if tree is not None else ():
+            if (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) in ("torch.autograd.backward", "autograd.backward")
+                and node.args
+                and isinstance(node.args[0], (ast.List, ast.Tuple))
+                and node.args[0].elts
+                and all(isinstance(e, ast.Name) for e in node.args[0].elts)
+                and not any(k.arg == "grad_tensors" for k in node.keywords)
+            ):
+                return " + ".join(ast.unparse(e) for e in node.args[0].elts)
         # the tensor backward is called on, as written: ``loss``, ``(a + b)``, ``criterion(out, y)``
         for node in ast.walk(tree) if tree is not None else ():
             if (

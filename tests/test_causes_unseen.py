@@ -347,6 +347,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A forward run once at module level]: the global read by a loss helper the training loop calls, not by the
     # failing function itself: moved into the helper
     "temperature_computed_once_read_by_helper": ("stale_forward", (("nce", ("log_temp", "tower_a", "tower_b")),)),
+    # NOTE [A result memoised on an object until it is set to None]: a feature store embeds the catalogue with a
+    # trained tower on first use and keeps it: set back to None after each backward
+    "feature_store_memo_reset_to_none": ("carried_state", (("ranking", ("item_tower", "user_tower")),)),
     "baseline_advantage_formed_in_caller": (
         "shared_graph_freed",
         (("actor_loss", ("router",)), ("fit", ("baseline",))),

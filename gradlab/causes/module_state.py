@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from ..claims import term_claims
 from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts, from_frame, holds_node, leaves_of, value_of
@@ -327,6 +328,15 @@ def kept_on_modules(base: Context, facts: Facts, holding: GraphNode | None = Non
     at_boundary = tuple(
         f"{path}.{a}" for k in kept for path, graphs in paths.get(k.cls, []) for a in k.attrs if a in graphs
     )
+    # NOTE [A result memoised on an object until it is set to None]
+    # A plain object of the user's code (a menu catalogue, a feature store) computes a tensor from a trained model the
+    # first time it is asked (if self._vectors is None: self._vectors = self.encoder(...)) and returns the kept tensor
+    # after that. Its __init__ makes the attribute None, and no method sets it again but under that test: a memo. Trained,
+    # it is a cache of the forward, as a module's dict cache is (NOTE [A cache of a module's result]): the fix sets it
+    # back to None after each backward, through the loop's name for the object, so that every iteration computes it once,
+    # with that iteration's weights. Only when its graph reaches parameters an optimizer of the frame holds (a memo of
+    # something nothing trains is a constant, a detach's business), private attributes included.
+
     # NOTE [A model left in eval mode]: the state is stored by training forwards only, and the loop's model is in
     # eval mode (a validation pass's .eval() with no .train() after it): the forward stored nothing this iteration
     evaluating = [
@@ -384,6 +394,12 @@ def _cached(base: Context, facts: Facts, roots: dict[str, torch.nn.Module], used
         if found:
             break
     objects = False
+    unset: list[str] = []  # memos of a tensor, set back to None rather than emptied
+    held = (
+        frozenset().union(*facts.site.optimizers.values())
+        if facts.site is not None and facts.site.optimizers
+        else frozenset()
+    )
     if not found:  # a plain object the loop uses (a boundary condition's memo of its values, NOTE [A cache of a
         # module's result]): its dicts too, private ones included
         for name, obj in sorted(facts.namespace.items()):
@@ -399,6 +415,9 @@ def _cached(base: Context, facts: Facts, roots: dict[str, torch.nn.Module], used
                 )
                 if graphs and attr.isidentifier() and not _updates_entries(type(obj), attr):
                     found.append(f"{name}.{attr}")
+                elif _holds_trained_graph(value, held) and _none_memo(type(obj), attr):
+                    found.append(f"{name}.{attr}")  # NOTE [A result memoised on an object until it is set to None]
+                    unset.append(f"{name}.{attr}")
         objects = bool(found)
     if not found:
         return None
@@ -408,8 +427,53 @@ def _cached(base: Context, facts: Facts, roots: dict[str, torch.nn.Module], used
         carried=found[0],
         kept_attrs=tuple("self." + f.rsplit(".", 1)[-1] for f in found),
         caches=tuple(found),
-        extra={**ctx.extra, "cache_on_objects": "1" if objects else ""},
+        # emptying a cache keeps what each named term of the loss reaches (NOTE [A loss written as a sum of named
+        # losses])
+        terms=term_claims(facts.site, facts.namespace, base.loss),
+        extra={**ctx.extra, "cache_on_objects": "1" if objects else "", "cache_unset": ",".join(unset)},
     )
+
+
+def _holds_trained_graph(value: object, held: frozenset[int]) -> bool:
+    """A tensor with a graph that reaches a parameter an optimizer holds."""
+    return isinstance(value, torch.Tensor) and value.grad_fn is not None and bool(leaves_of(value) & held)
+
+
+def _none_memo(cls: type, attr: str) -> bool:
+    """The class sets ``self.attr`` only under ``if self.attr is None:`` (a result computed once, then reused), and
+    ``__init__`` makes it None."""
+    found = class_tree(cls)
+    if found is None:
+        return False
+    stores = [
+        st
+        for m in methods_of(found[0])
+        if m.name != "__init__"
+        for st in ast.walk(m)
+        if isinstance(st, ast.Assign) and any(self_attr(t, attr) for t in st.targets)
+    ]
+    guarded = {
+        id(st)
+        for m in methods_of(found[0])
+        for branch in ast.walk(m)
+        if isinstance(branch, ast.If)
+        and isinstance(branch.test, ast.Compare)
+        and self_attr(branch.test.left, attr)
+        and isinstance(branch.test.ops[0], ast.Is)
+        and isinstance(branch.test.comparators[0], ast.Constant)
+        and branch.test.comparators[0].value is None
+        for x in branch.body
+        for st in ast.walk(x)
+    }
+    init = next((m for m in methods_of(found[0]) if m.name == "__init__"), None)
+    made_none = init is not None and any(
+        isinstance(st, ast.Assign)
+        and any(self_attr(t, attr) for t in st.targets)
+        and isinstance(st.value, ast.Constant)
+        and st.value.value is None
+        for st in ast.walk(init)
+    )
+    return bool(stores) and made_none and all(id(st) in guarded for st in stores)
 
 
 def _updates_entries(cls: type, attr: str) -> bool:
@@ -438,13 +502,21 @@ def _updates_entries(cls: type, attr: str) -> bool:
 def _clear_caches(ctx: Context, attrs: Text) -> Proposal | None:
     if not ctx.caches or ctx.backward_line is None:
         return None
-    edit = insert_lines(ctx, ctx.backward_line, "\n".join(f"{c}.clear()" for c in ctx.caches), after=True)
+    unset = set(ctx.extra.get("cache_unset", "").split(","))
+    lines = [f"{c} = None" if c in unset else f"{c}.clear()" for c in ctx.caches]
+    edit = insert_lines(ctx, ctx.backward_line, "\n".join(lines), after=True)
     if edit is None:
         return None
     return keeping(
         ctx,
         Fix(
             summary=T(
+                "set {attrs} back to None after each backward, as the object's constructor does: the next "
+                "iteration computes it again, from the stepped parameters",
+                attrs=", ".join(ctx.caches),
+            )
+            if unset >= set(ctx.caches)
+            else T(
                 "empty the cache kept on {attrs} after each backward: the next iteration computes what it caches "
                 "again, from the stepped parameters",
                 attrs=", ".join(ctx.caches),
