@@ -526,15 +526,25 @@ def after_write_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> t
     """The statements to run again after a write (not an optimizer's step) so the loss reads what it wrote."""
     from .causes.chained import recompute_lines
 
-    loc = ctx.write_at
-    site = facts.site
-    if loc is None or site is None or loc.filename != site.filename or not site.holds(loc.lineno):
+    loc = _write_here(ctx)
+    if loc is None:
         return ()
     return recompute_lines(replace(ctx, step_line=loc.lineno, optimizer=None), graph, p, facts)
 
 
-def _recompute_after_write(ctx: Context) -> Proposal | None:
+def _write_here(ctx: Context) -> Location | None:
+    """The write as the failing function sees it: its own statement, or the one statement before the backward that
+    calls the function the write ran in (``sam.ascend()`` for a ``p.add_(e_w)`` in a hand-written SAM)."""
     loc, site = ctx.write_at, ctx.site
+    if loc is None or site is None:
+        return None
+    if loc.filename == site.filename and site.holds(loc.lineno):
+        return loc
+    return _calling_write(ctx)
+
+
+def _recompute_after_write(ctx: Context) -> Proposal | None:
+    loc, site = _write_here(ctx), ctx.site
     if loc is None or site is None or not ctx.after_write:
         return None
     text = statements_text(ctx, ctx.after_write)

@@ -350,6 +350,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A result memoised on an object until it is set to None]: a feature store embeds the catalogue with a
     # trained tower on first use and keeps it: set back to None after each backward
     "feature_store_memo_reset_to_none": ("carried_state", (("ranking", ("item_tower", "user_tower")),)),
+    # NOTE [Updates that are not steps]: an object's method moves the weights (adversarial weight perturbation) and
+    # the next loss reuses the clean logits: the forward run again after the call, as the failing function sees it
+    "perturber_object_then_old_logits": ("untracked_write", (("adv", ("net",)), ("clean", ("net",)))),
     "baseline_advantage_formed_in_caller": (
         "shared_graph_freed",
         (("actor_loss", ("router",)), ("fit", ("baseline",))),

@@ -562,7 +562,10 @@ def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, st
 # would meet the changed weights: the in-place error), and the forward is to be run again
 # after that call, as after a step. The same holds for a function of the user's file given
 # one of the frame's models that writes its parameters in place (a hand-written SAM's
-# ascend(model, rho): for p in model.parameters(): p.add_(e)).
+# ascend(model, rho): for p in model.parameters(): p.add_(e)). And for a write under no_grad
+# that a method of an object of the file makes (a SAM or weight-perturbation object's
+# ascend() over the parameters it was given): the forward of the written model runs again
+# after the statement of the failing function that calls it (candidates._write_here).
 def _writes_parameters(tree: ast.Module, name: str) -> bool:
     """The top-level function ``name`` of ``tree`` loops over a model's ``parameters()`` (or
     ``named_parameters()``) and calls an in-place method (``p.add_(e)``): it writes the weights it is given."""

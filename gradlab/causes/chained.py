@@ -168,6 +168,8 @@ def recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tup
     # a function of the file given the model writes its weights (NOTE [Updates that are not steps]): that model
     given = [modules_given(c, site) for c in ast.walk(step_stmt) if isinstance(c, ast.Call)]
     stepped = _stepped_modules(site, ctx.optimizer) or (set() if ctx.optimizer else set().union(*given))
+    if not ctx.optimizer and ctx.tensor:  # a write that is no step (a hand-written SAM's ascent): the written model
+        stepped |= {m for m in site.modules if str(ctx.tensor).startswith(m + ".")}
     chosen: list[int] = []
     dirty: set[str] = set()
     # the statements that ran before the step in its function: those of its block, and of the blocks around it
