@@ -75,6 +75,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("seg_term = np.mean([F.binary_cross_entropy_with_logits(o, masks) for o in outs])",),
         (("total", ("model",)),),
     ),
+    # NOTE [A numpy round trip inside a helper]: the helper takes the tensors and does the round trip itself (a
+    # group-by mean per station); its one caller turns the result back: the helper in torch, the conversion dropped
+    "station_means_through_numpy_helper": (
+        "no_grad_fn",
+        ("means = torch.as_tensor(station_means(preds, station))",),
+        (("station_loss", ("net",)),),
+    ),
     "bandit_env_pulls_numpy_of_probs": (
         "numpy_requires_grad",
         ("arm, reward = env.pull(np.asarray(probs, dtype=np.float64))",),

@@ -52,7 +52,7 @@ from ..source import (
 if TYPE_CHECKING:
     from ..recorder import Recorder
 from .cut_path import PathCut, backward_target, path_cut
-from .numpy_round_trip import helper_round_trip_fix, inline_round_trip_fix
+from .numpy_round_trip import helper_round_trip_fix, inline_round_trip_fix, inner_round_trip_fix
 from .situations import (
     called_modules,
     caller_grad_off_fix,
@@ -307,7 +307,7 @@ def _numpy_helper_fix(f: Failure, at: Location | None) -> tuple[Fix, ...]:
     if at is None or site is None or at.filename != site.filename:
         return ()  # the helper's module arrays are read from the failing frame's globals: the same file only
     tree = site.tree()  # the cut's file: the site's, parsed once
-    found = helper_round_trip_fix(at, f.namespace)
+    found = helper_round_trip_fix(at, f.namespace) or inner_round_trip_fix(at, f.namespace)
     if found is None and f.recorder is not None and tree is not None:  # every round trip the tracker saw cut
         own = function_of(tree, at.lineno)
         cuts = [

@@ -16,7 +16,7 @@ from ..location import Location
 from ..source import parse, statement_at
 from .numpy_values import _BACK_TO_TORCH, _NUMPY_TO_TORCH, _TAKES_A_LIST, _numpy_aliases, _spliced
 
-__all__ = ["helper_round_trip_fix", "inline_round_trip_fix"]
+__all__ = ["helper_round_trip_fix", "inline_round_trip_fix", "inner_round_trip_fix"]
 
 # NOTE [A numpy round trip through a helper]
 # A loss computed through a helper written for arrays: the tensor is detached and
@@ -251,3 +251,113 @@ def inline_round_trip_fix(lines: list[Location], namespace: dict[str, object]) -
         keeps_forward=True,
     )
     return fix, tensor
+
+
+# NOTE [A numpy round trip inside a helper]
+# The helper may take the tensors themselves and do the round trip inside: probs = crop_probs.detach().cpu().numpy(),
+# then numpy (np.unique of the ids, np.stack of a group-by mean per receipt), and its caller turns the result back
+# with torch.tensor(helper(crop_probs, ids), dtype=...): the loss has no graph (GL0003, located at the .detach() in
+# the helper). When the helper is called once, by that conversion, each of its statements that converts an
+# argument binds the argument itself (probs = crop_probs), its numpy calls are functions torch has under a known name
+# (np.unique is torch.unique, np.stack torch.stack), and what it does with the arrays tensors do as well (comparisons,
+# boolean indexing, .mean(axis=0), which torch takes), the helper computes on the tensors and the caller drops the
+# conversion back (its dtype kept as .to(dtype)). The same values, with the graph from the model's output on.
+_INNER_TO_TORCH = {**_HELPER_TO_TORCH, "unique": "unique"}
+
+
+def inner_round_trip_fix(at: Location, namespace: dict[str, object]) -> tuple[Fix, str] | None:
+    """The helper whose statement at ``at`` converts an argument to numpy, written with torch, and its one caller's
+    conversion back dropped (NOTE [A numpy round trip inside a helper]), with the converted argument's name; None
+    when the shape differs anywhere."""
+    lines = source_of(at.filename).splitlines()
+    tree = parse("\n".join(lines))
+    torch_name, numpy_names = torch_alias(namespace), _numpy_aliases(namespace)
+    if tree is None or torch_name is None or not numpy_names:
+        return None
+    # the cut located in the helper (its .detach()), or at the caller's conversion back of the helper's result
+    here = statement_at(tree, at.lineno)
+    called = {
+        b.args[0].func.id
+        for b in (ast.walk(here) if here is not None else ())
+        if _converts_back(b, torch_name) and isinstance(b.args[0], ast.Call) and isinstance(b.args[0].func, ast.Name)
+    }
+    fn = next(
+        (
+            d
+            for d in tree.body
+            if isinstance(d, ast.FunctionDef) and (d.name in called or d.lineno <= at.lineno <= (d.end_lineno or 0))
+        ),
+        None,
+    )
+    if fn is None or fn.decorator_list:
+        return None
+    args = {a.arg for a in fn.args.args}
+    calls = [
+        c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == fn.name
+    ]
+    backs = [b for b in ast.walk(tree) if _converts_back(b, torch_name) and b.args[0] in calls]
+    if len(calls) != 1 or len(backs) != 1 or backs[0].lineno != backs[0].end_lineno:
+        return None
+    edits: list[Edit] = []
+    converted: list[str] = []
+    for st in fn.body:
+        if (
+            isinstance(st, ast.Assign)
+            and st.lineno == st.end_lineno
+            and (inner := _stripped(st.value)) is not None
+            and isinstance(inner, ast.Name)
+            and inner.id in args
+        ):
+            text = lines[st.lineno - 1]
+            new = _spliced(text, [(st.value.col_offset, st.value.end_col_offset or 0, inner.id)])
+            if new is None:
+                return None
+            edits.append(Edit(at.filename, st.lineno, st.lineno, new))
+            converted.append(inner.id)
+            continue
+        spots: dict[int, list[tuple[int, int, str]]] = {}
+        for n in ast.walk(st):
+            if isinstance(n, ast.Attribute) and n.attr in _NOT_ON_TENSORS:
+                return None
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in numpy_names:
+                name = _INNER_TO_TORCH.get(n.attr)
+                if name is None or n.lineno != n.end_lineno:
+                    return None
+                spots.setdefault(n.lineno, []).append((n.col_offset, n.end_col_offset or 0, f"{torch_name}.{name}"))
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id in numpy_names
+                and n.keywords
+            ):
+                return None  # numpy's keywords are not torch's (axis= to a function)
+        for line, found in sorted(spots.items()):
+            new = _spliced(lines[line - 1], found)
+            if new is None:
+                return None
+            edits.append(Edit(at.filename, line, line, new))
+    if not converted:
+        return None
+    back = backs[0]
+    call = lines[back.lineno - 1].encode("utf-8")[calls[0].col_offset : calls[0].end_col_offset or 0].decode("utf-8")
+    new = _spliced(lines[back.lineno - 1], [(back.col_offset, back.end_col_offset or 0, call + _dtype_kept(back))])
+    if new is None:
+        return None
+    edits.append(Edit(at.filename, back.lineno, back.lineno, new))
+    fix = Fix(
+        summary=T(
+            "compute {helper}() with torch, on the tensors themselves instead of their numpy copies: its numpy "
+            "functions written with torch's, and the conversion back dropped",
+            helper=fn.name,
+        ),
+        trains=T(
+            "the same values, and the gradient flows through {helper}() into what {tensor} was computed "
+            "from (the .numpy() copy stopped it)",
+            helper=fn.name,
+            tensor=converted[0],
+        ),
+        edits=tuple(sorted(edits, key=lambda e: e.start)),
+        keeps_forward=False,  # the arithmetic in the tensor's dtype, not numpy's float64
+    )
+    return fix, converted[0]
