@@ -353,6 +353,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [Updates that are not steps]: an object's method moves the weights (adversarial weight perturbation) and
     # the next loss reuses the clean logits: the forward run again after the call, as the failing function sees it
     "perturber_object_then_old_logits": ("untracked_write", (("adv", ("net",)), ("clean", ("net",)))),
+    # NOTE [A memory the loss reads after storing it]: running centres moved toward the batch's means and read by the
+    # same step's centre loss: detached after the backward, not where stored (that would cut this step's gradient)
+    "running_centers_read_after_update": ("carried_state", (("objective", ("encoder", "head")),)),
     "baseline_advantage_formed_in_caller": (
         "shared_graph_freed",
         (("actor_loss", ("router",)), ("fit", ("baseline",))),

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..context import Context
-from ..evidence import Facts, Topology, graph_kinds, in_site, resolve_name, sequence_of, var_named
+from ..evidence import Facts, Topology, graph_kinds, in_site, resolve_name, sequence_of, value_of, var_named
 from ..fixes import (
     Fix,
     Proposal,
@@ -25,7 +25,7 @@ from ..fixes import (
     replace_line,
     stored_after,
 )
-from ..graph import Graph
+from ..graph import Graph, walk
 from ..i18n import T
 from ..location import Location
 from ..loop import Site
@@ -467,8 +467,48 @@ def kept_attribute(base: Context, facts: Facts) -> Context | None:
         ]
         last = max(later, key=lambda x: x.lineno) if later else st
         loc = Location(site.filename, last.lineno)
+        after = _read_after_store(facts, holders, target.attr, base.loss)
+        if after is not None:  # NOTE [A memory the loss reads after storing it]
+            return replace(
+                base,
+                carried=name,
+                entry_line=loc.code,
+                entry_where=loc.where,
+                extra={**base.extra, "detach_after_backward": after},
+            )
         return replace(base, carried=name, kept_at=loc, entry_line=loc.code, entry_where=loc.where)
     return None
+
+
+def _read_after_store(facts: Facts, holders: list[Any], attr: str, loss: str | None) -> str | None:
+    """When the failing loss's graph holds the tensor a plain object of the frame keeps on ``attr`` (this iteration's
+    loss read the memory after this iteration stored it): the statements that detach each tensor with a graph that
+    object keeps, through the frame's name for it, one per line (NOTE [A memory the loss reads after storing it])."""
+    value = value_of(loss, facts.namespace) if loss else None
+    if not isinstance(value, torch.Tensor) or value.grad_fn is None:
+        return None
+    below = {id(fn) for fn in walk([value.grad_fn])}
+    for name, h in facts.namespace.items():
+        kept = getattr(h, "__dict__", {}).get(attr) if not isinstance(h, (torch.Tensor, torch.nn.Module)) else None
+        if not (isinstance(name, str) and isinstance(kept, torch.Tensor) and kept.grad_fn is not None):
+            continue
+        if h not in holders or id(kept.grad_fn) not in below or not name.isidentifier():
+            continue
+        graphs = [
+            k for k, v in vars(h).items() if isinstance(v, torch.Tensor) and v.grad_fn is not None and k.isidentifier()
+        ]
+        return "\n".join(f"{name}.{k} = {name}.{k}.detach()" for k in graphs)
+    return None
+
+
+# NOTE [A memory the loss reads after storing it]
+# A plain object keeps running prototypes (self.source = self._pull(self.source, feats, labels)), and the same
+# iteration's loss reads them after that store (an alignment of the two regions' prototypes): the loss trains the
+# encoder through this iteration's part of the update, and the next iteration's store reaches into the freed graph of
+# this one. A detach where the value is stored would cut this iteration's gradient as well (the alignment would
+# train nothing). When the failing loss's graph holds the kept tensor itself, the detach goes after the backward,
+# through the frame's name for the object, for every tensor with a graph it keeps (the source's prototypes and the
+# target's): the values carry over, this iteration's gradient is kept, the graph of the last one is released.
 
 
 def _recurrent(st: ast.stmt, carried: Iterable[str], namespace: Mapping[str, Any]) -> bool:
@@ -613,7 +653,9 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
                 ),
             )
         ]
-    if ctx.kept_at is not None and ctx.carried:
+    if ctx.extra.get("detach_after_backward"):  # NOTE [A memory the loss reads after storing it]
+        edit = insert_lines(ctx, ctx.backward_line, ctx.extra["detach_after_backward"], after=True)
+    elif ctx.kept_at is not None and ctx.carried:
         value = ctx.extra.get("handed") or detached_value(ctx.kept_at.code.strip())
         edit = edit_at(ctx, ctx.kept_at, value) if value else detached_after(ctx, ctx.kept_at, ctx.carried)
     elif ctx.entry_lineno is not None and ctx.site is not None and ctx.carried:
@@ -703,6 +745,15 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
             False,
         ),
     ]
+    if ctx.extra.get("detach_after_backward"):  # NOTE [A memory the loss reads after storing it]
+        stored = [line.split(" = ")[0] for line in ctx.extra["detach_after_backward"].splitlines()]
+        fix = proposals[0].fix
+        summary = T(
+            "detach {names} after each backward: this iteration's loss reads them after they are stored, so a "
+            "detach where they are stored would cut this iteration's gradient too",
+            names=", ".join(stored),
+        )
+        proposals[0] = replace(proposals[0], fix=replace(fix, summary=summary))
     # a state kept on an object (a queue), or any state no recurrent call passes on, is not a sequence to
     # backpropagate through
     proposals = proposals[:1] if ctx.kept_at is not None or not ctx.recurrent else proposals
