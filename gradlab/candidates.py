@@ -529,6 +529,12 @@ def after_write_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> t
     loc = _write_here(ctx)
     if loc is None:
         return ()
+    if loc != ctx.write_at and not (
+        ctx.site is not None and any(str(ctx.tensor or "").startswith(m + ".") for m in ctx.site.modules)
+    ):
+        # a helper's write seen through its call: recomputed after only when it moves a model's weights (an update
+        # that is no step, NOTE [Updates that are not steps]); a buffer it fills (the next batch) is not re-read
+        return ()
     return recompute_lines(replace(ctx, step_line=loc.lineno, optimizer=None), graph, p, facts)
 
 
