@@ -356,6 +356,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A memory the loss reads after storing it]: running centres moved toward the batch's means and read by the
     # same step's centre loss: detached after the backward, not where stored (that would cut this step's gradient)
     "running_centers_read_after_update": ("carried_state", (("objective", ("encoder", "head")),)),
+    # NOTE [State kept on modules]: an adapter's effective weight rebuilt by its class's refresh(), called only at
+    # each epoch's start: the reset goes after the optimizer's step (before it, the next forward would read the
+    # weight of the parameters before the step)
+    "lowrank_weight_refreshed_per_epoch": ("carried_state", (("mse", ("reg",)),)),
     "baseline_advantage_formed_in_caller": (
         "shared_graph_freed",
         (("actor_loss", ("router",)), ("fit", ("baseline",))),

@@ -19,7 +19,7 @@ from ..graph import GraphNode
 from ..i18n import T, Text, join
 from ..location import Location
 from ..rewrite import detached_value, replace_reads
-from ..source import feeding, loop_body_of, names, parse, preceding
+from ..source import calls_method, enclosing_blocks, feeding, loop_body_of, names, parse, preceding, statement_at
 from .class_source import class_tree, mentions, methods_of, self_attr, sets_attr
 from .recurrent_state import recurrent_state, unstated_fix
 
@@ -586,7 +586,24 @@ def _reset_edit(ctx: Context) -> Edit | None:
     body = "None"
     for cls, method in reversed(ctx.resets):
         body = f"{var}.{method}() if isinstance({var}, {cls}) else {body}"
-    return insert_lines(ctx, ctx.backward_line, f"{ctx.reset_root}.apply(lambda {var}: {body})", after=True)
+    at = _step_after_backward(ctx) or ctx.backward_line
+    return insert_lines(ctx, at, f"{ctx.reset_root}.apply(lambda {var}: {body})", after=True)
+
+
+def _step_after_backward(ctx: Context) -> int | None:
+    """The line of the optimizer step that follows the failing backward in its block, when one does: a reset that
+    computes the state again from the parameters (an adapter's effective weight) goes after it, so the next forward
+    reads the stepped values (NOTE [State kept on modules])."""
+    site = ctx.site
+    tree = site.tree() if site is not None else None
+    back = statement_at(tree, ctx.backward_line) if tree is not None and ctx.backward_line is not None else None
+    block = next((b for b in enclosing_blocks(tree) if back in b), []) if tree is not None and back is not None else []
+    later = block[block.index(back) + 1 :] if back in block else []
+    step = next(
+        (st for st in later if isinstance(st, ast.Expr) and calls_method(st, ("step",)) and st.lineno == st.end_lineno),
+        None,
+    )
+    return step.lineno if step is not None else None
 
 
 def _detach_edits(ctx: Context) -> tuple[Edit, ...]:
@@ -739,6 +756,15 @@ def _reset_proposal(ctx: Context, attrs: Text) -> Proposal | None:
         ctx,
         Fix(
             summary=T(
+                "reset the state kept between iterations ({attrs}) after each optimizer step: call "
+                "{calls} on every {classes} of {model}",
+                attrs=attrs,
+                calls=calls,
+                classes=classes,
+                model=ctx.reset_root or "",
+            )
+            if _step_after_backward(ctx) is not None
+            else T(
                 "reset the state kept between iterations ({attrs}) after each backward: call "
                 "{calls} on every {classes} of {model}",
                 attrs=attrs,
@@ -952,3 +978,6 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 # while it is there) and computed from weights an optimizer steps is a cache of the forward, not a memory: a
 # detached copy would keep the first iteration's values and the weights below it would learn nothing from the
 # later ones, so the class's own reset (release the cache) comes first there too.
+# The reset is called after the optimizer's step when one follows the backward in its block: a reset that builds
+# the state again from the parameters (an adapter's refresh(): base + up @ down) would otherwise give the next
+# forward the weights of before the step.
