@@ -18,7 +18,7 @@ def make_settings(encoder, head):
 
 
 def run(settings, head):
-    for it in range(3):
+    for _ in range(3):
         y = torch.randn(5, 1)
         fit = ((head(settings.profiles) - y) ** 2).mean()
         fit = fit + 1e-3 * settings.profiles.pow(2).mean()
