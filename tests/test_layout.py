@@ -114,6 +114,7 @@ ORDER = (
     "causes.class_source",
     "causes.handed_state",
     "causes.recurrent_state",
+    "causes.module_cache",
     "causes.module_state",
     "causes.object_state",
     "causes.built_once",

@@ -1,0 +1,223 @@
+"""Cause ``carried_state``, a cache: a module or a plain object of the user's code keeps a result of a trained forward
+to reuse it (a dict of class embeddings, a memo set once), and the next iteration reads it with the freed graph and
+the values of the weights before the step; the cache emptied after each backward (NOTE [A cache of a module's
+result], NOTE [A result memoised on an object until it is set to None])."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+import torch
+
+from ..claims import term_claims
+from ..context import Context
+from ..evidence import Facts, from_frame, leaves_of
+from ..fixes import Fix, Proposal, insert_lines, keeping, source_of
+from ..i18n import T, Text
+from ..source import feeding, names, parse, preceding
+from .class_source import class_tree, mentions, methods_of, self_attr
+
+__all__ = ["cached_context", "clear_caches", "module_path"]
+
+
+#: The attributes every nn.Module has (its parameters, buffers, hooks): never a cache of the user's.
+_MODULE_OWN = frozenset(vars(torch.nn.Module()))
+
+
+def cached_context(base: Context, facts: Facts, roots: dict[str, torch.nn.Module], used: set[str]) -> Context | None:
+    """A module that memoises a result of its own in a dict (``self.cache[key] = class_embeds``) holding the graph
+    of the forward that computed it: the next iteration reads the entry, whose graph the backward freed and whose
+    values the step made stale (NOTE [A cache of a module's result])."""
+    found: list[str] = []
+    for name, root in sorted(roots.items(), key=lambda kv: kv[0] not in used):
+        for sub, m in root.named_modules():
+            path = module_path(name, sub)
+            for attr, value in vars(m).items():
+                if attr in _MODULE_OWN or not isinstance(value, dict) or path is None:
+                    continue
+                if any(isinstance(v, torch.Tensor) and v.grad_fn is not None for v in value.values()):
+                    if _updates_entries(type(m), attr):
+                        return None  # a memory (an entry made from its old value), not a cache
+                    found.append(f"{path}.{attr}")
+        if found:
+            break
+    objects = False
+    unset: list[str] = []  # memos of a tensor, set back to None rather than emptied
+    held = (
+        frozenset().union(*facts.site.optimizers.values())
+        if facts.site is not None and facts.site.optimizers
+        else frozenset()
+    )
+    if not found:  # a plain object the loop uses (a boundary condition's memo of its values, NOTE [A cache of a
+        # module's result]): its dicts too, private ones included
+        for name, obj in sorted(facts.namespace.items()):
+            if not isinstance(name, str) or name not in used or name.startswith("_"):
+                continue
+            if isinstance(obj, (torch.nn.Module, torch.Tensor, type)) or not hasattr(obj, "__dict__"):
+                continue
+            if class_tree(type(obj)) is None:
+                continue  # not a class of the user's code
+            for attr, value in vars(obj).items():
+                graphs = isinstance(value, dict) and any(
+                    isinstance(v, torch.Tensor) and v.grad_fn is not None for v in value.values()
+                )
+                if graphs and attr.isidentifier() and not _updates_entries(type(obj), attr):
+                    found.append(f"{name}.{attr}")
+                elif _holds_trained_graph(value, held) and _none_memo(type(obj), attr):
+                    found.append(f"{name}.{attr}")  # NOTE [A result memoised on an object until it is set to None]
+                    unset.append(f"{name}.{attr}")
+        objects = bool(found)
+    if not found:
+        return None
+    ctx = from_frame(base, facts, None)
+    return replace(
+        ctx,
+        carried=found[0],
+        kept_attrs=tuple("self." + f.rsplit(".", 1)[-1] for f in found),
+        caches=tuple(found),
+        # emptying a cache keeps what each named term of the loss reaches (NOTE [A loss written as a sum of named
+        # losses])
+        terms=term_claims(facts.site, facts.namespace, base.loss),
+        extra={**ctx.extra, "cache_on_objects": "1" if objects else "", "cache_unset": ",".join(unset)},
+    )
+
+
+def _holds_trained_graph(value: object, held: frozenset[int]) -> bool:
+    """A tensor with a graph that reaches a parameter an optimizer holds."""
+    return isinstance(value, torch.Tensor) and value.grad_fn is not None and bool(leaves_of(value) & held)
+
+
+def _none_memo(cls: type, attr: str) -> bool:
+    """The class sets ``self.attr`` only under ``if self.attr is None:`` (a result computed once, then reused), and
+    ``__init__`` makes it None."""
+    found = class_tree(cls)
+    if found is None:
+        return False
+    stores = [
+        st
+        for m in methods_of(found[0])
+        if m.name != "__init__"
+        for st in ast.walk(m)
+        if isinstance(st, ast.Assign) and any(self_attr(t, attr) for t in st.targets)
+    ]
+    guarded = {
+        id(st)
+        for m in methods_of(found[0])
+        for branch in ast.walk(m)
+        if isinstance(branch, ast.If)
+        and isinstance(branch.test, ast.Compare)
+        and self_attr(branch.test.left, attr)
+        and isinstance(branch.test.ops[0], ast.Is)
+        and isinstance(branch.test.comparators[0], ast.Constant)
+        and branch.test.comparators[0].value is None
+        for x in branch.body
+        for st in ast.walk(x)
+    }
+    init = next((m for m in methods_of(found[0]) if m.name == "__init__"), None)
+    made_none = init is not None and any(
+        isinstance(st, ast.Assign)
+        and any(self_attr(t, attr) for t in st.targets)
+        and isinstance(st.value, ast.Constant)
+        and st.value.value is None
+        for st in ast.walk(init)
+    )
+    return bool(stores) and made_none and all(id(st) in guarded for st in stores)
+
+
+def _updates_entries(cls: type, attr: str) -> bool:
+    """The class stores an entry of ``self.attr`` computed from the dict's own entries (``self.memory[w] =
+    min(self.memory[w], e)``): a memory of earlier batches meant to carry values, not a cache to recompute. True
+    too when the class's source cannot be read (no reading is safe then)."""
+    found = class_tree(cls)
+    tree = parse(source_of(found[1])) if found is not None else None
+    if found is None or tree is None:
+        return True
+    for st in ast.walk(found[0]):
+        if not isinstance(st, ast.Assign):
+            continue
+        for target in st.targets:
+            if not (isinstance(target, ast.Subscript) and self_attr(target.value, attr)):
+                continue
+            if mentions(st.value, attr):
+                return True
+            # through the statements before it on its path: new = min(self.memory[w], e); self.memory[w] = new
+            before = {b.lineno: b for b in preceding(tree, st.lineno)}
+            if any(mentions(before[n], attr) for n in feeding(list(before.values()), names(st.value, ast.Load))):
+                return True
+    return False
+
+
+def clear_caches(ctx: Context, attrs: Text) -> Proposal | None:
+    if not ctx.caches or ctx.backward_line is None:
+        return None
+    unset = set(ctx.extra.get("cache_unset", "").split(","))
+    lines = [f"{c} = None" if c in unset else f"{c}.clear()" for c in ctx.caches]
+    edit = insert_lines(ctx, ctx.backward_line, "\n".join(lines), after=True)
+    if edit is None:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "set {attrs} back to None after each backward, as the object's constructor does: the next "
+                "iteration computes it again, from the stepped parameters",
+                attrs=", ".join(ctx.caches),
+            )
+            if unset >= set(ctx.caches)
+            else T(
+                "empty the cache kept on {attrs} after each backward: the next iteration computes what it caches "
+                "again, from the stepped parameters",
+                attrs=", ".join(ctx.caches),
+            )
+            if ctx.extra.get("cache_on_objects")
+            else T(
+                "empty the cache the modules keep ({attrs}) after each backward: the next forward computes what it "
+                "caches again, with the stepped weights",
+                attrs=attrs,
+            ),
+            trains=T(
+                "{loss} trains every module it reaches at each iteration, through what the forward computes then; "
+                "the cache still saves the work within an iteration",
+                loss=ctx.l,
+            ),
+            edits=(edit,),
+            keeps_forward=False,
+        ),
+    )
+
+
+def module_path(root: str, sub: str) -> str | None:
+    """The expression for the submodule ``sub`` (a ``named_modules`` name) of the frame's ``root``:
+    ``model.recurrent``, ``net.blocks[2].attn``; None when a part is not a name or an index."""
+    out = root
+    for part in sub.split(".") if sub else []:
+        if part.isidentifier():
+            out += f".{part}"
+        elif part.isdigit():
+            out += f"[{part}]"
+        else:
+            return None
+    return out
+
+
+# NOTE [A cache of a module's result]
+# A module may memoise a result of its own forward in a dict (an open-vocabulary segmentor's text encoder
+# caching the class embeddings per data set: self.cache[name] = class_embeds). Trained, the entry keeps the
+# graph of the forward that computed it and the values of the weights then: the next iteration reads both.
+# Detaching the entry would run, but the module would stop learning from it and the values would stay those
+# of the first iteration. The cache is an optimisation of a computation the code means to run (the same
+# forward without the cache recomputes it), so the fix empties it after each backward, through the loop's
+# path to the module: each iteration computes the entry once, with the weights of that iteration. A dict
+# whose entries the class computes from their old values (Flair's pooled word memory: the minimum over a
+# word's occurrences) is a memory meant to carry values across batches, not a cache: not emptied. The same
+# holds for a plain object of the user's classes that the loop uses, its dicts private or not (a boundary
+# condition memoising A * cos(omega * t) by key, A a learned amplitude): emptied through the loop's name.
+# NOTE [A result memoised on an object until it is set to None]
+# A plain object of the user's code (a menu catalogue, a feature store) computes a tensor from a trained model the
+# first time it is asked (if self._vectors is None: self._vectors = self.encoder(...)) and returns the kept tensor
+# after that. Its __init__ makes the attribute None, and no method sets it again but under that test: a memo. Trained,
+# it is a cache of the forward, as a module's dict cache is (NOTE [A cache of a module's result]): the fix sets it
+# back to None after each backward, through the loop's name for the object, so that every iteration computes it once,
+# with that iteration's weights. Only when its graph reaches parameters an optimizer of the frame holds (a memo of
+# something nothing trains is a constant, a detach's business), private attributes included.
