@@ -151,3 +151,10 @@ def test_a_loss_bound_anew_then_added_to_is_no_carried_state() -> None:
     # carries nothing over; detaching `fit` there would drop the fit term from the loss
     fixes = _fixes("penalty_added_to_fresh_loss_profiles_kept")
     assert fixes and not any("fit.detach()" in e.text for f in fixes for e in f.edits), fixes[0].lines()
+
+
+def test_a_numpy_array_among_the_frames_names_does_not_cost_the_diagnosis() -> None:
+    # carried_state._read_after_store looks the object up by name: a membership test against the frame's values
+    # compared a numpy array with it and raised "the truth value of an array is ambiguous" (the note was lost)
+    fixes = _fixes("centres_beside_a_numpy_table")
+    assert fixes and fixes[0].edits and "tracker.centres.detach()" in fixes[0].edits[0].text, fixes[0].lines()

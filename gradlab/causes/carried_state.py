@@ -467,7 +467,7 @@ def kept_attribute(base: Context, facts: Facts) -> Context | None:
         ]
         last = max(later, key=lambda x: x.lineno) if later else st
         loc = Location(site.filename, last.lineno)
-        after = _read_after_store(facts, holders, target.attr, base.loss)
+        after = _read_after_store(facts, target.attr, base.loss)
         if after is not None:  # NOTE [A memory the loss reads after storing it]
             return replace(
                 base,
@@ -480,7 +480,7 @@ def kept_attribute(base: Context, facts: Facts) -> Context | None:
     return None
 
 
-def _read_after_store(facts: Facts, holders: list[Any], attr: str, loss: str | None) -> str | None:
+def _read_after_store(facts: Facts, attr: str, loss: str | None) -> str | None:
     """When the failing loss's graph holds the tensor a plain object of the frame keeps on ``attr`` (this iteration's
     loss read the memory after this iteration stored it): the statements that detach each tensor with a graph that
     object keeps, through the frame's name for it, one per line (NOTE [A memory the loss reads after storing it])."""
@@ -492,7 +492,7 @@ def _read_after_store(facts: Facts, holders: list[Any], attr: str, loss: str | N
         kept = getattr(h, "__dict__", {}).get(attr) if not isinstance(h, (torch.Tensor, torch.nn.Module)) else None
         if not (isinstance(name, str) and isinstance(kept, torch.Tensor) and kept.grad_fn is not None):
             continue
-        if h not in holders or id(kept.grad_fn) not in below or not name.isidentifier():
+        if name.startswith("_") or id(kept.grad_fn) not in below or not name.isidentifier():
             continue
         graphs = [
             k for k, v in vars(h).items() if isinstance(v, torch.Tensor) and v.grad_fn is not None and k.isidentifier()
