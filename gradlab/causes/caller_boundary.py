@@ -14,7 +14,7 @@ from ..location import Location
 from ..loop import Site
 from ..recorder import BackwardCall
 from ..rewrite import detached_value
-from ..source import calls_method, loop_around, names
+from ..source import calls_method, enclosing_blocks, loop_around, names, statement_at
 
 __all__ = ["caller_boundary", "caller_boundary_fixes"]
 
@@ -33,7 +33,7 @@ def caller_boundary(base: Context, facts: Facts, call: BackwardCall | None) -> C
     around = loop_around(tree, loop.line) if tree is not None else None
     if tree is None or around is None or not (around.lineno <= at.lineno <= (around.end_lineno or around.lineno)):
         return None
-    freeing = _statement(around, at.lineno)
+    freeing = statement_at(tree, at.lineno)
     stepped = _step_after(around, freeing, outer) if freeing is not None else None
     failing = frozenset().union(*site.optimizers.values())
     if stepped is None or stepped & failing:
@@ -74,21 +74,9 @@ def caller_boundary(base: Context, facts: Facts, call: BackwardCall | None) -> C
     return replace(base, extra=extra)
 
 
-def _statement(loop: ast.stmt, line: int) -> ast.stmt | None:
-    """The smallest statement of ``loop`` (at any depth) that holds ``line``."""
-    holding = [
-        st
-        for st in ast.walk(loop)
-        if isinstance(st, ast.stmt) and st is not loop and st.lineno <= line <= (st.end_lineno or st.lineno)
-    ]
-    return min(holding, key=lambda st: (st.end_lineno or st.lineno) - st.lineno, default=None)
-
-
 def _step_after(loop: ast.stmt, backward: ast.stmt, site: Site) -> frozenset[int] | None:
     """The parameters of the optimizer whose ``step()`` follows ``backward`` in its block, by id."""
-    for block in (getattr(n, "body", None) for n in ast.walk(loop)):
-        if not isinstance(block, list) or backward not in block:
-            continue
+    for block in (b for b in enclosing_blocks(loop) if backward in b):
         for st in block[block.index(backward) + 1 :]:
             if calls_method(st, ("step",)):
                 name = next(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -168,8 +168,7 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
             st = parsed[0] if len(parsed) == 1 else None
         if not isinstance(st, ast.Assign):
             continue
-        stored, read = _stored_and_read(st)
-        carried = [t for t in stored if t in read and t not in _bound_before(tree, st)]
+        carried = _carried_at(tree, st)
         if carried:
             kind = site.kinds.get(carried[-1]) if site is not None else None
             may_be_none = bool(
@@ -191,17 +190,27 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
     return replace(base, total=total)
 
 
-def _bound_before(tree: ast.Module | None, st: ast.stmt) -> set[str]:
-    """The names a statement before ``st`` in its block binds from a value that does not read them (``loss =
-    crit(out, y)`` before ``loss = loss + penalty``), and those its loop's target binds: bound anew at each
-    iteration, so ``st`` carries nothing over in them."""
-    block = next((b for b in enclosing_blocks(tree) if st in b), []) if tree is not None else []
+def _carried_at(tree: ast.Module | None, st: ast.Assign) -> list[str]:
+    """The names ``st`` binds from a value that reads them, less those bound anew before it in its block (``loss =
+    crit(out, y)`` before ``loss = loss + penalty``) or by its loop's target: the state ``st`` carries over."""
+    block = next((b for b in enclosing_blocks(tree) if st in b), [st]) if tree is not None else [st]
     fresh = _bound_by(loop_around(tree, st.lineno)) if tree is not None else set()
-    for x in block[: block.index(st)] if st in block else []:
-        if isinstance(x, ast.Assign):
-            stored, read = _stored_and_read(x)
-            fresh |= {t for t in stored if t not in read}
-    return fresh
+    return next((carried for x, carried in _carried_by(block, fresh) if x is st), [])
+
+
+def _carried_by(
+    block: Iterable[ast.stmt], fresh: set[str], keep: Callable[[ast.Assign], bool] = lambda st: True
+) -> Iterator[tuple[ast.Assign, list[str]]]:
+    """Each assignment of ``block`` that ``keep`` accepts, with the names it binds from a value that reads them and
+    that neither ``fresh`` nor an earlier assignment of the block bound anew (from a value not reading them): one
+    home for what a block carries from one pass to the next."""
+    fresh = set(fresh)
+    for st in block:
+        if not isinstance(st, ast.Assign) or not keep(st):
+            continue
+        stored, read = _stored_and_read(st)
+        yield st, [t for t in stored if t in read and t not in fresh]
+        fresh |= {t for t in stored if t not in read}
 
 
 def _may_be_none(site: Site, names: Iterable[str]) -> bool:
@@ -219,19 +228,10 @@ def carried_in_loop(facts: Facts) -> tuple[int, list[str]] | None:
     loop = loop_around(tree, facts.backward_line) if tree is not None else None
     # bound anew earlier in the body (``cost = 0`` at the top of each epoch), or by the loop's own target (``for x,
     # y in loader``): not carried
-    fresh: set[str] = _bound_by(loop)
-    for st in body or []:
-        if not isinstance(st, ast.Assign) or not site.holds(st.lineno):
-            continue
-        stored, read = _stored_and_read(st)
-        carried = [
-            t
-            for t in stored
-            if t in read and t not in fresh and site.kinds.get(t) in ("tensor", "list", "tuple", "none")
-        ]
+    for st, names_ in _carried_by(body or [], _bound_by(loop), lambda st: site.holds(st.lineno)):
+        carried = [t for t in names_ if site.kinds.get(t) in ("tensor", "list", "tuple", "none")]
         if carried:
             return st.lineno, carried
-        fresh |= {t for t in stored if t not in read}
     return None
 
 
@@ -308,15 +308,10 @@ def carried_in_caller(facts: Facts) -> tuple[tuple[Location, str], ...]:
     if loop is None or tree is None:
         return ()
     found: dict[str, int] = {}
-    fresh: set[str] = set()  # bound anew earlier in the body: not carried
-    for st in loop_body_of(tree, loop.line) or []:
-        if not isinstance(st, ast.Assign) or st.lineno != st.end_lineno:
-            continue
-        stored, read = _stored_and_read(st)
-        for t in stored:
-            if t in read and t not in fresh and t in loop.graphs:
+    for st, carried in _carried_by(loop_body_of(tree, loop.line) or [], set(), lambda st: st.lineno == st.end_lineno):
+        for t in carried:
+            if t in loop.graphs:
                 found.setdefault(t, st.lineno)
-        fresh |= {t for t in stored if t not in read}
     out = []
     for name, line in sorted(found.items(), key=lambda kv: kv[1]):
         value = detached_state(name, loop.graphs[name], _may_be_none(loop.site, [name]))
@@ -370,12 +365,8 @@ def carried_through_inner_loop(facts: Facts) -> tuple[str, int, int | None] | No
     fresh: set[str] = _bound_by(loop)
     for st in body:
         if isinstance(st, (ast.For, ast.AsyncFor, ast.While)):
-            inner_fresh = fresh | _bound_by(st)
-            for x in st.body:
-                if not isinstance(x, ast.Assign) or not site.holds(x.lineno):
-                    continue
-                stored, read = _stored_and_read(x)
-                carried = [t for t in stored if t in read and t not in inner_fresh and site.kinds.get(t) == "tensor"]
+            for _, in_inner in _carried_by(st.body, fresh | _bound_by(st), lambda x: site.holds(x.lineno)):
+                carried = [t for t in in_inner if site.kinds.get(t) == "tensor"]
                 if carried:
                     name = carried[-1]
                     before = [
@@ -387,7 +378,6 @@ def carried_through_inner_loop(facts: Facts) -> tuple[str, int, int | None] | No
                         and name not in names(b.value, ast.Load)
                     ]
                     return name, body[0].lineno, before[-1].lineno if before else None
-                inner_fresh |= {t for t in stored if t not in read}
         fresh |= names(st, ast.Store) if isinstance(st, ast.Assign) else set()
     return None
 

@@ -17,7 +17,7 @@ from ..explanation import Explanation
 from ..fixes import Fix, Proposal, source_of
 from ..i18n import T, Text
 from ..location import Location
-from ..source import function_of, parse, statement_at
+from ..source import enclosing_blocks, function_of, parse, statement_at
 from .statement import judged_here, located_here
 
 __all__ = ["numpy_located"]
@@ -192,8 +192,6 @@ def _sibling_terms(f: Failure, st: ast.stmt, tree: ast.Module) -> tuple[Edit, ..
     numpy and whose targets are read by the statement that reads the raising one's (``loss = a + w * b`` of
     ``a = np.sum([...])`` and ``b = np.sum([...])``), each written with torch (NOTE [Terms of one loss reduced
     with numpy])."""
-    from ..source import enclosing_blocks
-
     block = next((b for b in enclosing_blocks(tree) if any(x is st for x in b)), None)
     if block is None or f.location is None:
         return ()
