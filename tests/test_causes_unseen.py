@@ -360,6 +360,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # each epoch's start: the reset goes after the optimizer's step (before it, the next forward would read the
     # weight of the parameters before the step)
     "lowrank_weight_refreshed_per_epoch": ("carried_state", (("mse", ("reg",)),)),
+    # NOTE [Models named by the caller's loop]: a helper that holds no model backwards each task's loss it is handed;
+    # the claim names the model the caller's loop holds
+    "loss_terms_backwarded_by_a_helper": ("carried_state", (("scale * term", ("assay",)),)),
     "baseline_advantage_formed_in_caller": (
         "shared_graph_freed",
         (("actor_loss", ("router",)), ("fit", ("baseline",))),

@@ -41,6 +41,7 @@ from ..evidence import (
     in_site,
     is_parameter,
     leaves_of,
+    modules_reached,
     previous_iteration,
     receiver,
     routed_optimizers,
@@ -63,7 +64,7 @@ from ..i18n import T, Text
 from ..judge import judged
 from ..loop import site_intent
 from ..parts import made_apart, made_apart_also, made_outside
-from ..source import outermost_loop
+from ..source import names, outermost_loop
 from .api_cache import (
     cached_around_loop,
     cached_inside_loop,
@@ -219,6 +220,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     )
 
     base = replace(base, reach=_with_bare_parameters(base.reach, facts, loss))
+    if not base.reach:  # NOTE [Models named by the caller's loop]
+        called = _reach_in_caller(facts, loss)
+        base = replace(base, reach=called, model=called[0] if len(called) == 1 and base.model is None else base.model)
     # per named term only where the fixes keep every term's reach (a write's out-of-place form, a copy): a freed
     # graph's fixes may cut a term's path (a constant detached), so its reach before the fix says nothing
     terms = term_claims(site, facts.namespace, loss) if p.kind == "modified_in_place" else ()
@@ -642,6 +646,34 @@ def _updates_between(
     return sorted(found, key=lambda f: f[0].lineno if f[0] is not None else 0)[:1]
 
 
+def _reach_in_caller(facts: Facts, loss: str | None) -> tuple[str, ...]:
+    """The caller loop's models that the failing loss reaches, when the failing function holds no model and no
+    optimizer (NOTE [Models named by the caller's loop]): those whose parameters are leaves of the tensors the
+    loss's expression reads."""
+    loop, site = facts.caller_loop, facts.site
+    if loop is None or site is None or site.modules or site.optimizers or not loss:
+        return ()
+    try:
+        read = names(ast.parse(loss, mode="eval"), ast.Load)
+    except SyntaxError:
+        return ()
+    leaves: set[int] = set()
+    for name in read:
+        value = facts.namespace.get(name)
+        if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+            leaves |= leaves_of(value)
+    return tuple(sorted(modules_reached(loop.site, leaves)))
+
+
+# NOTE [Models named by the caller's loop]
+# A helper that only backwards what it is handed (``def apply_head_loss(loss,
+# weight): (weight * loss).backward()``, called once per head by the training
+# loop) holds no model, so its graph's parameters have no names there and the
+# fixes could say what the loss trains only as "the upstream model". The
+# caller's loop holds the models: the loss reaches those whose parameters are
+# leaves of the tensors its expression reads, and the fixes' claims name them.
+
+
 def _with_bare_parameters(reach: tuple[str, ...], facts: Facts, loss: str | None) -> tuple[str, ...]:
     """``reach`` with the parameters of no module the loss reaches (an image a style transfer optimizes), by the
     names the frame gives them (:func:`gradlab.loop.read_site`): the graph's names hold modules only."""
@@ -749,8 +781,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         *proposals,
     ]
     if ctx.made_at is not None or "made_outside" in ctx.extra:  # a freed graph, whatever its cause
-        names = {item.partition(":")[0] for item in ctx.extra.get("made_outside", "").split(",") if item}
-        partial = [p for p in proposals if _detaches_some(p, names)]  # it would find the others' part freed
+        cut = {item.partition(":")[0] for item in ctx.extra.get("made_outside", "").split(",") if item}
+        partial = [p for p in proposals if _detaches_some(p, cut)]  # it would find the others' part freed
         # a recompute that draws its random numbers again computes other values: the detach where the part was made
         # keeps them, and no optimizer steps what it cuts off (keep_first)
         ordered = _with_general([p for p in proposals if p not in partial], apart_fixes(ctx), keep_first=True)

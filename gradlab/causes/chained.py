@@ -483,7 +483,9 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     again = recompute_fix(ctx)
     if again is not None:
         proposals.append(again)
-    if ctx.intent is None or ctx.model not in ctx.intent.trained:  # its premise: the loop does not train it
+    one_line = ctx.earlier_line is not None and ctx.earlier_line == ctx.backward_line  # a loop over losses
+    # its premise: the loop does not train it; and two backward statements to sum (one line run twice has one name)
+    if (ctx.intent is None or ctx.model not in ctx.intent.trained) and not one_line:
         proposals.append(_sum(ctx, others))
     if freed and ctx.step_between is False:
         retain_edit = None
@@ -494,7 +496,6 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
             at = Location(filename, int(line))
             code = at.code
             retain_edit = edit_at(ctx, at, with_keyword(code, "backward", "retain_graph=True")) if code else None
-        one_line = ctx.earlier_line is not None and ctx.earlier_line == ctx.backward_line  # a loop over losses
         proposals.append(
             Proposal(
                 Fix(
