@@ -360,6 +360,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # each epoch's start: the reset goes after the optimizer's step (before it, the next forward would read the
     # weight of the parameters before the step)
     "lowrank_weight_refreshed_per_epoch": ("carried_state", (("mse", ("reg",)),)),
+    # NOTE [State kept on modules]: a statistic of the forward's own input fitted on the first batch (a spread, a
+    # quantiser's scale) is a memory: detached where it is stored, not reset (a reset would fit it on every batch)
+    "spread_fitted_on_first_batch": ("carried_state", (("tag_loss", ("tagger",)),)),
     # NOTE [Models named by the caller's loop]: a helper that holds no model backwards each task's loss it is handed;
     # the claim names the model the caller's loop holds
     "loss_terms_backwarded_by_a_helper": ("carried_state", (("scale * term", ("assay",)),)),

@@ -184,7 +184,11 @@ def kept_state(cls: type, attrs: list[str]) -> Kept | None:
             if not names_here or isinstance(store.value, ast.Constant):
                 continue
             stepwise = stepwise or id(store) in in_loops
-            memo = memo and not any(self_attr(n, a) for a in names_here for n in ast.walk(store.value))
+            memo = (
+                memo
+                and not any(self_attr(n, a) for a in names_here for n in ast.walk(store.value))
+                and not _statistic_of_input(store.value, m)
+            )
             if store.lineno == store.end_lineno and not _made_fresh(store.value):
                 stored += [(Location(filename, store.lineno), a) for a in names_here]
             # stored from its own earlier value and read again after the store by the same method (an evolving
@@ -234,6 +238,23 @@ def kept_state(cls: type, attrs: list[str]) -> Kept | None:
         _training_only(methods, kept),
         none_reset,
     )
+
+
+# Reductions that make a statistic of the data they are given (a calibration's scale, a batch's mean).
+_REDUCTIONS = frozenset({"amax", "amin", "max", "min", "mean", "std", "var", "norm", "quantile", "median"})
+
+
+def _statistic_of_input(value: ast.expr, method: ast.FunctionDef) -> bool:
+    """``value`` reduces an argument of ``method`` (``x.abs().amax() / self.qmax``, ``torch.std(x)``): a statistic
+    of the data the forward is given, kept as a memory (a fake quantiser's scale calibrated on the first batch),
+    not a result of the weights kept for reuse (NOTE [State kept on modules])."""
+    given = {a.arg for a in (*method.args.posonlyargs, *method.args.args[1:], *method.args.kwonlyargs)}
+    for n in ast.walk(value):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _REDUCTIONS:
+            read = names(n.func.value, ast.Load) | set().union(set(), *(names(a, ast.Load) for a in n.args))
+            if read & given:
+                return True
+    return False
 
 
 def _training_only(methods: list[ast.FunctionDef], attrs: tuple[str, ...]) -> bool:
@@ -774,7 +795,9 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
 # A result kept to be reused (no store reads the attribute: `self.adj = normalize(edges)` set once and returned
 # while it is there) and computed from weights an optimizer steps is a cache of the forward, not a memory: a
 # detached copy would keep the first iteration's values and the weights below it would learn nothing from the
-# later ones, so the class's own reset (release the cache) comes first there too.
+# later ones, so the class's own reset (release the cache) comes first there too. A reduction of the method's
+# own argument (`self.scale = x.abs().amax() / self.qmax`, a fake quantiser calibrated on the first batch) is a
+# statistic of the data, a memory like the others: detached where it is stored, first.
 # The reset is called after the optimizer's step when one follows the backward in its block: a reset that builds
 # the state again from the parameters (an adapter's refresh(): base + up @ down) would otherwise give the next
 # forward the weights of before the step.
