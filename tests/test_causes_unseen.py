@@ -519,6 +519,24 @@ def test_a_modules_own_zero_grad_before_its_optimizers_step_means_the_loss_does_
     assert intent_after(src.replace("    d.zero_grad()\n", ""), 2, ns).trained == ("d", "g")
 
 
+def test_a_backward_run_to_read_a_gradient_becomes_autograd_grad_and_says_it_stops_training() -> None:
+    # NOTE [A backward run to read a gradient]: a helper backwards a head's loss only to read the shared encoding's
+    # gradient (retain_grad, .grad, set back to None), once per head. torch.autograd.grad in its place trains as the
+    # intended version does; it is not machine-applicable, because the probe's gradient no longer reaches the
+    # parameters the step uses (retain_graph=True would have let it), and its trains line says so
+    script = "channel_importance_probed_per_head"
+    d = _diagnosis(script)
+    fix = d.fixes[0]
+    assert d.cause == "shared_graph_freed", str(d)
+    assert fix.code is not None and "(h_grad,) = torch.autograd.grad(probe, h, retain_graph=True)" in fix.code
+    assert fix.applicability == "maybe-incorrect"
+    assert str(fix.trains).startswith("probe trains nothing")
+    assert dict(fix.claims) == {"probe": ()}
+    assert _trains_as_intended(script, fix)
+    # the retain_graph=True reading is still offered, after it, with what it trains
+    assert any("retain_graph=True" in (f.code or "") and "backward(" in (f.code or "") for f in d.fixes[1:])
+
+
 def test_a_step_after_an_earlier_backward_of_the_iteration_is_not_moved() -> None:
     # the course's loop: opt_1 steps on loss_1's gradient before loss_2's backward; that step is where it belongs
     path = CAUSES.parent / "chained_inplace.py"

@@ -109,6 +109,7 @@ ORDER = (
     "causes.same_loss_twice",
     "causes.chained",
     "causes.caller_boundary",
+    "causes.gradient_probe",
     "causes.carried_steps",
     "causes.carried_state",
     "causes.class_source",

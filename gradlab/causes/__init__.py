@@ -84,6 +84,7 @@ from .closure_step import closure_context, closure_fixes
 from .discarded_detach import discarded_detach_fixes, hollow_detach
 from .fast_weights import fast_context, fast_weights_fixes
 from .frozen_extractor import frozen_context
+from .gradient_probe import probe_fix
 from .handed_gradient import handed_context, handed_fixes
 from .handed_state import handed_to_object
 from .inplace_op import graph_buffers, in_place_fixes
@@ -728,7 +729,8 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = [*one_step_fixes(ctx), *proposals]
     elif cause == "shared_graph_freed":
         proposals = between_fixes(ctx, True) if ctx.judge else chained_fixes(ctx, True)
-        proposals = [*caller_boundary_fixes(ctx), *proposals]
+        probe = probe_fix(ctx)  # NOTE [A backward run to read a gradient]
+        proposals = [*([probe] if probe is not None else []), *caller_boundary_fixes(ctx), *proposals]
     elif cause == "inplace_op":
         proposals = in_place_fixes(ctx)
     elif cause == "untracked_write":

@@ -1,0 +1,152 @@
+"""A backward run only to read the gradient of one tensor (NOTE [A backward run to read a gradient]):
+``torch.autograd.grad`` in its place."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..context import Context
+from ..edits import Edit
+from ..fixes import Fix, Proposal, indent_of
+from ..i18n import T
+from ..source import calls_method, enclosing_blocks, function_of, loop_body_of, names, statement_at
+
+__all__ = ["probe_fix"]
+
+
+def probe_fix(ctx: Context) -> Proposal | None:
+    """``torch.autograd.grad(loss, x, retain_graph=True)`` in place of the failing ``loss.backward()``, when the
+    function that runs it steps no optimizer, runs it outside any loop, and reads after it the ``.grad`` of one
+    plain name only (a saliency, a gradient norm used as a weight); the reads of ``x.grad`` read the returned
+    gradient, and the lines that only set up or clear ``x.grad`` go."""
+    site, line = ctx.site, ctx.backward_line
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or line is None or not site.holds(line) or loop_body_of(tree, line) is not None:
+        return None
+    st = statement_at(tree, line)
+    call = st.value if isinstance(st, ast.Expr) else None
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "backward"
+        and not call.args
+        and not call.keywords
+        and st is not None
+        and st.lineno == st.end_lineno
+    ):
+        return None
+    function = function_of(tree, line)
+    if function is None or calls_method(function, ("step",)) or not re.search(r"^import torch$", site.source, re.M):
+        return None
+    block = next((b for b in enclosing_blocks(function) if st in b), None)
+    if block is None:
+        return None
+    rest = block[block.index(st) + 1 :]
+    probed = {
+        n.value.id
+        for x in rest
+        for n in ast.walk(x)
+        if isinstance(n, ast.Attribute) and n.attr == "grad" and isinstance(n.value, ast.Name)
+    }
+    grads = ctx.extra.get("graph_names", "").split()
+    if len(probed) != 1:
+        return None
+    x = probed.pop()
+    before = block[: block.index(st)]
+    retained = [b for b in before if _only_call(b, x, "retain_grad")]
+    asked = retained or any(_only_call(b, x, "requires_grad_") for b in before)
+    if x not in grads and not asked:  # a tensor with a graph, or one the function asks a gradient for
+        return None
+    taken = names(function, ast.Store) | names(function, ast.Load)
+    g = next(n for n in (f"{x}_grad", f"grad_of_{x}", f"probed_{x}_grad") if n not in taken)
+    loss = ast.unparse(call.func.value)
+    indent = indent_of(site, line)
+    edits = [Edit(site.filename, b.lineno, b.lineno, "") for b in retained]
+    edits.append(
+        Edit(site.filename, line, line, f"{indent}({g},) = torch.autograd.grad({loss}, {x}, retain_graph=True)")
+    )
+    for r in rest:
+        reads = [n for n in ast.walk(r) if isinstance(n, ast.Attribute) and n.attr == "grad"]
+        if not reads:
+            continue
+        if r.lineno != r.end_lineno or any(not (isinstance(n.value, ast.Name) and n.value.id == x) for n in reads):
+            return None
+        if _clears(r, x):  # x.grad = None, x.grad.zero_(): nothing to clear any more
+            edits.append(Edit(site.filename, r.lineno, r.lineno, ""))
+            continue
+        if any(isinstance(n.ctx, ast.Store) for n in reads):
+            return None
+        text = site.text(r.lineno)
+        edits.append(Edit(site.filename, r.lineno, r.lineno, re.sub(rf"(?<![\w.]){re.escape(x)}\.grad\b", g, text)))
+    fix = Fix(
+        summary=T(
+            "read the gradient of {x} with torch.autograd.grad({loss}, {x}, retain_graph=True) in place of "
+            "{loss}.backward(): it returns the gradient and writes no .grad, and the graph stays for the "
+            "backward calls that still go through {x}",
+            x=x,
+            loss=loss,
+        ),
+        trains=T(
+            "{loss} trains nothing: its gradient is read at {x} only, and no parameter's .grad gets it for an "
+            "optimizer step to use; what the code computes from the gradient of {x} stays the same",
+            x=x,
+            loss=loss,
+        ),
+        edits=tuple(sorted(edits, key=lambda e: e.start)),
+        claims=((loss, ()), *ctx.other_claims),
+    )
+    return Proposal(fix, (), False)
+
+
+def _only_call(st: ast.stmt, name: str, method: str) -> bool:
+    """``st`` is ``name.method()`` and nothing else."""
+    call = st.value if isinstance(st, ast.Expr) else None
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == method
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == name
+    )
+
+
+def _clears(st: ast.stmt, name: str) -> bool:
+    """``st`` is ``name.grad = None`` or ``name.grad.zero_()``."""
+    if isinstance(st, ast.Assign) and len(st.targets) == 1:
+        t = st.targets[0]
+        return (
+            isinstance(t, ast.Attribute)
+            and t.attr == "grad"
+            and isinstance(t.value, ast.Name)
+            and t.value.id == name
+            and isinstance(st.value, ast.Constant)
+            and st.value.value is None
+        )
+    call = st.value if isinstance(st, ast.Expr) else None
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "zero_"
+        and isinstance(call.func.value, ast.Attribute)
+        and call.func.value.attr == "grad"
+        and isinstance(call.func.value.value, ast.Name)
+        and call.func.value.value.id == name
+    )
+
+
+# NOTE [A backward run to read a gradient]
+# A helper backwards a loss only to read the gradient of one tensor it is given
+# (a per-sample saliency: the norm of a head's gradient on the shared features,
+# used to weight the training loss; a gradient norm for a GradNorm weight): it
+# calls x.retain_grad(), loss.backward(), reads x.grad and sets it back to None.
+# Called twice on one forward, the second backward meets the graph the first
+# freed. retain_graph=True would run, but each probe's backward also writes its
+# gradient into every parameter below x, and the optimizer's step then uses it
+# with the training loss's: the probes train the model, which a read of x's
+# gradient never asked for. torch.autograd.grad(loss, x, retain_graph=True)
+# returns that gradient and writes no .grad; the graph stays for the later
+# backward through x. Only a backward outside any loop, in a function that
+# steps no optimizer, with the .grad of one plain name read after it, is read
+# this way: a training loop's backward that also logs a gradient is the
+# training, not a probe.
