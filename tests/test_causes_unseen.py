@@ -360,6 +360,15 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # each epoch's start: the reset goes after the optimizer's step (before it, the next forward would read the
     # weight of the parameters before the step)
     "lowrank_weight_refreshed_per_epoch": ("carried_state", (("mse", ("reg",)),)),
+    # NOTE [A memory written by one method and read by another]: a dict one method fills after the step and another
+    # reads for a loss term is a memory: each entry detached where it is stored, not the dict emptied
+    "class_bank_recorded_after_step": ("carried_state", (("total", ("backbone", "classifier")),)),
+    # a per-batch memo read again by the second loss, after the first loss's backward and step: emptied after each
+    # backward of the iteration, so the second loss computes it again from the stepped encoder
+    "lazy_features_read_by_second_loss": (
+        "carried_state",
+        (("reg_loss", ("reg_head",)), ("cls_loss", ("cls_head", "encoder"))),
+    ),
     # NOTE [State kept on modules]: a statistic of the forward's own input fitted on the first batch (a spread, a
     # quantiser's scale) is a memory: detached where it is stored, not reset (a reset would fit it on every batch)
     "spread_fitted_on_first_batch": ("carried_state", (("tag_loss", ("tagger",)),)),

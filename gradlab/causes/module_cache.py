@@ -13,9 +13,9 @@ import torch
 from ..claims import term_claims
 from ..context import Context
 from ..evidence import Facts, from_frame, leaves_of
-from ..fixes import Fix, Proposal, insert_lines, keeping, source_of
+from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, source_of
 from ..i18n import T, Text
-from ..source import feeding, names, parse, preceding
+from ..source import enclosing_blocks, feeding, names, parse, preceding, runs_backward, statement_at
 from .class_source import class_tree, mentions, methods_of, self_attr
 
 __all__ = ["cached_context", "clear_caches", "module_path"]
@@ -133,6 +133,9 @@ def _updates_entries(cls: type, attr: str) -> bool:
     tree = parse(source_of(found[1])) if found is not None else None
     if found is None or tree is None:
         return True
+    storing = [m for m in methods_of(found[0]) if any(_stores_entry(st, attr) for st in ast.walk(m))]
+    if storing and not any(_reads_entry(m, attr) for m in storing):
+        return True  # NOTE [A memory written by one method and read by another]
     for st in ast.walk(found[0]):
         if not isinstance(st, ast.Assign):
             continue
@@ -148,13 +151,59 @@ def _updates_entries(cls: type, attr: str) -> bool:
     return False
 
 
+def _stores_entry(st: ast.AST, attr: str) -> bool:
+    """``st`` is ``self.attr[key] = value``."""
+    return isinstance(st, ast.Assign) and any(
+        isinstance(t, ast.Subscript) and self_attr(t.value, attr) for t in st.targets
+    )
+
+
+def _reads_entry(method: ast.AST, attr: str) -> bool:
+    """``method`` reads an entry of ``self.attr`` (``self.attr[key]``, ``self.attr.get(key)``) or tests for one
+    (``key in self.attr``)."""
+    for n in ast.walk(method):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and self_attr(n.value, attr):
+            return True
+        if isinstance(n, ast.Attribute) and n.attr in ("get", "setdefault") and self_attr(n.value, attr):
+            return True
+        if isinstance(n, ast.Compare) and any(self_attr(c, attr) for c in n.comparators):
+            return True
+    return False
+
+
+# NOTE [A memory written by one method and read by another]
+# A cache is read where it is filled: the method that stores an entry first
+# looks for it (``if key in self.cache: return self.cache[key]``) and computes it
+# only when it is missing. A dict one method fills (``update(emb, ids)`` after
+# the step: the last embedding seen of each individual) and another reads (a
+# consistency term against those embeddings) is a memory of earlier batches:
+# its values are meant to carry over, so it is not emptied after the backward
+# (the next update would fill it with this iteration's graph again); it is
+# detached where it is stored, as other memories are (NOTE [State kept on an
+# object without a reset]).
+
+
+def _backwards_before(ctx: Context) -> list[int]:
+    """The one-line backward statements of the failing backward's block that run before it."""
+    tree = ctx.site.tree() if ctx.site is not None else None
+    st = statement_at(tree, ctx.backward_line) if tree is not None and ctx.backward_line is not None else None
+    block = next((b for b in enclosing_blocks(tree) if st in b), None) if tree is not None and st is not None else None
+    if block is None or st is None:
+        return []
+    return [x.lineno for x in block[: block.index(st)] if x.lineno == x.end_lineno and runs_backward(x, grad=False)]
+
+
 def clear_caches(ctx: Context, attrs: Text) -> Proposal | None:
     if not ctx.caches or ctx.backward_line is None:
         return None
     unset = set(ctx.extra.get("cache_unset", "").split(","))
-    lines = [f"{c} = None" if c in unset else f"{c}.clear()" for c in ctx.caches]
-    edit = insert_lines(ctx, ctx.backward_line, "\n".join(lines), after=True)
-    if edit is None:
+    lines = "\n".join(f"{c} = None" if c in unset else f"{c}.clear()" for c in ctx.caches)
+    # after the failing backward, and after each backward its block runs before it (the one that freed what the
+    # cache holds, when the same iteration reads the cache again: two losses stepped one after the other)
+    edits = all_edits(
+        *(insert_lines(ctx, line, lines, after=True) for line in (*_backwards_before(ctx), ctx.backward_line))
+    )
+    if not edits:
         return None
     return keeping(
         ctx,
@@ -181,7 +230,7 @@ def clear_caches(ctx: Context, attrs: Text) -> Proposal | None:
                 "the cache still saves the work within an iteration",
                 loss=ctx.l,
             ),
-            edits=(edit,),
+            edits=edits,
             keeps_forward=False,
         ),
     )

@@ -82,7 +82,9 @@ def _sequence_state(ctx: Context) -> dict[str, str]:
 
 def detach_expr(expr: str, kind: str | None = None) -> str:
     """``expr.detach()``; for a state held as a ``kind`` of tensors (``"tuple"``, ``"list"``), the same ``kind`` of
-    each detached: ``tuple(t.detach() for t in expr)``."""
+    each detached: ``tuple(t.detach() for t in expr)``; for a ``"dict"`` of tensors, each value detached."""
+    if kind == "dict":
+        return f"{{k: v.detach() for k, v in {expr}.items()}}"
     return f"{kind}(t.detach() for t in {expr})" if kind else f"{expr}.detach()"
 
 
@@ -170,6 +172,7 @@ def kept_state(cls: type, attrs: list[str]) -> Kept | None:
     stepwise = False
     memo = True
     chained: set[str] = set()  # attributes a forward stores from themselves and reads again
+    dicts = _made_dicts(node, kept)  # a memory by key: its entries are its stores
     for m in methods:
         if m.name == reset:
             continue
@@ -181,9 +184,14 @@ def kept_state(cls: type, attrs: list[str]) -> Kept | None:
             target = store.targets[0]
             elements = target.elts if isinstance(target, ast.Tuple) else [target]
             names_here = [a for e in elements for a in kept if self_attr(e, a)]
+            # ``self.memory[key] = value``: an entry stored (a loop over the keys fills the entries; it is no loop
+            # over the steps of one input)
+            entry = isinstance(target, ast.Subscript) and not names_here
+            if isinstance(target, ast.Subscript) and entry:
+                names_here = [a for a in kept if self_attr(target.value, a) and a in dicts]
             if not names_here or isinstance(store.value, ast.Constant):
                 continue
-            stepwise = stepwise or id(store) in in_loops
+            stepwise = stepwise or (id(store) in in_loops and not entry)
             memo = (
                 memo
                 and not any(self_attr(n, a) for a in names_here for n in ast.walk(store.value))
@@ -255,6 +263,25 @@ def _statistic_of_input(value: ast.expr, method: ast.FunctionDef) -> bool:
             if read & given:
                 return True
     return False
+
+
+def _made_dicts(node: ast.ClassDef, attrs: tuple[str, ...]) -> set[str]:
+    """The attributes of ``attrs`` that ``__init__`` sets to a dict (``self.memory = {}``, ``dict()``)."""
+    init = next((m for m in methods_of(node) if m.name == "__init__"), None)
+    return {
+        a
+        for a in attrs
+        for st in (ast.walk(init) if init is not None else ())
+        if isinstance(st, ast.Assign)
+        and any(self_attr(t, a) for t in st.targets)
+        and (
+            isinstance(st.value, ast.Dict)
+            or (isinstance(st.value, ast.Call) and ast.unparse(st.value.func).split(".")[-1] in _DICT_TYPES)
+        )
+    }
+
+
+_DICT_TYPES = frozenset({"dict", "defaultdict", "OrderedDict"})
 
 
 def _training_only(methods: list[ast.FunctionDef], attrs: tuple[str, ...]) -> bool:
@@ -492,7 +519,7 @@ def _stored_edits(ctx: Context) -> tuple[Edit, ...]:
         except (SyntaxError, IndexError):
             st = None
         tuple_target = isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Tuple)
-        if not tuple_target and not set(attrs) & sequences.keys():
+        if not tuple_target and not set(attrs) & {a for a, kind in sequences.items() if kind != "dict"}:
             edits.append(edit_at(ctx, loc, detached_value(loc.code) if loc.code else None))
             continue
         lines = source_of(loc.filename).splitlines()

@@ -68,7 +68,18 @@ def kept_on_objects(base: Context, facts: Facts) -> Context | None:
             kept_attrs=attrs,
             stored_at=kept.stored_at,
             detach_at=kept.detach_at,
-            kept_paths=tuple(f"{name}.{a}" for a in kept.attrs),
+            # the loop's boundary after the backward, unless the loop calls the object again after it (an update()
+            # after the step would store this iteration's graph again, after the detach)
+            kept_paths=()
+            if _called_after(body or [], name, facts.backward_line)
+            else tuple(f"{name}.{a}" for a in kept.attrs),
+            # a dict of tensors (a memory by key) is detached entry by entry at the loop's boundary
+            extra={
+                **ctx.extra,
+                "sequence_state": " ".join(
+                    f"{a}:dict" for a in kept.attrs if isinstance(vars(facts.namespace[name]).get(a), dict)
+                ),
+            },
         )
     if not found:
         return None
@@ -77,6 +88,19 @@ def kept_on_objects(base: Context, facts: Facts) -> Context | None:
         ctx,
         carried=found[0][0],
         extra={**ctx.extra, "object_resets": ",".join(f"{name}.{reset}" for name, _cls, reset in found)},
+    )
+
+
+def _called_after(body: list[ast.stmt], name: str, line: int) -> bool:
+    """A statement of the loop's ``body`` after ``line`` calls a method of ``name`` (``tracker.update(emb)``)."""
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == name
+        for st in body
+        if st.lineno > line
+        for n in ast.walk(st)
     )
 
 
