@@ -546,6 +546,36 @@ def test_a_backward_run_to_read_a_gradient_becomes_autograd_grad_and_says_it_sto
     assert any("retain_graph=True" in (f.code or "") and "backward(" in (f.code or "") for f in d.fixes[1:])
 
 
+def test_a_rollout_stepped_after_the_loop_is_offered_the_whole_sequence_with_code(tmp_path: Path) -> None:
+    # NOTE [A rollout whose gradients one step sums]: a refinement backwarded stage by stage, stepped once per batch:
+    # the detach (truncated backpropagation) first, and second retain_graph=True, which trains exactly as the
+    # stages' losses summed and backwarded once
+    script = "pose_refined_in_steps"
+    d = _diagnosis(script)
+    assert "pose = pose.detach()" in (d.fixes[0].code or "")
+    whole = d.fixes[1]
+    assert whole.code is not None and "stage_loss.backward(retain_graph=True)" in whole.code
+    path = CAUSES / f"{script}.py"
+    error, steps = _run(apply_edits(path.read_text(), whole.edits), str(tmp_path / f"{script}_whole.py"))
+    summed = path.read_text().replace("    pose = torch.zeros(8, 6)\n", "    pose = torch.zeros(8, 6)\n    total = 0\n")
+    summed = summed.replace(
+        "        stage_loss.backward()\n", "        total = total + stage_loss\n    total.backward()\n"
+    )
+    assert summed.count("total.backward()") == 1
+    _, want = _run(summed, str(tmp_path / f"{script}_summed.py"))
+    assert error is None and steps and _same(steps, want)
+    # a loop that steps inside its body is truncated by design: no such fix
+    inside = path.read_text().replace(
+        "        stage_loss.backward()\n", "        stage_loss.backward()\n        adam.step()\n"
+    )
+    copy = tmp_path / f"{script}_stepped.py"
+    copy.write_text(inside)
+    error, _ = _run(inside, str(copy))
+    assert error is not None
+    stepped = gradlab.last_diagnosis(error)
+    assert stepped.fixes and not any("retain_graph=True" in (f.code or "") for f in stepped.fixes), str(stepped)
+
+
 def test_a_step_after_an_earlier_backward_of_the_iteration_is_not_moved() -> None:
     # the course's loop: opt_1 steps on loss_1's gradient before loss_2's backward; that step is where it belongs
     path = CAUSES.parent / "chained_inplace.py"

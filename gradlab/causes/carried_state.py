@@ -17,6 +17,7 @@ from ..fixes import (
     Fix,
     Proposal,
     all_edits,
+    backward_with,
     claim,
     detached_after,
     edit_at,
@@ -31,6 +32,7 @@ from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, detached_value, replace_reads
 from ..source import (
+    calls_method,
     enclosing_blocks,
     function_of,
     loop_around,
@@ -211,6 +213,62 @@ def _carried_by(
         stored, read = _stored_and_read(st)
         yield st, [t for t in stored if t in read and t not in fresh]
         fresh |= {t for t in stored if t not in read}
+
+
+def _whole_sequence(ctx: Context) -> Proposal | None:
+    """``retain_graph=True`` on the failing backward, when the loop carries a recurrent state and its body runs no
+    optimizer step and no ``zero_grad()`` (NOTE [A rollout whose gradients one step sums])."""
+    site, line = ctx.site, ctx.backward_line
+    tree = site.tree() if site is not None else None
+    body = loop_body_of(tree, line) if tree is not None and line is not None else None
+    if (
+        not ctx.recurrent
+        or ctx.kept_at is not None
+        or not body
+        or any(calls_method(st, ("step", "zero_grad")) for st in body)
+    ):
+        return None
+    edit = backward_with(ctx, line, "retain_graph=True")
+    if edit is None:
+        return None
+    return Proposal(
+        Fix(
+            alternative=True,
+            summary=T(
+                "keep the graph at each backward of the rollout (retain_graph=True on the backward of {loss}): no "
+                "step runs inside the loop, so the step after it uses the gradients of every iteration added up, "
+                "each through the whole sequence before it",
+                loss=ctx.l,
+            ),
+            trains=T(
+                "full backpropagation through time, as one backward of the summed losses would: each {loss} trains "
+                "through every earlier step of the rollout (memory grows with the sequence)",
+                loss=ctx.l,
+            ),
+            edits=(edit,),
+            claims=claim(ctx, ctx.reach),
+        ),
+        ctx.reach,
+        True,
+    )
+
+
+# NOTE [A rollout whose gradients one step sums]
+# A loop threads a state through a model (a pacer's fatigue from one
+# kilometre to the next) and calls backward on each step's loss, but steps
+# no optimizer and zeroes no gradient inside the loop: the step comes after
+# the loop (or in its caller), so it uses every step's gradient added up,
+# which is the gradient of the summed losses. The second backward meets the
+# first step's freed graph through the carried state. retain_graph=True on
+# that backward computes exactly the sum's gradient through the whole
+# rollout (each loss through every step before it), what the accumulation
+# asks for if the whole sequence is meant to be trained; a detach at the
+# boundary (truncated backpropagation) drops the earlier steps' share. Both
+# readings are common (an iterative refiner's stages are detached by design,
+# a simulator's rollout is not), and the code does not tell them apart: the
+# detach stays first and this fix, with its code, is the second, in place of
+# the sentence "accumulate the losses and call backward once". A loop that
+# steps inside its body is truncated backpropagation by design: no such fix.
 
 
 def _may_be_none(site: Site, names: Iterable[str]) -> bool:
@@ -747,6 +805,9 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
     # a state kept on an object (a queue), or any state no recurrent call passes on, is not a sequence to
     # backpropagate through
     proposals = proposals[:1] if ctx.kept_at is not None or not ctx.recurrent else proposals
+    whole = _whole_sequence(ctx)  # NOTE [A rollout whose gradients one step sums]
+    if whole is not None:  # the whole sequence's reading, with its code, in place of its sentence
+        proposals = [*proposals[:1], whole]
     kept = kept_within_step(ctx) if ctx.kept_at is None and not ctx.recurrent else None
     window = step_at_window_end(ctx)  # NOTE [A step inside a window of truncated backpropagation]
     restart = restart_from_weights(ctx)  # NOTE [A copy of the weights carried across iterations]
