@@ -360,6 +360,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # each epoch's start: the reset goes after the optimizer's step (before it, the next forward would read the
     # weight of the parameters before the step)
     "lowrank_weight_refreshed_per_epoch": ("carried_state", (("mse", ("reg",)),)),
+    # NOTE [A loss built once by a method of its object]: the objective prepared once, the feed swapped at each step:
+    # the method that builds it called again before its backward
+    "objective_prepared_once_by_session": ("same_loss_twice", (("self.cost", ("net",)),)),
     # NOTE [A memory written by one method and read by another]: a dict one method fills after the step and another
     # reads for a loss term is a memory: each entry detached where it is stored, not the dict emptied
     "class_bank_recorded_after_step": ("carried_state", (("total", ("backbone", "classifier")),)),

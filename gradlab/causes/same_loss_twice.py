@@ -13,14 +13,15 @@ from ..claims import one_name_each
 from ..context import Context, as_receiver
 from ..edits import Edit
 from ..evidence import Facts, leaves_of, modules_reached, receiver, steps_between, value_of
-from ..fixes import Fix, Proposal, all_edits, edit_at, keeping, replace_line, source_of
+from ..fixes import Fix, Proposal, all_edits, claim, edit_at, insert_lines, keeping, replace_line, source_of
 from ..graph import Graph
 from ..i18n import T
 from ..location import Location
 from ..loop import Site
 from ..recorder import BackwardCall
 from ..rewrite import call_with_keyword, with_keyword
-from ..source import enclosing_blocks, loop_body_of, parse
+from ..source import enclosing_blocks, function_of, loop_body_of, parse
+from .class_source import methods_of, sets_attr
 
 
 def _deleted(ctx: Context, line: int | None) -> Edit | None:
@@ -248,6 +249,75 @@ def _gradient_taken_first(ctx: Context) -> Proposal | None:
     )
 
 
+def _rebuilt_by_its_method(ctx: Context) -> Proposal | None:
+    """``self.build()`` before the failing ``self.objective.backward()``, when a method of the same class that takes
+    no argument but ``self`` is the only one that sets ``self.objective`` and the failing method does not call it
+    (NOTE [A loss built once by a method of its object])."""
+    site, line, loss = ctx.site, ctx.backward_line, ctx.loss
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or line is None or not loss or not loss.startswith("self."):
+        return None
+    attr = loss[len("self.") :]
+    if not attr.isidentifier():
+        return None
+    here = function_of(tree, line)
+    owner = next(
+        (c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and here is not None and here in c.body), None
+    )
+    if owner is None or here is None:
+        return None
+    builders = [
+        m
+        for m in methods_of(owner)
+        if m.name != "__init__" and any(sets_attr(st, attr) for st in ast.walk(m) if isinstance(st, ast.Assign))
+    ]
+    if len(builders) != 1 or builders[0] is here:
+        return None
+    build = builders[0]
+    if len(build.args.args) != 1 or build.args.vararg or build.args.kwonlyargs or build.args.posonlyargs:
+        return None
+    if any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == build.name
+        for n in ast.walk(here)
+    ):
+        return None
+    edit = insert_lines(ctx, line, f"self.{build.name}()")
+    if edit is None:
+        return None
+    return Proposal(
+        Fix(
+            summary=T(
+                "build {loss} again before its backward: call self.{method}() there, so that each call backwards "
+                "the loss of the data and weights it has now, not the graph the first call freed",
+                loss=loss,
+                method=build.name,
+            ),
+            trains=T(
+                "{loss} trains what it reaches at each call, once, from that call's batch; the loss built once "
+                "read the data it was built from, whatever the inputs hold later",
+                loss=loss,
+            ),
+            edits=(edit,),
+            claims=claim(ctx, ctx.reach),
+            keeps_forward=False,
+        ),
+        ctx.reach,
+        True,
+    )
+
+
+# NOTE [A loss built once by a method of its object]
+# A trainer builds its objective once, in the style of a graph compiled
+# ahead (``def compile(self): self.objective = crit(model(self.x), self.y)``,
+# called once before the loop), then each step refills the inputs in place
+# (``self.x.data = xb``) and calls ``self.objective.backward()``. The first
+# step frees that one graph; the second meets it. Nothing recomputes the
+# forward: the refilled inputs are never read again. The method that builds
+# the objective is called again right before the backward (it takes no
+# argument but self), so each step backwards the loss of its own batch
+# through the current weights: what refilling the inputs meant.
+
+
 def twice_fixes(ctx: Context) -> list[Proposal]:
     """One backward (the second call deleted) first; both kept with ``retain_graph=True`` only as the other way.
 
@@ -290,6 +360,9 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
     taken = _gradient_taken_first(ctx)  # NOTE [A gradient taken, then the same loss backwarded]
     if taken is not None:
         return [taken]
+    rebuilt = _rebuilt_by_its_method(ctx)  # NOTE [A loss built once by a method of its object]
+    if rebuilt is not None:
+        return [rebuilt]
     reset = _total_started_again(ctx)
     retain = None
     if ctx.site is not None and ctx.earlier_line is not None and ctx.earlier_line != ctx.backward_line:
