@@ -28,6 +28,7 @@ class Case:
     error: str  # a key of oracle.ERROR_KINDS
     intent: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]  # optimizer -> (losses, modules)
     variants: dict[str, str]  # "intended", "intended_x" -> which reading it is
+    trains: dict[str, tuple[str, ...]] | None = None  # loss -> modules, where one optimizer's losses differ
 
     @property
     def broken(self) -> Path:
@@ -37,6 +38,10 @@ class Case:
         return self.folder / f"{variant}.py"
 
     def expected_trained(self) -> dict[str, set[str]]:
+        """For each loss, the modules it trains: ``[trains]`` when the case has one (two heads under one optimizer,
+        each loss training its own head and the shared trunk), else every module of each optimizer it feeds."""
+        if self.trains is not None:
+            return {loss: set(modules) for loss, modules in self.trains.items()}
         table: dict[str, set[str]] = {}
         for losses, modules in self.intent.values():
             for loss in losses:
@@ -61,7 +66,8 @@ def load(folder: Path) -> Case:
     if "intended" not in variants:
         raise ValueError(f"{folder.name}: a case needs an intended.py")
     intent = {opt: (tuple(v["losses"]), tuple(v["modules"])) for opt, v in data["intent"].items()}
-    return Case(folder.name, folder, data["description"], data["error"], intent, variants)
+    trains = {loss: tuple(m) for loss, m in data["trains"].items()} if "trains" in data else None
+    return Case(folder.name, folder, data["description"], data["error"], intent, variants, trains)
 
 
 def all_cases(root: Path = CASES) -> list[Case]:
