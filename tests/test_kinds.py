@@ -82,6 +82,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("means = torch.as_tensor(station_means(preds, station))",),
         (("station_loss", ("net",)),),
     ),
+    # NOTE [numpy values that set a random draw]: a gate's keep probabilities converted to numpy only to draw a
+    # hard mask with them: detached before .numpy() (the draw carries no gradient in any reading)
+    "feature_mask_drawn_from_gate": (
+        "numpy_requires_grad",
+        ("odds = keep.detach().numpy()",),
+        (("fit", ("gate", "model")),),
+    ),
     "bandit_env_pulls_numpy_of_probs": (
         "numpy_requires_grad",
         ("arm, reward = env.pull(np.asarray(probs, dtype=np.float64))",),

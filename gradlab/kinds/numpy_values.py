@@ -69,7 +69,8 @@ def _numpy(f: Failure) -> Explanation:
             claims=failure_claims(f),
         )
         return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
-    if _feeds_a_backward(f) and not _in_module_method(f):  # NOTE [numpy values that feed the loss]
+    drawn = ends and st is not None and _drawn_from(st, tree)  # NOTE [numpy values that set a random draw]
+    if _feeds_a_backward(f) and not _in_module_method(f) and not drawn:  # NOTE [numpy values that feed the loss]
         torch_ops = [fix for fix in e.fixes if not fix.code]
         rest = (*torch_ops, *(fix for fix in e.fixes if fix not in torch_ops))
         trip = _round_trip_in_torch(f, st, tree) if st is not None else None
@@ -146,10 +147,50 @@ def _numpy(f: Failure) -> Explanation:
         text = (raw[:end] + b".detach()" + raw[end:]).decode("utf-8")
     fix = Fix(
         summary=T("take the values out of the graph first: .detach() before .numpy()"),
-        trains=T("the same as intended: the numbers leave the graph; every loss trains what it trained"),
+        trains=T(
+            "the same as intended: the values only set the odds of a random draw, and a draw carries no gradient; "
+            "every loss trains what it trained"
+        )
+        if drawn
+        else T("the same as intended: the numbers leave the graph; every loss trains what it trained"),
         edits=(Edit(site.filename, loc.lineno, loc.lineno, text),),
     )
     return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
+
+
+# numpy's random draws (np.random.X and a Generator's methods) whose arguments are probabilities, rates or weights
+_DRAWS = frozenset(
+    {"binomial", "bernoulli", "choice", "multinomial", "poisson", "geometric", "negative_binomial", "dirichlet"}
+)
+
+
+def _drawn_from(st: ast.stmt, tree: ast.Module) -> bool:
+    """The names ``st`` binds are read only as the arguments of a random draw (``rng.binomial(1, probs)``), in the
+    statements after it in its block (NOTE [numpy values that set a random draw])."""
+    bound = {t.id for t in _targets(st) if isinstance(t, ast.Name)}
+    block = next((b for b in enclosing_blocks(tree) if any(x is st for x in b)), None)
+    if not bound or block is None:
+        return False
+    rest = block[[id(x) for x in block].index(id(st)) + 1 :]
+    reads = [n for x in rest for n in ast.walk(x) if isinstance(n, ast.Name) and n.id in bound]
+    drawn = {
+        id(a)
+        for x in rest
+        for c in ast.walk(x)
+        if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in _DRAWS
+        for arg in (*c.args, *(k.value for k in c.keywords))
+        for a in ast.walk(arg)
+    }
+    return bool(reads) and all(id(n) in drawn for n in reads)
+
+
+# NOTE [numpy values that set a random draw]
+# A gate's keep probabilities converted to numpy to draw a hard mask
+# (``probs = gate.keep_prob().cpu().numpy()``, then ``rng.binomial(1, probs)``)
+# feed the loss only through the sample: a draw has no gradient in any reading,
+# so the values are taken out of the graph (.detach() before .numpy()) and
+# nothing any loss trains changes. Only names read as the arguments of numpy's
+# draws (binomial, choice, multinomial, ...) after the conversion count.
 
 
 def _numpy_aliases(namespace: Mapping[str, object]) -> set[str]:
