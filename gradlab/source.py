@@ -223,12 +223,18 @@ def runs_backward(st: ast.AST, *, grad: bool = True) -> bool:
     )
 
 
-def called_on(st: ast.stmt, method: str) -> str | None:
-    """The receiver of ``st`` when the statement is one call of ``method`` (``opt.step()``: ``"opt"``), else None."""
+def method_call(st: ast.stmt | None, method: str) -> ast.Call | None:
+    """The call when the statement ``st`` is one call of ``method`` (``loss.backward()``), else None."""
     call = st.value if isinstance(st, ast.Expr) else None
     if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == method:
-        return ast.unparse(call.func.value)
+        return call
     return None
+
+
+def called_on(st: ast.stmt, method: str) -> str | None:
+    """The receiver of ``st`` when the statement is one call of ``method`` (``opt.step()``: ``"opt"``), else None."""
+    call = method_call(st, method)
+    return ast.unparse(call.func.value) if call is not None and isinstance(call.func, ast.Attribute) else None
 
 
 def calls_method(st: ast.AST, methods: Iterable[str]) -> bool:

@@ -10,7 +10,7 @@ from ..context import Context
 from ..edits import Edit
 from ..fixes import Fix, Proposal, indent_of
 from ..i18n import T
-from ..source import calls_method, enclosing_blocks, function_of, loop_body_of, names, statement_at
+from ..source import calls_method, enclosing_blocks, function_of, loop_body_of, method_call, names, statement_at
 
 __all__ = ["probe_fix"]
 
@@ -25,16 +25,10 @@ def probe_fix(ctx: Context) -> Proposal | None:
     if site is None or tree is None or line is None or not site.holds(line) or loop_body_of(tree, line) is not None:
         return None
     st = statement_at(tree, line)
-    call = st.value if isinstance(st, ast.Expr) else None
-    if not (
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and call.func.attr == "backward"
-        and not call.args
-        and not call.keywords
-        and st is not None
-        and st.lineno == st.end_lineno
-    ):
+    call = method_call(st, "backward")
+    if call is None or st is None or call.args or call.keywords or st.lineno != st.end_lineno:
+        return None
+    if not isinstance(call.func, ast.Attribute):
         return None
     function = function_of(tree, line)
     if function is None or calls_method(function, ("step",)) or not re.search(r"^import torch$", site.source, re.M):

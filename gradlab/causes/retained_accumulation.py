@@ -15,7 +15,7 @@ from ..fixes import Fix, Proposal, all_edits, claim, replace_line
 from ..i18n import T
 from ..loop import Site
 from ..rewrite import split_comment
-from ..source import loop_body_of, runs_backward, statement_at
+from ..source import loop_body_of, method_call, runs_backward, statement_at
 
 
 def _added_term(st: ast.stmt, total: str) -> tuple[ast.expr, bool] | None:
@@ -46,14 +46,8 @@ def retained_total(base: Context, facts: Facts) -> Context | None:
     tree = site.tree() if site is not None else None
     if site is None or line is None or tree is None:
         return None
-    st = statement_at(tree, line)
-    call = st.value if isinstance(st, ast.Expr) else None
-    if not (
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and call.func.attr == "backward"
-        and isinstance(call.func.value, ast.Name)
-    ):
+    call = method_call(statement_at(tree, line), "backward")
+    if not (call is not None and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)):
         return None
     total = call.func.value.id
     retain = any(
