@@ -549,6 +549,24 @@ def test_a_backward_run_to_read_a_gradient_becomes_autograd_grad_and_says_it_sto
     assert any("retain_graph=True" in (f.code or "") and "backward(" in (f.code or "") for f in d.fixes[1:])
 
 
+def test_a_training_backward_that_logs_a_gradient_is_not_read_as_a_probe(tmp_path: Path) -> None:
+    # the same helper, but it neither clears the gradient nor returns what it computed from it: it logs the norm and
+    # its backward is the training's (the importances are not used): no torch.autograd.grad in its place
+    path = CAUSES / "channel_importance_probed_per_head.py"
+    source = path.read_text()
+    logged = source.replace(
+        "    importance = h.grad.abs().mean(dim=0)\n    h.grad = None\n    return (importance / importance.sum()).detach()\n",
+        "    LOG.append(h.grad.abs().mean().item())\n    return torch.ones(h.shape[1])\n",
+    ).replace("torch.manual_seed(8)\n", "torch.manual_seed(8)\nLOG = []\n")
+    assert logged != source and "h.grad = None" not in logged
+    copy = tmp_path / "channel_norm_logged_per_head.py"
+    copy.write_text(logged)
+    error, _ = _run(logged, str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert d.fixes and not any("torch.autograd.grad(" in (f.code or "") for f in d.fixes), str(d)
+
+
 def test_a_rollout_stepped_after_the_loop_is_offered_the_whole_sequence_with_code(tmp_path: Path) -> None:
     # NOTE [A rollout whose gradients one step sums]: a refinement backwarded stage by stage, stepped once per batch:
     # the detach (truncated backpropagation) first, and second retain_graph=True, which trains exactly as the

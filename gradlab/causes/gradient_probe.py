@@ -43,14 +43,15 @@ def probe_fix(ctx: Context) -> Proposal | None:
         for n in ast.walk(x)
         if isinstance(n, ast.Attribute) and n.attr == "grad" and isinstance(n.value, ast.Name)
     }
-    grads = ctx.extra.get("graph_names", "").split()
     if len(probed) != 1:
         return None
     x = probed.pop()
     before = block[: block.index(st)]
     retained = [b for b in before if _only_call(b, x, "retain_grad")]
     asked = retained or any(_only_call(b, x, "requires_grad_") for b in before)
-    if x not in grads and not asked:  # a tensor with a graph, or one the function asks a gradient for
+    # a probe: the function asks for x's gradient, and clears it or hands back what it computed from it (a training
+    # backward that also logs an activation's gradient is neither)
+    if not asked or not (any(_clears(r, x) for r in rest) or _returns_from(rest, x)):
         return None
     taken = names(function, ast.Store) | names(function, ast.Load)
     g = next(n for n in (f"{x}_grad", f"grad_of_{x}", f"probed_{x}_grad") if n not in taken)
@@ -91,6 +92,21 @@ def probe_fix(ctx: Context) -> Proposal | None:
         claims=((loss, ()), *ctx.other_claims),
     )
     return Proposal(fix, (), False)
+
+
+def _returns_from(rest: list[ast.stmt], name: str) -> bool:
+    """A ``return`` of ``rest`` reads ``name.grad``, or a name bound from a statement that reads it."""
+    derived: set[str] = set()
+    for st in rest:
+        reads_grad = any(
+            isinstance(n, ast.Attribute) and n.attr == "grad" and isinstance(n.value, ast.Name) and n.value.id == name
+            for n in ast.walk(st)
+        )
+        if isinstance(st, ast.Return) and st.value is not None:
+            return reads_grad or bool(names(st.value, ast.Load) & derived)
+        if reads_grad or names(st, ast.Load) & derived:
+            derived |= names(st, ast.Store)
+    return False
 
 
 def _only_call(st: ast.stmt, name: str, method: str) -> bool:
@@ -142,5 +158,6 @@ def _clears(st: ast.stmt, name: str) -> bool:
 # returns that gradient and writes no .grad; the graph stays for the later
 # backward through x. Only a backward outside any loop, in a function that
 # steps no optimizer, with the .grad of one plain name read after it, is read
-# this way: a training loop's backward that also logs a gradient is the
-# training, not a probe.
+# this way, and only when the function asks for that gradient (retain_grad,
+# requires_grad_) and clears it or returns what it computed from it: a
+# training backward that also logs a gradient is the training, not a probe.
