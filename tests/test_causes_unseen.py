@@ -597,6 +597,52 @@ def test_a_rollout_stepped_after_the_loop_is_offered_the_whole_sequence_with_cod
     assert stepped.fixes and not any("retain_graph=True" in (f.code or "") for f in stepped.fixes), str(stepped)
 
 
+_FILLED_ONCE = """import torch
+from torch import nn
+
+torch.manual_seed(1)
+
+
+class Lookup:
+    def __init__(self, embed: nn.Module) -> None:
+        self.embed = embed
+        self.table = {}
+
+    def fill(self, keys: list[int]) -> None:
+        for k in keys:
+            self.table[k] = self.embed(torch.tensor([k]))
+
+    def read(self, k: int) -> torch.Tensor:
+        return self.table[k]
+
+
+embed = nn.Embedding(4, 3)
+head = nn.Linear(3, 1)
+opt = torch.optim.SGD([*embed.parameters(), *head.parameters()], lr=0.1)
+lookup = Lookup(embed)
+lookup.fill([0, 1, 2, 3])
+for step in range(3):
+    out = head(lookup.read(step % 4) + lookup.read((step + 1) % 4))
+    loss = out.pow(2).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_table_filled_once_before_the_loop_is_neither_emptied_nor_detached_where_it_is_filled(tmp_path: Path) -> None:
+    # a dict filled once by fill() from the object's own embedding and only read afterwards: emptying it would leave
+    # read() without its keys, a detach where fill() stores would stop the embedding from learning (NOTE [A memory
+    # written by one method and read by another]); neither is printed as code
+    copy = tmp_path / "lookup_filled_once.py"
+    copy.write_text(_FILLED_ONCE)
+    error, _ = _run(_FILLED_ONCE, str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    codes = [f.code or "" for f in d.fixes]
+    assert d.fixes and not any(".clear()" in c or "self.table[k] = " in c for c in codes), str(d)
+
+
 def test_a_step_after_an_earlier_backward_of_the_iteration_is_not_moved() -> None:
     # the course's loop: opt_1 steps on loss_1's gradient before loss_2's backward; that step is where it belongs
     path = CAUSES.parent / "chained_inplace.py"

@@ -62,7 +62,12 @@ def cached_context(base: Context, facts: Facts, roots: dict[str, torch.nn.Module
                 graphs = isinstance(value, dict) and any(
                     isinstance(v, torch.Tensor) and v.grad_fn is not None for v in value.values()
                 )
-                if graphs and attr.isidentifier() and not _updates_entries(type(obj), attr):
+                if (
+                    graphs
+                    and attr.isidentifier()
+                    and not _updates_entries(type(obj), attr)
+                    and _memoises(type(obj), attr)
+                ):
                     found.append(f"{name}.{attr}")
                 elif _holds_trained_graph(value, held) and _none_memo(type(obj), attr):
                     found.append(f"{name}.{attr}")  # NOTE [A result memoised on an object until it is set to None]
@@ -134,7 +139,8 @@ def _updates_entries(cls: type, attr: str) -> bool:
     if found is None or tree is None:
         return True
     storing = [m for m in methods_of(found[0]) if any(_stores_entry(st, attr) for st in ast.walk(m))]
-    if storing and not any(_reads_entry(m, attr) for m in storing):
+    stored = [st.value for m in storing for st in ast.walk(m) if isinstance(st, ast.Assign) and _stores_entry(st, attr)]
+    if storing and not any(_reads_entry(m, attr) for m in storing) and not any(map(_runs_own_module, stored)):
         return True  # NOTE [A memory written by one method and read by another]
     for st in ast.walk(found[0]):
         if not isinstance(st, ast.Assign):
@@ -158,6 +164,24 @@ def _stores_entry(st: ast.AST, attr: str) -> bool:
     )
 
 
+def _memoises(cls: type, attr: str) -> bool:
+    """Some method of ``cls`` both reads an entry of ``self.attr`` and stores one: it computes an entry when it is
+    missing, so emptying the dict makes the next read compute it again (a dict filled by one method and only read
+    by others would then be missing its keys)."""
+    found = class_tree(cls)
+    if found is None:
+        return False
+    return any(
+        _reads_entry(m, attr) and any(_stores_entry(st, attr) for st in ast.walk(m)) for m in methods_of(found[0])
+    )
+
+
+def _runs_own_module(value: ast.expr) -> bool:
+    """``value`` calls something the object holds (``self.encoder(k)``, ``self._compute(k)``): a result it computes,
+    a cache's entry."""
+    return any(isinstance(n, ast.Call) and ast.unparse(n.func).startswith("self.") for n in ast.walk(value))
+
+
 def _reads_entry(method: ast.AST, attr: str) -> bool:
     """``method`` reads an entry of ``self.attr`` (``self.attr[key]``, ``self.attr.get(key)``) or tests for one
     (``key in self.attr``)."""
@@ -176,7 +200,9 @@ def _reads_entry(method: ast.AST, attr: str) -> bool:
 # looks for it (``if key in self.cache: return self.cache[key]``) and computes it
 # only when it is missing. A dict one method fills (``update(emb, ids)`` after
 # the step: the last embedding seen of each individual) and another reads (a
-# consistency term against those embeddings) is a memory of earlier batches:
+# consistency term against those embeddings), from values it is handed (not
+# computed by a module it holds: a precomputed cache of ``self.encoder(k)`` is
+# a cache), is a memory of earlier batches:
 # its values are meant to carry over, so it is not emptied after the backward
 # (the next update would fill it with this iteration's graph again); it is
 # detached where it is stored, as other memories are (NOTE [State kept on an

@@ -15,6 +15,7 @@ from ..evidence import Facts, from_frame
 from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping
 from ..i18n import T, join
 from ..source import enclosing, loop_body_of, names
+from .class_source import class_tree, methods_of, self_attr
 from .module_state import Kept, kept_state
 
 __all__ = ["kept_on_objects", "object_reset_fixes"]
@@ -56,7 +57,14 @@ def kept_on_objects(base: Context, facts: Facts) -> Context | None:
 
             # NOTE [Features a forward stores on its batch]: the dicts emptied, as each batch was loaded
             found += [(name, type(obj).__name__, f"{k}.clear") for k in graphs]
-        elif kept is not None and kept.stored_at and set(kept.attrs) == set(graphs):
+        elif (
+            kept is not None
+            and kept.stored_at
+            and set(kept.attrs) == set(graphs)
+            # stored by a call the loop makes (a memory the loop keeps up), not filled once before it: a detach where
+            # a one-time fill stores would stop the loss from training what the fill computed
+            and _storing_called(body or [], name, type(obj), kept.attrs)
+        ):
             memories.append((name, kept))
     if not found and memories:  # NOTE [State kept on an object without a reset]
         name, kept = memories[0]
@@ -100,6 +108,31 @@ def _called_after(body: list[ast.stmt], name: str, line: int) -> bool:
         and n.func.value.id == name
         for st in body
         if st.lineno > line
+        for n in ast.walk(st)
+    )
+
+
+def _storing_called(body: list[ast.stmt], name: str, cls: type, attrs: tuple[str, ...]) -> bool:
+    """The loop's ``body`` calls a method of ``name`` (of class ``cls``) that stores one of ``attrs``."""
+    found = class_tree(cls)
+    if found is None:
+        return False
+    storing = {
+        m.name
+        for m in methods_of(found[0])
+        for st in ast.walk(m)
+        if isinstance(st, ast.Assign)
+        for t in st.targets
+        for a in attrs
+        if self_attr(t, a) or (isinstance(t, ast.Subscript) and self_attr(t.value, a))
+    }
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == name
+        and n.func.attr in storing
+        for st in body
         for n in ast.walk(st)
     )
 
