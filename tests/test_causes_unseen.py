@@ -597,6 +597,19 @@ def test_a_rollout_stepped_after_the_loop_is_offered_the_whole_sequence_with_cod
     assert stepped.fixes and not any("retain_graph=True" in (f.code or "") for f in stepped.fixes), str(stepped)
 
 
+def test_a_memory_stored_by_a_call_of_the_object_itself_is_detached_where_it_is_stored(tmp_path: Path) -> None:
+    # the class bank's record() as __call__ (bank(feats, y)): the loop still calls the method that stores the memory
+    path = CAUSES / "class_bank_recorded_after_step.py"
+    called = path.read_text().replace("def record(", "def __call__(").replace("bank.record(feats, y)", "bank(feats, y)")
+    assert "bank(feats, y)" in called
+    copy = tmp_path / "class_bank_called.py"
+    copy.write_text(called)
+    error, _ = _run(called, str(copy))
+    assert error is not None
+    d = gradlab.last_diagnosis(error)
+    assert "self.bank[c] = feats[i].detach()" in (d.fixes[0].code or ""), str(d)
+
+
 _FILLED_ONCE = """import torch
 from torch import nn
 

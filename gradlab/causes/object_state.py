@@ -63,7 +63,9 @@ def kept_on_objects(base: Context, facts: Facts) -> Context | None:
             and set(kept.attrs) == set(graphs)
             # stored by a call the loop makes (a memory the loop keeps up), not filled once before it: a detach where
             # a one-time fill stores would stop the loss from training what the fill computed
-            and _storing_called(body or [], name, type(obj), kept.attrs)
+            and _storing_called(
+                [a for a in around if isinstance(a, (ast.For, ast.AsyncFor, ast.While))], name, type(obj), kept.attrs
+            )
         ):
             memories.append((name, kept))
     if not found and memories:  # NOTE [State kept on an object without a reset]
@@ -112,8 +114,9 @@ def _called_after(body: list[ast.stmt], name: str, line: int) -> bool:
     )
 
 
-def _storing_called(body: list[ast.stmt], name: str, cls: type, attrs: tuple[str, ...]) -> bool:
-    """The loop's ``body`` calls a method of ``name`` (of class ``cls``) that stores one of ``attrs``."""
+def _storing_called(loops: list[ast.stmt], name: str, cls: type, attrs: tuple[str, ...]) -> bool:
+    """One of ``loops`` (those around the failing backward) calls a method of ``name`` (of class ``cls``) that
+    stores one of ``attrs``: an epoch loop's ``refresh()`` as well as the batch loop's ``update()``."""
     found = class_tree(cls)
     if found is None:
         return False
@@ -128,12 +131,17 @@ def _storing_called(body: list[ast.stmt], name: str, cls: type, attrs: tuple[str
     }
     return any(
         isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and isinstance(n.func.value, ast.Name)
-        and n.func.value.id == name
-        and n.func.attr in storing
-        for st in body
-        for n in ast.walk(st)
+        and (
+            (
+                isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == name
+                and n.func.attr in storing
+            )
+            or (isinstance(n.func, ast.Name) and n.func.id == name and "__call__" in storing)  # aligner(x, y)
+        )
+        for loop in loops
+        for n in ast.walk(loop)
     )
 
 
