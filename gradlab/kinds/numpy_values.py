@@ -69,7 +69,7 @@ def _numpy(f: Failure) -> Explanation:
             claims=failure_claims(f),
         )
         return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
-    drawn = ends and st is not None and _drawn_from(st, tree)  # NOTE [numpy values that set a random draw]
+    drawn = bool(ends) and st is not None and _drawn_from(st, tree)  # NOTE [numpy values that set a random draw]
     if _feeds_a_backward(f) and not _in_module_method(f) and not drawn:  # NOTE [numpy values that feed the loss]
         torch_ops = [fix for fix in e.fixes if not fix.code]
         rest = (*torch_ops, *(fix for fix in e.fixes if fix not in torch_ops))
