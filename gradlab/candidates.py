@@ -45,7 +45,7 @@ from .i18n import T, join
 from .location import Location
 from .rewrite import replace_reads, split_comment
 from .saved import SavedTensor
-from .source import enclosing, enclosing_blocks, function_of, names, parse, statement_at
+from .source import block_of, enclosing, function_of, names, parse, statement_at
 from .writers import documented
 
 __all__ = ["after_write_lines", "general_fixes", "stale_reads"]
@@ -605,7 +605,7 @@ def _calling_write(ctx: Context) -> Location | None:
     if helper is None or tree is None or site is None or back is None:
         return None
     backward = statement_at(tree, back)
-    block = next((b for b in enclosing_blocks(tree) if backward in b), [])  # the backward's own block (its loop)
+    block = block_of(tree, backward) or []  # the backward's own block (its loop)
     calls = [st for st in block if st.lineno < back and site.holds(st.lineno) and calls_name(st, helper.name)]
     return Location(site.filename, calls[0].lineno) if len(calls) == 1 else None
 
@@ -622,7 +622,7 @@ def _move_write(ctx: Context) -> Proposal | None:
     write = statement_at(tree, loc.lineno) if tree is not None else None
     if write is None or not isinstance(write, (ast.Expr, ast.AugAssign, ast.Assign)) or write.lineno == back:
         return None
-    block = next((b for b in enclosing_blocks(tree) if write in b), None) if tree is not None else None
+    block = block_of(tree, write)
     if block is None:
         return None
     later = [st for st in block if st.lineno > write.lineno]

@@ -147,6 +147,14 @@ def enclosing_blocks(tree: ast.AST) -> Iterator[list[ast.stmt]]:
                 yield block
 
 
+def block_of(tree: ast.AST | None, st: ast.stmt | None) -> list[ast.stmt] | None:
+    """The statement block of ``tree`` (a body, else or finally block) that holds ``st`` itself; None when none
+    does (or either is None)."""
+    if tree is None or st is None:
+        return None
+    return next((b for b in enclosing_blocks(tree) if st in b), None)
+
+
 def after(tree: ast.Module, lineno: int) -> list[ast.stmt]:
     """The statements that run after the one at ``lineno``: the rest of each enclosing block, with a
     loop's next iteration (its body up to the statement) after the rest of its body. Stops at a function."""

@@ -14,7 +14,7 @@ from ..location import Location
 from ..loop import Site
 from ..recorder import BackwardCall
 from ..rewrite import detached_value
-from ..source import calls_method, enclosing_blocks, loop_around, names, statement_at
+from ..source import block_of, calls_method, loop_around, names, statement_at
 
 __all__ = ["caller_boundary", "caller_boundary_fixes"]
 
@@ -76,7 +76,8 @@ def caller_boundary(base: Context, facts: Facts, call: BackwardCall | None) -> C
 
 def _step_after(loop: ast.stmt, backward: ast.stmt, site: Site) -> frozenset[int] | None:
     """The parameters of the optimizer whose ``step()`` follows ``backward`` in its block, by id."""
-    for block in (b for b in enclosing_blocks(loop) if backward in b):
+    block = block_of(loop, backward)
+    if block is not None:
         for st in block[block.index(backward) + 1 :]:
             if calls_method(st, ("step",)):
                 name = next(

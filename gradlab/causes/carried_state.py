@@ -32,8 +32,8 @@ from ..location import Location
 from ..loop import Site
 from ..rewrite import detach_in, detached_value, replace_reads
 from ..source import (
+    block_of,
     calls_method,
-    enclosing_blocks,
     function_of,
     loop_around,
     loop_body_of,
@@ -195,7 +195,7 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
 def _carried_at(tree: ast.Module | None, st: ast.Assign) -> list[str]:
     """The names ``st`` binds from a value that reads them, less those bound anew before it in its block (``loss =
     crit(out, y)`` before ``loss = loss + penalty``) or by its loop's target: the state ``st`` carries over."""
-    block = next((b for b in enclosing_blocks(tree) if st in b), [st]) if tree is not None else [st]
+    block = block_of(tree, st) or [st]
     fresh = _bound_by(loop_around(tree, st.lineno)) if tree is not None else set()
     return next((carried for x, carried in _carried_by(block, fresh) if x is st), [])
 

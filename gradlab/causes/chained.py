@@ -45,9 +45,9 @@ from ..loop import Site
 from ..rewrite import detach_in, inputs_keyword, with_keyword
 from ..saved import Write
 from ..source import (
+    block_of,
     called_on,
     calls_method,
-    enclosing_blocks,
     feeding,
     loop_body_of,
     names,
@@ -116,7 +116,7 @@ def _frame_entry(ctx: Context, facts: Facts) -> Context:
         return ctx
     params = site.modules.get(model, frozenset())
     here = statement_at(tree, line)
-    block = next((b for b in enclosing_blocks(tree) if here in b), None)
+    block = block_of(tree, here)
     if here is None or block is None or not params:
         return ctx
     before = block[: block.index(here)]
@@ -162,7 +162,7 @@ def recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tup
     step_stmt = statement_at(tree, step)
     if step_stmt is None:
         return ()
-    body = next((b for b in enclosing_blocks(tree) if step_stmt in b), None)
+    body = block_of(tree, step_stmt)
     if body is None:
         return ()
     # a function of the file given the model writes its weights (NOTE [Updates that are not steps]): that model

@@ -10,7 +10,7 @@ from ..context import Context
 from ..edits import Edit
 from ..fixes import Fix, Proposal, indent_of
 from ..i18n import T
-from ..source import calls_method, enclosing_blocks, function_of, loop_body_of, method_call, names, statement_at
+from ..source import block_of, calls_method, function_of, loop_body_of, method_call, names, statement_at
 
 __all__ = ["probe_fix"]
 
@@ -33,7 +33,7 @@ def probe_fix(ctx: Context) -> Proposal | None:
     function = function_of(tree, line)
     if function is None or calls_method(function, ("step",)) or not re.search(r"^import torch$", site.source, re.M):
         return None
-    block = next((b for b in enclosing_blocks(function) if st in b), None)
+    block = block_of(function, st)
     if block is None:
         return None
     rest = block[block.index(st) + 1 :]

@@ -15,7 +15,7 @@ from ..context import Context
 from ..evidence import Facts, from_frame, leaves_of
 from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, source_of
 from ..i18n import T, Text
-from ..source import enclosing_blocks, feeding, names, parse, preceding, runs_backward, statement_at
+from ..source import block_of, feeding, names, parse, preceding, runs_backward, statement_at
 from .class_source import class_tree, mentions, methods_of, self_attr
 
 __all__ = ["cached_context", "clear_caches", "module_path"]
@@ -213,7 +213,7 @@ def _backwards_before(ctx: Context) -> list[int]:
     """The one-line backward statements of the failing backward's block that run before it."""
     tree = ctx.site.tree() if ctx.site is not None else None
     st = statement_at(tree, ctx.backward_line) if tree is not None and ctx.backward_line is not None else None
-    block = next((b for b in enclosing_blocks(tree) if st in b), None) if tree is not None and st is not None else None
+    block = block_of(tree, st)
     if block is None or st is None:
         return []
     return [x.lineno for x in block[: block.index(st)] if x.lineno == x.end_lineno and runs_backward(x, grad=False)]

@@ -18,7 +18,7 @@ from ..graph import GraphNode
 from ..i18n import T, Text, join
 from ..location import Location
 from ..rewrite import detached_value, replace_reads
-from ..source import calls_method, enclosing_blocks, loop_body_of, names, statement_at
+from ..source import block_of, calls_method, loop_body_of, names, statement_at
 from .class_source import class_tree, mentions, methods_of, self_attr, sets_attr
 from .module_cache import cached_context, clear_caches, module_path
 from .recurrent_state import recurrent_state, unstated_fix
@@ -456,7 +456,7 @@ def _step_after_backward(ctx: Context) -> int | None:
     site = ctx.site
     tree = site.tree() if site is not None else None
     back = statement_at(tree, ctx.backward_line) if tree is not None and ctx.backward_line is not None else None
-    block = next((b for b in enclosing_blocks(tree) if back in b), []) if tree is not None and back is not None else []
+    block = block_of(tree, back) or []
     later = block[block.index(back) + 1 :] if back in block else []
     step = next(
         (st for st in later if isinstance(st, ast.Expr) and calls_method(st, ("step",)) and st.lineno == st.end_lineno),

@@ -17,7 +17,7 @@ from ..fixes import Fix, Proposal, all_edits, claim, edit_at, indent_of, insert_
 from ..i18n import T
 from ..rewrite import replace_reads
 from ..saved import Write
-from ..source import calls_method, enclosing_blocks, function_of, names, parse, statement_at
+from ..source import block_of, calls_method, function_of, names, parse, statement_at
 
 
 def target_context(ctx: Context, p: Problem, facts: Facts) -> Context | None:
@@ -111,7 +111,7 @@ def _out_of_forward(ctx: Context) -> list[Proposal]:
         return []
     first, last, path, cls, method = found.split(":")
     backward = statement_at(tree, back)
-    block = next((b for b in enclosing_blocks(tree) if backward in b), [])
+    block = block_of(tree, backward) or []
     later = [x for x in block if backward is not None and x.lineno > backward.lineno]
     step = next((x for x in later if calls_method(x, ("step",))), backward)
     if step is None:

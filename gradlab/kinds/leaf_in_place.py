@@ -23,7 +23,7 @@ from ..judge import judged
 from ..loop import Site
 from ..messages import Message
 from ..rewrite import op_display, rewrite_in_place, twin_in_expression
-from ..source import calls_method, enclosing_blocks, function_of, returns_value, runs_backward, statement_at
+from ..source import block_of, calls_method, function_of, returns_value, runs_backward, statement_at
 
 __all__ = ["explain", "locate", "no_grad_fix"]
 
@@ -101,7 +101,7 @@ def no_grad_fix(f: Failure, name: str | None, parameter: bool) -> Proposal | Non
     alias = torch_alias(f.namespace)
     if st is None or alias is None:
         return None
-    block = next((b for b in enclosing_blocks(tree) if st in b), None)
+    block = block_of(tree, st)
     run = [st]
     if block is not None:
         for later in block[block.index(st) + 1 :]:
@@ -397,7 +397,7 @@ def _functional_call(f: Failure, st: ast.stmt, written: torch.Tensor) -> Proposa
     if not isinstance(st, ast.Assign) or len(st.targets) != 1 or not isinstance(st.targets[0], ast.Subscript):
         return None
     holder = st.targets[0].value
-    block = next((b for b in enclosing_blocks(tree) if st in b), None)
+    block = block_of(tree, st)
     if block is None:
         return None
     for later in block[block.index(st) + 1 :]:

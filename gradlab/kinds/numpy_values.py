@@ -17,7 +17,7 @@ from ..explanation import Explanation
 from ..fixes import Fix, Proposal, source_of
 from ..i18n import T, Text
 from ..location import Location
-from ..source import enclosing_blocks, function_of, parse, statement_at
+from ..source import block_of, function_of, parse, statement_at
 from .statement import judged_here, located_here
 
 __all__ = ["numpy_located"]
@@ -168,10 +168,10 @@ def _drawn_from(st: ast.stmt, tree: ast.Module) -> bool:
     """The names ``st`` binds are read only as the arguments of a random draw (``rng.binomial(1, probs)``), in the
     statements after it in its block (NOTE [numpy values that set a random draw])."""
     bound = {t.id for t in _targets(st) if isinstance(t, ast.Name)}
-    block = next((b for b in enclosing_blocks(tree) if any(x is st for x in b)), None)
+    block = block_of(tree, st)
     if not bound or block is None:
         return False
-    rest = block[[id(x) for x in block].index(id(st)) + 1 :]
+    rest = block[block.index(st) + 1 :]
     reads = [n for x in rest for n in ast.walk(x) if isinstance(n, ast.Name) and n.id in bound]
     drawn = {
         id(a)
@@ -233,7 +233,7 @@ def _sibling_terms(f: Failure, st: ast.stmt, tree: ast.Module) -> tuple[Edit, ..
     numpy and whose targets are read by the statement that reads the raising one's (``loss = a + w * b`` of
     ``a = np.sum([...])`` and ``b = np.sum([...])``), each written with torch (NOTE [Terms of one loss reduced
     with numpy])."""
-    block = next((b for b in enclosing_blocks(tree) if any(x is st for x in b)), None)
+    block = block_of(tree, st)
     if block is None or f.location is None:
         return ()
     mine = {n.id for t in _targets(st) for n in ast.walk(t) if isinstance(n, ast.Name)}
