@@ -58,5 +58,12 @@ def sets_attr(st: ast.AST, attr: str) -> bool:
     )
 
 
+def stores_entry(st: ast.AST, attr: str) -> bool:
+    """``st`` is ``self.attr[key] = value``."""
+    return isinstance(st, ast.Assign) and any(
+        isinstance(t, ast.Subscript) and self_attr(t.value, attr) for t in st.targets
+    )
+
+
 def methods_of(node: ast.ClassDef) -> list[ast.FunctionDef]:
     return [f for f in node.body if isinstance(f, ast.FunctionDef)]

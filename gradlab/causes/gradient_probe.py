@@ -10,7 +10,7 @@ from ..context import Context
 from ..edits import Edit
 from ..fixes import Fix, Proposal, indent_of
 from ..i18n import T
-from ..source import block_of, calls_method, function_of, loop_body_of, method_call, names, statement_at
+from ..source import block_of, called_on, calls_method, function_of, loop_body_of, method_call, names, statement_at
 
 __all__ = ["probe_fix"]
 
@@ -37,18 +37,13 @@ def probe_fix(ctx: Context) -> Proposal | None:
     if block is None:
         return None
     rest = block[block.index(st) + 1 :]
-    probed = {
-        n.value.id
-        for x in rest
-        for n in ast.walk(x)
-        if isinstance(n, ast.Attribute) and n.attr == "grad" and isinstance(n.value, ast.Name)
-    }
+    probed = {g for x in rest for n in ast.walk(x) if (g := _grad_of(n)) is not None}
     if len(probed) != 1:
         return None
     x = probed.pop()
     before = block[: block.index(st)]
-    retained = [b for b in before if _only_call(b, x, "retain_grad")]
-    asked = retained or any(_only_call(b, x, "requires_grad_") for b in before)
+    retained = [b for b in before if called_on(b, "retain_grad") == x]
+    asked = retained or any(called_on(b, "requires_grad_") == x for b in before)
     # a probe: the function asks for x's gradient, and clears it or hands back what it computed from it (a training
     # backward that also logs an activation's gradient is neither)
     if not asked or not (any(_clears(r, x) for r in rest) or _returns_from(rest, x)):
@@ -65,7 +60,7 @@ def probe_fix(ctx: Context) -> Proposal | None:
         reads = [n for n in ast.walk(r) if isinstance(n, ast.Attribute) and n.attr == "grad"]
         if not reads:
             continue
-        if r.lineno != r.end_lineno or any(not (isinstance(n.value, ast.Name) and n.value.id == x) for n in reads):
+        if r.lineno != r.end_lineno or any(_grad_of(n) != x for n in reads):
             return None
         if _clears(r, x):  # x.grad = None, x.grad.zero_(): nothing to clear any more
             edits.append(Edit(site.filename, r.lineno, r.lineno, ""))
@@ -98,10 +93,7 @@ def _returns_from(rest: list[ast.stmt], name: str) -> bool:
     """A ``return`` of ``rest`` reads ``name.grad``, or a name bound from a statement that reads it."""
     derived: set[str] = set()
     for st in rest:
-        reads_grad = any(
-            isinstance(n, ast.Attribute) and n.attr == "grad" and isinstance(n.value, ast.Name) and n.value.id == name
-            for n in ast.walk(st)
-        )
+        reads_grad = any(_grad_of(n) == name for n in ast.walk(st))
         if isinstance(st, ast.Return) and st.value is not None:
             return reads_grad or bool(names(st.value, ast.Load) & derived)
         if reads_grad or names(st, ast.Load) & derived:
@@ -109,40 +101,18 @@ def _returns_from(rest: list[ast.stmt], name: str) -> bool:
     return False
 
 
-def _only_call(st: ast.stmt, name: str, method: str) -> bool:
-    """``st`` is ``name.method()`` and nothing else."""
-    call = st.value if isinstance(st, ast.Expr) else None
-    return (
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and call.func.attr == method
-        and isinstance(call.func.value, ast.Name)
-        and call.func.value.id == name
-    )
+def _grad_of(node: ast.AST) -> str | None:
+    """The name whose gradient ``node`` is (``x`` of ``x.grad``), else None."""
+    if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name):
+        return node.value.id
+    return None
 
 
 def _clears(st: ast.stmt, name: str) -> bool:
     """``st`` is ``name.grad = None`` or ``name.grad.zero_()``."""
     if isinstance(st, ast.Assign) and len(st.targets) == 1:
-        t = st.targets[0]
-        return (
-            isinstance(t, ast.Attribute)
-            and t.attr == "grad"
-            and isinstance(t.value, ast.Name)
-            and t.value.id == name
-            and isinstance(st.value, ast.Constant)
-            and st.value.value is None
-        )
-    call = st.value if isinstance(st, ast.Expr) else None
-    return (
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and call.func.attr == "zero_"
-        and isinstance(call.func.value, ast.Attribute)
-        and call.func.value.attr == "grad"
-        and isinstance(call.func.value.value, ast.Name)
-        and call.func.value.value.id == name
-    )
+        return _grad_of(st.targets[0]) == name and isinstance(st.value, ast.Constant) and st.value.value is None
+    return called_on(st, "zero_") == f"{name}.grad"
 
 
 # NOTE [A backward run to read a gradient]

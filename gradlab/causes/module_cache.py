@@ -16,7 +16,7 @@ from ..evidence import Facts, from_frame, leaves_of
 from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, source_of
 from ..i18n import T, Text
 from ..source import block_of, feeding, names, parse, preceding, runs_backward, statement_at
-from .class_source import class_tree, mentions, methods_of, self_attr
+from .class_source import class_tree, mentions, methods_of, self_attr, stores_entry
 
 __all__ = ["cached_context", "clear_caches", "module_path"]
 
@@ -138,8 +138,8 @@ def _updates_entries(cls: type, attr: str) -> bool:
     tree = parse(source_of(found[1])) if found is not None else None
     if found is None or tree is None:
         return True
-    storing = [m for m in methods_of(found[0]) if any(_stores_entry(st, attr) for st in ast.walk(m))]
-    stored = [st.value for m in storing for st in ast.walk(m) if isinstance(st, ast.Assign) and _stores_entry(st, attr)]
+    storing = [m for m in methods_of(found[0]) if any(stores_entry(st, attr) for st in ast.walk(m))]
+    stored = [st.value for m in storing for st in ast.walk(m) if isinstance(st, ast.Assign) and stores_entry(st, attr)]
     if storing and not any(_reads_entry(m, attr) for m in storing) and not any(map(_runs_own_module, stored)):
         return True  # NOTE [A memory written by one method and read by another]
     for st in ast.walk(found[0]):
@@ -157,13 +157,6 @@ def _updates_entries(cls: type, attr: str) -> bool:
     return False
 
 
-def _stores_entry(st: ast.AST, attr: str) -> bool:
-    """``st`` is ``self.attr[key] = value``."""
-    return isinstance(st, ast.Assign) and any(
-        isinstance(t, ast.Subscript) and self_attr(t.value, attr) for t in st.targets
-    )
-
-
 def _memoises(cls: type, attr: str) -> bool:
     """Some method of ``cls`` both reads an entry of ``self.attr`` and stores one: it computes an entry when it is
     missing, so emptying the dict makes the next read compute it again (a dict filled by one method and only read
@@ -172,7 +165,7 @@ def _memoises(cls: type, attr: str) -> bool:
     if found is None:
         return False
     return any(
-        _reads_entry(m, attr) and any(_stores_entry(st, attr) for st in ast.walk(m)) for m in methods_of(found[0])
+        _reads_entry(m, attr) and any(stores_entry(st, attr) for st in ast.walk(m)) for m in methods_of(found[0])
     )
 
 

@@ -15,7 +15,7 @@ from ..evidence import Facts, from_frame
 from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping
 from ..i18n import T, join
 from ..source import enclosing, loop_body_of, names
-from .class_source import class_tree, methods_of, self_attr
+from .class_source import class_tree, methods_of, self_attr, stores_entry
 from .module_state import Kept, kept_state
 
 __all__ = ["kept_on_objects", "object_reset_fixes"]
@@ -101,17 +101,22 @@ def kept_on_objects(base: Context, facts: Facts) -> Context | None:
     )
 
 
+def _methods_called(nodes: list[ast.stmt], name: str) -> set[str]:
+    """The methods of ``name`` that ``nodes`` call (``tracker.update(emb)``: ``update``), and ``"()"`` when they
+    call the object itself (``aligner(x, y)``)."""
+    found = set()
+    for n in (n for node in nodes for n in ast.walk(node)):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
+            if n.func.value.id == name:
+                found.add(n.func.attr)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name:
+            found.add("()")
+    return found
+
+
 def _called_after(body: list[ast.stmt], name: str, line: int) -> bool:
     """A statement of the loop's ``body`` after ``line`` calls a method of ``name`` (``tracker.update(emb)``)."""
-    return any(
-        isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and isinstance(n.func.value, ast.Name)
-        and n.func.value.id == name
-        for st in body
-        if st.lineno > line
-        for n in ast.walk(st)
-    )
+    return bool(_methods_called([st for st in body if st.lineno > line], name) - {"()"})
 
 
 def _storing_called(loops: list[ast.stmt], name: str, cls: type, attrs: tuple[str, ...]) -> bool:
@@ -124,25 +129,11 @@ def _storing_called(loops: list[ast.stmt], name: str, cls: type, attrs: tuple[st
         m.name
         for m in methods_of(found[0])
         for st in ast.walk(m)
-        if isinstance(st, ast.Assign)
-        for t in st.targets
         for a in attrs
-        if self_attr(t, a) or (isinstance(t, ast.Subscript) and self_attr(t.value, a))
+        if (isinstance(st, ast.Assign) and any(self_attr(t, a) for t in st.targets)) or stores_entry(st, a)
     }
-    return any(
-        isinstance(n, ast.Call)
-        and (
-            (
-                isinstance(n.func, ast.Attribute)
-                and isinstance(n.func.value, ast.Name)
-                and n.func.value.id == name
-                and n.func.attr in storing
-            )
-            or (isinstance(n.func, ast.Name) and n.func.id == name and "__call__" in storing)  # aligner(x, y)
-        )
-        for loop in loops
-        for n in ast.walk(loop)
-    )
+    called = _methods_called(loops, name)
+    return bool(called & storing) or ("()" in called and "__call__" in storing)
 
 
 def _holds_graph(value: object) -> bool:

@@ -20,7 +20,7 @@ from ..location import Location
 from ..loop import Site
 from ..recorder import BackwardCall
 from ..rewrite import call_with_keyword, with_keyword
-from ..source import enclosing_blocks, function_of, loop_body_of, parse
+from ..source import calls_method, enclosing_blocks, function_of, loop_body_of, parse
 from .class_source import methods_of, sets_attr
 
 
@@ -276,10 +276,7 @@ def _rebuilt_by_its_method(ctx: Context) -> Proposal | None:
     build = builders[0]
     if len(build.args.args) != 1 or build.args.vararg or build.args.kwonlyargs or build.args.posonlyargs:
         return None
-    if any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == build.name
-        for n in ast.walk(here)
-    ):
+    if calls_method(here, (build.name,)):
         return None
     edit = insert_lines(ctx, line, f"self.{build.name}()")
     if edit is None:
