@@ -62,6 +62,8 @@ def without_inplace_flags(source: str, op: str) -> tuple[tuple[int, int, str], .
 
         >>> without_inplace_flags("a = nn.ReLU(inplace=True)\nb = nn.Tanh()", "relu_")
         ((1, 1, 'a = nn.ReLU()'),)
+        >>> without_inplace_flags("d = nn.Dropout(0.2, inplace=cfg['dropout_inplace'])", "dropout_")
+        ((1, 1, 'd = nn.Dropout(0.2)'),)
         >>> without_inplace_flags("acts = {'l': nn.LeakyReLU(0.2, inplace=True), 'r': nn.ReLU(inplace=True),\n"
         ...                       "        'n': None}", "leaky_relu_")
         ((1, 2, "acts = {'l': nn.LeakyReLU(0.2), 'r': nn.ReLU(inplace=True),\n        'n': None}"),)
@@ -77,7 +79,7 @@ def without_inplace_flags(source: str, op: str) -> tuple[tuple[int, int, str], .
         if isinstance(n, ast.Call)
         and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) in names
         for k in n.keywords
-        if k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+        if k.arg == "inplace" and _may_be_true(k.value)
     ]
     statements = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and not list(blocks(n))]
     out: dict[tuple[int, int], list[ast.keyword]] = {}
@@ -101,6 +103,21 @@ def without_inplace_flags(source: str, op: str) -> tuple[tuple[int, int, str], .
             text[k.lineno - first] = stripped[:-1] + after if comma_before else before + re.sub(r"^\s*,\s*", "", after)
         found.append((first, last, "\n".join(text)))
     return tuple(found)
+
+
+def _may_be_true(flag: ast.expr) -> bool:
+    """``inplace=`` given ``True``, or a value read at run time (``inplace=cfg["act_inplace"]``): NOTE [A flag read
+    from a config]."""
+    if isinstance(flag, ast.Constant):
+        return flag.value is True
+    return isinstance(flag, (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.BoolOp, ast.Compare, ast.IfExp))
+
+
+# NOTE [A flag read from a config]
+# Projects build their blocks from a config: nn.Dropout(p, inplace=cfg["dropout_inplace"]). The flag's value is
+# known only at run time, but the recorded write says it was True for the module that wrote; leaving the keyword
+# out makes that module run out of place, which computes the same values and gradients, whatever the config says.
+# The config entry itself stays: another module may read it, and a keyword left out is the smallest exact edit.
 
 
 def swept_inplace_flags(source: str, op: str) -> tuple[tuple[int, int, str], ...]:

@@ -84,6 +84,12 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     ),
     # NOTE [numpy values that set a random draw]: a gate's keep probabilities converted to numpy only to draw a
     # hard mask with them: detached before .numpy() (the draw carries no gradient in any reading)
+    # NOTE [A soft argmax]: positions decoded by a helper, the loss on them
+    "beam_position_decoded_by_argmax": (
+        "no_grad_fn",
+        ("idx = torch.argmax(bins, dim=1).float()",),
+        (("miss", ("scorer",)),),
+    ),
     "feature_mask_drawn_from_gate": (
         "numpy_requires_grad",
         ("odds = keep.detach().numpy()",),

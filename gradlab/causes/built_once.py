@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from dataclasses import dataclass, replace
 
 import torch
@@ -48,6 +49,7 @@ class _Built:
     keep: str | None  # ``self.eigvecs = eigvecs``: values of __init__'s own the property reads
     value: str  # the property's expression
     after_init: int  # the last line of ``__init__``
+    reads: tuple[tuple[int, str], ...] = ()  # NOTE [A parameter keeps its name]: each read line, rewritten
 
 
 def _parameter_call(node: ast.AST) -> bool:
@@ -162,6 +164,12 @@ def _built(cls: type, attr: str) -> _Built | None:
         value = ast.parse(text, mode="eval").body
         keep = "\n".join(f"self.{k} = {k}" for k in kept)
     indent = " " * init.col_offset
+    reads: tuple[tuple[int, str], ...] = ()
+    if calls and not keep and ast.unparse(call) != ast.unparse(st.value):
+        reads = _applied_where_read(node, init, filename, attr, ast.unparse(st.value), ast.unparse(call))
+    if reads:  # NOTE [A parameter keeps its name]
+        register = f"self.{attr} = {ast.unparse(call)}"
+        value = ast.parse(ast.unparse(st.value).replace(ast.unparse(call), f"self.{attr}", 1), mode="eval").body
     return _Built(
         cls.__name__,
         attr,
@@ -173,7 +181,53 @@ def _built(cls: type, attr: str) -> _Built | None:
         keep,
         ast.unparse(value),
         init.end_lineno or init.lineno,
+        reads,
     )
+
+
+# NOTE [A parameter keeps its name]
+# self.logit_scale = nn.Parameter(torch.ones([]) * math.log(1 / 0.07)).exp() (CLIP's temperature, with the exp
+# taken once): the user named the parameter logit_scale, and a checkpoint of the model the code follows has it
+# under that name. When every read of the attribute is in the class's own methods, the fix registers the
+# parameter under the user's name and applies the function where it is read (self.logit_scale.exp() in forward):
+# the same values, a graph per use, and the state_dict key the user wrote. When the attribute is read elsewhere in
+# the file (matcher.logit_scale in a log line), those reads would see the raw parameter: a property keeps them.
+_READ = r"self\.{attr}\b(?!\s*\()"
+
+
+def _applied_where_read(
+    node: ast.ClassDef, init: ast.FunctionDef, filename: str, attr: str, value: str, call: str
+) -> tuple[tuple[int, str], ...]:
+    """Each line of the class's other methods that reads ``self.<attr>``, with the read replaced by ``value``
+    applied to the registered parameter; empty when the attribute is read outside the class (NOTE [A parameter
+    keeps its name])."""
+    tree = parse(source_of(filename))
+    if tree is None:
+        return ()
+    first, last = node.lineno, node.end_lineno or node.lineno
+    if any(isinstance(n, ast.Attribute) and n.attr == attr and not first <= n.lineno <= last for n in ast.walk(tree)):
+        return ()
+    applied = value.replace(call, f"self.{attr}", 1)
+    parsed = ast.parse(applied, mode="eval").body
+    if not isinstance(parsed, (ast.Call, ast.Attribute, ast.Subscript, ast.Name)):
+        applied = f"({applied})"
+    lines = source_of(filename).splitlines()
+    rows = sorted(
+        {
+            n.lineno
+            for m in methods_of(node)
+            if m is not init
+            for n in ast.walk(m)
+            if isinstance(n, ast.Attribute) and self_attr(n, attr) and n.lineno == (n.end_lineno or n.lineno)
+        }
+    )
+    out = []
+    for row in rows:
+        text, count = re.subn(_READ.format(attr=re.escape(attr)), lambda _m: applied, lines[row - 1])
+        if count == 0:
+            return ()
+        out.append((row, text))
+    return tuple(out)
 
 
 def _module_names(filename: str) -> set[str]:
@@ -280,9 +334,24 @@ def built_once_fixes(ctx: Context) -> list[Proposal]:
     )
     edits = (
         Edit(b.filename, b.start, b.end, "\n".join(inner + r for r in stored.split("\n")) if stored else ""),
-        Edit(b.filename, b.after_init + 1, b.after_init, prop),
+        *(
+            (Edit(b.filename, b.after_init + 1, b.after_init, prop),)
+            if not b.reads
+            else (Edit(b.filename, row, row, text) for row, text in b.reads)
+        ),
     )
     where = Location(b.filename, b.start).where
+    if b.reads:  # NOTE [A parameter keeps its name]
+        summary = T(
+            "register self.{attr} as the parameter itself ({register}) and compute {value} where it is read "
+            "({wheres}), instead of once in its __init__ ({where}): each use then builds its own graph from the "
+            "values the updates wrote, and the parameter keeps your name",
+            attr=b.attr,
+            register=b.register,
+            value=b.value,
+            wheres=", ".join(Location(b.filename, row).where for row, _text in b.reads),
+            where=where,
+        )
     # with the loop's intent known, the trains line is read from it (a loss that reaches models no step uses)
     return [
         replace(
@@ -290,7 +359,9 @@ def built_once_fixes(ctx: Context) -> list[Proposal]:
                 ctx,
                 Fix(
                     keeps_forward=True,
-                    summary=T(
+                    summary=summary
+                    if b.reads
+                    else T(
                         "compute self.{attr} at each access, as a property of {cls} ({value}), instead of once in its "
                         "__init__ ({where}): each use then builds its own graph from the values the updates wrote",
                         attr=b.attr,

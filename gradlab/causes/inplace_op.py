@@ -37,8 +37,8 @@ def _inplace_flags(ctx: Context) -> tuple[tuple[Edit, ...], bool]:
     return tuple(Edit(filename, a, b, new) for a, b, new in found), bool(found) and not keywords
 
 
-def _out_of_place(code: str | None, op: str | None, loc: Location | None = None) -> str | None:
-    rewritten = rewrite_in_place(code, op, _item_containers(loc)) if code and op else None
+def _out_of_place(code: str | None, op: str | None, loc: Location | None = None, item: bool = False) -> str | None:
+    rewritten = rewrite_in_place(code, op, _item_containers(loc), item) if code and op else None
     if rewritten is None and code and op:  # used as a value (y = x * s.exp_()): its twin, in place of it
         rewritten = twin_in_expression(code, op)
     return rewritten
@@ -384,7 +384,8 @@ def _written(ctx: Context, loc: Location | None, code: str | None) -> str | None
 
 
 def in_place_fixes(ctx: Context) -> list[Proposal]:
-    rewritten = _out_of_place(_written(ctx, ctx.write_at, ctx.code), ctx.op, ctx.write_at)
+    item = ctx.write_into_view is False and (ctx.op or "").startswith("__i")  # NOTE [An item rebound, not written]
+    rewritten = _out_of_place(_written(ctx, ctx.write_at, ctx.code), ctx.op, ctx.write_at, item)
     if rewritten and _view_of_kept_base(ctx, rewritten):
         rewritten = None  # NOTE [A write through a view of a kept tensor]
     if rewritten and ctx.extra.get("graph_buffer"):

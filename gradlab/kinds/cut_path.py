@@ -29,6 +29,7 @@ __all__ = [
     "path_cut",
     "positions_call",
     "rebuilds_argument",
+    "soft_argmax",
 ]
 
 
@@ -129,6 +130,8 @@ def positions_call(st: ast.stmt) -> str | None:
         value = value.value
     if not isinstance(value, ast.Call):
         return None
+    if not indexed and not isinstance(target, ast.Tuple):
+        value = _under_casts(value)  # s.argmax(1).view(n, 1, h, w).float(): positions still
     name = ast.unparse(value.func)
     last = name.rsplit(".", 1)[-1]
     if last in _POSITIONS and not indexed and not isinstance(target, ast.Tuple):
@@ -136,6 +139,105 @@ def positions_call(st: ast.stmt) -> str | None:
     if last in _WITH_INDICES and (indexed or second):  # (values, indices): only with a dim, or sort's and topk's
         return f"{name}()"
     return None
+
+
+#: Methods that leave positions positions: a reshape or a cast of integers has no graph either.
+_KEEP_POSITIONS = frozenset(
+    {"view", "reshape", "float", "double", "half", "long", "int", "to", "type", "unsqueeze", "squeeze", "flatten"}
+    | {"contiguous", "clone", "permute", "transpose", "t", "detach", "view_as", "reshape_as", "type_as"}
+)
+
+
+def _under_casts(call: ast.Call) -> ast.Call:
+    """The call under a chain of reshapes and casts (``s.argmax(1)`` in ``s.argmax(1).view(n, h, w).float()``);
+    ``call`` itself when it is no such chain."""
+    inner = call
+    while (
+        isinstance(inner.func, ast.Attribute)
+        and inner.func.attr in _KEEP_POSITIONS
+        and isinstance(inner.func.value, ast.Call)
+    ):
+        inner = inner.func.value
+    return inner
+
+
+# NOTE [A soft argmax]
+# x.argmax(d) has no gradient; its differentiable form is the position expected under a softmax of the scores
+# along d: x.softmax(d).movedim(d, -1) @ torch.arange(x.shape[d]). For two classes that is the probability of the
+# second (a segmenter's foreground mask, what a report on an image-gradient loss over argmax asked for); for more,
+# the mean position (integral regression of a landmark from its heatmap). argmin takes the softmax of -x. It is a
+# different loss: the value is no longer the hard position, and the fix's trains line says so. Written only for
+# an argmax over a constant dim of a name or an attribute (read three times), without keepdim.
+def soft_argmax(line: str, alias: str = "torch") -> str | None:
+    """``line`` with its ``x.argmax(d)`` (or ``argmin``, or ``torch.argmax(x, d)``) replaced by the position
+    expected under a softmax of ``x`` along ``d`` (NOTE [A soft argmax]); None when it has none that can be.
+
+    Example::
+
+        >>> soft_argmax("pred = logits.argmax(1).view(n, 1, h, w).float()")
+        'pred = (logits.softmax(1).movedim(1, -1) @ torch.arange(logits.shape[1], dtype=logits.dtype, device=logits.device)).view(n, 1, h, w).float()'
+        >>> soft_argmax("idx = heat.argmin(dim=-1)")
+        'idx = (heat.neg().softmax(-1).movedim(-1, -1) @ torch.arange(heat.shape[-1], dtype=heat.dtype, device=heat.device))'
+        >>> soft_argmax("idx = heat.flatten(1).argmax(-1)") is None
+        True
+    """
+    try:
+        tree = ast.parse(line.strip())
+    except SyntaxError:
+        return None
+    found = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, (ast.Attribute, ast.Name))
+        and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in ("argmax", "argmin")
+    ]
+    if len(found) != 1:
+        return None
+    call = found[0]
+    func = call.func
+    method = isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id == alias)
+    args = list(call.args)
+    if method:
+        assert isinstance(func, ast.Attribute)
+        scores: ast.expr | None = func.value
+    else:
+        scores = args.pop(0) if args else None
+    dims = [*args, *(k.value for k in call.keywords if k.arg == "dim")]
+    if (
+        scores is None
+        or not isinstance(scores, (ast.Name, ast.Attribute))
+        or len(dims) != 1
+        or any(k.arg not in ("dim", "keepdim") for k in call.keywords)
+        or any(
+            k.arg == "keepdim" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+            for k in call.keywords
+        )
+    ):
+        return None
+    dim = dims[0]
+    if (
+        isinstance(dim, ast.UnaryOp)
+        and isinstance(dim.op, ast.USub)
+        and isinstance(dim.operand, ast.Constant)
+        and isinstance(dim.operand.value, int)
+    ):
+        d = f"-{dim.operand.value}"
+    elif isinstance(dim, ast.Constant) and isinstance(dim.value, int):
+        d = str(dim.value)
+    else:
+        return None
+    x = ast.unparse(scores)
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    probs = f"{x}.neg().softmax({d})" if name == "argmin" else f"{x}.softmax({d})"
+    soft = f"({probs}.movedim({d}, -1) @ {alias}.arange({x}.shape[{d}], dtype={x}.dtype, device={x}.device))"
+    stripped = line.strip()
+    lines = stripped.splitlines()
+    if len(lines) != 1 or call.lineno != 1 or call.end_lineno != 1 or call.end_col_offset is None:
+        return None
+    row = lines[0]
+    new = row[: call.col_offset] + soft + row[call.end_col_offset :]
+    return line[: len(line) - len(line.lstrip())] + new
 
 
 #: Calls that take positions to pick values (their index argument), as a subscript does.

@@ -33,7 +33,7 @@ from ..edits import Edit
 from ..evidence import Failure, backward_line_after, leaves_of, torch_alias
 from ..explanation import Explanation, Span
 from ..fixes import Fix, Proposal, indent_of, replace_line, unwrapped
-from ..i18n import T, Words
+from ..i18n import T, Words, join
 from ..judge import judged
 from ..location import Location, frame_names
 from ..loop import read_site
@@ -51,7 +51,7 @@ from ..source import (
 
 if TYPE_CHECKING:
     from ..recorder import Recorder
-from .cut_path import PathCut, backward_target, path_cut
+from .cut_path import PathCut, backward_target, path_cut, soft_argmax
 from .numpy_round_trip import helper_round_trip_fix, inline_round_trip_fix, inner_round_trip_fix
 from .situations import (
     called_modules,
@@ -604,6 +604,40 @@ def _fixes(f: Failure, cut: PathCut, line: int) -> tuple[Fix, ...]:
                 reach,
                 False,
                 describe=bool(reach),
+            )
+        )
+    soft = (
+        soft_argmax(site.text(cut.positions[0].lineno), alias)
+        if len(cut.positions) == 1 and cut.positions[0].lineno == cut.positions[0].end_lineno
+        else None
+    )
+    if soft is not None:  # NOTE [A soft argmax] in gradlab.kinds.cut_path: a different loss, and it says so
+        st = cut.positions[0]
+        reach = tuple(sorted({m for s_ in cut.statements for m in called_modules(site, s_)}))
+        nearness.append(cut.nearness(-1))
+        proposals.append(
+            Proposal(
+                Fix(
+                    summary=T(
+                        "compute {loss} from a soft argmax of the scores in place of the positions {call} picks (at "
+                        "{where}): the position expected under a softmax of the scores, which keeps a graph (for two "
+                        "classes, the probability of the second)",
+                        loss=loss or T("the loss"),
+                        call=cut.positions_call or "argmax()",
+                        where=Location(site.filename, st.lineno).where,
+                    ),
+                    trains=T(
+                        "{loss} then trains {models}, through the soft argmax: a different loss from the one written, "
+                        "whose positions carry no gradient and trained nothing; its value is the expected position, "
+                        "not the hard one",
+                        loss=loss or T("the loss"),
+                        models=join(list(reach), T(" and ")) if reach else T("what computed the scores"),
+                    ),
+                    keeps_forward=False,
+                    edits=(Edit(site.filename, st.lineno, st.lineno, soft),),
+                ),
+                reach,
+                False,
             )
         )
     if cut.positions:  # NOTE [Positions on the loss's path]: the differentiable form is the user's choice
