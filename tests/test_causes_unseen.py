@@ -22,6 +22,8 @@ pytestmark = pytest.mark.library
 
 # script -> (cause, what each loss trains after the first fix), read from the intended version
 EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
+    # NOTE [An object that takes virtual steps]: a fast-weights adapter built once before the tasks
+    "adapter_object_built_before_tasks": ("carried_state", (("query", ("init",)),)),
     # NOTE [A flag read from a config]: the activation's inplace= comes from a settings object
     "activation_flag_from_settings": ("inplace_op", (("err", ("regressor",)),)),
     # NOTE [An item rebound, not written]: a dict's item added to in place, rebound instead

@@ -79,6 +79,7 @@ from .attached_output import attached_fixes, attached_output_context
 from .built_once import built_once_context
 from .caller_boundary import caller_boundary, caller_boundary_fixes
 from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
+from .carried_steps import restart_from_weights
 from .chained import between_fixes, chained_fixes, modules_given, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
 from .discarded_detach import discarded_detach_fixes, hollow_detach
@@ -737,7 +738,15 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         proposals = untracked_fixes(ctx)
     elif cause == "carried_state":
         proposals = module_state_fixes(ctx) if ctx.kept_attrs else carried_fixes(ctx)
-        proposals = [*reset_every_backward_fixes(ctx), *object_reset_fixes(ctx), *proposals]
+        # the state kept on an object that takes virtual steps: built again at each iteration first (NOTE [An
+        # object that takes virtual steps]; carried_fixes orders it itself)
+        restart = restart_from_weights(ctx) if ctx.kept_attrs else None
+        proposals = [
+            *([restart] if restart is not None else []),
+            *reset_every_backward_fixes(ctx),
+            *object_reset_fixes(ctx),
+            *proposals,
+        ]
     elif cause == "same_loss_twice":
         proposals = twice_fixes(ctx)
     elif cause == "stale_forward":

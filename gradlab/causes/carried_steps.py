@@ -94,11 +94,16 @@ def restart_from_weights(ctx: Context) -> Proposal | None:
         if t in names(st.value, ast.Load) and names(st.value, ast.Load) & grads
     }
     before = preceding(tree, loop.lineno)
-    for name in sorted(rebound):
+    stepped = {  # NOTE [An object that takes virtual steps]
+        name for name in _called_in(body) if _steps_itself(tree, before, name) and name not in rebound
+    }
+    for name in sorted(rebound | stepped):
         made = [st for st in before if isinstance(st, ast.Assign) and name in names(st, ast.Store)]
         if not made:
             continue
         init = made[-1]
+        if name in stepped and any(name in names(st, ast.Store) for st in body):
+            continue  # rebound in the loop: not carried from before it
         copied = {
             ast.unparse(c.func.value)
             for c in ast.walk(init.value)
@@ -137,6 +142,71 @@ def restart_from_weights(ctx: Context) -> Proposal | None:
             ),
         )
     return None
+
+
+# NOTE [An object that takes virtual steps]
+# The copy of the weights may live on an object of the user's: a differentiable optimizer built before the loop
+# from a model's parameters (inner_opt = DifferentiableSGD(classifier.parameters(), step_net)), whose method the
+# loop calls takes autograd.grad of a loss and stores the stepped weights in its own state
+# (group["params"][i] = p - lr * g). Carried to the next iteration, its state holds the graph of the last inner
+# steps, which that iteration's backward freed, and the next episode adapts from the last episode's weights, not
+# the model's. As with a name rebound in the loop, the statement that builds the object moves to the top of the
+# loop's body (higher's innerloop_ctx, entered once per task, does the same). Offered when the object is built once
+# before the loop by a call of a class of the file that reads a model's parameters, the loop calls one of its
+# methods and never rebinds it, and that method stores, on self or on what it read from self, a value computed
+# from the gradients autograd.grad took there.
+def _called_in(body: list[ast.stmt]) -> set[str]:
+    """The names whose methods the statements of ``body`` call (``inner_opt`` in ``inner_opt.step(loss)``)."""
+    return {
+        n.func.value.id
+        for st in body
+        for n in ast.walk(st)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+    }
+
+
+def _steps_itself(tree: ast.Module, before: list[ast.stmt], name: str) -> bool:
+    """``name`` is built before the loop by a class of the file one of whose methods stores a value computed from
+    the gradients autograd.grad took there on self's state (NOTE [An object that takes virtual steps])."""
+    made = [st for st in before if isinstance(st, ast.Assign) and name in names(st, ast.Store)]
+    call = made[-1].value if made else None
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        return False
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == call.func.id), None)
+    if cls is None:
+        return False
+    for fn in cls.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        derived = {
+            t
+            for st in ast.walk(fn)
+            if isinstance(st, ast.Assign) and runs_backward(st.value)
+            for t in names(st, ast.Store)
+        }
+        if not derived:
+            continue
+        own = {"self"}
+        for _ in range(2):  # the gradients through loops over them and the values computed from them
+            for st in ast.walk(fn):
+                if isinstance(st, ast.For) and names(st.iter, ast.Load) & derived:
+                    derived |= names(st.target, ast.Store)
+                elif isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets):
+                    read = names(st.value, ast.Load)
+                    if read & derived:
+                        derived |= names(st, ast.Store)
+                    elif read & own:
+                        own |= names(st, ast.Store)  # group = self.param_groups[0]: self's state
+        for st in ast.walk(fn):
+            if not isinstance(st, ast.Assign) or not names(st.value, ast.Load) & derived:
+                continue
+            for t in st.targets:
+                root = t
+                while isinstance(root, (ast.Subscript, ast.Attribute)):
+                    root = root.value
+                if t is not root and isinstance(root, ast.Name) and root.id in own:
+                    return True
+    return False
 
 
 # NOTE [The next input's forward run before the step]
