@@ -33,7 +33,7 @@ from .i18n import Words, _, _t, ngettext_
 from .kinds import locate, no_graph
 from .location import Location, _library_file, frame_names
 from .loop import Site, read_site
-from .names import NamesLike, ViewKind, modules_in
+from .names import Namer, NamesLike, ViewKind, frame_namer
 from .recorder import Scope, active
 from .render import header, help_lines, html_fixes, more, numbered, op_span, others_line, quote
 from .saved import SavedTensor, Write
@@ -623,9 +623,9 @@ def check_in(
     cut = no_graph_diagnosis(output, recorder, frame)
     if cut is not None:
         return cut
-    if names is None and (scope is None or not scope.namer()):
-        found = modules_in(frame_names(frame))  # no names anywhere: the caller's models name the parameters
-        names = found or None
-    namer = scope.namer(names) if scope is not None else names
+    given = scope.namer(names) if scope is not None else Namer(names) if names is not None else None
+    # no names anywhere: the caller's models; and the modules its plain objects hold (NOTE [The frame's models
+    # name what nothing else does] in gradlab.names)
+    namer = frame_namer(given, frame_names(frame))
     graph = collect(output, namer, tracker=scope)
     return check_graph(graph, tracker=recorder, frame=frame)

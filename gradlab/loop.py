@@ -33,7 +33,6 @@ from __future__ import annotations
 import ast
 import linecache
 import re
-import types
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import CodeType, FrameType
@@ -43,7 +42,7 @@ import torch
 from torch import nn
 
 from .location import frame_names
-from .names import modules_in
+from .names import NOT_HOLDERS, modules_in, modules_on_objects
 from .source import after, leaving, parse
 
 __all__ = [
@@ -226,15 +225,13 @@ def _bare_parameters(
             modules[key] = frozenset((id(value),))
 
 
-_NOT_HOLDERS = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, torch.Tensor)
-
-
 def _held_by_objects(
     namespace: Mapping[str, object], modules: dict[str, frozenset[int]], optimizers: dict[str, frozenset[int]]
 ) -> None:
     """Add the modules and optimizers one level into the frame's plain objects (``self.teacher``,
     ``trainer.t_opt``), locals first; a module already known under another name is not added again."""
-    known = set(modules.values())
+    for name, module in modules_on_objects(namespace, modules.values()).items():
+        modules[name] = frozenset(id(p) for p in module.parameters())
     for key, value in reversed(list(namespace.items())):
         if isinstance(key, str) and not key.startswith("_") and isinstance(value, nn.Module):
             # a model that keeps its own optimizer (``self.optimizer = Adam(self.parameters())``, stepped as
@@ -245,21 +242,14 @@ def _held_by_objects(
                         f"{key}.{attr}", frozenset(id(p) for g in inner.param_groups for p in g["params"])
                     )
             continue
-        if not isinstance(key, str) or key.startswith("_") or isinstance(value, _NOT_HOLDERS):
+        if not isinstance(key, str) or key.startswith("_") or isinstance(value, NOT_HOLDERS):
             continue
         try:
             attrs = list(vars(value).items())
         except TypeError:
             continue
         for attr, inner in attrs:
-            if not isinstance(attr, str) or attr.startswith("_"):
-                continue
-            if isinstance(inner, nn.Module):
-                ids = frozenset(id(p) for p in inner.parameters())
-                if ids and ids not in known:
-                    known.add(ids)
-                    modules[f"{key}.{attr}"] = ids
-            elif isinstance(inner, torch.optim.Optimizer):
+            if isinstance(attr, str) and not attr.startswith("_") and isinstance(inner, torch.optim.Optimizer):
                 optimizers.setdefault(
                     f"{key}.{attr}", frozenset(id(p) for g in inner.param_groups for p in g["params"])
                 )

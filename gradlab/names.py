@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
+import types
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -13,7 +14,17 @@ from torch import nn
 
 from .i18n import T, Text, Words
 
-__all__ = ["NamesLike", "Namer", "Name", "ViewKind", "modules_in", "held_models", "framework_backward"]
+__all__ = [
+    "NamesLike",
+    "Namer",
+    "Name",
+    "ViewKind",
+    "modules_in",
+    "modules_on_objects",
+    "frame_namer",
+    "held_models",
+    "framework_backward",
+]
 
 #: How a named tensor's view relates to it: itself (None), a view, or the transpose of a 2-d tensor.
 ViewKind = Literal[None, "view", "transposed"]
@@ -50,6 +61,63 @@ def modules_in(namespace: Mapping[str, object]) -> dict[str, nn.Module]:
             else:
                 found[k] = v
     return found
+
+
+#: Values that are no plain object holding models: nothing of theirs is named.
+NOT_HOLDERS = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, torch.Tensor)
+
+
+def modules_on_objects(namespace: Mapping[str, object], known: Iterable[frozenset[int]] = ()) -> dict[str, nn.Module]:
+    """The modules one level into the plain objects of ``namespace`` (``self.hint_proj`` when ``self`` is a trainer
+    that is no module), by dotted name, locals first; a module whose parameters are ``known`` (named already, by
+    their ids) or were found under another name, or that has none, is left out.
+
+    Example::
+
+        >>> class Trainer:
+        ...     def __init__(self) -> None:
+        ...         self.head = torch.nn.Linear(2, 1)
+        >>> sorted(modules_on_objects({"self": Trainer(), "k": 3}))
+        ['self.head']
+    """
+    seen = set(known)
+    found: dict[str, nn.Module] = {}
+    for key, value in reversed(list(namespace.items())):
+        if not isinstance(key, str) or key.startswith("_") or isinstance(value, (nn.Module, *NOT_HOLDERS)):
+            continue
+        try:
+            attrs = list(vars(value).items())
+        except TypeError:
+            continue
+        for attr, inner in attrs:
+            if isinstance(attr, str) and not attr.startswith("_") and isinstance(inner, nn.Module):
+                ids = frozenset(id(p) for p in inner.parameters())
+                if ids and ids not in seen:
+                    seen.add(ids)
+                    found[f"{key}.{attr}"] = inner
+    return found
+
+
+def frame_namer(namer: Namer | None, namespace: Mapping[str, object]) -> Namer | None:
+    """``namer`` with the models of a frame added where they name parameters it does not (NOTE [The frame's
+    models name what nothing else does]): the frame's models when ``namer`` names nothing, and the modules the
+    frame's plain objects hold (``self.adapters`` in a trainer's method); ``namer`` itself when nothing is added."""
+    found = modules_in(namespace) if not namer else {}
+    named = {id(t) for _n, t in namer.named()} if namer else set()
+    named |= {id(p) for m in found.values() for p in m.parameters()}
+    held = modules_on_objects(namespace)
+    found.update((k, m) for k, m in held.items() if not any(id(p) in named for p in m.parameters()))
+    if not found:
+        return namer
+    return Namer(found, fallback=namer or None)
+
+
+# NOTE [The frame's models name what nothing else does]
+# A failure's note and gradlab.check() name parameters alike: by names= or the tracker's names, else by the failing
+# frame's models. A module a plain object of the frame holds (a matcher's self.adapters, no nn.Module itself, or a
+# trainer's probe) was named by neither, so a loss's reach left it out and a fix's claims said the loss trained
+# less than it does. Its parameters are named by the object's name in the frame, one level in, when no other name
+# reaches them; the loop's optimizers read the same modules (gradlab.loop), so a claim and the loop's intent meet.
 
 
 # NOTE [Models held by a LightningModule]

@@ -22,7 +22,7 @@ from .cuts import Views
 from .events import Event, EventKind
 from .i18n import _, _t
 from .location import Location, frame_names, user_frame
-from .names import NamesLike, modules_in
+from .names import NamesLike, frame_namer, modules_in
 from .notices import diagnosis_failed, prefixed, warn_once
 from .recorder import BackwardCall, Recorder, Scope
 
@@ -273,10 +273,8 @@ class Tracker(Scope):
         from .graph import collect_nodes
 
         namer = self.namer()
-        if not namer and frame is not None:
-            # no names= given: the models of the failing frame name the parameters (what the advice speaks of)
-            found = modules_in(frame_names(frame))
-            namer = self.namer(found) if found else namer
+        if frame is not None:  # NOTE [The frame's models name what nothing else does] in gradlab.names
+            namer = frame_namer(namer, frame_names(frame)) or namer
         graph = collect_nodes(roots, namer, tracker=self)
         return check_graph(graph, failing=call, tracker=recorder, frame=frame, raised=raised)
 

@@ -22,14 +22,17 @@ pytestmark = pytest.mark.library
 
 # script -> (cause, what each loss trains after the first fix), read from the intended version
 EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
+    # NOTE [A stack of layers is no recurrence]: a loss per stage, backwarded as the stages run; the adapters,
+    # held by a matcher object that is no module, are named (self.adapters) and claimed
+    "adapters_on_plain_matcher": ("carried_state", (("match", ("self.adapters", "stages")),)),
     # NOTE [An object that takes virtual steps]: a fast-weights adapter built once before the tasks
     "adapter_object_built_before_tasks": ("carried_state", (("query", ("init",)),)),
     # NOTE [A flag read from a config]: the activation's inplace= comes from a settings object
     "activation_flag_from_settings": ("inplace_op", (("err", ("regressor",)),)),
     # NOTE [An item rebound, not written]: a dict's item added to in place, rebound instead
     "pyramid_levels_added_in_dict": ("inplace_op", (("fit", ("pyramid",)),)),
-    # NOTE [A parameter keeps its name]: softplus taken once in __init__, read by two methods
-    "kernel_bandwidth_softplus_once": ("stale_forward", (("loss", ("smoother",)),)),
+    # NOTE [A parameter keeps its name]: a normalisation taken once in __init__, read by two methods
+    "anchors_normalised_once": ("stale_forward", (("loss", ("smoother",)),)),
     # the inner loop in a helper function, `-=` instead of `.sub_`: the edit lands in the helper
     "meta_helper_isub": ("fast_weights_in_place", (("query_loss", ("hidden", "readout")),)),
     # a while loop over an iterator, a model class, a scheduler after the backward
@@ -1229,19 +1232,29 @@ def test_a_part_an_optimizer_of_the_caller_steps_is_not_detached_where_it_is_mad
 
 
 def test_a_parameter_made_inline_keeps_its_name_unless_it_is_read_outside_its_class(tmp_path: Path) -> None:
-    # NOTE [A parameter keeps its name]: every read of self.bandwidth is in the class, so the parameter is
-    # registered under the user's name and the softplus goes where it is read; read outside the class too (a log
-    # line), the property keeps that read's value, with the parameter under a name of its own
-    path = CAUSES / "kernel_bandwidth_softplus_once.py"
+    # NOTE [A parameter keeps its name]: every read of self.anchors is in the class, and F.normalize has no
+    # conventional inverse name, so the parameter is registered under the user's name and the normalisation goes
+    # where it is read; read outside the class too (a log line), the property keeps that read's value, with the
+    # parameter under a name of its own; a function with such a name (softplus: raw_) keeps the property too
+    path = CAUSES / "anchors_normalised_once.py"
     error, _ = _run(path.read_text(), str(path))
     assert error is not None
     inside = gradlab.last_diagnosis(error).fixes[0]
-    assert inside.code is not None and "self.bandwidth = nn.Parameter(torch.zeros(features))" in inside.code
-    assert "@property" not in inside.code and "/ F.softplus(self.bandwidth)" in inside.code, inside.code
+    assert inside.code is not None and "self.anchors = nn.Parameter(torch.randn(anchors, features))" in inside.code
+    assert "@property" not in inside.code and "@ F.normalize(self.anchors, dim=1).t()" in inside.code, inside.code
     logged = variant_diagnosis(
         path,
-        tmp_path / "kernel_bandwidth_logged.py",
-        ("    optimiser.step()\n", "    optimiser.step()\n    width = smoother.bandwidth.detach().mean()\n"),
+        tmp_path / "anchors_logged.py",
+        ("    optimiser.step()\n", "    optimiser.step()\n    spread = smoother.anchors.detach().std()\n"),
     ).fixes[0]
     assert logged.code is not None and "@property" in logged.code, logged.code
-    assert "self.bandwidth = nn.Parameter" not in logged.code
+    assert "self.anchors = nn.Parameter" not in logged.code
+    softplus = variant_diagnosis(
+        path,
+        tmp_path / "anchors_softplus.py",
+        (
+            "F.normalize(nn.Parameter(torch.randn(anchors, features)), dim=1)",
+            "F.softplus(nn.Parameter(torch.randn(anchors, features)))",
+        ),
+    ).fixes[0]
+    assert softplus.code is not None and "self.raw_anchors = nn.Parameter" in softplus.code, softplus.code

@@ -165,7 +165,7 @@ def _built(cls: type, attr: str) -> _Built | None:
         keep = "\n".join(f"self.{k} = {k}" for k in kept)
     indent = " " * init.col_offset
     reads: tuple[tuple[int, str], ...] = ()
-    if calls and not keep and ast.unparse(call) != ast.unparse(st.value):
+    if calls and not keep and register == f"self.{attr}_param = {ast.unparse(call)}":  # no conventional name
         reads = _applied_where_read(node, init, filename, attr, ast.unparse(st.value), ast.unparse(call))
     if reads:  # NOTE [A parameter keeps its name]
         register = f"self.{attr} = {ast.unparse(call)}"
@@ -190,8 +190,11 @@ def _built(cls: type, attr: str) -> _Built | None:
 # taken once): the user named the parameter logit_scale, and a checkpoint of the model the code follows has it
 # under that name. When every read of the attribute is in the class's own methods, the fix registers the
 # parameter under the user's name and applies the function where it is read (self.logit_scale.exp() in forward):
-# the same values, a graph per use, and the state_dict key the user wrote. When the attribute is read elsewhere in
-# the file (matcher.logit_scale in a log line), those reads would see the raw parameter: a property keeps them.
+# the same values, a graph per use, and the state_dict key the user wrote. Only where the function has no
+# conventional inverse name: torch.exp(nn.Parameter(...)) stored as self.width registers log_width, the name such
+# code gives it, and a property keeps every read; only the invented name (width_param) gives way to the user's.
+# When the attribute is read elsewhere in the file (matcher.logit_scale in a log line), those reads would see the
+# raw parameter: a property keeps them.
 _READ = r"self\.{attr}\b(?!\s*\()"
 
 

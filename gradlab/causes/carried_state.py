@@ -96,7 +96,7 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
         return replace(
             base,
             # passed into a module call on its own line or another of the body (a refiner reads the pose it updates)
-            recurrent=(st is not None and _recurrent(st, carried, facts.namespace))
+            recurrent=(st is not None and _recurrent(st, carried, facts.namespace, tree))
             or _passed_to_module(facts, carried),
             carried=carried[-1],
             carried_all=tuple(carried),
@@ -179,7 +179,7 @@ def _carried(base: Context, graph: Graph, topo: Topology, facts: Facts) -> Conte
             )
             return replace(
                 base,
-                recurrent=isinstance(st, ast.Assign) and _recurrent(st, carried, facts.namespace),
+                recurrent=isinstance(st, ast.Assign) and _recurrent(st, carried, facts.namespace, tree),
                 carried=carried[-1],
                 carried_all=tuple(carried),
                 carried_kind=kind,
@@ -339,7 +339,7 @@ def _passed_to_module(facts: Facts, carried: Iterable[str]) -> bool:
     site = facts.site
     tree = site.tree() if site is not None else None
     body = loop_body_of(tree, facts.backward_line) if tree is not None and facts.backward_line else None
-    return any(_recurrent(st, carried, facts.namespace) for st in body or [])
+    return any(_recurrent(st, carried, facts.namespace, tree) for st in body or [])
 
 
 # NOTE [A state carried across statements]
@@ -559,16 +559,36 @@ def _read_after_store(facts: Facts, attr: str, loss: str | None) -> str | None:
 # target's): the values carry over, this iteration's gradient is kept, the graph of the last one is released.
 
 
-def _recurrent(st: ast.stmt, carried: Iterable[str], namespace: Mapping[str, Any]) -> bool:
-    """``st`` passes the carried state into a module call and assigns it back (``out, h = rnn(x, h)``)."""
-    names = set(carried)
+def _recurrent(
+    st: ast.stmt, carried: Iterable[str], namespace: Mapping[str, Any], tree: ast.Module | None = None
+) -> bool:
+    """``st`` passes the carried state into a module call and assigns it back (``out, h = rnn(x, h)``); not into
+    a module the loop takes anew at each iteration (NOTE [A stack of layers is no recurrence])."""
+    wanted = set(carried)
+    loop = loop_around(tree, st.lineno) if tree is not None else None
+    varying = names(loop.target, ast.Store) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
     for n in ast.walk(st):
         if not isinstance(n, ast.Call) or not isinstance(resolve_name(n.func, namespace), torch.nn.Module):
             continue
+        func = n.func
+        if (isinstance(func, ast.Name) and func.id in varying) or (
+            isinstance(func, ast.Subscript) and names(func.slice, ast.Load) & varying
+        ):
+            continue  # this iteration's layer (for layer in self.layers: h = layer(h)), not one cell again
         passed = [*n.args, *(k.value for k in n.keywords)]  # ``model(x, M_Z=M_Z)`` passes it too
-        if any(isinstance(a, ast.Name) and a.id in names for arg in passed for a in ast.walk(arg)):
+        if any(isinstance(a, ast.Name) and a.id in wanted for arg in passed for a in ast.walk(arg)):
             return True
     return False
+
+
+# NOTE [A stack of layers is no recurrence]
+# A state passed into a module call and assigned back (h = cell(x, h)) reads as a recurrence, whose carried state
+# a detach truncates (truncated backpropagation through time). But a loop that takes another module at each
+# iteration (for stage in self.stages: h = stage(h), or self.layers[i](h)) runs a stack of layers, and each
+# stage's loss backwarded inside it (layer-wise hints, deep supervision) is meant to train every stage below it:
+# no truncation. So a call to the loop's own variable, or to a module indexed by it, is no recurrence, and the
+# fixes read the state as carried within one step (retain_graph, the gradient of the losses' sum) when no step
+# runs between the backward calls.
 
 
 def _detach_state(ctx: Context) -> str | None:

@@ -1,5 +1,5 @@
-"""A kernel smoother learns one bandwidth per input feature, kept positive by a softplus; the softplus is taken
-once, in the constructor, and both the weights and the bias term read the result."""
+"""A kernel smoother scores inputs against learned anchor directions, normalised to unit length; the normalisation
+is taken once, in the constructor, and both the weights and a spread penalty read the result."""
 
 import torch
 import torch.nn.functional as F
@@ -11,16 +11,15 @@ torch.manual_seed(4)
 class KernelSmoother(nn.Module):
     def __init__(self, features: int, anchors: int) -> None:
         super().__init__()
-        self.anchors = nn.Parameter(torch.randn(anchors, features))
+        self.anchors = F.normalize(nn.Parameter(torch.randn(anchors, features)), dim=1)
         self.values = nn.Parameter(torch.zeros(anchors))
-        self.bandwidth = F.softplus(nn.Parameter(torch.zeros(features)))
 
     def weights(self, x: torch.Tensor) -> torch.Tensor:
-        gap = (x[:, None, :] - self.anchors[None]) / self.bandwidth
-        return torch.softmax(-(gap**2).sum(-1), dim=1)
+        return torch.softmax(4.0 * F.normalize(x, dim=1) @ self.anchors.t(), dim=1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.weights(x) @ self.values + 0.1 * self.bandwidth.log().sum()
+        spread = (self.anchors @ self.anchors.t()).pow(2).mean()
+        return self.weights(x) @ self.values + 0.1 * spread
 
 
 smoother = KernelSmoother(3, 10)
