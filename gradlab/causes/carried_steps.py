@@ -222,21 +222,6 @@ def _steps_itself(tree: ast.Module, before: list[ast.stmt], name: str) -> bool:
 # there rebinds what it reads; first when the carried value goes into a model's call (an input
 # of the next forward), else after the detach (a value the loss compares against may be meant
 # as a constant).
-
-
-# NOTE [The next input's forward run before the step]
-# A loop may compute, before its optimizer step, the features of the input the next iteration
-# works on (an agent's next observation encoded for the next action: state = encode(next_obs)),
-# and carry them into the next iteration, whose loss trains through them. The step then rewrites
-# the weights that forward saved (or its backward freed the graph), and the next backward fails.
-# The value does not read its own earlier value (not a recurrent state: nothing to truncate), so
-# its forward can run after the step instead: the statements that compute it, and those that
-# derive from it before the step, move to right after the statement that holds the step. The
-# next iteration then reads a forward of the weights as they are, and its loss trains through it,
-# as it meant to. Offered when nothing that stays before the step reads what moves and nothing
-# there rebinds what it reads; first when the carried value goes into a model's call (an input
-# of the next forward), else after the detach (a value the loss compares against may be meant
-# as a constant).
 def into_model(ctx: Context) -> bool:
     """The loop passes the carried value into a call of a model an optimizer steps, or of its method
     (``policy.act(state)``): an input of the next forward, not a target a criterion compares against."""
