@@ -53,19 +53,6 @@ __all__ = [
 # the top of the loop's body. Offered, first, when the carried name is bound once before the loop by a statement
 # that reads a model's parameters (parameters(), named_parameters(), state_dict()) and the loop's body rebinds
 # it from itself and such a gradient (an EMA of the weights, blended with them, is a memory, not this).
-
-
-# NOTE [A copy of the weights carried across iterations]
-# Meta-learning code may copy a model's weights before its loop (meta_weights = {n: p.detach().clone()
-# .requires_grad_() for n, p in model.named_parameters()}), take a virtual step on the copy inside the loop
-# (meta_weights = {n: w - lr * g ...}, reading the copy itself and a gradient autograd.grad took in the body)
-# and step the real model too. Carried to the next
-# iteration, the copy keeps the graph of the last virtual step, which that iteration's backward freed, and it has
-# stopped following the weights the optimizer steps. The copy is meant to start from the model at every
-# iteration, as the first one did (Meta-Weight-Net, learning-to-reweight): the statement that makes it moves to
-# the top of the loop's body. Offered, first, when the carried name is bound once before the loop by a statement
-# that reads a model's parameters (parameters(), named_parameters(), state_dict()) and the loop's body rebinds
-# it from itself and such a gradient (an EMA of the weights, blended with them, is a memory, not this).
 _WEIGHTS = frozenset({"parameters", "named_parameters", "state_dict"})
 
 
@@ -301,17 +288,6 @@ def forward_after_step(ctx: Context) -> Proposal | None:
         keeps_forward=False,
     )
     return keeping(ctx, fix)
-
-
-# NOTE [A step inside a window of truncated backpropagation]
-# A loop that detaches its carried state only under a condition (``if end_of_window:
-# state = state.detach()``) backpropagates each loss through every iteration since the last
-# detach: truncated backpropagation through time over windows, with ``retain_graph`` inside a
-# window. An optimizer step at every iteration rewrites the weights the window's graph saved,
-# and the next backward inside the window finds them changed. The code's own window says where
-# the step belongs: under that condition, where the graph is released, with the window's
-# gradients accumulated until then (the statements from the backward to the step, and the
-# zero_grad, moved there: step, then zero). Offered first, since the code wrote the window.
 
 
 # NOTE [A step inside a window of truncated backpropagation]
