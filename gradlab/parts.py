@@ -12,7 +12,7 @@ from .evidence import Facts, Problem, freeing_call, roots_of, saved_line, sequen
 from .graph import Graph, walk
 from .location import Location
 from .loop import LoopIntent
-from .source import loop_body_of, parse
+from .source import function_of, loop_body_of, parse
 
 __all__ = ["made_apart", "made_apart_also", "made_outside"]
 
@@ -37,6 +37,10 @@ def made_apart(
     # the frame's optimizers, and every one the tracker saw step (a critic's optimizer in the caller's loop)
     stepped = facts.tracker.optimizers.held() if facts.tracker is not None else frozenset()
     held = everything = frozenset().union(*site.optimizers.values(), stepped)
+    # and those of the loop that calls the frame's function whose step follows the call with no zero_grad() between:
+    # an encoder's optimizer stepped after the updates the loop calls steps on the losses they backward, which may
+    # not have stepped yet (NOTE [A part no optimizer steps])
+    caller = _stepped_after_call(facts)
     call, failing = freeing_call(p, facts), facts.failing
     # the failing backward's line; check() runs before it: the backward it checks for
     failing_at = (
@@ -53,6 +57,7 @@ def made_apart(
         stepping = [site.optimizers.get(plan.optimizer) for plan in intent.plans if plan.steps]
         if all(ids is not None for ids in stepping):
             held = frozenset().union(*(ids for ids in stepping if ids is not None))
+    held |= caller
     roots = roots_of(facts, loss)
     at = saved_line(graph, [node_id])
     if at is None:
@@ -75,6 +80,33 @@ def made_apart(
                 return None  # a parameter an optimizer steps, or an input whose .grad the code may read
             other = other or (leaf is not None and id(leaf) in everything)  # held by an optimizer of other losses
     return (at, other) if found else None
+
+
+def _stepped_after_call(facts: Facts) -> frozenset[int]:
+    """The parameters of the caller loop's optimizers whose ``step()`` comes after the line that calls the failing
+    function, before any ``zero_grad()`` of theirs: they step on the gradients that function's backward leaves."""
+    loop = facts.caller_loop
+    tree = loop.site.tree() if loop is not None else None
+    fn = function_of(tree, loop.line) if loop is not None and tree is not None else None
+    if loop is None or fn is None:
+        return frozenset()
+    calls = sorted(
+        (n.lineno, n.func.attr, ast.unparse(n.func.value))
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("step", "zero_grad")
+        and n.lineno > loop.line
+    )
+    found: set[int] = set()
+    done: set[str] = set()
+    for _line, what, name in calls:
+        if name in done or name not in loop.site.optimizers:
+            continue
+        done.add(name)
+        if what == "step":
+            found |= loop.site.optimizers[name]
+    return frozenset(found)
 
 
 def made_apart_also(
@@ -205,3 +237,7 @@ def made_outside(
 # reads the tensor (self.fake_clean.detach() in the critic's loss), when that read
 # is one expression of the frame whose value holds the freed node. A value a method
 # stores (a bank's refresh from a teacher's features) is detached where it is made.
+# "Held" counts the optimizers of the loop that calls the failing function too, when
+# their step follows that call with no zero_grad() of theirs between (a shared
+# encoder's optimizer, stepped after the agents' updates it calls, steps on their
+# losses before any step of it ran: the tracker has not seen it step yet).

@@ -27,6 +27,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "adapters_on_plain_matcher": ("carried_state", (("match", ("self.adapters", "stages")),)),
     # NOTE [An object that takes virtual steps]: a fast-weights adapter built once before the tasks
     "adapter_object_built_before_tasks": ("carried_state", (("query", ("init",)),)),
+    # NOTE [A write through a view of a kept tensor]: a slice rebinding its own name (vecs = vecs[:, -k:]) keeps
+    # nothing of the whole tensor, so the out-of-place form applies
+    "topk_slice_scaled_in_place": ("inplace_op", (("fit", ("head", "pool")),)),
     # NOTE [A flag read from a config]: the activation's inplace= comes from a settings object
     "activation_flag_from_settings": ("inplace_op", (("err", ("regressor",)),)),
     # NOTE [An item rebound, not written]: a dict's item added to in place, rebound instead
@@ -1258,3 +1261,24 @@ def test_a_parameter_made_inline_keeps_its_name_unless_it_is_read_outside_its_cl
         ),
     ).fixes[0]
     assert softplus.code is not None and "self.raw_anchors = nn.Parameter" in softplus.code, softplus.code
+
+
+def test_a_value_the_loop_hands_to_two_updates_keeps_its_graph(tmp_path: Path) -> None:
+    # NOTE [A value the caller's loop hands to several updates]: the trunk's output goes to two heads' update
+    # methods, each backwarding its own loss; the trunk's optimizer, in the caller's loop, steps after both. The
+    # first fix keeps the graph at the update's backward, and the patched run trains as the intended one; no fix
+    # says the trunk's parameters are held by no optimizer (the caller's optimizer holds them)
+    path = CAUSES / "encoder_output_handed_to_two_heads.py"
+    error, _ = _run(path.read_text(), str(path))
+    assert error is not None
+    fixes = gradlab.last_diagnosis(error).fixes
+    first = fixes[0]
+    assert [e.text.strip() for e in first.edits] == ["err.backward(retain_graph=True)"], first.lines()
+    assert dict(first.claims) == {"err": ("self.layer", "trunk")}
+    assert not any("no optimizer" in f.summary for f in fixes), [f.summary for f in fixes]
+    patched = tmp_path / "heads_patched.py"
+    patched.write_text(apply_edits(path.read_text(), first.edits))
+    again, steps = _run(patched.read_text(), str(patched))
+    intended = CAUSES / "encoder_output_handed_to_two_heads_intended.py"
+    _, want = _run(intended.read_text(), str(intended))
+    assert again is None and steps and _same(steps, want)

@@ -77,7 +77,7 @@ from .api_cache import (
 )
 from .attached_output import attached_fixes, attached_output_context
 from .built_once import built_once_context
-from .caller_boundary import caller_boundary, caller_boundary_fixes
+from .caller_boundary import caller_boundary, caller_boundary_fixes, handed_to_several, several_calls_fixes
 from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
 from .carried_steps import restart_from_weights
 from .chained import between_fixes, chained_fixes, modules_given, recompute_lines, step_context
@@ -525,8 +525,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         # it, and no step comes between: the step that uses the failing loss's gradient uses its gradient too,
         # through the part they share
         ctx = replace(ctx, other_claims=(*ctx.other_claims, (ctx.earlier, freed_models)))
-    # NOTE [A value formed in the caller's loop from a model stepped there]
-    return "shared_graph_freed", caller_boundary(ctx, facts, call) or ctx
+    # NOTE [A value the caller's loop hands to several updates], NOTE [A value formed in the caller's loop from a
+    # model stepped there]
+    return "shared_graph_freed", handed_to_several(ctx, facts, call) or caller_boundary(ctx, facts, call) or ctx
 
 
 def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, str, bool], ...]:
@@ -731,7 +732,12 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     elif cause == "shared_graph_freed":
         proposals = between_fixes(ctx, True) if ctx.judge else chained_fixes(ctx, True)
         probe = probe_fix(ctx)  # NOTE [A backward run to read a gradient]
-        proposals = [*([probe] if probe is not None else []), *caller_boundary_fixes(ctx), *proposals]
+        proposals = [
+            *([probe] if probe is not None else []),
+            *several_calls_fixes(ctx),
+            *caller_boundary_fixes(ctx),
+            *proposals,
+        ]
     elif cause == "inplace_op":
         proposals = in_place_fixes(ctx)
     elif cause == "untracked_write":

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ..context import Context
 from ..evidence import Facts, receiver
-from ..fixes import Fix, Proposal, edit_at
+from ..fixes import Fix, Proposal, backward_with, edit_at
 from ..i18n import T, join
 from ..location import Location
 from ..loop import Site
@@ -16,7 +16,7 @@ from ..recorder import BackwardCall
 from ..rewrite import detached_value
 from ..source import block_of, calls_method, loop_around, names, statement_at
 
-__all__ = ["caller_boundary", "caller_boundary_fixes"]
+__all__ = ["caller_boundary", "caller_boundary_fixes", "handed_to_several", "several_calls_fixes"]
 
 
 def caller_boundary(base: Context, facts: Facts, call: BackwardCall | None) -> Context | None:
@@ -138,3 +138,91 @@ def caller_boundary_fixes(ctx: Context) -> list[Proposal]:
 # is the loop's own training: the policy's gradient for the critics would land after their step and be cleared by
 # their next zero_grad, so the critics learn from their own loss only, and the policy from its loss. Only for one
 # such statement, a name holding a tensor now.
+
+
+# NOTE [A value the caller's loop hands to several updates]
+# Two agents share an encoder: the loop computes its output once (ring_code = encoder(state)) and hands it to each
+# agent's update method, which backwards the agent's own loss and steps the agent's optimizer; the encoder's
+# optimizer steps after both calls. The second call's backward goes through the encoder's graph, which the first
+# call's backward freed. The loop asks for the encoder to learn from both losses (its step follows both backward
+# calls, so their gradients add up in its .grad) and each agent from its own loss: keeping the graph at the update's
+# backward (retain_graph=True) gives exactly that, as the sum of the losses backwarded once would. Offered first
+# when the freeing backward and the failing one are the same line of the function, run by two calls of the
+# caller's loop that pass it the same tensor with a graph, and no step between them writes a parameter below that
+# tensor (then the second backward would read weights the step rewrote). The graph is kept until the last call's
+# backward frees it with the value.
+def handed_to_several(base: Context, facts: Facts, call: BackwardCall | None) -> Context | None:
+    """The tensor with a graph that the caller's loop passes to two calls of the failing function, whose backward
+    line freed its graph at the first call (NOTE [A value the caller's loop hands to several updates]);
+    ``ctx.extra["handed"]`` its name, and the caller's models below it."""
+    loop, site, failing, tracker = facts.caller_loop, facts.site, facts.failing, facts.tracker
+    at = call.location if call is not None else None
+    now = failing.location if failing is not None else None
+    if loop is None or site is None or at is None or now is None or tracker is None or call is None:
+        return None
+    if (at.filename, at.lineno) != (now.filename, now.lineno) or not at.callers or not now.callers:
+        return None
+    first, second = at.callers[0], now.callers[0]
+    outer = loop.site
+    tree = outer.tree()
+    if tree is None or first.filename != outer.filename or second.filename != outer.filename or first == second:
+        return None
+    around = loop_around(tree, second.lineno)
+    if around is None or not around.lineno < first.lineno < second.lineno <= (around.end_lineno or around.lineno):
+        return None
+    passed = [statement_at(tree, line) for line in (first.lineno, second.lineno)]
+    if any(st is None for st in passed):
+        return None
+    given = [
+        {a.id for c in ast.walk(st) if isinstance(c, ast.Call) for a in c.args if isinstance(a, ast.Name)}
+        for st in passed
+        if st is not None
+    ]
+    shared = sorted(n for n in given[0] & given[1] if loop.graphs.get(n) == "tensor" and loop.leaves.get(n))
+    if len(shared) != 1:
+        return None
+    name = shared[0]
+    below = loop.leaves[name]
+    end = failing.index if failing is not None else None
+    for step in tracker.optimizer_calls:
+        if (
+            step.kind == "step"
+            and call.index < step.after
+            and (end is None or step.after <= end)
+            and step.params & below
+        ):
+            return None  # a step between rewrote a weight below the value: the second backward would read it stale
+    models = tuple(sorted(m for m, ids in outer.modules.items() if ids & below))
+    extra = {**base.extra, "handed": name, "handed_models": ",".join(models), "handed_at": str(second.lineno)}
+    return replace(base, extra=extra)
+
+
+def several_calls_fixes(ctx: Context) -> list[Proposal]:
+    """retain_graph=True at the failing function's backward (:func:`handed_to_several`)."""
+    name = ctx.extra.get("handed")
+    if not name or ctx.backward_line is None:
+        return []
+    edit = backward_with(ctx, ctx.backward_line, "retain_graph=True")
+    if edit is None:
+        return []
+    below = tuple(m for m in ctx.extra.get("handed_models", "").split(",") if m)
+    mine = tuple(sorted(set(ctx.reach) - set(below)))
+    reach = (*mine, *below)
+    fix = Fix(
+        summary=T(
+            "keep the graph at this backward (retain_graph=True): the calling loop hands {name} to each call, and "
+            "each call's loss goes back through what made it",
+            name=name,
+        ),
+        trains=T(
+            "each call's {loss} trains {mine} and, through {name}, {below}: their gradients add up before the step "
+            "that follows the calls, as the sum of the losses would; the graph of {name} stays until the last call",
+            loss=ctx.l,
+            mine=join(list(mine), T(" and ")) if mine else T("what its optimizers hold"),
+            name=name,
+            below=join(list(below), T(" and ")) if below else T("what made it"),
+        ),
+        edits=(edit,),
+        claims=((ctx.loss or "", reach),) if ctx.loss else (),
+    )
+    return [Proposal(replace(fix, keeps_forward=True), None, True)]

@@ -299,6 +299,8 @@ def _view_of_kept_base(ctx: Context, rewritten: str) -> bool:
     base = bases[-1]
     if isinstance(base, ast.Attribute):
         return True  # kept on an object: read by the next call
+    if isinstance(base, ast.Name) and base.id == name:
+        return False  # U = U[:, :rank]: the name now holds the view, and nothing reads the whole tensor again
     if isinstance(base, ast.Name):
         later = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == base.id and n.lineno > loc.lineno]
         return any(isinstance(n.ctx, ast.Load) for n in later)
