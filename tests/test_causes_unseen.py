@@ -30,6 +30,8 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A write through a view of a kept tensor]: a slice rebinding its own name (vecs = vecs[:, -k:]) keeps
     # nothing of the whole tensor, so the out-of-place form applies
     "topk_slice_scaled_in_place": ("inplace_op", (("fit", ("head", "pool")),)),
+    # NOTE [A buffer allocated once and filled by index]: a workspace the trainer allocates, a method fills by frame
+    "waveform_workspace_filled_by_step": ("stale_forward", (("recon", ("self.decoder",)),)),
     # NOTE [A flag read from a config]: the activation's inplace= comes from a settings object
     "activation_flag_from_settings": ("inplace_op", (("err", ("regressor",)),)),
     # NOTE [An item rebound, not written]: a dict's item added to in place, rebound instead

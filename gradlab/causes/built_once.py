@@ -307,6 +307,9 @@ def built_once_context(base: Context, p: Problem | None, facts: Facts, graph: Gr
             below = walk([t.grad_fn])
             if not any((sequence_of(f), f.name()) == wanted for f in below):
                 continue
+            filled = _filled(type(m), attr)
+            if filled is not None:  # NOTE [A buffer allocated once and filled by index]
+                return replace(base, built_once=filled)
             found = _built(type(m), attr)
             leaves = {id(v) for f in below if (v := getattr(f, "variable", None)) is not None}
             if found is not None and found.register is None and not leaves & held:
@@ -320,9 +323,92 @@ def built_once_context(base: Context, p: Problem | None, facts: Facts, graph: Gr
     return replace(base, built_once=built[0])
 
 
+@dataclass(frozen=True)
+class _Filled:
+    """A buffer ``__init__`` allocates and one method fills by index: where that method's body starts."""
+
+    cls: str
+    attr: str
+    filename: str
+    method: str
+    first: int  # the method's first statement (after its docstring)
+    indent: str
+
+
+# NOTE [A buffer allocated once and filled by index]
+# A trainer preallocates a workspace in its constructor (self.profile = torch.zeros(batch, zones)) and its rollout
+# writes each zone's output into it by index (self.profile[:, z] = temp), then returns it to the loss. Each write
+# records a CopySlices node on top of the buffer's history, so the second rollout's graph reaches into the first
+# one's, which the first backward freed. Detaching the buffer where the method starts (self.profile =
+# self.profile.detach()) keeps its values and cuts the history: each call's graph holds that call's writes only,
+# what allocating it afresh in the method would give when the rollout writes every entry it reads. Offered when
+# __init__ sets the attribute once, one other method writes it by index, and no method rebinds it.
+def _filled(cls: type, attr: str) -> _Filled | None:
+    """``cls`` allocates ``self.attr`` in ``__init__`` and one other method writes it by index (NOTE [A buffer
+    allocated once and filled by index]); None otherwise."""
+    found = class_tree(cls)
+    if found is None:
+        return None
+    node, filename = found
+    methods = methods_of(node)
+    rebound = [
+        m
+        for m in methods
+        for st in ast.walk(m)
+        if isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        and any(self_attr(t, attr) for t in (st.targets if isinstance(st, ast.Assign) else [st.target]))
+    ]
+    filling = {
+        m.name: m
+        for m in methods
+        for st in ast.walk(m)
+        if isinstance(st, ast.Assign)
+        and any(isinstance(t, ast.Subscript) and self_attr(t.value, attr) for t in st.targets)
+    }
+    if [m.name for m in rebound] != ["__init__"] or len(filling) != 1 or "__init__" in filling:
+        return None
+    method = next(iter(filling.values()))
+    body = method.body[1:] if ast.get_docstring(method) is not None else method.body
+    if not body:
+        return None
+    text = source_of(filename).splitlines()[body[0].lineno - 1]
+    return _Filled(cls.__name__, attr, filename, method.name, body[0].lineno, text[: len(text) - len(text.lstrip())])
+
+
+def _filled_fixes(ctx: Context, f: _Filled) -> list[Proposal]:
+    """``self.attr = self.attr.detach()`` where the filling method starts (NOTE [A buffer allocated once and filled
+    by index])."""
+    edit = Edit(f.filename, f.first, f.first - 1, f"{f.indent}self.{f.attr} = self.{f.attr}.detach()")
+    return [
+        keeping(
+            ctx,
+            Fix(
+                keeps_forward=True,
+                summary=T(
+                    "detach self.{attr} where {cls}.{method}() starts: it is allocated once, in __init__, and each call "
+                    "writes into it by index, so its graph grows from one call to the next and the next backward goes "
+                    "through the one before",
+                    attr=f.attr,
+                    cls=f.cls,
+                    method=f.method,
+                ),
+                trains=T(
+                    "{loss} trains through this call's writes into self.{attr} only; the buffer keeps its values, "
+                    "without the graph of earlier calls",
+                    loss=ctx.l,
+                    attr=f.attr,
+                ),
+                edits=(edit,),
+            ),
+        )
+    ]
+
+
 def built_once_fixes(ctx: Context) -> list[Proposal]:
     """The tensor computed at each access from the registered parameter, as a property of its class."""
     b = ctx.built_once
+    if isinstance(b, _Filled):
+        return _filled_fixes(ctx, b)
     if not isinstance(b, _Built):
         return []
     inner = b.indent + "    "
