@@ -32,6 +32,8 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "topk_slice_scaled_in_place": ("inplace_op", (("fit", ("head", "pool")),)),
     # NOTE [A buffer allocated once and filled by index]: a workspace the trainer allocates, a method fills by frame
     "waveform_workspace_filled_by_step": ("stale_forward", (("recon", ("self.decoder",)),)),
+    # a memo kept on a private attribute (self._gram), with a method that drops it: called after each step
+    "private_gram_memo_with_refresh": ("carried_state", (("fit", ("kernel", "readout")),)),
     # NOTE [A flag read from a config]: the activation's inplace= comes from a settings object
     "activation_flag_from_settings": ("inplace_op", (("err", ("regressor",)),)),
     # NOTE [An item rebound, not written]: a dict's item added to in place, rebound instead

@@ -60,12 +60,13 @@ def tensors_with_graph(value: object) -> list[torch.Tensor]:
 
 
 def graph_attrs(module: torch.nn.Module) -> list[str]:
-    """The public attributes of ``module`` (plain or buffers) that hold a tensor with a graph, or a tuple or list of
-    tensors one of which has a graph."""
+    """The attributes of ``module`` (plain or buffers) that hold a tensor with a graph, or a tuple or list of tensors
+    one of which has a graph; private ones too (``self._cached_emb``: a memo is often kept private), never a
+    dunder. torch's own private attributes of a module hold dicts, sets and hooks, never such a tensor."""
     found = [
         k
         for k, v in [*vars(module).items(), *module._buffers.items()]
-        if not k.startswith("_") and tensors_with_graph(v)
+        if not k.startswith("__") and tensors_with_graph(v)
     ]
     return list(dict.fromkeys(found))
 
