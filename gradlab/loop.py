@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from .location import frame_names
-from .names import NOT_HOLDERS, modules_in, modules_on_objects
+from .names import attributes_of, modules_in, modules_on_objects
 from .source import after, leaving, parse
 
 __all__ = [
@@ -232,27 +232,10 @@ def _held_by_objects(
     ``trainer.t_opt``), locals first; a module already known under another name is not added again."""
     for name, module in modules_on_objects(namespace, modules.values()).items():
         modules[name] = frozenset(id(p) for p in module.parameters())
-    for key, value in reversed(list(namespace.items())):
-        if isinstance(key, str) and not key.startswith("_") and isinstance(value, nn.Module):
-            # a model that keeps its own optimizer (``self.optimizer = Adam(self.parameters())``, stepped as
-            # ``model.optimizer.step()``)
-            for attr, inner in vars(value).items():
-                if isinstance(attr, str) and not attr.startswith("_") and isinstance(inner, torch.optim.Optimizer):
-                    optimizers.setdefault(
-                        f"{key}.{attr}", frozenset(id(p) for g in inner.param_groups for p in g["params"])
-                    )
-            continue
-        if not isinstance(key, str) or key.startswith("_") or isinstance(value, NOT_HOLDERS):
-            continue
-        try:
-            attrs = list(vars(value).items())
-        except TypeError:
-            continue
-        for attr, inner in attrs:
-            if isinstance(attr, str) and not attr.startswith("_") and isinstance(inner, torch.optim.Optimizer):
-                optimizers.setdefault(
-                    f"{key}.{attr}", frozenset(id(p) for g in inner.param_groups for p in g["params"])
-                )
+    # a model that keeps its own optimizer (``self.optimizer = Adam(self.parameters())``, stepped as
+    # ``model.optimizer.step()``), and a trainer that holds one
+    for name, inner in attributes_of(namespace, torch.optim.Optimizer):
+        optimizers.setdefault(name, frozenset(id(p) for g in inner.param_groups for p in g["params"]))
 
 
 # -- statements in the order they run -----------------------------------------------------------------

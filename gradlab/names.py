@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import types
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import torch
 from torch import nn
@@ -21,6 +21,7 @@ __all__ = [
     "ViewKind",
     "modules_in",
     "modules_on_objects",
+    "attributes_of",
     "frame_namer",
     "held_models",
     "framework_backward",
@@ -63,6 +64,8 @@ def modules_in(namespace: Mapping[str, object]) -> dict[str, nn.Module]:
     return found
 
 
+_Held = TypeVar("_Held")
+
 #: Values that are no plain object holding models: nothing of theirs is named.
 NOT_HOLDERS = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, torch.Tensor)
 
@@ -82,20 +85,40 @@ def modules_on_objects(namespace: Mapping[str, object], known: Iterable[frozense
     """
     seen = set(known)
     found: dict[str, nn.Module] = {}
+    for name, inner in attributes_of(namespace, nn.Module, in_modules=False):
+        ids = frozenset(id(p) for p in inner.parameters())
+        if ids and ids not in seen:
+            seen.add(ids)
+            found[name] = inner
+    return found
+
+
+def attributes_of(
+    namespace: Mapping[str, object], kind: type[_Held], in_modules: bool = True
+) -> Iterator[tuple[str, _Held]]:
+    """``("key.attr", value)`` for each public attribute of type ``kind`` one level into the public values of
+    ``namespace`` (``trainer.t_opt``, ``self.teacher``), locals first; of modules too unless ``in_modules`` is False.
+
+    Example::
+
+        >>> class Trainer:
+        ...     def __init__(self) -> None:
+        ...         self.steps = 3
+        >>> list(attributes_of({"self": Trainer()}, int))
+        [('self.steps', 3)]
+    """
     for key, value in reversed(list(namespace.items())):
-        if not isinstance(key, str) or key.startswith("_") or isinstance(value, (nn.Module, *NOT_HOLDERS)):
+        if not isinstance(key, str) or key.startswith("_") or isinstance(value, NOT_HOLDERS):
+            continue
+        if not in_modules and isinstance(value, nn.Module):
             continue
         try:
             attrs = list(vars(value).items())
         except TypeError:
             continue
         for attr, inner in attrs:
-            if isinstance(attr, str) and not attr.startswith("_") and isinstance(inner, nn.Module):
-                ids = frozenset(id(p) for p in inner.parameters())
-                if ids and ids not in seen:
-                    seen.add(ids)
-                    found[f"{key}.{attr}"] = inner
-    return found
+            if isinstance(attr, str) and not attr.startswith("_") and isinstance(inner, kind):
+                yield f"{key}.{attr}", inner
 
 
 def frame_namer(namer: Namer | None, namespace: Mapping[str, object]) -> Namer | None:
