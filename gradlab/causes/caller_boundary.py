@@ -193,7 +193,7 @@ def handed_to_several(base: Context, facts: Facts, call: BackwardCall | None) ->
         ):
             return None  # a step between rewrote a weight below the value: the second backward would read it stale
     models = tuple(sorted(m for m, ids in outer.modules.items() if ids & below))
-    extra = {**base.extra, "handed": name, "handed_models": ",".join(models), "handed_at": str(second.lineno)}
+    extra = {**base.extra, "handed": name, "handed_models": ",".join(models)}
     return replace(base, extra=extra)
 
 
