@@ -17,7 +17,7 @@ from .evidence import Facts, Failure, calls_into, leaves_of, modules_reached, va
 from .i18n import T, Words, join
 from .location import frame_names
 from .loop import LoopIntent, Site, read_site, recorded_intent, site_intent
-from .source import calls_method, loop_body_of, outermost_loop, preceding
+from .source import calls_method, function_of, loop_body_of, outermost_loop, preceding
 
 __all__ = [
     "claims_of_others",
@@ -79,6 +79,12 @@ def other_claims(facts: Facts, failing_loss: str | None) -> tuple[tuple[str, tup
     return claims_of_others(facts.site, facts.backward_line, facts.namespace, failing_loss)
 
 
+# NOTE [An inner loop of one step]
+# A method that runs one training step may backward in an inner loop (a hint loss per
+# student layer) and once more after it (the task loss), then step: the training loop
+# is the caller's, and the method's body is one iteration of it. The other losses the
+# step uses are read from the whole body, not from the inner loop alone: a fix that keeps
+# the inner loop's graph trains with them too.
 def claims_of_others(
     site: Site | None,
     line: int | None,
@@ -102,6 +108,15 @@ def claims_of_others(
     elif not same_steps and tree is not None:  # the training loop's other inner loops too (a GP fitted, then used)
         outer = outermost_loop(tree, line)
         body = outer.body if outer is not None else body
+        fn = function_of(tree, line)
+        if (  # NOTE [An inner loop of one step]
+            outer is not None
+            and fn is not None
+            and fn.lineno < outer.lineno
+            and not calls_method(outer, ("step",))
+            and any(calls_method(st, ("step",)) for st in fn.body if st is not outer)
+        ):
+            body = fn.body
     body = body or []
     here = next((k for k, st in enumerate(body) if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
     out: dict[str, tuple[str, ...]] = {}

@@ -1286,3 +1286,21 @@ def test_a_value_the_loop_hands_to_two_updates_keeps_its_graph(tmp_path: Path) -
     intended = CAUSES / "encoder_output_handed_to_two_heads_intended.py"
     _, want = _run(intended.read_text(), str(intended))
     assert again is None and steps and _same(steps, want)
+
+
+def test_the_claims_of_an_inner_loop_of_one_step_name_the_loss_after_it(tmp_path: Path) -> None:
+    # NOTE [An inner loop of one step]: each stage's loss is backwarded in an inner loop of the step method, the
+    # final loss after the loop, then one step; the fix keeps the graph at the stage's backward, and its claims
+    # name the final loss too, which the same step trains; the patched run trains as the intended one
+    path = CAUSES / "stage_losses_in_inner_loop.py"
+    error, _ = _run(path.read_text(), str(path))
+    assert error is not None
+    first = gradlab.last_diagnosis(error).fixes[0]
+    assert [e.text.strip() for e in first.edits] == ["stage_loss.backward(retain_graph=True)"], first.lines()
+    assert dict(first.claims) == {"stage_loss": ("model", "self.probe"), "final_loss": ("model",)}, first.claims
+    patched = tmp_path / "stages_patched.py"
+    patched.write_text(apply_edits(path.read_text(), first.edits))
+    again, steps = _run(patched.read_text(), str(patched))
+    intended = CAUSES / "stage_losses_in_inner_loop_intended.py"
+    _, want = _run(intended.read_text(), str(intended))
+    assert again is None and steps and _same(steps, want)
