@@ -451,6 +451,8 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
         "shared_graph_freed",
         (("recon", ("decoder", "encoder")), ("warm * 0.1 * sparsity", ("encoder",))),
     ),
+    # state kept on a plain object, both attributes stored by one tuple assignment (``self.h, self.mean = h, mean``)
+    "rollout_state_stored_as_a_pair": ("carried_state", (("chunk_loss", ("model",)),)),
 }
 
 

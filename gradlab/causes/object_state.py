@@ -130,7 +130,12 @@ def _storing_called(loops: list[ast.stmt], name: str, cls: type, attrs: tuple[st
         for m in methods_of(found[0])
         for st in ast.walk(m)
         for a in attrs
-        if (isinstance(st, ast.Assign) and any(self_attr(t, a) for t in st.targets)) or stores_entry(st, a)
+        if (
+            isinstance(st, ast.Assign)
+            # ``self.h, self.load = h, load`` stores both
+            and any(self_attr(e, a) for t in st.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t]))
+        )
+        or stores_entry(st, a)
     }
     called = _methods_called(loops, name)
     return bool(called & storing) or ("()" in called and "__call__" in storing)
