@@ -453,6 +453,8 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     ),
     # state kept on a plain object, both attributes stored by one tuple assignment (``self.h, self.mean = h, mean``)
     "rollout_state_stored_as_a_pair": ("carried_state", (("chunk_loss", ("model",)),)),
+    # NOTE [A memoised function that returns a tensor]: a functools.cached_property made a plain property
+    "penalty_as_cached_property": ("carried_state", (("loss", ("curve", "readout")),)),
 }
 
 

@@ -35,6 +35,10 @@ before the step. Found when the node whose saved tensors were freed was made ins
 user's code. The fix removes the decorator: the tensor is computed at every call, from the parameters as they
 are then; the first iteration's forward is unchanged.
 
+A ``functools.cached_property`` is the same memo read as an attribute: its value is kept in the object's
+``__dict__`` at the first read. Its decorator becomes ``@property``, so each read computes the tensor again and
+every read in the code stays as it is.
+
 NOTE [A weight a forward pre-hook computes]
 The deprecated ``torch.nn.utils.weight_norm`` keeps ``weight_g`` and ``weight_v`` as the
 parameters and computes the plain tensor ``module.weight`` from them in a forward pre-hook:
@@ -431,7 +435,7 @@ def weight_norm_fixes(ctx: Context) -> list[Proposal]:
     return [keeping(ctx, fix)]
 
 
-_MEMOISERS = frozenset({"lru_cache", "cache"})
+_MEMOISERS = frozenset({"lru_cache", "cache", "cached_property"})
 
 
 def _memo_values(wrapper: Any) -> list[Any]:
@@ -456,6 +460,13 @@ def _memoised_holding(facts: Facts, node: Any) -> Location | None:
             code = getattr(getattr(wrapper, "__wrapped__", None), "__code__", None)
             if code is not None and not _library_file(code.co_filename):
                 return Location(code.co_filename, code.co_firstlineno)
+    for value in list(facts.namespace.values()):  # a cached_property keeps its value in the object's __dict__
+        kept = getattr(value, "__dict__", None) if not isinstance(value, type) else None
+        for name, prop in vars(type(value)).items() if isinstance(kept, dict) else ():
+            if isinstance(prop, functools.cached_property) and name in kept and holds_node(kept[name], node):
+                code = getattr(prop.func, "__code__", None)
+                if code is not None and not _library_file(code.co_filename):
+                    return Location(code.co_filename, code.co_firstlineno)
     return None
 
 
@@ -499,9 +510,35 @@ def memoised_fixes(ctx: Context) -> list[Proposal]:
         return []
     filename, _, line = where.rpartition(":")
     lineno = int(line)
-    decorator = source_of(filename).splitlines()[lineno - 1].strip()
+    text = source_of(filename).splitlines()[lineno - 1]
+    decorator = text.strip()
     edit = Edit(filename, lineno, lineno, "")
     function = ctx.extra.get("memoised_function", "")
+    if decorator.rsplit(".", 1)[-1] == "cached_property":  # read as an attribute: a plain property, computed each time
+        edit = Edit(filename, lineno, lineno, text[: len(text) - len(text.lstrip())] + "@property")
+        return [
+            keeping(
+                ctx,
+                Fix(
+                    keeps_forward=True,
+                    summary=T(
+                        "make {function} a plain @property at {where}, not {decorator}: from its second read on it "
+                        "is the tensor of its first read, whose graph the first backward freed, computed from the "
+                        "parameters as they were then",
+                        decorator=decorator,
+                        function=function,
+                        where=Location(filename, lineno).where,
+                    ),
+                    trains=T(
+                        "{loss} trains what it reaches, at each read through {function} computed from the "
+                        "parameters as they are then: the same forward at the first iteration",
+                        loss=ctx.l,
+                        function=function,
+                    ),
+                    edits=(edit,),
+                ),
+            )
+        ]
     return [
         keeping(
             ctx,
