@@ -461,8 +461,9 @@ def _memoised_holding(facts: Facts, node: Any) -> Location | None:
             if code is not None and not _library_file(code.co_filename):
                 return Location(code.co_filename, code.co_firstlineno)
     for value in list(facts.namespace.values()):  # a cached_property keeps its value in the object's __dict__
-        kept = getattr(value, "__dict__", None) if not isinstance(value, type) else None
-        for name, prop in vars(type(value)).items() if isinstance(kept, dict) else ():
+        found = getattr(value, "__dict__", None) if not isinstance(value, type) else None
+        kept: dict[str, Any] = found if isinstance(found, dict) else {}
+        for name, prop in vars(type(value)).items() if kept else ():
             if isinstance(prop, functools.cached_property) and name in kept and holds_node(kept[name], node):
                 code = getattr(prop.func, "__code__", None)
                 if code is not None and not _library_file(code.co_filename):

@@ -3,8 +3,6 @@
 A smoothness penalty on a learned curve, kept as a functools.cached_property of the objective object: the first
 read computes it, every later read returns that tensor, whose graph the first backward freed."""
 
-import functools
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
