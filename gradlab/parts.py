@@ -14,7 +14,7 @@ from .location import Location
 from .loop import LoopIntent
 from .source import function_of, loop_body_of, parse
 
-__all__ = ["made_apart", "made_apart_also", "made_outside"]
+__all__ = ["made_apart", "made_apart_also", "made_outside", "stored_for_others"]
 
 
 def made_apart(
@@ -80,6 +80,40 @@ def made_apart(
                 return None  # a parameter an optimizer steps, or an input whose .grad the code may read
             other = other or (leaf is not None and id(leaf) in everything)  # held by an optimizer of other losses
     return (at, other) if found else None
+
+
+def stored_for_others(at: Location, facts: Facts) -> bool:
+    """The line ``at`` stores the part on an attribute (``self.fake_B = self.netG(...)``) that a function other than
+    the storing one and the failing one reads (the generator's loss reading the sample each critic round reads): the
+    part is shared with other losses, as a returned value is (NOTE [A part no optimizer steps])."""
+    tree = parse("".join(linecache.getlines(at.filename)))
+    site, line = facts.site, facts.backward_line
+    if tree is None or site is None or line is None or site.filename != at.filename:
+        return False
+    st = next(
+        (n for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno == at.lineno and len(n.targets) == 1),
+        None,
+    )
+    target = st.targets[0] if st is not None else None
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+        return False
+    storing, failing = function_of(tree, at.lineno), function_of(tree, line)
+    if storing is None or failing is None or storing is failing:
+        return False
+    return any(
+        fn is not storing
+        and fn is not failing
+        and any(
+            isinstance(n, ast.Attribute)
+            and isinstance(n.ctx, ast.Load)
+            and n.attr == target.attr
+            and isinstance(n.value, ast.Name)
+            and n.value.id == "self"
+            for n in ast.walk(fn)
+        )
+        for fn in ast.walk(tree)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+    )
 
 
 def _stepped_after_call(facts: Facts) -> frozenset[int]:
@@ -235,8 +269,11 @@ def made_outside(
 # detach where it was made (the forward's return) would cut those losses too (the
 # generator would learn nothing): the detach goes where the failing loss's function
 # reads the tensor (self.fake_clean.detach() in the critic's loss), when that read
-# is one expression of the frame whose value holds the freed node. A value a method
-# stores (a bank's refresh from a teacher's features) is detached where it is made.
+# is one expression of the frame whose value holds the freed node. So is a value a
+# method stores on an attribute that a third function reads (the generator's sample
+# stored by forward(), read by the critic's loss and by the generator's own loss). A
+# value a method stores for the failing loss alone (a bank's refresh from a teacher's
+# features) is detached where it is made.
 # "Held" counts the optimizers of the loop that calls the failing function too, when
 # their step follows that call with no zero_grad() of theirs between (a shared
 # encoder's optimizer, stepped after the agents' updates it calls, steps on their

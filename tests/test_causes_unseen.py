@@ -455,6 +455,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "rollout_state_stored_as_a_pair": ("carried_state", (("chunk_loss", ("model",)),)),
     # NOTE [A memoised function that returns a tensor]: a functools.cached_property made a plain property
     "penalty_as_cached_property": ("carried_state", (("loss", ("curve", "readout")),)),
+    # NOTE [A part no optimizer steps]: a sample stored by forward() and read by the critic's loss and the
+    # generator's: detached where the critic's loss reads it, so the generator's loss keeps its graph
+    "critic_rounds_on_stored_sample": ("carried_state", (("d_loss", ("self.critic",)),)),
 }
 
 

@@ -63,7 +63,7 @@ from ..graph import Graph
 from ..i18n import T, Text
 from ..judge import judged
 from ..loop import site_intent
-from ..parts import made_apart, made_apart_also, made_outside
+from ..parts import made_apart, made_apart_also, made_outside, stored_for_others
 from ..source import names, outermost_loop
 from .api_cache import (
     cached_around_loop,
@@ -318,10 +318,11 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     if made is not None:
         also = made_apart_also(graph, p, facts, loss, base.intent, made[0])
         base = replace(base, made_at=made[0], made_unstepped=made[1], made_also=also)
-        # returned by a function of its own (a generator's forward), which other losses train through: detached
-        # where this loss reads it, so the others keep their graph (NOTE [A part no optimizer steps]); a value a
-        # method stores (a bank's refresh) is detached where it is made
-        returned = (made[0].code or "").strip().startswith("return ")
+        # returned by a function of its own (a generator's forward), or stored on an attribute a third function
+        # reads, which other losses train through: detached where this loss reads it, so the others keep their
+        # graph (NOTE [A part no optimizer steps]); a value a method stores for this loss alone (a bank's refresh)
+        # is detached where it is made
+        returned = (made[0].code or "").strip().startswith("return ") or stored_for_others(made[0], facts)
         reads = made_read_here(graph, p, facts) if made[1] and returned and in_site(facts, made[0]) is None else ()
         if reads and len({expr for _line, expr in reads}) == 1:
             base = replace(base, extra={**base.extra, "made_read": ";".join(f"{k}:{e}" for k, e in reads)})
