@@ -189,6 +189,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("grads = torch.autograd.grad(mean_logp, list(net.parameters()))",),
         (("objective", ("net",)),),
     ),
+    # NOTE [Parameters a forward does not use]: a look-ahead's autograd.grad over every parameter of a model with a
+    # head its forward never calls: zeros for the head, so the virtual step reads its gradients as written
+    "lookahead_over_unused_head": (
+        "unused_input",
+        ("grads = torch.autograd.grad(weighted, model.parameters(), create_graph=True)",),
+        (("meta", ("weigher",)),),
+    ),
     # NOTE [An input made to require grad after the forward]: a derivative helper that turns requires_grad on for
     # its argument after the network ran on it: on where the caller draws it
     "pinn_time_derivative_requires_grad_late": (

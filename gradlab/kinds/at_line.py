@@ -95,6 +95,7 @@ def _unused_input(f: Failure) -> Explanation:
             return new if node is call else self.generic_visit(node)
 
     assert line.tree is not None
+    zeros = _zeros_for_unused_parameters(f, line, call, inputs)  # before the swap below rewrites the tree
     fix = Fix(
         summary=T("if that input really is unused here, pass allow_unused=True (its gradient is None)"),
         trains=T(
@@ -102,7 +103,58 @@ def _unused_input(f: Failure) -> Explanation:
         ),
         edits=line.edit(f, Swap().visit(line.tree)),
     )
+    if zeros is not None and not rebuilt:  # NOTE [Parameters a forward does not use]
+        return replace(e, fixes=judged_here(f, [Proposal(zeros, None, True), Proposal(fix, None, False)]) + e.fixes)
     return replace(e, fixes=(*e.fixes[:1], *judged_here(f, [Proposal(fix, None, False)]), *e.fixes[1:]))
+
+
+# NOTE [Parameters a forward does not use]
+# ``torch.autograd.grad(loss, model.parameters(), create_graph=True)`` in a look-ahead step
+# (MAML, Meta-Weight-Net) differentiates by every parameter of the model, and a model often
+# holds one its forward does not call: a head only another method uses. torch raises for
+# it. The code then reads each gradient (``p - lr * g``), so ``allow_unused=True`` alone
+# hands it a None it cannot subtract. With ``materialize_grads=True`` too, torch returns
+# zeros for the unused parameters: the look-ahead leaves them as they are, every used
+# parameter's gradient is the same, and the code that reads the gradients runs as
+# written. Offered first when the inputs are a model's ``parameters()`` and the installed
+# torch has ``materialize_grads``.
+def _zeros_for_unused_parameters(f: Failure, line: Statement, call: ast.Call, inputs: ast.expr | None) -> Fix | None:
+    """``allow_unused=True, materialize_grads=True`` on a ``torch.autograd.grad`` by a model's parameters (NOTE
+    [Parameters a forward does not use]); None for other inputs, or a torch without ``materialize_grads``."""
+    import inspect
+
+    import torch
+
+    if "materialize_grads" not in inspect.signature(torch.autograd.grad).parameters:
+        return None
+    if any(k.arg == "materialize_grads" for k in call.keywords):
+        return None
+    named = (
+        inputs.args[0] if isinstance(inputs, ast.Call) and isinstance(inputs.func, ast.Name) and inputs.args else inputs
+    )
+    if not (isinstance(named, ast.Call) and isinstance(named.func, ast.Attribute) and named.func.attr == "parameters"):
+        return None
+    flags = [ast.keyword("allow_unused", ast.Constant(True)), ast.keyword("materialize_grads", ast.Constant(True))]
+    both = ast.Call(call.func, call.args, [*call.keywords, *flags])
+
+    class Swap(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            return both if node is call else self.generic_visit(node)
+
+    assert line.tree is not None
+    return Fix(
+        keeps_forward=True,
+        summary=T(
+            "pass allow_unused=True, materialize_grads=True: {model} has parameters the differentiated output does "
+            "not use, and their gradients are then zeros",
+            model=ast.unparse(named.func.value),
+        ),
+        trains=T(
+            "the same for every parameter the output uses; an unused one gets a zero gradient, so the code that "
+            "reads the gradients leaves it as it is"
+        ),
+        edits=line.edit(f, Swap().visit(line.tree)),
+    )
 
 
 def _inputs_of(call: ast.Call | None) -> ast.expr | None:
