@@ -132,8 +132,8 @@ def claims_of_others(
                 continue
             name = ast.unparse(n.func.value)
             value = value_of(name, namespace)
-            if name == failing_loss:
-                continue
+            if name == failing_loss and (same_steps or n.lineno == line):
+                continue  # NOTE [One loss backwarded on two lines]: another line's backward of it is claimed too
             if isinstance(value, torch.Tensor) and value.grad_fn is not None:
                 reach = modules_reached(site, leaves_of(value))
             elif leaves := _arithmetic_leaves(n.func.value, namespace):  # (w * penalty).backward()
@@ -144,7 +144,7 @@ def claims_of_others(
                 continue
             intent = site_intent(site, n.lineno)
             if intent.known:
-                out[name] = tuple(sorted(reach & set(intent.trained)))
+                out[name] = tuple(sorted({*out.get(name, ()), *(reach & set(intent.trained))}))
     return tuple(sorted(out.items()))
 
 

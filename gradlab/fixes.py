@@ -86,6 +86,21 @@ def claim(
     return ((ctx.loss, tuple(sorted(modules))),)
 
 
+# NOTE [One loss backwarded on two lines]
+# A loss may be backwarded twice in one iteration, each time for another optimizer
+# (``loss.backward(retain_graph=True); opt_encoder.step()``, then ``loss.backward()``;
+# ``opt_head.step()``). What the loss trains is what every one of its backward calls
+# trains: the fix's claim for it (the failing call's) and the other line's claim are
+# one claim, their union (:func:`merged`).
+def merged(claims: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``claims`` with the entries of one loss made one, the union of their models, in the order of first
+    appearance (NOTE [One loss backwarded on two lines])."""
+    out: dict[str, set[str]] = {}
+    for loss, models in claims:
+        out.setdefault(loss, set()).update(models)
+    return tuple((loss, tuple(sorted(models))) for loss, models in out.items())
+
+
 @dataclass(frozen=True)
 class Proposal:
     """A fix before it is judged: the models its loss reaches after it (``reach``), its own claim otherwise."""

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from .context import Context
 from .edits import Applicability
-from .fixes import Fix, Proposal, checked, claim
+from .fixes import Fix, Proposal, checked, claim, merged
 from .i18n import T, Text, join
 
 __all__ = ["judged"]
@@ -39,7 +39,7 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
         # NOTE [A model another loss trains])
         given_up = sorted(intended - claimed - set(ctx.shared))
         extra = sorted(claimed - intended)
-        fix = replace(fix, claims=tuple(dict.fromkeys((*claim(ctx, claimed, prop.keeps), *ctx.other_claims))))
+        fix = replace(fix, claims=merged((*claim(ctx, claimed, prop.keeps), *ctx.other_claims)))
         if given_up:
             fix = replace(
                 fix,

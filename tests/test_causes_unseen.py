@@ -458,6 +458,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A part no optimizer steps]: a sample stored by forward() and read by the critic's loss and the
     # generator's: detached where the critic's loss reads it, so the generator's loss keeps its graph
     "critic_rounds_on_stored_sample": ("carried_state", (("d_loss", ("self.critic",)),)),
+    # NOTE [One loss backwarded on two lines]: backwarded for the encoder's optimizer, which steps, then for the
+    # head's: the claim is what both backward calls train
+    "one_loss_backwarded_for_each_optimizer": ("optimizer_step", (("fit", ("encoder", "head")),)),
 }
 
 

@@ -468,7 +468,16 @@ def chained_fixes(ctx: Context, freed: bool) -> list[Proposal]:
             Fix(
                 intent=T("the same, keeping the order and the graph"),
                 summary=T("backward {loss} into {others}'s parameters only", loss=ctx.l, others=ctx.o),
-                trains=T("the same as detaching: {loss} trains {others} only", loss=ctx.l, others=ctx.o),
+                trains=T(
+                    "this backward of {loss} trains {others} only; {model} learns from its backward at line {line}",
+                    loss=ctx.l,
+                    others=ctx.o,
+                    model=ctx.m,
+                    line=ctx.earlier_line,
+                )
+                if ctx.earlier == ctx.loss and ctx.earlier_line is not None and ctx.model is not None
+                # NOTE [One loss backwarded on two lines]: the loss trains what both of its backward calls train
+                else T("the same as detaching: {loss} trains {others} only", loss=ctx.l, others=ctx.o),
                 edits=all_edits(inputs_edit),
                 claims=claim(ctx, others),
             ),
