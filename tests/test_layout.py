@@ -144,6 +144,7 @@ ORDER = (
     "kinds.graph_freed",
     "kinds.cut_path",
     "kinds.situations",
+    "kinds.graphless_calls",
     "kinds.leaf_in_place",
     "kinds.family",
     "kinds.inference_saved",
