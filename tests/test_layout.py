@@ -149,6 +149,7 @@ ORDER = (
     "kinds.family",
     "kinds.inference_saved",
     "kinds.statement",
+    "kinds.numpy_in_torch",
     "kinds.numpy_values",
     "kinds.numpy_round_trip",
     "kinds.no_grad_fn",
