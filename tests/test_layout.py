@@ -135,6 +135,8 @@ ORDER = (
     "causes.api_cache",
     "causes.reset_at_step",
     "causes.out_write",
+    "causes.updates_between",
+    "causes.caller_reach",
     "candidates",
     "freed_candidates",
     "causes",
