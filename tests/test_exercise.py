@@ -13,6 +13,7 @@ import torch
 import gradlab
 import gradlab.course.exercise
 import gradlab.course.repair
+import gradlab.course.versions
 from gradlab import course
 
 pytestmark = pytest.mark.course
@@ -231,7 +232,7 @@ def test_table_rejects_a_single_record_or_a_diagnosis_in_the_list() -> None:
 
 
 def test_docstring_examples_run() -> None:
-    for module in (gradlab.course.exercise, gradlab.course.repair):
+    for module in (gradlab.course.exercise, gradlab.course.repair, gradlab.course.versions):
         result = doctest.testmod(module)
         assert result.attempted >= 2 and result.failed == 0, module.__name__
 

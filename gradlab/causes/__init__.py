@@ -26,8 +26,6 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-import torch
-
 from ..candidates import after_write_lines, general_fixes, stale_reads
 from ..claims import claims_of_others, intent_from_record, loop_claims, other_claims, term_claims
 from ..context import CAUSES, Cause, Context
@@ -40,8 +38,6 @@ from ..evidence import (
     graph_names,
     in_site,
     is_parameter,
-    leaves_of,
-    modules_reached,
     previous_iteration,
     receiver,
     routed_optimizers,
@@ -53,7 +49,6 @@ from ..evidence import (
     steps_between,
     tensors_below,
     torch_alias,
-    value_of,
     var_named,
     written_by_steps,
 )
@@ -64,7 +59,7 @@ from ..i18n import T, Text
 from ..judge import judged
 from ..loop import site_intent
 from ..parts import made_apart, made_apart_also, made_outside, stored_for_others
-from ..source import names, outermost_loop
+from ..source import outermost_loop
 from .api_cache import (
     cached_around_loop,
     cached_inside_loop,
@@ -78,9 +73,10 @@ from .api_cache import (
 from .attached_output import attached_fixes, attached_output_context
 from .built_once import built_once_context
 from .caller_boundary import caller_boundary, caller_boundary_fixes, handed_to_several, several_calls_fixes
+from .caller_reach import reach_in_caller, with_bare_parameters
 from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
 from .carried_steps import restart_from_weights
-from .chained import between_fixes, chained_fixes, modules_given, recompute_lines, step_context
+from .chained import between_fixes, chained_fixes, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
 from .discarded_detach import discarded_detach_fixes, hollow_detach
 from .fast_weights import fast_context, fast_weights_fixes
@@ -115,6 +111,7 @@ from .stale_read import (
 )
 from .step_before_backward import one_step_fixes, step_after_fixes, step_too_early, stepped_again
 from .untracked_write import copy_context, forward_write_context, target_context, untracked_fixes
+from .updates_between import updater, updates_between
 
 if TYPE_CHECKING:
     from ..location import Location
@@ -221,9 +218,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         extra={"graph_names": " ".join(sorted(graph_names(facts.namespace)))},
     )
 
-    base = replace(base, reach=_with_bare_parameters(base.reach, facts, loss))
+    base = replace(base, reach=with_bare_parameters(base.reach, facts, loss))
     if not base.reach:  # NOTE [Models named by the caller's loop]
-        called = _reach_in_caller(facts, loss)
+        called = reach_in_caller(facts, loss)
         base = replace(base, reach=called, model=called[0] if len(called) == 1 and base.model is None else base.model)
     # per named term only where the fixes keep every term's reach (a write's out-of-place form, a copy): a freed
     # graph's fixes may cut a term's path (a constant detached), so its reach before the fix says nothing
@@ -461,7 +458,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             and tracker is not None
             and call is not None
             and not steps_between(tracker, call, failing)
-            and not _updates_between(facts, call, failing)
+            and not updates_between(facts, call, failing)
         ):
             carried = replace(carried, extra={**carried.extra, "one_step": str(freeing)})
         return "carried_state", carried
@@ -488,10 +485,10 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         ctx = replace(ctx, extra={**ctx.extra, "earlier_at": f"{call.location.lineno}:{call.location.filename}"})
     steps = steps_between(facts.tracker, call, failing) if facts.tracker is not None and call is not None else []
     if not steps and call is not None:
-        steps = _updates_between(facts, call, failing)
+        steps = updates_between(facts, call, failing)
     if steps and steps[0][0] is not None:
         # the step's optimizer too: the forward of the model it stepped is what a recompute runs again
-        ctx = replace(ctx, step_line=in_site(facts, steps[0][0]), optimizer=_updater(steps[0][0].code))
+        ctx = replace(ctx, step_line=in_site(facts, steps[0][0]), optimizer=updater(steps[0][0].code))
     ctx = step_context(ctx, p, graph, topo, facts, None, node_id)
     if call is not None:
         stepped = stepped_between(facts, call, failing)
@@ -508,7 +505,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     if facts.tracker is not None and call is not None:
         ctx = replace(ctx, step_between=bool(steps))
         if steps and steps[0][0] is not None:
-            ctx = replace(ctx, optimizer=_updater(steps[0][0].code), optimizer_class=steps[0][1])
+            ctx = replace(ctx, optimizer=updater(steps[0][0].code), optimizer_class=steps[0][1])
     modules = facts.site.modules if facts.site is not None else {}
     freed_models = tuple(m for m in ctx.freed_reach if m in modules)
     if (
@@ -557,153 +554,6 @@ def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, st
         key = (w.location.filename, w.location.lineno) if w.location is not None else ("", 0)
         found.setdefault(key, (w.location, w.op, w.grad_mode and not w.optimizer))  # no line: no code fixes it
     return tuple(found.values())
-
-
-# NOTE [Updates that are not steps]
-# An optimizer may change the weights in a method of its own that is not step(): SAM's
-# first_step() moves every parameter to the worst point near it, in place, under no_grad,
-# before the second backward. The tracker's step hooks do not see it, and the writes are
-# to tensors no live graph saves any more (the first backward freed them), so the record
-# has nothing. The source has it: a call, between the freeing backward and the failing
-# one in the same function, of a method other than zero_grad() on one of the frame's
-# optimizers. Then "keep the graph" (retain_graph=True) is no fix (the second backward
-# would meet the changed weights: the in-place error), and the forward is to be run again
-# after that call, as after a step. The same holds for a function of the user's file given
-# one of the frame's models that writes its parameters in place (a hand-written SAM's
-# ascend(model, rho): for p in model.parameters(): p.add_(e)). And for a write under no_grad
-# that a method of an object of the file makes (a SAM or weight-perturbation object's
-# ascend() over the parameters it was given): the forward of the written model runs again
-# after the statement of the failing function that calls it (candidates._write_here).
-def _writes_parameters(tree: ast.Module, name: str) -> bool:
-    """The top-level function ``name`` of ``tree`` loops over a model's ``parameters()`` (or
-    ``named_parameters()``) and calls an in-place method (``p.add_(e)``): it writes the weights it is given."""
-    fn = next((f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == name), None)
-    if fn is None:
-        return False
-    loops = [
-        n
-        for n in ast.walk(fn)
-        if isinstance(n, ast.For)
-        and any(
-            isinstance(c, ast.Call)
-            and isinstance(c.func, ast.Attribute)
-            and c.func.attr in ("parameters", "named_parameters")
-            for c in ast.walk(n.iter)
-        )
-    ]
-    return any(
-        isinstance(c, ast.Call)
-        and isinstance(c.func, ast.Attribute)
-        and c.func.attr.endswith("_")
-        and not c.func.attr.startswith("_")
-        for loop in loops
-        for c in ast.walk(loop)
-    )
-
-
-def _updates_between(
-    facts: Facts, call: BackwardCall, failing: BackwardCall | None
-) -> list[tuple[Location | None, str]]:
-    from ..location import Location
-    from ..loop import may_update
-
-    site = facts.site
-    if site is None or call.location is None or call.location.filename != site.filename:
-        return []
-    if not site.holds(call.location.lineno):
-        return []  # the freeing backward in another function: its lines say nothing of what ran between
-    # the failing backward's line; check() runs before it: the backward it checks for
-    if failing is not None and failing.location is not None:
-        if failing.location.filename != site.filename:
-            return []
-        end = failing.location.lineno
-    elif facts.backward_line is not None:
-        end = facts.backward_line
-    else:
-        return []
-    start = call.location.lineno
-    if not start < end:
-        return []
-    tree = site.tree()
-    found: list[tuple[Location | None, str]] = []
-    for node in ast.walk(tree) if tree is not None else ():
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and start < node.lineno < end
-            and (node.func.attr == "step" or (node.func.attr != "zero_grad" and may_update(node.func.attr)))
-            and ast.unparse(node.func.value) in site.optimizers
-            and site.holds(node.lineno)
-        ):
-            optimizer = facts.namespace.get(ast.unparse(node.func.value))
-            found.append((Location(site.filename, node.lineno), type(optimizer).__name__))
-        elif (  # a function of the file that writes the parameters of a model it is given (NOTE above)
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and start < node.lineno < end
-            and site.holds(node.lineno)
-            and modules_given(node, site)
-            and tree is not None
-            and _writes_parameters(tree, node.func.id)
-        ):
-            found.append((Location(site.filename, node.lineno), node.func.id))
-    return sorted(found, key=lambda f: f[0].lineno if f[0] is not None else 0)[:1]
-
-
-def _reach_in_caller(facts: Facts, loss: str | None) -> tuple[str, ...]:
-    """The caller loop's models that the failing loss reaches, when the failing function holds no model and no
-    optimizer (NOTE [Models named by the caller's loop]): those whose parameters are leaves of the tensors the
-    loss's expression reads."""
-    loop, site = facts.caller_loop, facts.site
-    if loop is None or site is None or site.modules or site.optimizers or not loss:
-        return ()
-    try:
-        read = names(ast.parse(loss, mode="eval"), ast.Load)
-    except SyntaxError:
-        return ()
-    leaves: set[int] = set()
-    for name in read:
-        value = facts.namespace.get(name)
-        if isinstance(value, torch.Tensor) and value.grad_fn is not None:
-            leaves |= leaves_of(value)
-    return tuple(sorted(modules_reached(loop.site, leaves)))
-
-
-# NOTE [Models named by the caller's loop]
-# A helper that only backwards what it is handed (``def apply_head_loss(loss,
-# weight): (weight * loss).backward()``, called once per head by the training
-# loop) holds no model, so its graph's parameters have no names there and the
-# fixes could say what the loss trains only as "the upstream model". The
-# caller's loop holds the models: the loss reaches those whose parameters are
-# leaves of the tensors its expression reads, and the fixes' claims name them.
-
-
-def _with_bare_parameters(reach: tuple[str, ...], facts: Facts, loss: str | None) -> tuple[str, ...]:
-    """``reach`` with the parameters of no module the loss reaches (an image a style transfer optimizes), by the
-    names the frame gives them (:func:`gradlab.loop.read_site`): the graph's names hold modules only."""
-    site = facts.site
-    value = value_of(loss, facts.namespace) if loss else None
-    if site is None or not isinstance(value, torch.Tensor) or value.grad_fn is None:
-        return reach
-    bare = {
-        m: ids
-        for m, ids in site.modules.items()
-        if m not in reach and len(ids) == 1 and isinstance(facts.namespace.get(m), torch.Tensor)
-    }
-    if not bare:
-        return reach
-    leaves = leaves_of(value)
-    return tuple(sorted({*reach, *(m for m, ids in bare.items() if ids <= leaves)}))
-
-
-def _updater(code: str | None) -> str | None:
-    """The optimizer of a step's line: ``opt`` of ``opt.step()``, or of ``opt.first_step(...)`` (NOTE [Updates that
-    are not steps])."""
-    found = receiver(code, "step")
-    if found is None and code:
-        m = re.match(r"\s*([\w.\[\]]+)\.\w+\(", code)
-        found = m[1] if m else None
-    return found
 
 
 def _same_statement_again(call: BackwardCall, failing: BackwardCall | None, facts: Facts) -> bool:

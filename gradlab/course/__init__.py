@@ -50,8 +50,8 @@ _EXPORTS: dict[str, str] = {
     "check_one_batch": "exercise",
     "check_guess": "exercise",
     "check_repaired_iteration": "repair",
-    "check_writes_counter": "exercise",
-    "check_saved_hooks": "exercise",
+    "check_writes_counter": "versions",
+    "check_saved_hooks": "versions",
     "check_error_kind": "exercise",
     "check_in_place_rewrite": "exercise",
     "check_repaired_loop": "repair",
@@ -148,8 +148,6 @@ if TYPE_CHECKING:
         check_one_batch,
         check_residual_detach,
         check_running_total,
-        check_saved_hooks,
-        check_writes_counter,
         verify,
     )
     from .iteration import PRESETS, STEPS, Outcome, Preset, outcome_table, run_order
@@ -160,6 +158,7 @@ if TYPE_CHECKING:
     from .repair import check_guided_loop, check_repaired_iteration, check_repaired_loop
     from .repairs import check_actor_critic, check_carried_state, check_softmax_loop, softmax_loop_data
     from .training import ORDERS, TrainResult, compare_parameters, joint_step, run_iterations, train
+    from .versions import check_saved_hooks, check_writes_counter
     from .widgets import Playground, QuizWidget, playground, quiz
 
 

@@ -52,6 +52,7 @@ from ..source import (
 if TYPE_CHECKING:
     from ..recorder import Recorder
 from .cut_path import PathCut, backward_target, path_cut, soft_argmax
+from .graphless_calls import eval_mode_fix, gradient_without_graph_fix, sampled_fix
 from .numpy_round_trip import helper_round_trip_fix, inline_round_trip_fix, inner_round_trip_fix
 from .situations import (
     called_modules,
@@ -59,15 +60,12 @@ from .situations import (
     closure_fix,
     derivative_fix,
     empty_total_fix,
-    eval_mode_fix,
-    gradient_without_graph_fix,
     intent_at,
     one_edit,
     recorded_block,
     recorded_block_fix,
     recorded_stack_fix,
     reentrant_fix,
-    sampled_fix,
     trains_text,
     update_out_of_helper,
 )

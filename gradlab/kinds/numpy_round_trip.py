@@ -1,7 +1,8 @@
 """A tensor taken to numpy and back on the loss's path (``torch.as_tensor(f(x.detach().numpy()))``): the graph is cut
 (GL0003); the round trip written with torch, where the loss then keeps its graph (NOTE [A numpy round trip through a
 helper], NOTE [A numpy round trip on one line]). The round trip of a tensor that still requires grad, which raises
-at ``.numpy()`` itself (GL0007), is :mod:`gradlab.kinds.numpy_values`'s (NOTE [A numpy round trip])."""
+at ``.numpy()`` itself (GL0007), is :mod:`gradlab.kinds.numpy_values`'s, written with torch in
+:mod:`gradlab.kinds.numpy_in_torch` (NOTE [A numpy round trip])."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ..fixes import Fix, source_of
 from ..i18n import T
 from ..location import Location
 from ..source import parse, statement_at
-from .numpy_values import _BACK_TO_TORCH, _NUMPY_TO_TORCH, _TAKES_A_LIST, _numpy_aliases, _spliced
+from .numpy_in_torch import _BACK_TO_TORCH, _NUMPY_TO_TORCH, _TAKES_A_LIST, _numpy_aliases, _spliced
 
 __all__ = ["helper_round_trip_fix", "inline_round_trip_fix", "inner_round_trip_fix"]
 
