@@ -296,6 +296,8 @@ def rewrite_in_place(code: str, op: str, items: Collection[str] = (), item: bool
         'std = logvar.mul(0.5).exp()'
         >>> rewrite_in_place("self.t.mul_(1 - eps).add_(eps / n)", "mul_")
         'self.t = self.t.mul(1 - eps).add(eps / n)'
+        >>> rewrite_in_place("h = F.relu_(h)", "relu_")
+        'h = F.relu(h)'
         >>> rewrite_in_place("h[k][done] = 0.0", "__setitem__", items={"h"})
         'h_k_copy = h[k].clone()\nh_k_copy[done] = 0.0\nh[k] = h_k_copy'
 
@@ -424,7 +426,9 @@ def _out_of_place(st: ast.stmt, op: str, items: Collection[str] = (), item: bool
         if not _has_function(module, twin) or not isinstance(call.args[0], (ast.Name, ast.Attribute)):
             return None
         rewritten = ast.Call(ast.Attribute(func.value, twin, ast.Load()), call.args, call.keywords)
-        return ast.unparse(ast.Assign([*targets, call.args[0]], rewritten, lineno=1))
+        written = call.args[0]
+        bound = [x for x in targets if ast.unparse(x) != ast.unparse(written)]  # h = F.relu_(h): h = F.relu(h)
+        return ast.unparse(ast.Assign([*bound, written], rewritten, lineno=1))
     receiver = func.value
     if isinstance(receiver, ast.Call) and targets and _has_method(twin):
         # a temporary (self.fc(x).relu_()): nothing else holds it, so its out-of-place twin is exact

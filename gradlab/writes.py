@@ -6,8 +6,9 @@ backward call failed. gradlab wraps the entry points where that happens:
 * every in-place tensor method (``add_``, ``mul_``, ``__iadd__``, ``__setitem__``,
   ``copy_``, ...), the in-place functions of the ``torch`` namespace (``relu_``,
   ``_foreach_add_``, ...), of ``torch._C._nn`` (what ``F.leaky_relu(inplace=True)``
-  and its kin call) and of ``torch._VF`` (``F.dropout(inplace=True)``,
-  ``nn.Dropout(inplace=True)``, ``F.threshold(inplace=True)``); what is left out,
+  and its kin call), of ``torch._VF`` (``F.dropout(inplace=True)``,
+  ``nn.Dropout(inplace=True)``, ``F.threshold(inplace=True)``) and the names ``torch.nn.functional``
+  binds to them (``F.relu_``, ``F.elu_``); what is left out,
   and why, is :data:`NOT_WRAPPED` (``tests/test_inplace_coverage.py`` holds every
   in-place op of torch against the two);
 * ``torch.autograd.backward`` (which ``Tensor.backward`` calls) and ``torch.autograd.grad``,
@@ -122,6 +123,7 @@ _observers: tuple[BackwardObserver, ...] = ()  # outermost last; process-wide, l
 
 
 _FUNCTION_TYPES = internals._FUNCTION_TYPES
+_BUILTINS = type(len)  # a function of C code (F.relu_); a Python function of F calls wrapped entry points itself
 _ABSENT = object()  # the owner's own __dict__ had no such entry: the name was inherited
 
 
@@ -156,6 +158,12 @@ def _entry_points() -> Iterator[tuple[Any, str, str]]:
     for module, name in internals.vf_functions():
         if _inplace_name(name):
             yield module, name, name
+    # torch.nn.functional binds its own names to torch's in-place builtins (F.relu_ is torch.relu_, F.elu_ is
+    # torch._C._nn.elu_) at import: wrapping torch's names leaves those bindings as they were
+    functional = torch.nn.functional
+    for name in dir(functional):
+        if _public_inplace(name) and isinstance(getattr(functional, name, None), _BUILTINS):
+            yield functional, name, name
 
 
 def _inplace_wrapper(original: Callable[..., Any], label: str) -> Callable[..., Any]:

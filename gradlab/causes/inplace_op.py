@@ -408,11 +408,9 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
         rewritten = None  # the rebinding alone would leave the caller's tensor unwritten
     else:
         callers, rewritten = through
-    flags, swept = (
-        _inplace_flags(ctx)
-        if ctx.op in ACTIVATIONS and not (rewritten and "inplace" in (ctx.code or ""))
-        else ((), False)
-    )
+    # the activations' inplace=True flags, unless the write's own line has an out-of-place form (F.relu_(x) there,
+    # after an nn.ReLU(inplace=True) that wrote another tensor: the flags would leave the write in place)
+    flags, swept = _inplace_flags(ctx) if ctx.op in ACTIVATIONS and not rewritten else ((), False)
     others = _other_edits(ctx, flags)
     # every write, in the order of its lines
     writes = sorted(
@@ -433,7 +431,7 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
             "tensor autograd saved",
             module=ACTIVATION_NAMES[ctx.op][0],
         )
-    elif ctx.op in ACTIVATIONS:
+    elif ctx.op in ACTIVATIONS and not rewritten:
         summary = T("use the activation without inplace=True (nn.ReLU() rather than nn.ReLU(inplace=True))")
     elif ctx.op == "__setitem__":
         summary = T("write the indexed assignment into a copy and rebind the name{where}", where=where)
