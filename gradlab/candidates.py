@@ -82,6 +82,8 @@ def stale_reads(graph: Graph, p: Problem) -> tuple[tuple[Location, str], ...]:
         expr = next((e for e in [*known, *_aliases(loc, known)] if _read(loc.code, e)), None)
         # a tensor without a name of its own (a view): the names its writes wrote through, read on the saving line
         exprs = [expr] if expr is not None else [e for e in _written_names(s) if _read(loc.code, e)]
+        if not exprs:  # NOTE [A saved tensor read through a helper's parameter]
+            exprs = _parameter_read(loc)
         if not exprs:
             return ()
         for expr in exprs:
@@ -145,6 +147,26 @@ def _aliases(loc: Location, exprs: list[str]) -> list[str]:
     wanted = set(exprs)
     return [name for name, node in _bindings(loc).items() if ast.unparse(node.value) in wanted]
 
+
+def _parameter_read(loc: Location) -> list[str]:
+    """The one parameter of the function around ``loc`` (``self`` aside) that the line reads, as a list; empty when
+    the line reads none or several (NOTE [A saved tensor read through a helper's parameter])."""
+    tree = parse(source_of(loc.filename))
+    fn = function_of(tree, loc.lineno) if tree is not None else None
+    if fn is None or not loc.code:
+        return []
+    a = fn.args
+    params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]} - {"self", "cls"}
+    read = [p for p in sorted(params) if _read(loc.code, p)]
+    return read if len(read) == 1 else []
+
+
+# NOTE [A saved tensor read through a helper's parameter]
+# A loss helper is handed the tensor (``spread_out(model.palette())``, the palette an
+# embedding's weight) and saves it under its parameter's name (``table @ table.t()``): none
+# of the tensor's own names is read on that line. When the line reads exactly one of the
+# function's parameters, that parameter is the tensor the line saved (the helper's other
+# inputs are not read there), and a copy read there keeps the forward as it ran.
 
 # NOTE [A saved tensor read through a local name]
 # ``w = self.codes.weight`` above a loop, then ``h @ w.T`` in it: the line that saved the weight reads it by a

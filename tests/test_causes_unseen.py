@@ -461,6 +461,12 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [One loss backwarded on two lines]: backwarded for the encoder's optimizer, which steps, then for the
     # head's: the claim is what both backward calls train
     "one_loss_backwarded_for_each_optimizer": ("optimizer_step", (("fit", ("encoder", "head")),)),
+    # F.relu_ (torch.nn.functional's own binding of torch.relu_) after an nn.ReLU(inplace=True) that wrote another
+    # tensor: the writer is named, and its line is rewritten, not the module's flag
+    "functional_relu_after_inplace_module": ("inplace_op", (("score", ("block", "head")),)),
+    # NOTE [A saved tensor read through a helper's parameter]: an embedding's table saved by a loss helper under
+    # its parameter's name, then renormalised by the lookups (max_norm): a copy read on the helper's line
+    "embedding_table_spread_in_helper": ("untracked_write", (("loss", ("items", "users")),)),
 }
 
 
