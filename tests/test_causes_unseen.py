@@ -467,6 +467,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A saved tensor read through a helper's parameter]: an embedding's table saved by a loss helper under
     # its parameter's name, then renormalised by the lookups (max_norm): a copy read on the helper's line
     "embedding_table_spread_in_helper": ("untracked_write", (("loss", ("items", "users")),)),
+    # a memo's getter (computes the table when the attribute is None, returns the kept one) is no reset: the memo
+    # set back to None after each backward
+    "memo_getter_on_module": ("carried_state", (("loss", ("model",)),)),
 }
 
 

@@ -111,6 +111,11 @@ def _resets(method: ast.FunctionDef, attrs: tuple[str, ...]) -> bool:
         return False
     if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(method)):
         return False
+    if any(  # a memo's getter (``if self._ctx is None: self._ctx = ...; return self._ctx``) sets it, and keeps it
+        isinstance(n, ast.Return) and n.value is not None and any(mentions(n.value, a) for a in attrs)
+        for n in ast.walk(method)
+    ):
+        return False
     return all(any(sets_attr(st, a) for st in ast.walk(method)) for a in attrs)
 
 
