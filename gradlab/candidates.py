@@ -158,15 +158,29 @@ def _parameter_read(loc: Location) -> list[str]:
     a = fn.args
     params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]} - {"self", "cls"}
     read = [p for p in sorted(params) if _read(loc.code, p)]
-    return read if len(read) == 1 else []
+    try:
+        line = ast.parse(split_comment(loc.code)[0].strip())
+    except SyntaxError:
+        return []
+    # only the parameter's own methods and torch's functions: a call of a module or a helper (``net(x)``) saves
+    # tensors of its own, which may be the stale ones
+    calls_only_on = all(
+        isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id in {*read, "torch", "F"}
+        for n in ast.walk(line)
+        if isinstance(n, ast.Call)
+    )
+    return read if len(read) == 1 and calls_only_on else []
 
 
 # NOTE [A saved tensor read through a helper's parameter]
 # A loss helper is handed the tensor (``spread_out(model.palette())``, the palette an
 # embedding's weight) and saves it under its parameter's name (``table @ table.t()``): none
 # of the tensor's own names is read on that line. When the line reads exactly one of the
-# function's parameters, that parameter is the tensor the line saved (the helper's other
-# inputs are not read there), and a copy read there keeps the forward as it ran.
+# function's parameters and calls nothing but that parameter's methods and torch's
+# functions (no module, no helper, which would save tensors of their own), that parameter
+# is the tensor the line saved, and a copy read there keeps the forward as it ran.
 
 # NOTE [A saved tensor read through a local name]
 # ``w = self.codes.weight`` above a loop, then ``h @ w.T`` in it: the line that saved the weight reads it by a
