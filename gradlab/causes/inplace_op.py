@@ -442,6 +442,7 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
         summary = summary + T(
             "; the helper then returns the new tensor, and each call binds it (at {where})", where=", ".join(calls)
         )
+    refills = _refills_rebound(ctx, rewritten) if rewritten and not flags else ()
     fresh = _graph_left_on_object(ctx, rewritten) if rewritten and not flags else None
     if fresh is not None:  # NOTE [A buffer kept on an object and written by each rollout]
         summary = summary + T(
@@ -467,6 +468,7 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
                             *(flags or (write_edit(ctx, rewritten),)),
                             *others,
                             *(callers or ()),
+                            *refills,
                             *((fresh,) if fresh is not None else ()),
                         ),
                         key=lambda e: e.start,
@@ -486,6 +488,56 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
     # an indexed assignment's first fix already writes into a copy; "clone the saved tensor" would name the
     # wrong one (the saved slice is not what the assignment writes)
     return proposals[:1] if ctx.op == "__setitem__" and proposals[0].fix.edits else proposals
+
+
+# NOTE [A state rebound, then refilled]
+# A module carries a state between the chunks of one backward in a buffer it writes whole (``self.state.copy_(h)``),
+# and resets it in place at the start of each sequence (``self.state.zero_()``). Rebound out of place (the state is
+# then the last chunk's tensor, with its graph), the in-place reset would write into that tensor: the next
+# sequence's forward would start from it and its backward would reach into the freed graph. So each statement of
+# the class that fills the same attribute whole in place (``zero_()``, ``fill_(v)``) is rebound to a new tensor
+# too (``torch.zeros_like``, ``torch.full_like``): the same values, without a graph.
+_REFILLS = {"zero_": "zeros_like({t})", "fill_": "full_like({t}, {v})"}
+
+
+def _refills_rebound(ctx: Context, rewritten: str) -> tuple[Edit, ...]:
+    """The in-place refills of the attribute ``rewritten`` rebinds, rebound to new tensors (NOTE [A state rebound,
+    then refilled]); none when ``rewritten`` rebinds no ``self`` attribute."""
+    loc = ctx.write_at
+    bound = re.search(r"^\s*(self\.\w+) = ", rewritten.split("\n")[-1])
+    tree = parse(source_of(loc.filename)) if loc is not None and bound else None
+    if tree is None or loc is None or bound is None or not re.search(r"^import torch$", source_of(loc.filename), re.M):
+        return ()  # (the new tensors are spelled torch.zeros_like: the file's name for torch must be torch)
+    target = bound[1]
+    cls = next(
+        (
+            c
+            for c in ast.walk(tree)
+            if isinstance(c, ast.ClassDef) and c.lineno <= loc.lineno <= (c.end_lineno or c.lineno)
+        ),
+        None,
+    )
+    lines = source_of(loc.filename).splitlines()
+    out = []
+    for st in ast.walk(cls) if cls is not None else ():
+        call = st.value if isinstance(st, ast.Expr) else None
+        if not (
+            isinstance(st, ast.Expr)
+            and isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in _REFILLS
+            and ast.unparse(call.func.value) == target
+            and st.lineno == st.end_lineno
+            and st.lineno != loc.lineno
+        ):
+            continue
+        if len(call.args) != (1 if call.func.attr == "fill_" else 0) or call.keywords:
+            continue
+        made = _REFILLS[call.func.attr].format(t=target, v=ast.unparse(call.args[0]) if call.args else "")
+        text = lines[st.lineno - 1]
+        indent = text[: len(text) - len(text.lstrip())]
+        out.append(Edit(loc.filename, st.lineno, st.lineno, f"{indent}{target} = torch.{made}"))
+    return tuple(out)
 
 
 # NOTE [A write to an argument]
