@@ -43,7 +43,7 @@ from torch import nn
 
 from .location import frame_names
 from .names import attributes_of, modules_in, modules_on_objects
-from .source import after, leaving, parse
+from .source import after, function_of, leaving, parse
 
 __all__ = [
     "Site",
@@ -372,6 +372,7 @@ def intent_after(
     plans: list[Plan] = []
     seen: set[str] = set()
     calls: list[tuple[str, str, int, Any]] = []
+    frozen = _frozen_at(tree, lineno, modules)  # NOTE [A model frozen around a backward]
     for receiver, method, line in _calls(after(tree, lineno)):
         if receiver.endswith("[*]"):  # a loop over a container of optimizers: each of them, in order
             container = receiver[:-3]
@@ -409,10 +410,97 @@ def intent_after(
         seen.add(receiver)
         owned = modules_of(params, modules)
         if method == "step":  # a module's zero_grad() before this step: the step does not use its gradient
-            cleared = {m for p in plans if p.module for m in p.modules}
+            cleared = {m for p in plans if p.module for m in p.modules} | frozen
             owned = tuple(m for m in owned if m not in cleared)
         plans.append(Plan(receiver, owned, line, method == "step"))
     return LoopIntent(tuple(_stepped_on_leaving(tree, lineno, plans)))
+
+
+# NOTE [A model frozen around a backward]
+# GAN and cVAE loops switch a model's parameters off before a loss it must not learn
+# from and back on after its backward (pix2pix's set_requires_grad(netD, False),
+# BicycleGAN's set_requires_grad(netE, False) around the latent-regression loss). A
+# parameter that does not require grad when the backward runs gets no gradient from
+# it: torch's AccumulateGrad leaves its .grad alone. So the optimizer that steps it
+# after that backward does not train it with that loss. A model is frozen at a
+# backward when the last statement before it, in its function, that sets its
+# parameters' requires_grad sets it off: ``model.requires_grad_(False)``, a loop
+# ``for p in model.parameters(): p.requires_grad = False`` (or ``requires_grad_``),
+# or a call of a function of the file given the model (alone or in a list) and
+# ``False``, whose body sets ``requires_grad`` on parameters.
+def _frozen_at(tree: ast.Module, lineno: int, modules: Mapping[str, frozenset[int]]) -> set[str]:
+    """The modules whose parameters are switched off before the backward at ``lineno`` (NOTE [A model frozen around
+    a backward])."""
+    if not modules:
+        return set()
+    fn_node = function_of(tree, lineno)
+    fn: ast.AST = fn_node or tree
+    setters = {
+        f.name
+        for f in ast.walk(tree)
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(_sets_requires_grad(n) for n in ast.walk(f))
+    }
+    state: dict[str, bool] = {}
+    nodes = sorted(
+        (
+            n
+            for n in ast.walk(fn)
+            if isinstance(n, (ast.Expr, ast.For)) and n.lineno < lineno and function_of(tree, n.lineno) is fn_node
+        ),
+        key=lambda n: n.lineno,
+    )
+    for n in nodes:
+        for model, on in _switched(n, setters):
+            if model in modules:
+                state[model] = on
+    return {m for m, on in state.items() if not on}
+
+
+def _sets_requires_grad(n: ast.AST) -> bool:
+    """``p.requires_grad = flag`` or ``p.requires_grad_(flag)``."""
+    if isinstance(n, ast.Assign):
+        return any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in n.targets)
+    return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "requires_grad_"
+
+
+def _flag(node: ast.expr | None) -> bool | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, bool) else None
+
+
+def _switched(n: ast.stmt, setters: set[str]) -> list[tuple[str, bool]]:
+    """The (model, on) pairs statement ``n`` sets requires_grad of."""
+    if isinstance(n, ast.For):  # for p in model.parameters(): p.requires_grad = False
+        it = n.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters"):
+            return []
+        for st in n.body:
+            if isinstance(st, ast.Assign) and _sets_requires_grad(st) and _flag(st.value) is not None:
+                return [(ast.unparse(it.func.value), bool(_flag(st.value)))]
+            call = st.value if isinstance(st, ast.Expr) else None
+            if (
+                isinstance(call, ast.Call)
+                and _sets_requires_grad(call)
+                and call.args
+                and _flag(call.args[0]) is not None
+            ):
+                return [(ast.unparse(it.func.value), bool(_flag(call.args[0])))]
+        return []
+    call = n.value if isinstance(n, ast.Expr) else None
+    if not isinstance(call, ast.Call):
+        return []
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":  # model.requires_grad_(False)
+        flag = _flag(call.args[0]) if call.args else _flag(next((k.value for k in call.keywords), None))
+        return [(ast.unparse(func.value), flag)] if flag is not None else []
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name not in setters or not call.args:
+        return []
+    flag = _flag(call.args[1]) if len(call.args) > 1 else _flag(next((k.value for k in call.keywords), None))
+    if flag is None:
+        return []
+    given = call.args[0]
+    models = given.elts if isinstance(given, (ast.List, ast.Tuple)) else [given]
+    return [(ast.unparse(m), flag) for m in models]
 
 
 def _stepped_on_leaving(tree: ast.Module, lineno: int, plans: list[Plan]) -> list[Plan]:

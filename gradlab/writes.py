@@ -61,6 +61,7 @@ from .notices import GradlabWarning
 
 __all__ = [
     "NOT_WRAPPED",
+    "NOT_WRITES",
     "install",
     "uninstall",
     "installed",
@@ -88,8 +89,8 @@ _INPLACE_DUNDERS = (
     "__irshift__",
     "__imatmul__",
 )
-# Ends in "_" but never writes tensor data.
-_NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "_backward_hooks_"})
+#: Ends in "_" but never writes tensor data.
+NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "_backward_hooks_"})
 
 #: The in-place entry points gradlab leaves alone on purpose, each with the reason.
 NOT_WRAPPED: dict[str, str] = {
@@ -128,7 +129,7 @@ _ABSENT = object()  # the owner's own __dict__ had no such entry: the name was i
 
 
 def _inplace_name(name: str) -> bool:
-    return name.endswith("_") and not name.startswith("__") and name not in _NOT_WRITES
+    return name.endswith("_") and not name.startswith("__") and name not in NOT_WRITES
 
 
 def _public_inplace(name: str) -> bool:

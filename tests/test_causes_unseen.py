@@ -470,6 +470,15 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a memo's getter (computes the table when the attribute is None, returns the kept one) is no reset: the memo
     # set back to None after each backward
     "memo_getter_on_module": ("carried_state", (("loss", ("model",)),)),
+    # NOTE [A state rebound, then refilled]: a buffer carried between the chunks of one backward by copy_ (the next
+    # chunk saved it, so no_grad would cut what the code trains): rebound, and its in-place reset made a new tensor
+    "chunk_state_buffer_copied": ("inplace_op", (("total", ("model",)),)),
+    # NOTE [A model frozen around a backward]: the encoder switched off by a helper around the latent loss, which then
+    # trains the generator only (and requires_grad_ is no write of the weights): the first backward keeps the graph
+    "latent_loss_with_encoder_frozen": (
+        "shared_graph_freed",
+        (("loss_latent", ("gen",)), ("loss_rec", ("enc", "gen"))),
+    ),
 }
 
 

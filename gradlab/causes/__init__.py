@@ -229,7 +229,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     shared = claims_of_others(facts.site, facts.backward_line, facts.namespace, loss, same_steps=True)
     # NOTE [A model another loss trains]: a judge (the critic the actor's loss reaches), or a model the optimizer
     # stepped right after this backward does not hold; not an encoder of that step whose output the loss reads
-    first = next((plan for plan in base.intent.plans if plan.steps), None) if base.intent is not None else None
+    # (the first step that trains something with it: an optimizer of a model frozen at this backward trains nothing)
+    plans = base.intent.plans if base.intent is not None else ()
+    first = next((plan for plan in plans if plan.steps and plan.modules), None)
     stepped_next = set(first.modules) if first is not None else set()
     exempt = {m for _loss, models in shared for m in models if topo.behind({m}) or m not in stepped_next}
     base = replace(base, shared=tuple(sorted(exempt)))
@@ -287,6 +289,10 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             )
             ctx = replace(ctx, after_write=after_write_lines(ctx, graph, p, facts))
             alias, buffers = torch_alias(facts.namespace), graph_buffers(str(short_name(p)), facts.namespace)
+            if any(n.name.endswith("CopyBackwards") for n in graph.nodes):
+                # the saved tensor is the buffer as an earlier write of this graph left it (``copy_`` from a value
+                # with a graph): the code as written trains through it, from one chunk's forward to the next
+                buffers = ()
             if alias and buffers:  # NOTE [A buffer updated with values that have a graph]
                 ctx = replace(ctx, extra={**ctx.extra, "graph_buffer": alias, "graph_buffers": ",".join(buffers)})
             fast = fast_context(ctx, w, facts)

@@ -11,6 +11,7 @@ from ..evidence import Facts, receiver
 from ..location import Location
 from ..loop import may_update
 from ..recorder import BackwardCall
+from ..writes import NOT_WRITES
 from .chained import modules_given
 
 __all__ = ["updater", "updates_between", "writes_parameters"]
@@ -53,6 +54,7 @@ def writes_parameters(tree: ast.Module, name: str) -> bool:
         and isinstance(c.func, ast.Attribute)
         and c.func.attr.endswith("_")
         and not c.func.attr.startswith("_")
+        and c.func.attr not in NOT_WRITES  # p.requires_grad_(False) freezes, it writes no weight
         for loop in loops
         for c in ast.walk(loop)
     )
