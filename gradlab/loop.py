@@ -433,8 +433,7 @@ def _frozen_at(tree: ast.Module, lineno: int, modules: Mapping[str, frozenset[in
     a backward])."""
     if not modules:
         return set()
-    fn_node = function_of(tree, lineno)
-    fn: ast.AST = fn_node or tree
+    fn: ast.AST = function_of(tree, lineno) or tree
     setters = {
         f.name
         for f in ast.walk(tree)
@@ -442,11 +441,7 @@ def _frozen_at(tree: ast.Module, lineno: int, modules: Mapping[str, frozenset[in
     }
     state: dict[str, bool] = {}
     nodes = sorted(
-        (
-            n
-            for n in ast.walk(fn)
-            if isinstance(n, (ast.Expr, ast.For)) and n.lineno < lineno and function_of(tree, n.lineno) is fn_node
-        ),
+        (n for n in _own_statements(fn) if isinstance(n, (ast.Expr, ast.For)) and n.lineno < lineno),
         key=lambda n: n.lineno,
     )
     for n in nodes:
@@ -454,6 +449,17 @@ def _frozen_at(tree: ast.Module, lineno: int, modules: Mapping[str, frozenset[in
             if model in modules:
                 state[model] = on
     return {m for m, on in state.items() if not on}
+
+
+def _own_statements(scope: ast.AST) -> Iterator[ast.stmt]:
+    """The statements of ``scope`` at any depth, not those of the functions and classes it defines."""
+    for block in ("body", "orelse", "finalbody", "handlers"):
+        for st in getattr(scope, block, None) or []:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(st, ast.stmt):
+                yield st
+            yield from _own_statements(st)
 
 
 def _sets_requires_grad(n: ast.AST) -> bool:
