@@ -443,6 +443,12 @@ def in_place_fixes(ctx: Context) -> list[Proposal]:
             "; the helper then returns the new tensor, and each call binds it (at {where})", where=", ".join(calls)
         )
     refills = _refills_rebound(ctx, rewritten) if rewritten and not flags else ()
+    if refills:  # NOTE [A state rebound, then refilled]
+        summary = summary + T(
+            "; and the in-place refills of the state (at {where}) make new tensors, so that no sequence starts from "
+            "the graph of the one before",
+            where=", ".join(Location(e.filename, e.start).where for e in refills),
+        )
     fresh = _graph_left_on_object(ctx, rewritten) if rewritten and not flags else None
     if fresh is not None:  # NOTE [A buffer kept on an object and written by each rollout]
         summary = summary + T(
