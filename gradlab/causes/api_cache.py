@@ -513,53 +513,36 @@ def memoised_fixes(ctx: Context) -> list[Proposal]:
     lineno = int(line)
     text = source_of(filename).splitlines()[lineno - 1]
     decorator = text.strip()
-    edit = Edit(filename, lineno, lineno, "")
     function = ctx.extra.get("memoised_function", "")
+    at = Location(filename, lineno).where
     if decorator.rsplit(".", 1)[-1] == "cached_property":  # read as an attribute: a plain property, computed each time
         edit = Edit(filename, lineno, lineno, text[: len(text) - len(text.lstrip())] + "@property")
-        return [
-            keeping(
-                ctx,
-                Fix(
-                    keeps_forward=True,
-                    summary=T(
-                        "make {function} a plain @property at {where}, not {decorator}: from its second read on it "
-                        "is the tensor of its first read, whose graph the first backward freed, computed from the "
-                        "parameters as they were then",
-                        decorator=decorator,
-                        function=function,
-                        where=Location(filename, lineno).where,
-                    ),
-                    trains=T(
-                        "{loss} trains what it reaches, at each read through {function} computed from the "
-                        "parameters as they are then: the same forward at the first iteration",
-                        loss=ctx.l,
-                        function=function,
-                    ),
-                    edits=(edit,),
-                ),
-            )
-        ]
-    return [
-        keeping(
-            ctx,
-            Fix(
-                keeps_forward=True,
-                summary=T(
-                    "remove {decorator} from {function}() at {where}: from its second call on it returns the tensor "
-                    "of its first call, whose graph the first backward freed, computed from the parameters as they "
-                    "were then",
-                    decorator=decorator,
-                    function=function,
-                    where=Location(filename, lineno).where,
-                ),
-                trains=T(
-                    "{loss} trains what it reaches, at each call through {function}()'s result computed from the "
-                    "parameters as they are then: the same forward at the first iteration",
-                    loss=ctx.l,
-                    function=function,
-                ),
-                edits=(edit,),
-            ),
+        summary = T(
+            "make {function} a plain @property at {where}, not {decorator}: from its second read on it is the tensor "
+            "of its first read, whose graph the first backward freed, computed from the parameters as they were then",
+            decorator=decorator,
+            function=function,
+            where=at,
         )
-    ]
+        trains = T(
+            "{loss} trains what it reaches, at each read through {function} computed from the parameters as they "
+            "are then: the same forward at the first iteration",
+            loss=ctx.l,
+            function=function,
+        )
+    else:
+        edit = Edit(filename, lineno, lineno, "")
+        summary = T(
+            "remove {decorator} from {function}() at {where}: from its second call on it returns the tensor of its "
+            "first call, whose graph the first backward freed, computed from the parameters as they were then",
+            decorator=decorator,
+            function=function,
+            where=at,
+        )
+        trains = T(
+            "{loss} trains what it reaches, at each call through {function}()'s result computed from the parameters "
+            "as they are then: the same forward at the first iteration",
+            loss=ctx.l,
+            function=function,
+        )
+    return [keeping(ctx, Fix(keeps_forward=True, summary=summary, trains=trains, edits=(edit,)))]
