@@ -1298,15 +1298,16 @@ def test_a_parameter_made_inline_keeps_its_name_unless_it_is_read_outside_its_cl
 def test_a_value_the_loop_hands_to_two_updates_keeps_its_graph(tmp_path: Path) -> None:
     # NOTE [A value the caller's loop hands to several updates]: the trunk's output goes to two heads' update
     # methods, each backwarding its own loss; the trunk's optimizer, in the caller's loop, steps after both. The
-    # first fix keeps the graph at the update's backward, and the patched run trains as the intended one; no fix
-    # says the trunk's parameters are held by no optimizer (the caller's optimizer holds them)
+    # first fix keeps the graph at the update's backward, and the patched run trains as the intended one; its claim
+    # names both heads' layers as the loop calls them; no fix says the trunk's parameters are held by no optimizer
+    # (the caller's optimizer holds them)
     path = CAUSES / "encoder_output_handed_to_two_heads.py"
     error, _ = _run(path.read_text(), str(path))
     assert error is not None
     fixes = gradlab.last_diagnosis(error).fixes
     first = fixes[0]
     assert [e.text.strip() for e in first.edits] == ["err.backward(retain_graph=True)"], first.lines()
-    assert dict(first.claims) == {"err": ("self.layer", "trunk")}
+    assert dict(first.claims) == {"err": ("classify.layer", "regress.layer", "trunk")}
     assert not any("no optimizer" in f.summary for f in fixes), [f.summary for f in fixes]
     patched = tmp_path / "heads_patched.py"
     patched.write_text(apply_edits(path.read_text(), first.edits))

@@ -150,7 +150,8 @@ def caller_boundary_fixes(ctx: Context) -> list[Proposal]:
 # when the freeing backward and the failing one are the same line of the function, run by two calls of the
 # caller's loop that pass it the same tensor with a graph, and no step between them writes a parameter below that
 # tensor (then the second backward would read weights the step rewrote). The graph is kept until the last call's
-# backward frees it with the value.
+# backward frees it with the value. The method's frame calls each agent's model self.policy; the fix's claim names
+# them as the caller does (east.policy and west.policy), each call's own, when the calls are on different objects.
 def handed_to_several(base: Context, facts: Facts, call: BackwardCall | None) -> Context | None:
     """The tensor with a graph that the caller's loop passes to two calls of the failing function, whose backward
     line freed its graph at the first call (NOTE [A value the caller's loop hands to several updates]);
@@ -194,6 +195,21 @@ def handed_to_several(base: Context, facts: Facts, call: BackwardCall | None) ->
             return None  # a step between rewrote a weight below the value: the second backward would read it stale
     models = tuple(sorted(m for m, ids in outer.modules.items() if ids & below))
     extra = {**base.extra, "handed": name, "handed_models": ",".join(models)}
+    # each call's own models, by the caller's names (NOTE [A value the caller's loop hands to several updates])
+    receivers = [
+        ast.unparse(c.func.value)
+        for st in passed
+        if st is not None
+        for c in ast.walk(st)
+        if isinstance(c, ast.Call)
+        and isinstance(c.func, ast.Attribute)
+        and any(isinstance(a, ast.Name) and a.id == name for a in c.args)
+    ]
+    own = [m for m in base.reach if m not in models]
+    if len(set(receivers)) == len(passed) and own and all(m.startswith("self.") for m in own):
+        mapped = [f"{r}.{m[len('self.') :]}" for r in receivers for m in own]
+        if all(m in outer.modules for m in mapped):
+            extra["handed_own"] = ",".join(sorted(mapped))
     return replace(base, extra=extra)
 
 
@@ -207,7 +223,8 @@ def several_calls_fixes(ctx: Context) -> list[Proposal]:
         return []
     below = tuple(m for m in ctx.extra.get("handed_models", "").split(",") if m)
     mine = tuple(sorted(set(ctx.reach) - set(below)))
-    reach = (*mine, *below)
+    each = tuple(m for m in ctx.extra.get("handed_own", "").split(",") if m)  # every call's own, when named
+    reach = tuple(sorted({*(each or mine), *below}))
     fix = Fix(
         summary=T(
             "keep the graph at this backward (retain_graph=True): the calling loop hands {name} to each call, and "
