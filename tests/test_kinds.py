@@ -223,6 +223,9 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     "decorated_step": ("no_grad_fn", ("@torch.no_grad()",), (("loss", ("encoder", "head")),)),
     "detach_in_forward": ("no_grad_fn", ("y = y.detach()",), (("loss", ("reg",)),)),
     "manual_sgd": ("leaf_in_place", ("weight -= 0.5 * weight.grad",), ()),
+    # an activation and a dropout applied in place to a leaf the loop made for an input-gradient penalty: steps of
+    # the forward, both made out of place (not the write put under no_grad)
+    "saliency_input_rectified_in_place": ("leaf_in_place", ("x = F.relu(x, inplace=True)",), (("total", ("model",)),)),
     "init_views": ("multi_view_in_place", ("gates = self.lstm.bias_ih_l0.chunk(4)", "gates[1].fill_(1.0)"), ()),
     "inference_cache": ("inference_saved", ("with torch.inference_mode():",), (("loss", ("probe",)),)),
     "numpy_log": ("numpy_requires_grad", ("means.append(float(np.mean(pred.numpy())))",), ()),

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from ..activations import ACTIVATIONS
 from ..advice import message_fixes
 from ..claims import failure_claims, loop_claims
 from ..context import Context
@@ -263,18 +264,29 @@ def locate(f: Failure) -> Explanation:
         return replace(located, fixes=(*fixes, *e.fixes))
     # a leaf the forward made (no parameter, no optimizer holds it) written with a value that has a graph: the
     # write is a step of the computation (NOTE [Writes to a leaf]), so its out-of-place form comes first
-    computed = not parameter and _from_graph(st, name, f.namespace)
+    # an activation or a dropout applied in place (F.relu(x, inplace=True)) is a step of the forward too: nobody
+    # updates a leaf with it (NOTE [Writes to a leaf])
+    activation = (f.op or "") in ACTIVATIONS or (f.op or "").endswith("dropout_")
+    computed = not parameter and (activation or _from_graph(st, name, f.namespace))
     if wrap is not None and not computed:
         proposals.append(wrap)
     rewritten = rewrite_in_place(site.text(loc.lineno), f.op) if f.op and st.lineno == st.end_lineno else None
     if rewritten is not None:
         indent = indent_of(site, loc.lineno)
         text = "\n".join(indent + part.strip() for part in rewritten.split("\n"))
+        bound = ast.unparse(st.targets[0]) if isinstance(st, ast.Assign) and len(st.targets) == 1 else None
+        following = _inplace_after(site, tree, st, bound) if activation and bound else ()
         proposals.append(
             Proposal(
                 Fix(
                     alternative=not computed,
                     summary=T(
+                        "apply the activation out of place (without inplace=True): it is a step of the forward, "
+                        "not an update of {name}",
+                        name=name or T("the tensor"),
+                    )
+                    if activation and not parameter
+                    else T(
                         "make the write out of place: it is a step of the computation (what it adds has a graph); "
                         "{name} then names a new tensor",
                         name=name or T("the tensor"),
@@ -285,10 +297,16 @@ def locate(f: Failure) -> Explanation:
                         name=name or T("the tensor"),
                     ),
                     trains=T(
+                        "the forward's values as the in-place activation computed them; {name} keeps its own values, "
+                        "and the gradient flows through the activation into it",
+                        name=name or T("the tensor"),
+                    )
+                    if activation and not parameter
+                    else T(
                         "gradient flows through the write into the tensor before it; the new tensor is no leaf: "
                         "its .grad stays None, and an optimizer that holds the old one does not see the new value",
                     ),
-                    edits=(Edit(site.filename, loc.lineno, loc.lineno, text),),
+                    edits=(Edit(site.filename, loc.lineno, loc.lineno, text), *following),
                 ),
                 None,
                 False,
@@ -301,6 +319,31 @@ def locate(f: Failure) -> Explanation:
         kept = failure_claims(f)
         fixes = tuple(replace(x, claims=x.claims or kept) for x in fixes)
     return replace(located, fixes=(*fixes, *e.fixes))
+
+
+def _inplace_after(site: Site, tree: ast.Module, st: ast.stmt, name: str) -> tuple[Edit, ...]:
+    """The statements right after ``st`` in its block that apply another activation or dropout in place to ``name``
+    (``feats = F.dropout(feats, inplace=True)`` after ``feats = F.relu(feats, inplace=True)``), made out of place:
+    once the first is, the next would write the output the first saved for its backward."""
+    block = block_of(tree, st) or []
+    out: list[Edit] = []
+    for nxt in block[block.index(st) + 1 :] if st in block else []:
+        flagged = (
+            isinstance(nxt, ast.Assign)
+            and nxt.lineno == nxt.end_lineno
+            and [ast.unparse(t) for t in nxt.targets] == [name]
+            and isinstance(nxt.value, ast.Call)
+            and any(
+                k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+                for k in nxt.value.keywords
+            )
+            and any(isinstance(a, ast.Name) and a.id == name for a in nxt.value.args[:1])
+        )
+        new = rewrite_in_place(site.text(nxt.lineno), "relu_") if flagged else None
+        if new is None:
+            break
+        out.append(Edit(site.filename, nxt.lineno, nxt.lineno, new))
+    return tuple(out)
 
 
 # NOTE [A parameter scaled by its own gradient's norm]
