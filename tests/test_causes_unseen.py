@@ -479,6 +479,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
         "shared_graph_freed",
         (("loss_latent", ("gen",)), ("loss_rec", ("enc", "gen"))),
     ),
+    # a bounded deque of records (named tuples of tensors) kept on the model and appended with a graph: cleared after
+    # each backward; the deque of a momentum encoder's records, without a graph, is kept (no partner of the other)
+    "memory_bank_deque_of_records": ("list_never_cleared", (("bank_loss", ("model",)),)),
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import collections
 import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -20,27 +21,37 @@ if TYPE_CHECKING:
     from ..recorder import BackwardCall
 
 
+#: What a loop appends to and never clears: a list, or a deque (a memory bank with ``maxlen``).
+_SEQUENCES = (list, collections.deque)
+
+
 def buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCall | None) -> Context | None:
     """A list in the frame holding tensors of an earlier iteration's graph (log-probs never cleared)."""
     seqs = {n.seq for n in graph.nodes if n.seq is not None}
     limit = call.newest_node if call is not None else None
     found: list[str] = []
     lists: dict[str, list[Any]] = {}
+    bounded: set[str] = set()  # deques: a memory of its own length, cleared only where it holds a graph
     for key, value in facts.namespace.items():
         if not isinstance(key, str) or key.startswith("_"):
             continue
-        if isinstance(value, list):
-            lists[key] = value
-        elif isinstance(value, torch.nn.Module):
-            for attr, inner in vars(value).items():
-                if isinstance(inner, list) and not attr.startswith("_"):
-                    lists[f"{key}.{attr}"] = inner
+        held = {key: value} if isinstance(value, _SEQUENCES) else {}
+        if isinstance(value, torch.nn.Module):
+            held = {
+                f"{key}.{a}": v for a, v in vars(value).items() if isinstance(v, _SEQUENCES) and not a.startswith("_")
+            }
+        for name, seq in held.items():
+            lists[name] = list(seq)
+            if isinstance(seq, collections.deque):
+                bounded.add(name)
     for key, value in lists.items():
         if len(value) < 2:
             continue
         old = [
             t
-            for t in value
+            for item in value
+            # a record of tensors (a named tuple of an estimate, its event and time) holds them too
+            for t in (item if isinstance(item, tuple) else (item,))
             if isinstance(t, torch.Tensor)
             and t.grad_fn is not None
             and (s := sequence_of(t.grad_fn)) in seqs
@@ -70,7 +81,10 @@ def buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCall
         partners = sorted(
             k
             for k, v in lists.items()
-            if k != buffer and len(v) == length and (k in appended or (owner is not None and k.startswith(owner + ".")))
+            if k != buffer
+            and k not in bounded
+            and len(v) == length
+            and (k in appended or (owner is not None and k.startswith(owner + ".")))
         )
         if buffer not in appended and owner is None:
             partners = []
