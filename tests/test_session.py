@@ -98,6 +98,7 @@ _OWNERS = (
     torch.Tensor,
     torch,
     torch._C._nn,
+    torch.nn.functional,  # its own names for torch's in-place builtins (F.relu_ is torch.relu_)
     sys.modules["torch._VF"],
     torch.autograd,
     torch.autograd.grad_mode.no_grad,  # NOTE [Cuts] in writes.py
