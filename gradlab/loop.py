@@ -43,7 +43,7 @@ from torch import nn
 
 from .location import frame_names
 from .names import attributes_of, modules_in, modules_on_objects
-from .source import after, function_of, leaving, parse
+from .source import after, function_of, leaving, own_statements, parse
 
 __all__ = [
     "Site",
@@ -441,7 +441,7 @@ def _frozen_at(tree: ast.Module, lineno: int, modules: Mapping[str, frozenset[in
     }
     state: dict[str, bool] = {}
     nodes = sorted(
-        (n for n in _own_statements(fn) if isinstance(n, (ast.Expr, ast.For)) and n.lineno < lineno),
+        (n for n in own_statements(fn) if isinstance(n, (ast.Expr, ast.For)) and n.lineno < lineno),
         key=lambda n: n.lineno,
     )
     for n in nodes:
@@ -449,17 +449,6 @@ def _frozen_at(tree: ast.Module, lineno: int, modules: Mapping[str, frozenset[in
             if model in modules:
                 state[model] = on
     return {m for m, on in state.items() if not on}
-
-
-def _own_statements(scope: ast.AST) -> Iterator[ast.stmt]:
-    """The statements of ``scope`` at any depth, not those of the functions and classes it defines."""
-    for block in ("body", "orelse", "finalbody", "handlers"):
-        for st in getattr(scope, block, None) or []:
-            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            if isinstance(st, ast.stmt):
-                yield st
-            yield from _own_statements(st)
 
 
 def _sets_requires_grad(n: ast.AST) -> bool:

@@ -12,7 +12,7 @@ from .evidence import Facts, Problem, freeing_call, roots_of, saved_line, sequen
 from .graph import Graph, walk
 from .location import Location
 from .loop import LoopIntent
-from .source import function_of, loop_body_of, parse
+from .source import function_of, loop_body_of, parse, statement_at
 
 __all__ = ["made_apart", "made_apart_also", "made_outside", "stored_for_others"]
 
@@ -90,11 +90,8 @@ def stored_for_others(at: Location, facts: Facts) -> bool:
     site, line = facts.site, facts.backward_line
     if tree is None or site is None or line is None or site.filename != at.filename:
         return False
-    st = next(
-        (n for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno == at.lineno and len(n.targets) == 1),
-        None,
-    )
-    target = st.targets[0] if st is not None else None
+    st = statement_at(tree, at.lineno)
+    target = st.targets[0] if isinstance(st, ast.Assign) and len(st.targets) == 1 else None
     if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
         return False
     storing, failing = function_of(tree, at.lineno), function_of(tree, line)

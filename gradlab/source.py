@@ -368,6 +368,16 @@ def function_of(tree: ast.Module, lineno: int) -> ast.FunctionDef | ast.AsyncFun
     return found
 
 
+def own_statements(scope: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement of ``scope`` at any depth, in source order, but none of the functions and classes it
+    defines nor theirs."""
+    for block in blocks(scope):
+        for st in block:
+            if not isinstance(st, _SCOPES):
+                yield st
+                yield from own_statements(st)
+
+
 def _simple(st: ast.stmt) -> Iterator[ast.stmt]:
     if isinstance(st, _SCOPES):
         return

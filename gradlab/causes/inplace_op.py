@@ -18,7 +18,7 @@ from ..fixes import Fix, Proposal, all_edits, keeping, source_of, whole_statemen
 from ..i18n import T
 from ..location import Location
 from ..rewrite import OP_NAMES, rewrite_in_place, twin_in_expression
-from ..source import enclosing_blocks, function_of, parse, returns_value
+from ..source import enclosing, enclosing_blocks, function_of, parse, returns_value
 
 
 def _inplace_flags(ctx: Context) -> tuple[tuple[Edit, ...], bool]:
@@ -515,14 +515,7 @@ def _refills_rebound(ctx: Context, rewritten: str) -> tuple[Edit, ...]:
     if tree is None or loc is None or bound is None or not re.search(r"^import torch$", source_of(loc.filename), re.M):
         return ()  # (the new tensors are spelled torch.zeros_like: the file's name for torch must be torch)
     target = bound[1]
-    cls = next(
-        (
-            c
-            for c in ast.walk(tree)
-            if isinstance(c, ast.ClassDef) and c.lineno <= loc.lineno <= (c.end_lineno or c.lineno)
-        ),
-        None,
-    )
+    cls = next((c for c in reversed(enclosing(tree, loc.lineno)) if isinstance(c, ast.ClassDef)), None)
     lines = source_of(loc.filename).splitlines()
     out = []
     for st in ast.walk(cls) if cls is not None else ():

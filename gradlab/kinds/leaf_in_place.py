@@ -339,7 +339,8 @@ def _inplace_after(site: Site, tree: ast.Module, st: ast.stmt, name: str) -> tup
             )
             and any(isinstance(a, ast.Name) and a.id == name for a in nxt.value.args[:1])
         )
-        new = rewrite_in_place(site.text(nxt.lineno), "relu_") if flagged else None
+        # a call with ``inplace=True`` is rewritten by dropping the keyword, whichever activation it is
+        new = rewrite_in_place(site.text(nxt.lineno), "dropout_") if flagged else None
         if new is None:
             break
         out.append(Edit(site.filename, nxt.lineno, nxt.lineno, new))
