@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, TextIO
 from .i18n import T, _t, join
 from .notices import prefixed
 from .ranks import distributed, named_ddp, report_rank
+from .tracebacks import clean_chain
 
 if TYPE_CHECKING:
     from .tracker import Tracker
@@ -152,57 +153,6 @@ def _namespace_in_traceback(exc: BaseException | None) -> dict[str, object] | No
 # Running code as python would
 # --------------------------------------------------------------------------
 
-# NOTE [tracebacks as python prints them]
-# Python's own traceback of a script starts at the script's first frame. Ours
-# would also show this runner (cli.py, runpy, contextlib) above it, and the
-# tracker's hooks (track.py, saved.py) in the middle of any torch call made
-# under track(). Both are removed, so a non-autograd error prints exactly as
-# with `python script.py`, and an autograd error shows the user's and torch's
-# frames, then gradlab's notes.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_RUNNER_FILES = frozenset(
-    os.path.normcase(os.path.abspath(f))
-    for f in (
-        runpy.__file__,
-        contextlib.__file__,
-        __file__,
-        os.path.join(_HERE, "__main__.py"),
-    )
-)
-_HOOK_FILES = frozenset(
-    os.path.normcase(os.path.join(_HERE, name))
-    for name in ("tracker.py", "recorder.py", "backwards.py", "saved.py", "writes.py")
-)
-
-
-def _file_key(filename: str) -> str:
-    return filename if filename.startswith("<") else os.path.normcase(os.path.abspath(filename))
-
-
-def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """``tb`` without the runner's leading frames and without the tracker's hook frames."""
-    while tb is not None and _file_key(tb.tb_frame.f_code.co_filename) in _RUNNER_FILES | _HOOK_FILES:
-        tb = tb.tb_next
-    kept: list[types.TracebackType] = []
-    while tb is not None:
-        if _file_key(tb.tb_frame.f_code.co_filename) not in _HOOK_FILES:
-            kept.append(tb)
-        tb = tb.tb_next
-    out: types.TracebackType | None = None
-    for entry in reversed(kept):
-        out = types.TracebackType(out, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
-    return out
-
-
-def _clean_chain(exc: BaseException) -> None:
-    """Apply :func:`_user_traceback` to ``exc`` and the exceptions it was raised from."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        current.__traceback__ = _user_traceback(current.__traceback__)
-        current = current.__cause__ or current.__context__
-
 
 @contextlib.contextmanager
 def _as_main(argv: list[str], path0: str | None, module: types.ModuleType | None) -> Iterator[None]:
@@ -243,7 +193,7 @@ def _report(exc: BaseException, stderr: TextIO, verbose: bool, tracker: Tracker 
     Without a note (``--explain-only``, or a failure the tracker did not see) the
     explanation of the message follows, in short; ``verbose`` prints everything.
     """
-    _clean_chain(exc)
+    clean_chain(exc)
     if distributed() is not None:
         notes = getattr(exc, "__notes__", None)
         ours = [n for n in notes or () if n.startswith("\ngradlab: ")]

@@ -50,17 +50,6 @@ A candidate that fails one is not verified (and so never applied). Every run of 
 0 before the script runs), so the runs of a script that does not seed itself draw the
 same numbers and compare too.
 
-NOTE [The scratch directory]
-The copy runs in a fresh directory that mirrors the script's directory: small
-files are copied, large files are linked (data sets are read, not copied),
-folders are mirrored the same way (up to 2,000 entries in all; a larger folder
-is linked whole), ``__pycache__`` is left out and no bytecode is written, so
-sibling modules import and relative data paths open as before. When the working
-directory is the script's directory (or inside it), the copy runs in the
-mirror, so files the script writes (checkpoints, logs) land there, not among
-the user's files. A large file the script overwrites, or a file it writes into
-a folder linked whole, still reaches the user's copy.
-
 Example::
 
     >>> report = fix_script("train.py", steps=3)  # doctest: +SKIP
@@ -69,56 +58,21 @@ Example::
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .edits import Edit, apply_edits, unified_diff
 from .i18n import _, _t
+from .scratch import RunResult, mirror, run_child
 
 if TYPE_CHECKING:
     from .fixes import Fix
     from .trained import TrainingRecord
 
 __all__ = ["FixTrial", "FixReport", "RunResult", "fix_script"]
-
-_COPY_LIMIT = 1 << 20  # files larger than this are linked into the scratch directory, not copied
-_MIRROR_ENTRIES = 2000  # a script's folder mirrored entry by entry up to this many; linked whole beyond
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """One run of the script (the unpatched one or a candidate's copy) in a subprocess.
-
-    ``outcome`` is ``budget`` (stopped after the step budget), ``finished`` (the
-    script ended, exit code 0), ``exit`` (it ended with another exit code),
-    ``autograd`` (a backward raised an autograd error), ``error`` (another
-    exception), ``needs-input`` (it read stdin and none was given) or
-    ``timeout``. ``message`` is the error's last line, ``where`` the user's line.
-    """
-
-    outcome: str
-    seconds: float
-    record: TrainingRecord
-    message: str | None = None
-    where: str | None = None
-    headline: str | None = None
-    fixes: tuple[dict[str, Any], ...] = ()
-    output: str = ""
-    reference: bool = False  # the failure is a write to a tensor that is no parameter (NOTE [Oracles])
-
-    @property
-    def clean(self) -> bool:
-        """Ran to the budget (or to its own end after at least one step) without an error."""
-        return self.outcome == "budget" or (self.outcome == "finished" and bool(self.record.steps))
 
 
 @dataclass(frozen=True)
@@ -505,110 +459,6 @@ def _first_sentence(message: str) -> str:
     return message
 
 
-# --------------------------------------------------------------------------
-# Running the script in a subprocess
-# --------------------------------------------------------------------------
-
-
-def _gradlab_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _run_child(
-    script: str,
-    argv0: str,
-    args: Sequence[str],
-    cwd: str,
-    steps: int | None,
-    timeout: float,
-    stdin: bytes,
-    workdir: str,
-    reference: bool = False,
-) -> RunResult:
-    """Run ``script`` under the tracker and the training record in a subprocess; read back its result.
-
-    The subprocess runs :func:`gradlab.cli.fix_child`, which runs the script as ``gradlab run`` does.
-    """
-    spec = os.path.join(workdir, "spec.json")
-    result = os.path.join(workdir, "result.json")
-    with open(spec, "w", encoding="utf-8") as f:
-        json.dump(
-            {
-                "script": script,
-                "argv0": argv0,
-                "args": list(args),
-                "steps": steps,
-                "result": result,
-                "stdin": bool(stdin),
-                "reference": reference,
-            },
-            f,
-        )
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([_gradlab_root(), *filter(None, [env.get("PYTHONPATH")])])
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    from .i18n import language
-
-    env["GRADLAB_FIX_LANGUAGE"] = language()
-    code = "import sys; from gradlab.cli import fix_child; fix_child(sys.argv[1])"  # the CLI runs scripts
-    from .trained import TrainingRecord
-
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, spec],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        output, _unused = proc.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-        output, _unused = proc.communicate()
-        return RunResult(
-            "timeout",
-            time.monotonic() - start,
-            TrainingRecord(None, None),
-            output=output.decode("utf-8", "replace"),
-        )
-    seconds = time.monotonic() - start
-    data = _load(result)
-    text = output.decode("utf-8", "replace")
-    if data is None:
-        last = text.strip().splitlines()[-1] if text.strip() else _t("exit code {code}", code=proc.returncode)
-        return RunResult("error", seconds, TrainingRecord(None, None), message=last, output=text)
-    return RunResult(
-        data["outcome"],
-        seconds,
-        TrainingRecord.from_dict(data["record"]),
-        message=data.get("message"),
-        where=data.get("where"),
-        headline=data.get("headline"),
-        fixes=tuple(data.get("fixes", ())),
-        output=text,
-        reference=bool(data.get("reference")),
-    )
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, AttributeError):
-        proc.kill()
-
-
-def _load(path: str) -> dict[str, Any] | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data: dict[str, Any] = json.load(f)
-            return data
-    except (OSError, ValueError):
-        return None
-
-
 def _user_line(e: BaseException, script: str) -> str | None:
     """``file:line`` of the last frame of the script (or its directory) in ``e``'s traceback."""
     from .location import Location
@@ -638,43 +488,6 @@ def _fix_data(fx: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------
 # Candidates
 # --------------------------------------------------------------------------
-
-
-def _mirror(directory: str, into: str, patched: dict[str, str], budget: list[int] | None = None) -> None:
-    """Fill ``into`` with ``directory``'s entries (NOTE [The scratch directory]); ``patched`` maps names to text.
-
-    Folders are mirrored the same way (so a file the script writes into one lands in
-    the mirror), as long as the mirror stays under ``_MIRROR_ENTRIES`` entries;
-    past that, a folder is linked whole.
-    """
-    budget = budget if budget is not None else [_MIRROR_ENTRIES]
-    for entry in sorted(os.listdir(directory)):
-        if entry == "__pycache__":
-            continue
-        src, dst = os.path.join(directory, entry), os.path.join(into, entry)
-        budget[0] -= 1
-        if entry in patched:
-            with open(dst, "w", encoding="utf-8", newline="") as f:
-                f.write(patched[entry])
-        elif os.path.islink(src):
-            os.symlink(os.path.realpath(src), dst)
-        elif os.path.isfile(src) and os.path.getsize(src) <= _COPY_LIMIT and budget[0] > 0:
-            shutil.copy2(src, dst)
-        elif os.path.isdir(src) and budget[0] > 0 and _entries_within(src, budget[0]):
-            os.mkdir(dst)
-            _mirror(src, dst, {}, budget)
-        else:
-            os.symlink(src, dst)
-
-
-def _entries_within(directory: str, limit: int) -> bool:
-    """Whether ``directory`` holds at most ``limit`` entries, all levels counted (stops counting past it)."""
-    count = 0
-    for _root, dirs, files in os.walk(directory):
-        count += len(dirs) + len(files)
-        if count > limit:
-            return False
-    return True
 
 
 def _patch(edits: Sequence[Edit], script: str, sources: dict[str, str]) -> tuple[dict[str, str], str | None]:
@@ -753,7 +566,7 @@ def fix_script(
     with tempfile.TemporaryDirectory(prefix="gradlab-fix-") as scratch:
         work = os.path.join(scratch, "original")
         os.mkdir(work)
-        original = _run_child(script, argv0, args, cwd, None, timeout, stdin, work)
+        original = run_child(script, argv0, args, cwd, None, timeout, stdin, work)
         if original.outcome == "needs-input":
             raise ValueError(
                 _t(
@@ -770,7 +583,7 @@ def fix_script(
         if original.reference and candidates:  # the gradient of the code as written (NOTE [Oracles])
             work = os.path.join(scratch, "reference")
             os.mkdir(work)
-            ref = _run_child(script, argv0, args, cwd, steps, timeout, stdin, work, reference=True)
+            ref = run_child(script, argv0, args, cwd, steps, timeout, stdin, work, reference=True)
             reference = ref.record if ref.clean else None
         for number, data in enumerate(candidates, 1):
             report.trials.append(
@@ -813,17 +626,17 @@ def _try(
         return FixTrial(**base, diff="", patched={}, problem=_t("cannot be applied: {why}", why=problem))
     diff = "".join(unified_diff(sources[p], text, _display(p)) for p, text in sorted(patched.items()))
     top = os.path.dirname(script)
-    mirror = os.path.join(scratch, f"fix{number}")
-    os.mkdir(mirror)
-    _mirror(top, mirror, {os.path.basename(p): text for p, text in patched.items()})
-    copy = os.path.join(mirror, os.path.basename(script))
+    folder = os.path.join(scratch, f"fix{number}")
+    os.mkdir(folder)
+    mirror(top, folder, {os.path.basename(p): text for p, text in patched.items()})
+    copy = os.path.join(folder, os.path.basename(script))
     rel = os.path.relpath(cwd, top)
     run_cwd = (
-        os.path.join(mirror, rel) if not rel.startswith("..") and os.path.isdir(os.path.join(mirror, rel)) else cwd
+        os.path.join(folder, rel) if not rel.startswith("..") and os.path.isdir(os.path.join(folder, rel)) else cwd
     )
     work = os.path.join(scratch, f"run{number}")
     os.mkdir(work)
-    run = _run_child(copy, argv0, args, run_cwd, steps, timeout, stdin, work)
+    run = run_child(copy, argv0, args, run_cwd, steps, timeout, stdin, work)
     mismatches = (
         tuple(judge(run.record, original.record, claims))
         + tuple(oracles(run.record, original.record, data.get("keeps_forward"), reference))

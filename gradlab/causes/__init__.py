@@ -74,7 +74,7 @@ from .attached_output import attached_fixes, attached_output_context
 from .built_once import built_once_context
 from .caller_boundary import caller_boundary, caller_boundary_fixes, handed_to_several, several_calls_fixes
 from .caller_reach import reach_in_caller, with_bare_parameters
-from .carried_state import carried_context, carried_fixes, carried_in_loop, kept_attribute
+from .carried_state import carried_context, carried_fixes, carried_in_loop
 from .carried_steps import restart_from_weights
 from .chained import between_fixes, chained_fixes, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
@@ -85,6 +85,8 @@ from .gradient_probe import probe_fix
 from .handed_gradient import handed_context, handed_fixes
 from .handed_state import handed_to_object
 from .inplace_op import graph_buffers, in_place_fixes
+from .kept_attribute import kept_attribute
+from .kept_constant import kept_constant_context
 from .list_never_cleared import buffer_context, buffered_fixes
 from .module_state import kept_on_modules, module_state_fixes
 from .object_state import kept_on_objects, object_reset_fixes
@@ -97,7 +99,6 @@ from .same_loss_twice import appended_loss, products_again, restarted_total, tot
 from .stale_forward import (
     caller_forward_context,
     global_forward_context,
-    kept_constant_context,
     snapshot_context,
     stale_fixes,
     stale_forward_context,

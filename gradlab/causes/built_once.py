@@ -21,7 +21,7 @@ from ..i18n import T, join
 from ..location import Location
 from ..source import parse
 from .class_source import class_tree, methods_of, self_attr
-from .module_state import graph_attrs, tensors_with_graph
+from .kept_state import graph_attrs, tensors_with_graph
 
 __all__ = ["built_once_context", "built_once_fixes"]
 

@@ -25,7 +25,7 @@ from ..fixes import Fix, Proposal, indent_of, keeping, source_of
 from ..i18n import T
 from ..location import Location
 from ..source import function_of, loop_body_of, names, parse, preceding, statement_at
-from .module_state import detach_expr, tensors_with_graph
+from .kept_state import detach_expr, tensors_with_graph
 
 if TYPE_CHECKING:
     from ..evidence import Facts

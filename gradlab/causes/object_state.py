@@ -16,7 +16,7 @@ from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping
 from ..i18n import T, join
 from ..source import enclosing, loop_body_of, names
 from .class_source import class_tree, methods_of, self_attr, stores_entry
-from .module_state import Kept, kept_state
+from .kept_state import Kept, kept_state
 
 __all__ = ["kept_on_objects", "object_reset_fixes"]
 

@@ -1,0 +1,283 @@
+"""What state a class of module keeps across forwards (read from its source): the attributes a forward reads before
+it sets them, how the class resets them, where each is first read and stored; the readings :mod:`.module_state`,
+:mod:`.object_state`, :mod:`.built_once` and :mod:`.discarded_detach` share."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import torch
+
+from ..location import Location
+from ..source import names
+from .class_source import class_tree, mentions, methods_of, self_attr, sets_attr
+
+__all__ = ["Kept", "detach_expr", "graph_attrs", "kept_state", "tensors_with_graph"]
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The state one class of module keeps across forwards: its attributes, how it is reset, where it is read."""
+
+    cls: type
+    attrs: tuple[str, ...]
+    reset: str | None  # a method of the class that sets every attribute back without reading it
+    detach_at: tuple[tuple[Location, str], ...]  # for each attribute: the statement of its forward that reads it first
+    stored_at: tuple[tuple[Location, str], ...] = ()  # every one-line store into ``self.attr`` outside __init__, reset
+    stepwise: bool = False  # some store runs inside a loop of its method: a state over the steps of one input
+    memo: bool = False  # no store reads the attribute it sets: a result kept to be reused, not a memory
+    training_only: bool = False  # every store runs under ``if self.training:``: a result of training forwards only
+    none_reset: bool = False  # every attribute starts as None in __init__ and a method tests ``self.attr is None``
+
+
+def tensors_with_graph(value: object) -> list[torch.Tensor]:
+    """The tensors with a graph ``value`` holds: itself, or the elements of a tuple or list of tensors (an LSTM's
+    ``(h, c)``)."""
+    if isinstance(value, torch.Tensor):
+        return [value] if value.grad_fn is not None else []
+    if isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
+        return [v for v in value if v.grad_fn is not None]
+    return []
+
+
+def graph_attrs(module: torch.nn.Module) -> list[str]:
+    """The attributes of ``module`` (plain or buffers) that hold a tensor with a graph, or a tuple or list of tensors
+    one of which has a graph; private ones too (``self._cached_emb``: a memo is often kept private), never a
+    dunder. torch's own private attributes of a module hold dicts, sets and hooks, never such a tensor."""
+    found = [
+        k
+        for k, v in [*vars(module).items(), *module._buffers.items()]
+        if not k.startswith("__") and tensors_with_graph(v)
+    ]
+    return list(dict.fromkeys(found))
+
+
+def detach_expr(expr: str, kind: str | None = None) -> str:
+    """``expr.detach()``; for a state held as a ``kind`` of tensors (``"tuple"``, ``"list"``), the same ``kind`` of
+    each detached: ``tuple(t.detach() for t in expr)``; for a ``"dict"`` of tensors, each value detached."""
+    if kind == "dict":
+        return f"{{k: v.detach() for k, v in {expr}.items()}}"
+    return f"{kind}(t.detach() for t in {expr})" if kind else f"{expr}.detach()"
+
+
+def _first_read(method: ast.FunctionDef, attr: str) -> ast.stmt | None:
+    """The top-level statement of ``method`` that first uses ``self.attr``, when that use reads the kept value
+    (not a plain ``self.attr = value``); None when the method sets it before any read, or never uses it."""
+    for st in method.body:
+        if not mentions(st, attr):
+            continue
+        return None if sets_attr(st, attr) else st
+    return None
+
+
+def _resets(method: ast.FunctionDef, attrs: tuple[str, ...]) -> bool:
+    """``method`` takes no argument but ``self`` and sets every attribute of ``attrs`` back when called: not a
+    generator or a context manager (``local_scope()`` called alone runs none of its body), not a property."""
+    args = method.args
+    required = len(args.posonlyargs) + len(args.args) - len(args.defaults)
+    if required != 1 or args.vararg or any(d is None for d in args.kw_defaults):
+        return False
+    wrapped = {ast.unparse(d).rsplit(".", 1)[-1] for d in method.decorator_list}
+    if wrapped & {"contextmanager", "asynccontextmanager", "property", "cached_property"}:
+        return False
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(method)):
+        return False
+    if any(  # a memo's getter (``if self._ctx is None: self._ctx = ...; return self._ctx``) sets it, and keeps it
+        isinstance(n, ast.Return) and n.value is not None and any(mentions(n.value, a) for a in attrs)
+        for n in ast.walk(method)
+    ):
+        return False
+    return all(any(sets_attr(st, a) for st in ast.walk(method)) for a in attrs)
+
+
+def _tensor_made(node: ast.ClassDef, attr: str) -> bool:
+    """Every value the class sets ``self.attr`` to is made by a call (``torch.zeros(...)``), or it is registered as
+    a buffer: ``self.attr.detach()`` then never meets a None or a number."""
+    registered = any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "register_buffer"
+        and n.args
+        and isinstance(n.args[0], ast.Constant)
+        and n.args[0].value == attr
+        for n in ast.walk(node)
+    )
+    values = [st.value for st in ast.walk(node) if isinstance(st, ast.Assign) and sets_attr(st, attr)]
+    return (registered or bool(values)) and all(isinstance(v, ast.Call) for v in values)
+
+
+#: Calls that make a new tensor from shapes or values alone: what they return has no graph.
+_FACTORIES = frozenset(
+    {
+        *("zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange"),
+        *("zeros_like", "ones_like", "empty_like", "full_like"),
+        *("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"),
+    }
+)
+
+
+def _made_fresh(value: ast.expr) -> bool:
+    """``value`` is a factory call (``x.new_zeros(b, n)``, ``torch.zeros(...)``): it holds no graph to detach."""
+    func = value.func if isinstance(value, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name in _FACTORIES
+
+
+def kept_state(cls: type, attrs: list[str]) -> Kept | None:
+    found = class_tree(cls)
+    if found is None:
+        return None
+    node, filename = found
+    methods = [m for m in methods_of(node) if m.name != "__init__"]
+    carried: list[str] = []
+    detach_at: list[tuple[Location, str]] = []
+    for attr in attrs:
+        reads = [(m, st) for m in methods if (st := _first_read(m, attr)) is not None]
+        if not reads:
+            continue  # only written (an output kept for logging): not carried into the next forward
+        carried.append(attr)
+        st = next((s for m, s in reads if m.name == "forward"), reads[0][1])
+        if _tensor_made(node, attr):
+            detach_at.append((Location(filename, st.lineno), attr))
+    if not carried:
+        return None
+    kept = tuple(carried)
+    reset = next(
+        (m.name for m in methods if m.name != "forward" and not m.name.startswith("__") and _resets(m, kept)), None
+    )
+    stored: list[tuple[Location, str]] = []
+    stepwise = False
+    memo = True
+    chained: set[str] = set()  # attributes a forward stores from themselves and reads again
+    dicts = _made_dicts(node, kept)  # a memory by key: its entries are its stores
+    for m in methods:
+        if m.name == reset:
+            continue
+        in_loops = {id(n) for loop in ast.walk(m) if isinstance(loop, (ast.For, ast.While)) for n in ast.walk(loop)}
+        for store in ast.walk(m):
+            if not (isinstance(store, ast.Assign) and len(store.targets) == 1):
+                continue
+            # ``self.attr = value``, or ``self.delta, self.zero_point = calibrate(x)``: the elements it stores
+            target = store.targets[0]
+            elements = target.elts if isinstance(target, ast.Tuple) else [target]
+            names_here = [a for e in elements for a in kept if self_attr(e, a)]
+            # ``self.memory[key] = value``: an entry stored (a loop over the keys fills the entries; it is no loop
+            # over the steps of one input)
+            entry = isinstance(target, ast.Subscript) and not names_here
+            if isinstance(target, ast.Subscript) and entry:
+                names_here = [a for a in kept if self_attr(target.value, a) and a in dicts]
+            if not names_here or isinstance(store.value, ast.Constant):
+                continue
+            stepwise = stepwise or (id(store) in in_loops and not entry)
+            memo = (
+                memo
+                and not any(self_attr(n, a) for a in names_here for n in ast.walk(store.value))
+                and not _statistic_of_input(store.value, m)
+            )
+            if store.lineno == store.end_lineno and not _made_fresh(store.value):
+                stored += [(Location(filename, store.lineno), a) for a in names_here]
+            # stored from its own earlier value and read again after the store by the same method (an evolving
+            # weight: _, self.weight = gru(x, self.weight); ... x @ self.weight): the forward trains through it, and
+            # a detach where it is stored would cut this forward's own gradient, not only the last iteration's
+            end = store.end_lineno or store.lineno
+            chained |= {
+                a
+                for a in names_here
+                if any(self_attr(n, a) for n in ast.walk(store.value))
+                and any(
+                    isinstance(n, ast.Attribute) and self_attr(n, a) and isinstance(n.ctx, ast.Load) and n.lineno > end
+                    for n in ast.walk(m)
+                )
+            }
+    stored = [(loc, a) for loc, a in stored if a not in chained]
+    stored_all = {a for _loc, a in stored} == set(kept)
+    init = next((m for m in methods_of(node) if m.name == "__init__"), None)
+    none_reset = init is not None and all(
+        any(
+            isinstance(st, ast.Assign)
+            and any(self_attr(t, a) for t in st.targets)
+            and isinstance(st.value, ast.Constant)
+            and st.value.value is None
+            for st in ast.walk(init)
+        )
+        and any(
+            isinstance(n, ast.Compare)
+            and self_attr(n.left, a)
+            and len(n.ops) == 1
+            and isinstance(n.ops[0], ast.Is)
+            and isinstance(n.comparators[0], ast.Constant)
+            and n.comparators[0].value is None
+            for m in methods
+            for n in ast.walk(m)
+        )
+        for a in kept
+    )
+    return Kept(
+        cls,
+        kept,
+        reset,
+        tuple(detach_at) if len(detach_at) == len(kept) else (),
+        tuple(stored) if stored_all else (),
+        stepwise,
+        memo,
+        _training_only(methods, kept),
+        none_reset,
+    )
+
+
+# Reductions that make a statistic of the data they are given (a calibration's scale, a batch's mean).
+_REDUCTIONS = frozenset({"amax", "amin", "max", "min", "mean", "std", "var", "norm", "quantile", "median"})
+
+
+def _statistic_of_input(value: ast.expr, method: ast.FunctionDef) -> bool:
+    """``value`` reduces an argument of ``method`` (``x.abs().amax() / self.qmax``, ``torch.std(x)``): a statistic
+    of the data the forward is given, kept as a memory (a fake quantiser's scale calibrated on the first batch),
+    not a result of the weights kept for reuse (NOTE [State kept on modules])."""
+    given = {a.arg for a in (*method.args.posonlyargs, *method.args.args[1:], *method.args.kwonlyargs)}
+    for n in ast.walk(value):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _REDUCTIONS:
+            read = names(n.func.value, ast.Load) | set().union(set(), *(names(a, ast.Load) for a in n.args))
+            if read & given:
+                return True
+    return False
+
+
+def _made_dicts(node: ast.ClassDef, attrs: tuple[str, ...]) -> set[str]:
+    """The attributes of ``attrs`` that ``__init__`` sets to a dict (``self.memory = {}``, ``dict()``)."""
+    init = next((m for m in methods_of(node) if m.name == "__init__"), None)
+    return {
+        a
+        for a in attrs
+        for st in (ast.walk(init) if init is not None else ())
+        if isinstance(st, ast.Assign)
+        and any(self_attr(t, a) for t in st.targets)
+        and (
+            isinstance(st.value, ast.Dict)
+            or (isinstance(st.value, ast.Call) and ast.unparse(st.value.func).split(".")[-1] in _DICT_TYPES)
+        )
+    }
+
+
+_DICT_TYPES = frozenset({"dict", "defaultdict", "OrderedDict"})
+
+
+def _training_only(methods: list[ast.FunctionDef], attrs: tuple[str, ...]) -> bool:
+    """Every statement of ``methods`` that stores a value into ``self.attr`` (a plain or a tuple target, for each
+    of ``attrs``) runs in the body of an ``if`` that tests ``self.training``, and there is such a store."""
+    guarded: set[int] = set()
+    for m in methods:
+        for branch in ast.walk(m):
+            if isinstance(branch, ast.If) and any(self_attr(n, "training") for n in ast.walk(branch.test)):
+                if isinstance(branch.test, ast.UnaryOp):
+                    continue  # ``if not self.training``: its body runs in eval mode
+                guarded |= {id(n) for st in branch.body for n in ast.walk(st)}
+    stores = [
+        st
+        for m in methods
+        for st in ast.walk(m)
+        if isinstance(st, ast.Assign)
+        and not isinstance(st.value, ast.Constant)
+        and any(self_attr(t, a) for target in st.targets for t in ast.walk(target) for a in attrs)
+    ]
+    return bool(stores) and all(id(st) in guarded for st in stores)
