@@ -291,7 +291,14 @@ def _view_fixes(e: Explanation, base_saved: bool = False) -> tuple[Fix, ...]:
             )
         )
     elif edit is not None:
-        edits = (edit, *_sibling_writes(write, e.write_op))
+        siblings = _sibling_writes(write, e.write_op)
+        edits = (edit, *siblings)
+        if siblings:
+            where = T(
+                " at {where}, and of each later write to the views in the function (lines {lines})",
+                where=write.where,
+                lines=", ".join(str(x.start) for x in siblings),
+            )
         fixes.append(
             Fix(
                 summary=T("use the out-of-place form of {op}{where}", op=op_display(e.write_op), where=where),
@@ -333,6 +340,18 @@ _MULTI_VIEWS = frozenset(
 )
 
 
+#: The in-place method an augmented assignment calls, by its operator.
+_DUNDERS = {
+    getattr(ast, n): f"__i{d}__" for n, d in (("Add", "add"), ("Sub", "sub"), ("Mult", "mul"), ("Div", "truediv"))
+}
+
+
+# NOTE [Every write to the split's views]
+# A function splits a tensor (xs, ys = keypoints.unbind(-1)) and writes to each part by an augmented assignment
+# (xs -= hip_x; ys -= hip_y; xs /= torso; ys /= torso). torch refuses the first; with that one line rewritten out of
+# place the next write to the other view is refused in turn. Every later augmented write in the function to a name the
+# split bound is made out of place too: each computes the same values into a tensor of its own, which the names then
+# hold, so the function returns what the refused code meant.
 def _sibling_writes(write: Location, op: str) -> tuple[Edit, ...]:
     """The same refused write later in the function (``hx = [h.squeeze_(0) for h in ...unbind(0)]``, then the same for
     ``cx``): each made out of place too, or the patched run stops at the next one."""
@@ -358,6 +377,15 @@ def _sibling_writes(write: Location, op: str) -> tuple[Edit, ...]:
     edits: list[Edit] = []
     for st in [s for s in ast.walk(fn) if isinstance(s, ast.stmt)]:
         if st.lineno <= write.lineno or st.end_lineno != st.lineno or isinstance(st, (ast.For, ast.While, ast.If)):
+            continue
+        if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id in split:
+            # xs -= hip_x, then ys -= hip_y: every augmented write to a view the split made (NOTE [Every write to
+            # the split's views])
+            line = linecache.getline(write.filename, st.lineno).rstrip("\n")
+            new = rewrite_in_place(line, _DUNDERS.get(type(st.op), ""))
+            if new is not None and "\n" not in new.strip():
+                indent = line[: len(line) - len(line.lstrip())]
+                edits.append(Edit(write.filename, st.lineno, st.lineno, indent + new.strip()))
             continue
         writes = [
             n.func
