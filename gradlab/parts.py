@@ -200,6 +200,8 @@ def made_outside(
     if not stepping or any(ids is None for ids in stepping):
         return ()
     held = frozenset().union(*(ids for ids in stepping if ids is not None))
+    stepped = facts.tracker.optimizers.held() if facts.tracker is not None else frozenset()
+    everything = frozenset().union(*site.optimizers.values(), stepped)
     freed = {s.node_id for s in graph.saved if s.status == "freed"} | {node.id}
     wanted = {(n.seq, n.name) for n in graph.nodes if n.id in freed}  # any freed part of the failing graph
     found: list[tuple[str, str]] = []
@@ -220,10 +222,17 @@ def made_outside(
             continue
         for fn in below:
             leaf = getattr(fn, "variable", None)
-            if leaf is not None and (not isinstance(leaf, torch.nn.Parameter) or id(leaf) in held):
+            if leaf is not None and (not _trained_leaf(leaf, everything) or id(leaf) in held):
                 return ()  # a parameter an optimizer steps, or an input whose .grad the code may read
         found.append((name, "list" if isinstance(value, list) else "tuple" if isinstance(value, tuple) else "tensor"))
     return tuple(found)
+
+
+def _trained_leaf(leaf: torch.Tensor, held: frozenset[int]) -> bool:
+    """``leaf`` is trained by some optimizer: a parameter, or a tensor an optimizer holds (a candidate point a
+    search refines with its own optimizer: ``torch.zeros(4, requires_grad=True)`` handed to Adam), not an input whose
+    ``.grad`` the code may read (NOTE [A part made before the loop])."""
+    return isinstance(leaf, torch.nn.Parameter) or id(leaf) in held
 
 
 # NOTE [A part made before the loop]
@@ -238,7 +247,11 @@ def made_outside(
 # loss sent below it (into the client's parameters) is no longer made: the fix's
 # trains line says so, since an optimizer outside the loop could read it. Not
 # offered when a leaf below is an input that is no parameter, or a parameter an
-# optimizer the loop steps holds.
+# optimizer the loop steps holds. A plain tensor an optimizer holds counts as a
+# parameter (a Bayesian-optimisation round refines a candidate with its own Adam,
+# and appends it, graph and all, to the observations the surrogate is then fitted
+# on: the fit's every step reads that part, and the candidate's optimizer clears
+# the gradient the fit would leave before it steps).
 
 
 # NOTE [A part no optimizer steps]

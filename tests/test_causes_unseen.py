@@ -482,6 +482,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a bounded deque of records (named tuples of tensors) kept on the model and appended with a graph: cleared after
     # each backward; the deque of a momentum encoder's records, without a graph, is kept (no partner of the other)
     "memory_bank_deque_of_records": ("list_never_cleared", (("bank_loss", ("model",)),)),
+    # NOTE [A part made before the loop]: a query point a plain tensor with its own Adam, appended with its graph to
+    # the pool every fit step reads: it counts as a parameter, held by an optimizer that does not step on the fit
+    "query_points_added_to_the_pool": ("stale_forward", (("err", ("surrogate",)),)),
 }
 
 
