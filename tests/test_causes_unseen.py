@@ -485,6 +485,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A part made before the loop]: a query point a plain tensor with its own Adam, appended with its graph to
     # the pool every fit step reads: it counts as a parameter, held by an optimizer that does not step on the fit
     "query_points_added_to_the_pool": ("stale_forward", (("err", ("surrogate",)),)),
+    # NOTE [A parameter constrained inside its module's forward]: prototypes clamped to a box by a method the forward
+    # calls after reading them: the call moves after the optimizer's step (a copy read would leave them unconstrained)
+    "prototype_box_clamped_in_forward": ("untracked_write", (("loss", ("model",)),)),
 }
 
 

@@ -111,7 +111,13 @@ from .stale_read import (
     updated_since_context,
 )
 from .step_before_backward import one_step_fixes, step_after_fixes, step_too_early, stepped_again
-from .untracked_write import copy_context, forward_write_context, target_context, untracked_fixes
+from .untracked_write import (
+    copy_context,
+    forward_write_context,
+    parameter_write_context,
+    target_context,
+    untracked_fixes,
+)
 from .updates_between import updater, updates_between
 
 if TYPE_CHECKING:
@@ -303,6 +309,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
                 return "inplace_op", ctx
             return "untracked_write", (
                 target_context(ctx, p, facts)
+                or parameter_write_context(
+                    ctx, p, w, facts
+                )  # NOTE [A parameter constrained inside its module's forward]
                 or copy_context(ctx, p, w)
                 or forward_write_context(ctx, p, w, facts)  # NOTE [A write a module's forward makes on itself]
                 or ctx

@@ -99,7 +99,32 @@ def forward_write_context(ctx: Context, p: Problem, w: Write, facts: Facts) -> C
         return None
     found = f"{st.lineno}:{st.end_lineno or st.lineno}:{owner_path}:{cls.name}:{method.name}"
     extra = {**ctx.extra, "out_of_forward": found}
+    written = getattr(owner, str(short_name(p)).rpartition(".")[2].split(" ")[0], None)
+    if isinstance(written, torch.nn.Parameter) and id(written) in stepped_params(facts):
+        extra["stepped_parameter"] = "1"  # NOTE [A parameter constrained inside its module's forward]
     return replace(ctx, extra=extra)
+
+
+def parameter_write_context(ctx: Context, p: Problem, w: Write, facts: Facts) -> Context | None:
+    """A parameter an optimizer steps, written without autograd by a method its module's forward calls (NOTE [A
+    parameter constrained inside its module's forward]): the move out of the forward, with the copy read where it is
+    saved as the second reading."""
+    moved = forward_write_context(ctx, p, w, facts)
+    if moved is None or not moved.extra.get("stepped_parameter"):
+        return None
+    return copy_context(moved, p, w) or moved
+
+
+# NOTE [A parameter constrained inside its module's forward]
+# A module keeps a parameter inside a constraint by hand: a method renormalises or clamps it under no_grad
+# (a max-norm ball for an answer table, a box for a coupling), and the forward calls that method after the line
+# that read the parameter. The write overwrites what the matmul saved, so the backward fails. A copy read on the
+# saving line would run, but the constraint would then hold only between the forward and the step: the step
+# moves the parameter out of the ball again, and every forward reads it unconstrained. A projection belongs after
+# the optimizer's step (projected gradient descent): the call moves out of the forward into the training loop,
+# after the step, through the loop's name for the module, and every forward after the first reads the parameter
+# as the constraint left it. The copy stays as the second fix. Only for a parameter an optimizer steps; a buffer
+# (a running statistic) is read through a copy first, as before.
 
 
 def _out_of_forward(ctx: Context) -> list[Proposal]:
@@ -211,6 +236,8 @@ def _read_copy(ctx: Context) -> list[Proposal]:
 
 
 def untracked_fixes(ctx: Context) -> list[Proposal]:
+    if ctx.extra.get("stepped_parameter"):  # NOTE [A parameter constrained inside its module's forward]
+        return [*_as_target(ctx), *_out_of_forward(ctx), *_read_copy(ctx), *_untracked_general(ctx)]
     return [*_as_target(ctx), *_read_copy(ctx), *_out_of_forward(ctx), *_untracked_general(ctx)]
 
 
