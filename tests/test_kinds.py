@@ -225,6 +225,9 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     "manual_sgd": ("leaf_in_place", ("weight -= 0.5 * weight.grad",), ()),
     # an activation and a dropout applied in place to a leaf the loop made for an input-gradient penalty: steps of
     # the forward, both made out of place (not the write put under no_grad)
+    # NOTE [A parameter the forward fills from other parameters]: a rotation written entry by entry from a learnable
+    # angle into a matrix declared as a parameter: a buffer, and the forward writes into a copy of it
+    "rotation_filled_into_a_parameter": ("leaf_in_place", ("self.rot[0, 0] = c",), (("loss", ("align", "head")),)),
     "saliency_input_rectified_in_place": ("leaf_in_place", ("x = F.relu(x, inplace=True)",), (("total", ("model",)),)),
     # NOTE [Every write to the split's views]: each axis of an unbind centred and scaled in place, axis by axis: every
     # augmented write to the views made out of place, not the refused one alone
@@ -450,6 +453,18 @@ def test_a_numpy_round_trip_with_a_numpy_function_on_the_way_is_not_rewritten(tm
     fixes = gradlab.last_diagnosis(error).fixes
     assert "torch ops" in fixes[0].summary and not fixes[0].edits
     assert not any("as_tensor(LUMA" in e.text for fix in fixes for e in fix.edits)
+
+
+def test_a_parameter_written_from_itself_in_the_forward_is_not_made_a_buffer(tmp_path: Path) -> None:
+    """NOTE [A parameter the forward fills from other parameters]: an entry scaled from the parameter's own value is an
+    update by hand, not a structure the forward builds: no buffer is offered."""
+    d = variant_diagnosis(
+        KINDS / "rotation_filled_into_a_parameter.py",
+        tmp_path / "rotation_damped_by_hand.py",
+        ("        self.rot[0, 0] = c\n", "        self.rot[0, 0] = self.rot[0, 0] * c\n"),
+    )
+    assert d is not None and d.fixes, str(d)
+    assert not any("register_buffer" in e.text for f in d.fixes for e in f.edits), str(d)
 
 
 def test_a_derivative_of_an_input_that_requires_no_grad_with_grad_on_is_not_given_enable_grad(tmp_path: Path) -> None:

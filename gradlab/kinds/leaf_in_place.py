@@ -236,6 +236,29 @@ def locate(f: Failure) -> Explanation:
     wrap = no_grad_fix(f, name, parameter)
     if scaled is not None and wrap is not None:
         wrap = replace(wrap, fix=replace(wrap.fix, alternative=True))
+    template = _template_parameter(f, st, target) if parameter and target is not None else None
+    if template is not None:  # NOTE [A parameter the forward fills from other parameters]
+        proposals.append(template)
+        if wrap is not None:
+            wrap = replace(
+                wrap,
+                fix=replace(
+                    wrap.fix,
+                    alternative=True,
+                    trains=T(
+                        "what the write stores has no graph under torch.no_grad(): the parameters it is computed "
+                        "from get no gradient from this loss, and {name} holds the value only",
+                        name=name or T("the leaf"),
+                    ),
+                    claims=(),
+                ),
+                keeps=False,
+            )
+            proposals.append(wrap)
+        fixes = judged(proposals, ctx)
+        kept = failure_claims(f)
+        fixes = tuple(replace(x, claims=x.claims or kept) if x.edits and x is fixes[0] else x for x in fixes)
+        return replace(located, fixes=(*fixes, *e.fixes))
     if parameter and target is not None and _from_graph(st, name, f.namespace):
         # a parameter written with a value a trained model computes: a step of the forward (NOTE [A parameter
         # written in the forward]); under no_grad that model would get no gradient
@@ -546,3 +569,121 @@ def _dotted(node: ast.expr) -> bool:
     while isinstance(node, ast.Attribute):
         node = node.value
     return isinstance(node, ast.Name)
+
+
+# NOTE [A parameter the forward fills from other parameters]
+# A module declares a matrix as a parameter (self.coupling = nn.Parameter(torch.eye(3))) and its forward sets some
+# of its entries from other parameters (self.coupling[0, 0] = self.restitution * self.friction), then reads the
+# matrix: the matrix is a structure the forward builds, not a weight an optimizer moves; torch refuses the write to
+# the leaf. Under no_grad the write would run, but the entries would hold values without a graph: the parameters
+# they are computed from would never learn. The fix keeps the matrix as a buffer (the same name and value, kept in
+# the state dict, no longer handed to the optimizer) and lets the forward write into a copy of it that it then
+# reads: the written entries carry the gradient into the parameters they come from, the entries the forward leaves
+# are the buffer's constants. Offered when the parameter is made on one line of the class's __init__, and every
+# statement of the method that writes it is an indexed assignment of values computed from tensors that require
+# grad.
+def _template_parameter(f: Failure, st: ast.stmt, written: torch.Tensor) -> Proposal | None:
+    """The parameter made a buffer and the forward's writes made into a copy of it (NOTE [A parameter the forward
+    fills from other parameters]); None when the code does not have that shape."""
+    site, loc = f.site, f.location
+    tree = site.tree() if site is not None else None
+    if site is None or loc is None or tree is None or not isinstance(st, ast.Assign) or len(st.targets) != 1:
+        return None
+    target = st.targets[0]
+    holder = target.value if isinstance(target, ast.Subscript) else None
+    if not (isinstance(holder, ast.Attribute) and isinstance(holder.value, ast.Name) and holder.value.id == "self"):
+        return None
+    attr, method = holder.attr, function_of(tree, st.lineno)
+    cls = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and method in c.body), None)
+    init = next((x for x in cls.body if isinstance(x, ast.FunctionDef) and x.name == "__init__"), None) if cls else None
+    if method is None or init is None or written._base is not None:
+        return None
+    made = [
+        x
+        for x in ast.walk(init)
+        if isinstance(x, ast.Assign)
+        and len(x.targets) == 1
+        and ast.unparse(x.targets[0]) == f"self.{attr}"
+        and isinstance(x.value, ast.Call)
+        and ast.unparse(x.value.func).split(".")[-1] == "Parameter"
+        and len(x.value.args) == 1
+        and not x.value.keywords
+        and x.lineno == x.end_lineno
+    ]
+    if len(made) != 1:
+        return None
+    body = [x for x in method.body if isinstance(x, ast.stmt)]
+    writes = [x for x in body if _assigns_into(x, attr)]
+    if not writes or writes[0] is not st or any(not _requires_grad_value(x, f.namespace, written) for x in writes):
+        return None
+    if any(x.lineno != x.end_lineno for x in body if x.lineno >= st.lineno):
+        return None
+    if any(isinstance(n, ast.Attribute) and n.attr == attr for x in body if x.lineno < st.lineno for n in ast.walk(x)):
+        return None
+    local = attr.lstrip("_")
+    if local in {n.id for n in ast.walk(method) if isinstance(n, ast.Name)}:
+        return None
+    param = made[0]
+    assert isinstance(param.value, ast.Call)
+    indent = indent_of(site, param.lineno)
+    edits = [
+        Edit(
+            site.filename,
+            param.lineno,
+            param.lineno,
+            f'{indent}self.register_buffer("{attr}", {ast.unparse(param.value.args[0])})',
+        ),
+        Edit(
+            site.filename,
+            st.lineno,
+            st.lineno,
+            f"{indent_of(site, st.lineno)}{local} = self.{attr}.clone()\n"
+            + site.text(st.lineno).replace(f"self.{attr}", local),
+        ),
+    ]
+    for x in body:
+        if x.lineno > st.lineno and f"self.{attr}" in site.text(x.lineno):
+            edits.append(
+                Edit(site.filename, x.lineno, x.lineno, re.sub(rf"\bself\.{attr}\b", local, site.text(x.lineno)))
+            )
+    return Proposal(
+        Fix(
+            summary=T(
+                "keep self.{attr} as a buffer and let {method}() write into a copy of it: the forward fills its "
+                "entries from other parameters, so the writes are steps of the forward, not updates of a weight",
+                attr=attr,
+                method=method.name,
+            ),
+            trains=T(
+                "the written entries carry the gradient into the parameters they are computed from; the entries the "
+                "forward does not write are constants (the buffer's values), and no optimizer holds self.{attr}",
+                attr=attr,
+            ),
+            edits=tuple(edits),
+            keeps_forward=True,
+        ),
+        None,
+        True,
+    )
+
+
+def _assigns_into(st: ast.stmt, attr: str) -> bool:
+    """``st`` is ``self.<attr>[...] = value``."""
+    return (
+        isinstance(st, ast.Assign)
+        and len(st.targets) == 1
+        and isinstance(st.targets[0], ast.Subscript)
+        and ast.unparse(st.targets[0].value) == f"self.{attr}"
+    )
+
+
+def _requires_grad_value(st: ast.stmt, namespace: Mapping[str, Any], written: torch.Tensor) -> bool:
+    """The value ``st`` assigns reads a tensor of the frame that requires grad (``self.restitution * self.friction``)
+    and never the written tensor itself (``self.w[m] = self.w[m] * 0.9`` is an update by hand)."""
+    value = st.value if isinstance(st, ast.Assign) else None
+    read = (
+        [resolve_name(n, namespace) for n in ast.walk(value) if isinstance(n, (ast.Name, ast.Attribute)) and _dotted(n)]
+        if value is not None
+        else []
+    )
+    return any(isinstance(t, torch.Tensor) and t.requires_grad for t in read) and not any(t is written for t in read)
