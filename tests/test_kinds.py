@@ -191,6 +191,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     ),
     # NOTE [Parameters a forward does not use]: a look-ahead's autograd.grad over every parameter of a model with a
     # head its forward never calls: zeros for the head, so the virtual step reads its gradients as written
+    # NOTE [An input computed anew in the call]: the gradient asked of log_t.exp() written again in the call:
+    # differentiate by the leaf it is computed from
+    "temperature_gradient_by_its_exp": (
+        "unused_input",
+        ("(g_t,) = torch.autograd.grad(nll, [log_t.exp()], retain_graph=True)",),
+        (("nll", ("net",)),),
+    ),
     "lookahead_over_unused_head": (
         "unused_input",
         ("grads = torch.autograd.grad(weighted, model.parameters(), create_graph=True)",),

@@ -11,14 +11,19 @@ non-scalar loss), the fix says which one it takes and is not machine-applicable.
 from __future__ import annotations
 
 import ast
+import copy
+import textwrap
 from collections.abc import Callable
 from dataclasses import replace
 
+import torch
+
 from ..claims import failure_claims
 from ..edits import Edit
-from ..evidence import Failure
+from ..evidence import Failure, resolve_name
 from ..explanation import Explanation
 from ..fixes import Fix, Proposal, source_of
+from ..graph import walk
 from ..i18n import T
 from ..loop import read_site
 from ..source import function_of
@@ -81,7 +86,12 @@ def _unused_input(f: Failure) -> Explanation:
             else T("here: an input is not used by what is differentiated")
         ),
     )
-    rebuilt = _rebuilt_output(f) or _detached_before(f, call) or _requires_grad_too_late(f, call)
+    rebuilt = (
+        _rebuilt_output(f)
+        or _detached_before(f, call)
+        or _requires_grad_too_late(f, call)
+        or _computed_anew(f, line, call, inputs, index)
+    )
     if rebuilt:
         # the output was rebuilt from a number (torch.tensor(loss.item(), requires_grad=True)): no input is used;
         # or a .detach() on its path cuts off the model that holds the inputs (NOTE [An input cut off by a detach])
@@ -106,6 +116,81 @@ def _unused_input(f: Failure) -> Explanation:
     if zeros is not None and not rebuilt:  # NOTE [Parameters a forward does not use]
         return replace(e, fixes=judged_here(f, [Proposal(zeros, None, True), Proposal(fix, None, False)]) + e.fixes)
     return replace(e, fixes=(*e.fixes[:1], *judged_here(f, [Proposal(fix, None, False)]), *e.fixes[1:]))
+
+
+# NOTE [An input computed anew in the call]
+# torch.autograd.grad(meta_loss, [syn_cells, distilled_targets()]) lists, as an input, a tensor the call's own
+# argument computes (a helper that turns learned label logits into soft targets): a fresh tensor the output was
+# never computed from, so torch finds it unused. What the output does depend on is the leaf that tensor is computed
+# from (the logits), and the code that reads the gradient updates that leaf (syn_label_logits.sub_(lr * g)). The fix
+# differentiates by that leaf: offered when the listed expression (or the body of the file's function it calls)
+# reads exactly one leaf that requires grad and the output's graph reaches it. It is a reading (the gradient is
+# with respect to the leaf, not to the tensor computed from it) and says so.
+def _computed_anew(
+    f: Failure, line: Statement, call: ast.Call | None, inputs: ast.expr | None, index: int | None
+) -> tuple[Fix, ...]:
+    """The listed input at ``index`` replaced by the one leaf it is computed from (NOTE [An input computed anew in
+    the call])."""
+    site = f.site
+    tree = site.tree() if site is not None else None
+    if call is None or tree is None or index is None or not isinstance(inputs, (ast.List, ast.Tuple)):
+        return ()
+    if index >= len(inputs.elts) or not call.args:
+        return ()
+    given = inputs.elts[index]
+    if not isinstance(given, (ast.Call, ast.BinOp, ast.UnaryOp)):
+        return ()
+    read = {ast.unparse(n) for n in ast.walk(given) if isinstance(n, (ast.Name, ast.Attribute))}
+    for n in ast.walk(given):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            helper = next((d for d in tree.body if isinstance(d, ast.FunctionDef) and d.name == n.func.id), None)
+            if helper is not None and not helper.args.args:  # a helper of no arguments: the globals it reads
+                read |= {x.id for x in ast.walk(helper) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load)}
+    output = resolve_name(call.args[0], f.namespace) if isinstance(call.args[0], (ast.Name, ast.Attribute)) else None
+    if not isinstance(output, torch.Tensor) or output.grad_fn is None:
+        return ()
+    reached = {id(v) for fn in walk([output.grad_fn]) if (v := getattr(fn, "variable", None)) is not None}
+    leaves = sorted(
+        name
+        for name in read
+        if isinstance(t := resolve_name(ast.parse(name, mode="eval").body, f.namespace), torch.Tensor)
+        and t.is_leaf
+        and t.requires_grad
+        and id(t) in reached
+    )
+    if len(leaves) != 1:
+        return ()
+    leaf = leaves[0]
+    swapped = ast.parse(leaf, mode="eval").body
+
+    assert line.tree is not None
+    copied = copy.deepcopy(line.tree)  # the tree stays as it is for the fixes that follow
+    for n in ast.walk(copied):
+        if isinstance(n, (ast.List, ast.Tuple)) and (n.lineno, n.col_offset) == (inputs.lineno, inputs.col_offset):
+            n.elts = [swapped if k == index else e for k, e in enumerate(n.elts)]
+            break
+    edits = line.edit(f, copied)
+    if not edits:
+        return ()
+    return (
+        Fix(
+            summary=T(
+                "differentiate by {leaf}, which {given} is computed from: {given} is computed anew in the call, after "
+                "the output, so the output does not depend on it",
+                leaf=leaf,
+                given=ast.unparse(given),
+            ),
+            trains=T(
+                "the gradient returned is with respect to {leaf}, which the output depends on (not to the tensor "
+                "computed from it); torch.autograd.grad writes no .grad, so what the loop's losses train stays as it is",
+                leaf=leaf,
+            ),
+            code="\n".join(textwrap.dedent(e.text) for e in edits if e.text),
+            edits=edits,
+            claims=failure_claims(f),
+            applicability="maybe-incorrect",
+        ),
+    )
 
 
 # NOTE [Parameters a forward does not use]
