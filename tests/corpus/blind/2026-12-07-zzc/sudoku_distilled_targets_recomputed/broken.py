@@ -39,6 +39,7 @@ def sample_cells(n, gen):
     return presence.flatten(1), digit
 
 
+torch.manual_seed(9)
 solver = nn.Sequential(nn.Linear(27, 64), nn.ReLU(), nn.Linear(64, 9))
 
 syn_cells = torch.randn(SETUP["n_distilled"], 27).mul_(0.1).requires_grad_()
