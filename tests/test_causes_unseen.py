@@ -488,6 +488,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A parameter constrained inside its module's forward]: prototypes clamped to a box by a method the forward
     # calls after reading them: the call moves after the optimizer's step (a copy read would leave them unconstrained)
     "prototype_box_clamped_in_forward": ("untracked_write", (("loss", ("model",)),)),
+    # NOTE [A value handed in, built once from what the loop trains]: a positive scale built once by main() from the
+    # raw scale fit() steps: rebuilt at the top of fit()'s loop, through fit()'s own name for the raw scale
+    "scale_handed_in_built_once": ("stale_forward", (("loss", ("net", "raw_scale")),)),
 }
 
 

@@ -82,6 +82,7 @@ from .discarded_detach import discarded_detach_fixes, hollow_detach
 from .fast_weights import fast_context, fast_weights_fixes
 from .frozen_extractor import frozen_context
 from .gradient_probe import probe_fix
+from .handed_forward import handed_forward_context
 from .handed_gradient import handed_context, handed_fixes
 from .handed_state import handed_to_object
 from .inplace_op import graph_buffers, in_place_fixes
@@ -442,6 +443,7 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             or stale_forward_context(base, p, facts, graph)
             or global_forward_context(base, p, facts, graph)
             or caller_forward_context(base, facts)
+            or handed_forward_context(base, p, facts, graph)
             or kept_constant_context(base, p, facts, graph)
         )
         if stale is not None:

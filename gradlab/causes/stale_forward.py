@@ -50,6 +50,7 @@ from ..source import (
     preceding,
     statement_at,
 )
+from .handed_forward import handed_forward_fixes
 from .kept_constant import kept_constant_fixes
 
 if TYPE_CHECKING:
@@ -506,6 +507,8 @@ def stale_fixes(ctx: Context) -> list[Proposal]:
         return _global_fixes(ctx)
     if ctx.extra.get("caller_forward"):  # NOTE [A forward run once before the caller's loop]
         return _caller_fixes(ctx)
+    if ctx.extra.get("handed_forward"):  # NOTE [A value handed in, built once from what the loop trains]
+        return handed_forward_fixes(ctx)
     if ctx.extra.get("frozen"):  # NOTE [A feature extractor left trainable]
         from .frozen_extractor import frozen_fixes
 
