@@ -198,6 +198,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("(g_t,) = torch.autograd.grad(nll, [log_t.exp()], retain_graph=True)",),
         (("nll", ("net",)),),
     ),
+    # NOTE [Parameters a forward does not use]: the inner step differentiates by the values of a dict of the model's
+    # named parameters, one of which the functional forward leaves out
+    "inner_step_over_a_parameter_dict": (
+        "unused_input",
+        ("grads = torch.autograd.grad(inner, list(fast.values()), create_graph=True)",),
+        (("outer", ("model",)),),
+    ),
     "lookahead_over_unused_head": (
         "unused_input",
         ("grads = torch.autograd.grad(weighted, model.parameters(), create_graph=True)",),

@@ -201,8 +201,9 @@ def _computed_anew(
 # hands it a None it cannot subtract. With ``materialize_grads=True`` too, torch returns
 # zeros for the unused parameters: the look-ahead leaves them as they are, every used
 # parameter's gradient is the same, and the code that reads the gradients runs as
-# written. Offered first when the inputs are a model's ``parameters()`` and the installed
-# torch has ``materialize_grads``.
+# written. Offered first when the inputs are a model's ``parameters()``, or the values of a
+# dict (or the items of a list) that holds only parameters (``dict(model.named_parameters())``
+# handed to a functional forward), and the installed torch has ``materialize_grads``.
 def _zeros_for_unused_parameters(f: Failure, line: Statement, call: ast.Call, inputs: ast.expr | None) -> Fix | None:
     """``allow_unused=True, materialize_grads=True`` on a ``torch.autograd.grad`` by a model's parameters (NOTE
     [Parameters a forward does not use]); None for other inputs, or a torch without ``materialize_grads``."""
@@ -217,7 +218,12 @@ def _zeros_for_unused_parameters(f: Failure, line: Statement, call: ast.Call, in
     named = (
         inputs.args[0] if isinstance(inputs, ast.Call) and isinstance(inputs.func, ast.Name) and inputs.args else inputs
     )
-    if not (isinstance(named, ast.Call) and isinstance(named.func, ast.Attribute) and named.func.attr == "parameters"):
+    if isinstance(named, ast.Call) and isinstance(named.func, ast.Attribute) and named.func.attr == "parameters":
+        owner = ast.unparse(named.func.value)
+    elif named is not None and _parameters_held(named, f):  # list(params.values()) of named_parameters()
+        func = named.func if isinstance(named, ast.Call) else None
+        owner = ast.unparse(func.value if isinstance(func, ast.Attribute) else named)
+    else:
         return None
     flags = [ast.keyword("allow_unused", ast.Constant(True)), ast.keyword("materialize_grads", ast.Constant(True))]
     both = ast.Call(call.func, call.args, [*call.keywords, *flags])
@@ -232,7 +238,7 @@ def _zeros_for_unused_parameters(f: Failure, line: Statement, call: ast.Call, in
         summary=T(
             "pass allow_unused=True, materialize_grads=True: {model} has parameters the differentiated output does "
             "not use, and their gradients are then zeros",
-            model=ast.unparse(named.func.value),
+            model=owner,
         ),
         trains=T(
             "the same for every parameter the output uses; an unused one gets a zero gradient, so the code that "
@@ -240,6 +246,23 @@ def _zeros_for_unused_parameters(f: Failure, line: Statement, call: ast.Call, in
         ),
         edits=line.edit(f, Swap().visit(line.tree)),
     )
+
+
+def _parameters_held(expr: ast.expr, f: Failure) -> bool:
+    """``expr`` is ``params.values()`` of a dict, or a name of a list or tuple, whose items are all parameters
+    (``dict(model.named_parameters())`` handed to a functional forward): read from the frame, nothing called but a
+    dict's own ``values()``."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "values":
+        if expr.args or expr.keywords or not isinstance(expr.func.value, (ast.Name, ast.Attribute)):
+            return False
+        held = resolve_name(expr.func.value, f.namespace)
+        items = list(held.values()) if type(held) is dict else []
+    elif isinstance(expr, (ast.Name, ast.Attribute)):
+        held = resolve_name(expr, f.namespace)
+        items = list(held) if isinstance(held, (list, tuple)) else []
+    else:
+        return False
+    return bool(items) and all(isinstance(t, torch.nn.Parameter) for t in items)
 
 
 def _inputs_of(call: ast.Call | None) -> ast.expr | None:
