@@ -491,6 +491,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A value handed in, built once from what the loop trains]: a positive scale built once by main() from the
     # raw scale fit() steps: rebuilt at the top of fit()'s loop, through fit()'s own name for the raw scale
     "scale_handed_in_built_once": ("stale_forward", (("loss", ("net", "raw_scale")),)),
+    # NOTE [Every tensor of the forward read again after the update]: the codes and both decoded images read again
+    # after the critic's step: all four bindings computed again, in their order, before the first read
+    "critic_step_then_codes_reused": ("stale_read", (("ae_loss", ("dec", "enc")), ("c_loss", ("critic",)))),
 }
 
 

@@ -414,14 +414,37 @@ def updated_since_context(base: Context, p: Problem, facts: Facts, graph: Graph)
     if not any(calls_method(st, ("step",)) for st in between):
         return None
     before = [st for st in preceding(tree, freed_at.lineno) if st.lineno > function.lineno]
-    found: list[tuple[str, ast.Assign]] = []
-    for name in sorted(names(read, ast.Load)):
+
+    def binding_of(name: str) -> ast.Assign | None:
         bound = [st for st in before if isinstance(st, ast.Assign) and name in _stores(st)]
         if not bound or any(name in _stores(st) for st in between) or under_grad_off(tree, bound[-1].lineno):
-            continue
+            return None
         if isinstance(bound[-1].value, (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.Constant)):
-            continue  # a container the loop fills (surrogates = []) or a number: no graph of its own to compute
-        found.append((name, bound[-1]))
+            return None  # a container the loop fills (surrogates = []) or a number: no graph of its own to compute
+        return bound[-1]
+
+    found: list[tuple[str, ast.Assign]] = []
+    for name in sorted(names(read, ast.Load)):
+        binding = binding_of(name)
+        if binding is not None:
+            found.append((name, binding))
+    until = facts.backward_line if facts.site is not None and facts.site.filename == freed_at.filename else None
+    chain = _forward_chain(function, read.lineno, until or end, binding_of, facts.namespace)
+    if chain is not None:  # NOTE [Every tensor of the forward read again after the update]
+        stale, statements = chain
+        return replace(
+            base,
+            tensor=stale[0],
+            extra={
+                **base.extra,
+                "stale": " and ".join(stale),
+                "fresh": stale[0],
+                "updated": freed_at.filename,
+                "derive_all": " ".join(f"{st.lineno}:{st.end_lineno or st.lineno}" for st in statements),
+                "before": str(read.lineno),
+                "freed_line": str(freed_at.lineno),
+            },
+        )
     if len(found) != 1:
         return None
     name, binding = found[0]
@@ -438,6 +461,49 @@ def updated_since_context(base: Context, p: Problem, facts: Facts, graph: Graph)
             "freed_line": str(freed_at.lineno),
         },
     )
+
+
+# NOTE [Every tensor of the forward read again after the update]
+# A GAN step that computes the encoder's codes and the generator's images once (recon, swapped), backwards the
+# critic's loss through them, steps the critic, and then builds the generator's loss from the same tensors: the
+# critic's backward freed their whole graph, the encoder's part included. Repeating one binding (recon) leaves the
+# next read (swapped), and the codes both are computed from, in the freed graph: the patched run fails on the next
+# one. Every name the statements after the step read that the function bound before the backward with a graph, and
+# every such name those bindings read in turn, is computed again, in the order the function computed them, right
+# before the first read: one combined edit. Names whose values have no graph (the data, a drawn noise) are read as
+# they are, so the forward's inputs stay the same.
+def _forward_chain(
+    function: ast.AST, first_read: int, last: int, binding_of: Any, namespace: Mapping[str, Any]
+) -> tuple[list[str], list[ast.Assign]] | None:
+    """The names read after the update (lines ``first_read`` to ``last``, the failing backward's) bound before the
+    backward with a graph, and
+    the bindings they and what those read come from (NOTE [Every tensor of the forward read again after the
+    update]); None unless it takes more than one statement."""
+    from .kept_state import tensors_with_graph
+
+    def graph_held(name: str) -> bool:
+        value = namespace.get(name)
+        return bool(tensors_with_graph(value)) or (isinstance(value, torch.Tensor) and value.grad_fn is not None)
+
+    later = [
+        st
+        for st in ast.walk(function)
+        if isinstance(st, (ast.Assign, ast.AugAssign, ast.Expr, ast.Return)) and first_read <= st.lineno <= last
+    ]
+    wanted = sorted({n for st in later for n in names(st, ast.Load) if graph_held(n) and binding_of(n) is not None})
+    statements: dict[int, ast.Assign] = {}
+    todo = list(wanted)
+    while todo:
+        binding = binding_of(todo.pop())
+        if binding is None or binding.lineno in statements:
+            continue
+        if binding.lineno != (binding.end_lineno or binding.lineno):
+            return None
+        statements[binding.lineno] = binding
+        todo += [n for n in names(binding.value, ast.Load) if graph_held(n) and binding_of(n) is not None]
+    if len(statements) < 2 or len(wanted) < 2:
+        return None
+    return wanted, [statements[k] for k in sorted(statements)]
 
 
 def _dead_forward(st: ast.Assign, later: list[ast.stmt], target: str, namespace: Mapping[str, Any]) -> bool:
@@ -460,13 +526,42 @@ def _updated_fixes(ctx: Context) -> list[Proposal]:
     """The binding repeated right before the read after the update (NOTE [A tensor read again after the update
     that freed it])."""
     filename, stale = ctx.extra["updated"], ctx.extra["stale"]
-    first, last = (int(k) for k in ctx.extra["derive"].split())
     at = int(ctx.extra["before"])
     lines = linecache.getlines(filename)
-    if not 0 < first <= last < at <= len(lines):
+    spans = [
+        tuple(int(k) for k in span.split(":"))
+        for span in (ctx.extra.get("derive_all") or ctx.extra["derive"].replace(" ", ":")).split()
+    ]
+    if not all(len(sp) == 2 and 0 < sp[0] <= sp[1] < at <= len(lines) for sp in spans):
         return []
     indent = lines[at - 1][: len(lines[at - 1]) - len(lines[at - 1].lstrip())]
-    text = "\n".join(indent + t for t in textwrap.dedent("".join(lines[first - 1 : last])).splitlines())
+    source = "".join(textwrap.dedent("".join(lines[a - 1 : b])) for a, b in spans)
+    text = "\n".join(indent + t for t in source.splitlines())
+    if ctx.extra.get("derive_all"):  # NOTE [Every tensor of the forward read again after the update]
+        return [
+            Proposal(
+                Fix(
+                    keeps_forward=False,
+                    summary=T(
+                        "compute {stale} again after the update, before they are read at {where}, with what they are "
+                        "computed from: they were computed before the backward at {freed}, which freed their graph",
+                        stale=stale,
+                        where=Location(filename, at).where,
+                        freed=Location(filename, int(ctx.extra["freed_line"])).where,
+                    ),
+                    trains=T(
+                        "{loss} trains what it reaches through {stale} computed again, each with a graph of its own, "
+                        "from the parameters as they are after the step",
+                        loss=ctx.l,
+                        stale=stale,
+                    ),
+                    edits=(Edit(filename, at, at - 1, text),),
+                ),
+                ctx.reach,
+                False,
+                describe=True,
+            )
+        ]
     return [
         Proposal(
             Fix(
