@@ -293,7 +293,13 @@ def _view_fixes(e: Explanation, base_saved: bool = False) -> tuple[Fix, ...]:
     elif edit is not None:
         siblings = _sibling_writes(write, e.write_op)
         edits = (edit, *siblings)
-        if siblings:
+        if len(siblings) == 1:
+            where = T(
+                " at {where}, and of the later write to the other view in the function (line {line})",
+                where=write.where,
+                line=siblings[0].start,
+            )
+        elif siblings:
             where = T(
                 " at {where}, and of each later write to the views in the function (lines {lines})",
                 where=write.where,
@@ -346,11 +352,30 @@ _DUNDERS = {
 }
 
 
+def _own_write(st: ast.stmt, split: set[str]) -> str | None:
+    """The in-place op of ``st`` when it is an augmented assignment to a name of ``split`` (``ys -= hip_y``) or an
+    in-place method called on one, alone on its line (``brake.clamp_(min=0.0)``); None otherwise."""
+    if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id in split:
+        return _DUNDERS.get(type(st.op))
+    call = st.value if isinstance(st, ast.Expr) else None
+    if (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id in split
+        and call.func.attr.endswith("_")
+        and not call.func.attr.endswith("__")
+    ):
+        return call.func.attr
+    return None
+
+
 # NOTE [Every write to the split's views]
 # A function splits a tensor (xs, ys = keypoints.unbind(-1)) and writes to each part by an augmented assignment
-# (xs -= hip_x; ys -= hip_y; xs /= torso; ys /= torso). torch refuses the first; with that one line rewritten out of
-# place the next write to the other view is refused in turn. Every later augmented write in the function to a name the
-# split bound is made out of place too: each computes the same values into a tensor of its own, which the names then
+# (xs -= hip_x; ys -= hip_y; xs /= torso; ys /= torso), or calls an in-place method on each (throttle.sigmoid_();
+# brake.clamp_(min=0.0)). torch refuses the first; with that one line rewritten out of place the next write to the
+# other view is refused in turn. Every later such write in the function to a name the split bound is made out of
+# place too, each with its own op: each computes the same values into a tensor of its own, which the names then
 # hold, so the function returns what the refused code meant.
 def _sibling_writes(write: Location, op: str) -> tuple[Edit, ...]:
     """The same refused write later in the function (``hx = [h.squeeze_(0) for h in ...unbind(0)]``, then the same for
@@ -378,11 +403,12 @@ def _sibling_writes(write: Location, op: str) -> tuple[Edit, ...]:
     for st in [s for s in ast.walk(fn) if isinstance(s, ast.stmt)]:
         if st.lineno <= write.lineno or st.end_lineno != st.lineno or isinstance(st, (ast.For, ast.While, ast.If)):
             continue
-        if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id in split:
-            # xs -= hip_x, then ys -= hip_y: every augmented write to a view the split made (NOTE [Every write to
-            # the split's views])
+        other = _own_write(st, split)
+        if other is not None:
+            # xs -= hip_x, then ys -= hip_y; throttle.sigmoid_(), then brake.clamp_(min=0.0): every write to a view
+            # the split made, each with its own op (NOTE [Every write to the split's views])
             line = linecache.getline(write.filename, st.lineno).rstrip("\n")
-            new = rewrite_in_place(line, _DUNDERS.get(type(st.op), ""))
+            new = rewrite_in_place(line, other)
             if new is not None and "\n" not in new.strip():
                 indent = line[: len(line) - len(line.lstrip())]
                 edits.append(Edit(write.filename, st.lineno, st.lineno, indent + new.strip()))

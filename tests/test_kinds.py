@@ -246,6 +246,8 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # NOTE [Every write to the split's views]: each axis of an unbind centred and scaled in place, axis by axis: every
     # augmented write to the views made out of place, not the refused one alone
     "gait_coordinates_centred_per_axis": ("multi_view_in_place", ("fwd -= start_f",), (("loss", ("encoder", "head")),)),
+    # NOTE [Every write to the split's views]: each chunk squashed by its own in-place method: both made out of place
+    "gate_chunks_squashed_in_place": ("multi_view_in_place", ("logits.tanh_()",), (("nll", ("net",)),)),
     "init_views": ("multi_view_in_place", ("gates = self.lstm.bias_ih_l0.chunk(4)", "gates[1].fill_(1.0)"), ()),
     "inference_cache": ("inference_saved", ("with torch.inference_mode():",), (("loss", ("probe",)),)),
     "numpy_log": ("numpy_requires_grad", ("means.append(float(np.mean(pred.numpy())))",), ()),
