@@ -494,6 +494,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [Every tensor of the forward read again after the update]: the codes and both decoded images read again
     # after the critic's step: all four bindings computed again, in their order, before the first read
     "critic_step_then_codes_reused": ("stale_read", (("ae_loss", ("dec", "enc")), ("c_loss", ("critic",)))),
+    # NOTE [A step repeated with the second backward]: an after-step hook backwards the logged loss and steps the
+    # momentum optimizer again: the hook's backward and its optimizer calls go together
+    "hook_steps_the_loss_again": ("same_loss_twice", (("logged", ("model",)),)),
 }
 
 

@@ -47,6 +47,48 @@ def _deleted(ctx: Context, line: int | None) -> Edit | None:
     return None
 
 
+# NOTE [A step repeated with the second backward]
+# A runner backwards its loss, steps and zeroes the optimizer; then a callback, written for runners that leave the
+# step to it, reads the same loss back and backwards, steps and zeroes again. The second backward fails. Deleting it
+# alone leaves the callback's step(): with no new gradient it steps on nothing (set_to_none) or on zeros, which
+# still moves a momentum optimizer. When an optimizer step ran between the two backward calls (the tracker saw it),
+# the optimizer calls right after the deleted backward, in its block, are deleted with it: the step was done once.
+def _step_after(ctx: Context, line: int | None) -> tuple[Edit, ...]:
+    """The statements right after the backward at ``line``, in its block, that only call ``step()`` or
+    ``zero_grad()`` of an optimizer of the frame (NOTE [A step repeated with the second backward])."""
+    site = ctx.site
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or line is None:
+        return ()
+    for block in enclosing_blocks(tree):
+        at = next((k for k, st in enumerate(block) if st.lineno == line), None)
+        if at is None:
+            continue
+        found: list[Edit] = []
+        for st in block[at + 1 :]:
+            call = st.value if isinstance(st, ast.Expr) else None
+            if not (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr in ("step", "zero_grad")
+                and ast.unparse(call.func.value) in site.optimizers
+            ):
+                break
+            found.append(Edit(site.filename, st.lineno, st.end_lineno or st.lineno, ""))
+        return tuple(found) if any(".step(" in site.text(e.start) for e in found) else ()
+    return ()
+
+
+def _alone_in_block(ctx: Context, first: int, last: int) -> bool:
+    """The statements from ``first`` to ``last`` are the whole block they are in."""
+    site = ctx.site
+    tree = site.tree() if site is not None else None
+    for block in enclosing_blocks(tree) if tree is not None else ():
+        if block and block[0].lineno == first:
+            return (block[-1].end_lineno or block[-1].lineno) == last
+    return False
+
+
 def _deleted_call(filename: str, line: int) -> Edit | None:
     """The one-line call statement at ``line`` of ``filename`` deleted (``optimizer.backward(loss)``, a wrapper's
     caller), when it is a call and nothing else and its block keeps another statement."""
@@ -368,6 +410,16 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
         )
     earlier = ctx.earlier_line not in (None, ctx.backward_line) or ctx.extra.get("earlier_elsewhere") == "1"
     once = _deleted(ctx, ctx.backward_line) if earlier else None
+    repeated = _step_after(ctx, ctx.backward_line) if once is not None and ctx.extra.get("stepped_since") else ()
+    if repeated and once is not None and ctx.site is not None:  # NOTE [A step repeated with the second backward]
+        text = ctx.site.text(once.start)
+        alone = _alone_in_block(ctx, once.start, max(e.end for e in repeated))  # pass keeps the block
+        once = Edit(
+            once.filename,
+            once.start,
+            max(e.end for e in repeated),
+            text[: len(text) - len(text.lstrip())] + "pass" if alone else "",
+        )
     if once is None and ctx.extra.get("delete_at"):  # the second caller of one wrapper's backward line
         once = _deleted_call(ctx.extra.get("delete_in", ""), int(ctx.extra["delete_at"]))
     shown = ctx  # the loss as the text names it: (w * loss).backward() keeps its parentheses
@@ -379,6 +431,12 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
             ctx,
             Fix(
                 summary=T(
+                    "call {loss}.backward() once: delete the second call (the one that failed) and the optimizer "
+                    "calls right after it; the first backward's gradient was already stepped",
+                    loss=shown.l,
+                )
+                if repeated
+                else T(
                     "call {loss}.backward() once: delete the second call (the one that failed); the first already "
                     "put {loss}'s gradient into .grad",
                     loss=shown.l,
