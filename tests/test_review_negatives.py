@@ -158,3 +158,10 @@ def test_a_numpy_array_among_the_frames_names_does_not_cost_the_diagnosis() -> N
     # compared a numpy array with it and raised "the truth value of an array is ambiguous" (the note was lost)
     fixes = _fixes("centres_beside_a_numpy_table")
     assert fixes and fixes[0].edits and "tracker.centres.detach()" in fixes[0].edits[0].text, fixes[0].lines()
+
+
+def test_a_history_read_back_by_position_is_not_cleared() -> None:
+    # NOTE [A history read back by position]: states[-1] makes the next state; a states.clear() after the backward
+    # would make that read fail
+    fixes = _fixes("history_read_back_by_position")
+    assert fixes and not any("states.clear()" in e.text for f in fixes for e in f.edits), fixes[0].lines()

@@ -67,6 +67,7 @@ def buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCall
         k for k in found if re.search(re.escape(k.rsplit(".", 1)[-1]) + r"\s*(\.(append|extend|insert)\(|\+=)", source)
     ]
     found = [k for k in found if not _bound_fresh_in_loop(facts, k) and not _filled_before_loop(facts, k)]
+    found = [k for k in found if not _read_by_position(facts, k)]  # NOTE [A history read back by position]
     if not found:
         return None
     buffer = sorted(found)[0]
@@ -89,6 +90,27 @@ def buffer_context(base: Context, graph: Graph, facts: Facts, call: BackwardCall
         if buffer not in appended and owner is None:
             partners = []
     return replace(base, buffer=buffer, buffers=(buffer, *partners))
+
+
+# NOTE [A history read back by position]
+# A loop that appends each step's state to a list and reads it back by position (states[-1] to make the next state,
+# states[start + 1] for a window's predictions) keeps a history, not a buffer of losses: clearing it after the
+# backward makes the next read fail (states[-1] of an empty list). Such a list is not offered for clearing.
+def _read_by_position(facts: Facts, name: str) -> bool:
+    """The failing function (or the module, for a loop at top level) reads ``name`` by an index (``states[-1]``, ``states[k + 1]``), not only by iterating
+    it or handing it on."""
+    site = facts.site
+    tree = site.tree() if site is not None else None
+    if tree is None or not facts.backward_line:
+        return False
+    function = function_of(tree, facts.backward_line) or tree  # the module's own code when the loop is at top level
+    return any(
+        isinstance(n, ast.Subscript)
+        and isinstance(n.ctx, ast.Load)
+        and ast.unparse(n.value) == name
+        and not isinstance(n.slice, ast.Slice)
+        for n in ast.walk(function)
+    )
 
 
 def _filled_before_loop(facts: Facts, name: str) -> bool:
