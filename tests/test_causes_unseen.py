@@ -497,6 +497,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A step repeated with the second backward]: an after-step hook backwards the logged loss and steps the
     # momentum optimizer again: the hook's backward and its optimizer calls go together
     "hook_steps_the_loss_again": ("same_loss_twice", (("logged", ("model",)),)),
+    # NOTE [A value built from an argument kept on self]: a plain trainer's prior built once in __init__ from a module
+    # it also keeps on self: a property that reads the module there
+    "mixture_weights_built_in_trainer_init": ("stale_forward", (("loss", ("self.order_logits", "self.scorer")),)),
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import types
 from dataclasses import dataclass, replace
 
 import torch
@@ -79,6 +80,52 @@ class _Renamed(ast.NodeTransformer):
         return node
 
 
+class _Aliased(ast.NodeTransformer):
+    """Each read of an argument ``__init__`` keeps on self becomes a read of that attribute (``prior_net`` ->
+    ``self.prior_net``)."""
+
+    def __init__(self, aliases: dict[str, str]) -> None:
+        self.aliases = aliases
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id in self.aliases and isinstance(node.ctx, ast.Load):
+            return ast.Attribute(ast.Name("self", ast.Load()), self.aliases[node.id], ast.Load())
+        return node
+
+
+# NOTE [A value built from an argument kept on self]
+# A trainer's __init__ keeps its models (self.encoder, self.prior_net = encoder, prior_net) and builds a value from
+# one of them once (self.prior = prior_net.distribution()): the value reads an argument of __init__, but the same
+# object is on self under a name of its own. The property reads it there (self.prior_net.distribution()), so nothing
+# new is kept. Only for an argument __init__ never binds again, stored on self by one top-level statement (a plain
+# or a tuple assignment).
+def _stored_on_self(init: ast.FunctionDef) -> dict[str, str]:
+    """The arguments of ``__init__`` it stores on self unchanged, each with the attribute (``self.net = net``,
+    ``self.a, self.b = a, b``), when it never binds them again."""
+    args = {a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]} - {"self"}
+    rebound = {n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    found: dict[str, str] = {}
+    for st in init.body:
+        if not isinstance(st, ast.Assign) or len(st.targets) != 1:
+            continue
+        target, value = st.targets[0], st.value
+        pairs = (
+            list(zip(target.elts, value.elts))
+            if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts)
+            else [(target, value)]
+        )
+        for t, v in pairs:
+            if (
+                isinstance(v, ast.Name)
+                and v.id in args - rebound
+                and isinstance(t, ast.Attribute)
+                and isinstance(t.value, ast.Name)
+                and t.value.id == "self"
+            ):
+                found.setdefault(v.id, t.attr)
+    return found
+
+
 def _bound_after(init: ast.FunctionDef, name: str, line: int) -> bool:
     """``__init__`` binds ``name`` again below ``line`` (the value the statement read is not the last one)."""
     return any(
@@ -144,6 +191,11 @@ def _built(cls: type, attr: str) -> _Built | None:
         return None  # a property would draw anew at each access
     own = _locals(init) - {"self"}
     read_names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    aliased = {k: a for k, a in _stored_on_self(init).items() if k in read_names & own}
+    if aliased:  # NOTE [A value built from an argument kept on self]: prior_net.distribution() -> self.prior_net...
+        text = ast.unparse(_Aliased(aliased).visit(ast.parse(ast.unparse(value), mode="eval")).body)
+        value = ast.parse(text, mode="eval").body
+        read_names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
     kept = sorted(read_names & own)  # values of __init__'s own (an argument, a local): kept on self for the property
     if any(k in taken or _bound_after(init, k, st.lineno) for k in kept):
         return None  # the attribute's name is taken, or __init__ binds the value again after the statement
@@ -258,7 +310,7 @@ def _holders(facts: Facts) -> list[object]:
             continue
         if isinstance(v, torch.nn.Module):
             found.update((id(m), m) for _sub, m in v.named_modules())
-        elif _plain_graph_attrs(v):
+        elif _plain_graph_attrs(v) or _distributions_with_graph(v):
             found[id(v)] = v
             found.update((id(m), m) for a in vars(v).values() if isinstance(a, torch.nn.Module) for m in a.modules())
     return list(found.values())
@@ -277,6 +329,19 @@ def _plain_graph_attrs(obj: object) -> list[str]:
         for k, v in vars(obj).items()
         if not k.startswith("_") and isinstance(v, torch.Tensor) and v.grad_fn is not None
     ]
+
+
+def _distributions_with_graph(obj: object) -> bool:
+    """An object of a user's class keeps a torch.distributions object built from tensors with a graph (a trainer's
+    prior: ``self.prior = prior_net.distribution()``)."""
+    if isinstance(obj, (torch.Tensor, type, types.ModuleType)) or type(obj).__module__ in ("builtins", "torch"):
+        return False
+    return any(
+        isinstance(v, torch.distributions.Distribution)
+        and any(isinstance(t, torch.Tensor) and t.grad_fn is not None for t in vars(v).values())
+        for k, v in getattr(obj, "__dict__", {}).items()
+        if isinstance(k, str) and not k.startswith("_")
+    )
 
 
 def _graph_tensors(m: object) -> list[tuple[str, torch.Tensor]]:
