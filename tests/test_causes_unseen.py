@@ -499,6 +499,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "hook_steps_the_loss_again": ("same_loss_twice", (("logged", ("model",)),)),
     # NOTE [A value built from an argument kept on self]: a plain trainer's prior built once in __init__ from a module
     # it also keeps on self: a property that reads the module there
+    # NOTE [Recomputed where the step's block first reads it]: the critic clipped after its step, then its score
+    # read by the generator's loss: the score computed again after the clip, right before that read
+    "critic_clipped_then_score_reused": ("shared_graph_freed", (("g_loss", ("gen",)), ("c_loss", ("critic",)))),
     "mixture_weights_built_in_trainer_init": ("stale_forward", (("loss", ("self.order_logits", "self.scorer")),)),
 }
 

@@ -282,12 +282,44 @@ def _same_as_failing(ctx: Context) -> Text:
     )
 
 
+# NOTE [Recomputed where the step's block first reads it]
+# A WGAN step clips the critic's weights right after its optimizer's step (clip_critic(critic, 0.01)), then zeroes
+# the generator's gradients, then reads the critic's score for the generator's loss. Recomputing the score right
+# after the step would compute it with the unclipped weights: another value than the one a fresh forward at the
+# read sees. The stale statements go right before the first statement after the step, in its block, that reads a
+# name they bind; when a statement in between binds a name they read (the next batch drawn), right after the step,
+# as before.
+def _first_reader_after_step(ctx: Context) -> int | None:
+    """The line of the first statement after the step, in its block, that reads a name the recomputed statements
+    bind; None when there is none, or a statement before it binds a name they read."""
+    site = ctx.site
+    tree = site.tree() if site is not None else None
+    step = statement_at(tree, ctx.step_line) if tree is not None and ctx.step_line is not None else None
+    block = block_of(tree, step) if step is not None else None
+    if site is None or tree is None or step is None or not block:
+        return None
+    recomputed = [st for line in ctx.recompute_lines if (st := statement_at(tree, line)) is not None]
+    bound = set().union(set(), *(names(st, ast.Store) for st in recomputed))
+    read = set().union(set(), *(names(st, ast.Load) for st in recomputed)) - bound
+    for st in block[block.index(step) + 1 :]:
+        if names(st, ast.Load) & bound:
+            return st.lineno if site.holds(st.lineno) else None
+        if names(st, ast.Store) & read:
+            return None
+    return None
+
+
 def recompute_fix(ctx: Context) -> Proposal | None:
     """Run the stale forward statements again right after the step, so the loss is built from the new weights."""
     if not ctx.recompute_lines or ctx.step_line is None:
         return None
     text = statements_text(ctx, ctx.recompute_lines)
-    edit = insert_lines(ctx, ctx.step_line, text, after=True) if text else None
+    before = _first_reader_after_step(ctx)  # NOTE [Recomputed where the step's block first reads it]
+    edit = (
+        (insert_lines(ctx, before, text) if before is not None else insert_lines(ctx, ctx.step_line, text, after=True))
+        if text
+        else None
+    )
     if edit is None:
         return None
     later = tuple(e for line in _later_steps(ctx) if (e := insert_lines(ctx, line, text, after=True)) is not None)
