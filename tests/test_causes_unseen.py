@@ -502,6 +502,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [Recomputed where the step's block first reads it]: the critic clipped after its step, then its score
     # read by the generator's loss: the score computed again after the clip, right before that read
     "critic_clipped_then_score_reused": ("shared_graph_freed", (("g_loss", ("gen",)), ("c_loss", ("critic",)))),
+    # NOTE [A forward reused by later steps]: a likelihood a module's method makes from its learned scale, asked for
+    # once before the batch loop: the object (not a tensor of the frame) holds the freed graph; moved into the loop
+    "likelihood_made_by_a_method_before_the_loop": ("stale_forward", (("nll", ("net", "noise")),)),
     "mixture_weights_built_in_trainer_init": ("stale_forward", (("loss", ("self.order_logits", "self.scorer")),)),
 }
 

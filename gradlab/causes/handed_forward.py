@@ -22,7 +22,7 @@ from ..i18n import T
 from ..location import Location
 from ..source import function_of, loop_around, loop_body_of, names, parse, statement_at
 
-__all__ = ["handed_forward_context", "handed_forward_fixes"]
+__all__ = ["handed_forward_context", "handed_forward_fixes", "held_tensors"]
 
 
 # NOTE [A value handed in, built once from what the loop trains]
@@ -52,7 +52,7 @@ def handed_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph
     handed = [
         a
         for a in params
-        if a not in bound and any(_holds_trained(t, node, held) for t in _tensors_of(facts.namespace.get(a)))
+        if a not in bound and any(_holds_trained(t, node, held) for t in held_tensors(facts.namespace.get(a)))
     ]
     ctree = parse("".join(linecache.getlines(caller[0])))
     call_st = statement_at(ctree, caller[1]) if ctree is not None else None
@@ -132,7 +132,7 @@ def handed_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph
     )
 
 
-def _tensors_of(value: object) -> list[torch.Tensor]:
+def held_tensors(value: object) -> list[torch.Tensor]:
     """``value`` if it is a tensor, else the tensors an object keeps on its attributes (a distribution's scale)."""
     if isinstance(value, torch.Tensor):
         return [value]

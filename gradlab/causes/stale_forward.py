@@ -50,7 +50,7 @@ from ..source import (
     preceding,
     statement_at,
 )
-from .handed_forward import handed_forward_fixes
+from .handed_forward import handed_forward_fixes, held_tensors
 from .kept_constant import kept_constant_fixes
 
 if TYPE_CHECKING:
@@ -68,9 +68,10 @@ def _bound_before_loop(graph: Graph, p: Problem, facts: Facts) -> int | None:
         return None
     assigned = set().union(*(names(st, ast.Store) for st in loop.body))
     for key, value in facts.namespace.items():
-        if not isinstance(key, str) or key in assigned or not isinstance(value, torch.Tensor) or value.grad_fn is None:
+        if not isinstance(key, str) or key in assigned:
             continue
-        if not holds_node(value, node):
+        # a tensor, or an object made from one (a distribution built before the loop: its scale_tril)
+        if not any(t.grad_fn is not None and holds_node(t, node) for t in held_tensors(value)):
             continue
         binding = [st for st in preceding(tree, loop.lineno) if key in names(st, ast.Store) and site.holds(st.lineno)]
         if binding:
