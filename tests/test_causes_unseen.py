@@ -505,6 +505,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A forward reused by later steps]: a likelihood a module's method makes from its learned scale, asked for
     # once before the batch loop: the object (not a tensor of the frame) holds the freed graph; moved into the loop
     "likelihood_made_by_a_method_before_the_loop": ("stale_forward", (("nll", ("net", "noise")),)),
+    # NOTE [An earlier loss that reaches a model it does not train]: the soil model's fit reads the planner's plan
+    # undetached and frees its graph; detached where the fit reads it, the planner's own loss finds it intact
+    "shared_plan_fitted_then_planned": ("shared_graph_freed", (("plan_loss", ("planner",)), ("soil_loss", ("soil",)))),
     "mixture_weights_built_in_trainer_init": ("stale_forward", (("loss", ("self.order_logits", "self.scorer")),)),
 }
 

@@ -125,6 +125,7 @@ ORDER = (
     "causes.pruned_weight",
     "causes.frozen_extractor",
     "causes.stale_read",
+    "causes.earlier_reach",
     "causes.handed_forward",
     "causes.kept_constant",
     "causes.stale_forward",

@@ -79,6 +79,7 @@ from .carried_steps import restart_from_weights
 from .chained import between_fixes, chained_fixes, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
 from .discarded_detach import discarded_detach_fixes, hollow_detach
+from .earlier_reach import earlier_reach_context, earlier_reach_fixes
 from .fast_weights import fast_context, fast_weights_fixes
 from .frozen_extractor import frozen_context
 from .gradient_probe import probe_fix
@@ -545,7 +546,13 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
         ctx = replace(ctx, other_claims=(*ctx.other_claims, (ctx.earlier, freed_models)))
     # NOTE [A value the caller's loop hands to several updates], NOTE [A value formed in the caller's loop from a
     # model stepped there]
-    return "shared_graph_freed", handed_to_several(ctx, facts, call) or caller_boundary(ctx, facts, call) or ctx
+    return "shared_graph_freed", (
+        handed_to_several(ctx, facts, call)
+        or caller_boundary(ctx, facts, call)
+        or earlier_reach_context(ctx, facts, graph, node_id, call)  # NOTE [An earlier loss that reaches a model it
+        # does not train]
+        or ctx
+    )
 
 
 def _other_writes(graph: Graph, first: Write) -> tuple[tuple[Location | None, str, bool], ...]:
@@ -605,6 +612,7 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
         probe = probe_fix(ctx)  # NOTE [A backward run to read a gradient]
         proposals = [
             *([probe] if probe is not None else []),
+            *earlier_reach_fixes(ctx),
             *several_calls_fixes(ctx),
             *caller_boundary_fixes(ctx),
             *proposals,
