@@ -508,6 +508,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [An earlier loss that reaches a model it does not train]: the soil model's fit reads the planner's plan
     # undetached and frees its graph; detached where the fit reads it, the planner's own loss finds it intact
     "shared_plan_fitted_then_planned": ("shared_graph_freed", (("plan_loss", ("planner",)), ("soil_loss", ("soil",)))),
+    # NOTE [A buffer read through a local name]: a shared whitening layer's buffers refreshed in place, read through
+    # local names, called twice before the backward: both copied where the names are bound
+    "running_scale_read_through_locals": ("untracked_write", (("loss", ("model",)),)),
     "mixture_weights_built_in_trainer_init": ("stale_forward", (("loss", ("self.order_logits", "self.scorer")),)),
 }
 

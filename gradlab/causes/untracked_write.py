@@ -14,7 +14,8 @@ from ..context import Context
 from ..edits import Edit
 from ..evidence import Facts, Problem, calls_name, in_site, receiver, short_name, stepped_params, torch_alias, value_of
 from ..fixes import Fix, Proposal, all_edits, claim, edit_at, indent_of, insert_lines, keeping, source_of, span_of
-from ..i18n import T
+from ..i18n import T, join
+from ..location import Location
 from ..rewrite import replace_reads
 from ..saved import Write
 from ..source import block_of, calls_method, function_of, names, parse, statement_at
@@ -60,9 +61,54 @@ def copy_context(ctx: Context, p: Problem, w: Write) -> Context | None:
     if loc is None or saved is None or (saved.filename == loc.filename and saved.lineno == loc.lineno):
         return None
     target = receiver(loc.code, re.escape(w.op)) if w.op.endswith("_") else None
-    if target is None or not re.search(rf"(?<![\w.]){re.escape(target)}(?![\w(])", saved.code or ""):
+    if target is None:
         return None
+    if not re.search(rf"(?<![\w.]){re.escape(target)}(?![\w(])", saved.code or ""):
+        return _alias_copy(ctx, loc, saved, target)  # NOTE [A buffer read through a local name]
     return replace(ctx, copy_at=saved, copy_of=target)
+
+
+# NOTE [A buffer read through a local name]
+# A hand-written spectral norm refreshes its power-iteration vectors in place under no_grad (self.v.copy_(...),
+# self.u.copy_(...)), then reads them through local names (u, v = self.u, self.v) into sigma = torch.dot(u, w @ v).
+# When the layer runs twice in one forward, the second refresh overwrites what the first call's sigma saved. The
+# saving line reads the local names, not the buffers: the copy is read where the names are bound, for every buffer
+# on that line the function writes in place (u, v = self.u.clone(), self.v.clone()), as torch's own spectral_norm
+# does. One edit for both, or the next backward finds the other one overwritten.
+def _alias_copy(ctx: Context, write: Location, saved: Location, target: str) -> Context | None:
+    """The statement before the saving line, in its function, that binds local names to ``target`` (and to other
+    attributes the function writes in place), with those attributes to read as copies there."""
+    tree = parse(source_of(saved.filename))
+    function = function_of(tree, saved.lineno) if tree is not None else None
+    if tree is None or function is None or saved.filename != write.filename:
+        return None
+    source = source_of(saved.filename)
+    bindings = [
+        st
+        for st in ast.walk(function)
+        if isinstance(st, ast.Assign)
+        and st.lineno < saved.lineno
+        and st.lineno == st.end_lineno
+        and any(ast.unparse(v) == target for v in ast.walk(st.value) if isinstance(v, ast.Attribute))
+    ]
+    if len(bindings) != 1:
+        return None
+    st = bindings[0]
+    locals_ = set().union(*(names(t, ast.Store) for t in st.targets))
+    if not locals_ & names(statement_at(tree, saved.lineno) or st, ast.Load):
+        return None  # the saving line does not read what it binds
+    written = [
+        ast.unparse(v)
+        for v in ast.walk(st.value)
+        if isinstance(v, ast.Attribute)
+        and re.search(rf"(?<![\w.]){re.escape(ast.unparse(v))}\.\w+_\(", ast.get_source_segment(source, function) or "")
+    ]
+    return replace(
+        ctx,
+        copy_at=Location(saved.filename, st.lineno),
+        copy_of=target,
+        extra={**ctx.extra, "copy_all": ",".join(sorted(set(written) | {target}))},
+    )
 
 
 def forward_write_context(ctx: Context, p: Problem, w: Write, facts: Facts) -> Context | None:
@@ -218,13 +264,23 @@ def _read_copy(ctx: Context) -> list[Proposal]:
         return []
     line = loc.code.strip()
     new = replace_reads(line, expr, f"{expr}.clone()")
+    for other in [x for x in ctx.extra.get("copy_all", "").split(",") if x and x != expr]:
+        new = replace_reads(new, other, f"{other}.clone()") if new is not None else None
     if new is None and line.startswith("return "):
         new = re.sub(rf"(?<![\w.]){re.escape(expr)}(?![\w(])", f"{expr}.clone()", line, count=1)
+    copied = sorted({expr, *(x for x in ctx.extra.get("copy_all", "").split(",") if x)})
     fix = Fix(
         summary=T(
             "read a copy of {expr} where the forward uses it (at {where}): the in-place update then changes {expr}, "
             "not the value autograd saved",
             expr=expr,
+            where=loc.where,
+        )
+        if len(copied) == 1
+        else T(
+            "read copies of {exprs} where the forward saves them, at {where}: the writes then change {exprs}, not "
+            "the values autograd saved",
+            exprs=join(copied, T(" and ")),
             where=loc.where,
         ),
         trains=T(
