@@ -511,6 +511,8 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # NOTE [A buffer read through a local name]: a shared whitening layer's buffers refreshed in place, read through
     # local names, called twice before the backward: both copied where the names are bound
     "running_scale_read_through_locals": ("untracked_write", (("loss", ("model",)),)),
+    # NOTE [A cache of a module's result]: a backbone's memo whose entries are lists of stage outputs, keyed by shape
+    "feature_pyramid_cached_by_shape": ("carried_state", (("loss", ("backbone", "head")),)),
     "mixture_weights_built_in_trainer_init": ("stale_forward", (("loss", ("self.order_logits", "self.scorer")),)),
 }
 

@@ -17,6 +17,7 @@ from ..fixes import Fix, Proposal, all_edits, insert_lines, keeping, source_of
 from ..i18n import T, Text
 from ..source import block_of, feeding, names, parse, preceding, runs_backward, statement_at
 from .class_source import class_tree, mentions, methods_of, self_attr, stores_entry
+from .kept_state import tensors_with_graph
 
 __all__ = ["cached_context", "clear_caches", "module_path"]
 
@@ -36,7 +37,8 @@ def cached_context(base: Context, facts: Facts, roots: dict[str, torch.nn.Module
             for attr, value in vars(m).items():
                 if attr in _MODULE_OWN or not isinstance(value, dict) or path is None:
                     continue
-                if any(isinstance(v, torch.Tensor) and v.grad_fn is not None for v in value.values()):
+                # an entry may be one tensor or a list of them (the encodings of every layer)
+                if any(tensors_with_graph(v) for v in value.values()):
                     if _updates_entries(type(m), attr):
                         return None  # a memory (an entry made from its old value), not a cache
                     found.append(f"{path}.{attr}")
@@ -59,9 +61,7 @@ def cached_context(base: Context, facts: Facts, roots: dict[str, torch.nn.Module
             if class_tree(type(obj)) is None:
                 continue  # not a class of the user's code
             for attr, value in vars(obj).items():
-                graphs = isinstance(value, dict) and any(
-                    isinstance(v, torch.Tensor) and v.grad_fn is not None for v in value.values()
-                )
+                graphs = isinstance(value, dict) and any(tensors_with_graph(v) for v in value.values())
                 if (
                     graphs
                     and attr.isidentifier()
@@ -280,7 +280,8 @@ def module_path(root: str, sub: str) -> str | None:
 # whose entries the class computes from their old values (Flair's pooled word memory: the minimum over a
 # word's occurrences) is a memory meant to carry values across batches, not a cache: not emptied. The same
 # holds for a plain object of the user's classes that the loop uses, its dicts private or not (a boundary
-# condition memoising A * cos(omega * t) by key, A a learned amplitude): emptied through the loop's name.
+# condition memoising A * cos(omega * t) by key, A a learned amplitude): emptied through the loop's name. An entry
+# may be a list or tuple of tensors (an encoder's outputs of every layer, keyed by a summary of the input's values).
 # NOTE [A result memoised on an object until it is set to None]
 # A plain object of the user's code (a menu catalogue, a feature store) computes a tensor from a trained model the
 # first time it is asked (if self._vectors is None: self._vectors = self.encoder(...)) and returns the kept tensor
