@@ -191,8 +191,11 @@ def _built(cls: type, attr: str) -> _Built | None:
         return None  # a property would draw anew at each access
     own = _locals(init) - {"self"}
     read_names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-    aliased = {k: a for k, a in _stored_on_self(init).items() if k in read_names & own}
-    if aliased:  # NOTE [A value built from an argument kept on self]: prior_net.distribution() -> self.prior_net...
+    # never the attribute itself (self.log_probs = log_probs stores the argument; a property of it would recurse)
+    aliased = {k: a for k, a in _stored_on_self(init).items() if k in read_names & own and a != attr}
+    if aliased and not isinstance(
+        st.value, ast.Name
+    ):  # NOTE [A value built from an argument kept on self]: prior_net.distribution() -> self.prior_net...
         text = ast.unparse(_Aliased(aliased).visit(ast.parse(ast.unparse(value), mode="eval")).body)
         value = ast.parse(text, mode="eval").body
         read_names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
