@@ -537,55 +537,37 @@ def _updated_fixes(ctx: Context) -> list[Proposal]:
     indent = lines[at - 1][: len(lines[at - 1]) - len(lines[at - 1].lstrip())]
     source = "".join(textwrap.dedent("".join(lines[a - 1 : b])) for a, b in spans)
     text = "\n".join(indent + t for t in source.splitlines())
+    where = Location(filename, at).where
+    freed = Location(filename, int(ctx.extra["freed_line"])).where
     if ctx.extra.get("derive_all"):  # NOTE [Every tensor of the forward read again after the update]
-        return [
-            Proposal(
-                Fix(
-                    keeps_forward=False,
-                    summary=T(
-                        "compute {stale} again after the update, before they are read at {where}, with what they are "
-                        "computed from: they were computed before the backward at {freed}, which freed their graph",
-                        stale=stale,
-                        where=Location(filename, at).where,
-                        freed=Location(filename, int(ctx.extra["freed_line"])).where,
-                    ),
-                    trains=T(
-                        "{loss} trains what it reaches through {stale} computed again, each with a graph of its own, "
-                        "from the parameters as they are after the step",
-                        loss=ctx.l,
-                        stale=stale,
-                    ),
-                    edits=(Edit(filename, at, at - 1, text),),
-                ),
-                ctx.reach,
-                False,
-                describe=True,
-            )
-        ]
-    return [
-        Proposal(
-            Fix(
-                keeps_forward=False,
-                summary=T(
-                    "compute {stale} again after the update, before it is read at {where}: it was computed before "
-                    "the backward at {freed}, which freed its graph, and the step after it changed what it is "
-                    "computed from",
-                    stale=stale,
-                    where=Location(filename, at).where,
-                    freed=Location(filename, int(ctx.extra["freed_line"])).where,
-                ),
-                trains=T(
-                    "{loss} trains what it reaches through {stale} computed from the updated parameters",
-                    loss=ctx.l,
-                    stale=stale,
-                ),
-                edits=(Edit(filename, at, at - 1, text),),
-            ),
-            ctx.reach,
-            False,
-            describe=True,
+        summary = T(
+            "compute {stale} again after the update, before they are read at {where}, with what they are computed "
+            "from: they were computed before the backward at {freed}, which freed their graph",
+            stale=stale,
+            where=where,
+            freed=freed,
         )
-    ]
+        trains = T(
+            "{loss} trains what it reaches through {stale} computed again, each with a graph of its own, from the "
+            "parameters as they are after the step",
+            loss=ctx.l,
+            stale=stale,
+        )
+    else:
+        summary = T(
+            "compute {stale} again after the update, before it is read at {where}: it was computed before the "
+            "backward at {freed}, which freed its graph, and the step after it changed what it is computed from",
+            stale=stale,
+            where=where,
+            freed=freed,
+        )
+        trains = T(
+            "{loss} trains what it reaches through {stale} computed from the updated parameters",
+            loss=ctx.l,
+            stale=stale,
+        )
+    fix = Fix(keeps_forward=False, summary=summary, trains=trains, edits=(Edit(filename, at, at - 1, text),))
+    return [Proposal(fix, ctx.reach, False, describe=True)]
 
 
 def stale_read_fixes(ctx: Context) -> list[Proposal]:

@@ -237,41 +237,27 @@ def locate(f: Failure) -> Explanation:
     if scaled is not None and wrap is not None:
         wrap = replace(wrap, fix=replace(wrap.fix, alternative=True))
     template = _template_parameter(f, st, target) if parameter and target is not None else None
-    if template is not None:  # NOTE [A parameter the forward fills from other parameters]
-        proposals.append(template)
+    from_graph = template is None and parameter and target is not None and _from_graph(st, name, f.namespace)
+    if template is not None or from_graph:
+        # NOTE [A parameter the forward fills from other parameters]: a buffer the forward writes a copy of; or a
+        # parameter written with a value a trained model computes: a step of the forward (NOTE [A parameter written
+        # in the forward]). Under no_grad, what computes the value would get no gradient
+        first = template if template is not None else _functional_call(f, st, target) if target is not None else None
+        if first is not None:
+            proposals.append(first)
         if wrap is not None:
             wrap = replace(
                 wrap,
                 fix=replace(
                     wrap.fix,
-                    alternative=True,
+                    alternative=first is not None,
                     trains=T(
                         "what the write stores has no graph under torch.no_grad(): the parameters it is computed "
                         "from get no gradient from this loss, and {name} holds the value only",
                         name=name or T("the leaf"),
-                    ),
-                    claims=(),
-                ),
-                keeps=False,
-            )
-            proposals.append(wrap)
-        fixes = judged(proposals, ctx)
-        kept = failure_claims(f)
-        fixes = tuple(replace(x, claims=x.claims or kept) if x.edits and x is fixes[0] else x for x in fixes)
-        return replace(located, fixes=(*fixes, *e.fixes))
-    if parameter and target is not None and _from_graph(st, name, f.namespace):
-        # a parameter written with a value a trained model computes: a step of the forward (NOTE [A parameter
-        # written in the forward]); under no_grad that model would get no gradient
-        called = _functional_call(f, st, target)
-        if called is not None:
-            proposals.append(called)
-        if wrap is not None:
-            wrap = replace(
-                wrap,
-                fix=replace(
-                    wrap.fix,
-                    alternative=called is not None,
-                    trains=T(
+                    )
+                    if template is not None
+                    else T(
                         "what the write stores has no graph under torch.no_grad(): the model that computes it gets "
                         "no gradient from this loss, and {name} holds the value only",
                         name=name or T("the leaf"),
