@@ -205,6 +205,12 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("grads = torch.autograd.grad(inner, list(fast.values()), create_graph=True)",),
         (("outer", ("model",)),),
     ),
+    # NOTE [An input computed anew in the call]: one input, a copy of the shared weight made in the call
+    "gradnorm_by_a_copy_of_the_shared_weight": (
+        "unused_input",
+        ("g = torch.autograd.grad(weighted[i], trunk.weight.clone(), retain_graph=True, create_graph=True)[0]",),
+        (),
+    ),
     "lookahead_over_unused_head": (
         "unused_input",
         ("grads = torch.autograd.grad(weighted, model.parameters(), create_graph=True)",),

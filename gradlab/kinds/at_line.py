@@ -13,8 +13,9 @@ from __future__ import annotations
 import ast
 import copy
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 import torch
 
@@ -124,7 +125,8 @@ def _unused_input(f: Failure) -> Explanation:
 # never computed from, so torch finds it unused. What the output does depend on is the leaf that tensor is computed
 # from (the logits), and the code that reads the gradient updates that leaf (syn_label_logits.sub_(lr * g)). The fix
 # differentiates by that leaf: offered when the listed expression (or the body of the file's function it calls)
-# reads exactly one leaf that requires grad and the output's graph reaches it. It is a reading (the gradient is
+# reads exactly one leaf that requires grad and the output's graph reaches it. The same for one input written as a
+# computation (GradNorm's autograd.grad(L1, param[0].clone()): param[0], an item of a list read by its index). It is a reading (the gradient is
 # with respect to the leaf, not to the tensor computed from it) and says so.
 def _computed_anew(
     f: Failure, line: Statement, call: ast.Call | None, inputs: ast.expr | None, index: int | None
@@ -133,27 +135,30 @@ def _computed_anew(
     the call])."""
     site = f.site
     tree = site.tree() if site is not None else None
-    if call is None or tree is None or index is None or not isinstance(inputs, (ast.List, ast.Tuple)):
+    if call is None or tree is None or inputs is None or not call.args:
         return ()
-    if index >= len(inputs.elts) or not call.args:
-        return ()
-    given = inputs.elts[index]
+    if isinstance(inputs, (ast.List, ast.Tuple)):
+        if index is None or index >= len(inputs.elts):
+            return ()
+        given = inputs.elts[index]
+    else:  # one input, written as a computation (param[0].clone())
+        given = inputs
     if not isinstance(given, (ast.Call, ast.BinOp, ast.UnaryOp)):
         return ()
-    read = {ast.unparse(n) for n in ast.walk(given) if isinstance(n, (ast.Name, ast.Attribute))}
+    read = {ast.unparse(n) for n in ast.walk(given) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript))}
     for n in ast.walk(given):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
             helper = next((d for d in tree.body if isinstance(d, ast.FunctionDef) and d.name == n.func.id), None)
             if helper is not None and not helper.args.args:  # a helper of no arguments: the globals it reads
                 read |= {x.id for x in ast.walk(helper) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load)}
-    output = resolve_name(call.args[0], f.namespace) if isinstance(call.args[0], (ast.Name, ast.Attribute)) else None
+    output = _resolved(call.args[0], f.namespace)
     if not isinstance(output, torch.Tensor) or output.grad_fn is None:
         return ()
     reached = {id(v) for fn in walk([output.grad_fn]) if (v := getattr(fn, "variable", None)) is not None}
     leaves = sorted(
         name
         for name in read
-        if isinstance(t := resolve_name(ast.parse(name, mode="eval").body, f.namespace), torch.Tensor)
+        if isinstance(t := _resolved(ast.parse(name, mode="eval").body, f.namespace), torch.Tensor)
         and t.is_leaf
         and t.requires_grad
         and id(t) in reached
@@ -162,13 +167,21 @@ def _computed_anew(
         return ()
     leaf = leaves[0]
     swapped = ast.parse(leaf, mode="eval").body
+    where = (given.lineno, given.col_offset, given.end_col_offset)
+
+    class Swap(ast.NodeTransformer):
+        def visit(self, node: ast.AST) -> ast.AST:
+            if (
+                getattr(node, "lineno", None),
+                getattr(node, "col_offset", None),
+                getattr(node, "end_col_offset", None),
+            ) == where:
+                return swapped
+            visited: ast.AST = super().visit(node)
+            return visited
 
     assert line.tree is not None
-    copied = copy.deepcopy(line.tree)  # the tree stays as it is for the fixes that follow
-    for n in ast.walk(copied):
-        if isinstance(n, (ast.List, ast.Tuple)) and (n.lineno, n.col_offset) == (inputs.lineno, inputs.col_offset):
-            n.elts = [swapped if k == index else e for k, e in enumerate(n.elts)]
-            break
+    copied = Swap().visit(copy.deepcopy(line.tree))  # the tree stays as it is for the fixes that follow
     edits = line.edit(f, copied)
     if not edits:
         return ()
@@ -191,6 +204,21 @@ def _computed_anew(
             applicability="maybe-incorrect",
         ),
     )
+
+
+def _resolved(expr: ast.expr, namespace: Mapping[str, Any]) -> object:
+    """The frame's value of a name, an attribute, or an item of a list or tuple by a constant or a name's integer
+    (``param[0]``, ``weighted[i]``: a tensor indexed stands for the whole tensor); None otherwise. Calls nothing."""
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        return resolve_name(expr, namespace)
+    if isinstance(expr, ast.Subscript):
+        base = _resolved(expr.value, namespace)
+        if isinstance(base, torch.Tensor):
+            return base
+        key = expr.slice.value if isinstance(expr.slice, ast.Constant) else _resolved(expr.slice, namespace)
+        if isinstance(base, (list, tuple)) and type(key) is int and -len(base) <= key < len(base):
+            return base[key]
+    return None
 
 
 # NOTE [Parameters a forward does not use]
