@@ -165,3 +165,10 @@ def test_a_history_read_back_by_position_is_not_cleared() -> None:
     # would make that read fail
     fixes = _fixes("history_read_back_by_position")
     assert fixes and not any("states.clear()" in e.text for f in fixes for e in f.edits), fixes[0].lines()
+
+
+def test_a_callback_with_its_own_optimizer_keeps_its_step() -> None:
+    # NOTE [A step repeated with the second backward]: the callback's optimizer never stepped between the two
+    # backward calls, so its step is no repeat: only the backward goes
+    fix = _fixes("calibration_callback_own_optimizer")[0]
+    assert fix.edits and all(e.start == e.end for e in fix.edits), fix.lines()

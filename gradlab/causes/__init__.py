@@ -407,8 +407,11 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             and call.location is not (failing.location if failing is not None else None)
         )
         extra = {**base.extra, "earlier_elsewhere": "1"} if elsewhere else dict(base.extra)
-        if facts.tracker is not None and steps_between(facts.tracker, call, failing):
-            extra["stepped_since"] = "1"  # NOTE [A step repeated with the second backward]
+        if facts.tracker is not None and facts.site is not None:  # NOTE [A step repeated with the second backward]
+            ids = stepped_ids(facts.tracker, call, failing)
+            already_stepped = sorted(name for name, held in facts.site.optimizers.items() if held & ids)
+            if already_stepped:
+                extra["stepped_since"] = ",".join(already_stepped)  # the frame's optimizers that already stepped
         if call.kind == "autograd.grad" and call.location is not None:  # NOTE [A gradient taken, then the same loss
             # backwarded]: where that call is, in this function or another
             extra["grad_first_at"] = f"{call.location.lineno}:{call.location.filename}"

@@ -51,8 +51,9 @@ def _deleted(ctx: Context, line: int | None) -> Edit | None:
 # A runner backwards its loss, steps and zeroes the optimizer; then a callback, written for runners that leave the
 # step to it, reads the same loss back and backwards, steps and zeroes again. The second backward fails. Deleting it
 # alone leaves the callback's step(): with no new gradient it steps on nothing (set_to_none) or on zeros, which
-# still moves a momentum optimizer. When an optimizer step ran between the two backward calls (the tracker saw it),
-# the optimizer calls right after the deleted backward, in its block, are deleted with it: the step was done once.
+# still moves a momentum optimizer. When that optimizer stepped between the two backward calls (the tracker saw a
+# step holding its parameters), its calls right after the deleted backward, in its block, are deleted with it: the
+# step was done once. Another optimizer's calls stay (a calibration callback that steps its own parameters).
 def _step_after(ctx: Context, line: int | None) -> tuple[Edit, ...]:
     """The statements right after the backward at ``line``, in its block, that only call ``step()`` or
     ``zero_grad()`` of an optimizer of the frame (NOTE [A step repeated with the second backward])."""
@@ -71,7 +72,7 @@ def _step_after(ctx: Context, line: int | None) -> tuple[Edit, ...]:
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Attribute)
                 and call.func.attr in ("step", "zero_grad")
-                and ast.unparse(call.func.value) in site.optimizers
+                and ast.unparse(call.func.value) in ctx.extra.get("stepped_since", "").split(",")
             ):
                 break
             found.append(Edit(site.filename, st.lineno, st.end_lineno or st.lineno, ""))
