@@ -248,6 +248,9 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # NOTE [A parameter the forward fills from other parameters]: a rotation written entry by entry from a learnable
     # angle into a matrix declared as a parameter: a buffer, and the forward writes into a copy of it
     "rotation_filled_into_a_parameter": ("leaf_in_place", ("self.rot[0, 0] = c",), (("loss", ("align", "head")),)),
+    # NOTE [A view of a leaf, written and then read]: each band's slice of a learned gain map scaled in place and
+    # collected: out of place, not the write put under no_grad (which would scale the map itself at every forward)
+    "gain_map_band_scaled_in_place": ("leaf_in_place", ("band *= exposure[b]",), ()),
     "saliency_input_rectified_in_place": ("leaf_in_place", ("x = F.relu(x, inplace=True)",), (("total", ("model",)),)),
     # NOTE [Every write to the split's views]: each axis of an unbind centred and scaled in place, axis by axis: every
     # augmented write to the views made out of place, not the refused one alone

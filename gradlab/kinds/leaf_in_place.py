@@ -276,7 +276,9 @@ def locate(f: Failure) -> Explanation:
     # an activation or a dropout applied in place (F.relu(x, inplace=True)) is a step of the forward too: nobody
     # updates a leaf with it (NOTE [Writes to a leaf])
     activation = (f.op or "") in ACTIVATIONS or (f.op or "").endswith("dropout_")
-    computed = not parameter and (activation or _from_graph(st, name, f.namespace))
+    viewed = not parameter and not activation and _view_read_after(tree, st, name)  # NOTE [A view of a leaf,
+    # written and then read]
+    computed = not parameter and (activation or viewed or _from_graph(st, name, f.namespace))
     if wrap is not None and not computed:
         proposals.append(wrap)
     rewritten = rewrite_in_place(site.text(loc.lineno), f.op) if f.op and st.lineno == st.end_lineno else None
@@ -296,6 +298,12 @@ def locate(f: Failure) -> Explanation:
                     )
                     if activation and not parameter
                     else T(
+                        "make the write out of place: {name} is a part of a leaf that the function goes on reading, "
+                        "not an update of the leaf; {name} then names a new tensor",
+                        name=name or T("the tensor"),
+                    )
+                    if viewed
+                    else T(
                         "make the write out of place: it is a step of the computation (what it adds has a graph); "
                         "{name} then names a new tensor",
                         name=name or T("the tensor"),
@@ -311,6 +319,12 @@ def locate(f: Failure) -> Explanation:
                         name=name or T("the tensor"),
                     )
                     if activation and not parameter
+                    else T(
+                        "the forward's values as the in-place write computed them; the leaf keeps its own values, and "
+                        "the gradient flows through {name} into its part of the leaf",
+                        name=name or T("the tensor"),
+                    )
+                    if viewed
                     else T(
                         "gradient flows through the write into the tensor before it; the new tensor is no leaf: "
                         "its .grad stays None, and an optimizer that holds the old one does not see the new value",
@@ -673,3 +687,32 @@ def _requires_grad_value(st: ast.stmt, namespace: Mapping[str, Any], written: to
         else []
     )
     return any(isinstance(t, torch.Tensor) and t.requires_grad for t in read) and not any(t is written for t in read)
+
+
+# NOTE [A view of a leaf, written and then read]
+# A function takes a slice of a learned tensor (piece = aps[r0:r0 + t, c0:c0 + t]), converts it in place (piece *=
+# rad_to_mm) and reads it on (cols.append(piece)): the write is a step of the computation on a view, not an update
+# of the leaf; under no_grad it would scale the learned tensor itself at every forward. Its out-of-place form comes
+# first: the same values, a tensor of its own, the gradient flowing into the slice. An update by hand through a
+# view (w = model.weight[:, :k]; w *= 0.5), which nothing reads afterwards, stays an update.
+def _view_read_after(tree: ast.Module, st: ast.stmt, name: str | None) -> bool:
+    """``name`` is bound, in the function of ``st``, to an indexed part of another tensor before ``st``, and a
+    statement after ``st`` in that function reads it."""
+    function = function_of(tree, st.lineno)
+    if function is None or not name or not name.isidentifier():
+        return False
+    bound = [
+        x
+        for x in ast.walk(function)
+        if isinstance(x, ast.Assign)
+        and x.lineno < st.lineno
+        and len(x.targets) == 1
+        and isinstance(x.targets[0], ast.Name)
+        and x.targets[0].id == name
+    ]
+    if not bound or not isinstance(bound[-1].value, ast.Subscript):
+        return False
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and n.lineno > (st.end_lineno or 0)
+        for n in ast.walk(function)
+    )
