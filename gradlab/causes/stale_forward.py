@@ -70,7 +70,10 @@ def _bound_before_loop(graph: Graph, p: Problem, facts: Facts) -> int | None:
     for key, value in facts.namespace.items():
         if not isinstance(key, str) or key in assigned:
             continue
-        # a tensor, or an object made from one (a distribution built before the loop: its scale_tril)
+        # a tensor, or a distribution made from one before the loop (its scale_tril); not an object of the user's
+        # classes, whose state is another cause's (a reweighter updated without no_grad)
+        if not isinstance(value, (torch.Tensor, torch.distributions.Distribution)):
+            continue
         if not any(t.grad_fn is not None and holds_node(t, node) for t in held_tensors(value)):
             continue
         binding = [st for st in preceding(tree, loop.lineno) if key in names(st, ast.Store) and site.holds(st.lineno)]
