@@ -27,4 +27,6 @@ def fit(net, noise, xs, ys, opt):
 
 
 net, noise = nn.Linear(3, 1), Noise()
-fit(net, noise, torch.randn(24, 3), torch.randn(24), torch.optim.Adam([*net.parameters(), *noise.parameters()], lr=0.05))
+fit(
+    net, noise, torch.randn(24, 3), torch.randn(24), torch.optim.Adam([*net.parameters(), *noise.parameters()], lr=0.05)
+)

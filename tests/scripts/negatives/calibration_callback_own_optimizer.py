@@ -22,7 +22,7 @@ class Calibrate:
 
 
 calib = Calibrate(torch.optim.SGD(offsets.parameters(), lr=0.1))
-for it in range(2):
+for _ in range(2):
     x, site, y = torch.randn(8, 3), torch.randint(0, 4, (8,)), torch.randn(8)
     loss = F.mse_loss(net(x).squeeze(-1) + offsets(site).squeeze(-1), y)
     opt.zero_grad()
