@@ -458,7 +458,8 @@ def _facts(tracker: Recorder | None, failing: BackwardCall | None, frame: FrameT
     caller = (
         (up.f_code.co_filename, up.f_lineno) if up is not None and not _library_file(up.f_code.co_filename) else None
     )
-    return Facts(tracker, failing, namespace, site, line, caller, _caller_loop(frame, site, line))
+    caller_site = read_site(up) if caller is not None else None
+    return Facts(tracker, failing, namespace, site, line, caller, _caller_loop(frame, site, line), caller_site)
 
 
 def _caller_loop(frame: FrameType | None, site: Site | None, line: int | None) -> CallerLoop | None:

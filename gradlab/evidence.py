@@ -206,6 +206,8 @@ class Facts:
     backward_line: int | None = None
     caller: tuple[str, int] | None = None  # the user line that called the site's function (file, line)
     caller_loop: CallerLoop | None = None
+    # the code of the user function that called the site's function, read at the calling line (``caller``)
+    caller_site: Site | None = None
 
 
 @dataclass

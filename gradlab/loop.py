@@ -527,6 +527,22 @@ def site_intent(site: Site, lineno: int) -> LoopIntent:
     return intent_after(site.source, lineno, site.optimizers, site.modules)
 
 
+# NOTE [A backward in a helper that does not step]
+# A trainer splits its step into helpers: ``classification_pass`` backwards one loss, ``feature_pass`` another, and
+# the method that calls them steps the optimizer after both. Read at the failing backward, the helper has no
+# optimizer call after it, and the loop's intent is unknown; the gradient of that backward goes to the optimizer
+# calls after the helper's call in its caller, so the intent is read there (the caller's line, its names). When the
+# first iteration fails, the record has seen no step yet, and this is the only reading there is.
+def helper_intent(caller: Site | None, caller_line: int | None) -> LoopIntent | None:
+    """What the optimizer calls after ``caller_line``, the call of a helper whose backward no optimizer call follows
+    in the helper itself, do with that backward's gradient (NOTE [A backward in a helper that does not step]); None
+    when the caller's reading is unknown too."""
+    if caller is None or caller_line is None:
+        return None
+    intent = site_intent(caller, caller_line)
+    return intent if intent.known else None
+
+
 # NOTE [Intent from the record]
 # Under track() the recorder logs every zero_grad() and step() (of an optimizer or a
 # module) with the ids of the parameters it holds, and every backward call. What the

@@ -32,6 +32,12 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "topk_slice_scaled_in_place": ("inplace_op", (("fit", ("head", "pool")),)),
     # NOTE [A buffer allocated once and filled by index]: a workspace the trainer allocates, a method fills by frame
     "waveform_workspace_filled_by_step": ("stale_forward", (("recon", ("self.decoder",)),)),
+    # NOTE [A backward in a helper that does not step]: the step function steps after two helpers, each backwarding
+    # its loss over one forward (judo_throw_split_distillation, zzh: a trainer's methods)
+    "split_losses_in_step_helpers": ("shared_graph_freed", (("pri", ("ae", "head")), ("rec", ("ae",)))),
+    # NOTE [A sum started in __init__]: a buffer registered as zeros, added into by each head and returned: each
+    # forward's sum starts from zero (zipline_load_ensemble_accumulator, zzh: a plain attribute, a trainer's hook)
+    "pooled_heads_sum_buffer": ("carried_state", (("score", ("pool",)),)),
     # a memo kept on a private attribute (self._gram), with a method that drops it: called after each step
     "private_gram_memo_with_refresh": ("carried_state", (("fit", ("kernel", "readout")),)),
     # NOTE [A flag read from a config]: the activation's inplace= comes from a settings object

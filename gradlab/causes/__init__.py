@@ -57,7 +57,7 @@ from ..freed_candidates import apart_fixes, freed_fixes, routed_fixes
 from ..graph import Graph
 from ..i18n import T, Text
 from ..judge import judged
-from ..loop import site_intent
+from ..loop import helper_intent, site_intent
 from ..parts import made_apart, made_apart_also, made_outside, stored_for_others
 from ..source import outermost_loop
 from .api_cache import (
@@ -213,6 +213,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     site = facts.site
     intent = site_intent(site, facts.backward_line) if site is not None and facts.backward_line else None
     intent, intent_note = intent_from_record(facts, intent, loss)
+    if (intent is None or not intent.known) and site is not None and facts.backward_line is not None:
+        # NOTE [A backward in a helper that does not step]
+        intent = helper_intent(facts.caller_site, facts.caller[1] if facts.caller else None)
     base = Context(
         tensor=p.tensor,
         model=model,

@@ -29,6 +29,7 @@ class Kept:
     memo: bool = False  # no store reads the attribute it sets: a result kept to be reused, not a memory
     training_only: bool = False  # every store runs under ``if self.training:``: a result of training forwards only
     none_reset: bool = False  # every attribute starts as None in __init__ and a method tests ``self.attr is None``
+    sums: bool = False  # a sum the forward adds into and returns, started at zeros in __init__ only (NOTE below)
 
 
 def tensors_with_graph(value: object) -> list[torch.Tensor]:
@@ -223,7 +224,56 @@ def kept_state(cls: type, attrs: list[str]) -> Kept | None:
         memo,
         _training_only(methods, kept),
         none_reset,
+        _sums(node, kept),
     )
+
+
+#: Factories of a zero tensor: the start of a sum.
+_ZEROS = frozenset({"zeros", "zeros_like", "new_zeros"})
+
+
+def _sums(node: ast.ClassDef, attrs: tuple[str, ...]) -> bool:
+    """NOTE [A sum started in __init__]: every attribute of ``attrs`` is a sum the forward builds and returns:
+    ``__init__`` sets it to zeros (``self.out = torch.zeros(b, 1)``, or registers such a buffer), no other method
+    sets it, the forward only adds into it (``self.out += member(x)``) and returns what it reads of it. Its author
+    meant each forward's own sum, started from zero; kept on the module, each forward adds to the previous ones'
+    results and their graphs."""
+    methods = {m.name: m for m in methods_of(node)}
+    init, forward = methods.get("__init__"), methods.get("forward")
+    if init is None or forward is None:
+        return False
+
+    def zeros(value: ast.expr | None) -> bool:
+        func = value.func if isinstance(value, ast.Call) else None
+        return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) in _ZEROS
+
+    for attr in attrs:
+        started = any(
+            (isinstance(st, ast.Assign) and any(self_attr(t, attr) for t in st.targets) and zeros(st.value))
+            or (
+                isinstance(st, ast.Call)
+                and isinstance(st.func, ast.Attribute)
+                and st.func.attr == "register_buffer"
+                and len(st.args) >= 2
+                and isinstance(st.args[0], ast.Constant)
+                and st.args[0].value == attr
+                and zeros(st.args[1])
+            )
+            for st in ast.walk(init)
+        )
+        set_elsewhere = any(
+            isinstance(st, ast.Assign) and any(self_attr(n, attr) for t in st.targets for n in ast.walk(t))
+            for name, m in methods.items()
+            if name != "__init__"
+            for st in ast.walk(m)
+        )
+        adds = [st for st in ast.walk(forward) if isinstance(st, ast.AugAssign) and self_attr(st.target, attr)]
+        returned = any(
+            isinstance(st, ast.Return) and st.value is not None and mentions(st.value, attr) for st in ast.walk(forward)
+        )
+        if not (started and not set_elsewhere and adds and all(isinstance(a.op, ast.Add) for a in adds) and returned):
+            return False
+    return True
 
 
 # Reductions that make a statistic of the data they are given (a calibration's scale, a batch's mean).

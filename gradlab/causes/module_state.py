@@ -120,6 +120,7 @@ def kept_on_modules(base: Context, facts: Facts, holding: GraphNode | None = Non
         **extra,
         "sequence_state": " ".join(f"{a}:{k}" for a, k in sorted(sequences.items())),
         "looped": "1" if looped else "",
+        "sums": "1" if all(k.sums for k in kept) else "",
     }
     if len(kept) == 1 and len(kept[0].attrs) == 1:  # NOTE [A recurrent layer's state kept on its model]
         found = recurrent_state(kept[0].cls, instances[kept[0].cls], kept[0].attrs[0])
@@ -393,6 +394,39 @@ def _detach_where_read(ctx: Context, attrs: Text) -> Proposal | None:
     )
 
 
+def _restart_sums(ctx: Context, attrs: Text) -> Proposal | None:
+    """Each kept sum started from zeros at the top of the forward, where ``__init__`` started it once
+    (NOTE [A sum started in __init__])."""
+    if not ctx.extra.get("sums") or not ctx.detach_at:
+        return None
+    edits: list[Edit | None] = []
+    for loc, attr in ctx.detach_at:
+        lines = source_of(loc.filename).splitlines()
+        text = lines[loc.lineno - 1] if 0 < loc.lineno <= len(lines) else ""
+        indent = text[: len(text) - len(text.lstrip())]
+        start = f"{indent}self.{attr} = self.{attr}.new_zeros(self.{attr}.shape)"
+        edits.append(Edit(loc.filename, loc.lineno, loc.lineno, f"{start}\n{text}") if text.strip() else None)
+    if None in edits:
+        return None
+    return keeping(
+        ctx,
+        Fix(
+            summary=T(
+                "start the sum kept on the module ({attrs}) from zero in each forward: __init__ sets it to zeros "
+                "once, and each forward adds its result to every earlier forward's, with their graphs",
+                attrs=attrs,
+            ),
+            trains=T(
+                "{loss} trains on each forward's own sum, from zero, through that forward's graph only; no forward "
+                "adds the earlier forwards' results any more",
+                loss=ctx.l,
+            ),
+            edits=tuple(sorted(all_edits(*edits), key=lambda e: e.start)),
+            keeps_forward=False,
+        ),
+    )
+
+
 def _train_mode(ctx: Context, attrs: Text) -> Proposal | None:
     """``model.train()`` at the top of the loop's body, when the state is a result that only training forwards
     store and the model was left in eval mode (NOTE [A model left in eval mode])."""
@@ -437,6 +471,9 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
     train = _train_mode(ctx, attrs)
     if train is not None:
         return [train]
+    restart = _restart_sums(ctx, attrs)
+    if restart is not None:
+        return [restart, *(p for p in (_detach_where_read(ctx, attrs),) if p is not None)]
     cleared = clear_caches(ctx, attrs)
     if cleared is not None:
         return [cleared]
