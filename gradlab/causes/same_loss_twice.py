@@ -17,7 +17,7 @@ from ..fixes import Fix, Proposal, all_edits, claim, edit_at, insert_lines, keep
 from ..graph import Graph
 from ..i18n import T
 from ..location import Location
-from ..loop import Site
+from ..loop import Site, modules_of
 from ..recorder import BackwardCall
 from ..rewrite import call_with_keyword, with_keyword
 from ..source import calls_method, enclosing_blocks, function_of, loop_body_of, parse
@@ -78,6 +78,59 @@ def _step_after(ctx: Context, line: int | None) -> tuple[Edit, ...]:
             found.append(Edit(site.filename, st.lineno, st.end_lineno or st.lineno, ""))
         return tuple(found) if any(".step(" in site.text(e.start) for e in found) else ()
     return ()
+
+
+# NOTE [A zero_grad() right before the second backward]
+# A calibration callback, written for runners that leave the backward to it, zeroes its own optimizer, backwards the
+# runner's loss again and steps: ``self.optimizer.zero_grad(); loss.backward(); self.optimizer.step()``. The runner's
+# backward already put the loss's gradient into the callback's parameters; deleting the second backward alone leaves
+# the zero_grad() to clear it, and the step steps on nothing. When that optimizer did not step between the two
+# backward calls, holds parameters the loss reaches, and its step() follows the deleted backward, its zero_grad()
+# moves to right after its step(): the step uses the first backward's gradient, and the next iteration's backward
+# starts from zero, as a zero_grad() before the runner's backward would give.
+def _zeroed_before(ctx: Context, line: int | None) -> tuple[Edit, Edit] | None:
+    """``opt.zero_grad()`` right before the backward at ``line`` and ``opt.step()`` right after it, of an optimizer
+    of the frame that did not step since the first backward and holds parameters the loss reaches: the
+    zero_grad() deleted, the backward and the step made ``opt.step()`` then ``opt.zero_grad()`` (NOTE [A zero_grad()
+    right before the second backward])."""
+    site = ctx.site
+    tree = site.tree() if site is not None else None
+    if site is None or tree is None or line is None:
+        return None
+
+    def call_of(st: ast.stmt, method: str) -> str | None:
+        call = st.value if isinstance(st, ast.Expr) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == method:
+            return ast.unparse(call.func.value)
+        return None
+
+    for block in enclosing_blocks(tree):
+        at = next((k for k, st in enumerate(block) if st.lineno == line), None)
+        if at is None or at == 0 or at + 1 >= len(block):
+            continue
+        after = block[at + 1]
+        # the nearest zero_grad() before it, past statements that neither backward nor step (a gradlab.check())
+        zeroes = [k for k in range(at) if call_of(block[k], "zero_grad") is not None]
+        if not zeroes or any(
+            calls_method(st, ("backward", "step", "zero_grad", "grad")) for st in block[zeroes[-1] + 1 : at]
+        ):
+            return None
+        before = block[zeroes[-1]]
+        opt = call_of(before, "zero_grad")
+        if opt is None or call_of(after, "step") != opt or before.lineno != before.end_lineno:
+            return None
+        if opt in ctx.extra.get("stepped_since", "").split(",") or opt not in site.optimizers:
+            return None
+        if not set(modules_of(site.optimizers[opt], site.modules)) & set(ctx.reach):
+            return None
+        end = after.end_lineno or after.lineno
+        lines = [site.text(n) for n in range(after.lineno, end + 1)]
+        zero = site.text(before.lineno)
+        return (
+            Edit(site.filename, before.lineno, before.lineno, ""),
+            Edit(site.filename, block[at].lineno, end, "\n".join([*lines, zero])),
+        )
+    return None
 
 
 def _alone_in_block(ctx: Context, first: int, last: int) -> bool:
@@ -421,6 +474,10 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
             max(e.end for e in repeated),
             text[: len(text) - len(text.lstrip())] + "pass" if alone else "",
         )
+    zeroed = _zeroed_before(ctx, ctx.backward_line) if once is not None and not repeated else None
+    moved: tuple[Edit, ...] = ()
+    if zeroed is not None:  # NOTE [A zero_grad() right before the second backward]
+        once, moved = None, zeroed
     if once is None and ctx.extra.get("delete_at"):  # the second caller of one wrapper's backward line
         once = _deleted_call(ctx.extra.get("delete_in", ""), int(ctx.extra["delete_at"]))
     shown = ctx  # the loss as the text names it: (w * loss).backward() keeps its parentheses
@@ -438,12 +495,19 @@ def twice_fixes(ctx: Context) -> list[Proposal]:
                 )
                 if repeated
                 else T(
+                    "call {loss}.backward() once: delete the second call (the one that failed), and move the "
+                    "zero_grad() before it to after the step that follows it: the first backward already put "
+                    "{loss}'s gradient into .grad, and that zero_grad() would clear it before the step",
+                    loss=shown.l,
+                )
+                if zeroed is not None
+                else T(
                     "call {loss}.backward() once: delete the second call (the one that failed); the first already "
                     "put {loss}'s gradient into .grad",
                     loss=shown.l,
                 ),
                 trains=T("what one backward of {loss} trains: each gradient once", loss=shown.l),
-                edits=all_edits(once),
+                edits=moved or all_edits(once),
             ),
         ),
         keeping(
