@@ -32,6 +32,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "topk_slice_scaled_in_place": ("inplace_op", (("fit", ("head", "pool")),)),
     # NOTE [A buffer allocated once and filled by index]: a workspace the trainer allocates, a method fills by frame
     "waveform_workspace_filled_by_step": ("stale_forward", (("recon", ("self.decoder",)),)),
+    # NOTE [A backward every k steps]: a cell stepped at every reading, backwarded and stepped every fifth: the state
+    # detached after each update, not at every step (waveform_tbptt_overlapping_windows, zzi: a one-step module)
+    "sensor_rnn_update_every_five": ("carried_state", (("err", ("cell", "readout")),)),
     # NOTE [A zero_grad() right before the second backward]: a helper zeroes its own optimizer, backwards the loop's
     # loss again and steps; its zero_grad() goes after its step (hive_weight_calibration_callback, zzh: a callback).
     # The one tensor is claimed under both its names: the helper's (loss) and the loop's (err)

@@ -251,6 +251,14 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # NOTE [A view of a leaf, written and then read]: each band's slice of a learned gain map scaled in place and
     # collected: out of place, not the write put under no_grad (which would scale the map itself at every forward)
     "gain_map_band_scaled_in_place": ("leaf_in_place", ("band *= exposure[b]",), ()),
+    # a row of a parameter's weight moved toward another row in place, in a helper called between epochs (no forward
+    # reads it after): an update, under no_grad, not the out-of-place copy (a module's parameter cannot be rebound
+    # to it); the view torch names is the parameter's (wafer_neuron_edit_weight_slice, zzi)
+    "prototype_rows_swapped_between_epochs": (
+        "leaf_in_place",
+        ("model.protos.weight[dst] += rate * toward",),
+        (("loss", ("model",)),),
+    ),
     "saliency_input_rectified_in_place": ("leaf_in_place", ("x = F.relu(x, inplace=True)",), (("total", ("model",)),)),
     # NOTE [Every write to the split's views]: each axis of an unbind centred and scaled in place, axis by axis: every
     # augmented write to the views made out of place, not the refused one alone

@@ -500,6 +500,29 @@ def _recurrent(
 # runs between the backward calls.
 
 
+# NOTE [A backward every k steps]
+# A recurrent loop runs one step per iteration and backwards only under a condition (``if (i + 1) % k1 == 0:``),
+# the state stored at every step. Detached where each step reads it, the state would cut every loss to its last
+# step; the loop's own unit of training is the update, so the state is detached at the end of the block that
+# backwards and steps: each backward reaches back through the steps since the previous update (truncated
+# backpropagation through time with one window per update).
+def _update_block(ctx: Context) -> ast.If | None:
+    """The ``if`` of the loop's body that holds the failing backward, without an ``else``, when the carried state is
+    stored by a statement of that body outside it (every step) and is one tensor (NOTE [A backward every k steps])."""
+    site, back, entry = ctx.site, ctx.backward_line, ctx.entry_lineno
+    tree = site.tree() if site is not None else None
+    if tree is None or back is None or entry is None or ctx.carried_kind not in (None, "tensor") or ctx.carried_none:
+        return None
+    if len(ctx.carried_all) > 1:
+        return None
+    body = loop_body_of(tree, back) or []
+    block = next((st for st in body if st.lineno <= back <= (st.end_lineno or st.lineno)), None)
+    stored = next((st for st in body if st.lineno <= entry <= (st.end_lineno or st.lineno)), None)
+    if not isinstance(block, ast.If) or block.orelse or stored is None or stored is block:
+        return None
+    return block
+
+
 def _detach_state(ctx: Context) -> str | None:
     """The statement that detaches the carried state: element-wise for a tuple, ``None`` left as it is."""
     names = ctx.carried_all or ((ctx.carried,) if ctx.carried else ())
@@ -639,7 +662,10 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
         simple = ctx.carried_kind in (None, "tensor") and not ctx.carried_none and len(ctx.carried_all) <= 1
         line = ctx.site.text(ctx.entry_lineno).strip()
         first, after = reads_around(ctx)
-        if simple and first is not None and after:
+        every = _update_block(ctx)  # NOTE [A backward every k steps]
+        if every is not None:
+            edit = insert_lines(ctx, every.body[-1].lineno, _detach_state(ctx), after=True)
+        elif simple and first is not None and after:
             # read above the store by the next iteration, and below it by this iteration's loss (a refiner reads
             # the pose it updates, the stage's loss the new pose): detached where the next iteration first reads it
             edit = insert_lines(ctx, first, _detach_state(ctx))
@@ -661,11 +687,22 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
     named = ctx.carried if ctx.carried != "self" else None
     named_kind = ctx.carried_kind if named else None
     named_all = ctx.carried_all if named else ()
+    every = _update_block(ctx) if edit is not None and ctx.entry_lineno is not None and ctx.carried else None
     proposals = [
         keeping(
             ctx,
             Fix(
                 summary=T(
+                    "detach {name} after each update, at the end of the block that backwards (`if {condition}:`): "
+                    "each backward then reaches back to the previous update, not through the graph it freed "
+                    "(truncated backpropagation through time, one window per update)",
+                    name=ctx.carried or "",
+                    condition=ast.get_source_segment(ctx.site.source, every.test) or ast.unparse(every.test)
+                    if ctx.site is not None
+                    else "",
+                )
+                if every is not None
+                else T(
                     "detach each state the loop carries ({names}) where the next iteration first reads it{tbptt}",
                     names=", ".join(named_all),
                     tbptt=T(" (truncated backpropagation through time)") if ctx.recurrent else "",
@@ -699,6 +736,12 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
                     "detach the state carried from one iteration to the next, where it enters the next iteration"
                 ),
                 trains=T(
+                    "each backward of {loss} trains through the steps run since the previous update; the graph "
+                    "before them is released",
+                    loss=ctx.l,
+                )
+                if every is not None
+                else T(
                     "at each iteration, {loss} trains through that iteration's graph only; the previous iteration's "
                     "graph is released",
                     loss=ctx.l,

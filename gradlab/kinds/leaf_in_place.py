@@ -24,7 +24,7 @@ from ..judge import judged
 from ..loop import Site
 from ..messages import Message
 from ..rewrite import op_display, rewrite_in_place, twin_in_expression
-from ..source import block_of, calls_method, function_of, returns_value, runs_backward, statement_at
+from ..source import block_of, calls_method, function_of, parse, returns_value, runs_backward, statement_at
 
 __all__ = ["explain", "locate", "no_grad_fix"]
 
@@ -198,7 +198,9 @@ def locate(f: Failure) -> Explanation:
         name = receiver(site.text(loc.lineno), re.escape(f.op)) if f.op.endswith("_") else None
     holders = frozenset().union(*site.optimizers.values()) if site.optimizers else frozenset()
     modules = frozenset().union(*site.modules.values()) if site.modules else frozenset()
-    parameter = target is not None and (isinstance(target, torch.nn.Parameter) or id(target) in holders | modules)
+    # a view of a parameter (``dense.weight[:, pos] -= ...``) writes the parameter: torch names the view
+    base = target._base if target is not None and target._base is not None else target
+    parameter = base is not None and (isinstance(base, torch.nn.Parameter) or id(base) in holders | modules)
     label = T(
         "write: {op} here, to {name}, a leaf that requires grad",
         op=op_display(f.op or ""),
@@ -238,11 +240,18 @@ def locate(f: Failure) -> Explanation:
         wrap = replace(wrap, fix=replace(wrap.fix, alternative=True))
     template = _template_parameter(f, st, target) if parameter and target is not None else None
     from_graph = template is None and parameter and target is not None and _from_graph(st, name, f.namespace)
-    if template is not None or from_graph:
+    first = (
+        template
+        if template is not None
+        else _functional_call(f, st, target)
+        if from_graph and target is not None
+        else None
+    )
+    if template is not None or (from_graph and first is not None):
         # NOTE [A parameter the forward fills from other parameters]: a buffer the forward writes a copy of; or a
-        # parameter written with a value a trained model computes: a step of the forward (NOTE [A parameter written
-        # in the forward]). Under no_grad, what computes the value would get no gradient
-        first = template if template is not None else _functional_call(f, st, target) if target is not None else None
+        # parameter written with a value a trained model computes, then read by a model of the block: a step of the
+        # forward (NOTE [A parameter written in the forward]). Under no_grad, what computes the value would get no
+        # gradient. Written where no model reads it after (an edit between epochs), it is an update: no_grad
         if first is not None:
             proposals.append(first)
         if wrap is not None:
@@ -282,6 +291,8 @@ def locate(f: Failure) -> Explanation:
     if wrap is not None and not computed:
         proposals.append(wrap)
     rewritten = rewrite_in_place(site.text(loc.lineno), f.op) if f.op and st.lineno == st.end_lineno else None
+    if rewritten is not None and isinstance(base, torch.nn.Parameter) and _rebinds_attribute(rewritten):
+        rewritten = None  # a module's parameter cannot be set to the copy (torch raises a TypeError)
     if rewritten is not None:
         indent = indent_of(site, loc.lineno)
         text = "\n".join(indent + part.strip() for part in rewritten.split("\n"))
@@ -536,6 +547,14 @@ def _run_with_copy(
         ),
         None,
         True,
+    )
+
+
+def _rebinds_attribute(code: str) -> bool:
+    """The rewritten write's code sets an attribute to the copy (``dense.weight = dense_weight_copy``)."""
+    tree = parse("\n".join(line.strip() for line in code.split("\n")))
+    return tree is not None and any(
+        isinstance(st, ast.Assign) and any(isinstance(t, ast.Attribute) for t in st.targets) for st in tree.body
     )
 
 
