@@ -32,6 +32,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "topk_slice_scaled_in_place": ("inplace_op", (("fit", ("head", "pool")),)),
     # NOTE [A buffer allocated once and filled by index]: a workspace the trainer allocates, a method fills by frame
     "waveform_workspace_filled_by_step": ("stale_forward", (("recon", ("self.decoder",)),)),
+    # NOTE [A state kept per layer in a dict]: each cell's state in a dict on the model, read and stored by a method
+    # the forward calls per time step: every value detached after each chunk's backward (bogie_tbptt_deep_hidden_kept,
+    # zzj: a callback that detached the input layers' entries only)
+    "stacked_cells_state_dict_chunks": ("carried_state", (("fit", ("model",)),)),
     # NOTE [A backward every k steps]: a cell stepped at every reading, backwarded and stepped every fifth: the state
     # detached after each update, not at every step (waveform_tbptt_overlapping_windows, zzi: a one-step module)
     "sensor_rnn_update_every_five": ("carried_state", (("err", ("cell", "readout")),)),

@@ -13,7 +13,7 @@ from ..location import Location
 from ..source import names
 from .class_source import class_tree, mentions, methods_of, self_attr, sets_attr
 
-__all__ = ["Kept", "detach_expr", "graph_attrs", "kept_state", "tensors_with_graph"]
+__all__ = ["Kept", "detach_expr", "graph_attrs", "kept_state", "state_tensors_with_graph", "tensors_with_graph"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class Kept:
     training_only: bool = False  # every store runs under ``if self.training:``: a result of training forwards only
     none_reset: bool = False  # every attribute starts as None in __init__ and a method tests ``self.attr is None``
     sums: bool = False  # a sum the forward adds into and returns, started at zeros in __init__ only (NOTE below)
+    per_step: bool = False  # the method that stores it runs once per step of another method's loop (NOTE below)
 
 
 def tensors_with_graph(value: object) -> list[torch.Tensor]:
@@ -42,6 +43,14 @@ def tensors_with_graph(value: object) -> list[torch.Tensor]:
     return []
 
 
+def state_tensors_with_graph(value: object) -> list[torch.Tensor]:
+    """:func:`tensors_with_graph`, and for a dict of tensors (a state per layer, ``self.hidden_states[name]``) its
+    values' (NOTE [A state kept per layer in a dict])."""
+    if isinstance(value, dict) and value and all(isinstance(v, torch.Tensor) for v in value.values()):
+        return [v for v in value.values() if v.grad_fn is not None]
+    return tensors_with_graph(value)
+
+
 def graph_attrs(module: torch.nn.Module) -> list[str]:
     """The attributes of ``module`` (plain or buffers) that hold a tensor with a graph, or a tuple or list of tensors
     one of which has a graph; private ones too (``self._cached_emb``: a memo is often kept private), never a
@@ -49,7 +58,7 @@ def graph_attrs(module: torch.nn.Module) -> list[str]:
     found = [
         k
         for k, v in [*vars(module).items(), *module._buffers.items()]
-        if not k.startswith("__") and tensors_with_graph(v)
+        if not k.startswith("__") and state_tensors_with_graph(v)
     ]
     return list(dict.fromkeys(found))
 
@@ -170,6 +179,8 @@ def kept_state(cls: type, attrs: list[str]) -> Kept | None:
                 names_here = [a for a in kept if self_attr(target.value, a) and a in dicts]
             if not names_here or isinstance(store.value, ast.Constant):
                 continue
+            if not entry and all(a in dicts for a in names_here):
+                continue  # a memory by key set whole (emptied, or made afresh per layer): a reset, not a store
             stepwise = stepwise or (id(store) in in_loops and not entry)
             memo = (
                 memo
@@ -225,6 +236,45 @@ def kept_state(cls: type, attrs: list[str]) -> Kept | None:
         _training_only(methods, kept),
         none_reset,
         _sums(node, kept),
+        _per_step(node, kept),
+    )
+
+
+# NOTE [A state kept per layer in a dict]
+# A recurrent stack keeps each layer's state in a dict on the model (``self.hidden_states[layer.name] = h``), and a
+# ``step()`` method, called by the forward once per time step, reads and stores it. The state runs over the steps
+# of one chunk: detached where ``step()`` reads or stores it, it would cut the gradient between the steps of the
+# chunk, which truncated backpropagation means to keep. Such a state is detached at the loop's boundary, every value
+# of the dict (NOTE [A state module called in a loop of its parent] orders it so); a dict set whole outside
+# ``__init__`` (made afresh per layer) is a reset, not a store to detach.
+def _per_step(node: ast.ClassDef, attrs: tuple[str, ...]) -> bool:
+    """A method that stores an attribute of ``attrs`` (``self.attr = ...`` or ``self.attr[key] = ...``) is called
+    as ``self.method(...)`` inside a loop or a comprehension of another method (NOTE [A state kept per layer in a
+    dict])."""
+    methods = methods_of(node)
+    storing = {
+        m.name
+        for m in methods
+        for st in ast.walk(m)
+        if isinstance(st, ast.Assign)
+        and any(
+            self_attr(t, a) or (isinstance(t, ast.Subscript) and self_attr(t.value, a))
+            for t in st.targets
+            for a in attrs
+        )
+    }
+    loops = (ast.For, ast.While, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
+    return any(
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == "self"
+        and call.func.attr in storing
+        and call.func.attr != m.name
+        for m in methods
+        for loop in ast.walk(m)
+        if isinstance(loop, loops)
+        for call in ast.walk(loop)
     )
 
 

@@ -20,7 +20,7 @@ from ..location import Location
 from ..rewrite import detached_value, replace_reads
 from ..source import block_of, calls_method, loop_body_of, names, statement_at
 from .class_source import class_tree, methods_of, self_attr
-from .kept_state import detach_expr, graph_attrs, kept_state, tensors_with_graph
+from .kept_state import detach_expr, graph_attrs, kept_state, state_tensors_with_graph
 from .module_cache import cached_context, clear_caches, module_path
 from .recurrent_state import recurrent_state, unstated_fix
 
@@ -29,7 +29,7 @@ __all__ = ["kept_on_modules", "module_state_fixes"]
 
 def _sequences(module: torch.nn.Module, attrs: list[str]) -> dict[str, str]:
     """The attributes of ``attrs`` that hold a tuple or list of tensors rather than one tensor, with that kind."""
-    return {a: type(v).__name__ for a in attrs if isinstance(v := getattr(module, a, None), (tuple, list))}
+    return {a: type(v).__name__ for a in attrs if isinstance(v := getattr(module, a, None), (tuple, list, dict))}
 
 
 def _sequence_state(ctx: Context) -> dict[str, str]:
@@ -70,11 +70,13 @@ def kept_on_modules(base: Context, facts: Facts, holding: GraphNode | None = Non
         for sub, m in root.named_modules():
             graphs = graph_attrs(m)
             if holding is not None:
-                graphs = [a for a in graphs if any(holds_node(t, holding) for t in tensors_with_graph(getattr(m, a)))]
+                graphs = [
+                    a for a in graphs if any(holds_node(t, holding) for t in state_tensors_with_graph(getattr(m, a)))
+                ]
             if not graphs:
                 continue
             trained_reach = trained_reach or any(
-                bool(leaves_of(t) & held) for a in graphs for t in tensors_with_graph(getattr(m, a))
+                bool(leaves_of(t) & held) for a in graphs for t in state_tensors_with_graph(getattr(m, a))
             )
             sequences.update(_sequences(m, graphs))
             instances.setdefault(type(m), m)
@@ -92,7 +94,8 @@ def kept_on_modules(base: Context, facts: Facts, holding: GraphNode | None = Non
     looped = {
         k.cls
         for k in kept
-        if any(_called_in_parent_loop(roots[holder[k.cls]], sub) for sub in _subs(roots[holder[k.cls]], k.cls))
+        if k.per_step  # NOTE [A state kept per layer in a dict]: its method runs once per step of the forward's loop
+        or any(_called_in_parent_loop(roots[holder[k.cls]], sub) for sub in _subs(roots[holder[k.cls]], k.cls))
     }
     attrs = tuple(dict.fromkeys(f"self.{a}" for k in kept for a in k.attrs))
     ctx = from_frame(base, facts, None)
