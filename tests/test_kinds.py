@@ -267,6 +267,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     "gate_chunks_squashed_in_place": ("multi_view_in_place", ("logits.tanh_()",), (("nll", ("net",)),)),
     "init_views": ("multi_view_in_place", ("gates = self.lstm.bias_ih_l0.chunk(4)", "gates[1].fill_(1.0)"), ()),
     "inference_cache": ("inference_saved", ("with torch.inference_mode():",), (("loss", ("probe",)),)),
+    # NOTE [Every loss the loop logs with numpy]: each term and the total logged with .numpy(): all detached, not the
+    # first one alone (facade_loss_plot_numpy, zzj: a plot per scale and a total per network)
+    "terms_logged_with_numpy": (
+        "numpy_requires_grad",
+        ('history["data"].append(float(np.mean(data.numpy())))',),
+        (("total", ("net",)),),
+    ),
     "numpy_log": ("numpy_requires_grad", ("means.append(float(np.mean(pred.numpy())))",), ()),
     # reduced where it is made: per_sample is then the one number the loop backwards
     "per_sample_loss": ("non_scalar_output", ("per_sample.backward()",), (("per_sample", ("net",)),)),

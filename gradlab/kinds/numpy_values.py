@@ -157,17 +157,80 @@ def _numpy(f: Failure) -> Explanation:
     for end in reversed(ends):  # col offsets are in bytes of the line's UTF-8
         raw = text.encode("utf-8")
         text = (raw[:end] + b".detach()" + raw[end:]).decode("utf-8")
+    others = () if drawn else _losses_logged(f, tree, loc.lineno)  # NOTE [Every loss the loop logs with numpy]
     fix = Fix(
-        summary=T("take the values out of the graph first: .detach() before .numpy()"),
+        summary=T(
+            "take the values out of the graph first: .detach() before .numpy(), here and at each other .numpy() of "
+            "the losses this function backwards (lines {lines})",
+            lines=", ".join(str(e.start) for e in others),
+        )
+        if others
+        else T("take the values out of the graph first: .detach() before .numpy()"),
         trains=T(
             "the same as intended: the values only set the odds of a random draw, and a draw carries no gradient; "
             "every loss trains what it trained"
         )
         if drawn
         else T("the same as intended: the numbers leave the graph; every loss trains what it trained"),
-        edits=(Edit(site.filename, loc.lineno, loc.lineno, text),),
+        edits=tuple(sorted((Edit(site.filename, loc.lineno, loc.lineno, text), *others), key=lambda x: x.start)),
     )
     return replace(e, fixes=(*judged_here(f, [Proposal(fix, None, True)]), *e.fixes))
+
+
+# NOTE [Every loss the loop logs with numpy]
+# A training function logs each loss and each of its terms with ``.cpu().numpy()`` (a plot per scale, the total for
+# the progress line). The first one raises; a fix of that line alone meets the next at once. ``.detach()`` before
+# ``.numpy()`` changes no value and no gradient, so it goes before every ``.numpy()`` of the function whose
+# receiver is a name that feeds a name the function backwards (a loss, or a term added into one), on one line each.
+def _losses_logged(f: Failure, tree: ast.Module, line: int) -> tuple[Edit, ...]:
+    """``.detach()`` before each other ``.numpy()`` (not yet detached, one line) of the function holding ``line``
+    whose receiver's name feeds a name that function backwards (NOTE [Every loss the loop logs with numpy])."""
+    site = f.site
+    fn = function_of(tree, line)
+    if site is None or fn is None:
+        return ()
+    backwarded = {
+        ast.unparse(n.func.value)
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+    }
+    feeding = {b for b in backwarded if b.isidentifier()}
+    grown = True
+    while grown:  # the names whose values flow into a backwarded name, by assignment
+        grown = False
+        for st in ast.walk(fn):
+            if isinstance(st, (ast.Assign, ast.AugAssign)):
+                targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+                if any(isinstance(t, ast.Name) and t.id in feeding for t in targets):
+                    new = {n.id for n in ast.walk(st.value) if isinstance(n, ast.Name)} - feeding
+                    if new:
+                        feeding |= new
+                        grown = True
+    ends: dict[int, list[int]] = {}
+    for n in ast.walk(fn):
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "numpy"):
+            continue
+        receiver = n.func.value
+        root = receiver
+        while isinstance(root, (ast.Call, ast.Attribute)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if (
+            n.lineno == line
+            or receiver.end_lineno != n.lineno
+            or receiver.end_col_offset is None
+            or "detach()" in ast.unparse(receiver)
+            or not isinstance(root, ast.Name)
+            or root.id not in feeding
+        ):
+            continue
+        ends.setdefault(n.lineno, []).append(receiver.end_col_offset)
+    edits = []
+    for at, cols in sorted(ends.items()):
+        raw = site.text(at).encode("utf-8")
+        for end in sorted(set(cols), reverse=True):
+            raw = raw[:end] + b".detach()" + raw[end:]
+        edits.append(Edit(site.filename, at, at, raw.decode("utf-8")))
+    return tuple(edits)
 
 
 # numpy's random draws (np.random.X and a Generator's methods) whose arguments are probabilities, rates or weights
