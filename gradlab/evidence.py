@@ -396,6 +396,13 @@ def graph_kinds(namespace: Mapping[str, Any]) -> dict[str, str]:
             and any(x.grad_fn is not None for x in v)
         ):
             found[k] = "list" if isinstance(v, list) else "tuple"
+        elif (
+            isinstance(v, (list, tuple))
+            and v
+            and all(isinstance(x, tuple) and x and all(isinstance(t, torch.Tensor) for t in x) for x in v)
+            and any(t.grad_fn is not None for x in v for t in x)
+        ):  # a state per layer, each a tuple of tensors ([(h, c), ...])
+            found[k] = f"{'list' if isinstance(v, list) else 'tuple'}:tuple"
     return found
 
 

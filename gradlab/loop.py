@@ -152,10 +152,12 @@ def _kind(value: object) -> str | None:
         return "none"
     if isinstance(value, torch.Tensor):
         return "tensor"
-    if isinstance(value, tuple):
-        return "tuple"
-    if isinstance(value, list):
-        return "list"
+    if isinstance(value, (tuple, list)):
+        outer = "tuple" if isinstance(value, tuple) else "list"
+        # a state per layer, each a tuple of tensors (a stack of LSTM or spiking cells: [(h, c), ...])
+        if value and all(isinstance(x, tuple) and x and all(isinstance(t, torch.Tensor) for t in x) for x in value):
+            return f"{outer}:tuple"
+        return outer
     return None
 
 

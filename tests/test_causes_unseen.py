@@ -32,6 +32,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "topk_slice_scaled_in_place": ("inplace_op", (("fit", ("head", "pool")),)),
     # NOTE [A buffer allocated once and filled by index]: a workspace the trainer allocates, a method fills by frame
     "waveform_workspace_filled_by_step": ("stale_forward", (("recon", ("self.decoder",)),)),
+    # a state per layer held as a list of (h, c) tuples, carried to the next batch: each tensor of each tuple
+    # detached (manipulator_spiking_state_carried, zzj: a spiking stack's (z, v, i) per layer; "[s.detach() for s
+    # in states]" was printed before, and fails on a tuple)
+    "two_lstm_cells_states_list": ("carried_state", (("loss", ("model",)),)),
     # NOTE [A state kept per layer in a dict]: each cell's state in a dict on the model, read and stored by a method
     # the forward calls per time step: every value detached after each chunk's backward (bogie_tbptt_deep_hidden_kept,
     # zzj: a callback that detached the input layers' entries only)

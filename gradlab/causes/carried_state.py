@@ -287,7 +287,8 @@ def carried_in_loop(facts: Facts) -> tuple[int, list[str]] | None:
     # bound anew earlier in the body (``cost = 0`` at the top of each epoch), or by the loop's own target (``for x,
     # y in loader``): not carried
     for st, names_ in _carried_by(body or [], _bound_by(loop), lambda st: site.holds(st.lineno)):
-        carried = [t for t in names_ if site.kinds.get(t) in ("tensor", "list", "tuple", "none")]
+        kinds = ("tensor", "list", "tuple", "none", "list:tuple", "tuple:tuple")
+        carried = [t for t in names_ if site.kinds.get(t) in kinds]
         if carried:
             return st.lineno, carried
     return None
@@ -533,11 +534,19 @@ def _detach_state(ctx: Context) -> str | None:
     return f"{names[0]} = {detached_state(names[0], ctx.carried_kind, ctx.carried_none)}"
 
 
+#: The kinds of a carried state held as a sequence (of tensors, or of tuples of tensors: a state per layer).
+_SEQUENCES = ("list", "tuple", "list:tuple", "tuple:tuple")
+
+
 def detached_state(name: str, kind: str | None, may_be_none: bool) -> str:
     """The expression that detaches the state ``name`` holds: element-wise for a list or a tuple of tensors
     (:func:`gradlab.evidence.graph_kinds`), ``None`` left as it is."""
     value = (
-        f"[s.detach() for s in {name}]"
+        f"[tuple(t.detach() for t in s) for s in {name}]"
+        if kind == "list:tuple"
+        else f"tuple(tuple(t.detach() for t in s) for s in {name})"
+        if kind == "tuple:tuple"
+        else f"[s.detach() for s in {name}]"
         if kind == "list"
         else f"tuple(s.detach() for s in {name})"
         if kind == "tuple"
@@ -713,13 +722,13 @@ def carried_fixes(ctx: Context) -> list[Proposal]:
                     "enters the next iteration (truncated backpropagation through time)",
                     value=detached_state(named, named_kind, False),
                 )
-                if named and ctx.recurrent and named_kind in ("list", "tuple") and len(named_all) <= 1
+                if named and ctx.recurrent and named_kind in _SEQUENCES and len(named_all) <= 1
                 else T(
                     "detach the carried state at the iteration boundary, each of its tensors ({value}) where it is "
                     "kept for the next iteration",
                     value=detached_state(named, named_kind, False),
                 )
-                if named and named_kind in ("list", "tuple") and len(named_all) <= 1
+                if named and named_kind in _SEQUENCES and len(named_all) <= 1
                 else T(
                     "detach the carried state at the iteration boundary: {name}.detach() where it enters the next "
                     "iteration (truncated backpropagation through time)",
