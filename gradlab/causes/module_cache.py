@@ -19,7 +19,7 @@ from ..source import block_of, feeding, names, parse, preceding, runs_backward, 
 from .class_source import class_tree, mentions, methods_of, self_attr, stores_entry
 from .kept_state import tensors_with_graph
 
-__all__ = ["cached_context", "clear_caches", "module_path"]
+__all__ = ["cached_context", "clear_caches", "module_path", "updates_entries"]
 
 
 #: The attributes every nn.Module has (its parameters, buffers, hooks): never a cache of the user's.
@@ -39,7 +39,7 @@ def cached_context(base: Context, facts: Facts, roots: dict[str, torch.nn.Module
                     continue
                 # an entry may be one tensor or a list of them (the encodings of every layer)
                 if any(tensors_with_graph(v) for v in value.values()):
-                    if _updates_entries(type(m), attr):
+                    if updates_entries(type(m), attr):
                         return None  # a memory (an entry made from its old value), not a cache
                     found.append(f"{path}.{attr}")
         if found:
@@ -65,7 +65,7 @@ def cached_context(base: Context, facts: Facts, roots: dict[str, torch.nn.Module
                 if (
                     graphs
                     and attr.isidentifier()
-                    and not _updates_entries(type(obj), attr)
+                    and not updates_entries(type(obj), attr)
                     and _memoises(type(obj), attr)
                 ):
                     found.append(f"{name}.{attr}")
@@ -130,7 +130,7 @@ def _none_memo(cls: type, attr: str) -> bool:
     return bool(stores) and made_none and all(id(st) in guarded for st in stores)
 
 
-def _updates_entries(cls: type, attr: str) -> bool:
+def updates_entries(cls: type, attr: str) -> bool:
     """The class stores an entry of ``self.attr`` computed from the dict's own entries (``self.memory[w] =
     min(self.memory[w], e)``): a memory of earlier batches meant to carry values, not a cache to recompute. True
     too when the class's source cannot be read (no reading is safe then)."""

@@ -21,7 +21,7 @@ from ..rewrite import detached_value, replace_reads
 from ..source import block_of, calls_method, loop_body_of, names, statement_at
 from .class_source import class_tree, methods_of, self_attr
 from .kept_state import detach_expr, graph_attrs, kept_state, state_tensors_with_graph
-from .module_cache import cached_context, clear_caches, module_path
+from .module_cache import cached_context, clear_caches, module_path, updates_entries
 from .recurrent_state import recurrent_state, unstated_fix
 
 __all__ = ["kept_on_modules", "module_state_fixes"]
@@ -68,7 +68,10 @@ def kept_on_modules(base: Context, facts: Facts, holding: GraphNode | None = Non
     instances: dict[type, torch.nn.Module] = {}
     for name, root in sorted(roots.items(), key=lambda kv: kv[0] not in used):
         for sub, m in root.named_modules():
-            graphs = graph_attrs(m)
+            # a dict of tensors is a state here when its entries are stored from their own values (a state per
+            # layer, NOTE [A state kept per layer in a dict]); a dict of results is a cache (NOTE [A cache of a
+            # module's result])
+            graphs = [a for a in graph_attrs(m) if not isinstance(getattr(m, a), dict) or updates_entries(type(m), a)]
             if holding is not None:
                 graphs = [
                     a for a in graphs if any(holds_node(t, holding) for t in state_tensors_with_graph(getattr(m, a)))
