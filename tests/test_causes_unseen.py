@@ -1373,6 +1373,21 @@ def test_a_value_the_loop_hands_to_two_updates_keeps_its_graph(tmp_path: Path) -
     assert again is None and steps and _same(steps, want)
 
 
+def test_a_memo_read_while_it_is_set_is_not_emptied_nor_set_back_to_none() -> None:
+    # a dict of masked weights computed once by a method, read by the forward while it is not None: emptied, the
+    # forward would read no entry (KeyError); set back to None, the forward would train unmasked weights while its
+    # trains line says it computes the cache again. No such edit is printed (timber_ring_lstm_pruned_weight_reused,
+    # zzj)
+    path = CAUSES / "masked_weights_computed_once.py"
+    error, _ = _run(path.read_text(), str(path))
+    assert error is not None
+    diagnosis = gradlab.last_diagnosis(error)
+    assert diagnosis is not None and diagnosis.fixes
+    for fix in diagnosis.fixes:
+        for e in fix.edits:
+            assert ".clear()" not in e.text and "masked = None" not in e.text, fix.lines()
+
+
 def test_the_claims_of_an_inner_loop_of_one_step_name_the_loss_after_it(tmp_path: Path) -> None:
     # NOTE [An inner loop of one step]: each stage's loss is backwarded in an inner loop of the step method, the
     # final loss after the loop, then one step; the fix keeps the graph at the stage's backward, and its claims

@@ -31,6 +31,7 @@ def cached_context(base: Context, facts: Facts, roots: dict[str, torch.nn.Module
     of the forward that computed it: the next iteration reads the entry, whose graph the backward freed and whose
     values the step made stale (NOTE [A cache of a module's result])."""
     found: list[str] = []
+    unset: list[str] = []  # memos set back to None rather than emptied
     for name, root in sorted(roots.items(), key=lambda kv: kv[0] not in used):
         for sub, m in root.named_modules():
             path = module_path(name, sub)
@@ -41,11 +42,16 @@ def cached_context(base: Context, facts: Facts, roots: dict[str, torch.nn.Module
                 if any(tensors_with_graph(v) for v in value.values()):
                     if updates_entries(type(m), attr):
                         return None  # a memory (an entry made from its old value), not a cache
+                    if _starts_none(type(m), attr):
+                        # ``if self.attr is not None: return self.attr[k]``: emptied, it would read no entry; set
+                        # back to None, it is computed again only where the class computes it under that test
+                        if not _none_memo(type(m), attr):
+                            continue
+                        unset.append(f"{path}.{attr}")
                     found.append(f"{path}.{attr}")
         if found:
             break
     objects = False
-    unset: list[str] = []  # memos of a tensor, set back to None rather than emptied
     held = (
         frozenset().union(*facts.site.optimizers.values())
         if facts.site is not None and facts.site.optimizers
@@ -85,6 +91,33 @@ def cached_context(base: Context, facts: Facts, roots: dict[str, torch.nn.Module
         # losses])
         terms=term_claims(facts.site, facts.namespace, base.loss),
         extra={**ctx.extra, "cache_on_objects": "1" if objects else "", "cache_unset": ",".join(unset)},
+    )
+
+
+def _starts_none(cls: type, attr: str) -> bool:
+    """``__init__`` sets ``self.attr = None`` and a method tests ``self.attr is None`` (or ``is not None``): the
+    memo's own sign of being unset."""
+    found = class_tree(cls)
+    if found is None:
+        return False
+    methods = methods_of(found[0])
+    init = next((m for m in methods if m.name == "__init__"), None)
+    starts = init is not None and any(
+        isinstance(st, ast.Assign)
+        and any(self_attr(t, attr) for t in st.targets)
+        and isinstance(st.value, ast.Constant)
+        and st.value.value is None
+        for st in ast.walk(init)
+    )
+    return starts and any(
+        isinstance(n, ast.Compare)
+        and self_attr(n.left, attr)
+        and len(n.ops) == 1
+        and isinstance(n.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(n.comparators[0], ast.Constant)
+        and n.comparators[0].value is None
+        for m in methods
+        for n in ast.walk(m)
     )
 
 
