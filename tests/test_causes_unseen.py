@@ -32,6 +32,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "topk_slice_scaled_in_place": ("inplace_op", (("fit", ("head", "pool")),)),
     # NOTE [A buffer allocated once and filled by index]: a workspace the trainer allocates, a method fills by frame
     "waveform_workspace_filled_by_step": ("stale_forward", (("recon", ("self.decoder",)),)),
+    # NOTE [A graph freed on purpose]: an inner gradient taken with create_graph=True and retain_graph=False: the one
+    # keyword made True where it is written (applicant_anil_inner_loop_unretained, zzk: ANIL, the call in a helper)
+    "inner_grad_freed_to_save_memory": ("shared_graph_freed", (("outer", ("log_lr", "net")),)),
     # a state per layer held as a list of (h, c) tuples, carried to the next batch: each tensor of each tuple
     # detached (manipulator_spiking_state_carried, zzj: a spiking stack's (z, v, i) per layer; "[s.detach() for s
     # in states]" was printed before, and fails on a tuple)

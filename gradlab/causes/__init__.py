@@ -76,7 +76,7 @@ from .caller_boundary import caller_boundary, caller_boundary_fixes, handed_to_s
 from .caller_reach import reach_in_caller, with_bare_parameters
 from .carried_state import carried_context, carried_fixes, carried_in_loop
 from .carried_steps import restart_from_weights
-from .chained import between_fixes, chained_fixes, recompute_lines, step_context
+from .chained import between_fixes, chained_fixes, freed_on_purpose_fix, recompute_lines, step_context
 from .closure_step import closure_context, closure_fixes
 from .discarded_detach import discarded_detach_fixes, hollow_detach
 from .earlier_reach import earlier_reach_context, earlier_reach_fixes
@@ -616,7 +616,9 @@ def fixes_for(cause: Cause, ctx: Context | None = None) -> tuple[Fix, ...]:
     elif cause == "shared_graph_freed":
         proposals = between_fixes(ctx, True) if ctx.judge else chained_fixes(ctx, True)
         probe = probe_fix(ctx)  # NOTE [A backward run to read a gradient]
+        on_purpose = freed_on_purpose_fix(ctx)  # NOTE [A graph freed on purpose]
         proposals = [
+            *([on_purpose] if on_purpose is not None else []),
             *([probe] if probe is not None else []),
             *earlier_reach_fixes(ctx),
             *several_calls_fixes(ctx),

@@ -4,6 +4,7 @@ through a part an earlier backward freed (two chained networks, a GAN, an actor-
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -687,3 +688,45 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     if not freed:
         proposals.append(_hatch(ctx))
     return proposals
+
+
+# NOTE [A graph freed on purpose]
+# A meta-learning step takes the inner gradient with ``torch.autograd.grad(loss, params, create_graph=True,
+# retain_graph=False)``, meaning to save memory; the outer backward then crosses the inner graph, which that call
+# freed. ``create_graph=True`` keeps the graph by default; the explicit ``retain_graph=False`` is what frees it. The
+# first fix is that one keyword, where the user wrote it: ``retain_graph=True``. What trains is what the code
+# meant: the outer loss reaches through the inner step.
+def freed_on_purpose_fix(ctx: Context) -> Proposal | None:
+    """``retain_graph=False`` made ``retain_graph=True`` at the earlier call that freed the graph, where it is
+    written (NOTE [A graph freed on purpose])."""
+    at: Location | None = None
+    if ctx.site is not None and ctx.earlier_line is not None:
+        at = Location(ctx.site.filename, ctx.earlier_line)
+    elif ctx.extra.get("earlier_at"):
+        line, filename = ctx.extra["earlier_at"].split(":", 1)
+        at = Location(filename, int(line))
+    code = at.code if at is not None else None
+    if at is None or not code or not re.search(r"\bretain_graph\s*=\s*False\b", code):
+        return None
+    edit = edit_at(ctx, at, re.sub(r"\bretain_graph\s*=\s*False\b", "retain_graph=True", code))
+    if edit is None:
+        return None
+    return Proposal(
+        Fix(
+            summary=T(
+                "keep the graph at the call that frees it on purpose ({where}): retain_graph=True in place of "
+                "retain_graph=False; {loss}.backward() goes back through that graph",
+                where=at.where,
+                loss=as_receiver(ctx.loss) if ctx.loss else ctx.l,
+            ),
+            trains=T(
+                "{loss} trains what it reaches through the graph that call kept, as the code meant: every model "
+                "of that graph",
+                loss=ctx.l,
+            ),
+            edits=(edit,),
+            claims=claim(ctx, ctx.reach),
+        ),
+        ctx.reach,
+        True,
+    )
