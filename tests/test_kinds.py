@@ -211,6 +211,13 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("g = torch.autograd.grad(weighted[i], trunk.weight.clone(), retain_graph=True, create_graph=True)[0]",),
         (),
     ),
+    # NOTE [Copies loaded into a model]: the adapted weights "loaded" by a loop that rebinds its own variable
+    # (farebox_maml_rebind_params, zzk)
+    "adapted_weights_rebound_in_loop": (
+        "unused_input",
+        ("meta_grads = torch.autograd.grad(query, adapted)",),
+        (),
+    ),
     "lookahead_over_unused_head": (
         "unused_input",
         ("grads = torch.autograd.grad(weighted, model.parameters(), create_graph=True)",),
@@ -259,6 +266,11 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
         ("model.protos.weight[dst] += rate * toward",),
         (("loss", ("model",)),),
     ),
+    # NOTE [Copies loaded into a model]: a helper copies the adapted weights into the parameters before the query
+    # forward: the helper's call deleted, the forward run at the copies with torch.func.functional_call
+    # (campaign_maml_copy_fast_weights, zzk)
+    # (no claim: the first iteration fails inside the helper that computes meta, which no model call names)
+    "fast_weights_copied_by_helper": ("leaf_in_place", ("p.copy_(w)",), ()),
     "saliency_input_rectified_in_place": ("leaf_in_place", ("x = F.relu(x, inplace=True)",), (("total", ("model",)),)),
     # NOTE [Every write to the split's views]: each axis of an unbind centred and scaled in place, axis by axis: every
     # augmented write to the views made out of place, not the refused one alone

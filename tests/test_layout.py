@@ -153,6 +153,7 @@ ORDER = (
     "kinds.cut_path",
     "kinds.situations",
     "kinds.graphless_calls",
+    "kinds.loaded_copies",
     "kinds.leaf_in_place",
     "kinds.family",
     "kinds.inference_saved",

@@ -28,6 +28,7 @@ from ..graph import walk
 from ..i18n import T
 from ..loop import read_site
 from ..source import function_of
+from .loaded_copies import loaded_copies_fix
 from .non_scalar import non_scalar_located
 from .numpy_values import numpy_located
 from .statement import Statement, judged_here, located_here
@@ -93,6 +94,9 @@ def _unused_input(f: Failure) -> Explanation:
         or _requires_grad_too_late(f, call)
         or _computed_anew(f, line, call, inputs, index)
     )
+    loaded = loaded_copies_fix(f)  # NOTE [Copies loaded into a model]: the loop that "loads" them rebinds a name
+    if loaded is not None:
+        return replace(e, fixes=(*judged_here(f, [loaded]), *e.fixes))
     if rebuilt:
         # the output was rebuilt from a number (torch.tensor(loss.item(), requires_grad=True)): no input is used;
         # or a .detach() on its path cuts off the model that holds the inputs (NOTE [An input cut off by a detach])

@@ -25,6 +25,7 @@ from ..loop import Site
 from ..messages import Message
 from ..rewrite import op_display, rewrite_in_place, twin_in_expression
 from ..source import block_of, calls_method, function_of, parse, returns_value, runs_backward, statement_at
+from .loaded_copies import loaded_copies_fix
 
 __all__ = ["explain", "locate", "no_grad_fix"]
 
@@ -232,6 +233,10 @@ def locate(f: Failure) -> Explanation:
                 True,
             )
         )
+    loaded = loaded_copies_fix(f) if parameter else None  # NOTE [Copies loaded into a model]
+    if loaded is not None:
+        kept = failure_claims(f)  # what the loop's losses train: the model's forward still runs, at the copies
+        return replace(located, fixes=(*(replace(x, claims=x.claims or kept) for x in judged([loaded], ctx)), *e.fixes))
     scaled = _scaled_by_its_gradient(f, st, name) if parameter and name else None
     if scaled is not None:  # NOTE [A parameter scaled by its own gradient's norm]
         proposals.append(scaled)
