@@ -32,6 +32,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     "topk_slice_scaled_in_place": ("inplace_op", (("fit", ("head", "pool")),)),
     # NOTE [A buffer allocated once and filled by index]: a workspace the trainer allocates, a method fills by frame
     "waveform_workspace_filled_by_step": ("stale_forward", (("recon", ("self.decoder",)),)),
+    # a potential integrated over the steps of each input, kept between calls, its class's reset() never called; a
+    # log dict the forward only writes is no state: the reset, not a detach inside the steps
+    # (electrode_membrane_state_across_batches, zzl: integrate-and-fire layers)
+    "leaky_units_log_their_trace": ("carried_state", (("loss", ("head", "units")),)),
     # NOTE [A graph freed on purpose]: an inner gradient taken with create_graph=True and retain_graph=False: the one
     # keyword made True where it is written (applicant_anil_inner_loop_unretained, zzk: ANIL, the call in a helper)
     "inner_grad_freed_to_save_memory": ("shared_graph_freed", (("outer", ("log_lr", "net")),)),

@@ -214,8 +214,13 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
     intent = site_intent(site, facts.backward_line) if site is not None and facts.backward_line else None
     intent, intent_note = intent_from_record(facts, intent, loss)
     if (intent is None or not intent.known) and site is not None and facts.backward_line is not None:
-        # NOTE [A backward in a helper that does not step]
-        intent = helper_intent(facts.caller_site, facts.caller[1] if facts.caller else None)
+        # NOTE [A backward in a helper that does not step]: when the caller's names are the helper's (self.student
+        # in both methods of one trainer); a function's arguments name the models otherwise
+        helper = helper_intent(facts.caller_site, facts.caller[1] if facts.caller else None)
+        if helper is not None and set(helper.trained) & set(
+            topo.models_below(graph.outputs[0]) if graph.outputs else ()
+        ):
+            intent = helper
     base = Context(
         tensor=p.tensor,
         model=model,
@@ -472,7 +477,9 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
             on_modules = kept_on_modules(base, facts)
             # NOTE [A recurrent layer's state kept on its model]: one prediction per sequence, the state left out
             per_sequence = on_modules is not None and bool(on_modules.extra.get("per_sequence"))
-            kept = (on_modules if per_sequence else None) or kept_attribute(base, facts) or on_modules
+            # a state over the steps of one input with its class's reset: the reset, not a detach inside the steps
+            stepwise = on_modules is not None and on_modules.stepwise and bool(on_modules.resets)
+            kept = (on_modules if per_sequence or stepwise else None) or kept_attribute(base, facts) or on_modules
             kept = kept or handed_to_object(base, facts)  # NOTE [A state handed to an object to keep]
             kept = kept or kept_on_objects(base, facts)
         if kept is not None:

@@ -71,14 +71,31 @@ def detach_expr(expr: str, kind: str | None = None) -> str:
     return f"{kind}(t.detach() for t in {expr})" if kind else f"{expr}.detach()"
 
 
-def _first_read(method: ast.FunctionDef, attr: str) -> ast.stmt | None:
+def _first_read(method: ast.FunctionDef, attr: str, made_dict: bool = False) -> ast.stmt | None:
     """The top-level statement of ``method`` that first uses ``self.attr``, when that use reads the kept value
     (not a plain ``self.attr = value``); None when the method sets it before any read, or never uses it."""
     for st in method.body:
         if not mentions(st, attr):
             continue
-        return None if sets_attr(st, attr) else st
+        # an entry of a dict stored first (``self.recordings["v"] = trace``: a log the forward writes) reads nothing
+        # kept; a slice of a tensor written first (a preallocated buffer) leaves the rest of it to be read
+        return None if sets_attr(st, attr) or (made_dict and _stores_entry_first(st, attr)) else st
     return None
+
+
+def _stores_entry_first(st: ast.stmt, attr: str) -> bool:
+    """``st`` is ``self.attr[key] = value`` (under an ``if``: ``if self.record: self.attr[key] = value``) whose
+    value and key do not read ``self.attr``."""
+    if isinstance(st, ast.If) and not st.orelse and len(st.body) == 1 and not mentions(st.test, attr):
+        st = st.body[0]
+    return (
+        isinstance(st, ast.Assign)
+        and len(st.targets) == 1
+        and isinstance(st.targets[0], ast.Subscript)
+        and self_attr(st.targets[0].value, attr)
+        and not mentions(st.value, attr)
+        and not mentions(st.targets[0].slice, attr)
+    )
 
 
 def _resets(method: ast.FunctionDef, attrs: tuple[str, ...]) -> bool:
@@ -143,7 +160,8 @@ def kept_state(cls: type, attrs: list[str]) -> Kept | None:
     carried: list[str] = []
     detach_at: list[tuple[Location, str]] = []
     for attr in attrs:
-        reads = [(m, st) for m in methods if (st := _first_read(m, attr)) is not None]
+        made_dict = attr in _made_dicts(node, (attr,))
+        reads = [(m, st) for m in methods if (st := _first_read(m, attr, made_dict)) is not None]
         if not reads:
             continue  # only written (an output kept for logging): not carried into the next forward
         carried.append(attr)

@@ -199,9 +199,13 @@ def locate(f: Failure) -> Explanation:
         name = receiver(site.text(loc.lineno), re.escape(f.op)) if f.op.endswith("_") else None
     holders = frozenset().union(*site.optimizers.values()) if site.optimizers else frozenset()
     modules = frozenset().union(*site.modules.values()) if site.modules else frozenset()
-    # a view of a parameter (``dense.weight[:, pos] -= ...``) writes the parameter: torch names the view
+    # a view of a parameter written through its subscript (``dense.weight[:, pos] -= ...``) writes the parameter:
+    # torch names the view; a view bound to a name and read on is a step of the computation (NOTE [A view of a leaf,
+    # written and then read])
     base = target._base if target is not None and target._base is not None else target
     parameter = base is not None and (isinstance(base, torch.nn.Parameter) or id(base) in holders | modules)
+    if parameter and base is not target and _view_read_after(tree, st, name):
+        parameter = False
     label = T(
         "write: {op} here, to {name}, a leaf that requires grad",
         op=op_display(f.op or ""),
