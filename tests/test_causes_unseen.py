@@ -36,6 +36,9 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # log dict the forward only writes is no state: the reset, not a detach inside the steps
     # (electrode_membrane_state_across_batches, zzl: integrate-and-fire layers)
     "leaky_units_log_their_trace": ("carried_state", (("loss", ("head", "units")),)),
+    # a recurrent state kept on the module, backwarded with retain_graph=True and stepped: the in-place error of the
+    # next frame is read from the modules as the freed graph is (moth_lighttrap_hidden_across_frames, zzn)
+    "tracker_state_kept_retained": ("carried_state", (("err", ("tracker",)),)),
     # NOTE [A graph freed on purpose]: an inner gradient taken with create_graph=True and retain_graph=False: the one
     # keyword made True where it is written (applicant_anil_inner_loop_unretained, zzk: ANIL, the call in a helper)
     "inner_grad_freed_to_save_memory": ("shared_graph_freed", (("outer", ("log_lr", "net")),)),

@@ -278,7 +278,10 @@ def decide(p: Problem, graph: Graph, topo: Topology, facts: Facts) -> tuple[Caus
                 stale = stale_forward_context(base, p, facts, graph)
                 if stale is not None:
                     return "stale_forward", stale
-                return "carried_state", carried_context(base, graph, topo, facts)
+                # a state the model keeps on its modules, read by the next forward with the graph of the one before
+                # (whose saved weights the step wrote): read from the modules, as for a freed graph
+                on_modules = kept_on_modules(base, facts) if carried_in_loop(facts) is None else None
+                return "carried_state", on_modules or carried_context(base, graph, topo, facts)
             early = step_too_early(base, facts, optimizer_write)
             if early is not None:
                 return "step_before_backward", replace(early, recompute_lines=recompute_lines(early, graph, p, facts))

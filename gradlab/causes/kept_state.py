@@ -205,7 +205,8 @@ def kept_state(cls: type, attrs: list[str]) -> Kept | None:
                 and not any(self_attr(n, a) for a in names_here for n in ast.walk(store.value))
                 and not _statistic_of_input(store.value, m)
             )
-            if store.lineno == store.end_lineno and not _made_fresh(store.value):
+            detached = isinstance(store.value, ast.Call) and ast.unparse(store.value.func).endswith(".detach")
+            if store.lineno == store.end_lineno and not _made_fresh(store.value) and not detached:
                 stored += [(Location(filename, store.lineno), a) for a in names_here]
             # stored from its own earlier value and read again after the store by the same method (an evolving
             # weight: _, self.weight = gru(x, self.weight); ... x @ self.weight): the forward trains through it, and
