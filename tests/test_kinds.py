@@ -288,6 +288,9 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     ),
     "numpy_log": ("numpy_requires_grad", ("means.append(float(np.mean(pred.numpy())))",), ()),
     # reduced where it is made: per_sample is then the one number the loop backwards
+    # NOTE [A per-element loss times weights]: each pixel's error times the sensor's confidence, backwarded as it is:
+    # the weighted mean, as torch's losses reduce with weight= (donor_weighted_response_loss_unreduced, zzm)
+    "per_pixel_loss_times_confidence": ("non_scalar_output", ("loss.backward()",), (("loss", ("net",)),)),
     "per_sample_loss": ("non_scalar_output", ("per_sample.backward()",), (("per_sample", ("net",)),)),
     "lbfgs_closure": ("graph_freed", ("err.backward()",), (("err", ("curve",)),)),
     "stale_chain": ("graph_freed", ("nll.backward()",), ()),

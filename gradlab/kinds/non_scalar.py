@@ -271,6 +271,17 @@ def _reduce_where_made(f: Failure, name: str) -> tuple[int, str, str, bool | Non
             return st.lineno, text[:start] + f"{wrapped}.{how}()" + text[end:], how, known
         how, known = _reduction_read(tree, value)
         text = site.text(st.lineno)
+        weighted = _weighted(value, f.namespace) if not known else None  # NOTE [A per-element loss times weights]
+        if weighted is not None:
+            loss_term, weights = weighted
+            indent = text[: len(text) - len(text.lstrip())]
+            lines = []
+            fresh = next(n for n in ("weights", "loss_weights", "element_weights", "w_") if n not in f.namespace)
+            if not isinstance(weights, ast.Name):
+                lines.append(f"{indent}{fresh} = {ast.unparse(weights)}")
+            w = weights.id if isinstance(weights, ast.Name) else fresh
+            lines.append(f"{indent}{name} = ({ast.unparse(loss_term)} * {w}).sum() / {w}.sum()")
+            return st.lineno, "\n".join(lines), "weighted mean", True
         start, end = value.col_offset, value.end_col_offset or 0
         while text[start - 1 : start] == "(" and text[end : end + 1] == ")":  # (r**2): its own parentheses
             start, end = start - 1, end + 1
@@ -282,6 +293,31 @@ def _reduce_where_made(f: Failure, name: str) -> tuple[int, str, str, bool | Non
             how,
             known,
         )
+    return None
+
+
+# NOTE [A per-element loss times weights]
+# ``per_donor = bce(logits, y, reduction="none"); loss = per_donor * gift_weights(amount)``, backwarded as it is: a
+# loss of one number per element, each weighted. torch's own losses reduce a weighted loss (``weight=``,
+# ``reduction="mean"``) by the sum of the weighted terms over the sum of the weights; a plain mean would scale the
+# step by the weights' average. With no other term of the code to read the reduction from, the weighted mean is the
+# one the code's shape names; the weights get a name of their own when they are a computation (read twice).
+def _weighted(value: ast.expr, namespace: dict[str, object]) -> tuple[ast.expr, ast.expr] | None:
+    """``a * w`` (either order) where ``a`` is a name bound to a tensor of several numbers with a graph and ``w``
+    reads no tensor that requires grad and no module: (a, w); None otherwise (NOTE [A per-element loss times
+    weights])."""
+    if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult)):
+        return None
+    for loss_term, weights in ((value.left, value.right), (value.right, value.left)):
+        t = namespace.get(loss_term.id) if isinstance(loss_term, ast.Name) else None
+        if not (isinstance(t, torch.Tensor) and t.grad_fn is not None and t.numel() > 1):
+            continue
+        read = [namespace.get(n.id) for n in ast.walk(weights) if isinstance(n, ast.Name)]
+        if isinstance(weights, ast.Constant) or any(
+            (isinstance(v, torch.Tensor) and v.requires_grad) or isinstance(v, torch.nn.Module) for v in read
+        ):
+            return None
+        return loss_term, weights
     return None
 
 
@@ -409,6 +445,14 @@ def _non_scalar(f: Failure) -> Explanation:
                         code=text.strip(),
                     )
                     if known is None
+                    else T(
+                        "reduce it where it is computed (line {line}) with the weighted mean, as torch's losses reduce "
+                        "a loss with weight=: the sum of the weighted terms over the sum of the weights; {loss} is "
+                        "then one number everywhere it is used",
+                        line=at,
+                        loss=loss,
+                    )
+                    if how == "weighted mean"
                     else T(
                         "reduce the term that has several numbers where it is computed (line {line}), with the "
                         "{how} your code uses for its other terms: {loss} is then one number everywhere it is used",
