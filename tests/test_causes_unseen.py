@@ -39,6 +39,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # a recurrent state kept on the module, backwarded with retain_graph=True and stepped: the in-place error of the
     # next frame is read from the modules as the freed graph is (moth_lighttrap_hidden_across_frames, zzn)
     "tracker_state_kept_retained": ("carried_state", (("err", ("tracker",)),)),
+    # NOTE [A state reset before the loop]: the training function resets the model's state at each epoch, outside the
+    # window loop: the state runs on across windows, detached where it is stored, not reset at each step
+    # (haultruck_hidden_state_not_repackaged, zzm: init_hidden() on a stack of GRU units)
+    "stream_lm_reset_each_epoch": ("carried_state", (("nll", ("model",)),)),
     # NOTE [A graph freed on purpose]: an inner gradient taken with create_graph=True and retain_graph=False: the one
     # keyword made True where it is written (applicant_anil_inner_loop_unretained, zzk: ANIL, the call in a helper)
     "inner_grad_freed_to_save_memory": ("shared_graph_freed", (("outer", ("log_lr", "net")),)),

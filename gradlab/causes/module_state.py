@@ -122,8 +122,15 @@ def kept_on_modules(base: Context, facts: Facts, holding: GraphNode | None = Non
         if name in used and all(k.training_only for k in kept) and not roots[name].training
     ]
     extra = {**ctx.extra, "train_mode": evaluating[0]} if len(evaluating) == 1 and len(holders) == 1 else ctx.extra
+    # NOTE [A state reset before the loop]: the loop's function calls a reset itself, outside the loop that
+    # backwards (model.init_hidden() at each epoch): the state is meant to run on across the loop's iterations
+    named = {k.reset for k in kept if k.reset} | _RESET_NAMES
+    reset_before = (
+        tree is not None and facts.backward_line is not None and _reset_outside_loop(tree, facts.backward_line, named)
+    )
     extra = {
         **extra,
+        "reset_before": "1" if reset_before else "",
         "sequence_state": " ".join(f"{a}:{k}" for a, k in sorted(sequences.items())),
         "looped": "1" if looped else "",
         "sums": "1" if all(k.sums for k in kept) else "",
@@ -147,6 +154,30 @@ def kept_on_modules(base: Context, facts: Facts, holding: GraphNode | None = Non
         # a result kept to be reused, computed from trained weights: a cache of the forward (NOTE [State kept on modules])
         cached_result=trained_reach and all(k.memo for k in kept),
         kept_paths=at_boundary if all(k.cls in paths for k in kept) else (),
+    )
+
+
+#: The usual names of a recurrent model's reset (besides its class's own reset method).
+_RESET_NAMES = frozenset({"init_hidden", "reset_hidden", "reset_states", "reset_state"})
+
+
+def _reset_outside_loop(tree: ast.Module, line: int, named: set[str] | frozenset[str]) -> bool:
+    """The function holding ``line`` calls a method of ``named`` on a statement of its own that no loop around
+    ``line`` holds (NOTE [A state reset before the loop])."""
+    fn = next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno <= line <= (n.end_lineno or n.lineno)
+        ),
+        None,
+    )
+    body = loop_body_of(tree, line)
+    if fn is None or body is None:
+        return False
+    inside = {id(n) for st in body for n in ast.walk(st)}
+    return any(
+        isinstance(st, ast.Expr) and id(st) not in inside and calls_method(st, tuple(named)) for st in ast.walk(fn)
     )
 
 
@@ -495,6 +526,10 @@ def module_state_fixes(ctx: Context) -> list[Proposal]:
         # called at each step of its parent's loop: a detach where it is read or stored would cut the gradient
         # between the steps of one input (NOTE [A state module called in a loop of its parent])
         order = [reset, boundary]
+    elif ctx.extra.get("reset_before") and (stored is not None or read is not None or boundary is not None):
+        # reset by the loop's own code before the loop: carried on within it, detached (NOTE [A state reset before
+        # the loop])
+        order = [stored, read, boundary, reset]
     elif ctx.stepwise or (ctx.cached_result and reset is not None):
         # a state over one input's steps, or a result of trained weights kept for reuse: its class's reset is the
         # boundary its author wrote (a detached cache would stop the weights below it from learning)
