@@ -271,6 +271,14 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]
     # (campaign_maml_copy_fast_weights, zzk)
     # (no claim: the first iteration fails inside the helper that computes meta, which no model call names)
     "fast_weights_copied_by_helper": ("leaf_in_place", ("p.copy_(w)",), ()),
+    # NOTE [A parameter written in the forward]: a tied weight copied into a parameter in the forward (copy_) from
+    # another module's parameter: the module run with that value in its place (questionnaire_tied_decoder_weight_copy,
+    # zzm)
+    "tied_embedding_copied_in_forward": (
+        "leaf_in_place",
+        ("self.proj.weight.copy_(self.emb.weight)",),
+        (("nll", ("lm",)),),
+    ),
     "saliency_input_rectified_in_place": ("leaf_in_place", ("x = F.relu(x, inplace=True)",), (("total", ("model",)),)),
     # NOTE [Every write to the split's views]: each axis of an unbind centred and scaled in place, axis by axis: every
     # augmented write to the views made out of place, not the refused one alone

@@ -481,9 +481,13 @@ def _functional_call(f: Failure, st: ast.stmt, written: torch.Tensor) -> Proposa
     if site is None or loc is None or tree is None or alias is None or st.lineno != st.end_lineno:
         return None
     param = written._base if written._base is not None else written
-    if not isinstance(st, ast.Assign) or len(st.targets) != 1 or not isinstance(st.targets[0], ast.Subscript):
+    copied = _copy_call(st)  # ``p.copy_(value)``: the whole parameter replaced by a value with a graph
+    if copied is not None:
+        holder = copied[0]
+    elif not isinstance(st, ast.Assign) or len(st.targets) != 1 or not isinstance(st.targets[0], ast.Subscript):
         return None
-    holder = st.targets[0].value
+    else:
+        holder = st.targets[0].value
     block = block_of(tree, st)
     if block is None:
         return None
@@ -499,8 +503,22 @@ def _functional_call(f: Failure, st: ast.stmt, written: torch.Tensor) -> Proposa
     return None
 
 
+def _copy_call(st: ast.stmt) -> tuple[ast.expr, ast.expr] | None:
+    """``p.copy_(value)`` as a statement: (p, value)."""
+    call = st.value if isinstance(st, ast.Expr) else None
+    if (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "copy_"
+        and len(call.args) == 1
+        and not call.keywords
+    ):
+        return call.func.value, call.args[0]
+    return None
+
+
 def _run_with_copy(
-    f: Failure, st: ast.Assign, later: ast.stmt, call: ast.Call, holder: ast.expr, qualified: str, alias: str
+    f: Failure, st: ast.stmt, later: ast.stmt, call: ast.Call, holder: ast.expr, qualified: str, alias: str
 ) -> Proposal | None:
     """The two edits of :func:`_functional_call`: the write into ``copy``, the call of the model with it."""
     site = f.site
@@ -519,31 +537,52 @@ def _run_with_copy(
         return None
     copy = qualified.replace(".", "_")
     indent = indent_of(site, st.lineno)
-    target = st.targets[0]
-    assert isinstance(target, ast.Subscript)
-    write = ast.Assign([ast.Subscript(ast.Name(copy, ast.Load()), target.slice, ast.Store())], st.value, lineno=1)
-    # a write of the whole parameter (p[:] = v) leaves nothing of it in the forward: no gradient to it, as without
-    # the write; a write of a part keeps the rest's gradient flowing into the parameter
-    whole = _whole(target.slice)
-    first = (
-        f"{indent}{copy} = {ast.unparse(holder)}{'.detach()' if whole else ''}.clone()\n{indent}{ast.unparse(write)}"
-    )
-    parts = [ast.unparse(call.func), f"{{{qualified!r}: {copy}}}", ast.unparse(ast.Tuple(list(call.args), ast.Load()))]
+    copied = _copy_call(st)
+    if copied is not None:  # p.copy_(value): the value itself in p's place, the copy_ deleted
+        first, given = "", ast.unparse(copied[1])
+    else:
+        target = st.targets[0] if isinstance(st, ast.Assign) else None
+        assert isinstance(target, ast.Subscript) and isinstance(st, ast.Assign)
+        write = ast.Assign([ast.Subscript(ast.Name(copy, ast.Load()), target.slice, ast.Store())], st.value, lineno=1)
+        # a write of the whole parameter (p[:] = v) leaves nothing of it in the forward: no gradient to it, as
+        # without the write; a write of a part keeps the rest's gradient flowing into the parameter
+        whole = _whole(target.slice)
+        first = (
+            f"{indent}{copy} = {ast.unparse(holder)}{'.detach()' if whole else ''}.clone()\n"
+            f"{indent}{ast.unparse(write)}"
+        )
+        given = copy
+    parts = [ast.unparse(call.func), f"{{{qualified!r}: {given}}}", ast.unparse(ast.Tuple(list(call.args), ast.Load()))]
     if call.keywords:
         keys: list[ast.expr | None] = [ast.Constant(k.arg) for k in call.keywords]
         parts.append(ast.unparse(ast.Dict(keys, [k.value for k in call.keywords])))
     second = f"{line[:start]}{alias}.func.functional_call({', '.join(parts)}){line[end:]}"
     param = ast.unparse(holder)
-    writers = frozenset(ast.unparse(n.func) for n in ast.walk(st.value) if isinstance(n, ast.Call))
+    value = copied[1] if copied is not None else st.value  # type: ignore[attr-defined]
+    writers = frozenset(ast.unparse(n.func) for n in ast.walk(value) if isinstance(n, ast.Call))
     return Proposal(
         Fix(
             summary=T(
+                "run {model} with the value in place of {param} (torch.func.functional_call) instead of copying it "
+                "into {param}: the value is computed from a parameter that trains (a tied weight), so the copy is a "
+                "step of the forward",
+                param=param,
+                model=ast.unparse(call.func),
+            )
+            if copied is not None
+            else T(
                 "write into a copy of {param} and run {model} with the copy in its place (torch.func.functional_call): "
                 "what the write stores comes from a model that trains, so the write is a step of the forward",
                 param=param,
                 model=ast.unparse(call.func),
             ),
             trains=T(
+                "the forward as written, with the gradient flowing through the value into the parameters it is "
+                "computed from; {param} keeps its values and gets no gradient from this forward",
+                param=param,
+            )
+            if copied is not None
+            else T(
                 "the forward as written, with the gradient flowing through the written values into the model that "
                 "computes them; {param} itself keeps its values (the part the write leaves gets its gradient)",
                 param=param,
@@ -590,6 +629,10 @@ def _from_graph(st: ast.stmt, name: str | None, namespace: Mapping[str, Any]) ->
             called = resolve_name(n.func, namespace) if _dotted(n.func) else None
             if isinstance(called, torch.nn.Module) and any(p.requires_grad for p in called.parameters()):
                 return True  # a trained model's forward: its output has a graph
+        if isinstance(n, ast.Attribute) and _dotted(n) and ast.unparse(n) != name:
+            read = resolve_name(n, namespace)  # another module's parameter (a tied weight: self.encoder.weight.t())
+            if isinstance(read, torch.nn.Parameter) and read.requires_grad:
+                return True
     return False
 
 
