@@ -20,7 +20,10 @@ def judged(proposals: list[Proposal], ctx: Context) -> tuple[Fix, ...]:
     is never first.
     """
     intent = ctx.intent
-    intended = _held(ctx, ctx.reach) if intent is not None and intent.known else None
+    # what the loss meant to reach: also the maker a recompute reads without the critic's detach (NOTE [A recompute
+    # for the loss that trains the maker])
+    meant = tuple(sorted({*ctx.reach, *ctx.extra.get("undetach_reach", "").split()}))
+    intended = _held(ctx, meant) if intent is not None and intent.known else None
     fitting: list[Fix] = []
     rest: list[Fix] = []
     for prop in proposals:

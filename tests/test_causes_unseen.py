@@ -43,6 +43,13 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
     # window loop: the state runs on across windows, detached where it is stored, not reset at each step
     # (haultruck_hidden_state_not_repackaged, zzm: init_hidden() on a stack of GRU units)
     "stream_lm_reset_each_epoch": ("carried_state", (("nll", ("model",)),)),
+    # NOTE [A recompute for the loss that trains the maker]: the maker's loss reuses the critic's score of the
+    # detached fake batch: recomputed once (not each binding of the name), without the detach, so the maker trains
+    # (plasma_profile_gan_reused_disc_output, zzl: "errG trains nothing, as your loop's optimizers ask" before)
+    "critic_output_reused_for_maker": (
+        "shared_graph_freed",
+        (("loss_fake", ("critic",)), ("loss_maker", ("maker",)), ("loss_real", ("critic",))),
+    ),
     # NOTE [A graph freed on purpose]: an inner gradient taken with create_graph=True and retain_graph=False: the one
     # keyword made True where it is written (applicant_anil_inner_loop_unretained, zzk: ANIL, the call in a helper)
     "inner_grad_freed_to_save_memory": ("shared_graph_freed", (("outer", ("log_lr", "net")),)),

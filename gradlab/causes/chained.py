@@ -85,6 +85,11 @@ def step_context(
         step_line=in_site(facts, write.location) if write is not None else base.step_line,
     )
     ctx = replace(ctx, recompute_lines=recompute_lines(ctx, graph, p, facts))
+    undetach = _detached_for_the_loss(ctx, facts)  # NOTE [A recompute for the loss that trains the maker]
+    if undetach:
+        names_ = " ".join(n for n in undetach if not n.startswith("@"))
+        reached = " ".join(n[1:] for n in undetach if n.startswith("@"))
+        ctx = replace(ctx, extra={**ctx.extra, "undetach": names_, "undetach_reach": reached})
     if not model:
         return ctx
     if judge:
@@ -204,8 +209,42 @@ def recompute_lines(ctx: Context, graph: Graph, p: Problem, facts: Facts) -> tup
         st = by_line[line]
         if names(st, ast.Store) & needed:
             kept.append(line)
-            needed |= names(st, ast.Load)
+            # what it binds is given: an earlier binding of the same name is not needed for it
+            needed = (needed - names(st, ast.Store)) | names(st, ast.Load)
     return tuple(reversed(kept))
+
+
+# NOTE [A recompute for the loss that trains the maker]
+# A GAN loop reuses the judge's output on the fake batch for the maker's loss; that output was computed for the
+# judge's own loss, on ``fake.detach()``. Recomputed after the judge's step as it was written, it would keep the
+# detach, and the maker's loss would reach no parameter its optimizer steps. A name read detached in the recomputed
+# statements whose tensor's graph reaches parameters the optimizers after the failing backward step (the loop's
+# intent for that loss) is read without the detach in the recompute.
+def _detached_for_the_loss(ctx: Context, facts: Facts) -> tuple[str, ...]:
+    """The names read as ``name.detach()`` in the recomputed statements whose tensors reach parameters of a model
+    the loss's optimizers step (NOTE [A recompute for the loss that trains the maker])."""
+    site = facts.site
+    if site is None or not ctx.recompute_lines or ctx.intent is None:
+        return ()
+    trained = frozenset().union(*(site.modules.get(m, frozenset()) for m in ctx.intent.trained))
+    found: list[str] = []
+    for line in ctx.recompute_lines:
+        for name in re.findall(r"(?<![\w.])(\w+)\.detach\(\)", site.text(line)):
+            value = facts.namespace.get(name)
+            if isinstance(value, torch.Tensor) and value.grad_fn is not None and leaves_of(value) & trained:
+                found.append(name)
+                reached = leaves_of(value)
+                found += [f"@{m}" for m in ctx.intent.trained if site.modules.get(m, frozenset()) & reached]
+    return tuple(dict.fromkeys(found))
+
+
+def recomputed_text(ctx: Context) -> str | None:
+    """The statements of ``ctx.recompute_lines``, dedented, each name of ``ctx.extra["undetach"]`` read without its
+    ``.detach()`` (NOTE [A recompute for the loss that trains the maker])."""
+    text = statements_text(ctx, ctx.recompute_lines)
+    for name in ctx.extra.get("undetach", "").split():
+        text = re.sub(rf"(?<![\w.]){re.escape(name)}\.detach\(\)", name, text) if text else text
+    return text
 
 
 def _stepped_modules(site: Site, optimizer: str | None) -> set[str]:
@@ -314,7 +353,7 @@ def recompute_fix(ctx: Context) -> Proposal | None:
     """Run the stale forward statements again right after the step, so the loss is built from the new weights."""
     if not ctx.recompute_lines or ctx.step_line is None:
         return None
-    text = statements_text(ctx, ctx.recompute_lines)
+    text = recomputed_text(ctx)
     before = _first_reader_after_step(ctx)  # NOTE [Recomputed where the step's block first reads it]
     edit = (
         (insert_lines(ctx, before, text) if before is not None else insert_lines(ctx, ctx.step_line, text, after=True))
@@ -325,6 +364,8 @@ def recompute_fix(ctx: Context) -> Proposal | None:
         return None
     later = tuple(e for line in _later_steps(ctx) if (e := insert_lines(ctx, line, text, after=True)) is not None)
     keep = _retain_for(ctx, text) if text else None
+    # the models a name read without its detach reaches too (NOTE [A recompute for the loss that trains the maker])
+    reach = tuple(sorted({*ctx.reach, *ctx.extra.get("undetach_reach", "").split()}))
     what = (
         ", ".join(ctx.site.text(line).strip().split("=")[0].strip() for line in ctx.recompute_lines) if ctx.site else ""
     )
@@ -357,9 +398,9 @@ def recompute_fix(ctx: Context) -> Proposal | None:
             ),
             trains=T("{loss} trains what it reaches, through the updated weights", loss=ctx.l),
             edits=tuple(sorted((edit, *later, *((keep,) if keep is not None else ())), key=lambda e: e.start)),
-            claims=claim(ctx, ctx.reach),
+            claims=claim(ctx, reach),
         ),
-        ctx.reach,
+        reach,
         False,
         describe=True,
     )
@@ -592,7 +633,7 @@ def between_fixes(ctx: Context, freed: bool) -> list[Proposal]:
     """The stepped model sits between the failing loss and the models it trains (GAN discriminator)."""
     edit = None
     if ctx.recompute_lines and ctx.step_line is not None:
-        text = statements_text(ctx, ctx.recompute_lines)
+        text = recomputed_text(ctx)
         edit = insert_lines(ctx, ctx.step_line, text, after=True) if text else None
     others = tuple(ctx.others)
     # the models the loss's own optimizers step (the loop's intent), when it names them: those the backward goes into
