@@ -114,7 +114,9 @@ def test_broken_fails_and_intended_trains_what_the_case_says(case: Case, evaluat
     assert broken.status == "error" and broken.error_kind() == case.error, broken.summary()
     for variant in case.variants:
         record = evaluation.records[f"{case.name}/{variant}"]
-        assert record.status == "budget", record.summary()
+        # to the step budget, or to its end before it (an optimizer made for a second phase steps fewer times than
+        # the budget before the script ends): what the judge counts as a run too
+        assert record.status in ("budget", "finished"), record.summary()
         assert oracle.trained(record) == case.expected_trained()
 
 
