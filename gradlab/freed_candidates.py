@@ -279,7 +279,19 @@ def _detach_before_loop(ctx: Context) -> Proposal | None:
 
 def apart_fixes(ctx: Context) -> list[Proposal]:
     """The general candidates for a freed graph whose freed part no optimizer steps, whatever its cause."""
-    found = [_detach_where_made(ctx), _detach_before_loop(ctx)]
+    made, before = _detach_where_made(ctx), _detach_before_loop(ctx)
+    at, site = ctx.made_at, ctx.site
+    # parameters below are held by the optimizer of another loss (an autoencoder pretrained before the classifier's
+    # loop), and the line that made the part is another function's (the autoencoder's forward): a detach there would
+    # cut that loss's training too; detaching the name once before the loop leaves it as it was
+    shared = (
+        ctx.made_unstepped
+        and at is not None
+        and site is not None
+        and at.filename == site.filename
+        and not (site.holds(at.lineno))
+    )
+    found = [before, made] if shared and before is not None else [made, before]
     return [f for f in found if f is not None]
 
 

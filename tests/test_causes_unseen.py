@@ -50,6 +50,10 @@ EXPECTED: dict[str, tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
         "shared_graph_freed",
         (("loss_fake", ("critic",)), ("loss_maker", ("maker",)), ("loss_real", ("critic",))),
     ),
+    # codes of a pretrained autoencoder computed once with its graph, read by a while loop's own test: not moved into
+    # the body (read before bound there), and not detached inside the autoencoder's forward (its pretraining's loss
+    # goes through it): detached once before the loop (playlist_encoder_features_encoded_once, zzl)
+    "codes_encoded_once_for_while_loop": ("stale_forward", (("loss", ("probe",)),)),
     # NOTE [A graph freed on purpose]: an inner gradient taken with create_graph=True and retain_graph=False: the one
     # keyword made True where it is written (applicant_anil_inner_loop_unretained, zzk: ANIL, the call in a helper)
     "inner_grad_freed_to_save_memory": ("shared_graph_freed", (("outer", ("log_lr", "net")),)),

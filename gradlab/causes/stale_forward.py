@@ -309,6 +309,17 @@ def stale_forward_context(base: Context, p: Problem, facts: Facts, graph: Graph)
     use = next((b for b in body if names(b, ast.Load) & stored), None)
     if use is None:
         return None
+    # a loop's own header that reads it (``while start < len(codes):``) runs before any statement of its body: moved
+    # into the body, the name would be read before it is bound
+    for around in ast.walk(tree):
+        if isinstance(around, (ast.For, ast.While)) and around.lineno <= facts.backward_line <= (
+            around.end_lineno or 0
+        ):
+            if around.lineno <= st.lineno <= (around.end_lineno or 0):
+                continue
+            header = around.test if isinstance(around, ast.While) else around.iter
+            if names(header, ast.Load) & stored:
+                return None
     # only what the loop reads before it binds it again (NOTE [A forward reused by later steps])
     live: set[str] = set()
     bound_in_loop: set[str] = set()
