@@ -101,15 +101,7 @@ def _starts_none(cls: type, attr: str) -> bool:
     if found is None:
         return False
     methods = methods_of(found[0])
-    init = next((m for m in methods if m.name == "__init__"), None)
-    starts = init is not None and any(
-        isinstance(st, ast.Assign)
-        and any(self_attr(t, attr) for t in st.targets)
-        and isinstance(st.value, ast.Constant)
-        and st.value.value is None
-        for st in ast.walk(init)
-    )
-    return starts and any(
+    return _made_none(methods, attr) and any(
         isinstance(n, ast.Compare)
         and self_attr(n.left, attr)
         and len(n.ops) == 1
@@ -152,15 +144,19 @@ def _none_memo(cls: type, attr: str) -> bool:
         for x in branch.body
         for st in ast.walk(x)
     }
-    init = next((m for m in methods_of(found[0]) if m.name == "__init__"), None)
-    made_none = init is not None and any(
+    return bool(stores) and _made_none(methods_of(found[0]), attr) and all(id(st) in guarded for st in stores)
+
+
+def _made_none(methods: list[ast.FunctionDef], attr: str) -> bool:
+    """``__init__`` (among ``methods``) sets ``self.attr = None``."""
+    init = next((m for m in methods if m.name == "__init__"), None)
+    return init is not None and any(
         isinstance(st, ast.Assign)
         and any(self_attr(t, attr) for t in st.targets)
         and isinstance(st.value, ast.Constant)
         and st.value.value is None
         for st in ast.walk(init)
     )
-    return bool(stores) and made_none and all(id(st) in guarded for st in stores)
 
 
 def updates_entries(cls: type, attr: str) -> bool:
