@@ -36,7 +36,8 @@ def evaluation() -> Evaluation:
 
 
 #: The cases of batches s, t and u that reduce a report an earlier batch had reduced (found after u was scored;
-#: their README splits those batches' scores by it). No later case may reuse a report.
+#: their README splits those batches' scores by it), and one of zzj, found by this test after zzj was scored. No
+#: later case may reuse a report.
 REUSED_REPORTS = frozenset(
     {
         "compression_lift_outside_loop",
@@ -54,6 +55,8 @@ REUSED_REPORTS = frozenset(
         "retrieval_twotower_split_field_mask",
         "speaker_res2block_output_aliases_input",
         "tpp_mark_embedding_precomputed",
+        # batch zzj: its writer took an issue outside the pool it was given and missed that batch h had reduced it
+        "cuisine_title_vae_extra_loss_second_backward",
     }
 )
 
