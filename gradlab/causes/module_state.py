@@ -29,7 +29,11 @@ __all__ = ["kept_on_modules", "module_state_fixes"]
 
 def _sequences(module: torch.nn.Module, attrs: list[str]) -> dict[str, str]:
     """The attributes of ``attrs`` that hold a tuple or list of tensors rather than one tensor, with that kind."""
-    return {a: type(v).__name__ for a in attrs if isinstance(v := getattr(module, a, None), (tuple, list, dict))}
+    return {
+        a: "dict" if isinstance(v, dict) else type(v).__name__
+        for a in attrs
+        if isinstance(v := getattr(module, a, None), (tuple, list, dict))
+    }
 
 
 def _sequence_state(ctx: Context) -> dict[str, str]:
