@@ -277,6 +277,19 @@ def _detach_before_loop(ctx: Context) -> Proposal | None:
     )
 
 
+def _bound_before_loop(ctx: Context) -> bool:
+    """Each name detached once before the loop is bound by a statement before that loop (not only inside an
+    enclosing loop's body further down): the inserted line reads it bound."""
+    names_ = [item.partition(":")[0] for item in ctx.extra.get("made_outside", "").split(",") if item]
+    site, line = ctx.site, ctx.backward_line
+    tree = site.tree() if site is not None else None
+    loop = loop_around(tree, line) if tree is not None and line is not None else None
+    if not names_ or loop is None or tree is None:
+        return False
+    bound = {n for st in preceding(tree, loop.lineno) for n in names(st, ast.Store)}
+    return all(n in bound for n in names_)
+
+
 def apart_fixes(ctx: Context) -> list[Proposal]:
     """The general candidates for a freed graph whose freed part no optimizer steps, whatever its cause."""
     made, before = _detach_where_made(ctx), _detach_before_loop(ctx)
@@ -291,7 +304,7 @@ def apart_fixes(ctx: Context) -> list[Proposal]:
         and at.filename == site.filename
         and not (site.holds(at.lineno))
     )
-    found = [before, made] if shared and before is not None else [made, before]
+    found = [before, made] if shared and before is not None and _bound_before_loop(ctx) else [made, before]
     return [f for f in found if f is not None]
 
 

@@ -128,7 +128,9 @@ def kept_on_modules(base: Context, facts: Facts, holding: GraphNode | None = Non
     extra = {**ctx.extra, "train_mode": evaluating[0]} if len(evaluating) == 1 and len(holders) == 1 else ctx.extra
     # NOTE [A state reset before the loop]: the loop's function calls a reset itself, outside the loop that
     # backwards (model.init_hidden() at each epoch): the state is meant to run on across the loop's iterations
-    named = {k.reset for k in kept if k.reset} | _RESET_NAMES
+    # the class's own reset, unless it is one of every module's methods (a cache dropped by ``train()``: a
+    # ``model.train()`` before the loop is no reset of a state meant to run on)
+    named = {k.reset for k in kept if k.reset and not hasattr(torch.nn.Module, k.reset)} | _RESET_NAMES
     reset_before = (
         tree is not None and facts.backward_line is not None and _reset_outside_loop(tree, facts.backward_line, named)
     )

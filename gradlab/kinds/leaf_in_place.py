@@ -248,7 +248,11 @@ def locate(f: Failure) -> Explanation:
     if scaled is not None and wrap is not None:
         wrap = replace(wrap, fix=replace(wrap.fix, alternative=True))
     template = _template_parameter(f, st, target) if parameter and target is not None else None
-    from_graph = template is None and parameter and target is not None and _from_graph(st, name, f.namespace)
+    fn = function_of(tree, st.lineno)
+    in_forward = isinstance(fn, ast.FunctionDef) and fn.name == "forward"  # a tied weight copied in the forward
+    from_graph = (
+        template is None and parameter and target is not None and _from_graph(st, name, f.namespace, in_forward)
+    )
     first = (
         template
         if template is not None
@@ -616,9 +620,10 @@ def _whole(index: ast.expr) -> bool:
     )
 
 
-def _from_graph(st: ast.stmt, name: str | None, namespace: Mapping[str, Any]) -> bool:
+def _from_graph(st: ast.stmt, name: str | None, namespace: Mapping[str, Any], in_forward: bool = False) -> bool:
     """The statement writes a value computed from a tensor of the frame that has a graph (``x += f(y) * 0``
-    with ``y`` from a model), besides the written tensor itself."""
+    with ``y`` from a model), besides the written tensor itself; ``in_forward``: in a module's ``forward``, a
+    parameter of another module read as the value counts too (a tied weight)."""
     value = st.value if isinstance(st, (ast.AugAssign, ast.Assign)) else st
     for n in ast.walk(value):
         if isinstance(n, ast.Name) and n.id != name:
@@ -629,7 +634,7 @@ def _from_graph(st: ast.stmt, name: str | None, namespace: Mapping[str, Any]) ->
             called = resolve_name(n.func, namespace) if _dotted(n.func) else None
             if isinstance(called, torch.nn.Module) and any(p.requires_grad for p in called.parameters()):
                 return True  # a trained model's forward: its output has a graph
-        if isinstance(n, ast.Attribute) and _dotted(n) and ast.unparse(n) != name:
+        if in_forward and isinstance(n, ast.Attribute) and _dotted(n) and ast.unparse(n) != name:
             read = resolve_name(n, namespace)  # another module's parameter (a tied weight: self.encoder.weight.t())
             if isinstance(read, torch.nn.Parameter) and read.requires_grad:
                 return True
