@@ -175,3 +175,10 @@ def test_a_callback_with_its_own_optimizer_keeps_its_step() -> None:
     code = "\n".join(e.text for e in fix.edits)
     assert fix.edits and "loss.backward()" not in code, fix.lines()
     assert code.count("self.optimizer.step()") == 1 and code.index("step()") < code.index("zero_grad()"), fix.lines()
+
+
+def test_a_manual_step_beside_a_weight_load_is_not_read_as_copies_loaded() -> None:
+    # NOTE [Copies loaded into a model]: the refused write is a hand-written step (p -= lr * p.grad); the weight
+    # load in the same function (copy_ under no_grad) is no copy of adapted weights, and no functional_call is offered
+    fixes = _fixes("manual_step_beside_a_weight_load")
+    assert fixes and not any("functional_call" in e.text for f in fixes for e in f.edits), [f.summary for f in fixes]

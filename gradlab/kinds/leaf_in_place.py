@@ -237,7 +237,7 @@ def locate(f: Failure) -> Explanation:
                 True,
             )
         )
-    loaded = loaded_copies_fix(f) if parameter else None  # NOTE [Copies loaded into a model]
+    loaded = loaded_copies_fix(f, at_the_write=True) if parameter else None  # NOTE [Copies loaded into a model]
     if loaded is not None:
         kept = failure_claims(f)  # what the loop's losses train: the model's forward still runs, at the copies
         return replace(located, fixes=(*(replace(x, claims=x.claims or kept) for x in judged([loaded], ctx)), *e.fixes))

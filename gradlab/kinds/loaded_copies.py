@@ -100,9 +100,10 @@ def _rewrites(
     return edits
 
 
-def loaded_copies_fix(f: Failure) -> Proposal | None:
+def loaded_copies_fix(f: Failure, at_the_write: bool = False) -> Proposal | None:
     """The model run at the copies with ``torch.func.functional_call`` where the failing function (or its caller,
-    when the loading is a helper's) loads them into it (NOTE [Copies loaded into a model])."""
+    when the loading is a helper's) loads them into it (NOTE [Copies loaded into a model]). ``at_the_write``: only
+    when the failing line is the loading's own write (torch refused the copy into a parameter)."""
     site, loc = f.site, f.location
     tree = site.tree() if site is not None else None
     alias = torch_alias(f.namespace)
@@ -133,7 +134,12 @@ def loaded_copies_fix(f: Failure) -> Proposal | None:
                     return None
                 edits += made
             how.add(found[2])
-    if not edits:
+    if not edits or (
+        at_the_write
+        and not any(
+            _loading(st) is not None and _holds(st, loc.lineno) for st in ast.walk(scope) if isinstance(st, ast.stmt)
+        )
+    ):
         return None
     return Proposal(
         Fix(
@@ -155,6 +161,10 @@ def loaded_copies_fix(f: Failure) -> Proposal | None:
         None,
         False,
     )
+
+
+def _holds(st: ast.stmt, line: int) -> bool:
+    return st.lineno <= line <= (st.end_lineno or st.lineno)
 
 
 def _docstring(st: ast.stmt) -> bool:
